@@ -1,0 +1,172 @@
+//! The command tree (clap) and what each command does with the library.
+//!
+//! Commands print results on stdout and nothing else; logs, progress and errors go to
+//! stderr, so `backlog run --json | jq` and a crontab line's log file both stay clean.
+
+use std::io::IsTerminal as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use clap::{Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::config::Config;
+use crate::duration;
+use crate::error::Error;
+use crate::handler::CommandHandler;
+use crate::process::{Event, TickOptions, process_backlog};
+use crate::{demo, store};
+
+#[derive(Debug, Parser)]
+#[command(name = "backlog", version, about = "Works through a database backlog on a progressive schedule")]
+pub struct Cli {
+    /// Log more: -v each record's outcome, -vv handlers' output too.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Write a schedule file, a demo SQLite backlog and a demo handler into DIR.
+    Init(InitArgs),
+    /// Run one tick of one tier, then exit: what a crontab line runs.
+    Run(RunArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The folder to write into (created if missing).
+    #[arg(default_value = ".")]
+    pub dir: PathBuf,
+    /// Overwrite the demo files if they exist.
+    #[arg(long)]
+    pub force: bool,
+    /// Age the demo records from this instant instead of the real time (RFC 3339).
+    #[arg(long, value_parser = parse_now)]
+    pub now: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The window of the tier to run, like 1d or 7d.
+    #[arg(long, short, value_parser = parse_window)]
+    pub window: Duration,
+    /// The schedule file.
+    #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
+    pub schedule: PathBuf,
+    /// Pin the clock (RFC 3339, like 2026-11-21T08:30:00Z) to reproduce a tick.
+    #[arg(long, value_parser = parse_now)]
+    pub now: Option<DateTime<Utc>>,
+    /// List what the tick would hand over; claim, run and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Hand over at most this many records (overrides the tier's limit).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub limit: Option<u64>,
+}
+
+fn parse_window(text: &str) -> Result<Duration, String> {
+    match duration::parse(text)? {
+        d if d.is_zero() => Err("a window must be longer than 0s".into()),
+        d => Ok(d),
+    }
+}
+
+fn parse_now(text: &str) -> Result<DateTime<Utc>, String> {
+    DateTime::parse_from_rfc3339(text)
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|e| format!("{text:?} is not an RFC 3339 time ({e}); write it like 2026-11-21T08:30:00Z"))
+}
+
+/// Sends logs to stderr, at a level set by `-v`.
+pub fn init_logging(verbose: u8) {
+    let level = match verbose {
+        0 => tracing::Level::WARN,
+        1 => tracing::Level::INFO,
+        _ => tracing::Level::DEBUG,
+    };
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(level)
+        .with_target(false)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+}
+
+/// `backlog init`.
+pub fn init(args: &InitArgs) -> Result<(), Error> {
+    let written = demo::write(&args.dir, args.force, args.now.unwrap_or_else(Utc::now))?;
+    for line in written {
+        println!("{line}");
+    }
+    println!("next: backlog run --window 7d --schedule {}", args.dir.join(demo::SCHEDULE_FILE).display());
+    Ok(())
+}
+
+/// `backlog run`.
+pub fn run(args: &RunArgs, verbose: u8) -> Result<(), Error> {
+    let config = Config::load(&args.schedule)?;
+    let mut store = store::open(&config.database, &config.table)
+        .map_err(|source| Error::Store { database: config.database.url.to_string(), source })?;
+    let mut handler = CommandHandler::new(&config.handler, &config.dir)
+        .map_err(|source| Error::Handler { file: Some(config.path.display().to_string()), source })?;
+
+    let mut opts = TickOptions::new(args.window, args.now.unwrap_or_else(Utc::now));
+    opts.limit = args.limit;
+    opts.dry_run = args.dry_run;
+    opts.stop = stop_on_signals()?;
+
+    let show_progress = std::io::stderr().is_terminal() && verbose == 0 && !args.json && !args.dry_run;
+    let progress = if show_progress { ProgressBar::new_spinner() } else { ProgressBar::hidden() };
+    progress.set_style(ProgressStyle::with_template("{spinner} {pos} records handled ({per_sec}) {msg}").expect("a valid template"));
+    let mut listed = Vec::new();
+    let now = opts.now;
+    let summary = process_backlog(&config.schedule, &config.table, store.as_mut(), &mut handler, &opts, &mut |event| match event {
+        Event::Handled { status, .. } => {
+            progress.inc(1);
+            progress.set_message(format!("last: {status}"));
+        }
+        Event::WouldHandle { record } => listed.push(serde_json::json!({
+            "id": record.id,
+            "inserted_at": record.inserted_at.to_string(),
+            "age": record.age(now).and_then(|a| a.to_std().ok()).map(|a| humantime::format_duration(Duration::from_secs(a.as_secs())).to_string()),
+            "status": record.status,
+        })),
+    })?;
+    progress.finish_and_clear();
+
+    if args.json {
+        let mut value = serde_json::to_value(&summary).expect("a summary always serialises");
+        if args.dry_run {
+            value["would_handle"] = serde_json::Value::Array(listed);
+        }
+        println!("{value}");
+    } else {
+        for r in &listed {
+            let text = |k: &str| r[k].as_str().map(String::from).unwrap_or_else(|| r[k].to_string());
+            println!("{}\t{}\tage {}\t{}", text("id"), text("inserted_at"), text("age"), text("status"));
+        }
+        println!("{}", summary.line(&config.table));
+    }
+    Ok(())
+}
+
+/// SIGINT and SIGTERM ask the tick to stop taking records; a second SIGINT ends the
+/// process at once (its claims expire after one lease).
+fn stop_on_signals() -> Result<Arc<AtomicBool>, Error> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let io = |source| Error::Io { context: "cannot install signal handlers".into(), source };
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(&stop)).map_err(io)?;
+        signal_hook::flag::register(signal, Arc::clone(&stop)).map_err(io)?;
+    }
+    Ok(stop)
+}

@@ -1,0 +1,404 @@
+//! The schedule file: the serde types that mirror the TOML, and the validated `Config`
+//! the rest of the program trusts.
+//!
+//! Everything a user can get wrong in the file is caught here, at load time, with a
+//! message that names the file, the key and the fix. Paths in the file are relative to
+//! the file, not to the working directory, because cron starts jobs in `$HOME`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::duration;
+use crate::schedule::{BandMode, Cadence, Schedule, Tier, parse_cron};
+use crate::timestamp::FormatSetting;
+
+/// The schedule file could not be read or is not valid.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {message}", file.display())]
+pub struct ConfigError {
+    /// The file, with `:line:column` when the error points into it.
+    pub file: PathBuf,
+    pub message: String,
+}
+
+/// The per-tick limit when neither the tier nor the file sets one.
+pub const DEFAULT_LIMIT: u64 = 10_000;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    #[serde(default)]
+    bands: BandMode,
+    limit: Option<u64>,
+    database: RawDatabase,
+    table: RawTable,
+    handler: RawHandler,
+    #[serde(default, rename = "tier")]
+    tiers: Vec<RawTier>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDatabase {
+    url: String,
+    busy_timeout: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTable {
+    name: String,
+    id: String,
+    status: String,
+    inserted_at: String,
+    #[serde(default)]
+    inserted_at_format: FormatSetting,
+    pending: Option<Vec<String>>,
+    success: Option<String>,
+    error: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHandler {
+    command: Vec<String>,
+    timeout: Option<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    #[serde(default)]
+    exit_codes: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTier {
+    window: String,
+    every: Option<String>,
+    cron: Option<String>,
+    limit: Option<u64>,
+}
+
+/// Where the backlog lives.
+#[derive(Clone, PartialEq, Eq)]
+pub enum DatabaseUrl {
+    /// A SQLite file, already resolved against the schedule file's folder.
+    Sqlite(PathBuf),
+}
+
+impl fmt::Display for DatabaseUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DatabaseUrl::Sqlite(p) => write!(f, "sqlite:{}", p.display()),
+        }
+    }
+}
+
+impl fmt::Debug for DatabaseUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// The `[database]` section, resolved.
+#[derive(Debug, Clone)]
+pub struct DatabaseConfig {
+    pub url: DatabaseUrl,
+    /// How long a write waits for another writer's lock before giving up.
+    pub busy_timeout: Duration,
+}
+
+/// The `[table]` section: names and status values of the user's table.
+#[derive(Debug, Clone)]
+pub struct TableConfig {
+    pub name: String,
+    pub id: String,
+    pub status: String,
+    pub inserted_at: String,
+    pub inserted_at_format: FormatSetting,
+    pub pending: Vec<String>,
+    pub success: String,
+    pub error: String,
+}
+
+impl TableConfig {
+    /// A table with the given names and the default statuses (`NEW`/`ERROR` pending,
+    /// `SUCCESS`, `ERROR`) and detected timestamp format.
+    pub fn new(name: &str, id: &str, status: &str, inserted_at: &str) -> Self {
+        TableConfig {
+            name: name.into(),
+            id: id.into(),
+            status: status.into(),
+            inserted_at: inserted_at.into(),
+            inserted_at_format: FormatSetting::Auto,
+            pending: vec!["NEW".into(), "ERROR".into()],
+            success: "SUCCESS".into(),
+            error: "ERROR".into(),
+        }
+    }
+
+    pub fn is_pending(&self, status: &str) -> bool {
+        self.pending.iter().any(|p| p == status)
+    }
+}
+
+/// The `[handler]` section, resolved.
+#[derive(Debug, Clone)]
+pub struct HandlerConfig {
+    /// The program and its arguments, as written (the program is resolved when the
+    /// handler is built, so that loading a file never fails on a missing program).
+    pub command: Vec<String>,
+    pub timeout: Duration,
+    pub env: BTreeMap<String, String>,
+    /// Exit codes that set a status of their own instead of the error status.
+    pub exit_codes: BTreeMap<i32, String>,
+}
+
+/// A validated schedule file.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The file it was read from.
+    pub path: PathBuf,
+    /// The folder relative paths in the file are resolved against.
+    pub dir: PathBuf,
+    pub database: DatabaseConfig,
+    pub table: TableConfig,
+    pub handler: HandlerConfig,
+    pub schedule: Schedule,
+}
+
+impl Config {
+    /// Reads and validates a schedule file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            file: path.to_path_buf(),
+            message: if e.kind() == std::io::ErrorKind::NotFound {
+                "no such schedule file; pass --schedule FILE, or run `backlog init` to write one".to_string()
+            } else {
+                format!("cannot read the schedule file: {e}")
+            },
+        })?;
+        Config::parse(&text, path)
+    }
+
+    /// Validates the text of a schedule file read from `path`.
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let raw: RawFile = toml::from_str(text).map_err(|e| {
+            let (line, col) = e.span().map(|s| line_col(text, s.start)).unwrap_or((1, 1));
+            let mut file = path.as_os_str().to_owned();
+            file.push(format!(":{line}:{col}"));
+            ConfigError { file: file.into(), message: e.message().trim_end().replace('\n', "; ") }
+        })?;
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let dir = if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir };
+        let fail = |message: String| ConfigError { file: path.to_path_buf(), message };
+        Ok(Config {
+            path: path.to_path_buf(),
+            database: resolve_database(raw.database, &dir).map_err(fail)?,
+            table: resolve_table(raw.table).map_err(fail)?,
+            handler: resolve_handler(raw.handler).map_err(fail)?,
+            schedule: resolve_schedule(raw.bands, raw.limit, raw.tiers).map_err(fail)?,
+            dir,
+        })
+    }
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+    (line, col)
+}
+
+fn positive(key: &str, text: &str) -> Result<Duration, String> {
+    let d = duration::parse(text).map_err(|e| format!("{key}: {e}"))?;
+    if d.is_zero() {
+        return Err(format!("{key}: must be longer than 0s"));
+    }
+    Ok(d)
+}
+
+fn resolve_database(raw: RawDatabase, dir: &Path) -> Result<DatabaseConfig, String> {
+    let url = raw.url.trim();
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        return Err("database.url: PostgreSQL is not supported by this version of backlog yet; use a SQLite file path".into());
+    }
+    let path = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")).unwrap_or(url);
+    if path.is_empty() {
+        return Err("database.url is empty; give the path of a SQLite file, like \"backlog.db\"".into());
+    }
+    let busy_timeout = match raw.busy_timeout {
+        Some(t) => positive("database.busy_timeout", &t)?,
+        None => Duration::from_secs(30),
+    };
+    Ok(DatabaseConfig { url: DatabaseUrl::Sqlite(dir.join(path)), busy_timeout })
+}
+
+fn resolve_table(raw: RawTable) -> Result<TableConfig, String> {
+    for (key, value) in [("name", &raw.name), ("id", &raw.id), ("status", &raw.status), ("inserted_at", &raw.inserted_at)] {
+        if value.trim().is_empty() {
+            return Err(format!("table.{key} is empty; give the name as it is in the database"));
+        }
+    }
+    let mut table = TableConfig::new(&raw.name, &raw.id, &raw.status, &raw.inserted_at);
+    table.inserted_at_format = raw.inserted_at_format;
+    if let Some(pending) = raw.pending {
+        if pending.is_empty() {
+            return Err("table.pending is empty; list the statuses to retry, like [\"NEW\", \"ERROR\"]".into());
+        }
+        table.pending = pending;
+    }
+    table.success = raw.success.unwrap_or(table.success);
+    table.error = raw.error.unwrap_or(table.error);
+    if table.is_pending(&table.success) {
+        return Err(format!(
+            "table.success {:?} is also in table.pending; a record marked successful would be tried forever",
+            table.success
+        ));
+    }
+    Ok(table)
+}
+
+fn resolve_handler(raw: RawHandler) -> Result<HandlerConfig, String> {
+    if raw.command.first().is_none_or(|p| p.trim().is_empty()) {
+        return Err("handler.command is empty; give the program and its arguments, like [\"./handler.sh\"]".into());
+    }
+    let timeout = match raw.timeout {
+        Some(t) => positive("handler.timeout", &t)?,
+        None => Duration::from_secs(30),
+    };
+    let mut exit_codes = BTreeMap::new();
+    for (code, status) in raw.exit_codes {
+        let n: i32 = code
+            .parse()
+            .ok()
+            .filter(|n| (1..=255).contains(n))
+            .ok_or_else(|| format!("handler.exit_codes: {code:?} is not an exit code; use numbers from 1 to 255"))?;
+        exit_codes.insert(n, status);
+    }
+    Ok(HandlerConfig { command: raw.command, timeout, env: raw.env, exit_codes })
+}
+
+fn resolve_schedule(bands: BandMode, limit: Option<u64>, raw: Vec<RawTier>) -> Result<Schedule, String> {
+    if raw.is_empty() {
+        return Err("no [[tier]] sections; a schedule needs at least one tier, like schedules/progressive.toml".into());
+    }
+    if limit == Some(0) {
+        return Err("limit: must be at least 1".into());
+    }
+    let mut tiers: Vec<Tier> = Vec::with_capacity(raw.len());
+    for (i, t) in raw.into_iter().enumerate() {
+        let n = i + 1;
+        let window = positive(&format!("tier {n}: window"), &t.window)?;
+        if let Some(prev) = tiers.last() {
+            if window == prev.window {
+                return Err(format!(
+                    "tier {n}: window {} repeats tier {}'s window (each tier needs a window of its own)",
+                    duration::compact(window),
+                    n - 1
+                ));
+            }
+            if window < prev.window {
+                return Err(format!(
+                    "tier {n}: window {} is not larger than tier {}'s window {} (tiers must be sorted by window)",
+                    duration::compact(window),
+                    n - 1,
+                    duration::compact(prev.window)
+                ));
+            }
+        }
+        let cadence = match (t.every, t.cron) {
+            (Some(every), None) => Cadence::Every(positive(&format!("tier {n}: every"), &every)?),
+            (None, Some(cron)) => {
+                Cadence::Cron(Box::new(parse_cron(&cron).map_err(|e| format!("tier {n}: cron: {e}"))?), cron)
+            }
+            (Some(_), Some(_)) => return Err(format!("tier {n}: both every and cron are set; keep one")),
+            (None, None) => {
+                return Err(format!("tier {n}: no cadence; set every = \"1h\" or cron = \"0 * * * *\""));
+            }
+        };
+        if t.limit == Some(0) {
+            return Err(format!("tier {n}: limit: must be at least 1"));
+        }
+        tiers.push(Tier { window, cadence, limit: t.limit });
+    }
+    Ok(Schedule { tiers, bands, limit: limit.unwrap_or(DEFAULT_LIMIT) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+[database]
+url = "backlog.db"
+
+[table]
+name = "BACKLOG"
+id = "ID"
+status = "STATUS"
+inserted_at = "DATE_INSERTED"
+
+[handler]
+command = ["./handler.sh"]
+
+[[tier]]
+window = "1d"
+every = "5m"
+
+[[tier]]
+window = "7d"
+cron = "0 * * * *"
+"#;
+
+    fn error_of(text: &str) -> String {
+        Config::parse(text, Path::new("/etc/backlog.toml")).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_good_file_resolves_paths_against_its_folder() {
+        let c = Config::parse(GOOD, Path::new("/srv/app/backlog.toml")).unwrap();
+        assert_eq!(c.database.url, DatabaseUrl::Sqlite("/srv/app/backlog.db".into()));
+        assert_eq!(c.schedule.tiers.len(), 2);
+        assert_eq!(c.table.pending, ["NEW", "ERROR"]);
+        assert_eq!(c.handler.timeout, Duration::from_secs(30));
+    }
+
+    /// Each bad file, and the exact message it gets.
+    #[test]
+    fn bad_files_get_messages_that_name_key_and_fix() {
+        let cases: &[(&str, &str, &str)] = &[
+            ("window = \"7d\"\ncron", "window = \"7d\"\nwindw", "/etc/backlog.toml:20:1: unknown field `windw`, expected one of `window`, `every`, `cron`, `limit`"),
+            ("window = \"7d\"", "window = \"7 dayz\"", "/etc/backlog.toml: tier 2: window: \"7 dayz\" is not a duration (unknown time unit \"dayz\", supported units: ns, us/µs, ms, sec, min, hours, days, weeks, months, years (and few variations)); write it like 5m, 1h, 7d or 96h"),
+            ("window = \"7d\"", "window = \"12h\"", "/etc/backlog.toml: tier 2: window 12h is not larger than tier 1's window 1d (tiers must be sorted by window)"),
+            ("window = \"7d\"", "window = \"24h\"", "/etc/backlog.toml: tier 2: window 1d repeats tier 1's window (each tier needs a window of its own)"),
+            ("cron = \"0 * * * *\"", "cron = \"*/5 * *\"", "/etc/backlog.toml: tier 2: cron: \"*/5 * *\" is not a crontab(5) expression (Invalid pattern: Pattern must have 5 fields when seconds are disallowed.); write five fields like \"*/5 * * * *\" or an alias like \"@hourly\""),
+            ("cron = \"0 * * * *\"", "", "/etc/backlog.toml: tier 2: no cadence; set every = \"1h\" or cron = \"0 * * * *\""),
+            ("cron = \"0 * * * *\"", "cron = \"0 * * * *\"\nevery = \"1h\"", "/etc/backlog.toml: tier 2: both every and cron are set; keep one"),
+            ("every = \"5m\"", "every = \"0s\"", "/etc/backlog.toml: tier 1: every: must be longer than 0s"),
+            ("command = [\"./handler.sh\"]", "command = []", "/etc/backlog.toml: handler.command is empty; give the program and its arguments, like [\"./handler.sh\"]"),
+            ("command = [\"./handler.sh\"]", "command = [\"./h\"]\nexit_codes = { 0 = \"DONE\" }", "/etc/backlog.toml: handler.exit_codes: \"0\" is not an exit code; use numbers from 1 to 255"),
+            ("status = \"STATUS\"", "status = \"STATUS\"\nsuccess = \"NEW\"", "/etc/backlog.toml: table.success \"NEW\" is also in table.pending; a record marked successful would be tried forever"),
+            ("url = \"backlog.db\"", "url = \"postgres://u:secret@db/x\"", "/etc/backlog.toml: database.url: PostgreSQL is not supported by this version of backlog yet; use a SQLite file path"),
+            ("inserted_at = \"DATE_INSERTED\"", "inserted_at = \"DATE_INSERTED\"\ninserted_at_format = \"iso\"", "/etc/backlog.toml:10:22: unknown variant `iso`, expected one of `auto`, `sqlite`, `rfc3339`, `unix`, `unix_ms`"),
+            ("[database]", "[database\n", "/etc/backlog.toml:2:10: unclosed table, expected `]`"),
+        ];
+        for (from, to, expected) in cases {
+            assert!(GOOD.contains(from), "{from}");
+            let text = GOOD.replacen(from, to, 1);
+            assert_eq!(error_of(&text), *expected, "replacing {from:?} with {to:?}");
+        }
+    }
+
+    #[test]
+    fn a_file_without_tiers_is_an_error() {
+        let text = &GOOD[..GOOD.find("[[tier]]").unwrap()];
+        assert_eq!(
+            error_of(text),
+            "/etc/backlog.toml: no [[tier]] sections; a schedule needs at least one tier, like schedules/progressive.toml"
+        );
+    }
+}

@@ -1,0 +1,63 @@
+//! The library's error, and the exit code each kind of error gets.
+//!
+//! Exit codes are decided here and nowhere else, so a crontab wrapper or a monitoring
+//! check can tell "the schedule file is wrong" from "the database is gone" without
+//! parsing messages. A tick that ran is success (0) whatever its records did: a record
+//! failing is the backlog's normal business, not the tool's failure.
+
+use crate::config::ConfigError;
+use crate::handler::HandlerError;
+use crate::store::StoreError;
+
+/// Everything that can stop `backlog` from doing what it was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("{}: {source}", database)]
+    Store { database: String, source: StoreError },
+    /// `file` is the schedule file the handler came from, when there is one.
+    #[error("{}{source}", file.as_ref().map(|f| format!("{f}: ")).unwrap_or_default())]
+    Handler { file: Option<String>, source: HandlerError },
+    /// A command-line value that does not make sense.
+    #[error("{0}")]
+    Usage(String),
+    #[error("{context}: {source}")]
+    Io { context: String, source: std::io::Error },
+}
+
+/// The process exit codes of `backlog`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum ExitCode {
+    /// The command did what it was asked (a tick ran, whatever its records' outcomes).
+    Success = 0,
+    /// Something unexpected: an I/O error, a bug.
+    Failure = 1,
+    /// The command line is wrong (clap uses 2 as well).
+    Usage = 2,
+    /// The schedule file is missing or invalid.
+    Schedule = 3,
+    /// The database, the table, a column or the inserted-at values are not usable.
+    Database = 4,
+    /// The handler cannot be started.
+    Handler = 5,
+}
+
+impl Error {
+    pub fn exit_code(&self) -> ExitCode {
+        match self {
+            Error::Config(_) => ExitCode::Schedule,
+            Error::Store { .. } => ExitCode::Database,
+            Error::Handler { .. } => ExitCode::Handler,
+            Error::Usage(_) => ExitCode::Usage,
+            Error::Io { .. } => ExitCode::Failure,
+        }
+    }
+}
+
+impl From<ExitCode> for std::process::ExitCode {
+    fn from(code: ExitCode) -> Self {
+        std::process::ExitCode::from(code as u8)
+    }
+}

@@ -1,0 +1,67 @@
+//! What is done with a record: one trait, one file per kind of handler.
+//!
+//! A handler returns an `Outcome` for every record it was given, whatever the record
+//! did to it (a failure, a crash, a hang are outcomes, not errors). It returns an
+//! error only when it cannot run at all, such as a program that cannot be started;
+//! then the tick stops and leaves the record unmarked, because nothing was tried.
+
+mod closure;
+mod command;
+
+use std::time::Duration;
+
+pub use closure::FnHandler;
+pub use command::CommandHandler;
+
+use crate::record::Record;
+
+/// What became of a record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Mark it with the success status.
+    Success,
+    /// Mark it with the error status (it stays pending, to be tried again).
+    Error,
+    /// Mark it with this status (an exit code mapped in `handler.exit_codes`).
+    Status(String),
+}
+
+/// An outcome and what the handler said on the way.
+#[derive(Debug, Clone)]
+pub struct Handled {
+    pub outcome: Outcome,
+    /// A short account: `exit 0`, `exit 3`, `killed by signal 11`, `timed out after 30s`.
+    pub detail: String,
+    /// The end of what the handler wrote (stdout, then stderr), bounded.
+    pub output: String,
+}
+
+impl Handled {
+    pub fn new(outcome: Outcome, detail: impl Into<String>) -> Self {
+        Handled { outcome, detail: detail.into(), output: String::new() }
+    }
+}
+
+/// Where a record is in the schedule when it is handed over.
+#[derive(Debug, Clone, Copy)]
+pub struct Context<'a> {
+    pub table: &'a str,
+    /// The window of the tick's tier.
+    pub window: Duration,
+    /// The record's age at the tick's `now`, if its inserted-at value could be read.
+    pub age: Option<Duration>,
+}
+
+/// A handler could not run at all.
+#[derive(Debug, thiserror::Error)]
+pub enum HandlerError {
+    #[error("handler.command: {0}")]
+    NotFound(String),
+    #[error("handler.command: cannot start {program}: {source}")]
+    Spawn { program: String, source: std::io::Error },
+}
+
+/// Takes records one at a time and says what became of each.
+pub trait Handler {
+    fn handle(&mut self, record: &Record, ctx: &Context<'_>) -> Result<Handled, HandlerError>;
+}

@@ -1,0 +1,26 @@
+//! `backlog` works through a database backlog on a progressive schedule: young records
+//! are retried often, old ones rarely, with no extra columns in the user's table.
+//!
+//! The pieces a Rust user needs: load a [`Config`] (or build a [`Schedule`] and a
+//! [`TableConfig`]), open a [`Store`], and call [`process_backlog`] with a [`Handler`],
+//! such as a closure wrapped in [`FnHandler`]. See `examples/rust_handler.rs`.
+
+pub mod cli;
+pub mod config;
+pub mod demo;
+pub mod duration;
+pub mod error;
+pub mod handler;
+pub mod process;
+pub mod record;
+pub mod schedule;
+pub mod store;
+pub mod timestamp;
+
+pub use config::{Config, TableConfig};
+pub use error::{Error, ExitCode};
+pub use handler::{CommandHandler, FnHandler, Handled, Handler, Outcome};
+pub use process::{TickOptions, TickSummary, process_backlog};
+pub use record::{Record, Scalar};
+pub use schedule::{BandMode, Schedule};
+pub use store::Store;

@@ -1,0 +1,23 @@
+//! The `backlog` command: parse the command line, run one command, map its error to
+//! an exit code. Everything else lives in the library.
+
+use std::process::ExitCode;
+
+use backlog::cli::{self, Cli, Command};
+use clap::Parser as _;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    cli::init_logging(cli.verbose);
+    let result = match &cli.command {
+        Command::Init(args) => cli::init(args),
+        Command::Run(args) => cli::run(args, cli.verbose),
+    };
+    match result {
+        Ok(()) => backlog::ExitCode::Success.into(),
+        Err(e) => {
+            eprintln!("backlog: {e}");
+            e.exit_code().into()
+        }
+    }
+}

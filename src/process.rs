@@ -1,0 +1,444 @@
+//! `process_backlog`: one tick of one tier.
+//!
+//! A tick selects the pending records of its band a page at a time, newest first;
+//! claims each page in the tool's own claims table (re-reading each record's status in
+//! the same transaction, so a record another tick just marked is not taken again);
+//! hands the claimed records to the handler one by one; and writes their new statuses
+//! in groups, dropping the claims in the same transaction. A heartbeat thread renews the
+//! claims while handlers run.
+//!
+//! What this guarantees: a record is marked only after its handler returned; no two
+//! ticks hold a record at once; a tick that is killed leaves claims that expire after
+//! one lease, so its unmarked records are tried again by a later tick (at-least-once).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::config::TableConfig;
+use crate::duration;
+use crate::error::Error;
+use crate::handler::{Context, Handled, Handler, Outcome};
+use crate::record::{Record, Scalar};
+use crate::schedule::{BandMode, Schedule};
+use crate::store::{BandQuery, Cursor, Heartbeat, Mark, RunEnd, RunStart, Store, StoreError};
+
+/// How a tick runs, beyond what the schedule says.
+#[derive(Debug, Clone)]
+pub struct TickOptions {
+    /// The window of the tier to run.
+    pub window: Duration,
+    /// The clock the band is computed from (`--now`, or the real time).
+    pub now: DateTime<Utc>,
+    /// Overrides the tier's limit.
+    pub limit: Option<u64>,
+    /// Select and report, without claiming, handling or writing anything.
+    pub dry_run: bool,
+    /// Set from outside (a signal) to stop taking records; the current handler finishes.
+    pub stop: Arc<AtomicBool>,
+    /// How long a claim lives without a heartbeat; a killed tick's records wait this long.
+    pub lease: Duration,
+    /// Records read per query.
+    pub page_size: usize,
+    /// Marks written per transaction, at most.
+    pub mark_group: usize,
+    /// The longest a handled record waits for its mark to be written.
+    pub mark_interval: Duration,
+}
+
+impl TickOptions {
+    pub fn new(window: Duration, now: DateTime<Utc>) -> Self {
+        TickOptions {
+            window,
+            now,
+            limit: None,
+            dry_run: false,
+            stop: Arc::new(AtomicBool::new(false)),
+            lease: Duration::from_secs(60),
+            page_size: 200,
+            mark_group: 100,
+            mark_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+/// What a tick reports as it goes, for progress bars and listings.
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// A record was handled and will be marked with `status`.
+    Handled { record: &'a Record, handled: &'a Handled, status: &'a str },
+    /// A dry run would hand this record over.
+    WouldHandle { record: &'a Record },
+}
+
+/// The band a tick covered, in the summary.
+#[derive(Debug, Clone, Serialize)]
+pub struct BandSummary {
+    /// Ages over this (from 0 inclusive when `"0s"`).
+    pub younger: String,
+    /// Ages up to this, inclusive.
+    pub older: String,
+    /// The inserted-at bounds the band had at the tick's `now`.
+    pub from: String,
+    pub to: String,
+}
+
+/// What a tick did.
+#[derive(Debug, Clone, Serialize)]
+pub struct TickSummary {
+    pub window: String,
+    /// The tier's 1-based number; absent for a window that no tier has.
+    pub tier: Option<usize>,
+    pub cadence: Option<String>,
+    pub bands: BandMode,
+    pub band: BandSummary,
+    pub now: DateTime<Utc>,
+    pub database: String,
+    pub table: String,
+    /// The inserted-at format in use, as `table.inserted_at_format` names it.
+    pub inserted_at_format: String,
+    pub inserted_at_format_detected: bool,
+    pub dry_run: bool,
+    pub run_id: Option<i64>,
+    /// Records handed to the handler (or, in a dry run, that would be).
+    pub selected: u64,
+    pub succeeded: u64,
+    /// Records marked with any status other than the success status.
+    pub failed: u64,
+    /// Records of the band held by another tick, or marked by one since they were read.
+    pub skipped: u64,
+    /// The count of each status written.
+    pub statuses: BTreeMap<String, u64>,
+    pub limit: u64,
+    pub limit_reached: bool,
+    /// A stop was asked for (SIGINT, SIGTERM) and the tick ended early.
+    pub stopped: bool,
+    pub seconds: f64,
+}
+
+impl TickSummary {
+    /// A one-line account, as `backlog run` prints it.
+    pub fn line(&self, table: &TableConfig) -> String {
+        let tier = match self.tier {
+            Some(n) => format!("tier {n} ({} {})", self.window, self.cadence.as_deref().unwrap_or_default()),
+            None => format!("window {} (no tier has it)", self.window),
+        };
+        let band = if self.band.younger == "0s" {
+            format!("ages 0 to {}", self.band.older)
+        } else {
+            format!("ages over {} up to {}", self.band.younger, self.band.older)
+        };
+        let mut line = if self.dry_run {
+            format!("{tier}, {band}: dry run, would hand over {} records", self.selected)
+        } else {
+            // Statuses beyond success and error come from `handler.exit_codes`: name them.
+            let mapped: Vec<String> = self
+                .statuses
+                .iter()
+                .filter(|(s, _)| **s != table.success && **s != table.error)
+                .map(|(s, n)| format!("{s} {n}"))
+                .collect();
+            let statuses = if mapped.is_empty() { String::new() } else { format!(" (of which {})", mapped.join(", ")) };
+            format!(
+                "{tier}, {band}: selected {}, succeeded {}, failed {}{statuses}, skipped {} in {:.2}s",
+                self.selected, self.succeeded, self.failed, self.skipped, self.seconds
+            )
+        };
+        if self.limit_reached {
+            line.push_str(&format!("; limit {} reached, the rest waits for the next tick", self.limit));
+        }
+        if self.stopped {
+            line.push_str("; stopped early by a signal");
+        }
+        line
+    }
+}
+
+static TICKS_IN_PROCESS: AtomicU64 = AtomicU64::new(0);
+
+/// A name for this tick in the claims table: host, process, and a count for ticks run
+/// by one process.
+fn owner_name() -> String {
+    let host = hostname::get().map(|h| h.to_string_lossy().into_owned()).unwrap_or_else(|_| "localhost".into());
+    let n = TICKS_IN_PROCESS.fetch_add(1, Ordering::Relaxed);
+    format!("{host}/{}/{}/{n}", std::process::id(), Utc::now().timestamp_millis())
+}
+
+/// Renews a tick's claims on a thread of its own until dropped.
+struct HeartbeatThread {
+    stop: Option<mpsc::Sender<()>>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl HeartbeatThread {
+    fn start(mut heartbeat: Box<dyn Heartbeat>, lease: Duration) -> Self {
+        let (stop, stopped) = mpsc::channel::<()>();
+        let thread = thread::spawn(move || {
+            while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(lease / 4) {
+                if let Err(e) = heartbeat.beat(Utc::now() + lease) {
+                    tracing::warn!("cannot renew this tick's claims: {e}");
+                }
+            }
+        });
+        HeartbeatThread { stop: Some(stop), thread: Some(thread) }
+    }
+}
+
+impl Drop for HeartbeatThread {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The running state of a tick: counts, claims held, marks not yet written.
+#[derive(Default)]
+struct Tally {
+    selected: u64,
+    succeeded: u64,
+    failed: u64,
+    skipped: u64,
+    statuses: BTreeMap<String, u64>,
+    /// Claimed, not yet handed over.
+    held: VecDeque<Scalar>,
+    /// Handled, not yet written.
+    marks: Vec<Mark>,
+    stopped: bool,
+}
+
+/// Runs one tick of the tier with `opts.window` over `store`, handing records to
+/// `handler`, and returns what it did.
+pub fn process_backlog(
+    schedule: &Schedule,
+    table: &TableConfig,
+    store: &mut dyn Store,
+    handler: &mut dyn Handler,
+    opts: &TickOptions,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> Result<TickSummary, Error> {
+    let started = Instant::now();
+    let database = store.describe();
+    let store_err = |source: StoreError| Error::Store { database: database.clone(), source };
+    let tier = schedule.tier(opts.window);
+    let band = schedule.band(opts.window);
+    let limit = opts.limit.unwrap_or_else(|| schedule.limit(opts.window));
+    let format = store.inspect().map_err(store_err)?;
+    let span = band.span(opts.now);
+    let query = BandQuery { from: format.encode(span.from), to: format.encode(span.to), to_inclusive: span.to_inclusive };
+    tracing::info!(
+        "tick of window {} over {band} ({} ≤ {} {} {}), {} holds {format}",
+        duration::compact(opts.window),
+        query.from,
+        table.inserted_at,
+        if span.to_inclusive { "≤" } else { "<" },
+        query.to,
+        table.inserted_at,
+    );
+    let mut summary = TickSummary {
+        window: duration::compact(opts.window),
+        tier: tier.map(|(n, _)| n),
+        cadence: tier.map(|(_, t)| t.cadence.to_string()),
+        bands: schedule.bands,
+        band: BandSummary {
+            younger: duration::compact(band.younger),
+            older: duration::compact(band.older),
+            from: query.from.to_string(),
+            to: query.to.to_string(),
+        },
+        now: opts.now,
+        database: database.clone(),
+        table: table.name.clone(),
+        inserted_at_format: format.setting_name().to_string(),
+        inserted_at_format_detected: table.inserted_at_format == crate::timestamp::FormatSetting::Auto,
+        dry_run: opts.dry_run,
+        run_id: None,
+        selected: 0,
+        succeeded: 0,
+        failed: 0,
+        skipped: 0,
+        statuses: BTreeMap::new(),
+        limit,
+        limit_reached: false,
+        stopped: false,
+        seconds: 0.0,
+    };
+
+    if opts.dry_run {
+        let mut cursor: Option<Cursor> = None;
+        while summary.selected < limit {
+            let want = opts.page_size.min((limit - summary.selected) as usize);
+            let page = store.select(&query, cursor.as_ref(), want).map_err(store_err)?;
+            for record in &page {
+                on_event(Event::WouldHandle { record });
+            }
+            summary.selected += page.len() as u64;
+            match page.last() {
+                Some(last) if page.len() == want => cursor = Some(Cursor { inserted_at: last.inserted_at.clone(), id: last.id.clone() }),
+                _ => break,
+            }
+        }
+        summary.limit_reached = summary.selected == limit;
+        summary.seconds = started.elapsed().as_secs_f64();
+        return Ok(summary);
+    }
+
+    store.ensure_own_tables().map_err(store_err)?;
+    let owner = owner_name();
+    let run_id = store
+        .begin_run(&RunStart {
+            window: opts.window,
+            tier: summary.tier,
+            younger: band.younger,
+            older: band.older,
+            bands: match schedule.bands {
+                BandMode::Disjoint => "disjoint",
+                BandMode::Cumulative => "cumulative",
+            },
+            now: opts.now,
+            owner: owner.clone(),
+        })
+        .map_err(store_err)?;
+    summary.run_id = Some(run_id);
+    let heartbeat = HeartbeatThread::start(store.heartbeat(&owner, run_id).map_err(store_err)?, opts.lease);
+
+    let ctx = Context { table: &table.name, window: opts.window, age: None };
+    let mut tally = Tally::default();
+    let result = tick_loop(table, store, handler, opts, &query, limit, &owner, ctx, &mut tally, on_event);
+
+    // Whatever happened, write what was handled and let go of what was not.
+    let mut cleanup = Ok(());
+    if !tally.marks.is_empty() {
+        cleanup = store.mark(&owner, &tally.marks).map_err(store_err);
+    }
+    let held: Vec<Scalar> = tally.held.drain(..).collect();
+    if !held.is_empty()
+        && let Err(e) = store.release(&owner, &held)
+    {
+        tracing::warn!("cannot release {} claims (they expire within {}): {e}", held.len(), duration::compact(opts.lease));
+    }
+    drop(heartbeat);
+    let result = result.and(cleanup);
+    let end = RunEnd {
+        selected: tally.selected,
+        succeeded: tally.succeeded,
+        failed: tally.failed,
+        skipped: tally.skipped,
+        outcome: match (&result, tally.stopped) {
+            (Err(_), _) => "failed",
+            (Ok(()), true) => "stopped",
+            (Ok(()), false) => "done",
+        },
+        error: result.as_ref().err().map(ToString::to_string),
+    };
+    let logged = store.finish_run(run_id, &end).map_err(store_err);
+    result?;
+    logged?;
+
+    summary.selected = tally.selected;
+    summary.succeeded = tally.succeeded;
+    summary.failed = tally.failed;
+    summary.skipped = tally.skipped;
+    summary.statuses = tally.statuses;
+    summary.stopped = tally.stopped;
+    summary.limit_reached = tally.selected == limit;
+    summary.seconds = started.elapsed().as_secs_f64();
+    Ok(summary)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn tick_loop(
+    table: &TableConfig,
+    store: &mut dyn Store,
+    handler: &mut dyn Handler,
+    opts: &TickOptions,
+    query: &BandQuery,
+    limit: u64,
+    owner: &str,
+    ctx: Context<'_>,
+    tally: &mut Tally,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> Result<(), Error> {
+    let database = store.describe();
+    let store_err = |source: StoreError| Error::Store { database: database.clone(), source };
+    let mut cursor: Option<Cursor> = None;
+    let mut last_write = Instant::now();
+    while tally.selected < limit {
+        if opts.stop.load(Ordering::Relaxed) {
+            tally.stopped = true;
+            return Ok(());
+        }
+        let want = opts.page_size.min((limit - tally.selected) as usize);
+        let page = store.select(query, cursor.as_ref(), want).map_err(store_err)?;
+        let Some(last) = page.last() else { return Ok(()) };
+        cursor = Some(Cursor { inserted_at: last.inserted_at.clone(), id: last.id.clone() });
+        let ids: Vec<Scalar> = page.iter().map(|r| r.id.clone()).collect();
+        let claimed = store.claim(owner, &ids, Utc::now() + opts.lease).map_err(store_err)?;
+        let records: Vec<&Record> = page.iter().zip(&claimed).filter(|(_, c)| **c).map(|(r, _)| r).collect();
+        tally.skipped += (page.len() - records.len()) as u64;
+        tally.held = records.iter().map(|r| r.id.clone()).collect();
+        for record in records {
+            if opts.stop.load(Ordering::Relaxed) {
+                tally.stopped = true;
+                return Ok(());
+            }
+            if tally.selected == limit {
+                return Ok(());
+            }
+            let ctx = Context { age: record.age(opts.now).and_then(|a| a.to_std().ok()), ..ctx };
+            let handled = handler.handle(record, &ctx).map_err(|source| Error::Handler { file: None, source })?;
+            tally.held.pop_front();
+            tally.selected += 1;
+            let status = match &handled.outcome {
+                Outcome::Success => {
+                    tally.succeeded += 1;
+                    table.success.clone()
+                }
+                Outcome::Error => {
+                    tally.failed += 1;
+                    table.error.clone()
+                }
+                Outcome::Status(s) => {
+                    tally.failed += 1;
+                    s.clone()
+                }
+            };
+            log_outcome(record, &handled, &status);
+            on_event(Event::Handled { record, handled: &handled, status: &status });
+            *tally.statuses.entry(status.clone()).or_default() += 1;
+            tally.marks.push(Mark { id: record.id.clone(), status });
+            if tally.marks.len() >= opts.mark_group || last_write.elapsed() >= opts.mark_interval {
+                store.mark(owner, &tally.marks).map_err(store_err)?;
+                tally.marks.clear();
+                last_write = Instant::now();
+            }
+        }
+        if page.len() < want {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+fn log_outcome(record: &Record, handled: &Handled, status: &str) {
+    if handled.outcome == Outcome::Success {
+        tracing::info!("record {}: {status} ({})", record.id, handled.detail);
+    } else {
+        tracing::info!("record {}: {status} ({}){}", record.id, handled.detail, tail_for_log(&handled.output));
+    }
+    if !handled.output.is_empty() {
+        tracing::debug!("record {} output:\n{}", record.id, handled.output);
+    }
+}
+
+/// The last line of a failed handler's output, so `-v` shows why without `-vv`.
+fn tail_for_log(output: &str) -> String {
+    output.lines().rev().find(|l| !l.trim().is_empty()).map(|l| format!(": {l}")).unwrap_or_default()
+}

@@ -1,0 +1,140 @@
+//! Where the backlog lives: one trait, one file per backend.
+//!
+//! The tick talks to a `Store` only through the operations below. They are shaped so a
+//! backend can keep the two promises of the design cheaply: records are read a page at
+//! a time in keyset order (memory does not grow with the band), and a record is handed
+//! to a handler only while this tick holds a claim on it in the tool's own table, so two
+//! ticks never hold it at once. Claims carry a lease that a heartbeat renews; a tick
+//! that dies stops renewing, and its records are free again once the lease runs out.
+
+mod sqlite;
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+pub use sqlite::SqliteStore;
+
+use crate::config::{DatabaseConfig, DatabaseUrl, TableConfig};
+use crate::record::{Record, Scalar};
+use crate::timestamp::TimestampFormat;
+
+/// What went wrong with the database, the table or the tool's own tables.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database file {path} does not exist (database.url in the schedule file; `backlog init` writes a demo)")]
+    NoDatabase { path: String },
+    #[error("table {table:?} does not exist in {database}{}", list("tables", available))]
+    NoTable { database: String, table: String, available: Vec<String> },
+    #[error("table {table:?} has no column {column:?} (set table.{key} in the schedule file){}", list("columns", available))]
+    NoColumn { table: String, column: String, key: &'static str, available: Vec<String> },
+    #[error("column {column:?} of table {table:?} {problem}")]
+    Timestamps { table: String, column: String, problem: String },
+    #[error("{0}")]
+    Schema(String),
+    #[error("{context}: {source}")]
+    Database { context: String, source: Box<dyn std::error::Error + Send + Sync> },
+}
+
+fn list(what: &str, names: &[String]) -> String {
+    if names.is_empty() { format!("; it has no {what}") } else { format!("; {what}: {}", names.join(", ")) }
+}
+
+/// The bounds of a band, encoded in the inserted-at column's format.
+#[derive(Debug, Clone)]
+pub struct BandQuery {
+    /// Inclusive lower bound (the oldest inserted-at value in the band).
+    pub from: Scalar,
+    pub to: Scalar,
+    pub to_inclusive: bool,
+}
+
+/// Where the previous page ended: the last record's inserted-at value and id. Pages go
+/// newest first, by (inserted-at, id) descending.
+#[derive(Debug, Clone)]
+pub struct Cursor {
+    pub inserted_at: Scalar,
+    pub id: Scalar,
+}
+
+/// A tick as the run log records it when it starts.
+#[derive(Debug, Clone)]
+pub struct RunStart {
+    pub window: Duration,
+    pub tier: Option<usize>,
+    pub younger: Duration,
+    pub older: Duration,
+    pub bands: &'static str,
+    /// The tick's `now` (pinned or real).
+    pub now: DateTime<Utc>,
+    pub owner: String,
+}
+
+/// How a tick ended, for the run log.
+#[derive(Debug, Clone, Default)]
+pub struct RunEnd {
+    pub selected: u64,
+    pub succeeded: u64,
+    pub failed: u64,
+    pub skipped: u64,
+    /// `done`, `stopped` (a signal ended it early) or `failed`.
+    pub outcome: &'static str,
+    pub error: Option<String>,
+}
+
+/// A new status for a record, written once its handler returned.
+#[derive(Debug, Clone)]
+pub struct Mark {
+    pub id: Scalar,
+    pub status: String,
+}
+
+/// A backend holding the backlog table and the tool's own tables.
+pub trait Store {
+    /// The database, for messages (never with a password).
+    fn describe(&self) -> String;
+
+    /// Checks that the table and its columns exist and decides the inserted-at format.
+    /// Reads only; changes nothing.
+    fn inspect(&mut self) -> Result<TimestampFormat, StoreError>;
+
+    /// Creates the tool's own tables (run log, claims) if they are missing.
+    fn ensure_own_tables(&mut self) -> Result<(), StoreError>;
+
+    /// Up to `limit` pending records of the band, newest first, after `after`.
+    fn select(&mut self, band: &BandQuery, after: Option<&Cursor>, limit: usize) -> Result<Vec<Record>, StoreError>;
+
+    /// Claims each record for `owner` until `lease_until` and re-reads its status, in one
+    /// transaction. Returns, for each id, whether it is now this owner's and still
+    /// pending; a record claimed by a live tick, or no longer pending, is not.
+    fn claim(&mut self, owner: &str, ids: &[Scalar], lease_until: DateTime<Utc>) -> Result<Vec<bool>, StoreError>;
+
+    /// Writes the statuses and drops the owner's claims on those records, in one
+    /// transaction.
+    fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<(), StoreError>;
+
+    /// Drops the owner's claims on records it will not handle after all.
+    fn release(&mut self, owner: &str, ids: &[Scalar]) -> Result<(), StoreError>;
+
+    /// Opens a run-log row and returns its id.
+    fn begin_run(&mut self, run: &RunStart) -> Result<i64, StoreError>;
+
+    /// Closes a run-log row.
+    fn finish_run(&mut self, run_id: i64, end: &RunEnd) -> Result<(), StoreError>;
+
+    /// A handle, on a connection of its own, that extends the owner's leases while the
+    /// tick's own connection waits on a handler.
+    fn heartbeat(&self, owner: &str, run_id: i64) -> Result<Box<dyn Heartbeat>, StoreError>;
+}
+
+/// Extends a tick's claims from another thread.
+pub trait Heartbeat: Send {
+    fn beat(&mut self, lease_until: DateTime<Utc>) -> Result<(), StoreError>;
+}
+
+/// Opens the store a schedule file names.
+pub fn open(database: &DatabaseConfig, table: &TableConfig) -> Result<Box<dyn Store>, StoreError> {
+    match &database.url {
+        DatabaseUrl::Sqlite(path) => Ok(Box::new(SqliteStore::open(path, database.busy_timeout, table.clone())?)),
+    }
+}

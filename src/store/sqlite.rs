@@ -1,0 +1,410 @@
+//! The SQLite backend: the embedded default.
+//!
+//! Writes are short `BEGIN IMMEDIATE` transactions (a batch of claims, a group of
+//! marks), so several ticks, in one process or many, interleave on the database lock
+//! instead of failing; reads are one page at a time, so no tick holds a read snapshot
+//! while its handlers run. The database file is opened without `CREATE`: a typo in the
+//! path is an error, not a new empty database.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use base64::Engine as _;
+use chrono::{DateTime, SecondsFormat, Utc};
+use rusqlite::types::{ToSqlOutput, ValueRef};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, ToSql, TransactionBehavior, params, params_from_iter};
+use serde_json::Value;
+
+use super::{BandQuery, Cursor, Heartbeat, Mark, RunEnd, RunStart, Store, StoreError};
+use crate::config::TableConfig;
+use crate::record::{Record, Scalar};
+use crate::timestamp::{self, Sample, TimestampFormat};
+
+/// The version of the tool's own tables this release writes.
+const SCHEMA_VERSION: i64 = 1;
+
+const OWN_TABLES: &str = "
+CREATE TABLE IF NOT EXISTS backlog_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+INSERT OR IGNORE INTO backlog_meta (key, value) VALUES ('schema_version', '1');
+CREATE TABLE IF NOT EXISTS backlog_runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    table_name TEXT NOT NULL,
+    window_secs INTEGER NOT NULL,
+    tier INTEGER,
+    band_from_secs INTEGER NOT NULL,
+    band_to_secs INTEGER NOT NULL,
+    bands TEXT NOT NULL,
+    clock TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    heartbeat_at TEXT,
+    finished_at TEXT,
+    selected INTEGER NOT NULL DEFAULT 0,
+    succeeded INTEGER NOT NULL DEFAULT 0,
+    failed INTEGER NOT NULL DEFAULT 0,
+    skipped INTEGER NOT NULL DEFAULT 0,
+    outcome TEXT NOT NULL,
+    error TEXT,
+    owner TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS backlog_runs_by_window ON backlog_runs (table_name, window_secs, id);
+CREATE TABLE IF NOT EXISTS backlog_claims (
+    table_name TEXT NOT NULL,
+    record_id NOT NULL,
+    owner TEXT NOT NULL,
+    claimed_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    PRIMARY KEY (table_name, record_id)
+);
+";
+
+/// The SQL of a table, with names checked against the schema and quoted.
+#[derive(Debug, Clone)]
+struct Statements {
+    first_page: String,
+    next_page: String,
+    status_of: String,
+    set_status: String,
+}
+
+pub struct SqliteStore {
+    conn: Connection,
+    path: PathBuf,
+    busy_timeout: Duration,
+    table: TableConfig,
+    format: Option<TimestampFormat>,
+    sql: Option<Statements>,
+}
+
+fn quote(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+fn db(context: impl Into<String>) -> impl FnOnce(rusqlite::Error) -> StoreError {
+    let context = context.into();
+    move |e| StoreError::Database { context, source: Box::new(e) }
+}
+
+impl ToSql for Scalar {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match self {
+            Scalar::Int(i) => ToSqlOutput::from(*i),
+            Scalar::Text(s) => ToSqlOutput::from(s.as_str()),
+        })
+    }
+}
+
+fn scalar(v: ValueRef<'_>) -> Scalar {
+    match v {
+        ValueRef::Integer(i) => Scalar::Int(i),
+        ValueRef::Real(f) => Scalar::Text(f.to_string()),
+        ValueRef::Text(t) => Scalar::Text(String::from_utf8_lossy(t).into_owned()),
+        ValueRef::Blob(b) => Scalar::Text(base64::engine::general_purpose::STANDARD.encode(b)),
+        ValueRef::Null => Scalar::Text(String::new()),
+    }
+}
+
+fn json(v: ValueRef<'_>) -> Value {
+    match v {
+        ValueRef::Null => Value::Null,
+        ValueRef::Integer(i) => Value::from(i),
+        ValueRef::Real(f) => serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number),
+        ValueRef::Text(t) => Value::String(String::from_utf8_lossy(t).into_owned()),
+        ValueRef::Blob(b) => Value::String(base64::engine::general_purpose::STANDARD.encode(b)),
+    }
+}
+
+fn connect(path: &Path, busy_timeout: Duration) -> Result<Connection, StoreError> {
+    if !path.exists() {
+        return Err(StoreError::NoDatabase { path: path.display().to_string() });
+    }
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+        .map_err(db(format!("cannot open SQLite database {}", path.display())))?;
+    conn.busy_timeout(busy_timeout).map_err(db("cannot set the busy timeout"))?;
+    Ok(conn)
+}
+
+impl SqliteStore {
+    /// Opens an existing SQLite database holding `table`.
+    pub fn open(path: &Path, busy_timeout: Duration, table: TableConfig) -> Result<Self, StoreError> {
+        let conn = connect(path, busy_timeout)?;
+        Ok(SqliteStore { conn, path: path.to_path_buf(), busy_timeout, table, format: None, sql: None })
+    }
+
+    fn sql(&self) -> &Statements {
+        self.sql.as_ref().expect("inspect() runs before any query")
+    }
+
+    fn format(&self) -> TimestampFormat {
+        self.format.expect("inspect() runs before any query")
+    }
+
+    /// Resolves the table's real name and columns, case-insensitively as SQLite does.
+    fn resolve_names(&self) -> Result<(String, [String; 3]), StoreError> {
+        let found: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') AND name = ?1 COLLATE NOCASE",
+                [&self.table.name],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(db("reading the schema"))?;
+        let Some(table) = found else {
+            let mut stmt = self
+                .conn
+                .prepare("SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE 'backlog\\_%' ESCAPE '\\' ORDER BY name")
+                .map_err(db("reading the schema"))?;
+            let available = stmt.query_map([], |r| r.get(0)).and_then(Iterator::collect).map_err(db("reading the schema"))?;
+            return Err(StoreError::NoTable { database: self.path.display().to_string(), table: self.table.name.clone(), available });
+        };
+        let mut stmt = self.conn.prepare("SELECT name FROM pragma_table_info(?1)").map_err(db("reading the schema"))?;
+        let columns: Vec<String> = stmt.query_map([&table], |r| r.get(0)).and_then(Iterator::collect).map_err(db("reading the schema"))?;
+        let resolve = |key: &'static str, wanted: &str| {
+            columns.iter().find(|c| c.eq_ignore_ascii_case(wanted)).cloned().ok_or_else(|| StoreError::NoColumn {
+                table: table.clone(),
+                column: wanted.to_string(),
+                key,
+                available: columns.clone(),
+            })
+        };
+        let id = resolve("id", &self.table.id)?;
+        let status = resolve("status", &self.table.status)?;
+        let inserted_at = resolve("inserted_at", &self.table.inserted_at)?;
+        Ok((table, [id, status, inserted_at]))
+    }
+
+    fn samples(&self, table: &str, column: &str) -> Result<Vec<Sample>, StoreError> {
+        let mut samples = Vec::new();
+        for order in ["DESC", "ASC"] {
+            let sql = format!("SELECT {c} FROM {t} WHERE {c} IS NOT NULL ORDER BY {c} {order} LIMIT 1", c = quote(column), t = quote(table));
+            let sample = self
+                .conn
+                .query_row(&sql, [], |r| {
+                    Ok(match r.get_ref(0)? {
+                        ValueRef::Integer(i) => Sample::Int(i),
+                        ValueRef::Text(t) => Sample::Text(String::from_utf8_lossy(t).into_owned()),
+                        ValueRef::Real(_) => Sample::Other("real".into()),
+                        ValueRef::Blob(_) => Sample::Other("blob".into()),
+                        ValueRef::Null => Sample::Other("null".into()),
+                    })
+                })
+                .optional()
+                .map_err(db(format!("reading {column} of {table}")))?;
+            samples.extend(sample);
+        }
+        Ok(samples)
+    }
+
+    fn statements(&self, table: &str, [id, status, inserted_at]: &[String; 3]) -> Statements {
+        let (t, id, st, ins) = (quote(table), quote(id), quote(status), quote(inserted_at));
+        // ?1 from, ?2 to, ?3 limit, ?4 the cursor's id, ?5… the pending statuses.
+        let pending = (0..self.table.pending.len()).map(|i| format!("?{}", i + 5)).collect::<Vec<_>>().join(", ");
+        let order = format!("ORDER BY {ins} DESC, {id} DESC LIMIT ?3");
+        Statements {
+            first_page: format!("SELECT * FROM {t} WHERE {ins} >= ?1 AND {ins} <{{to}} ?2 AND {st} IN ({pending}) {order}"),
+            next_page: format!(
+                "SELECT * FROM {t} WHERE {ins} >= ?1 AND {ins} <= ?2 AND ({ins} < ?2 OR {id} < ?4) AND {st} IN ({pending}) {order}"
+            ),
+            status_of: format!("SELECT {st} FROM {t} WHERE {id} = ?1"),
+            set_status: format!("UPDATE {t} SET {st} = ?1 WHERE {id} = ?2"),
+        }
+    }
+
+    /// The SQL a page query runs, for tests that check the plan.
+    pub fn page_sql(&self, first: bool, to_inclusive: bool) -> String {
+        let sql = if first { &self.sql().first_page } else { &self.sql().next_page };
+        sql.replace("{to}", if to_inclusive { "=" } else { "" })
+    }
+
+    fn table_name(&self) -> &str {
+        &self.table.name
+    }
+}
+
+impl Store for SqliteStore {
+    fn describe(&self) -> String {
+        format!("sqlite:{}", self.path.display())
+    }
+
+    fn inspect(&mut self) -> Result<TimestampFormat, StoreError> {
+        let (table, columns) = self.resolve_names()?;
+        let samples = self.samples(&table, &columns[2])?;
+        let format = timestamp::detect(self.table.inserted_at_format, &samples).map_err(|problem| StoreError::Timestamps {
+            table: table.clone(),
+            column: columns[2].clone(),
+            problem,
+        })?;
+        self.sql = Some(self.statements(&table, &columns));
+        self.format = Some(format);
+        Ok(format)
+    }
+
+    fn ensure_own_tables(&mut self) -> Result<(), StoreError> {
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db("creating the tool's own tables"))?;
+        tx.execute_batch(OWN_TABLES).map_err(db("creating the tool's own tables"))?;
+        let version: String = tx
+            .query_row("SELECT value FROM backlog_meta WHERE key = 'schema_version'", [], |r| r.get(0))
+            .map_err(db("reading backlog_meta"))?;
+        if version.parse::<i64>().ok() != Some(SCHEMA_VERSION) {
+            return Err(StoreError::Schema(format!(
+                "the tool's tables in {} are at schema version {version}, this backlog knows version {SCHEMA_VERSION}; use the backlog release that made them",
+                self.path.display()
+            )));
+        }
+        tx.commit().map_err(db("creating the tool's own tables"))
+    }
+
+    fn select(&mut self, band: &BandQuery, after: Option<&Cursor>, limit: usize) -> Result<Vec<Record>, StoreError> {
+        let sql = self.page_sql(after.is_none(), band.to_inclusive);
+        let format = self.format();
+        let (id_col, status_col, ins_col) = (&self.table.id, &self.table.status, &self.table.inserted_at);
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(db(format!("selecting from {}", self.table.name)))?;
+        let names: Vec<String> = stmt.column_names().into_iter().map(String::from).collect();
+        let position = |wanted: &str| names.iter().position(|n| n.eq_ignore_ascii_case(wanted)).expect("inspect() checked the column");
+        let (id_at, status_at, ins_at) = (position(id_col), position(status_col), position(ins_col));
+        let to = after.map_or(&band.to, |c| &c.inserted_at);
+        let after_id = after.map(|c| &c.id);
+        let limit = limit as i64;
+        let mut params: Vec<&dyn ToSql> = vec![&band.from, to, &limit, &after_id];
+        params.extend(self.table.pending.iter().map(|p| p as &dyn ToSql));
+        let rows = stmt
+            .query_map(params_from_iter(params), |row| {
+                let mut columns = serde_json::Map::with_capacity(names.len());
+                for (i, name) in names.iter().enumerate() {
+                    columns.insert(name.clone(), json(row.get_ref(i)?));
+                }
+                let inserted_at = scalar(row.get_ref(ins_at)?);
+                Ok(Record {
+                    id: scalar(row.get_ref(id_at)?),
+                    status: scalar(row.get_ref(status_at)?).to_string(),
+                    inserted_time: format.decode(&inserted_at),
+                    inserted_at,
+                    columns,
+                })
+            })
+            .and_then(Iterator::collect)
+            .map_err(db(format!("selecting from {}", self.table.name)))?;
+        Ok(rows)
+    }
+
+    fn claim(&mut self, owner: &str, ids: &[Scalar], lease_until: DateTime<Utc>) -> Result<Vec<bool>, StoreError> {
+        let table = self.table.clone();
+        let status_sql = self.sql().status_of.clone();
+        let now = Utc::now().timestamp_millis();
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db("claiming records"))?;
+        let mut claimed = Vec::with_capacity(ids.len());
+        {
+            let mut upsert = tx
+                .prepare_cached(
+                    "INSERT INTO backlog_claims (table_name, record_id, owner, claimed_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)
+                     ON CONFLICT (table_name, record_id) DO UPDATE SET owner = excluded.owner, claimed_at = excluded.claimed_at,
+                     expires_at = excluded.expires_at WHERE backlog_claims.expires_at < excluded.claimed_at",
+                )
+                .map_err(db("claiming records"))?;
+            let mut status = tx.prepare_cached(&status_sql).map_err(db("claiming records"))?;
+            let mut unclaim = tx
+                .prepare_cached("DELETE FROM backlog_claims WHERE table_name = ?1 AND record_id = ?2 AND owner = ?3")
+                .map_err(db("claiming records"))?;
+            for id in ids {
+                let got = upsert.execute(params![table.name, id, owner, now, lease_until.timestamp_millis()]).map_err(db("claiming records"))? == 1;
+                let pending = got && {
+                    let current: Option<Scalar> = status.query_row([id], |r| Ok(scalar(r.get_ref(0)?))).optional().map_err(db("claiming records"))?;
+                    current.is_some_and(|s| table.is_pending(&s.to_string()))
+                };
+                if got && !pending {
+                    unclaim.execute(params![table.name, id, owner]).map_err(db("claiming records"))?;
+                }
+                claimed.push(pending);
+            }
+        }
+        tx.commit().map_err(db("claiming records"))?;
+        Ok(claimed)
+    }
+
+    fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<(), StoreError> {
+        let table = self.table_name().to_string();
+        let set_sql = self.sql().set_status.clone();
+        let context = format!("writing statuses to {table}");
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db(context.clone()))?;
+        {
+            let mut set = tx.prepare_cached(&set_sql).map_err(db(context.clone()))?;
+            let mut unclaim = tx
+                .prepare_cached("DELETE FROM backlog_claims WHERE table_name = ?1 AND record_id = ?2 AND owner = ?3")
+                .map_err(db(context.clone()))?;
+            for m in marks {
+                set.execute(params![m.status, m.id]).map_err(db(context.clone()))?;
+                unclaim.execute(params![table, m.id, owner]).map_err(db(context.clone()))?;
+            }
+        }
+        tx.commit().map_err(db(context))
+    }
+
+    fn release(&mut self, owner: &str, ids: &[Scalar]) -> Result<(), StoreError> {
+        let table = self.table_name().to_string();
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db("releasing claims"))?;
+        {
+            let mut unclaim = tx
+                .prepare_cached("DELETE FROM backlog_claims WHERE table_name = ?1 AND record_id = ?2 AND owner = ?3")
+                .map_err(db("releasing claims"))?;
+            for id in ids {
+                unclaim.execute(params![table, id, owner]).map_err(db("releasing claims"))?;
+            }
+        }
+        tx.commit().map_err(db("releasing claims"))
+    }
+
+    fn begin_run(&mut self, run: &RunStart) -> Result<i64, StoreError> {
+        let started = Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true);
+        self.conn
+            .execute(
+                "INSERT INTO backlog_runs (table_name, window_secs, tier, band_from_secs, band_to_secs, bands, clock, started_at, heartbeat_at, outcome, owner)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, 'running', ?9)",
+                params![
+                    self.table.name,
+                    run.window.as_secs() as i64,
+                    run.tier.map(|t| t as i64),
+                    run.younger.as_secs() as i64,
+                    run.older.as_secs() as i64,
+                    run.bands,
+                    run.now.to_rfc3339_opts(SecondsFormat::Secs, true),
+                    started,
+                    run.owner,
+                ],
+            )
+            .map_err(db("writing the run log"))?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    fn finish_run(&mut self, run_id: i64, end: &RunEnd) -> Result<(), StoreError> {
+        let finished = Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true);
+        self.conn
+            .execute(
+                "UPDATE backlog_runs SET finished_at = ?2, selected = ?3, succeeded = ?4, failed = ?5, skipped = ?6, outcome = ?7, error = ?8 WHERE id = ?1",
+                params![run_id, finished, end.selected as i64, end.succeeded as i64, end.failed as i64, end.skipped as i64, end.outcome, end.error],
+            )
+            .map_err(db("writing the run log"))?;
+        Ok(())
+    }
+
+    fn heartbeat(&self, owner: &str, run_id: i64) -> Result<Box<dyn Heartbeat>, StoreError> {
+        let conn = connect(&self.path, self.busy_timeout)?;
+        Ok(Box::new(SqliteHeartbeat { conn, owner: owner.to_string(), run_id }))
+    }
+}
+
+struct SqliteHeartbeat {
+    conn: Connection,
+    owner: String,
+    run_id: i64,
+}
+
+impl Heartbeat for SqliteHeartbeat {
+    fn beat(&mut self, lease_until: DateTime<Utc>) -> Result<(), StoreError> {
+        let now = Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true);
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db("renewing claims"))?;
+        tx.execute("UPDATE backlog_claims SET expires_at = ?1 WHERE owner = ?2", params![lease_until.timestamp_millis(), self.owner])
+            .map_err(db("renewing claims"))?;
+        tx.execute("UPDATE backlog_runs SET heartbeat_at = ?1 WHERE id = ?2", params![now, self.run_id]).map_err(db("renewing claims"))?;
+        tx.commit().map_err(db("renewing claims"))
+    }
+}

@@ -1,0 +1,297 @@
+//! The formats an inserted-at column can hold, detection of the one in use, and the
+//! encoding of band bounds in that format.
+//!
+//! The invariant: a bound is bound in the column's own format and compared with the
+//! bare column, never through a function around it, so selection stays an index range.
+//! For text columns that means the bound must sort like the stored values, which is why
+//! a text layout (separator, fraction digits, offset) is read off real values and
+//! reproduced exactly.
+
+use std::fmt;
+
+use chrono::{DateTime, FixedOffset, NaiveDateTime, TimeZone, Utc};
+use serde::Deserialize;
+
+use crate::record::Scalar;
+
+/// What the schedule file says about the inserted-at column (`table.inserted_at_format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum FormatSetting {
+    /// Read the newest and oldest values and decide.
+    #[default]
+    Auto,
+    /// SQLite's `CURRENT_TIMESTAMP` text: `YYYY-MM-DD HH:MM:SS`, UTC.
+    Sqlite,
+    /// RFC 3339 text with an offset: `2026-11-21T08:30:00Z`.
+    Rfc3339,
+    /// Integer seconds since the Unix epoch.
+    Unix,
+    /// Integer milliseconds since the Unix epoch.
+    UnixMs,
+}
+
+/// A sample of the column, as the store read it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Sample {
+    Int(i64),
+    Text(String),
+    /// A value of another type (real, blob), named by its type.
+    Other(String),
+}
+
+/// How a text timestamp is laid out, so that bounds sort like the stored values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TextLayout {
+    /// `' '` or `'T'` between date and time.
+    pub separator: char,
+    /// Digits after the decimal point of the seconds (0 for none).
+    pub fraction_digits: usize,
+    /// `None` for naive text taken as UTC (SQLite's form), else the offset written.
+    pub offset: Option<Offset>,
+}
+
+/// The offset a text timestamp carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Offset {
+    /// `Z`
+    Zulu,
+    /// `+hh:mm`, in seconds east of UTC.
+    Numeric(i32),
+}
+
+/// The resolved format of an inserted-at column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimestampFormat {
+    Text(TextLayout),
+    UnixSeconds,
+    UnixMillis,
+}
+
+/// SQLite's `CURRENT_TIMESTAMP` layout.
+pub const SQLITE_LAYOUT: TextLayout = TextLayout { separator: ' ', fraction_digits: 0, offset: None };
+/// The RFC 3339 layout used when a column declared RFC 3339 holds no value yet.
+pub const RFC3339_LAYOUT: TextLayout = TextLayout { separator: 'T', fraction_digits: 0, offset: Some(Offset::Zulu) };
+
+impl fmt::Display for TimestampFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TimestampFormat::UnixSeconds => f.write_str("unix (integer seconds)"),
+            TimestampFormat::UnixMillis => f.write_str("unix_ms (integer milliseconds)"),
+            TimestampFormat::Text(l) if l.offset.is_none() => {
+                write!(f, "sqlite (text like \"{}\", UTC)", TimestampFormat::Text(*l).example())
+            }
+            TimestampFormat::Text(l) => write!(f, "rfc3339 (text like \"{}\")", TimestampFormat::Text(*l).example()),
+        }
+    }
+}
+
+impl TimestampFormat {
+    /// The setting name this format answers to in the schedule file.
+    pub fn setting_name(&self) -> &'static str {
+        match self {
+            TimestampFormat::UnixSeconds => "unix",
+            TimestampFormat::UnixMillis => "unix_ms",
+            TimestampFormat::Text(l) if l.offset.is_none() => "sqlite",
+            TimestampFormat::Text(_) => "rfc3339",
+        }
+    }
+
+    fn example(&self) -> String {
+        let t = Utc.with_ymd_and_hms(2026, 11, 21, 8, 30, 0).unwrap();
+        self.encode(t).to_string()
+    }
+
+    /// The value that stands for instant `t` in this format.
+    pub fn encode(&self, t: DateTime<Utc>) -> Scalar {
+        match self {
+            TimestampFormat::UnixSeconds => Scalar::Int(t.timestamp()),
+            TimestampFormat::UnixMillis => Scalar::Int(t.timestamp_millis()),
+            TimestampFormat::Text(layout) => Scalar::Text(layout.format(t)),
+        }
+    }
+
+    /// The instant a stored value stands for, if it is in this format.
+    pub fn decode(&self, value: &Scalar) -> Option<DateTime<Utc>> {
+        match (self, value) {
+            (TimestampFormat::UnixSeconds, Scalar::Int(s)) => DateTime::from_timestamp(*s, 0),
+            (TimestampFormat::UnixMillis, Scalar::Int(ms)) => DateTime::from_timestamp_millis(*ms),
+            (TimestampFormat::Text(_), Scalar::Text(s)) => parse_text(s).map(|(t, _)| t),
+            _ => None,
+        }
+    }
+}
+
+impl TextLayout {
+    fn format(&self, t: DateTime<Utc>) -> String {
+        let offset_secs = match self.offset {
+            Some(Offset::Numeric(secs)) => secs,
+            _ => 0,
+        };
+        let local = t.with_timezone(&FixedOffset::east_opt(offset_secs).expect("offset read from a valid timestamp"));
+        let mut s = local.format(&format!("%Y-%m-%d{}%H:%M:%S", self.separator)).to_string();
+        if self.fraction_digits > 0 {
+            let nanos = format!("{:09}", local.timestamp_subsec_nanos());
+            s.push('.');
+            s.push_str(&nanos[..self.fraction_digits.min(9)]);
+            s.extend(std::iter::repeat_n('0', self.fraction_digits.saturating_sub(9)));
+        }
+        match self.offset {
+            None => {}
+            Some(Offset::Zulu) => s.push('Z'),
+            Some(Offset::Numeric(secs)) => {
+                let sign = if secs < 0 { '-' } else { '+' };
+                let abs = secs.unsigned_abs();
+                s.push_str(&format!("{sign}{:02}:{:02}", abs / 3600, abs % 3600 / 60));
+            }
+        }
+        s
+    }
+}
+
+/// Reads a text timestamp (`YYYY-MM-DD[ T]HH:MM:SS[.f…][Z|±hh:mm]`) and its layout.
+fn parse_text(s: &str) -> Option<(DateTime<Utc>, TextLayout)> {
+    let b = s.as_bytes();
+    if b.len() < 19 || !b[..10].iter().enumerate().all(|(i, c)| if i == 4 || i == 7 { *c == b'-' } else { c.is_ascii_digit() }) {
+        return None;
+    }
+    let separator = match b[10] {
+        b' ' => ' ',
+        b'T' | b't' => 'T',
+        _ => return None,
+    };
+    let mut rest = &s[19..];
+    let mut fraction_digits = 0;
+    if let Some(frac) = rest.strip_prefix('.') {
+        fraction_digits = frac.bytes().take_while(u8::is_ascii_digit).count();
+        if fraction_digits == 0 {
+            return None;
+        }
+        rest = &frac[fraction_digits..];
+    }
+    let naive = NaiveDateTime::parse_from_str(&s[..19 + if fraction_digits > 0 { fraction_digits + 1 } else { 0 }].replacen(['T', 't'], " ", 1), "%Y-%m-%d %H:%M:%S%.f").ok()?;
+    let offset = match rest {
+        "" => None,
+        "Z" | "z" => Some(Offset::Zulu),
+        _ => {
+            let off = DateTime::parse_from_str(&format!("2000-01-01 00:00:00{rest}"), "%Y-%m-%d %H:%M:%S%:z").ok()?;
+            Some(Offset::Numeric(off.offset().local_minus_utc()))
+        }
+    };
+    let utc = match offset {
+        Some(Offset::Numeric(secs)) => naive - chrono::Duration::seconds(secs.into()),
+        _ => naive,
+    };
+    Some((utc.and_utc(), TextLayout { separator, fraction_digits, offset }))
+}
+
+/// Classifies one sample, or says why it is not a timestamp this tool reads.
+fn classify(sample: &Sample) -> Result<TimestampFormat, String> {
+    match sample {
+        // 1e11 seconds is the year 5138; 1e11 milliseconds is 1973.
+        Sample::Int(v) if v.unsigned_abs() >= 100_000_000_000 => Ok(TimestampFormat::UnixMillis),
+        Sample::Int(_) => Ok(TimestampFormat::UnixSeconds),
+        Sample::Text(s) => parse_text(s).map(|(_, layout)| TimestampFormat::Text(layout)).ok_or_else(|| format!("{s:?}")),
+        Sample::Other(kind) => Err(format!("a {kind} value")),
+    }
+}
+
+/// The accepted formats, for messages.
+pub const ACCEPTED: &str =
+    "SQLite \"YYYY-MM-DD HH:MM:SS\" text, RFC 3339 text, or integer unix seconds or milliseconds";
+
+/// Decides the column's format from the setting and a few real values (the newest and
+/// the oldest). An error says what was found; the caller adds which column it was.
+pub fn detect(setting: FormatSetting, samples: &[Sample]) -> Result<TimestampFormat, String> {
+    let mut found: Option<TimestampFormat> = None;
+    for sample in samples {
+        let format = classify(sample).map_err(|v| format!("holds {v}, which is not a timestamp (backlog reads {ACCEPTED})"))?;
+        if let Some(prev) = found
+            && !same_kind(prev, format)
+        {
+            return Err(format!(
+                "mixes formats: {} and {} (one column must hold one format)",
+                prev.setting_name(),
+                format.setting_name()
+            ));
+        }
+        found = found.or(Some(format));
+    }
+    let declared = match setting {
+        FormatSetting::Auto => return Ok(found.unwrap_or(TimestampFormat::Text(SQLITE_LAYOUT))),
+        FormatSetting::Sqlite => TimestampFormat::Text(SQLITE_LAYOUT),
+        FormatSetting::Rfc3339 => TimestampFormat::Text(RFC3339_LAYOUT),
+        FormatSetting::Unix => TimestampFormat::UnixSeconds,
+        FormatSetting::UnixMs => TimestampFormat::UnixMillis,
+    };
+    match found {
+        None => Ok(declared),
+        Some(f) if f.setting_name() == declared.setting_name() => Ok(f),
+        Some(f) => Err(format!(
+            "is declared {} but holds {} values (set table.inserted_at_format = \"{}\", or \"auto\")",
+            declared.setting_name(),
+            f.setting_name(),
+            f.setting_name()
+        )),
+    }
+}
+
+fn same_kind(a: TimestampFormat, b: TimestampFormat) -> bool {
+    match (a, b) {
+        (TimestampFormat::Text(x), TimestampFormat::Text(y)) => x.offset.is_none() == y.offset.is_none(),
+        _ => a == b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    #[test]
+    fn detects_each_format_from_a_sample() {
+        let cases = [
+            (Sample::Text("2026-11-21 08:30:00".into()), "sqlite", "2026-11-21 08:30:00"),
+            (Sample::Text("2026-11-21T08:30:00Z".into()), "rfc3339", "2026-11-21T08:30:00Z"),
+            (Sample::Text("2026-11-21T09:30:00.123+01:00".into()), "rfc3339", "2026-11-21T09:30:00.000+01:00"),
+            (Sample::Int(1_795_249_800), "unix", "1795249800"),
+            (Sample::Int(1_795_249_800_000), "unix_ms", "1795249800000"),
+        ];
+        for (sample, name, encoded) in cases {
+            let f = detect(FormatSetting::Auto, &[sample.clone()]).unwrap();
+            assert_eq!(f.setting_name(), name, "{sample:?}");
+            assert_eq!(f.encode(at("2026-11-21T08:30:00Z")).to_string(), encoded, "{sample:?}");
+        }
+    }
+
+    #[test]
+    fn decodes_what_it_encodes() {
+        let t = at("2026-11-21T08:30:00Z");
+        for s in ["2026-11-21 08:30:00", "2026-11-21T10:30:00+02:00", "2026-11-21T08:30:00.000000Z"] {
+            let f = detect(FormatSetting::Auto, &[Sample::Text(s.into())]).unwrap();
+            assert_eq!(f.decode(&Scalar::Text(s.into())), Some(t), "{s}");
+            assert_eq!(f.decode(&f.encode(t)), Some(t), "{s}");
+        }
+    }
+
+    #[test]
+    fn rejects_what_is_not_a_timestamp() {
+        let e = detect(FormatSetting::Auto, &[Sample::Text("yesterday".into())]).unwrap_err();
+        assert_eq!(e, format!("holds \"yesterday\", which is not a timestamp (backlog reads {ACCEPTED})"));
+        let e = detect(FormatSetting::Auto, &[Sample::Int(5), Sample::Text("2026-01-01 00:00:00".into())]).unwrap_err();
+        assert_eq!(e, "mixes formats: unix and sqlite (one column must hold one format)");
+        let e = detect(FormatSetting::Unix, &[Sample::Text("2026-01-01 00:00:00".into())]).unwrap_err();
+        assert_eq!(e, "is declared unix but holds sqlite values (set table.inserted_at_format = \"sqlite\", or \"auto\")");
+    }
+
+    #[test]
+    fn text_bounds_sort_like_the_values() {
+        let f = detect(FormatSetting::Auto, &[Sample::Text("2026-11-21T08:30:00.250Z".into())]).unwrap();
+        let lo = f.encode(at("2026-11-21T08:30:00Z")).to_string();
+        assert!(lo.as_str() < "2026-11-21T08:30:00.250Z");
+        assert!(lo.as_str() > "2026-11-21T08:29:59.999Z");
+    }
+}
