@@ -21,7 +21,11 @@ use crate::process::{Event, TickOptions, process_backlog};
 use crate::{demo, store};
 
 #[derive(Debug, Parser)]
-#[command(name = "backlog", version, about = "Works through a database backlog on a progressive schedule")]
+#[command(
+    name = "backlog",
+    version,
+    about = "Works through a database backlog on a progressive schedule"
+)]
 pub struct Cli {
     /// Log more: -v each record's outcome, -vv handlers' output too.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
@@ -83,7 +87,9 @@ fn parse_window(text: &str) -> Result<Duration, String> {
 fn parse_now(text: &str) -> Result<DateTime<Utc>, String> {
     DateTime::parse_from_rfc3339(text)
         .map(|t| t.with_timezone(&Utc))
-        .map_err(|e| format!("{text:?} is not an RFC 3339 time ({e}); write it like 2026-11-21T08:30:00Z"))
+        .map_err(|e| {
+            format!("{text:?} is not an RFC 3339 time ({e}); write it like 2026-11-21T08:30:00Z")
+        })
 }
 
 /// Sends logs to stderr, at a level set by `-v`.
@@ -107,29 +113,54 @@ pub fn init(args: &InitArgs) -> Result<(), Error> {
     for line in written {
         println!("{line}");
     }
-    println!("next: backlog run --window 7d --schedule {}", args.dir.join(demo::SCHEDULE_FILE).display());
+    println!(
+        "next: backlog run --window 7d --schedule {}",
+        args.dir.join(demo::SCHEDULE_FILE).display()
+    );
     Ok(())
 }
 
 /// `backlog run`.
 pub fn run(args: &RunArgs, verbose: u8) -> Result<(), Error> {
     let config = Config::load(&args.schedule)?;
-    let mut store = store::open(&config.database, &config.table)
-        .map_err(|source| Error::Store { database: config.database.url.to_string(), source })?;
-    let mut handler = CommandHandler::new(&config.handler, &config.dir)
-        .map_err(|source| Error::Handler { file: Some(config.path.display().to_string()), source })?;
+    let mut store =
+        store::open(&config.database, &config.table).map_err(|source| Error::Store {
+            database: config.database.url.to_string(),
+            source,
+        })?;
+    let mut handler =
+        CommandHandler::new(&config.handler, &config.dir).map_err(|source| Error::Handler {
+            file: Some(config.path.display().to_string()),
+            source,
+        })?;
 
     let mut opts = TickOptions::new(args.window, args.now.unwrap_or_else(Utc::now));
     opts.limit = args.limit;
+    opts.lease = config.database.claim_lease;
     opts.dry_run = args.dry_run;
     opts.stop = stop_on_signals()?;
 
-    let show_progress = std::io::stderr().is_terminal() && verbose == 0 && !args.json && !args.dry_run;
-    let progress = if show_progress { ProgressBar::new_spinner() } else { ProgressBar::hidden() };
-    progress.set_style(ProgressStyle::with_template("{spinner} {pos} records handled ({per_sec}) {msg}").expect("a valid template"));
+    let show_progress =
+        std::io::stderr().is_terminal() && verbose == 0 && !args.json && !args.dry_run;
+    let progress = if show_progress {
+        ProgressBar::new_spinner()
+    } else {
+        ProgressBar::hidden()
+    };
+    progress.set_style(
+        ProgressStyle::with_template("{spinner} {pos} records handled ({per_sec}) {msg}")
+            .expect("a valid template"),
+    );
     let mut listed = Vec::new();
     let now = opts.now;
-    let summary = process_backlog(&config.schedule, &config.table, store.as_mut(), &mut handler, &opts, &mut |event| match event {
+    let summary = process_backlog(
+        &config.schedule,
+        &config.table,
+        store.as_mut(),
+        &mut handler,
+        &opts,
+        &mut |event| {
+            match event {
         Event::Handled { status, .. } => {
             progress.inc(1);
             progress.set_message(format!("last: {status}"));
@@ -140,7 +171,9 @@ pub fn run(args: &RunArgs, verbose: u8) -> Result<(), Error> {
             "age": record.age(now).and_then(|a| a.to_std().ok()).map(|a| humantime::format_duration(Duration::from_secs(a.as_secs())).to_string()),
             "status": record.status,
         })),
-    })?;
+    }
+        },
+    )?;
     progress.finish_and_clear();
 
     if args.json {
@@ -151,8 +184,18 @@ pub fn run(args: &RunArgs, verbose: u8) -> Result<(), Error> {
         println!("{value}");
     } else {
         for r in &listed {
-            let text = |k: &str| r[k].as_str().map(String::from).unwrap_or_else(|| r[k].to_string());
-            println!("{}\t{}\tage {}\t{}", text("id"), text("inserted_at"), text("age"), text("status"));
+            let text = |k: &str| {
+                r[k].as_str()
+                    .map(String::from)
+                    .unwrap_or_else(|| r[k].to_string())
+            };
+            println!(
+                "{}\t{}\tage {}\t{}",
+                text("id"),
+                text("inserted_at"),
+                text("age"),
+                text("status")
+            );
         }
         println!("{}", summary.line(&config.table));
     }
@@ -163,9 +206,13 @@ pub fn run(args: &RunArgs, verbose: u8) -> Result<(), Error> {
 /// process at once (its claims expire after one lease).
 fn stop_on_signals() -> Result<Arc<AtomicBool>, Error> {
     let stop = Arc::new(AtomicBool::new(false));
-    let io = |source| Error::Io { context: "cannot install signal handlers".into(), source };
+    let io = |source| Error::Io {
+        context: "cannot install signal handlers".into(),
+        source,
+    };
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(&stop)).map_err(io)?;
+        signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(&stop))
+            .map_err(io)?;
         signal_hook::flag::register(signal, Arc::clone(&stop)).map_err(io)?;
     }
     Ok(stop)

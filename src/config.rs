@@ -46,6 +46,7 @@ struct RawFile {
 struct RawDatabase {
     url: String,
     busy_timeout: Option<String>,
+    claim_lease: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -109,6 +110,9 @@ pub struct DatabaseConfig {
     pub url: DatabaseUrl,
     /// How long a write waits for another writer's lock before giving up.
     pub busy_timeout: Duration,
+    /// How long a tick's claim on a record outlives the tick's last heartbeat: the
+    /// longest a killed tick's records wait before another tick may take them.
+    pub claim_lease: Duration,
 }
 
 /// The `[table]` section: names and status values of the user's table.
@@ -176,7 +180,8 @@ impl Config {
         let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
             file: path.to_path_buf(),
             message: if e.kind() == std::io::ErrorKind::NotFound {
-                "no such schedule file; pass --schedule FILE, or run `backlog init` to write one".to_string()
+                "no such schedule file; pass --schedule FILE, or run `backlog init` to write one"
+                    .to_string()
             } else {
                 format!("cannot read the schedule file: {e}")
             },
@@ -190,11 +195,20 @@ impl Config {
             let (line, col) = e.span().map(|s| line_col(text, s.start)).unwrap_or((1, 1));
             let mut file = path.as_os_str().to_owned();
             file.push(format!(":{line}:{col}"));
-            ConfigError { file: file.into(), message: e.message().trim_end().replace('\n', "; ") }
+            ConfigError {
+                file: file.into(),
+                message: e.message().trim_end().replace('\n', "; "),
+            }
         })?;
-        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let dir = if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir };
-        let fail = |message: String| ConfigError { file: path.to_path_buf(), message };
+        // Absolute, so the database and handler resolve the same wherever the tool runs.
+        let dir = std::path::absolute(path)
+            .ok()
+            .and_then(|p| p.parent().map(Path::to_path_buf))
+            .unwrap_or_else(|| PathBuf::from("."));
+        let fail = |message: String| ConfigError {
+            file: path.to_path_buf(),
+            message,
+        };
         Ok(Config {
             path: path.to_path_buf(),
             database: resolve_database(raw.database, &dir).map_err(fail)?,
@@ -226,28 +240,51 @@ fn resolve_database(raw: RawDatabase, dir: &Path) -> Result<DatabaseConfig, Stri
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         return Err("database.url: PostgreSQL is not supported by this version of backlog yet; use a SQLite file path".into());
     }
-    let path = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")).unwrap_or(url);
+    let path = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))
+        .unwrap_or(url);
     if path.is_empty() {
-        return Err("database.url is empty; give the path of a SQLite file, like \"backlog.db\"".into());
+        return Err(
+            "database.url is empty; give the path of a SQLite file, like \"backlog.db\"".into(),
+        );
     }
     let busy_timeout = match raw.busy_timeout {
         Some(t) => positive("database.busy_timeout", &t)?,
         None => Duration::from_secs(30),
     };
-    Ok(DatabaseConfig { url: DatabaseUrl::Sqlite(dir.join(path)), busy_timeout })
+    let claim_lease = match raw.claim_lease {
+        Some(t) => positive("database.claim_lease", &t)?,
+        None => Duration::from_secs(60),
+    };
+    Ok(DatabaseConfig {
+        url: DatabaseUrl::Sqlite(dir.join(path)),
+        busy_timeout,
+        claim_lease,
+    })
 }
 
 fn resolve_table(raw: RawTable) -> Result<TableConfig, String> {
-    for (key, value) in [("name", &raw.name), ("id", &raw.id), ("status", &raw.status), ("inserted_at", &raw.inserted_at)] {
+    for (key, value) in [
+        ("name", &raw.name),
+        ("id", &raw.id),
+        ("status", &raw.status),
+        ("inserted_at", &raw.inserted_at),
+    ] {
         if value.trim().is_empty() {
-            return Err(format!("table.{key} is empty; give the name as it is in the database"));
+            return Err(format!(
+                "table.{key} is empty; give the name as it is in the database"
+            ));
         }
     }
     let mut table = TableConfig::new(&raw.name, &raw.id, &raw.status, &raw.inserted_at);
     table.inserted_at_format = raw.inserted_at_format;
     if let Some(pending) = raw.pending {
         if pending.is_empty() {
-            return Err("table.pending is empty; list the statuses to retry, like [\"NEW\", \"ERROR\"]".into());
+            return Err(
+                "table.pending is empty; list the statuses to retry, like [\"NEW\", \"ERROR\"]"
+                    .into(),
+            );
         }
         table.pending = pending;
     }
@@ -264,7 +301,10 @@ fn resolve_table(raw: RawTable) -> Result<TableConfig, String> {
 
 fn resolve_handler(raw: RawHandler) -> Result<HandlerConfig, String> {
     if raw.command.first().is_none_or(|p| p.trim().is_empty()) {
-        return Err("handler.command is empty; give the program and its arguments, like [\"./handler.sh\"]".into());
+        return Err(
+            "handler.command is empty; give the program and its arguments, like [\"./handler.sh\"]"
+                .into(),
+        );
     }
     let timeout = match raw.timeout {
         Some(t) => positive("handler.timeout", &t)?,
@@ -276,13 +316,26 @@ fn resolve_handler(raw: RawHandler) -> Result<HandlerConfig, String> {
             .parse()
             .ok()
             .filter(|n| (1..=255).contains(n))
-            .ok_or_else(|| format!("handler.exit_codes: {code:?} is not an exit code; use numbers from 1 to 255"))?;
+            .ok_or_else(|| {
+                format!(
+                    "handler.exit_codes: {code:?} is not an exit code; use numbers from 1 to 255"
+                )
+            })?;
         exit_codes.insert(n, status);
     }
-    Ok(HandlerConfig { command: raw.command, timeout, env: raw.env, exit_codes })
+    Ok(HandlerConfig {
+        command: raw.command,
+        timeout,
+        env: raw.env,
+        exit_codes,
+    })
 }
 
-fn resolve_schedule(bands: BandMode, limit: Option<u64>, raw: Vec<RawTier>) -> Result<Schedule, String> {
+fn resolve_schedule(
+    bands: BandMode,
+    limit: Option<u64>,
+    raw: Vec<RawTier>,
+) -> Result<Schedule, String> {
     if raw.is_empty() {
         return Err("no [[tier]] sections; a schedule needs at least one tier, like schedules/progressive.toml".into());
     }
@@ -312,20 +365,33 @@ fn resolve_schedule(bands: BandMode, limit: Option<u64>, raw: Vec<RawTier>) -> R
         }
         let cadence = match (t.every, t.cron) {
             (Some(every), None) => Cadence::Every(positive(&format!("tier {n}: every"), &every)?),
-            (None, Some(cron)) => {
-                Cadence::Cron(Box::new(parse_cron(&cron).map_err(|e| format!("tier {n}: cron: {e}"))?), cron)
+            (None, Some(cron)) => Cadence::Cron(
+                Box::new(parse_cron(&cron).map_err(|e| format!("tier {n}: cron: {e}"))?),
+                cron,
+            ),
+            (Some(_), Some(_)) => {
+                return Err(format!("tier {n}: both every and cron are set; keep one"));
             }
-            (Some(_), Some(_)) => return Err(format!("tier {n}: both every and cron are set; keep one")),
             (None, None) => {
-                return Err(format!("tier {n}: no cadence; set every = \"1h\" or cron = \"0 * * * *\""));
+                return Err(format!(
+                    "tier {n}: no cadence; set every = \"1h\" or cron = \"0 * * * *\""
+                ));
             }
         };
         if t.limit == Some(0) {
             return Err(format!("tier {n}: limit: must be at least 1"));
         }
-        tiers.push(Tier { window, cadence, limit: t.limit });
+        tiers.push(Tier {
+            window,
+            cadence,
+            limit: t.limit,
+        });
     }
-    Ok(Schedule { tiers, bands, limit: limit.unwrap_or(DEFAULT_LIMIT) })
+    Ok(Schedule {
+        tiers,
+        bands,
+        limit: limit.unwrap_or(DEFAULT_LIMIT),
+    })
 }
 
 #[cfg(test)]
@@ -355,13 +421,18 @@ cron = "0 * * * *"
 "#;
 
     fn error_of(text: &str) -> String {
-        Config::parse(text, Path::new("/etc/backlog.toml")).unwrap_err().to_string()
+        Config::parse(text, Path::new("/etc/backlog.toml"))
+            .unwrap_err()
+            .to_string()
     }
 
     #[test]
     fn a_good_file_resolves_paths_against_its_folder() {
         let c = Config::parse(GOOD, Path::new("/srv/app/backlog.toml")).unwrap();
-        assert_eq!(c.database.url, DatabaseUrl::Sqlite("/srv/app/backlog.db".into()));
+        assert_eq!(
+            c.database.url,
+            DatabaseUrl::Sqlite("/srv/app/backlog.db".into())
+        );
         assert_eq!(c.schedule.tiers.len(), 2);
         assert_eq!(c.table.pending, ["NEW", "ERROR"]);
         assert_eq!(c.handler.timeout, Duration::from_secs(30));
@@ -371,20 +442,76 @@ cron = "0 * * * *"
     #[test]
     fn bad_files_get_messages_that_name_key_and_fix() {
         let cases: &[(&str, &str, &str)] = &[
-            ("window = \"7d\"\ncron", "window = \"7d\"\nwindw", "/etc/backlog.toml:20:1: unknown field `windw`, expected one of `window`, `every`, `cron`, `limit`"),
-            ("window = \"7d\"", "window = \"7 dayz\"", "/etc/backlog.toml: tier 2: window: \"7 dayz\" is not a duration (unknown time unit \"dayz\", supported units: ns, us/µs, ms, sec, min, hours, days, weeks, months, years (and few variations)); write it like 5m, 1h, 7d or 96h"),
-            ("window = \"7d\"", "window = \"12h\"", "/etc/backlog.toml: tier 2: window 12h is not larger than tier 1's window 1d (tiers must be sorted by window)"),
-            ("window = \"7d\"", "window = \"24h\"", "/etc/backlog.toml: tier 2: window 1d repeats tier 1's window (each tier needs a window of its own)"),
-            ("cron = \"0 * * * *\"", "cron = \"*/5 * *\"", "/etc/backlog.toml: tier 2: cron: \"*/5 * *\" is not a crontab(5) expression (Invalid pattern: Pattern must have 5 fields when seconds are disallowed.); write five fields like \"*/5 * * * *\" or an alias like \"@hourly\""),
-            ("cron = \"0 * * * *\"", "", "/etc/backlog.toml: tier 2: no cadence; set every = \"1h\" or cron = \"0 * * * *\""),
-            ("cron = \"0 * * * *\"", "cron = \"0 * * * *\"\nevery = \"1h\"", "/etc/backlog.toml: tier 2: both every and cron are set; keep one"),
-            ("every = \"5m\"", "every = \"0s\"", "/etc/backlog.toml: tier 1: every: must be longer than 0s"),
-            ("command = [\"./handler.sh\"]", "command = []", "/etc/backlog.toml: handler.command is empty; give the program and its arguments, like [\"./handler.sh\"]"),
-            ("command = [\"./handler.sh\"]", "command = [\"./h\"]\nexit_codes = { 0 = \"DONE\" }", "/etc/backlog.toml: handler.exit_codes: \"0\" is not an exit code; use numbers from 1 to 255"),
-            ("status = \"STATUS\"", "status = \"STATUS\"\nsuccess = \"NEW\"", "/etc/backlog.toml: table.success \"NEW\" is also in table.pending; a record marked successful would be tried forever"),
-            ("url = \"backlog.db\"", "url = \"postgres://u:secret@db/x\"", "/etc/backlog.toml: database.url: PostgreSQL is not supported by this version of backlog yet; use a SQLite file path"),
-            ("inserted_at = \"DATE_INSERTED\"", "inserted_at = \"DATE_INSERTED\"\ninserted_at_format = \"iso\"", "/etc/backlog.toml:10:22: unknown variant `iso`, expected one of `auto`, `sqlite`, `rfc3339`, `unix`, `unix_ms`"),
-            ("[database]", "[database\n", "/etc/backlog.toml:2:10: unclosed table, expected `]`"),
+            (
+                "window = \"7d\"\ncron",
+                "window = \"7d\"\nwindw",
+                "/etc/backlog.toml:20:1: unknown field `windw`, expected one of `window`, `every`, `cron`, `limit`",
+            ),
+            (
+                "window = \"7d\"",
+                "window = \"7 dayz\"",
+                "/etc/backlog.toml: tier 2: window: \"7 dayz\" is not a duration (unknown time unit \"dayz\", supported units: ns, us/µs, ms, sec, min, hours, days, weeks, months, years (and few variations)); write it like 5m, 1h, 7d or 96h",
+            ),
+            (
+                "window = \"7d\"",
+                "window = \"12h\"",
+                "/etc/backlog.toml: tier 2: window 12h is not larger than tier 1's window 1d (tiers must be sorted by window)",
+            ),
+            (
+                "window = \"7d\"",
+                "window = \"24h\"",
+                "/etc/backlog.toml: tier 2: window 1d repeats tier 1's window (each tier needs a window of its own)",
+            ),
+            (
+                "cron = \"0 * * * *\"",
+                "cron = \"*/5 * *\"",
+                "/etc/backlog.toml: tier 2: cron: \"*/5 * *\" is not a crontab(5) expression (Invalid pattern: Pattern must have 5 fields when seconds are disallowed.); write five fields like \"*/5 * * * *\" or an alias like \"@hourly\"",
+            ),
+            (
+                "cron = \"0 * * * *\"",
+                "",
+                "/etc/backlog.toml: tier 2: no cadence; set every = \"1h\" or cron = \"0 * * * *\"",
+            ),
+            (
+                "cron = \"0 * * * *\"",
+                "cron = \"0 * * * *\"\nevery = \"1h\"",
+                "/etc/backlog.toml: tier 2: both every and cron are set; keep one",
+            ),
+            (
+                "every = \"5m\"",
+                "every = \"0s\"",
+                "/etc/backlog.toml: tier 1: every: must be longer than 0s",
+            ),
+            (
+                "command = [\"./handler.sh\"]",
+                "command = []",
+                "/etc/backlog.toml: handler.command is empty; give the program and its arguments, like [\"./handler.sh\"]",
+            ),
+            (
+                "command = [\"./handler.sh\"]",
+                "command = [\"./h\"]\nexit_codes = { 0 = \"DONE\" }",
+                "/etc/backlog.toml: handler.exit_codes: \"0\" is not an exit code; use numbers from 1 to 255",
+            ),
+            (
+                "status = \"STATUS\"",
+                "status = \"STATUS\"\nsuccess = \"NEW\"",
+                "/etc/backlog.toml: table.success \"NEW\" is also in table.pending; a record marked successful would be tried forever",
+            ),
+            (
+                "url = \"backlog.db\"",
+                "url = \"postgres://u:secret@db/x\"",
+                "/etc/backlog.toml: database.url: PostgreSQL is not supported by this version of backlog yet; use a SQLite file path",
+            ),
+            (
+                "inserted_at = \"DATE_INSERTED\"",
+                "inserted_at = \"DATE_INSERTED\"\ninserted_at_format = \"iso\"",
+                "/etc/backlog.toml:10:22: unknown variant `iso`, expected one of `auto`, `sqlite`, `rfc3339`, `unix`, `unix_ms`",
+            ),
+            (
+                "[database]",
+                "[database\n",
+                "/etc/backlog.toml:2:10: unclosed table, expected `]`",
+            ),
         ];
         for (from, to, expected) in cases {
             assert!(GOOD.contains(from), "{from}");

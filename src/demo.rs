@@ -32,10 +32,14 @@ pub fn write(dir: &Path, force: bool, now: DateTime<Utc>) -> Result<Vec<String>,
     std::fs::create_dir_all(dir).map_err(io(format!("cannot create {}", dir.display())))?;
     let files = [SCHEDULE_FILE, DATABASE_FILE, HANDLER_FILE].map(|f| dir.join(f));
     if !force && let Some(existing) = files.iter().find(|f| f.exists()) {
-        return Err(Error::Usage(format!("{} exists; pass --force to overwrite the demo files", existing.display())));
+        return Err(Error::Usage(format!(
+            "{} exists; pass --force to overwrite the demo files",
+            existing.display()
+        )));
     }
     let [schedule, database, handler] = files;
-    std::fs::write(&schedule, SCHEDULE).map_err(io(format!("cannot write {}", schedule.display())))?;
+    std::fs::write(&schedule, SCHEDULE)
+        .map_err(io(format!("cannot write {}", schedule.display())))?;
     std::fs::write(&handler, HANDLER).map_err(io(format!("cannot write {}", handler.display())))?;
     std::fs::set_permissions(&handler, std::fs::Permissions::from_mode(0o755))
         .map_err(io(format!("cannot make {} executable", handler.display())))?;
@@ -44,7 +48,9 @@ pub fn write(dir: &Path, force: bool, now: DateTime<Utc>) -> Result<Vec<String>,
         name.push(suffix);
         match std::fs::remove_file(&name) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(io(format!("cannot remove {}", Path::new(&name).display()))(e));
+                return Err(io(format!("cannot remove {}", Path::new(&name).display()))(
+                    e,
+                ));
             }
             _ => {}
         }
@@ -54,9 +60,18 @@ pub fn write(dir: &Path, force: bool, now: DateTime<Utc>) -> Result<Vec<String>,
         source: std::io::Error::other(e),
     })?;
     Ok(vec![
-        format!("wrote {} (the default progressive schedule)", schedule.display()),
-        format!("wrote {} ({RECORDS} records in table BACKLOG, aged 5 minutes to 400 days)", database.display()),
-        format!("wrote {} (a handler that fails records whose id ends in 3 or 7)", handler.display()),
+        format!(
+            "wrote {} (the default progressive schedule)",
+            schedule.display()
+        ),
+        format!(
+            "wrote {} ({RECORDS} records in table BACKLOG, aged 5 minutes to 400 days)",
+            database.display()
+        ),
+        format!(
+            "wrote {} (a handler that fails records whose id ends in 3 or 7)",
+            handler.display()
+        ),
     ])
 }
 
@@ -75,7 +90,9 @@ fn create_database(path: &Path, now: DateTime<Utc>) -> rusqlite::Result<()> {
     )?;
     let tx = conn.transaction()?;
     {
-        let mut insert = tx.prepare("INSERT INTO BACKLOG (ID, STATUS, DATE_INSERTED, PAYLOAD) VALUES (?1, ?2, ?3, ?4)")?;
+        let mut insert = tx.prepare(
+            "INSERT INTO BACKLOG (ID, STATUS, DATE_INSERTED, PAYLOAD) VALUES (?1, ?2, ?3, ?4)",
+        )?;
         let (youngest, oldest) = (300.0_f64, 400.0 * 86_400.0);
         for i in 0..RECORDS {
             let age = youngest * (oldest / youngest).powf(f64::from(i) / f64::from(RECORDS - 1));
@@ -86,8 +103,18 @@ fn create_database(path: &Path, now: DateTime<Utc>) -> rusqlite::Result<()> {
                 _ => "NEW",
             };
             let id = i64::from(RECORDS - i);
-            let payload = format!(r#"{{"order": {}, "customer": "c{:02}", "amount_cents": {}}}"#, 10_000 + id, id % 37, (id * 7919) % 100_000);
-            insert.execute(params![id, status, inserted.format("%Y-%m-%d %H:%M:%S").to_string(), payload])?;
+            let payload = format!(
+                r#"{{"order": {}, "customer": "c{:02}", "amount_cents": {}}}"#,
+                10_000 + id,
+                id % 37,
+                (id * 7919) % 100_000
+            );
+            insert.execute(params![
+                id,
+                status,
+                inserted.format("%Y-%m-%d %H:%M:%S").to_string(),
+                payload
+            ])?;
         }
     }
     tx.commit()

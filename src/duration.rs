@@ -9,8 +9,9 @@ use std::time::Duration;
 
 /// Parses `text` as a duration, or says why not in words that fit after a key name.
 pub fn parse(text: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(text.trim())
-        .map_err(|e| format!("{text:?} is not a duration ({e}); write it like 5m, 1h, 7d or 96h"))?;
+    let d = humantime::parse_duration(text.trim()).map_err(|e| {
+        format!("{text:?} is not a duration ({e}); write it like 5m, 1h, 7d or 96h")
+    })?;
     Ok(d)
 }
 
@@ -22,12 +23,12 @@ pub fn compact(d: Duration) -> String {
     if ms == 0 {
         return "0s".to_string();
     }
-    if ms % 1000 != 0 {
+    if !ms.is_multiple_of(1000) {
         return format!("{ms}ms");
     }
     let secs = d.as_secs();
     for (size, unit) in UNITS {
-        if secs % size == 0 {
+        if secs.is_multiple_of(size) {
             return format!("{}{unit}", secs / size);
         }
     }
@@ -40,7 +41,13 @@ mod tests {
 
     #[test]
     fn parses_the_forms_a_schedule_uses() {
-        for (text, secs) in [("5m", 300), ("1h", 3600), ("7d", 604_800), ("96h", 345_600), ("30s", 30)] {
+        for (text, secs) in [
+            ("5m", 300),
+            ("1h", 3600),
+            ("7d", 604_800),
+            ("96h", 345_600),
+            ("30s", 30),
+        ] {
             assert_eq!(parse(text).unwrap(), Duration::from_secs(secs), "{text}");
         }
     }

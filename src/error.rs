@@ -15,15 +15,24 @@ pub enum Error {
     #[error(transparent)]
     Config(#[from] ConfigError),
     #[error("{}: {source}", database)]
-    Store { database: String, source: StoreError },
+    Store {
+        database: String,
+        source: StoreError,
+    },
     /// `file` is the schedule file the handler came from, when there is one.
     #[error("{}{source}", file.as_ref().map(|f| format!("{f}: ")).unwrap_or_default())]
-    Handler { file: Option<String>, source: HandlerError },
+    Handler {
+        file: Option<String>,
+        source: HandlerError,
+    },
     /// A command-line value that does not make sense.
     #[error("{0}")]
     Usage(String),
     #[error("{context}: {source}")]
-    Io { context: String, source: std::io::Error },
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
 }
 
 /// The process exit codes of `backlog`.

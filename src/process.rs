@@ -72,7 +72,11 @@ impl TickOptions {
 #[derive(Debug)]
 pub enum Event<'a> {
     /// A record was handled and will be marked with `status`.
-    Handled { record: &'a Record, handled: &'a Handled, status: &'a str },
+    Handled {
+        record: &'a Record,
+        handled: &'a Handled,
+        status: &'a str,
+    },
     /// A dry run would hand this record over.
     WouldHandle { record: &'a Record },
 }
@@ -126,7 +130,11 @@ impl TickSummary {
     /// A one-line account, as `backlog run` prints it.
     pub fn line(&self, table: &TableConfig) -> String {
         let tier = match self.tier {
-            Some(n) => format!("tier {n} ({} {})", self.window, self.cadence.as_deref().unwrap_or_default()),
+            Some(n) => format!(
+                "tier {n} ({} {})",
+                self.window,
+                self.cadence.as_deref().unwrap_or_default()
+            ),
             None => format!("window {} (no tier has it)", self.window),
         };
         let band = if self.band.younger == "0s" {
@@ -135,7 +143,10 @@ impl TickSummary {
             format!("ages over {} up to {}", self.band.younger, self.band.older)
         };
         let mut line = if self.dry_run {
-            format!("{tier}, {band}: dry run, would hand over {} records", self.selected)
+            format!(
+                "{tier}, {band}: dry run, would hand over {} records",
+                self.selected
+            )
         } else {
             // Statuses beyond success and error come from `handler.exit_codes`: name them.
             let mapped: Vec<String> = self
@@ -144,14 +155,21 @@ impl TickSummary {
                 .filter(|(s, _)| **s != table.success && **s != table.error)
                 .map(|(s, n)| format!("{s} {n}"))
                 .collect();
-            let statuses = if mapped.is_empty() { String::new() } else { format!(" (of which {})", mapped.join(", ")) };
+            let statuses = if mapped.is_empty() {
+                String::new()
+            } else {
+                format!(" (of which {})", mapped.join(", "))
+            };
             format!(
                 "{tier}, {band}: selected {}, succeeded {}, failed {}{statuses}, skipped {} in {:.2}s",
                 self.selected, self.succeeded, self.failed, self.skipped, self.seconds
             )
         };
         if self.limit_reached {
-            line.push_str(&format!("; limit {} reached, the rest waits for the next tick", self.limit));
+            line.push_str(&format!(
+                "; limit {} reached, the rest waits for the next tick",
+                self.limit
+            ));
         }
         if self.stopped {
             line.push_str("; stopped early by a signal");
@@ -165,9 +183,15 @@ static TICKS_IN_PROCESS: AtomicU64 = AtomicU64::new(0);
 /// A name for this tick in the claims table: host, process, and a count for ticks run
 /// by one process.
 fn owner_name() -> String {
-    let host = hostname::get().map(|h| h.to_string_lossy().into_owned()).unwrap_or_else(|_| "localhost".into());
+    let host = hostname::get()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "localhost".into());
     let n = TICKS_IN_PROCESS.fetch_add(1, Ordering::Relaxed);
-    format!("{host}/{}/{}/{n}", std::process::id(), Utc::now().timestamp_millis())
+    format!(
+        "{host}/{}/{}/{n}",
+        std::process::id(),
+        Utc::now().timestamp_millis()
+    )
 }
 
 /// Renews a tick's claims on a thread of its own until dropped.
@@ -186,7 +210,10 @@ impl HeartbeatThread {
                 }
             }
         });
-        HeartbeatThread { stop: Some(stop), thread: Some(thread) }
+        HeartbeatThread {
+            stop: Some(stop),
+            thread: Some(thread),
+        }
     }
 }
 
@@ -226,13 +253,20 @@ pub fn process_backlog(
 ) -> Result<TickSummary, Error> {
     let started = Instant::now();
     let database = store.describe();
-    let store_err = |source: StoreError| Error::Store { database: database.clone(), source };
+    let store_err = |source: StoreError| Error::Store {
+        database: database.clone(),
+        source,
+    };
     let tier = schedule.tier(opts.window);
     let band = schedule.band(opts.window);
     let limit = opts.limit.unwrap_or_else(|| schedule.limit(opts.window));
     let format = store.inspect().map_err(store_err)?;
     let span = band.span(opts.now);
-    let query = BandQuery { from: format.encode(span.from), to: format.encode(span.to), to_inclusive: span.to_inclusive };
+    let query = BandQuery {
+        from: format.encode(span.from),
+        to: format.encode(span.to),
+        to_inclusive: span.to_inclusive,
+    };
     tracing::info!(
         "tick of window {} over {band} ({} ≤ {} {} {}), {} holds {format}",
         duration::compact(opts.window),
@@ -257,7 +291,8 @@ pub fn process_backlog(
         database: database.clone(),
         table: table.name.clone(),
         inserted_at_format: format.setting_name().to_string(),
-        inserted_at_format_detected: table.inserted_at_format == crate::timestamp::FormatSetting::Auto,
+        inserted_at_format_detected: table.inserted_at_format
+            == crate::timestamp::FormatSetting::Auto,
         dry_run: opts.dry_run,
         run_id: None,
         selected: 0,
@@ -275,13 +310,20 @@ pub fn process_backlog(
         let mut cursor: Option<Cursor> = None;
         while summary.selected < limit {
             let want = opts.page_size.min((limit - summary.selected) as usize);
-            let page = store.select(&query, cursor.as_ref(), want).map_err(store_err)?;
+            let page = store
+                .select(&query, cursor.as_ref(), want)
+                .map_err(store_err)?;
             for record in &page {
                 on_event(Event::WouldHandle { record });
             }
             summary.selected += page.len() as u64;
             match page.last() {
-                Some(last) if page.len() == want => cursor = Some(Cursor { inserted_at: last.inserted_at.clone(), id: last.id.clone() }),
+                Some(last) if page.len() == want => {
+                    cursor = Some(Cursor {
+                        inserted_at: last.inserted_at.clone(),
+                        id: last.id.clone(),
+                    })
+                }
                 _ => break,
             }
         }
@@ -307,11 +349,20 @@ pub fn process_backlog(
         })
         .map_err(store_err)?;
     summary.run_id = Some(run_id);
-    let heartbeat = HeartbeatThread::start(store.heartbeat(&owner, run_id).map_err(store_err)?, opts.lease);
+    let heartbeat = HeartbeatThread::start(
+        store.heartbeat(&owner, run_id).map_err(store_err)?,
+        opts.lease,
+    );
 
-    let ctx = Context { table: &table.name, window: opts.window, age: None };
+    let ctx = Context {
+        table: &table.name,
+        window: opts.window,
+        age: None,
+    };
     let mut tally = Tally::default();
-    let result = tick_loop(table, store, handler, opts, &query, limit, &owner, ctx, &mut tally, on_event);
+    let result = tick_loop(
+        table, store, handler, opts, &query, limit, &owner, ctx, &mut tally, on_event,
+    );
 
     // Whatever happened, write what was handled and let go of what was not.
     let mut cleanup = Ok(());
@@ -322,7 +373,11 @@ pub fn process_backlog(
     if !held.is_empty()
         && let Err(e) = store.release(&owner, &held)
     {
-        tracing::warn!("cannot release {} claims (they expire within {}): {e}", held.len(), duration::compact(opts.lease));
+        tracing::warn!(
+            "cannot release {} claims (they expire within {}): {e}",
+            held.len(),
+            duration::compact(opts.lease)
+        );
     }
     drop(heartbeat);
     let result = result.and(cleanup);
@@ -367,7 +422,10 @@ fn tick_loop(
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> Result<(), Error> {
     let database = store.describe();
-    let store_err = |source: StoreError| Error::Store { database: database.clone(), source };
+    let store_err = |source: StoreError| Error::Store {
+        database: database.clone(),
+        source,
+    };
     let mut cursor: Option<Cursor> = None;
     let mut last_write = Instant::now();
     while tally.selected < limit {
@@ -376,12 +434,26 @@ fn tick_loop(
             return Ok(());
         }
         let want = opts.page_size.min((limit - tally.selected) as usize);
-        let page = store.select(query, cursor.as_ref(), want).map_err(store_err)?;
-        let Some(last) = page.last() else { return Ok(()) };
-        cursor = Some(Cursor { inserted_at: last.inserted_at.clone(), id: last.id.clone() });
+        let page = store
+            .select(query, cursor.as_ref(), want)
+            .map_err(store_err)?;
+        let Some(last) = page.last() else {
+            return Ok(());
+        };
+        cursor = Some(Cursor {
+            inserted_at: last.inserted_at.clone(),
+            id: last.id.clone(),
+        });
         let ids: Vec<Scalar> = page.iter().map(|r| r.id.clone()).collect();
-        let claimed = store.claim(owner, &ids, Utc::now() + opts.lease).map_err(store_err)?;
-        let records: Vec<&Record> = page.iter().zip(&claimed).filter(|(_, c)| **c).map(|(r, _)| r).collect();
+        let claimed = store
+            .claim(owner, &ids, Utc::now() + opts.lease)
+            .map_err(store_err)?;
+        let records: Vec<&Record> = page
+            .iter()
+            .zip(&claimed)
+            .filter(|(_, c)| **c)
+            .map(|(r, _)| r)
+            .collect();
         tally.skipped += (page.len() - records.len()) as u64;
         tally.held = records.iter().map(|r| r.id.clone()).collect();
         for record in records {
@@ -392,8 +464,13 @@ fn tick_loop(
             if tally.selected == limit {
                 return Ok(());
             }
-            let ctx = Context { age: record.age(opts.now).and_then(|a| a.to_std().ok()), ..ctx };
-            let handled = handler.handle(record, &ctx).map_err(|source| Error::Handler { file: None, source })?;
+            let ctx = Context {
+                age: record.age(opts.now).and_then(|a| a.to_std().ok()),
+                ..ctx
+            };
+            let handled = handler
+                .handle(record, &ctx)
+                .map_err(|source| Error::Handler { file: None, source })?;
             tally.held.pop_front();
             tally.selected += 1;
             let status = match &handled.outcome {
@@ -411,9 +488,16 @@ fn tick_loop(
                 }
             };
             log_outcome(record, &handled, &status);
-            on_event(Event::Handled { record, handled: &handled, status: &status });
+            on_event(Event::Handled {
+                record,
+                handled: &handled,
+                status: &status,
+            });
             *tally.statuses.entry(status.clone()).or_default() += 1;
-            tally.marks.push(Mark { id: record.id.clone(), status });
+            tally.marks.push(Mark {
+                id: record.id.clone(),
+                status,
+            });
             if tally.marks.len() >= opts.mark_group || last_write.elapsed() >= opts.mark_interval {
                 store.mark(owner, &tally.marks).map_err(store_err)?;
                 tally.marks.clear();
@@ -431,7 +515,12 @@ fn log_outcome(record: &Record, handled: &Handled, status: &str) {
     if handled.outcome == Outcome::Success {
         tracing::info!("record {}: {status} ({})", record.id, handled.detail);
     } else {
-        tracing::info!("record {}: {status} ({}){}", record.id, handled.detail, tail_for_log(&handled.output));
+        tracing::info!(
+            "record {}: {status} ({}){}",
+            record.id,
+            handled.detail,
+            tail_for_log(&handled.output)
+        );
     }
     if !handled.output.is_empty() {
         tracing::debug!("record {} output:\n{}", record.id, handled.output);
@@ -440,5 +529,10 @@ fn log_outcome(record: &Record, handled: &Handled, status: &str) {
 
 /// The last line of a failed handler's output, so `-v` shows why without `-vv`.
 fn tail_for_log(output: &str) -> String {
-    output.lines().rev().find(|l| !l.trim().is_empty()).map(|l| format!(": {l}")).unwrap_or_default()
+    output
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .map(|l| format!(": {l}"))
+        .unwrap_or_default()
 }

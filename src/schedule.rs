@@ -93,8 +93,13 @@ impl Band {
     /// at 0 so a record is tried from the moment it exists; a record stamped in the
     /// future (clock skew) waits until it is not.
     pub fn span(&self, now: DateTime<Utc>) -> Span {
-        let back = |d: Duration| now - chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX);
-        Span { from: back(self.older), to: back(self.younger), to_inclusive: self.younger.is_zero() }
+        let back =
+            |d: Duration| now - chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX);
+        Span {
+            from: back(self.older),
+            to: back(self.younger),
+            to_inclusive: self.younger.is_zero(),
+        }
     }
 }
 
@@ -103,7 +108,12 @@ impl fmt::Display for Band {
         if self.younger.is_zero() {
             write!(f, "ages 0 to {}", duration::compact(self.older))
         } else {
-            write!(f, "ages over {} up to {}", duration::compact(self.younger), duration::compact(self.older))
+            write!(
+                f,
+                "ages over {} up to {}",
+                duration::compact(self.younger),
+                duration::compact(self.older)
+            )
         }
     }
 }
@@ -111,21 +121,33 @@ impl fmt::Display for Band {
 impl Schedule {
     /// The tier with this window and its 1-based number.
     pub fn tier(&self, window: Duration) -> Option<(usize, &Tier)> {
-        self.tiers.iter().enumerate().find(|(_, t)| t.window == window).map(|(i, t)| (i + 1, t))
+        self.tiers
+            .iter()
+            .enumerate()
+            .find(|(_, t)| t.window == window)
+            .map(|(i, t)| (i + 1, t))
     }
 
     /// The band a tick of `window` covers. A window that no tier has covers `[0, window]`.
     pub fn band(&self, window: Duration) -> Band {
-        let younger = match (self.bands, self.tiers.iter().position(|t| t.window == window)) {
+        let younger = match (
+            self.bands,
+            self.tiers.iter().position(|t| t.window == window),
+        ) {
             (BandMode::Disjoint, Some(i)) if i > 0 => self.tiers[i - 1].window,
             _ => Duration::ZERO,
         };
-        Band { younger, older: window }
+        Band {
+            younger,
+            older: window,
+        }
     }
 
     /// The limit a tick of `window` uses.
     pub fn limit(&self, window: Duration) -> u64 {
-        self.tier(window).and_then(|(_, t)| t.limit).unwrap_or(self.limit)
+        self.tier(window)
+            .and_then(|(_, t)| t.limit)
+            .unwrap_or(self.limit)
     }
 }
 
@@ -134,28 +156,52 @@ mod tests {
     use super::*;
 
     fn schedule(bands: BandMode) -> Schedule {
-        let tier = |d: u64| Tier { window: Duration::from_secs(d * 86_400), cadence: Cadence::Every(Duration::from_secs(300)), limit: None };
-        Schedule { tiers: vec![tier(1), tier(7), tier(14)], bands, limit: 100 }
+        let tier = |d: u64| Tier {
+            window: Duration::from_secs(d * 86_400),
+            cadence: Cadence::Every(Duration::from_secs(300)),
+            limit: None,
+        };
+        Schedule {
+            tiers: vec![tier(1), tier(7), tier(14)],
+            bands,
+            limit: 100,
+        }
     }
 
     #[test]
     fn disjoint_bands_start_at_the_previous_window() {
         let s = schedule(BandMode::Disjoint);
-        assert_eq!(s.band(Duration::from_secs(86_400)).to_string(), "ages 0 to 1d");
-        assert_eq!(s.band(Duration::from_secs(7 * 86_400)).to_string(), "ages over 1d up to 7d");
-        assert_eq!(s.band(Duration::from_secs(10 * 86_400)).to_string(), "ages 0 to 10d");
+        assert_eq!(
+            s.band(Duration::from_secs(86_400)).to_string(),
+            "ages 0 to 1d"
+        );
+        assert_eq!(
+            s.band(Duration::from_secs(7 * 86_400)).to_string(),
+            "ages over 1d up to 7d"
+        );
+        assert_eq!(
+            s.band(Duration::from_secs(10 * 86_400)).to_string(),
+            "ages 0 to 10d"
+        );
     }
 
     #[test]
     fn cumulative_bands_start_at_zero() {
         let s = schedule(BandMode::Cumulative);
-        assert_eq!(s.band(Duration::from_secs(14 * 86_400)).to_string(), "ages 0 to 14d");
+        assert_eq!(
+            s.band(Duration::from_secs(14 * 86_400)).to_string(),
+            "ages 0 to 14d"
+        );
     }
 
     #[test]
     fn a_span_includes_its_older_edge_and_excludes_its_younger_one() {
-        let now = DateTime::parse_from_rfc3339("2026-11-21T12:00:00Z").unwrap().with_timezone(&Utc);
-        let span = schedule(BandMode::Disjoint).band(Duration::from_secs(7 * 86_400)).span(now);
+        let now = DateTime::parse_from_rfc3339("2026-11-21T12:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let span = schedule(BandMode::Disjoint)
+            .band(Duration::from_secs(7 * 86_400))
+            .span(now);
         assert_eq!(span.from.to_rfc3339(), "2026-11-14T12:00:00+00:00");
         assert_eq!(span.to.to_rfc3339(), "2026-11-20T12:00:00+00:00");
         assert!(!span.to_inclusive);
@@ -166,6 +212,9 @@ mod tests {
         assert!(parse_cron("*/5 * * * *").is_ok());
         assert!(parse_cron("@hourly").is_ok());
         let e = parse_cron("0 */5 * * * *").unwrap_err();
-        assert!(e.starts_with("\"0 */5 * * * *\" is not a crontab(5) expression"), "{e}");
+        assert!(
+            e.starts_with("\"0 */5 * * * *\" is not a crontab(5) expression"),
+            "{e}"
+        );
     }
 }

@@ -69,9 +69,17 @@ pub enum TimestampFormat {
 }
 
 /// SQLite's `CURRENT_TIMESTAMP` layout.
-pub const SQLITE_LAYOUT: TextLayout = TextLayout { separator: ' ', fraction_digits: 0, offset: None };
+pub const SQLITE_LAYOUT: TextLayout = TextLayout {
+    separator: ' ',
+    fraction_digits: 0,
+    offset: None,
+};
 /// The RFC 3339 layout used when a column declared RFC 3339 holds no value yet.
-pub const RFC3339_LAYOUT: TextLayout = TextLayout { separator: 'T', fraction_digits: 0, offset: Some(Offset::Zulu) };
+pub const RFC3339_LAYOUT: TextLayout = TextLayout {
+    separator: 'T',
+    fraction_digits: 0,
+    offset: Some(Offset::Zulu),
+};
 
 impl fmt::Display for TimestampFormat {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -79,9 +87,17 @@ impl fmt::Display for TimestampFormat {
             TimestampFormat::UnixSeconds => f.write_str("unix (integer seconds)"),
             TimestampFormat::UnixMillis => f.write_str("unix_ms (integer milliseconds)"),
             TimestampFormat::Text(l) if l.offset.is_none() => {
-                write!(f, "sqlite (text like \"{}\", UTC)", TimestampFormat::Text(*l).example())
+                write!(
+                    f,
+                    "sqlite (text like \"{}\", UTC)",
+                    TimestampFormat::Text(*l).example()
+                )
             }
-            TimestampFormat::Text(l) => write!(f, "rfc3339 (text like \"{}\")", TimestampFormat::Text(*l).example()),
+            TimestampFormat::Text(l) => write!(
+                f,
+                "rfc3339 (text like \"{}\")",
+                TimestampFormat::Text(*l).example()
+            ),
         }
     }
 }
@@ -128,13 +144,20 @@ impl TextLayout {
             Some(Offset::Numeric(secs)) => secs,
             _ => 0,
         };
-        let local = t.with_timezone(&FixedOffset::east_opt(offset_secs).expect("offset read from a valid timestamp"));
-        let mut s = local.format(&format!("%Y-%m-%d{}%H:%M:%S", self.separator)).to_string();
+        let local = t.with_timezone(
+            &FixedOffset::east_opt(offset_secs).expect("offset read from a valid timestamp"),
+        );
+        let mut s = local
+            .format(&format!("%Y-%m-%d{}%H:%M:%S", self.separator))
+            .to_string();
         if self.fraction_digits > 0 {
             let nanos = format!("{:09}", local.timestamp_subsec_nanos());
             s.push('.');
             s.push_str(&nanos[..self.fraction_digits.min(9)]);
-            s.extend(std::iter::repeat_n('0', self.fraction_digits.saturating_sub(9)));
+            s.extend(std::iter::repeat_n(
+                '0',
+                self.fraction_digits.saturating_sub(9),
+            ));
         }
         match self.offset {
             None => {}
@@ -152,7 +175,15 @@ impl TextLayout {
 /// Reads a text timestamp (`YYYY-MM-DD[ T]HH:MM:SS[.f…][Z|±hh:mm]`) and its layout.
 fn parse_text(s: &str) -> Option<(DateTime<Utc>, TextLayout)> {
     let b = s.as_bytes();
-    if b.len() < 19 || !b[..10].iter().enumerate().all(|(i, c)| if i == 4 || i == 7 { *c == b'-' } else { c.is_ascii_digit() }) {
+    if b.len() < 19
+        || !b[..10].iter().enumerate().all(|(i, c)| {
+            if i == 4 || i == 7 {
+                *c == b'-'
+            } else {
+                c.is_ascii_digit()
+            }
+        })
+    {
         return None;
     }
     let separator = match b[10] {
@@ -169,12 +200,26 @@ fn parse_text(s: &str) -> Option<(DateTime<Utc>, TextLayout)> {
         }
         rest = &frac[fraction_digits..];
     }
-    let naive = NaiveDateTime::parse_from_str(&s[..19 + if fraction_digits > 0 { fraction_digits + 1 } else { 0 }].replacen(['T', 't'], " ", 1), "%Y-%m-%d %H:%M:%S%.f").ok()?;
+    let naive = NaiveDateTime::parse_from_str(
+        &s[..19
+            + if fraction_digits > 0 {
+                fraction_digits + 1
+            } else {
+                0
+            }]
+            .replacen(['T', 't'], " ", 1),
+        "%Y-%m-%d %H:%M:%S%.f",
+    )
+    .ok()?;
     let offset = match rest {
         "" => None,
         "Z" | "z" => Some(Offset::Zulu),
         _ => {
-            let off = DateTime::parse_from_str(&format!("2000-01-01 00:00:00{rest}"), "%Y-%m-%d %H:%M:%S%:z").ok()?;
+            let off = DateTime::parse_from_str(
+                &format!("2000-01-01 00:00:00{rest}"),
+                "%Y-%m-%d %H:%M:%S%:z",
+            )
+            .ok()?;
             Some(Offset::Numeric(off.offset().local_minus_utc()))
         }
     };
@@ -182,7 +227,14 @@ fn parse_text(s: &str) -> Option<(DateTime<Utc>, TextLayout)> {
         Some(Offset::Numeric(secs)) => naive - chrono::Duration::seconds(secs.into()),
         _ => naive,
     };
-    Some((utc.and_utc(), TextLayout { separator, fraction_digits, offset }))
+    Some((
+        utc.and_utc(),
+        TextLayout {
+            separator,
+            fraction_digits,
+            offset,
+        },
+    ))
 }
 
 /// Classifies one sample, or says why it is not a timestamp this tool reads.
@@ -191,7 +243,9 @@ fn classify(sample: &Sample) -> Result<TimestampFormat, String> {
         // 1e11 seconds is the year 5138; 1e11 milliseconds is 1973.
         Sample::Int(v) if v.unsigned_abs() >= 100_000_000_000 => Ok(TimestampFormat::UnixMillis),
         Sample::Int(_) => Ok(TimestampFormat::UnixSeconds),
-        Sample::Text(s) => parse_text(s).map(|(_, layout)| TimestampFormat::Text(layout)).ok_or_else(|| format!("{s:?}")),
+        Sample::Text(s) => parse_text(s)
+            .map(|(_, layout)| TimestampFormat::Text(layout))
+            .ok_or_else(|| format!("{s:?}")),
         Sample::Other(kind) => Err(format!("a {kind} value")),
     }
 }
@@ -205,7 +259,9 @@ pub const ACCEPTED: &str =
 pub fn detect(setting: FormatSetting, samples: &[Sample]) -> Result<TimestampFormat, String> {
     let mut found: Option<TimestampFormat> = None;
     for sample in samples {
-        let format = classify(sample).map_err(|v| format!("holds {v}, which is not a timestamp (backlog reads {ACCEPTED})"))?;
+        let format = classify(sample).map_err(|v| {
+            format!("holds {v}, which is not a timestamp (backlog reads {ACCEPTED})")
+        })?;
         if let Some(prev) = found
             && !same_kind(prev, format)
         {
@@ -238,7 +294,9 @@ pub fn detect(setting: FormatSetting, samples: &[Sample]) -> Result<TimestampFor
 
 fn same_kind(a: TimestampFormat, b: TimestampFormat) -> bool {
     match (a, b) {
-        (TimestampFormat::Text(x), TimestampFormat::Text(y)) => x.offset.is_none() == y.offset.is_none(),
+        (TimestampFormat::Text(x), TimestampFormat::Text(y)) => {
+            x.offset.is_none() == y.offset.is_none()
+        }
         _ => a == b,
     }
 }
@@ -254,23 +312,43 @@ mod tests {
     #[test]
     fn detects_each_format_from_a_sample() {
         let cases = [
-            (Sample::Text("2026-11-21 08:30:00".into()), "sqlite", "2026-11-21 08:30:00"),
-            (Sample::Text("2026-11-21T08:30:00Z".into()), "rfc3339", "2026-11-21T08:30:00Z"),
-            (Sample::Text("2026-11-21T09:30:00.123+01:00".into()), "rfc3339", "2026-11-21T09:30:00.000+01:00"),
+            (
+                Sample::Text("2026-11-21 08:30:00".into()),
+                "sqlite",
+                "2026-11-21 08:30:00",
+            ),
+            (
+                Sample::Text("2026-11-21T08:30:00Z".into()),
+                "rfc3339",
+                "2026-11-21T08:30:00Z",
+            ),
+            (
+                Sample::Text("2026-11-21T09:30:00.123+01:00".into()),
+                "rfc3339",
+                "2026-11-21T09:30:00.000+01:00",
+            ),
             (Sample::Int(1_795_249_800), "unix", "1795249800"),
             (Sample::Int(1_795_249_800_000), "unix_ms", "1795249800000"),
         ];
         for (sample, name, encoded) in cases {
-            let f = detect(FormatSetting::Auto, &[sample.clone()]).unwrap();
+            let f = detect(FormatSetting::Auto, std::slice::from_ref(&sample)).unwrap();
             assert_eq!(f.setting_name(), name, "{sample:?}");
-            assert_eq!(f.encode(at("2026-11-21T08:30:00Z")).to_string(), encoded, "{sample:?}");
+            assert_eq!(
+                f.encode(at("2026-11-21T08:30:00Z")).to_string(),
+                encoded,
+                "{sample:?}"
+            );
         }
     }
 
     #[test]
     fn decodes_what_it_encodes() {
         let t = at("2026-11-21T08:30:00Z");
-        for s in ["2026-11-21 08:30:00", "2026-11-21T10:30:00+02:00", "2026-11-21T08:30:00.000000Z"] {
+        for s in [
+            "2026-11-21 08:30:00",
+            "2026-11-21T10:30:00+02:00",
+            "2026-11-21T08:30:00.000000Z",
+        ] {
             let f = detect(FormatSetting::Auto, &[Sample::Text(s.into())]).unwrap();
             assert_eq!(f.decode(&Scalar::Text(s.into())), Some(t), "{s}");
             assert_eq!(f.decode(&f.encode(t)), Some(t), "{s}");
@@ -280,16 +358,37 @@ mod tests {
     #[test]
     fn rejects_what_is_not_a_timestamp() {
         let e = detect(FormatSetting::Auto, &[Sample::Text("yesterday".into())]).unwrap_err();
-        assert_eq!(e, format!("holds \"yesterday\", which is not a timestamp (backlog reads {ACCEPTED})"));
-        let e = detect(FormatSetting::Auto, &[Sample::Int(5), Sample::Text("2026-01-01 00:00:00".into())]).unwrap_err();
-        assert_eq!(e, "mixes formats: unix and sqlite (one column must hold one format)");
-        let e = detect(FormatSetting::Unix, &[Sample::Text("2026-01-01 00:00:00".into())]).unwrap_err();
-        assert_eq!(e, "is declared unix but holds sqlite values (set table.inserted_at_format = \"sqlite\", or \"auto\")");
+        assert_eq!(
+            e,
+            format!("holds \"yesterday\", which is not a timestamp (backlog reads {ACCEPTED})")
+        );
+        let e = detect(
+            FormatSetting::Auto,
+            &[Sample::Int(5), Sample::Text("2026-01-01 00:00:00".into())],
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "mixes formats: unix and sqlite (one column must hold one format)"
+        );
+        let e = detect(
+            FormatSetting::Unix,
+            &[Sample::Text("2026-01-01 00:00:00".into())],
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "is declared unix but holds sqlite values (set table.inserted_at_format = \"sqlite\", or \"auto\")"
+        );
     }
 
     #[test]
     fn text_bounds_sort_like_the_values() {
-        let f = detect(FormatSetting::Auto, &[Sample::Text("2026-11-21T08:30:00.250Z".into())]).unwrap();
+        let f = detect(
+            FormatSetting::Auto,
+            &[Sample::Text("2026-11-21T08:30:00.250Z".into())],
+        )
+        .unwrap();
         let lo = f.encode(at("2026-11-21T08:30:00Z")).to_string();
         assert!(lo.as_str() < "2026-11-21T08:30:00.250Z");
         assert!(lo.as_str() > "2026-11-21T08:29:59.999Z");

@@ -46,7 +46,10 @@ impl CommandHandler {
     /// found now: a program with a `/` is taken relative to `dir`, any other is looked up
     /// in `PATH`. The handler runs in `dir`.
     pub fn new(config: &HandlerConfig, dir: &Path) -> Result<Self, HandlerError> {
-        let (program, args) = config.command.split_first().expect("config checked the command is not empty");
+        let (program, args) = config
+            .command
+            .split_first()
+            .expect("config checked the command is not empty");
         let program = resolve(program, dir, std::env::var_os("PATH"))?;
         Ok(CommandHandler {
             program,
@@ -72,14 +75,18 @@ impl CommandHandler {
 }
 
 fn executable(path: &Path) -> bool {
-    path.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    path.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 fn resolve(program: &str, dir: &Path, path_var: Option<OsString>) -> Result<PathBuf, HandlerError> {
     if program.contains('/') {
         let path = dir.join(program);
         return match path.metadata() {
-            Err(_) => Err(HandlerError::NotFound(format!("{program:?} not found (looked for {})", path.display()))),
+            Err(_) => Err(HandlerError::NotFound(format!(
+                "{program:?} not found (looked for {})",
+                path.display()
+            ))),
             Ok(_) if !executable(&path) => Err(HandlerError::NotFound(format!(
                 "{} is not an executable file (chmod +x it, or run it through an interpreter: [\"sh\", {program:?}])",
                 path.display()
@@ -87,7 +94,11 @@ fn resolve(program: &str, dir: &Path, path_var: Option<OsString>) -> Result<Path
             Ok(_) => Ok(path),
         };
     }
-    let found = path_var.iter().flat_map(std::env::split_paths).map(|d| d.join(program)).find(|p| executable(p));
+    let found = path_var
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|d| d.join(program))
+        .find(|p| executable(p));
     found.ok_or_else(|| {
         HandlerError::NotFound(format!(
             "{program:?} not found in PATH (cron's PATH is /usr/bin:/bin; give an absolute path, or ./{program} for a file beside the schedule file)"
@@ -136,18 +147,39 @@ impl Handler for CommandHandler {
             .env("BACKLOG_RECORD_ID", record.id.to_string())
             .env("BACKLOG_TABLE", ctx.table)
             .env("BACKLOG_TIER_WINDOW", duration::compact(ctx.window))
-            .env("BACKLOG_TIER_WINDOW_SECONDS", ctx.window.as_secs().to_string())
+            .env(
+                "BACKLOG_TIER_WINDOW_SECONDS",
+                ctx.window.as_secs().to_string(),
+            )
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
+        let tick_pid = std::process::id();
+        // SAFETY: between fork and exec only async-signal-safe calls (prctl, getppid).
+        // A tick killed with SIGKILL takes its handler with it, so the handler cannot
+        // still be running when the claim expires and another tick takes the record.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if libc::getppid() as u32 != tick_pid {
+                    return Err(std::io::Error::other(
+                        "the tick ended before its handler started",
+                    ));
+                }
+                Ok(())
+            });
+        }
         match ctx.age {
             Some(age) => cmd.env("BACKLOG_RECORD_AGE_SECONDS", age.as_secs().to_string()),
             None => cmd.env_remove("BACKLOG_RECORD_AGE_SECONDS"),
         };
-        let mut child = cmd
-            .spawn()
-            .map_err(|source| HandlerError::Spawn { program: self.program.display().to_string(), source })?;
+        let mut child = cmd.spawn().map_err(|source| HandlerError::Spawn {
+            program: self.program.display().to_string(),
+            source,
+        })?;
         let pgid = child.id();
 
         let json = record.to_json();
@@ -157,7 +189,22 @@ impl Handler for CommandHandler {
             let _ = stdin.write_all(json.as_bytes());
         });
         let (out_tx, out_rx) = mpsc::channel();
-        for (n, stream) in [(0, child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>)), (1, child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>))] {
+        for (n, stream) in [
+            (
+                0,
+                child
+                    .stdout
+                    .take()
+                    .map(|s| Box::new(s) as Box<dyn Read + Send>),
+            ),
+            (
+                1,
+                child
+                    .stderr
+                    .take()
+                    .map(|s| Box::new(s) as Box<dyn Read + Send>),
+            ),
+        ] {
             let tx = out_tx.clone();
             let stream = stream.expect("output is piped");
             thread::spawn(move || {
@@ -171,14 +218,23 @@ impl Handler for CommandHandler {
         });
 
         let mut handled = match done_rx.recv_timeout(self.timeout) {
-            Ok(status) => self.outcome(status.map_err(|source| HandlerError::Spawn { program: self.program.display().to_string(), source })?),
+            Ok(status) => self.outcome(status.map_err(|source| HandlerError::Spawn {
+                program: self.program.display().to_string(),
+                source,
+            })?),
             Err(_) => {
                 signal_group(pgid, libc::SIGTERM);
                 if done_rx.recv_timeout(KILL_GRACE).is_err() {
                     signal_group(pgid, libc::SIGKILL);
                     let _ = done_rx.recv();
                 }
-                Handled::new(Outcome::Error, format!("timed out after {}, killed", duration::compact(self.timeout)))
+                Handled::new(
+                    Outcome::Error,
+                    format!(
+                        "timed out after {}, killed",
+                        duration::compact(self.timeout)
+                    ),
+                )
             }
         };
         // Whatever the handler left behind in its group goes with it.
@@ -198,11 +254,20 @@ impl Handler for CommandHandler {
             match stream {
                 Some((bytes, _)) if bytes.is_empty() => {}
                 Some((bytes, total)) => {
-                    let cut = if total > bytes.len() { format!(" (last {} of {total} bytes)", bytes.len()) } else { String::new() };
-                    output.push_str(&format!("[{name}{cut}] {}", String::from_utf8_lossy(&bytes).trim_end()));
+                    let cut = if total > bytes.len() {
+                        format!(" (last {} of {total} bytes)", bytes.len())
+                    } else {
+                        String::new()
+                    };
+                    output.push_str(&format!(
+                        "[{name}{cut}] {}",
+                        String::from_utf8_lossy(&bytes).trim_end()
+                    ));
                     output.push('\n');
                 }
-                None => output.push_str(&format!("[{name}] still open after the handler exited; not read\n")),
+                None => output.push_str(&format!(
+                    "[{name}] still open after the handler exited; not read\n"
+                )),
             }
         }
         handled.output = output.trim_end().to_string();
@@ -217,14 +282,24 @@ mod tests {
     #[test]
     fn a_program_with_a_slash_is_found_beside_the_schedule_file() {
         let e = resolve("./nope.sh", Path::new("/srv/app"), None).unwrap_err();
-        assert_eq!(e.to_string(), "handler.command: \"./nope.sh\" not found (looked for /srv/app/./nope.sh)");
+        assert_eq!(
+            e.to_string(),
+            "handler.command: \"./nope.sh\" not found (looked for /srv/app/./nope.sh)"
+        );
     }
 
     #[test]
     fn a_bare_program_is_looked_up_in_path() {
-        assert_eq!(resolve("sh", Path::new("/"), Some("/nonexistent:/bin".into())).unwrap(), PathBuf::from("/bin/sh"));
+        assert_eq!(
+            resolve("sh", Path::new("/"), Some("/nonexistent:/bin".into())).unwrap(),
+            PathBuf::from("/bin/sh")
+        );
         let e = resolve("no-such-handler", Path::new("/"), Some("/bin".into())).unwrap_err();
-        assert!(e.to_string().starts_with("handler.command: \"no-such-handler\" not found in PATH"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("handler.command: \"no-such-handler\" not found in PATH"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -38,7 +38,11 @@ pub struct Handled {
 
 impl Handled {
     pub fn new(outcome: Outcome, detail: impl Into<String>) -> Self {
-        Handled { outcome, detail: detail.into(), output: String::new() }
+        Handled {
+            outcome,
+            detail: detail.into(),
+            output: String::new(),
+        }
     }
 }
 
@@ -58,7 +62,10 @@ pub enum HandlerError {
     #[error("handler.command: {0}")]
     NotFound(String),
     #[error("handler.command: cannot start {program}: {source}")]
-    Spawn { program: String, source: std::io::Error },
+    Spawn {
+        program: String,
+        source: std::io::Error,
+    },
 }
 
 /// Takes records one at a time and says what became of each.

@@ -22,22 +22,49 @@ use crate::timestamp::TimestampFormat;
 /// What went wrong with the database, the table or the tool's own tables.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("database file {path} does not exist (database.url in the schedule file; `backlog init` writes a demo)")]
-    NoDatabase { path: String },
-    #[error("table {table:?} does not exist in {database}{}", list("tables", available))]
-    NoTable { database: String, table: String, available: Vec<String> },
-    #[error("table {table:?} has no column {column:?} (set table.{key} in the schedule file){}", list("columns", available))]
-    NoColumn { table: String, column: String, key: &'static str, available: Vec<String> },
+    #[error(
+        "no such database file (set database.url in the schedule file; `backlog init` writes a demo)"
+    )]
+    NoDatabase,
+    #[error(
+        "no table {table:?} (set table.name in the schedule file){}",
+        list("tables", available)
+    )]
+    NoTable {
+        table: String,
+        available: Vec<String>,
+    },
+    #[error(
+        "table {table:?} has no column {column:?} (set table.{key} in the schedule file){}",
+        list("columns", available)
+    )]
+    NoColumn {
+        table: String,
+        column: String,
+        key: &'static str,
+        available: Vec<String>,
+    },
     #[error("column {column:?} of table {table:?} {problem}")]
-    Timestamps { table: String, column: String, problem: String },
+    Timestamps {
+        table: String,
+        column: String,
+        problem: String,
+    },
     #[error("{0}")]
     Schema(String),
     #[error("{context}: {source}")]
-    Database { context: String, source: Box<dyn std::error::Error + Send + Sync> },
+    Database {
+        context: String,
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
 fn list(what: &str, names: &[String]) -> String {
-    if names.is_empty() { format!("; it has no {what}") } else { format!("; {what}: {}", names.join(", ")) }
+    if names.is_empty() {
+        format!("; it has no {what}")
+    } else {
+        format!("; {what}: {}", names.join(", "))
+    }
 }
 
 /// The bounds of a band, encoded in the inserted-at column's format.
@@ -102,12 +129,22 @@ pub trait Store {
     fn ensure_own_tables(&mut self) -> Result<(), StoreError>;
 
     /// Up to `limit` pending records of the band, newest first, after `after`.
-    fn select(&mut self, band: &BandQuery, after: Option<&Cursor>, limit: usize) -> Result<Vec<Record>, StoreError>;
+    fn select(
+        &mut self,
+        band: &BandQuery,
+        after: Option<&Cursor>,
+        limit: usize,
+    ) -> Result<Vec<Record>, StoreError>;
 
     /// Claims each record for `owner` until `lease_until` and re-reads its status, in one
     /// transaction. Returns, for each id, whether it is now this owner's and still
     /// pending; a record claimed by a live tick, or no longer pending, is not.
-    fn claim(&mut self, owner: &str, ids: &[Scalar], lease_until: DateTime<Utc>) -> Result<Vec<bool>, StoreError>;
+    fn claim(
+        &mut self,
+        owner: &str,
+        ids: &[Scalar],
+        lease_until: DateTime<Utc>,
+    ) -> Result<Vec<bool>, StoreError>;
 
     /// Writes the statuses and drops the owner's claims on those records, in one
     /// transaction.
@@ -135,6 +172,10 @@ pub trait Heartbeat: Send {
 /// Opens the store a schedule file names.
 pub fn open(database: &DatabaseConfig, table: &TableConfig) -> Result<Box<dyn Store>, StoreError> {
     match &database.url {
-        DatabaseUrl::Sqlite(path) => Ok(Box::new(SqliteStore::open(path, database.busy_timeout, table.clone())?)),
+        DatabaseUrl::Sqlite(path) => Ok(Box::new(SqliteStore::open(
+            path,
+            database.busy_timeout,
+            table.clone(),
+        )?)),
     }
 }

@@ -12,7 +12,9 @@ use std::time::Duration;
 use base64::Engine as _;
 use chrono::{DateTime, SecondsFormat, Utc};
 use rusqlite::types::{ToSqlOutput, ValueRef};
-use rusqlite::{Connection, OpenFlags, OptionalExtension, ToSql, TransactionBehavior, params, params_from_iter};
+use rusqlite::{
+    Connection, OpenFlags, OptionalExtension, ToSql, TransactionBehavior, params, params_from_iter,
+};
 use serde_json::Value;
 
 use super::{BandQuery, Cursor, Heartbeat, Mark, RunEnd, RunStart, Store, StoreError};
@@ -81,7 +83,10 @@ fn quote(name: &str) -> String {
 
 fn db(context: impl Into<String>) -> impl FnOnce(rusqlite::Error) -> StoreError {
     let context = context.into();
-    move |e| StoreError::Database { context, source: Box::new(e) }
+    move |e| StoreError::Database {
+        context,
+        source: Box::new(e),
+    }
 }
 
 impl ToSql for Scalar {
@@ -115,19 +120,37 @@ fn json(v: ValueRef<'_>) -> Value {
 
 fn connect(path: &Path, busy_timeout: Duration) -> Result<Connection, StoreError> {
     if !path.exists() {
-        return Err(StoreError::NoDatabase { path: path.display().to_string() });
+        return Err(StoreError::NoDatabase);
     }
-    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-        .map_err(db(format!("cannot open SQLite database {}", path.display())))?;
-    conn.busy_timeout(busy_timeout).map_err(db("cannot set the busy timeout"))?;
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(db(format!(
+        "cannot open SQLite database {}",
+        path.display()
+    )))?;
+    conn.busy_timeout(busy_timeout)
+        .map_err(db("cannot set the busy timeout"))?;
     Ok(conn)
 }
 
 impl SqliteStore {
     /// Opens an existing SQLite database holding `table`.
-    pub fn open(path: &Path, busy_timeout: Duration, table: TableConfig) -> Result<Self, StoreError> {
+    pub fn open(
+        path: &Path,
+        busy_timeout: Duration,
+        table: TableConfig,
+    ) -> Result<Self, StoreError> {
         let conn = connect(path, busy_timeout)?;
-        Ok(SqliteStore { conn, path: path.to_path_buf(), busy_timeout, table, format: None, sql: None })
+        Ok(SqliteStore {
+            conn,
+            path: path.to_path_buf(),
+            busy_timeout,
+            table,
+            format: None,
+            sql: None,
+        })
     }
 
     fn sql(&self) -> &Statements {
@@ -152,20 +175,37 @@ impl SqliteStore {
         let Some(table) = found else {
             let mut stmt = self
                 .conn
-                .prepare("SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE 'backlog\\_%' ESCAPE '\\' ORDER BY name")
+                .prepare("SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') AND name NOT GLOB 'sqlite_*'
+                  AND name NOT IN ('backlog_meta', 'backlog_runs', 'backlog_claims') ORDER BY name")
                 .map_err(db("reading the schema"))?;
-            let available = stmt.query_map([], |r| r.get(0)).and_then(Iterator::collect).map_err(db("reading the schema"))?;
-            return Err(StoreError::NoTable { database: self.path.display().to_string(), table: self.table.name.clone(), available });
+            let available = stmt
+                .query_map([], |r| r.get(0))
+                .and_then(Iterator::collect)
+                .map_err(db("reading the schema"))?;
+            return Err(StoreError::NoTable {
+                table: self.table.name.clone(),
+                available,
+            });
         };
-        let mut stmt = self.conn.prepare("SELECT name FROM pragma_table_info(?1)").map_err(db("reading the schema"))?;
-        let columns: Vec<String> = stmt.query_map([&table], |r| r.get(0)).and_then(Iterator::collect).map_err(db("reading the schema"))?;
+        let mut stmt = self
+            .conn
+            .prepare("SELECT name FROM pragma_table_info(?1)")
+            .map_err(db("reading the schema"))?;
+        let columns: Vec<String> = stmt
+            .query_map([&table], |r| r.get(0))
+            .and_then(Iterator::collect)
+            .map_err(db("reading the schema"))?;
         let resolve = |key: &'static str, wanted: &str| {
-            columns.iter().find(|c| c.eq_ignore_ascii_case(wanted)).cloned().ok_or_else(|| StoreError::NoColumn {
-                table: table.clone(),
-                column: wanted.to_string(),
-                key,
-                available: columns.clone(),
-            })
+            columns
+                .iter()
+                .find(|c| c.eq_ignore_ascii_case(wanted))
+                .cloned()
+                .ok_or_else(|| StoreError::NoColumn {
+                    table: table.clone(),
+                    column: wanted.to_string(),
+                    key,
+                    available: columns.clone(),
+                })
         };
         let id = resolve("id", &self.table.id)?;
         let status = resolve("status", &self.table.status)?;
@@ -176,7 +216,11 @@ impl SqliteStore {
     fn samples(&self, table: &str, column: &str) -> Result<Vec<Sample>, StoreError> {
         let mut samples = Vec::new();
         for order in ["DESC", "ASC"] {
-            let sql = format!("SELECT {c} FROM {t} WHERE {c} IS NOT NULL ORDER BY {c} {order} LIMIT 1", c = quote(column), t = quote(table));
+            let sql = format!(
+                "SELECT {c} FROM {t} WHERE {c} IS NOT NULL ORDER BY {c} {order} LIMIT 1",
+                c = quote(column),
+                t = quote(table)
+            );
             let sample = self
                 .conn
                 .query_row(&sql, [], |r| {
@@ -198,10 +242,15 @@ impl SqliteStore {
     fn statements(&self, table: &str, [id, status, inserted_at]: &[String; 3]) -> Statements {
         let (t, id, st, ins) = (quote(table), quote(id), quote(status), quote(inserted_at));
         // ?1 from, ?2 to, ?3 limit, ?4 the cursor's id, ?5… the pending statuses.
-        let pending = (0..self.table.pending.len()).map(|i| format!("?{}", i + 5)).collect::<Vec<_>>().join(", ");
+        let pending = (0..self.table.pending.len())
+            .map(|i| format!("?{}", i + 5))
+            .collect::<Vec<_>>()
+            .join(", ");
         let order = format!("ORDER BY {ins} DESC, {id} DESC LIMIT ?3");
         Statements {
-            first_page: format!("SELECT * FROM {t} WHERE {ins} >= ?1 AND {ins} <{{to}} ?2 AND {st} IN ({pending}) {order}"),
+            first_page: format!(
+                "SELECT * FROM {t} WHERE {ins} >= ?1 AND {ins} <{{to}} ?2 AND {st} IN ({pending}) {order}"
+            ),
             next_page: format!(
                 "SELECT * FROM {t} WHERE {ins} >= ?1 AND {ins} <= ?2 AND ({ins} < ?2 OR {id} < ?4) AND {st} IN ({pending}) {order}"
             ),
@@ -212,7 +261,11 @@ impl SqliteStore {
 
     /// The SQL a page query runs, for tests that check the plan.
     pub fn page_sql(&self, first: bool, to_inclusive: bool) -> String {
-        let sql = if first { &self.sql().first_page } else { &self.sql().next_page };
+        let sql = if first {
+            &self.sql().first_page
+        } else {
+            &self.sql().next_page
+        };
         sql.replace("{to}", if to_inclusive { "=" } else { "" })
     }
 
@@ -229,21 +282,32 @@ impl Store for SqliteStore {
     fn inspect(&mut self) -> Result<TimestampFormat, StoreError> {
         let (table, columns) = self.resolve_names()?;
         let samples = self.samples(&table, &columns[2])?;
-        let format = timestamp::detect(self.table.inserted_at_format, &samples).map_err(|problem| StoreError::Timestamps {
-            table: table.clone(),
-            column: columns[2].clone(),
-            problem,
-        })?;
+        let format =
+            timestamp::detect(self.table.inserted_at_format, &samples).map_err(|problem| {
+                StoreError::Timestamps {
+                    table: table.clone(),
+                    column: columns[2].clone(),
+                    problem,
+                }
+            })?;
         self.sql = Some(self.statements(&table, &columns));
         self.format = Some(format);
         Ok(format)
     }
 
     fn ensure_own_tables(&mut self) -> Result<(), StoreError> {
-        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db("creating the tool's own tables"))?;
-        tx.execute_batch(OWN_TABLES).map_err(db("creating the tool's own tables"))?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(db("creating the tool's own tables"))?;
+        tx.execute_batch(OWN_TABLES)
+            .map_err(db("creating the tool's own tables"))?;
         let version: String = tx
-            .query_row("SELECT value FROM backlog_meta WHERE key = 'schema_version'", [], |r| r.get(0))
+            .query_row(
+                "SELECT value FROM backlog_meta WHERE key = 'schema_version'",
+                [],
+                |r| r.get(0),
+            )
             .map_err(db("reading backlog_meta"))?;
         if version.parse::<i64>().ok() != Some(SCHEMA_VERSION) {
             return Err(StoreError::Schema(format!(
@@ -254,14 +318,29 @@ impl Store for SqliteStore {
         tx.commit().map_err(db("creating the tool's own tables"))
     }
 
-    fn select(&mut self, band: &BandQuery, after: Option<&Cursor>, limit: usize) -> Result<Vec<Record>, StoreError> {
+    fn select(
+        &mut self,
+        band: &BandQuery,
+        after: Option<&Cursor>,
+        limit: usize,
+    ) -> Result<Vec<Record>, StoreError> {
         let sql = self.page_sql(after.is_none(), band.to_inclusive);
         let format = self.format();
-        let (id_col, status_col, ins_col) = (&self.table.id, &self.table.status, &self.table.inserted_at);
-        let mut stmt = self.conn.prepare_cached(&sql).map_err(db(format!("selecting from {}", self.table.name)))?;
-        let names: Vec<String> = stmt.column_names().into_iter().map(String::from).collect();
-        let position = |wanted: &str| names.iter().position(|n| n.eq_ignore_ascii_case(wanted)).expect("inspect() checked the column");
-        let (id_at, status_at, ins_at) = (position(id_col), position(status_col), position(ins_col));
+        let (id_col, status_col, ins_col) =
+            (&self.table.id, &self.table.status, &self.table.inserted_at);
+        let mut stmt = self
+            .conn
+            .prepare_cached(&sql)
+            .map_err(db(format!("selecting from {}", self.table.name)))?;
+        let names: Vec<String> = stmt.column_names().map(String::from).collect();
+        let position = |wanted: &str| {
+            names
+                .iter()
+                .position(|n| n.eq_ignore_ascii_case(wanted))
+                .expect("inspect() checked the column")
+        };
+        let (id_at, status_at, ins_at) =
+            (position(id_col), position(status_col), position(ins_col));
         let to = after.map_or(&band.to, |c| &c.inserted_at);
         let after_id = after.map(|c| &c.id);
         let limit = limit as i64;
@@ -287,11 +366,19 @@ impl Store for SqliteStore {
         Ok(rows)
     }
 
-    fn claim(&mut self, owner: &str, ids: &[Scalar], lease_until: DateTime<Utc>) -> Result<Vec<bool>, StoreError> {
+    fn claim(
+        &mut self,
+        owner: &str,
+        ids: &[Scalar],
+        lease_until: DateTime<Utc>,
+    ) -> Result<Vec<bool>, StoreError> {
         let table = self.table.clone();
         let status_sql = self.sql().status_of.clone();
         let now = Utc::now().timestamp_millis();
-        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db("claiming records"))?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(db("claiming records"))?;
         let mut claimed = Vec::with_capacity(ids.len());
         {
             let mut upsert = tx
@@ -301,18 +388,34 @@ impl Store for SqliteStore {
                      expires_at = excluded.expires_at WHERE backlog_claims.expires_at < excluded.claimed_at",
                 )
                 .map_err(db("claiming records"))?;
-            let mut status = tx.prepare_cached(&status_sql).map_err(db("claiming records"))?;
+            let mut status = tx
+                .prepare_cached(&status_sql)
+                .map_err(db("claiming records"))?;
             let mut unclaim = tx
                 .prepare_cached("DELETE FROM backlog_claims WHERE table_name = ?1 AND record_id = ?2 AND owner = ?3")
                 .map_err(db("claiming records"))?;
             for id in ids {
-                let got = upsert.execute(params![table.name, id, owner, now, lease_until.timestamp_millis()]).map_err(db("claiming records"))? == 1;
+                let got = upsert
+                    .execute(params![
+                        table.name,
+                        id,
+                        owner,
+                        now,
+                        lease_until.timestamp_millis()
+                    ])
+                    .map_err(db("claiming records"))?
+                    == 1;
                 let pending = got && {
-                    let current: Option<Scalar> = status.query_row([id], |r| Ok(scalar(r.get_ref(0)?))).optional().map_err(db("claiming records"))?;
+                    let current: Option<Scalar> = status
+                        .query_row([id], |r| Ok(scalar(r.get_ref(0)?)))
+                        .optional()
+                        .map_err(db("claiming records"))?;
                     current.is_some_and(|s| table.is_pending(&s.to_string()))
                 };
                 if got && !pending {
-                    unclaim.execute(params![table.name, id, owner]).map_err(db("claiming records"))?;
+                    unclaim
+                        .execute(params![table.name, id, owner])
+                        .map_err(db("claiming records"))?;
                 }
                 claimed.push(pending);
             }
@@ -325,15 +428,21 @@ impl Store for SqliteStore {
         let table = self.table_name().to_string();
         let set_sql = self.sql().set_status.clone();
         let context = format!("writing statuses to {table}");
-        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db(context.clone()))?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(db(context.clone()))?;
         {
             let mut set = tx.prepare_cached(&set_sql).map_err(db(context.clone()))?;
             let mut unclaim = tx
                 .prepare_cached("DELETE FROM backlog_claims WHERE table_name = ?1 AND record_id = ?2 AND owner = ?3")
                 .map_err(db(context.clone()))?;
             for m in marks {
-                set.execute(params![m.status, m.id]).map_err(db(context.clone()))?;
-                unclaim.execute(params![table, m.id, owner]).map_err(db(context.clone()))?;
+                set.execute(params![m.status, m.id])
+                    .map_err(db(context.clone()))?;
+                unclaim
+                    .execute(params![table, m.id, owner])
+                    .map_err(db(context.clone()))?;
             }
         }
         tx.commit().map_err(db(context))
@@ -341,13 +450,18 @@ impl Store for SqliteStore {
 
     fn release(&mut self, owner: &str, ids: &[Scalar]) -> Result<(), StoreError> {
         let table = self.table_name().to_string();
-        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db("releasing claims"))?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(db("releasing claims"))?;
         {
             let mut unclaim = tx
                 .prepare_cached("DELETE FROM backlog_claims WHERE table_name = ?1 AND record_id = ?2 AND owner = ?3")
                 .map_err(db("releasing claims"))?;
             for id in ids {
-                unclaim.execute(params![table, id, owner]).map_err(db("releasing claims"))?;
+                unclaim
+                    .execute(params![table, id, owner])
+                    .map_err(db("releasing claims"))?;
             }
         }
         tx.commit().map_err(db("releasing claims"))
@@ -388,7 +502,11 @@ impl Store for SqliteStore {
 
     fn heartbeat(&self, owner: &str, run_id: i64) -> Result<Box<dyn Heartbeat>, StoreError> {
         let conn = connect(&self.path, self.busy_timeout)?;
-        Ok(Box::new(SqliteHeartbeat { conn, owner: owner.to_string(), run_id }))
+        Ok(Box::new(SqliteHeartbeat {
+            conn,
+            owner: owner.to_string(),
+            run_id,
+        }))
     }
 }
 
@@ -401,10 +519,20 @@ struct SqliteHeartbeat {
 impl Heartbeat for SqliteHeartbeat {
     fn beat(&mut self, lease_until: DateTime<Utc>) -> Result<(), StoreError> {
         let now = Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true);
-        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db("renewing claims"))?;
-        tx.execute("UPDATE backlog_claims SET expires_at = ?1 WHERE owner = ?2", params![lease_until.timestamp_millis(), self.owner])
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(db("renewing claims"))?;
-        tx.execute("UPDATE backlog_runs SET heartbeat_at = ?1 WHERE id = ?2", params![now, self.run_id]).map_err(db("renewing claims"))?;
+        tx.execute(
+            "UPDATE backlog_claims SET expires_at = ?1 WHERE owner = ?2",
+            params![lease_until.timestamp_millis(), self.owner],
+        )
+        .map_err(db("renewing claims"))?;
+        tx.execute(
+            "UPDATE backlog_runs SET heartbeat_at = ?1 WHERE id = ?2",
+            params![now, self.run_id],
+        )
+        .map_err(db("renewing claims"))?;
         tx.commit().map_err(db("renewing claims"))
     }
 }

@@ -1,0 +1,181 @@
+//! Each bad input gets one line naming the input and the fix, a distinct exit code, and
+//! leaves the table as it was.
+
+use crate::harness::{Env, NOW, Schedule, recording_handler};
+
+struct Case {
+    name: &'static str,
+    /// Changes the classic setup; gets the temp folder's path.
+    setup: fn(&Env),
+    args: &'static [&'static str],
+    code: i32,
+    /// The exact stderr, with `{dir}` for the temp folder.
+    stderr: &'static str,
+}
+
+fn rewrite_schedule(env: &Env, from: &str, to: &str) {
+    let path = env.path("backlog.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains(from), "{from}");
+    std::fs::write(path, text.replacen(from, to, 1)).unwrap();
+}
+
+const CASES: &[Case] = &[
+    Case {
+        name: "no schedule file",
+        setup: |_| {},
+        args: &["--schedule", "nope.toml"],
+        code: 3,
+        stderr: "backlog: nope.toml: no such schedule file; pass --schedule FILE, or run `backlog init` to write one\n",
+    },
+    Case {
+        name: "unknown key",
+        setup: |env| rewrite_schedule(env, "every = \"1h\"", "evry = \"1h\""),
+        args: &[],
+        code: 3,
+        stderr: "backlog: backlog.toml:25:1: unknown field `evry`, expected one of `window`, `every`, `cron`, `limit`\n",
+    },
+    Case {
+        name: "unsorted tiers",
+        setup: |env| rewrite_schedule(env, "window = \"30d\"", "window = \"10d\""),
+        args: &[],
+        code: 3,
+        stderr: "backlog: backlog.toml: tier 4: window 10d is not larger than tier 3's window 14d (tiers must be sorted by window)\n",
+    },
+    Case {
+        name: "bad duration",
+        setup: |env| rewrite_schedule(env, "timeout = \"10s\"", "timeout = \"ten seconds\""),
+        args: &[],
+        code: 3,
+        stderr: "backlog: backlog.toml: handler.timeout: \"ten seconds\" is not a duration (expected number at 0); write it like 5m, 1h, 7d or 96h\n",
+    },
+    Case {
+        name: "no database file",
+        setup: |env| rewrite_schedule(env, "url = \"backlog.db\"", "url = \"backlgo.db\""),
+        args: &[],
+        code: 4,
+        stderr: "backlog: sqlite:{dir}/backlgo.db: no such database file (set database.url in the schedule file; `backlog init` writes a demo)\n",
+    },
+    Case {
+        name: "no table",
+        setup: |env| rewrite_schedule(env, "name = \"BACKLOG\"", "name = \"BACKLGO\""),
+        args: &[],
+        code: 4,
+        stderr: "backlog: sqlite:{dir}/backlog.db: no table \"BACKLGO\" (set table.name in the schedule file); tables: BACKLOG\n",
+    },
+    Case {
+        name: "no column",
+        setup: |env| {
+            rewrite_schedule(
+                env,
+                "inserted_at = \"DATE_INSERTED\"",
+                "inserted_at = \"CREATED\"",
+            )
+        },
+        args: &[],
+        code: 4,
+        stderr: "backlog: sqlite:{dir}/backlog.db: table \"BACKLOG\" has no column \"CREATED\" (set table.inserted_at in the schedule file); columns: ID, STATUS, DATE_INSERTED, PAYLOAD\n",
+    },
+    Case {
+        name: "unreadable timestamps",
+        setup: |env| {
+            env.db()
+                .execute(
+                    "INSERT INTO BACKLOG VALUES (9, 'NEW', 'yesterday', NULL)",
+                    [],
+                )
+                .unwrap();
+        },
+        args: &[],
+        code: 4,
+        stderr: "backlog: sqlite:{dir}/backlog.db: column \"DATE_INSERTED\" of table \"BACKLOG\" holds \"yesterday\", which is not a timestamp (backlog reads SQLite \"YYYY-MM-DD HH:MM:SS\" text, RFC 3339 text, or integer unix seconds or milliseconds)\n",
+    },
+    Case {
+        name: "declared format does not match",
+        setup: |env| {
+            rewrite_schedule(
+                env,
+                "inserted_at_format = \"auto\"",
+                "inserted_at_format = \"unix\"",
+            )
+        },
+        args: &[],
+        code: 4,
+        stderr: "backlog: sqlite:{dir}/backlog.db: column \"DATE_INSERTED\" of table \"BACKLOG\" is declared unix but holds sqlite values (set table.inserted_at_format = \"sqlite\", or \"auto\")\n",
+    },
+    Case {
+        name: "handler not found",
+        setup: |env| rewrite_schedule(env, "./handler.sh", "./handlr.sh"),
+        args: &[],
+        code: 5,
+        stderr: "backlog: backlog.toml: handler.command: \"./handlr.sh\" not found (looked for {dir}/./handlr.sh)\n",
+    },
+    Case {
+        name: "handler not executable",
+        setup: |env| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(
+                env.path("handler.sh"),
+                std::fs::Permissions::from_mode(0o644),
+            )
+            .unwrap();
+        },
+        args: &[],
+        code: 5,
+        stderr: "backlog: backlog.toml: handler.command: {dir}/./handler.sh is not an executable file (chmod +x it, or run it through an interpreter: [\"sh\", \"./handler.sh\"])\n",
+    },
+    Case {
+        name: "handler not in PATH",
+        setup: |env| rewrite_schedule(env, "[\"./handler.sh\"]", "[\"deliver-order\", \"--fast\"]"),
+        args: &[],
+        code: 5,
+        stderr: "backlog: backlog.toml: handler.command: \"deliver-order\" not found in PATH (cron's PATH is /usr/bin:/bin; give an absolute path, or ./deliver-order for a file beside the schedule file)\n",
+    },
+];
+
+#[test]
+fn each_bad_input_gets_its_message_and_exit_code_and_changes_nothing() {
+    for case in CASES {
+        let env = Env::new();
+        env.classic();
+        env.write_schedule(&Schedule::default());
+        env.write_handler("handler.sh", &recording_handler(&[]));
+        (case.setup)(&env);
+        let before = env.dump();
+        let mut args = vec!["run", "--window", "1d", "--now", NOW];
+        args.extend(case.args);
+        let out = env.backlog(&args).assert().code(case.code);
+        let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        let dir = env.dir.path().display().to_string();
+        assert_eq!(
+            stderr,
+            case.stderr.replace("{dir}", &dir),
+            "case {:?}",
+            case.name
+        );
+        assert!(out.get_output().stdout.is_empty(), "case {:?}", case.name);
+        assert_eq!(env.dump(), before, "case {:?} changed the table", case.name);
+        assert!(
+            env.take_calls().is_empty(),
+            "case {:?} ran the handler",
+            case.name
+        );
+    }
+}
+
+#[test]
+fn a_bad_window_on_the_command_line_is_a_usage_error() {
+    let env = Env::new();
+    env.backlog(&["run", "--window", "7x"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "invalid value '7x' for '--window <WINDOW>': \"7x\" is not a duration",
+        ));
+    env.backlog(&["run", "--window", "1d", "--now", "yesterday"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "\"yesterday\" is not an RFC 3339 time",
+        ));
+}

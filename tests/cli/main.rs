@@ -1,0 +1,8 @@
+//! Integration tests: the real `backlog` binary on real SQLite files.
+
+mod bad_input;
+mod concurrency;
+mod formats;
+mod harness;
+mod query_plan;
+mod tick;

@@ -1,0 +1,365 @@
+//! One tick over the classic backlog: what it selects, how it marks, what it reports.
+
+use std::time::{Duration, Instant};
+
+use crate::harness::{Env, NOW, Schedule, recording_handler};
+
+fn classic_env(schedule: Schedule, failing: &[i64]) -> Env {
+    let env = Env::new();
+    env.classic();
+    env.write_schedule(&schedule);
+    env.write_handler("handler.sh", &recording_handler(failing));
+    env
+}
+
+fn statuses(list: &[(i64, &str)]) -> Vec<(i64, String)> {
+    list.iter().map(|(id, s)| (*id, s.to_string())).collect()
+}
+
+#[test]
+fn disjoint_bands_select_each_record_in_one_tier_and_mark_it_by_exit_code() {
+    let env = classic_env(Schedule::default(), &[2]);
+
+    let out = env.run_window("1d");
+    assert!(
+        out.starts_with(
+            "tier 1 (1d every 5m), ages 0 to 1d: selected 2, succeeded 1, failed 1, skipped 0 in "
+        ),
+        "{out}"
+    );
+    assert_eq!(env.take_calls(), [1, 2], "newest first");
+    assert_eq!(
+        env.statuses(),
+        statuses(&[(1, "SUCCESS"), (2, "ERROR"), (3, "NEW"), (4, "NEW")])
+    );
+
+    let out = env.run_window("7d");
+    assert!(out.starts_with("tier 2 (7d every 1h), ages over 1d up to 7d: selected 1, succeeded 1, failed 0, skipped 0"), "{out}");
+    assert_eq!(env.take_calls(), [3]);
+
+    env.run_window("180d");
+    assert_eq!(env.take_calls(), [4]);
+    assert_eq!(
+        env.statuses(),
+        statuses(&[(1, "SUCCESS"), (2, "ERROR"), (3, "SUCCESS"), (4, "SUCCESS")])
+    );
+
+    // The ERROR record is pending: the next tick of its tier tries it again.
+    env.run_window("1d");
+    assert_eq!(env.take_calls(), [2]);
+}
+
+#[test]
+fn cumulative_bands_select_everything_younger_than_the_window() {
+    let env = classic_env(
+        Schedule {
+            bands: "cumulative",
+            ..Schedule::default()
+        },
+        &[1, 2, 3, 4],
+    );
+    env.run_window("1d");
+    assert_eq!(env.take_calls(), [1, 2]);
+    env.run_window("7d");
+    assert_eq!(env.take_calls(), [1, 2, 3]);
+    let out = env.run_window("180d");
+    assert!(
+        out.starts_with(
+            "tier 5 (180d every 4d), ages 0 to 180d: selected 4, succeeded 0, failed 4"
+        ),
+        "{out}"
+    );
+    assert_eq!(env.take_calls(), [1, 2, 3, 4]);
+    assert_eq!(
+        env.statuses(),
+        statuses(&[(1, "ERROR"), (2, "ERROR"), (3, "ERROR"), (4, "ERROR")])
+    );
+}
+
+#[test]
+fn a_window_no_tier_has_runs_from_age_zero_and_says_so() {
+    let env = classic_env(Schedule::default(), &[]);
+    let out = env.run_window("10d");
+    assert!(
+        out.starts_with("window 10d (no tier has it), ages 0 to 10d: selected 3"),
+        "{out}"
+    );
+    assert_eq!(env.take_calls(), [1, 2, 3]);
+}
+
+#[test]
+fn a_dry_run_lists_the_records_and_changes_nothing() {
+    let env = classic_env(Schedule::default(), &[]);
+    let before = env.dump();
+    let out = env
+        .backlog(&["run", "--window", "1d", "--now", NOW, "--dry-run"])
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert_eq!(
+        stdout,
+        "1\t2026-11-21 11:52:00\tage 8m\tNEW\n2\t2026-11-21 07:00:00\tage 5h\tNEW\ntier 1 (1d every 5m), ages 0 to 1d: dry run, would hand over 2 records\n"
+    );
+    assert!(env.take_calls().is_empty());
+    assert_eq!(env.dump(), before);
+    let own: i64 = env.db().query_row("SELECT count(*) FROM sqlite_schema WHERE name IN ('backlog_meta', 'backlog_runs', 'backlog_claims')", [], |r| r.get(0)).unwrap();
+    assert_eq!(own, 0, "a dry run creates no tables");
+}
+
+#[test]
+fn json_summary_and_run_log_agree() {
+    let env = classic_env(Schedule::default(), &[2]);
+    let out = env
+        .backlog(&["run", "--window", "1d", "--now", NOW, "--json"])
+        .assert()
+        .success();
+    let summary: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(summary["tier"], 1);
+    assert_eq!(summary["band"]["from"], "2026-11-20 12:00:00");
+    assert_eq!(summary["band"]["to"], "2026-11-21 12:00:00");
+    assert_eq!(summary["inserted_at_format"], "sqlite");
+    assert_eq!(
+        (
+            summary["selected"].as_u64(),
+            summary["succeeded"].as_u64(),
+            summary["failed"].as_u64()
+        ),
+        (Some(2), Some(1), Some(1))
+    );
+    let run_id = summary["run_id"].as_i64().unwrap();
+    let row: (i64, i64, i64, i64, String, String) = env
+        .db()
+        .query_row(
+            "SELECT window_secs, selected, succeeded, failed, outcome, clock FROM backlog_runs WHERE id = ?1",
+            [run_id],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)),
+        )
+        .unwrap();
+    assert_eq!(row, (86_400, 2, 1, 1, "done".to_string(), NOW.to_string()));
+    let claims: i64 = env
+        .db()
+        .query_row("SELECT count(*) FROM backlog_claims", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(claims, 0, "a finished tick holds no claims");
+}
+
+#[test]
+fn verbose_logs_each_outcome() {
+    let env = classic_env(Schedule::default(), &[2]);
+    env.backlog(&["run", "--window", "1d", "--now", NOW, "-v"])
+        .assert()
+        .success()
+        .stderr(predicates::str::contains("record 1: SUCCESS (exit 0)"))
+        .stderr(predicates::str::contains("record 2: ERROR (exit 1)"));
+}
+
+#[test]
+fn the_limit_caps_a_tick_and_says_so() {
+    let env = classic_env(
+        Schedule {
+            bands: "cumulative",
+            ..Schedule::default()
+        },
+        &[],
+    );
+    let out = env
+        .backlog(&["run", "--window", "7d", "--now", NOW, "--limit", "1"])
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        stdout
+            .trim_end()
+            .ends_with("; limit 1 reached, the rest waits for the next tick"),
+        "{stdout}"
+    );
+    assert_eq!(env.take_calls(), [1]);
+}
+
+/// A good, a failing (mapped to a dead-letter status), a crashing, a hanging and
+/// another good record: the tick goes through all of them.
+#[test]
+fn failing_crashing_and_hanging_handlers_do_not_stop_the_tick() {
+    let env = Env::new();
+    env.create_table("TEXT");
+    env.insert_aged(&[(1, 60), (2, 120), (3, 180), (4, 240), (5, 300)], |t| {
+        t.format("%Y-%m-%d %H:%M:%S").to_string().into()
+    });
+    env.write_schedule(&Schedule {
+        timeout: "1s",
+        handler_extra: "exit_codes = { 3 = \"DEAD\" }",
+        ..Schedule::default()
+    });
+    env.write_handler(
+        "handler.sh",
+        r#"#!/bin/sh
+cat > /dev/null
+case "$BACKLOG_RECORD_ID" in
+  2) echo "permanently refused" >&2; exit 3 ;;
+  3) kill -SEGV $$ ;;
+  4) sleep 600 & echo $! > sleeper.pid; wait ;;
+esac
+exit 0
+"#,
+    );
+    let started = Instant::now();
+    let out = env
+        .backlog(&["run", "--window", "1d", "--now", NOW, "-v"])
+        .assert()
+        .success();
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "the hang was killed, not waited out"
+    );
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        stdout.contains("selected 5, succeeded 2, failed 3 (of which DEAD 1), skipped 0"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("record 2: DEAD (exit 3): [stderr] permanently refused"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("record 3: ERROR (killed by signal 11)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("record 4: ERROR (timed out after 1s, killed)"),
+        "{stderr}"
+    );
+    assert_eq!(
+        env.statuses(),
+        statuses(&[
+            (1, "SUCCESS"),
+            (2, "DEAD"),
+            (3, "ERROR"),
+            (4, "ERROR"),
+            (5, "SUCCESS")
+        ])
+    );
+    let sleeper: i32 = std::fs::read_to_string(env.path("sleeper.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        !process_alive(sleeper),
+        "the hanging handler's child {sleeper} was killed with its group"
+    );
+}
+
+fn process_alive(pid: i32) -> bool {
+    // A zombie still answers kill(0); a killed child reaped by init does not exist.
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
+}
+
+#[test]
+fn sigterm_stops_taking_records_and_leaves_the_rest_pending() {
+    let env = Env::new();
+    env.create_table("TEXT");
+    env.insert_aged(&[(1, 60), (2, 120), (3, 180), (4, 240)], |t| {
+        t.format("%Y-%m-%d %H:%M:%S").to_string().into()
+    });
+    env.write_schedule(&Schedule::default());
+    env.write_handler(
+        "handler.sh",
+        "#!/bin/sh\ncat > /dev/null\necho \"$BACKLOG_RECORD_ID\" >> calls.log\nsleep 1\n",
+    );
+    let bin = assert_cmd::cargo::cargo_bin("backlog");
+    let child = std::process::Command::new(bin)
+        .current_dir(env.dir.path())
+        .args(["run", "--window", "1d", "--now", NOW])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(|| std::fs::read_to_string(env.path("calls.log")).is_ok());
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.trim_end().ends_with("; stopped early by a signal"),
+        "{stdout}"
+    );
+    let handled = env.take_calls();
+    assert_eq!(
+        handled,
+        [1],
+        "the running handler finished, no new one started"
+    );
+    assert_eq!(
+        env.statuses(),
+        statuses(&[(1, "SUCCESS"), (2, "NEW"), (3, "NEW"), (4, "NEW")])
+    );
+    let (outcome, claims): (String, i64) = env
+        .db()
+        .query_row(
+            "SELECT outcome, (SELECT count(*) FROM backlog_claims) FROM backlog_runs",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((outcome.as_str(), claims), ("stopped", 0));
+}
+
+/// A tick killed with SIGKILL: its handler dies with it, its claims block other ticks
+/// only until the lease runs out, and then every record is processed.
+#[test]
+fn a_killed_tick_leaves_nothing_stuck() {
+    let env = Env::new();
+    env.create_table("TEXT");
+    env.insert_aged(&[(1, 60), (2, 120), (3, 180)], |t| {
+        t.format("%Y-%m-%d %H:%M:%S").to_string().into()
+    });
+    env.write_schedule(&Schedule {
+        database_extra: "claim_lease = \"2s\"",
+        ..Schedule::default()
+    });
+    env.write_handler(
+        "handler.sh",
+        "#!/bin/sh\necho $$ > handler.pid\nexec sleep 600\n",
+    );
+    let bin = assert_cmd::cargo::cargo_bin("backlog");
+    let mut child = std::process::Command::new(bin)
+        .current_dir(env.dir.path())
+        .args(["run", "--window", "1d", "--now", NOW])
+        .spawn()
+        .unwrap();
+    wait_for(|| std::fs::read_to_string(env.path("handler.pid")).is_ok_and(|s| s.ends_with('\n')));
+    let handler_pid: i32 = std::fs::read_to_string(env.path("handler.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    wait_for(|| !process_alive(handler_pid));
+
+    env.write_handler("handler.sh", &recording_handler(&[]));
+    let out = env.run_window("1d");
+    assert!(
+        out.contains("selected 0, succeeded 0, failed 0, skipped 3"),
+        "claims of the dead tick still hold: {out}"
+    );
+    std::thread::sleep(Duration::from_millis(2500));
+    let out = env.run_window("1d");
+    assert!(
+        out.contains("selected 3, succeeded 3, failed 0, skipped 0"),
+        "{out}"
+    );
+    assert_eq!(
+        env.statuses(),
+        statuses(&[(1, "SUCCESS"), (2, "SUCCESS"), (3, "SUCCESS")])
+    );
+}
+
+/// Polls for up to 30 s; a condition that never comes true fails the test.
+pub fn wait_for(mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !condition() {
+        assert!(Instant::now() < deadline, "waited 30 s for a condition");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
