@@ -176,30 +176,44 @@ pub fn run(args: &RunArgs, verbose: u8) -> Result<(), Error> {
     )?;
     progress.finish_and_clear();
 
+    let mut text = String::new();
     if args.json {
         let mut value = serde_json::to_value(&summary).expect("a summary always serialises");
         if args.dry_run {
             value["would_handle"] = serde_json::Value::Array(listed);
         }
-        println!("{value}");
+        text.push_str(&format!("{value}\n"));
     } else {
         for r in &listed {
-            let text = |k: &str| {
+            let field = |k: &str| {
                 r[k].as_str()
                     .map(String::from)
                     .unwrap_or_else(|| r[k].to_string())
             };
-            println!(
-                "{}\t{}\tage {}\t{}",
-                text("id"),
-                text("inserted_at"),
-                text("age"),
-                text("status")
-            );
+            text.push_str(&format!(
+                "{}\t{}\tage {}\t{}\n",
+                field("id"),
+                field("inserted_at"),
+                field("age"),
+                field("status")
+            ));
         }
-        println!("{}", summary.line(&config.table));
+        text.push_str(&format!("{}\n", summary.line(&config.table)));
     }
-    Ok(())
+    print(&text)
+}
+
+/// Writes command output to stdout. A reader that went away (`backlog run --dry-run |
+/// head`) is not an error, as with any Unix tool.
+fn print(text: &str) -> Result<(), Error> {
+    use std::io::Write as _;
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::Io {
+            context: "cannot write to stdout".into(),
+            source: e,
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// SIGINT and SIGTERM ask the tick to stop taking records; a second SIGINT ends the
