@@ -4,6 +4,17 @@
 //! The pieces a Rust user needs: load a [`Config`] (or build a [`Schedule`] and a
 //! [`TableConfig`]), open a [`Store`], and call [`process_backlog`] with a [`Handler`],
 //! such as a closure wrapped in [`FnHandler`]. See `examples/rust_handler.rs`.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let config = backlog::Config::load("backlog.toml".as_ref())?;
+//! let mut store = backlog::store::open(&config.database, &config.table)?;
+//! let mut handler = backlog::FnHandler(|record: &backlog::Record| backlog::Outcome::Success);
+//! let opts = backlog::TickOptions::new(std::time::Duration::from_secs(7 * 86_400), chrono::Utc::now());
+//! let summary = backlog::process_backlog(&config.schedule, &config.table, store.as_mut(), &mut handler, &opts, &mut |_| {})?;
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod cli;
 pub mod config;
