@@ -59,6 +59,10 @@ CREATE TABLE IF NOT EXISTS backlog_claims (
 );
 ";
 
+/// Drops one claim, only if this owner holds it.
+const UNCLAIM: &str =
+    "DELETE FROM backlog_claims WHERE table_name = ?1 AND record_id = ?2 AND owner = ?3";
+
 /// The SQL of a table, with names checked against the schema and quoted.
 #[derive(Debug, Clone)]
 struct Statements {
@@ -391,9 +395,7 @@ impl Store for SqliteStore {
             let mut status = tx
                 .prepare_cached(&status_sql)
                 .map_err(db("claiming records"))?;
-            let mut unclaim = tx
-                .prepare_cached("DELETE FROM backlog_claims WHERE table_name = ?1 AND record_id = ?2 AND owner = ?3")
-                .map_err(db("claiming records"))?;
+            let mut unclaim = tx.prepare_cached(UNCLAIM).map_err(db("claiming records"))?;
             for id in ids {
                 let got = upsert
                     .execute(params![
@@ -434,9 +436,7 @@ impl Store for SqliteStore {
             .map_err(db(context.clone()))?;
         {
             let mut set = tx.prepare_cached(&set_sql).map_err(db(context.clone()))?;
-            let mut unclaim = tx
-                .prepare_cached("DELETE FROM backlog_claims WHERE table_name = ?1 AND record_id = ?2 AND owner = ?3")
-                .map_err(db(context.clone()))?;
+            let mut unclaim = tx.prepare_cached(UNCLAIM).map_err(db(context.clone()))?;
             for m in marks {
                 set.execute(params![m.status, m.id])
                     .map_err(db(context.clone()))?;
@@ -455,9 +455,7 @@ impl Store for SqliteStore {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(db("releasing claims"))?;
         {
-            let mut unclaim = tx
-                .prepare_cached("DELETE FROM backlog_claims WHERE table_name = ?1 AND record_id = ?2 AND owner = ?3")
-                .map_err(db("releasing claims"))?;
+            let mut unclaim = tx.prepare_cached(UNCLAIM).map_err(db("releasing claims"))?;
             for id in ids {
                 unclaim
                     .execute(params![table, id, owner])
