@@ -18,7 +18,7 @@ use crate::duration;
 use crate::error::Error;
 use crate::handler::CommandHandler;
 use crate::process::{Event, TickOptions, process_backlog};
-use crate::{demo, store};
+use crate::{crontab, demo, store};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -40,6 +40,30 @@ pub enum Command {
     Init(InitArgs),
     /// Run one tick of one tier, then exit: what a crontab line runs.
     Run(RunArgs),
+    /// Print one crontab line per tier, or install them in your crontab.
+    Crontab(CrontabArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CrontabArgs {
+    /// The schedule file.
+    #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
+    pub schedule: PathBuf,
+    /// Where the lines append their output [default: backlog.log beside the schedule file].
+    #[arg(long)]
+    pub log: Option<PathBuf>,
+    /// The backlog binary the lines run [default: this one].
+    #[arg(long)]
+    pub binary: Option<PathBuf>,
+    /// Put the lines in the crontab, replacing this schedule file's earlier block.
+    #[arg(long, conflicts_with = "uninstall")]
+    pub install: bool,
+    /// Remove this schedule file's block from the crontab.
+    #[arg(long)]
+    pub uninstall: bool,
+    /// Whose crontab (passed to `crontab -u`; needs root).
+    #[arg(long)]
+    pub user: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -75,6 +99,10 @@ pub struct RunArgs {
     /// Hand over at most this many records (overrides the tier's limit).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub limit: Option<u64>,
+    /// Exit at once unless the tier's cadence says a tick is due, judged by its last
+    /// tick in the run log (for cadences cron cannot state; `backlog crontab` adds it).
+    #[arg(long)]
+    pub if_due: bool,
 }
 
 fn parse_window(text: &str) -> Result<Duration, String> {
@@ -135,6 +163,9 @@ pub fn run(args: &RunArgs, verbose: u8) -> Result<(), Error> {
         })?;
 
     let mut opts = TickOptions::new(args.window, args.now.unwrap_or_else(Utc::now));
+    if args.if_due && !due(&config, args, store.as_mut(), opts.now)? {
+        return Ok(());
+    }
     opts.limit = args.limit;
     opts.lease = config.database.claim_lease;
     opts.dry_run = args.dry_run;
@@ -201,6 +232,119 @@ pub fn run(args: &RunArgs, verbose: u8) -> Result<(), Error> {
         text.push_str(&format!("{}\n", summary.line(&config.table)));
     }
     print(&text)
+}
+
+/// For `--if-due`: whether the tier is due, printing why not when it is not.
+fn due(
+    config: &Config,
+    args: &RunArgs,
+    store: &mut dyn store::Store,
+    now: DateTime<Utc>,
+) -> Result<bool, Error> {
+    let window = duration::compact(args.window);
+    let Some((n, tier)) = config.schedule.tier(args.window) else {
+        let windows: Vec<String> = config
+            .schedule
+            .tiers
+            .iter()
+            .map(|t| duration::compact(t.window))
+            .collect();
+        return Err(Error::Usage(format!(
+            "--if-due needs the window of a tier; {window} is none of {}'s ({})",
+            config.path.display(),
+            windows.join(", ")
+        )));
+    };
+    let last = store
+        .last_tick(args.window)
+        .map_err(|source| Error::Store {
+            database: store.describe(),
+            source,
+        })?;
+    if tier.cadence.is_due(last, now) {
+        return Ok(true);
+    }
+    let last = last.expect("a tier that never ran is due");
+    let next = tier.cadence.next_due(last);
+    let show = |t: DateTime<Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let text = if args.json {
+        serde_json::json!({"window": window, "tier": n, "due": false, "last_tick": show(last), "next_due": next.map(show)}).to_string()
+    } else {
+        format!(
+            "tier {n} ({window} {}): not due, last tick at {}, next due at {}",
+            tier.cadence,
+            show(last),
+            next.map(show).unwrap_or_else(|| "never".into())
+        )
+    };
+    print(&(text + "\n"))?;
+    Ok(false)
+}
+
+/// `backlog crontab`.
+pub fn crontab(args: &CrontabArgs) -> Result<(), Error> {
+    let config = Config::load(&args.schedule)?;
+    let absolute = |p: &std::path::Path| {
+        std::path::absolute(p).map_err(|source| Error::Io {
+            context: format!("cannot resolve {}", p.display()),
+            source,
+        })
+    };
+    let schedule = absolute(&args.schedule)?;
+    let binary = match &args.binary {
+        Some(b) => absolute(b)?,
+        None => std::env::current_exe().map_err(|source| Error::Io {
+            context: "cannot find this program's path".into(),
+            source,
+        })?,
+    };
+    let log = absolute(
+        args.log
+            .as_deref()
+            .unwrap_or(&config.dir.join("backlog.log")),
+    )?;
+    let block = crontab::render(
+        &config,
+        &crontab::Target {
+            binary,
+            schedule: schedule.clone(),
+            log,
+        },
+    )?;
+    let whose = args
+        .user
+        .as_deref()
+        .map_or("your crontab".to_string(), |u| {
+            format!("the crontab of {u}")
+        });
+    if args.install {
+        let current = crontab::read(args.user.as_deref())?;
+        crontab::write(
+            args.user.as_deref(),
+            &crontab::install(&current, &block, &schedule)?,
+        )?;
+        print(&format!(
+            "installed {} tiers of {} in {whose}\n",
+            config.schedule.tiers.len(),
+            schedule.display()
+        ))
+    } else if args.uninstall {
+        let current = crontab::read(args.user.as_deref())?;
+        let (text, removed) = crontab::uninstall(&current, &schedule)?;
+        if !removed {
+            return print(&format!(
+                "{whose} has no block for {}; nothing to remove\n",
+                schedule.display()
+            ));
+        }
+        crontab::write(args.user.as_deref(), &text)?;
+        print(&format!(
+            "removed the block of {} from {whose}\n",
+            schedule.display()
+        ))
+    } else {
+        print(&block)
+    }
 }
 
 /// Writes command output to stdout. A reader that went away (`backlog run --dry-run |

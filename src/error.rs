@@ -6,6 +6,7 @@
 //! failing is the backlog's normal business, not the tool's failure.
 
 use crate::config::ConfigError;
+use crate::crontab::CrontabError;
 use crate::handler::HandlerError;
 use crate::store::StoreError;
 
@@ -25,6 +26,8 @@ pub enum Error {
         file: Option<String>,
         source: HandlerError,
     },
+    #[error(transparent)]
+    Crontab(#[from] CrontabError),
     /// A command-line value that does not make sense.
     #[error("{0}")]
     Usage(String),
@@ -51,6 +54,8 @@ pub enum ExitCode {
     Database = 4,
     /// The handler cannot be started.
     Handler = 5,
+    /// The crontab cannot be read or written, or its backlog block is broken.
+    Crontab = 6,
 }
 
 impl Error {
@@ -59,6 +64,7 @@ impl Error {
             Error::Config(_) => ExitCode::Schedule,
             Error::Store { .. } => ExitCode::Database,
             Error::Handler { .. } => ExitCode::Handler,
+            Error::Crontab(_) => ExitCode::Crontab,
             Error::Usage(_) => ExitCode::Usage,
             Error::Io { .. } => ExitCode::Failure,
         }

@@ -18,6 +18,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod crontab;
 pub mod demo;
 pub mod duration;
 pub mod error;

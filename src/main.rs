@@ -12,6 +12,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Init(args) => cli::init(args),
         Command::Run(args) => cli::run(args, cli.verbose),
+        Command::Crontab(args) => cli::crontab(args),
     };
     match result {
         Ok(()) => backlog::ExitCode::Success.into(),

@@ -41,6 +41,92 @@ impl fmt::Display for Cadence {
     }
 }
 
+/// How late a tick may find its previous one and still count it one interval old: cron
+/// starts a job a moment after the minute, so the previous tick's clock is that moment
+/// later too.
+pub const DUE_SLACK: Duration = Duration::from_secs(30);
+
+/// The periods cron states exactly that a check for a due tick can run at, largest
+/// first (minutes). Each divides an hour, so a check line is a plain `*/m` line.
+const CHECK_PERIODS_MIN: [u64; 12] = [60, 30, 20, 15, 12, 10, 6, 5, 4, 3, 2, 1];
+
+/// How a tier is written as a crontab(5) line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CronLine {
+    /// Cron fires the tier exactly: the line runs the tick itself.
+    Exact(String),
+    /// Cron cannot state the cadence: the line runs at this expression and the tick
+    /// runs with `--if-due`, which exits at once unless the tier is due.
+    IfDue(String),
+}
+
+impl Cadence {
+    /// Whether a tick is due at `now` when the tier's previous tick ran at `last`. An
+    /// interval is due once it has passed (less `DUE_SLACK`); a cron expression when one
+    /// of its times lies after `last`, up to `now`. A tier that never ran is due.
+    pub fn is_due(&self, last: Option<DateTime<Utc>>, now: DateTime<Utc>) -> bool {
+        let Some(last) = last else { return true };
+        match self {
+            Cadence::Every(d) => (now - last).to_std().is_ok_and(|age| age + DUE_SLACK >= *d),
+            Cadence::Cron(cron, _) => cron
+                .find_next_occurrence(&last, false)
+                .is_ok_and(|next| next <= now),
+        }
+    }
+
+    /// When the tier is next due after a tick at `last`.
+    pub fn next_due(&self, last: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        match self {
+            Cadence::Every(d) => chrono::Duration::from_std(*d).ok().map(|d| last + d),
+            Cadence::Cron(cron, _) => cron.find_next_occurrence(&last, false).ok(),
+        }
+    }
+
+    /// The crontab(5) line for this cadence. Intervals that divide an hour or a day
+    /// are exact; others are checked at the largest period that divides them (so the
+    /// period stays exact) and at most an hour apart (so a host that was down catches up
+    /// within the hour). Cron expressions are checked every minute so they are read in
+    /// UTC, whatever time zone the host's cron runs in.
+    pub fn cron_line(&self) -> Result<CronLine, String> {
+        let d = match self {
+            Cadence::Every(d) => *d,
+            Cadence::Cron(..) => return Ok(CronLine::IfDue("* * * * *".into())),
+        };
+        let secs = d.as_secs();
+        if d.subsec_nanos() != 0 || !secs.is_multiple_of(60) {
+            return Err(format!(
+                "every {} is not a whole number of minutes, the smallest step cron has; run `backlog daemon` instead",
+                duration::compact(d)
+            ));
+        }
+        let minutes = secs / 60;
+        let exact = match minutes {
+            1 => Some("* * * * *".to_string()),
+            m if m < 60 && 60 % m == 0 => Some(format!("*/{m} * * * *")),
+            60 => Some("0 * * * *".to_string()),
+            m if m % 60 == 0 && m < 1440 && 1440 % m == 0 => Some(format!("0 */{} * * *", m / 60)),
+            1440 => Some("0 0 * * *".to_string()),
+            _ => None,
+        };
+        Ok(match exact {
+            Some(line) => CronLine::Exact(line),
+            None => {
+                let check = CHECK_PERIODS_MIN
+                    .iter()
+                    .find(|p| minutes.is_multiple_of(**p))
+                    .expect("1 divides every whole number of minutes");
+                CronLine::IfDue(if *check == 60 {
+                    "0 * * * *".to_string()
+                } else if *check == 1 {
+                    "* * * * *".to_string()
+                } else {
+                    format!("*/{check} * * * *")
+                })
+            }
+        })
+    }
+}
+
 /// Parses a crontab(5) expression: five fields, no seconds or years.
 pub fn parse_cron(text: &str) -> Result<croner::Cron, String> {
     croner::parser::CronParser::builder()
@@ -205,6 +291,136 @@ mod tests {
         assert_eq!(span.from.to_rfc3339(), "2026-11-14T12:00:00+00:00");
         assert_eq!(span.to.to_rfc3339(), "2026-11-20T12:00:00+00:00");
         assert!(!span.to_inclusive);
+    }
+
+    fn at(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    fn cron(text: &str) -> Cadence {
+        Cadence::Cron(Box::new(parse_cron(text).unwrap()), text.into())
+    }
+
+    /// The next `n` times an expression fires after `from`, as `Www dd HH:MM`.
+    fn fires(text: &str, from: &str, n: usize) -> Vec<String> {
+        let c = parse_cron(text).unwrap();
+        let mut t = at(from);
+        (0..n)
+            .map(|_| {
+                t = c.find_next_occurrence(&t, false).unwrap();
+                t.format("%a %d %H:%M").to_string()
+            })
+            .collect()
+    }
+
+    // 2026-11-21 is a Saturday.
+    #[test]
+    fn weekdays_zero_and_seven_are_both_sunday() {
+        assert_eq!(
+            fires("0 9 * * 0", "2026-11-21T00:00:00Z", 2),
+            ["Sun 22 09:00", "Sun 29 09:00"]
+        );
+        assert_eq!(
+            fires("0 9 * * 7", "2026-11-21T00:00:00Z", 2),
+            ["Sun 22 09:00", "Sun 29 09:00"]
+        );
+    }
+
+    #[test]
+    fn weekday_ranges_and_names_count_from_monday_as_1() {
+        assert_eq!(
+            fires("0 9 * * 1-5", "2026-11-21T00:00:00Z", 3),
+            ["Mon 23 09:00", "Tue 24 09:00", "Wed 25 09:00"]
+        );
+        assert_eq!(
+            fires("0 9 * * mon-fri", "2026-11-21T00:00:00Z", 1),
+            ["Mon 23 09:00"]
+        );
+        assert_eq!(
+            fires("30 7 1 jan *", "2026-11-21T00:00:00Z", 1),
+            ["Fri 01 07:30"]
+        );
+    }
+
+    #[test]
+    fn aliases_are_accepted() {
+        assert_eq!(
+            fires("@hourly", "2026-11-21T10:30:00Z", 2),
+            ["Sat 21 11:00", "Sat 21 12:00"]
+        );
+        assert_eq!(fires("@daily", "2026-11-21T10:30:00Z", 1), ["Sun 22 00:00"]);
+        assert_eq!(
+            fires("@weekly", "2026-11-21T10:30:00Z", 1),
+            ["Sun 22 00:00"]
+        );
+    }
+
+    #[test]
+    fn day_of_month_or_day_of_week_when_both_are_restricted() {
+        // The 13th of a month, and every Friday: not only Fridays the 13th.
+        assert_eq!(
+            fires("0 0 13 * 5", "2026-11-21T00:00:00Z", 4),
+            [
+                "Fri 27 00:00",
+                "Fri 04 00:00",
+                "Fri 11 00:00",
+                "Sun 13 00:00"
+            ]
+        );
+    }
+
+    #[test]
+    fn steps_and_lists() {
+        assert_eq!(
+            fires("*/20 8,17 * * *", "2026-11-21T08:10:00Z", 3),
+            ["Sat 21 08:20", "Sat 21 08:40", "Sat 21 17:00"]
+        );
+    }
+
+    #[test]
+    fn intervals_are_due_once_passed_give_or_take_the_slack() {
+        let every = Cadence::Every(Duration::from_secs(96 * 3600));
+        let last = at("2026-11-17T00:00:01Z");
+        assert!(every.is_due(None, last));
+        assert!(!every.is_due(Some(last), at("2026-11-20T23:00:00Z")));
+        assert!(
+            every.is_due(Some(last), at("2026-11-21T00:00:00Z")),
+            "cron fired a second earlier than last time"
+        );
+        assert_eq!(every.next_due(last), Some(at("2026-11-21T00:00:01Z")));
+    }
+
+    #[test]
+    fn a_cron_tier_is_due_once_after_a_missed_time() {
+        let c = cron("0 8 * * *");
+        assert!(!c.is_due(Some(at("2026-11-21T08:00:00Z")), at("2026-11-21T20:00:00Z")));
+        assert!(
+            c.is_due(Some(at("2026-11-18T08:00:00Z")), at("2026-11-21T07:00:00Z")),
+            "down for days: due"
+        );
+    }
+
+    #[test]
+    fn cron_lines_of_intervals() {
+        let line = |secs: u64| Cadence::Every(Duration::from_secs(secs)).cron_line();
+        assert_eq!(line(60), Ok(CronLine::Exact("* * * * *".into())));
+        assert_eq!(line(300), Ok(CronLine::Exact("*/5 * * * *".into())));
+        assert_eq!(line(3600), Ok(CronLine::Exact("0 * * * *".into())));
+        assert_eq!(line(12 * 3600), Ok(CronLine::Exact("0 */12 * * *".into())));
+        assert_eq!(line(86_400), Ok(CronLine::Exact("0 0 * * *".into())));
+        assert_eq!(line(96 * 3600), Ok(CronLine::IfDue("0 * * * *".into())));
+        assert_eq!(line(90 * 60), Ok(CronLine::IfDue("*/30 * * * *".into())));
+        assert_eq!(line(7 * 60), Ok(CronLine::IfDue("* * * * *".into())));
+        assert_eq!(line(45 * 60), Ok(CronLine::IfDue("*/15 * * * *".into())));
+        assert!(
+            line(30)
+                .unwrap_err()
+                .starts_with("every 30s is not a whole number of minutes")
+        );
+        assert_eq!(
+            cron("0 8 * * mon-fri").cron_line(),
+            Ok(CronLine::IfDue("* * * * *".into()))
+        );
     }
 
     #[test]

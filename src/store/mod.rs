@@ -153,6 +153,10 @@ pub trait Store {
     /// Drops the owner's claims on records it will not handle after all.
     fn release(&mut self, owner: &str, ids: &[Scalar]) -> Result<(), StoreError>;
 
+    /// The clock (`now`) of the last tick of `window` on this table that did not fail,
+    /// from the run log; none if it never ran.
+    fn last_tick(&mut self, window: Duration) -> Result<Option<DateTime<Utc>>, StoreError>;
+
     /// Opens a run-log row and returns its id.
     fn begin_run(&mut self, run: &RunStart) -> Result<i64, StoreError>;
 

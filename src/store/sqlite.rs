@@ -465,6 +465,41 @@ impl Store for SqliteStore {
         tx.commit().map_err(db("releasing claims"))
     }
 
+    fn last_tick(&mut self, window: Duration) -> Result<Option<DateTime<Utc>>, StoreError> {
+        let has_log: bool = self
+            .conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_schema WHERE name = 'backlog_runs'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map_err(db("reading the run log"))?
+            > 0;
+        if !has_log {
+            return Ok(None);
+        }
+        let clock: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT clock FROM backlog_runs WHERE table_name = ?1 AND window_secs = ?2 AND outcome <> 'failed' ORDER BY id DESC LIMIT 1",
+                params![self.table.name, window.as_secs() as i64],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(db("reading the run log"))?;
+        clock
+            .map(|c| {
+                DateTime::parse_from_rfc3339(&c)
+                    .map(|t| t.with_timezone(&Utc))
+                    .map_err(|e| {
+                        StoreError::Schema(format!(
+                            "backlog_runs holds a clock {c:?} that is not RFC 3339: {e}"
+                        ))
+                    })
+            })
+            .transpose()
+    }
+
     fn begin_run(&mut self, run: &RunStart) -> Result<i64, StoreError> {
         let started = Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true);
         self.conn

@@ -2,6 +2,7 @@
 
 mod bad_input;
 mod concurrency;
+mod crontab;
 mod formats;
 mod harness;
 mod query_plan;

@@ -1,0 +1,168 @@
+//! `backlog crontab`: rendering (a reviewed snapshot) and install/uninstall on the real
+//! `crontab` command, on the crontab of the backlog-ci user that `.ci/run` creates.
+
+use std::process::{Command, Stdio};
+
+use crate::harness::{Env, NOW, Schedule, recording_handler};
+
+/// The user whose crontab the tests write (never the invoking user's own).
+const USER: &str = "backlog-ci";
+
+fn crontab_l() -> String {
+    let out = Command::new("crontab")
+        .args(["-u", USER, "-l"])
+        .output()
+        .expect("crontab is installed (.ci/run installs Debian's cron)");
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("no crontab for"),
+            "crontab -l failed: {stderr} (.ci/run creates the user {USER})"
+        );
+        return String::new();
+    }
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn set_crontab(text: &str) {
+    let mut child = Command::new("crontab")
+        .args(["-u", USER, "-"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), text.as_bytes()).unwrap();
+    assert!(child.wait().unwrap().success());
+}
+
+fn env_with_schedule() -> Env {
+    let env = Env::new();
+    env.write_schedule(&Schedule::default());
+    env
+}
+
+#[test]
+fn the_default_schedule_renders_as_reviewed() {
+    let env = env_with_schedule();
+    let out = env
+        .backlog(&[
+            "crontab",
+            "--binary",
+            "/usr/local/bin/backlog",
+            "--log",
+            "/var/log/backlog.log",
+        ])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout)
+        .replace(&env.dir.path().display().to_string(), "/srv/app");
+    insta::assert_snapshot!(text);
+}
+
+/// One test for every crontab case: they share the one crontab of the test user.
+#[test]
+fn install_and_uninstall_round_trip_on_the_real_crontab() {
+    let env = env_with_schedule();
+    let schedule = env.path("backlog.toml").display().to_string();
+    let mine = "MAILTO=ops@example.com\n# my own jobs\n17 3 * * * /usr/bin/true   # keep me, spacing and all\n";
+    set_crontab(mine);
+
+    let install = || {
+        env.backlog(&["crontab", "--install", "--user", USER])
+            .assert()
+            .success()
+    };
+    install().stdout(format!(
+        "installed 6 tiers of {schedule} in the crontab of {USER}\n"
+    ));
+    let once = crontab_l();
+    assert!(
+        once.starts_with(mine),
+        "the user's lines come first, unchanged:\n{once}"
+    );
+    assert_eq!(
+        once.matches(&format!("# BEGIN backlog {schedule}")).count(),
+        1
+    );
+    assert_eq!(
+        once.lines()
+            .filter(|l| l.contains(" run --window "))
+            .count(),
+        6
+    );
+
+    install();
+    assert_eq!(crontab_l(), once, "installing twice leaves one block");
+
+    env.backlog(&["crontab", "--uninstall", "--user", USER])
+        .assert()
+        .success()
+        .stdout(format!(
+            "removed the block of {schedule} from the crontab of {USER}\n"
+        ));
+    assert_eq!(
+        crontab_l(),
+        mine,
+        "uninstall gives back the crontab byte for byte"
+    );
+    env.backlog(&["crontab", "--uninstall", "--user", USER])
+        .assert()
+        .success()
+        .stdout(format!(
+            "the crontab of {USER} has no block for {schedule}; nothing to remove\n"
+        ));
+
+    // A begin marker without its end: an error, and the crontab is left as it was.
+    let broken = format!("{mine}# BEGIN backlog {schedule}\n*/5 * * * * something\n");
+    set_crontab(&broken);
+    env.backlog(&["crontab", "--install", "--user", USER])
+        .assert()
+        .code(6)
+        .stderr(format!("backlog: the crontab has `# BEGIN backlog {schedule}` but no `# END backlog {schedule}`; fix it with `crontab -e`\n"));
+    assert_eq!(crontab_l(), broken);
+
+    // From no crontab at all, and back.
+    let _ = Command::new("crontab")
+        .args(["-u", USER, "-r"])
+        .stderr(Stdio::null())
+        .status();
+    install();
+    assert!(crontab_l().starts_with(&format!("# BEGIN backlog {schedule}\n")));
+    env.backlog(&["crontab", "--uninstall", "--user", USER])
+        .assert()
+        .success();
+    assert_eq!(crontab_l(), "");
+}
+
+#[test]
+fn if_due_runs_a_tier_once_per_interval_by_the_run_log() {
+    let env = Env::new();
+    env.classic();
+    env.write_schedule(&Schedule::default());
+    env.write_handler("handler.sh", &recording_handler(&[4]));
+    let run_at = |now: &str| {
+        let out = env
+            .backlog(&["run", "--window", "180d", "--if-due", "--now", now])
+            .assert()
+            .success();
+        String::from_utf8_lossy(&out.get_output().stdout).into_owned()
+    };
+    assert!(
+        run_at(NOW).starts_with("tier 5 (180d every 4d), ages over 30d up to 180d: selected 1"),
+        "never ran: due"
+    );
+    assert_eq!(env.take_calls(), [4]);
+    assert_eq!(
+        run_at("2026-11-21T13:00:00Z"),
+        "tier 5 (180d every 4d): not due, last tick at 2026-11-21T12:00:00Z, next due at 2026-11-25T12:00:00Z\n"
+    );
+    assert!(env.take_calls().is_empty());
+    assert!(
+        run_at("2026-11-25T11:59:40Z").starts_with("tier 5 (180d every 4d)"),
+        "due within cron's start-up slack"
+    );
+    assert_eq!(env.take_calls(), [4]);
+    env.backlog(&["run", "--window", "10d", "--if-due"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--if-due needs the window of a tier; 10d is none of backlog.toml's (1d, 7d, 14d, 30d, 180d, 360d)"));
+}
