@@ -38,11 +38,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 window: day,
                 cadence: Cadence::Every(Duration::from_secs(300)),
                 limit: None,
+                jitter: Duration::ZERO,
             },
             Tier {
                 window: 7 * day,
                 cadence: Cadence::Every(Duration::from_secs(3600)),
                 limit: None,
+                jitter: Duration::ZERO,
             },
         ],
         bands: BandMode::Disjoint,

@@ -16,8 +16,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::config::Config;
 use crate::duration;
 use crate::error::Error;
-use crate::handler::CommandHandler;
-use crate::process::{Event, TickOptions, process_backlog};
+use crate::process::{Event, TickOptions, run_tick};
 use crate::{crontab, demo, store};
 
 #[derive(Debug, Parser)]
@@ -42,6 +41,45 @@ pub enum Command {
     Run(RunArgs),
     /// Print one crontab line per tier, or install them in your crontab.
     Crontab(CrontabArgs),
+    /// Fire every tier on its cadence until SIGTERM, for hosts without cron.
+    Daemon(DaemonArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DaemonArgs {
+    /// The schedule file; a change to it, or SIGHUP, reloads it.
+    #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
+    pub schedule: PathBuf,
+    /// How log lines are written: text, or json for log collectors.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// Seed of the jitter's random delays [default: from the clock].
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+impl Cli {
+    /// The log level and format the command calls for: the daemon logs each tick by
+    /// default; other commands only warnings, unless `-v`.
+    pub fn logging(&self) -> (tracing::Level, LogFormat) {
+        let (base, format) = match &self.command {
+            Command::Daemon(args) => (1, args.log_format),
+            _ => (0, LogFormat::Text),
+        };
+        let level = match (base, self.verbose) {
+            (0, 0) => tracing::Level::WARN,
+            (_, 0) => tracing::Level::INFO,
+            (_, 1) => tracing::Level::DEBUG,
+            _ => tracing::Level::TRACE,
+        };
+        (level, format)
+    }
 }
 
 #[derive(Debug, Args)]
@@ -120,19 +158,35 @@ fn parse_now(text: &str) -> Result<DateTime<Utc>, String> {
         })
 }
 
-/// Sends logs to stderr, at a level set by `-v`.
-pub fn init_logging(verbose: u8) {
-    let level = match verbose {
-        0 => tracing::Level::WARN,
-        1 => tracing::Level::INFO,
-        _ => tracing::Level::DEBUG,
-    };
-    tracing_subscriber::fmt()
+/// Sends logs to stderr.
+pub fn init_logging(level: tracing::Level, format: LogFormat) {
+    let builder = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_max_level(level)
         .with_target(false)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+        .with_ansi(std::io::stderr().is_terminal());
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+/// `backlog daemon`.
+pub fn daemon(args: &DaemonArgs) -> Result<(), Error> {
+    let signals = crate::runner::Signals {
+        stop: stop_on_signals()?,
+        reload: Default::default(),
+    };
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, Arc::clone(&signals.reload)).map_err(
+        |source| Error::Io {
+            context: "cannot install signal handlers".into(),
+            source,
+        },
+    )?;
+    let seed = args.seed.unwrap_or_else(|| {
+        Utc::now().timestamp_nanos_opt().unwrap_or_default() as u64 ^ u64::from(std::process::id())
+    });
+    crate::runner::run_daemon(&args.schedule, &signals, seed)
 }
 
 /// `backlog init`.
@@ -151,20 +205,16 @@ pub fn init(args: &InitArgs) -> Result<(), Error> {
 /// `backlog run`.
 pub fn run(args: &RunArgs, verbose: u8) -> Result<(), Error> {
     let config = Config::load(&args.schedule)?;
-    let mut store =
-        store::open(&config.database, &config.table).map_err(|source| Error::Store {
-            database: config.database.url.to_string(),
-            source,
-        })?;
-    let mut handler =
-        CommandHandler::new(&config.handler, &config.dir).map_err(|source| Error::Handler {
-            file: Some(config.path.display().to_string()),
-            source,
-        })?;
-
     let mut opts = TickOptions::new(args.window, args.now.unwrap_or_else(Utc::now));
-    if args.if_due && !due(&config, args, store.as_mut(), opts.now)? {
-        return Ok(());
+    if args.if_due {
+        let mut store =
+            store::open(&config.database, &config.table).map_err(|source| Error::Store {
+                database: config.database.url.to_string(),
+                source,
+            })?;
+        if !due(&config, args, store.as_mut(), opts.now)? {
+            return Ok(());
+        }
     }
     opts.limit = args.limit;
     opts.lease = config.database.claim_lease;
@@ -184,27 +234,13 @@ pub fn run(args: &RunArgs, verbose: u8) -> Result<(), Error> {
     );
     let mut listed = Vec::new();
     let now = opts.now;
-    let summary = process_backlog(
-        &config.schedule,
-        &config.table,
-        store.as_mut(),
-        &mut handler,
-        &opts,
-        &mut |event| {
-            match event {
+    let summary = run_tick(&config, &opts, &mut |event| match event {
         Event::Handled { status, .. } => {
             progress.inc(1);
             progress.set_message(format!("last: {status}"));
         }
-        Event::WouldHandle { record } => listed.push(serde_json::json!({
-            "id": record.id,
-            "inserted_at": record.inserted_at.to_string(),
-            "age": record.age(now).and_then(|a| a.to_std().ok()).map(|a| humantime::format_duration(Duration::from_secs(a.as_secs())).to_string()),
-            "status": record.status,
-        })),
-    }
-        },
-    )?;
+        Event::WouldHandle { record } => listed.push(listing(record, now)),
+    })?;
     progress.finish_and_clear();
 
     let mut text = String::new();
@@ -232,6 +268,17 @@ pub fn run(args: &RunArgs, verbose: u8) -> Result<(), Error> {
         text.push_str(&format!("{}\n", summary.line(&config.table)));
     }
     print(&text)
+}
+
+/// A record as a dry run lists it.
+fn listing(record: &crate::Record, now: DateTime<Utc>) -> serde_json::Value {
+    let age = record.age(now).and_then(|a| a.to_std().ok());
+    serde_json::json!({
+        "id": record.id,
+        "inserted_at": record.inserted_at.to_string(),
+        "age": age.map(|a| humantime::format_duration(Duration::from_secs(a.as_secs())).to_string()),
+        "status": record.status,
+    })
 }
 
 /// For `--if-due`: whether the tier is due, printing why not when it is not.

@@ -81,6 +81,7 @@ struct RawTier {
     every: Option<String>,
     cron: Option<String>,
     limit: Option<u64>,
+    jitter: Option<String>,
 }
 
 /// Where the backlog lives.
@@ -381,10 +382,15 @@ fn resolve_schedule(
         if t.limit == Some(0) {
             return Err(format!("tier {n}: limit: must be at least 1"));
         }
+        let jitter = match t.jitter {
+            Some(j) => duration::parse(&j).map_err(|e| format!("tier {n}: jitter: {e}"))?,
+            None => Duration::ZERO,
+        };
         tiers.push(Tier {
             window,
             cadence,
             limit: t.limit,
+            jitter,
         });
     }
     Ok(Schedule {
@@ -445,7 +451,7 @@ cron = "0 * * * *"
             (
                 "window = \"7d\"\ncron",
                 "window = \"7d\"\nwindw",
-                "/etc/backlog.toml:20:1: unknown field `windw`, expected one of `window`, `every`, `cron`, `limit`",
+                "/etc/backlog.toml:20:1: unknown field `windw`, expected one of `window`, `every`, `cron`, `limit`, `jitter`",
             ),
             (
                 "window = \"7d\"",

@@ -25,6 +25,7 @@ pub mod error;
 pub mod handler;
 pub mod process;
 pub mod record;
+pub mod runner;
 pub mod schedule;
 pub mod store;
 pub mod timestamp;

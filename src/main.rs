@@ -8,11 +8,13 @@ use clap::Parser as _;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    cli::init_logging(cli.verbose);
+    let (level, format) = cli.logging();
+    cli::init_logging(level, format);
     let result = match &cli.command {
         Command::Init(args) => cli::init(args),
         Command::Run(args) => cli::run(args, cli.verbose),
         Command::Crontab(args) => cli::crontab(args),
+        Command::Daemon(args) => cli::daemon(args),
     };
     match result {
         Ok(()) => backlog::ExitCode::Success.into(),

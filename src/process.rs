@@ -241,6 +241,35 @@ struct Tally {
     stopped: bool,
 }
 
+/// Runs one tick of a schedule file's tier: opens its store and its command handler,
+/// then `process_backlog`. What `backlog run` and each tick of the daemon do.
+pub fn run_tick(
+    config: &crate::Config,
+    opts: &TickOptions,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> Result<TickSummary, Error> {
+    let mut store =
+        crate::store::open(&config.database, &config.table).map_err(|source| Error::Store {
+            database: config.database.url.to_string(),
+            source,
+        })?;
+    let mut handler =
+        crate::handler::CommandHandler::new(&config.handler, &config.dir).map_err(|source| {
+            Error::Handler {
+                file: Some(config.path.display().to_string()),
+                source,
+            }
+        })?;
+    process_backlog(
+        &config.schedule,
+        &config.table,
+        store.as_mut(),
+        &mut handler,
+        opts,
+        on_event,
+    )
+}
+
 /// Runs one tick of the tier with `opts.window` over `store`, handing records to
 /// `handler`, and returns what it did.
 pub fn process_backlog(
@@ -267,7 +296,7 @@ pub fn process_backlog(
         to: format.encode(span.to),
         to_inclusive: span.to_inclusive,
     };
-    tracing::info!(
+    tracing::debug!(
         "tick of window {} over {band} ({} ≤ {} {} {}), {} holds {format}",
         duration::compact(opts.window),
         query.from,
@@ -513,9 +542,9 @@ fn tick_loop(
 
 fn log_outcome(record: &Record, handled: &Handled, status: &str) {
     if handled.outcome == Outcome::Success {
-        tracing::info!("record {}: {status} ({})", record.id, handled.detail);
+        tracing::debug!("record {}: {status} ({})", record.id, handled.detail);
     } else {
-        tracing::info!(
+        tracing::debug!(
             "record {}: {status} ({}){}",
             record.id,
             handled.detail,
@@ -523,7 +552,7 @@ fn log_outcome(record: &Record, handled: &Handled, status: &str) {
         );
     }
     if !handled.output.is_empty() {
-        tracing::debug!("record {} output:\n{}", record.id, handled.output);
+        tracing::trace!("record {} output:\n{}", record.id, handled.output);
     }
 }
 

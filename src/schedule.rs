@@ -82,6 +82,30 @@ impl Cadence {
         }
     }
 
+    /// The first time the tier fires strictly after `t`. Intervals are anchored to the
+    /// Unix epoch, so a restart does not shift them and every host agrees.
+    pub fn next_slot(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        match self {
+            Cadence::Every(d) => {
+                let step = d.as_millis().max(1) as i64;
+                let ms = t.timestamp_millis();
+                DateTime::from_timestamp_millis((ms.div_euclid(step) + 1) * step)
+            }
+            Cadence::Cron(cron, _) => cron.find_next_occurrence(&t, false).ok(),
+        }
+    }
+
+    /// The last time the tier fired at or before `t`.
+    pub fn previous_slot(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        match self {
+            Cadence::Every(d) => {
+                let step = d.as_millis().max(1) as i64;
+                DateTime::from_timestamp_millis(t.timestamp_millis().div_euclid(step) * step)
+            }
+            Cadence::Cron(cron, _) => cron.find_previous_occurrence(&t, true).ok(),
+        }
+    }
+
     /// The crontab(5) line for this cadence. Intervals that divide an hour or a day
     /// are exact; others are checked at the largest period that divides them (so the
     /// period stays exact) and at most an hour apart (so a host that was down catches up
@@ -144,6 +168,9 @@ pub struct Tier {
     pub cadence: Cadence,
     /// The most records one tick of this tier hands over; the schedule's limit if absent.
     pub limit: Option<u64>,
+    /// The daemon waits a random delay up to this before each tick, so hosts sharing a
+    /// schedule do not all fire in the same second.
+    pub jitter: Duration,
 }
 
 /// A validated schedule.
@@ -246,6 +273,7 @@ mod tests {
             window: Duration::from_secs(d * 86_400),
             cadence: Cadence::Every(Duration::from_secs(300)),
             limit: None,
+            jitter: Duration::ZERO,
         };
         Schedule {
             tiers: vec![tier(1), tier(7), tier(14)],
@@ -397,6 +425,33 @@ mod tests {
         assert!(
             c.is_due(Some(at("2026-11-18T08:00:00Z")), at("2026-11-21T07:00:00Z")),
             "down for days: due"
+        );
+    }
+
+    #[test]
+    fn interval_slots_are_anchored_to_the_epoch() {
+        let every = Cadence::Every(Duration::from_secs(96 * 3600));
+        // 96h slots: the epoch plus multiples of four days (2026-11-19 is day 20776 = 4 × 5194).
+        assert_eq!(
+            every.next_slot(at("2026-11-21T10:00:00Z")),
+            Some(at("2026-11-23T00:00:00Z"))
+        );
+        assert_eq!(
+            every.previous_slot(at("2026-11-21T10:00:00Z")),
+            Some(at("2026-11-19T00:00:00Z"))
+        );
+        let five = Cadence::Every(Duration::from_secs(300));
+        assert_eq!(
+            five.next_slot(at("2026-11-21T10:05:00Z")),
+            Some(at("2026-11-21T10:10:00Z"))
+        );
+        assert_eq!(
+            five.previous_slot(at("2026-11-21T10:05:00Z")),
+            Some(at("2026-11-21T10:05:00Z"))
+        );
+        assert_eq!(
+            cron("0 8 * * *").previous_slot(at("2026-11-21T07:00:00Z")),
+            Some(at("2026-11-20T08:00:00Z"))
         );
     }
 

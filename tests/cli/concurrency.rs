@@ -39,7 +39,7 @@ fn run_together(env: &Env, windows: &[&str]) -> Vec<serde_json::Value> {
 
 /// Checks the handler log: no record's handler started while another of its own ran.
 /// Returns how many times each record was handled.
-fn handled_without_overlap(env: &Env) -> BTreeMap<i64, u64> {
+pub fn handled_without_overlap(env: &Env) -> BTreeMap<i64, u64> {
     let log = std::fs::read_to_string(env.path("handler.log")).unwrap();
     let mut events: Vec<(u128, &str, i64)> = log
         .lines()

@@ -3,6 +3,7 @@
 mod bad_input;
 mod concurrency;
 mod crontab;
+mod daemon;
 mod formats;
 mod harness;
 mod query_plan;

@@ -1,0 +1,224 @@
+//! `backlog daemon`: fires every tier on its cadence, for hosts without cron.
+//!
+//! One loop, one step after another: stop if asked; reload the schedule file if it
+//! changed or SIGHUP came; forget ticks that finished; start the tiers whose time has
+//! come; sleep a little. Each tick runs on a thread of its own with its own database
+//! connection; a tier whose previous tick still runs is skipped for that slot, and the
+//! skip is logged, never queued. Interval slots are anchored to the Unix epoch, so a
+//! restart does not shift them, and a slot missed while the daemon was down (judged by
+//! the run log) is made up once, at start.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, SystemTime};
+
+use chrono::{DateTime, Utc};
+
+use crate::config::Config;
+use crate::duration;
+use crate::error::Error;
+use crate::handler::CommandHandler;
+use crate::process::{TickOptions, run_tick};
+use crate::schedule::Tier;
+use crate::store;
+
+/// The flags signal handlers set for the daemon.
+#[derive(Debug, Clone, Default)]
+pub struct Signals {
+    /// SIGTERM, SIGINT: take no new records, let running handlers finish, exit.
+    pub stop: Arc<AtomicBool>,
+    /// SIGHUP: read the schedule file again.
+    pub reload: Arc<AtomicBool>,
+}
+
+/// The longest the loop sleeps, so that signals and file changes are seen promptly.
+const NAP: Duration = Duration::from_millis(200);
+
+/// When each tier fires next.
+struct Clock {
+    window: Duration,
+    next: DateTime<Utc>,
+}
+
+/// Loads a schedule file and checks it can run: the database, table and columns, and
+/// the handler. The daemon refuses to start, or to switch to a new file, otherwise.
+fn load_checked(path: &Path) -> Result<Config, Error> {
+    let config = Config::load(path)?;
+    let mut store =
+        store::open(&config.database, &config.table).map_err(|source| Error::Store {
+            database: config.database.url.to_string(),
+            source,
+        })?;
+    store.inspect().map_err(|source| Error::Store {
+        database: store.describe(),
+        source,
+    })?;
+    CommandHandler::new(&config.handler, &config.dir).map_err(|source| Error::Handler {
+        file: Some(config.path.display().to_string()),
+        source,
+    })?;
+    Ok(config)
+}
+
+fn modified(path: &Path) -> Option<SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
+/// The next time `tier` fires after `now`, its jitter added.
+fn next_fire(tier: &Tier, now: DateTime<Utc>, rng: &mut fastrand::Rng) -> DateTime<Utc> {
+    let slot = tier
+        .cadence
+        .next_slot(now)
+        .unwrap_or(DateTime::<Utc>::MAX_UTC);
+    let jitter_ms = tier.jitter.as_millis() as u64;
+    slot + chrono::Duration::milliseconds(rng.u64(0..=jitter_ms) as i64)
+}
+
+/// The clocks at start: a tier whose last slot passed with no tick in the run log fires
+/// at once (once, however many slots were missed).
+fn clocks_at_start(config: &Config, rng: &mut fastrand::Rng) -> Result<Vec<Clock>, Error> {
+    let mut store =
+        store::open(&config.database, &config.table).map_err(|source| Error::Store {
+            database: config.database.url.to_string(),
+            source,
+        })?;
+    let now = Utc::now();
+    let mut clocks = Vec::new();
+    for tier in &config.schedule.tiers {
+        let last = store
+            .last_tick(tier.window)
+            .map_err(|source| Error::Store {
+                database: store.describe(),
+                source,
+            })?;
+        let missed = match (last, tier.cadence.previous_slot(now)) {
+            (None, _) => true,
+            (Some(last), Some(slot)) => last < slot,
+            (Some(_), None) => false,
+        };
+        if missed {
+            tracing::info!(
+                "tier {}: missed its last slot, ticking now",
+                duration::compact(tier.window)
+            );
+        }
+        clocks.push(Clock {
+            window: tier.window,
+            next: if missed {
+                now
+            } else {
+                next_fire(tier, now, rng)
+            },
+        });
+    }
+    Ok(clocks)
+}
+
+/// Starts one tick of `window` on a thread of its own.
+fn fire(config: &Config, window: Duration, stop: &Arc<AtomicBool>) -> JoinHandle<()> {
+    let config = config.clone();
+    let stop = Arc::clone(stop);
+    thread::spawn(move || {
+        let mut opts = TickOptions::new(window, Utc::now());
+        opts.stop = stop;
+        opts.lease = config.database.claim_lease;
+        match run_tick(&config, &opts, &mut |_| {}) {
+            Ok(s) => {
+                tracing::info!(window = %s.window, run_id = s.run_id, "{}", s.line(&config.table))
+            }
+            Err(e) => tracing::error!(window = %duration::compact(window), "tick failed: {e}"),
+        }
+    })
+}
+
+/// Runs the daemon on the schedule file at `path` until `signals.stop` is set.
+/// `seed` drives the jitter, so a run can be reproduced.
+pub fn run_daemon(path: &Path, signals: &Signals, seed: u64) -> Result<(), Error> {
+    let path: PathBuf = path.to_path_buf();
+    let mut config = load_checked(&path)?;
+    let mut stamp = modified(&path);
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let mut clocks = clocks_at_start(&config, &mut rng)?;
+    let mut running: HashMap<Duration, JoinHandle<()>> = HashMap::new();
+    tracing::info!(
+        "daemon started: {} tiers of {}",
+        config.schedule.tiers.len(),
+        path.display()
+    );
+
+    loop {
+        // 1. Stop when asked.
+        if signals.stop.load(Ordering::Relaxed) {
+            break;
+        }
+
+        // 2. Reload on SIGHUP or a change of the file; a file that does not validate
+        //    leaves the running schedule in force.
+        let now_stamp = modified(&path);
+        if signals.reload.swap(false, Ordering::Relaxed) || now_stamp != stamp {
+            stamp = now_stamp;
+            match load_checked(&path) {
+                Ok(new) => {
+                    config = new;
+                    let now = Utc::now();
+                    clocks = config
+                        .schedule
+                        .tiers
+                        .iter()
+                        .map(|t| Clock {
+                            window: t.window,
+                            next: next_fire(t, now, &mut rng),
+                        })
+                        .collect();
+                    tracing::info!(
+                        "reloaded {}: {} tiers",
+                        path.display(),
+                        config.schedule.tiers.len()
+                    );
+                }
+                Err(e) => tracing::error!("not reloaded, the schedule in force keeps running: {e}"),
+            }
+        }
+
+        // 3. Forget ticks that finished.
+        running.retain(|_, tick| !tick.is_finished());
+
+        // 4. Start what is due.
+        let now = Utc::now();
+        for clock in &mut clocks {
+            if now < clock.next {
+                continue;
+            }
+            let tier = config
+                .schedule
+                .tier(clock.window)
+                .map(|(_, t)| t)
+                .expect("clocks follow the schedule in force");
+            if running.contains_key(&clock.window) {
+                tracing::warn!(window = %duration::compact(clock.window), "the previous tick still runs; this slot is skipped");
+            } else {
+                running.insert(clock.window, fire(&config, clock.window, &signals.stop));
+            }
+            clock.next = next_fire(tier, now, &mut rng);
+        }
+
+        // 5. Sleep until the next tick, or a nap.
+        let next = clocks.iter().map(|c| c.next).min().unwrap_or(now);
+        thread::sleep(
+            (next - Utc::now())
+                .to_std()
+                .unwrap_or(Duration::ZERO)
+                .min(NAP),
+        );
+    }
+
+    tracing::info!("stopping: waiting for {} running ticks", running.len());
+    for (_, tick) in running {
+        let _ = tick.join();
+    }
+    tracing::info!("stopped");
+    Ok(())
+}

@@ -1,0 +1,148 @@
+//! `backlog daemon` as a real process: it fires tiers on their cadence, stops cleanly on
+//! SIGTERM and reloads its schedule file, keeping the old one when the new is broken.
+
+use std::process::{Child, Command, Stdio};
+
+use crate::concurrency::handled_without_overlap;
+use crate::harness::{Env, Schedule};
+use crate::tick::wait_for;
+
+const FAST_TIERS: &str = r#"
+[[tier]]
+window = "1d"
+every = "1s"
+
+[[tier]]
+window = "7d"
+every = "2s"
+"#;
+
+/// Fails every record (so each tick finds them again) and logs start and end.
+const SLOW_FAILING_HANDLER: &str = r#"#!/bin/sh
+cat > /dev/null
+echo "start $BACKLOG_RECORD_ID $(date +%s%N)" >> handler.log
+sleep 0.05
+echo "end $BACKLOG_RECORD_ID $(date +%s%N)" >> handler.log
+exit 1
+"#;
+
+fn start(env: &Env) -> Child {
+    let log = std::fs::File::create(env.path("daemon.log")).unwrap();
+    Command::new(assert_cmd::cargo::cargo_bin("backlog"))
+        .current_dir(env.dir.path())
+        .args(["daemon", "--seed", "7"])
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap()
+}
+
+fn runs_of(env: &Env, window_secs: i64) -> i64 {
+    env.db()
+        .query_row(
+            "SELECT count(*) FROM backlog_runs WHERE window_secs = ?1 AND finished_at IS NOT NULL",
+            [window_secs],
+            |r| r.get(0),
+        )
+        .unwrap_or(0)
+}
+
+fn daemon_log(env: &Env) -> String {
+    std::fs::read_to_string(env.path("daemon.log")).unwrap_or_default()
+}
+
+fn stop(env: &Env, child: Child) {
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "the daemon exits 0 on SIGTERM: {out:?}\n{}",
+        daemon_log(env)
+    );
+}
+
+fn backlog_env(tiers: &'static str) -> Env {
+    let env = Env::new();
+    env.create_table("TEXT");
+    let now = chrono::Utc::now();
+    let db = env.db();
+    for id in 1..=20_i64 {
+        let at = now - chrono::Duration::hours(id * 6);
+        db.execute(
+            "INSERT INTO BACKLOG VALUES (?1, 'NEW', ?2, NULL)",
+            rusqlite::params![id, at.format("%Y-%m-%d %H:%M:%S").to_string()],
+        )
+        .unwrap();
+    }
+    env.write_schedule(&Schedule {
+        tiers,
+        ..Schedule::default()
+    });
+    env.write_handler("handler.sh", SLOW_FAILING_HANDLER);
+    env
+}
+
+#[test]
+fn the_daemon_fires_tiers_and_stops_cleanly_on_sigterm() {
+    let env = backlog_env(FAST_TIERS);
+    let child = start(&env);
+    wait_for(|| runs_of(&env, 86_400) >= 3 && runs_of(&env, 7 * 86_400) >= 2);
+    stop(&env, child);
+
+    let log = daemon_log(&env);
+    assert!(log.contains("daemon started: 2 tiers"), "{log}");
+    assert!(
+        log.contains("tier 1 (1d every 1s), ages 0 to 1d: selected 4,"),
+        "one line per tick: {log}"
+    );
+    assert!(log.contains("stopped"), "{log}");
+    // Every handler that started finished: the SIGTERM cut no record off mid-way.
+    let handler_log = std::fs::read_to_string(env.path("handler.log")).unwrap();
+    assert_eq!(
+        handler_log.matches("start ").count(),
+        handler_log.matches("end ").count(),
+        "{handler_log}"
+    );
+    handled_without_overlap(&env);
+    let (unfinished, claims): (i64, i64) = env
+        .db()
+        .query_row("SELECT (SELECT count(*) FROM backlog_runs WHERE finished_at IS NULL), (SELECT count(*) FROM backlog_claims)", [], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap();
+    assert_eq!(
+        (unfinished, claims),
+        (0, 0),
+        "every run logged as ended, no claim left"
+    );
+    assert!(
+        env.statuses()
+            .iter()
+            .all(|(_, s)| s == "NEW" || s == "ERROR")
+    );
+}
+
+#[test]
+fn a_changed_file_is_reloaded_and_a_broken_one_rejected() {
+    let one_tier = "\n[[tier]]\nwindow = \"1d\"\nevery = \"1s\"\n";
+    let env = backlog_env(one_tier);
+    let child = start(&env);
+    wait_for(|| runs_of(&env, 86_400) >= 1);
+    assert_eq!(runs_of(&env, 7 * 86_400), 0);
+
+    env.write_schedule(&Schedule {
+        tiers: FAST_TIERS,
+        ..Schedule::default()
+    });
+    wait_for(|| daemon_log(&env).contains("reloaded"));
+    wait_for(|| runs_of(&env, 7 * 86_400) >= 1);
+
+    std::fs::write(env.path("backlog.toml"), "this is = not [a schedule").unwrap();
+    wait_for(|| daemon_log(&env).contains("not reloaded, the schedule in force keeps running"));
+    let before = runs_of(&env, 7 * 86_400);
+    wait_for(|| runs_of(&env, 7 * 86_400) > before);
+    stop(&env, child);
+    let log = daemon_log(&env);
+    assert!(
+        log.contains("backlog.toml:1:"),
+        "the rejection names the file and where: {log}"
+    );
+}
