@@ -197,10 +197,14 @@ pub fn run_daemon(path: &Path, signals: &Signals, seed: u64) -> Result<(), Error
                 .tier(clock.window)
                 .map(|(_, t)| t)
                 .expect("clocks follow the schedule in force");
-            if running.contains_key(&clock.window) {
-                tracing::warn!(window = %duration::compact(clock.window), "the previous tick still runs; this slot is skipped");
-            } else {
-                running.insert(clock.window, fire(&config, clock.window, &signals.stop));
+            match running.entry(clock.window) {
+                std::collections::hash_map::Entry::Occupied(_) => tracing::warn!(
+                    window = %duration::compact(clock.window),
+                    "the previous tick still runs; this slot is skipped"
+                ),
+                std::collections::hash_map::Entry::Vacant(slot) => {
+                    slot.insert(fire(&config, clock.window, &signals.stop));
+                }
             }
             clock.next = next_fire(tier, now, &mut rng);
         }
