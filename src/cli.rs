@@ -43,6 +43,42 @@ pub enum Command {
     Crontab(CrontabArgs),
     /// Fire every tier on its cadence until SIGTERM, for hosts without cron.
     Daemon(DaemonArgs),
+    /// What the schedule means: bands, tries per record, when a record is tried next.
+    Explain(ExplainArgs),
+    /// Where the backlog stands: records by status and band, each tier's last tick.
+    Status(StatusArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// The schedule file.
+    #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
+    pub schedule: PathBuf,
+    /// Say when a record of this age is tried next, like 3d.
+    #[arg(long, value_parser = duration::parse, conflicts_with = "id")]
+    pub age: Option<Duration>,
+    /// Say when this record is tried next (reads its inserted-at value).
+    #[arg(long)]
+    pub id: Option<String>,
+    /// Pin the clock (RFC 3339).
+    #[arg(long, value_parser = parse_now)]
+    pub now: Option<DateTime<Utc>>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The schedule file.
+    #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
+    pub schedule: PathBuf,
+    /// Pin the clock (RFC 3339).
+    #[arg(long, value_parser = parse_now)]
+    pub now: Option<DateTime<Utc>>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -391,6 +427,103 @@ pub fn crontab(args: &CrontabArgs) -> Result<(), Error> {
         ))
     } else {
         print(&block)
+    }
+}
+
+/// `backlog explain`.
+pub fn explain(args: &ExplainArgs) -> Result<(), Error> {
+    let config = Config::load(&args.schedule)?;
+    let now = args.now.unwrap_or_else(Utc::now);
+    let plan = crate::explain::explain(&config.schedule);
+    let age = match (&args.age, &args.id) {
+        (Some(age), _) => Some(*age),
+        (None, Some(id)) => {
+            let mut store =
+                store::open(&config.database, &config.table).map_err(|source| Error::Store {
+                    database: config.database.url.to_string(),
+                    source,
+                })?;
+            let database = store.describe();
+            let err = |source| Error::Store {
+                database: database.clone(),
+                source,
+            };
+            store.inspect().map_err(err)?;
+            let record = store.find(id).map_err(err)?.ok_or_else(|| {
+                Error::Usage(format!(
+                    "table {} has no record with {} = {id}",
+                    config.table.name, config.table.id
+                ))
+            })?;
+            if !config.table.is_pending(&record.status) {
+                return print(&format!(
+                    "record {id} is {}, not pending: no tier tries it\n",
+                    record.status
+                ));
+            }
+            Some(
+                record
+                    .age(now)
+                    .and_then(|a| a.to_std().ok())
+                    .unwrap_or_default(),
+            )
+        }
+        (None, None) => None,
+    };
+    let next = age.map(|a| crate::explain::next_try(&config.schedule, a, now));
+    if args.json {
+        let mut value = serde_json::to_value(&plan).expect("an explanation serialises");
+        if let Some(next) = &next {
+            value["next_try"] = serde_json::to_value(next).expect("a next try serialises");
+        }
+        return print(&format!("{value}\n"));
+    }
+    let mut text = plan.render(&config.path.display().to_string());
+    if let Some(next) = next {
+        let subject = match &args.id {
+            Some(id) => format!("Record {id} ({} old)", next.age),
+            None => format!("A record {} old", next.age),
+        };
+        let band = next.in_tier.map_or("is in no band".to_string(), |n| {
+            format!("is in tier {n}'s band")
+        });
+        let when = match (next.by_tier, next.at) {
+            (Some(n), Some(at)) => {
+                let wait = (at - now).to_std().unwrap_or_default();
+                format!(
+                    "it is tried next at {} (in {}), by tier {n}",
+                    at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                    duration::rough(wait)
+                )
+            }
+            _ => "it is never tried again".to_string(),
+        };
+        text.push_str(&format!("\n{subject} {band}; {when}.\n"));
+    }
+    print(&text)
+}
+
+/// `backlog status`.
+pub fn status(args: &StatusArgs) -> Result<(), Error> {
+    let config = Config::load(&args.schedule)?;
+    let mut store =
+        store::open(&config.database, &config.table).map_err(|source| Error::Store {
+            database: config.database.url.to_string(),
+            source,
+        })?;
+    let now = args.now.unwrap_or_else(Utc::now);
+    let status =
+        crate::status::status(&config, store.as_mut(), now).map_err(|source| Error::Store {
+            database: config.database.url.to_string(),
+            source,
+        })?;
+    if args.json {
+        print(&format!(
+            "{}\n",
+            serde_json::to_value(&status).expect("a status serialises")
+        ))
+    } else {
+        print(&status.render())
     }
 }
 

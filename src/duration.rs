@@ -35,6 +35,23 @@ pub fn compact(d: Duration) -> String {
     unreachable!("every whole number of seconds is divisible by 1")
 }
 
+/// Prints a measured span (an age, a wait, a gap) in two units at most: `400d 1h`,
+/// `2d 13h`, `3h 12m`, `5m 30s`, `42s`.
+pub fn rough(d: Duration) -> String {
+    let s = d.as_secs();
+    let (big, small) = match s {
+        s if s >= 86_400 => ((s / 86_400, "d"), (s % 86_400 / 3_600, "h")),
+        s if s >= 3_600 => ((s / 3_600, "h"), (s % 3_600 / 60, "m")),
+        s if s >= 60 => ((s / 60, "m"), (s % 60, "s")),
+        s => return format!("{s}s"),
+    };
+    if small.0 == 0 {
+        format!("{}{}", big.0, big.1)
+    } else {
+        format!("{}{} {}{}", big.0, big.1, small.0, small.1)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -57,6 +74,18 @@ mod tests {
         let e = parse("7 dayz").unwrap_err();
         assert!(e.starts_with("\"7 dayz\" is not a duration"), "{e}");
         assert!(e.ends_with("write it like 5m, 1h, 7d or 96h"), "{e}");
+    }
+
+    #[test]
+    fn rough_spans_keep_a_sensible_precision() {
+        assert_eq!(rough(Duration::from_secs(400 * 86_400 + 5_000)), "400d 1h");
+        assert_eq!(
+            rough(Duration::from_secs(2 * 86_400 + 13 * 3600 + 600)),
+            "2d 13h"
+        );
+        assert_eq!(rough(Duration::from_secs(3 * 3600 + 12 * 60 + 7)), "3h 12m");
+        assert_eq!(rough(Duration::from_secs(7200)), "2h");
+        assert_eq!(rough(Duration::from_secs(42)), "42s");
     }
 
     #[test]

@@ -22,11 +22,13 @@ pub mod crontab;
 pub mod demo;
 pub mod duration;
 pub mod error;
+pub mod explain;
 pub mod handler;
 pub mod process;
 pub mod record;
 pub mod runner;
 pub mod schedule;
+pub mod status;
 pub mod store;
 pub mod timestamp;
 

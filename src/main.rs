@@ -15,6 +15,8 @@ fn main() -> ExitCode {
         Command::Run(args) => cli::run(args, cli.verbose),
         Command::Crontab(args) => cli::crontab(args),
         Command::Daemon(args) => cli::daemon(args),
+        Command::Explain(args) => cli::explain(args),
+        Command::Status(args) => cli::status(args),
     };
     match result {
         Ok(()) => backlog::ExitCode::Success.into(),

@@ -109,6 +109,33 @@ pub struct RunEnd {
     pub error: Option<String>,
 }
 
+/// A range of inserted-at values for counting: `from` inclusive unless `from_exclusive`,
+/// `to` exclusive unless `to_inclusive`; an open end is unbounded.
+#[derive(Debug, Clone, Default)]
+pub struct Range {
+    pub from: Option<Scalar>,
+    pub from_exclusive: bool,
+    pub to: Option<Scalar>,
+    pub to_inclusive: bool,
+}
+
+/// The last tick of one window, from the run log.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RunRow {
+    pub run_id: i64,
+    pub window_secs: u64,
+    /// The tick's `now`.
+    pub clock: DateTime<Utc>,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub selected: u64,
+    pub succeeded: u64,
+    pub failed: u64,
+    pub skipped: u64,
+    pub outcome: String,
+    pub error: Option<String>,
+}
+
 /// A new status for a record, written once its handler returned.
 #[derive(Debug, Clone)]
 pub struct Mark {
@@ -156,6 +183,18 @@ pub trait Store {
     /// The clock (`now`) of the last tick of `window` on this table that did not fail,
     /// from the run log; none if it never ran.
     fn last_tick(&mut self, window: Duration) -> Result<Option<DateTime<Utc>>, StoreError>;
+
+    /// The number of records of each status whose inserted-at value is in `range`.
+    fn count_by_status(&mut self, range: &Range) -> Result<Vec<(String, u64)>, StoreError>;
+
+    /// The pending record with the oldest inserted-at value.
+    fn oldest_pending(&mut self) -> Result<Option<Record>, StoreError>;
+
+    /// The record with this id (given as text, as a user types it).
+    fn find(&mut self, id: &str) -> Result<Option<Record>, StoreError>;
+
+    /// The last run of each window on this table, newest first.
+    fn last_runs(&mut self) -> Result<Vec<RunRow>, StoreError>;
 
     /// Opens a run-log row and returns its id.
     fn begin_run(&mut self, run: &RunStart) -> Result<i64, StoreError>;

@@ -17,7 +17,9 @@ use rusqlite::{
 };
 use serde_json::Value;
 
-use super::{BandQuery, Cursor, Heartbeat, Mark, RunEnd, RunStart, Store, StoreError};
+use super::{
+    BandQuery, Cursor, Heartbeat, Mark, Range, RunEnd, RunRow, RunStart, Store, StoreError,
+};
 use crate::config::TableConfig;
 use crate::record::{Record, Scalar};
 use crate::timestamp::{self, Sample, TimestampFormat};
@@ -66,6 +68,10 @@ const UNCLAIM: &str =
 /// The SQL of a table, with names checked against the schema and quoted.
 #[derive(Debug, Clone)]
 struct Statements {
+    table: String,
+    id: String,
+    status: String,
+    inserted_at: String,
     first_page: String,
     next_page: String,
     status_of: String,
@@ -252,6 +258,10 @@ impl SqliteStore {
             .join(", ");
         let order = format!("ORDER BY {ins} DESC, {id} DESC LIMIT ?3");
         Statements {
+            table: t.clone(),
+            id: id.clone(),
+            status: st.clone(),
+            inserted_at: ins.clone(),
             first_page: format!(
                 "SELECT * FROM {t} WHERE {ins} >= ?1 AND {ins} <{{to}} ?2 AND {st} IN ({pending}) {order}"
             ),
@@ -271,6 +281,54 @@ impl SqliteStore {
             &self.sql().next_page
         };
         sql.replace("{to}", if to_inclusive { "=" } else { "" })
+    }
+
+    /// Runs a `SELECT *` on the table and reads its rows as records.
+    fn records(&self, sql: &str, params: &[&dyn ToSql]) -> Result<Vec<Record>, StoreError> {
+        let format = self.format();
+        let context = format!("selecting from {}", self.table.name);
+        let mut stmt = self.conn.prepare_cached(sql).map_err(db(context.clone()))?;
+        let names: Vec<String> = stmt.column_names().map(String::from).collect();
+        let position = |wanted: &str| {
+            names
+                .iter()
+                .position(|n| n.eq_ignore_ascii_case(wanted))
+                .expect("inspect() checked the column")
+        };
+        let (id_at, status_at, ins_at) = (
+            position(&self.table.id),
+            position(&self.table.status),
+            position(&self.table.inserted_at),
+        );
+        stmt.query_map(params_from_iter(params), |row| {
+            let mut columns = serde_json::Map::with_capacity(names.len());
+            for (i, name) in names.iter().enumerate() {
+                columns.insert(name.clone(), json(row.get_ref(i)?));
+            }
+            let inserted_at = scalar(row.get_ref(ins_at)?);
+            Ok(Record {
+                id: scalar(row.get_ref(id_at)?),
+                status: scalar(row.get_ref(status_at)?).to_string(),
+                inserted_time: format.decode(&inserted_at),
+                inserted_at,
+                columns,
+            })
+        })
+        .and_then(Iterator::collect)
+        .map_err(db(context))
+    }
+
+    /// Whether the tool's run log exists yet (a dry run or a fresh database has none).
+    fn has_run_log(&self) -> Result<bool, StoreError> {
+        let n: i64 = self
+            .conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_schema WHERE name = 'backlog_runs'",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(db("reading the run log"))?;
+        Ok(n > 0)
     }
 
     fn table_name(&self) -> &str {
@@ -329,45 +387,108 @@ impl Store for SqliteStore {
         limit: usize,
     ) -> Result<Vec<Record>, StoreError> {
         let sql = self.page_sql(after.is_none(), band.to_inclusive);
-        let format = self.format();
-        let (id_col, status_col, ins_col) =
-            (&self.table.id, &self.table.status, &self.table.inserted_at);
-        let mut stmt = self
-            .conn
-            .prepare_cached(&sql)
-            .map_err(db(format!("selecting from {}", self.table.name)))?;
-        let names: Vec<String> = stmt.column_names().map(String::from).collect();
-        let position = |wanted: &str| {
-            names
-                .iter()
-                .position(|n| n.eq_ignore_ascii_case(wanted))
-                .expect("inspect() checked the column")
-        };
-        let (id_at, status_at, ins_at) =
-            (position(id_col), position(status_col), position(ins_col));
         let to = after.map_or(&band.to, |c| &c.inserted_at);
         let after_id = after.map(|c| &c.id);
         let limit = limit as i64;
         let mut params: Vec<&dyn ToSql> = vec![&band.from, to, &limit, &after_id];
         params.extend(self.table.pending.iter().map(|p| p as &dyn ToSql));
-        let rows = stmt
-            .query_map(params_from_iter(params), |row| {
-                let mut columns = serde_json::Map::with_capacity(names.len());
-                for (i, name) in names.iter().enumerate() {
-                    columns.insert(name.clone(), json(row.get_ref(i)?));
-                }
-                let inserted_at = scalar(row.get_ref(ins_at)?);
-                Ok(Record {
-                    id: scalar(row.get_ref(id_at)?),
-                    status: scalar(row.get_ref(status_at)?).to_string(),
-                    inserted_time: format.decode(&inserted_at),
-                    inserted_at,
-                    columns,
-                })
+        self.records(&sql, &params)
+    }
+
+    fn count_by_status(&mut self, range: &Range) -> Result<Vec<(String, u64)>, StoreError> {
+        let sql = self.sql();
+        let mut clauses = vec!["1 = 1".to_string()];
+        let mut params: Vec<&dyn ToSql> = Vec::new();
+        if let Some(from) = &range.from {
+            let op = if range.from_exclusive { ">" } else { ">=" };
+            params.push(from);
+            clauses.push(format!("{} {op} ?{}", sql.inserted_at, params.len()));
+        }
+        if let Some(to) = &range.to {
+            let op = if range.to_inclusive { "<=" } else { "<" };
+            params.push(to);
+            clauses.push(format!("{} {op} ?{}", sql.inserted_at, params.len()));
+        }
+        let query = format!(
+            "SELECT {st}, count(*) FROM {t} WHERE {} GROUP BY {st} ORDER BY {st}",
+            clauses.join(" AND "),
+            st = sql.status,
+            t = sql.table
+        );
+        let context = format!("counting the records of {}", self.table.name);
+        let mut stmt = self.conn.prepare(&query).map_err(db(context.clone()))?;
+        stmt.query_map(params_from_iter(params), |r| {
+            Ok((
+                scalar(r.get_ref(0)?).to_string(),
+                r.get::<_, i64>(1)? as u64,
+            ))
+        })
+        .and_then(Iterator::collect)
+        .map_err(db(context))
+    }
+
+    fn oldest_pending(&mut self) -> Result<Option<Record>, StoreError> {
+        let sql = self.sql();
+        let pending = (0..self.table.pending.len())
+            .map(|i| format!("?{}", i + 1))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let query = format!(
+            "SELECT * FROM {t} WHERE {st} IN ({pending}) AND {ins} IS NOT NULL ORDER BY {ins} ASC LIMIT 1",
+            t = sql.table,
+            st = sql.status,
+            ins = sql.inserted_at
+        );
+        let params: Vec<&dyn ToSql> = self.table.pending.iter().map(|p| p as &dyn ToSql).collect();
+        Ok(self.records(&query, &params)?.pop())
+    }
+
+    fn find(&mut self, id: &str) -> Result<Option<Record>, StoreError> {
+        let sql = self.sql();
+        let query = format!("SELECT * FROM {} WHERE {} = ?1", sql.table, sql.id);
+        // A column without affinity holds 42 and '42' as different values: try the
+        // integer first when the text is one.
+        if let Ok(n) = id.parse::<i64>()
+            && let Some(r) = self.records(&query, &[&n])?.pop()
+        {
+            return Ok(Some(r));
+        }
+        Ok(self.records(&query, &[&id])?.pop())
+    }
+
+    fn last_runs(&mut self) -> Result<Vec<RunRow>, StoreError> {
+        if !self.has_run_log()? {
+            return Ok(Vec::new());
+        }
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id, window_secs, clock, started_at, finished_at, selected, succeeded, failed, skipped, outcome, error
+                 FROM backlog_runs
+                 WHERE id IN (SELECT max(id) FROM backlog_runs WHERE table_name = ?1 GROUP BY window_secs)
+                 ORDER BY window_secs",
+            )
+            .map_err(db("reading the run log"))?;
+        stmt.query_map([&self.table.name], |r| {
+            let clock: String = r.get(2)?;
+            Ok(RunRow {
+                run_id: r.get(0)?,
+                window_secs: r.get::<_, i64>(1)? as u64,
+                clock: DateTime::parse_from_rfc3339(&clock)
+                    .map(|t| t.with_timezone(&Utc))
+                    .unwrap_or_default(),
+                started_at: r.get(3)?,
+                finished_at: r.get(4)?,
+                selected: r.get::<_, i64>(5)? as u64,
+                succeeded: r.get::<_, i64>(6)? as u64,
+                failed: r.get::<_, i64>(7)? as u64,
+                skipped: r.get::<_, i64>(8)? as u64,
+                outcome: r.get(9)?,
+                error: r.get(10)?,
             })
-            .and_then(Iterator::collect)
-            .map_err(db(format!("selecting from {}", self.table.name)))?;
-        Ok(rows)
+        })
+        .and_then(Iterator::collect)
+        .map_err(db("reading the run log"))
     }
 
     fn claim(
@@ -466,16 +587,7 @@ impl Store for SqliteStore {
     }
 
     fn last_tick(&mut self, window: Duration) -> Result<Option<DateTime<Utc>>, StoreError> {
-        let has_log: bool = self
-            .conn
-            .query_row(
-                "SELECT count(*) FROM sqlite_schema WHERE name = 'backlog_runs'",
-                [],
-                |r| r.get::<_, i64>(0),
-            )
-            .map_err(db("reading the run log"))?
-            > 0;
-        if !has_log {
+        if !self.has_run_log()? {
             return Ok(None);
         }
         let clock: Option<String> = self

@@ -4,6 +4,7 @@ mod bad_input;
 mod concurrency;
 mod crontab;
 mod daemon;
+mod explain;
 mod formats;
 mod harness;
 mod query_plan;

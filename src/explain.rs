@@ -1,0 +1,325 @@
+//! What a schedule means: each tier's band and how often a record is tried there, the
+//! tries over a record's life, the age after which it is never tried again, warnings,
+//! and when a record of a given age is tried next.
+//!
+//! Pure arithmetic on a validated `Schedule`; tick times follow the same slots as the
+//! daemon (`Cadence::next_slot`), so what `explain` says is what the daemon does.
+
+use std::time::Duration;
+
+use chrono::{DateTime, TimeZone, Utc};
+use serde::Serialize;
+
+use crate::duration;
+use crate::schedule::{BandMode, Cadence, Schedule};
+
+/// One tier, explained.
+#[derive(Debug, Clone, Serialize)]
+pub struct TierPlan {
+    pub tier: usize,
+    pub window: String,
+    pub cadence: String,
+    /// Ages over this (from 0 when `"0s"`)…
+    pub younger: String,
+    /// …up to this.
+    pub older: String,
+    /// The time between ticks, on average (cron expressions over four weeks).
+    pub period_seconds: f64,
+    /// The longest time between two ticks.
+    pub longest_gap_seconds: f64,
+    /// How many times a record is tried while it is in this tier's band.
+    pub tries: f64,
+}
+
+/// A schedule, explained.
+#[derive(Debug, Clone, Serialize)]
+pub struct Explanation {
+    pub bands: BandMode,
+    pub tiers: Vec<TierPlan>,
+    /// Tries over a record's whole life, if it never succeeds.
+    pub total_tries: f64,
+    /// Past this age a record is never tried again.
+    pub never_after: String,
+    pub warnings: Vec<String>,
+}
+
+/// When a record of a given age is tried next.
+#[derive(Debug, Clone, Serialize)]
+pub struct NextTry {
+    pub age: String,
+    /// The tier whose band holds the record now, if any.
+    pub in_tier: Option<usize>,
+    /// The tier that tries it next and when; absent when it is never tried again.
+    pub by_tier: Option<usize>,
+    pub at: Option<DateTime<Utc>>,
+}
+
+/// The period and longest gap of a cadence. A cron expression is sampled over four
+/// weeks from a Monday, long enough to see weekly patterns.
+fn rhythm(cadence: &Cadence) -> (f64, f64) {
+    match cadence {
+        Cadence::Every(d) => (d.as_secs_f64(), d.as_secs_f64()),
+        Cadence::Cron(cron, _) => {
+            let start = Utc.with_ymd_and_hms(2026, 1, 5, 0, 0, 0).unwrap();
+            let end = start + chrono::Duration::days(28);
+            let mut t = start;
+            let (mut count, mut gap, mut first) = (0u32, 0f64, None);
+            while let Ok(next) = cron.find_next_occurrence(&t, false) {
+                if next > end {
+                    break;
+                }
+                if count > 0 {
+                    gap = gap.max((next - t).num_seconds() as f64);
+                }
+                first.get_or_insert(next);
+                count += 1;
+                t = next;
+            }
+            if let Some(first) = first {
+                // The gap that wraps around the four weeks.
+                gap = gap.max((first + chrono::Duration::days(28) - t).num_seconds() as f64);
+            }
+            let period = if count == 0 {
+                f64::INFINITY
+            } else {
+                28.0 * 86_400.0 / f64::from(count)
+            };
+            (period, if count == 0 { f64::INFINITY } else { gap })
+        }
+    }
+}
+
+fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+/// Explains a schedule.
+pub fn explain(schedule: &Schedule) -> Explanation {
+    let mut tiers = Vec::new();
+    let mut warnings = Vec::new();
+    for (i, tier) in schedule.tiers.iter().enumerate() {
+        let band = schedule.band(tier.window);
+        let (period, gap) = rhythm(&tier.cadence);
+        let length = secs(band.older) - secs(band.younger);
+        if gap > length {
+            warnings.push(format!(
+                "tier {}: its band ({band}) is {} long, but it can go {} without a tick: a record can pass through it untried",
+                i + 1,
+                duration::compact(band.older - band.younger),
+                duration::rough(Duration::from_secs(gap.min(1e12) as u64))
+            ));
+        }
+        tiers.push(TierPlan {
+            tier: i + 1,
+            window: duration::compact(tier.window),
+            cadence: tier.cadence.to_string(),
+            younger: duration::compact(band.younger),
+            older: duration::compact(band.older),
+            period_seconds: period,
+            longest_gap_seconds: gap,
+            tries: length / period,
+        });
+    }
+    if schedule.bands == BandMode::Cumulative && schedule.tiers.len() > 1 {
+        warnings.push(
+            "bands overlap (cumulative): a record is tried by every tier whose window it has not outgrown, so young records are tried by all tiers at once".to_string(),
+        );
+    }
+    let last = schedule.tiers.last().map(|t| t.window).unwrap_or_default();
+    Explanation {
+        bands: schedule.bands,
+        total_tries: tiers.iter().map(|t| t.tries).sum(),
+        tiers,
+        never_after: duration::compact(last),
+        warnings,
+    }
+}
+
+/// When a pending record aged `age` at `now` is tried next, by the tiers' slots.
+pub fn next_try(schedule: &Schedule, age: Duration, now: DateTime<Utc>) -> NextTry {
+    let in_band = |younger: Duration, older: Duration, a: Duration| {
+        (a > younger || younger.is_zero()) && a <= older
+    };
+    let mut in_tier = None;
+    let mut best: Option<(usize, DateTime<Utc>)> = None;
+    for (i, tier) in schedule.tiers.iter().enumerate() {
+        let band = schedule.band(tier.window);
+        if in_band(band.younger, band.older, age) && in_tier.is_none() {
+            in_tier = Some(i + 1);
+        }
+        if age > band.older {
+            continue;
+        }
+        // The record is in the band from `enter` (exclusive unless the band starts at 0)
+        // to `leave` (inclusive).
+        let to = |d: Duration| chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX);
+        let leave = now + to(band.older - age);
+        let enter = if age > band.younger {
+            now - chrono::Duration::milliseconds(1)
+        } else {
+            now + to(band.younger - age)
+        };
+        let Some(slot) = tier.cadence.next_slot(enter) else {
+            continue;
+        };
+        if slot <= leave && best.is_none_or(|(_, t)| slot < t) {
+            best = Some((i + 1, slot));
+        }
+    }
+    NextTry {
+        age: duration::rough(age),
+        in_tier,
+        by_tier: best.map(|(n, _)| n),
+        at: best.map(|(_, t)| t),
+    }
+}
+
+/// A number of tries as people write it: `288`, `37.5`.
+pub fn tries(n: f64) -> String {
+    let rounded = (n * 10.0).round() / 10.0;
+    if rounded.fract() == 0.0 {
+        format!("{rounded:.0}")
+    } else {
+        format!("{rounded:.1}")
+    }
+}
+
+impl Explanation {
+    /// The explanation as a table and a few sentences.
+    pub fn render(&self, file: &str) -> String {
+        let mut out = format!(
+            "{file}: {} tiers, {} bands\n\n",
+            self.tiers.len(),
+            serde_json::to_value(self.bands)
+                .unwrap()
+                .as_str()
+                .unwrap_or_default()
+        );
+        let width = self
+            .tiers
+            .iter()
+            .map(|t| t.cadence.len())
+            .max()
+            .unwrap_or(0)
+            .max(7);
+        out.push_str(&format!(
+            "{:>4}  {:<7} {:<width$}  {:<26} {:>13}\n",
+            "tier", "window", "cadence", "band", "tries in band"
+        ));
+        for t in &self.tiers {
+            let band = if t.younger == "0s" {
+                format!("ages 0 to {}", t.older)
+            } else {
+                format!("ages over {} up to {}", t.younger, t.older)
+            };
+            out.push_str(&format!(
+                "{:>4}  {:<7} {:<width$}  {:<26} {:>13}\n",
+                t.tier,
+                t.window,
+                t.cadence,
+                band,
+                tries(t.tries)
+            ));
+        }
+        out.push_str(&format!(
+            "\nA pending record is tried about {} times over its life; past {} it is never tried again.\n",
+            tries(self.total_tries),
+            self.never_after
+        ));
+        for w in &self.warnings {
+            out.push_str(&format!("warning: {w}\n"));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schedule::{Tier, parse_cron};
+
+    fn schedule(bands: BandMode, tiers: &[(u64, Cadence)]) -> Schedule {
+        Schedule {
+            tiers: tiers
+                .iter()
+                .map(|(w, c)| Tier {
+                    window: Duration::from_secs(*w),
+                    cadence: c.clone(),
+                    limit: None,
+                    jitter: Duration::ZERO,
+                })
+                .collect(),
+            bands,
+            limit: 100,
+        }
+    }
+
+    const H: u64 = 3600;
+
+    #[test]
+    fn a_tier_slower_than_its_band_is_long_gets_a_warning() {
+        let s = schedule(
+            BandMode::Disjoint,
+            &[
+                (H, Cadence::Every(Duration::from_secs(300))),
+                (7 * H, Cadence::Every(Duration::from_secs(12 * H))),
+            ],
+        );
+        assert_eq!(
+            explain(&s).warnings,
+            [
+                "tier 2: its band (ages over 1h up to 7h) is 6h long, but it can go 12h without a tick: a record can pass through it untried"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_weekday_cron_tier_has_the_weekend_as_its_longest_gap() {
+        let cron = Cadence::Cron(
+            Box::new(parse_cron("*/10 8-18 * * mon-fri").unwrap()),
+            "*/10 8-18 * * mon-fri".into(),
+        );
+        let (period, gap) = rhythm(&cron);
+        assert_eq!(
+            gap,
+            (2.0 * 86_400.0) + (13.0 * 3600.0) + 600.0,
+            "Friday 18:50 to Monday 08:00"
+        );
+        assert_eq!(period, 28.0 * 86_400.0 / (4.0 * 5.0 * 66.0));
+    }
+
+    #[test]
+    fn the_next_try_is_the_first_slot_while_the_record_is_in_a_band() {
+        let s = schedule(
+            BandMode::Disjoint,
+            &[
+                (86_400, Cadence::Every(Duration::from_secs(300))),
+                (7 * 86_400, Cadence::Every(Duration::from_secs(H))),
+            ],
+        );
+        let now = Utc.with_ymd_and_hms(2026, 11, 21, 12, 34, 0).unwrap();
+        let next = next_try(&s, Duration::from_secs(3 * 86_400), now);
+        assert_eq!(
+            (next.in_tier, next.by_tier, next.at),
+            (
+                Some(2),
+                Some(2),
+                Some(Utc.with_ymd_and_hms(2026, 11, 21, 13, 0, 0).unwrap())
+            )
+        );
+        // 23h58m old: the 5-minute tier's next slot (12:35) comes while it is still in band 1.
+        let next = next_try(&s, Duration::from_secs(86_400 - 120), now);
+        assert_eq!(
+            (next.by_tier, next.at),
+            (
+                Some(1),
+                Some(Utc.with_ymd_and_hms(2026, 11, 21, 12, 35, 0).unwrap())
+            )
+        );
+        // 23h59m30s old: it leaves band 1 at 12:34:30, so the hourly tier takes it at 13:00.
+        let next = next_try(&s, Duration::from_secs(86_400 - 30), now);
+        assert_eq!((next.in_tier, next.by_tier), (Some(1), Some(2)));
+        let next = next_try(&s, Duration::from_secs(8 * 86_400), now);
+        assert_eq!((next.in_tier, next.by_tier, next.at), (None, None, None));
+    }
+}

@@ -1,0 +1,303 @@
+//! Where the backlog stands: records by status and age band, the oldest pending record,
+//! and each tier's last tick from the run log, with the tiers that are overdue.
+//!
+//! Age rows are disjoint (between consecutive windows) whatever the band mode, so the
+//! counts add up to the table; each count is an index range on the inserted-at column.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::config::Config;
+use crate::duration;
+use crate::store::{Range, RunRow, Store, StoreError};
+
+/// Records of one age range, by status.
+#[derive(Debug, Clone, Serialize)]
+pub struct AgeRow {
+    pub label: String,
+    /// The tier whose windows bound this range, if any.
+    pub tier: Option<usize>,
+    pub counts: BTreeMap<String, u64>,
+}
+
+/// The oldest pending record.
+#[derive(Debug, Clone, Serialize)]
+pub struct OldestPending {
+    pub id: crate::Scalar,
+    pub inserted_at: String,
+    pub age: Option<String>,
+    /// Older than the last window: no tier tries it any more.
+    pub never_tried_again: bool,
+}
+
+/// One tier's last tick and whether it is overdue.
+#[derive(Debug, Clone, Serialize)]
+pub struct TierStatus {
+    pub tier: usize,
+    pub window: String,
+    pub cadence: String,
+    pub last_tick: Option<RunRow>,
+    pub next_due: Option<DateTime<Utc>>,
+    /// How late the tier is, past a grace of a minute or a tenth of its period.
+    pub overdue_seconds: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    pub database: String,
+    pub table: String,
+    pub now: DateTime<Utc>,
+    /// Statuses in display order: pending first, then success, then the rest.
+    pub statuses: Vec<String>,
+    pub ages: Vec<AgeRow>,
+    pub oldest_pending: Option<OldestPending>,
+    pub tiers: Vec<TierStatus>,
+}
+
+/// Reads where the backlog of `config` stands at `now`. Reads only.
+pub fn status(
+    config: &Config,
+    store: &mut dyn Store,
+    now: DateTime<Utc>,
+) -> Result<Status, StoreError> {
+    let format = store.inspect()?;
+    let at = |age: Duration| {
+        format.encode(now - chrono::Duration::from_std(age).unwrap_or(chrono::Duration::MAX))
+    };
+    let windows: Vec<Duration> = config.schedule.tiers.iter().map(|t| t.window).collect();
+    let last = *windows.last().expect("a schedule has tiers");
+
+    let mut ranges = vec![(
+        "in the future (clock skew: tried once they are not)".to_string(),
+        None,
+        Range {
+            from: Some(format.encode(now)),
+            from_exclusive: true,
+            ..Range::default()
+        },
+    )];
+    let mut younger = Duration::ZERO;
+    for (i, window) in windows.iter().enumerate() {
+        let label = if younger.is_zero() {
+            format!("0 to {}", duration::compact(*window))
+        } else {
+            format!(
+                "over {} up to {}",
+                duration::compact(younger),
+                duration::compact(*window)
+            )
+        };
+        ranges.push((
+            label,
+            Some(i + 1),
+            Range {
+                from: Some(at(*window)),
+                to: Some(at(younger)),
+                to_inclusive: younger.is_zero(),
+                ..Range::default()
+            },
+        ));
+        younger = *window;
+    }
+    ranges.push((
+        format!("over {} (never tried again)", duration::compact(last)),
+        None,
+        Range {
+            to: Some(at(last)),
+            ..Range::default()
+        },
+    ));
+
+    let mut ages = Vec::new();
+    for (label, tier, range) in ranges {
+        let mut counts: BTreeMap<String, u64> =
+            store.count_by_status(&range)?.into_iter().collect();
+        // The open-ended "future" range also catches text that sorts after timestamps.
+        if tier.is_none() && range.to.is_none() {
+            counts.retain(|_, n| *n > 0);
+            if counts.is_empty() {
+                continue;
+            }
+        }
+        ages.push(AgeRow {
+            label,
+            tier,
+            counts,
+        });
+    }
+
+    let mut statuses: Vec<String> = config.table.pending.clone();
+    for s in std::iter::once(&config.table.success).chain(ages.iter().flat_map(|r| r.counts.keys()))
+    {
+        if !statuses.contains(s) {
+            statuses.push(s.clone());
+        }
+    }
+
+    let oldest_pending = store.oldest_pending()?.map(|r| {
+        let age = r.age(now).and_then(|a| a.to_std().ok());
+        OldestPending {
+            id: r.id.clone(),
+            inserted_at: r.inserted_at.to_string(),
+            age: age.map(duration::rough),
+            never_tried_again: age.is_some_and(|a| a > last),
+        }
+    });
+
+    let runs = store.last_runs()?;
+    let plan = crate::explain::explain(&config.schedule);
+    let tiers = config
+        .schedule
+        .tiers
+        .iter()
+        .enumerate()
+        .map(|(i, tier)| {
+            let last_tick = runs
+                .iter()
+                .find(|r| r.window_secs == tier.window.as_secs())
+                .cloned();
+            let next_due = last_tick
+                .as_ref()
+                .and_then(|r| tier.cadence.next_due(r.clock));
+            let period = plan.tiers[i].period_seconds;
+            let grace = chrono::Duration::seconds((period / 10.0).max(60.0) as i64);
+            let overdue_seconds = next_due
+                .filter(|due| now > *due + grace)
+                .map(|due| (now - due).num_seconds() as u64);
+            TierStatus {
+                tier: i + 1,
+                window: duration::compact(tier.window),
+                cadence: tier.cadence.to_string(),
+                last_tick,
+                next_due,
+                overdue_seconds,
+            }
+        })
+        .collect();
+
+    Ok(Status {
+        database: store.describe(),
+        table: config.table.name.clone(),
+        now,
+        statuses,
+        ages,
+        oldest_pending,
+        tiers,
+    })
+}
+
+fn took(run: &RunRow) -> String {
+    let parse = |s: &str| DateTime::parse_from_rfc3339(s).ok();
+    match (
+        parse(&run.started_at),
+        run.finished_at.as_deref().and_then(parse),
+    ) {
+        (Some(a), Some(b)) => format!("{:.1}s", (b - a).num_milliseconds() as f64 / 1000.0),
+        _ => "-".to_string(),
+    }
+}
+
+impl Status {
+    /// Tables and sentences, as `backlog status` prints them.
+    pub fn render(&self) -> String {
+        let show = |t: DateTime<Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        let mut out = format!(
+            "{} in {}, at {}\n\n",
+            self.table,
+            self.database,
+            show(self.now)
+        );
+        let width = self
+            .ages
+            .iter()
+            .map(|r| r.label.len() + r.tier.map_or(0, |_| 9))
+            .max()
+            .unwrap_or(4)
+            .max(4);
+        out.push_str(&format!("{:<width$}", "ages"));
+        for s in &self.statuses {
+            out.push_str(&format!("  {:>9}", s));
+        }
+        out.push('\n');
+        for row in &self.ages {
+            let label = match row.tier {
+                Some(n) => format!("{} (tier {n})", row.label),
+                None => row.label.clone(),
+            };
+            out.push_str(&format!("{label:<width$}"));
+            for s in &self.statuses {
+                out.push_str(&format!("  {:>9}", row.counts.get(s).copied().unwrap_or(0)));
+            }
+            out.push('\n');
+        }
+        match &self.oldest_pending {
+            Some(o) => out.push_str(&format!(
+                "\noldest pending record: {} (inserted {}{}){}\n",
+                o.id,
+                o.inserted_at,
+                o.age
+                    .as_ref()
+                    .map(|a| format!(", {a} old"))
+                    .unwrap_or_default(),
+                if o.never_tried_again {
+                    ", older than the last window: never tried again"
+                } else {
+                    ""
+                }
+            )),
+            None => out.push_str("\nno pending record\n"),
+        }
+        out.push_str(&format!(
+            "\n{:>4}  {:<7} {:<24} {:<21} {:<8} {:>8} {:>9} {:>7} {:>7} {:>6}\n",
+            "tier",
+            "window",
+            "cadence",
+            "last tick",
+            "outcome",
+            "selected",
+            "succeeded",
+            "failed",
+            "skipped",
+            "took"
+        ));
+        let mut overdue = Vec::new();
+        for t in &self.tiers {
+            match &t.last_tick {
+                Some(r) => out.push_str(&format!(
+                    "{:>4}  {:<7} {:<24} {:<21} {:<8} {:>8} {:>9} {:>7} {:>7} {:>6}\n",
+                    t.tier,
+                    t.window,
+                    t.cadence,
+                    show(r.clock),
+                    r.outcome,
+                    r.selected,
+                    r.succeeded,
+                    r.failed,
+                    r.skipped,
+                    took(r)
+                )),
+                None => out.push_str(&format!(
+                    "{:>4}  {:<7} {:<24} never ticked\n",
+                    t.tier, t.window, t.cadence
+                )),
+            }
+            if let (Some(secs), Some(due)) = (t.overdue_seconds, t.next_due) {
+                overdue.push(format!(
+                    "overdue: tier {} ({} {}) was due at {}, {} ago; is its crontab line or daemon running?",
+                    t.tier,
+                    t.window,
+                    t.cadence,
+                    show(due),
+                    duration::rough(Duration::from_secs(secs))
+                ));
+            }
+        }
+        for line in overdue {
+            out.push_str(&format!("{line}\n"));
+        }
+        out
+    }
+}
