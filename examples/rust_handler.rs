@@ -49,6 +49,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ],
         bands: BandMode::Disjoint,
         limit: 1000,
+        timezone: chrono_tz::Tz::UTC,
     };
     let table = TableConfig::new("orders", "id", "state", "created_at");
     let mut store = SqliteStore::open(&path, Duration::from_secs(5), table.clone())?;

@@ -34,6 +34,7 @@ struct RawFile {
     #[serde(default)]
     bands: BandMode,
     limit: Option<u64>,
+    timezone: Option<String>,
     database: RawDatabase,
     table: RawTable,
     handler: RawHandler,
@@ -215,7 +216,8 @@ impl Config {
             database: resolve_database(raw.database, &dir).map_err(fail)?,
             table: resolve_table(raw.table).map_err(fail)?,
             handler: resolve_handler(raw.handler).map_err(fail)?,
-            schedule: resolve_schedule(raw.bands, raw.limit, raw.tiers).map_err(fail)?,
+            schedule: resolve_schedule(raw.bands, raw.limit, raw.timezone, raw.tiers)
+                .map_err(fail)?,
             dir,
         })
     }
@@ -335,8 +337,15 @@ fn resolve_handler(raw: RawHandler) -> Result<HandlerConfig, String> {
 fn resolve_schedule(
     bands: BandMode,
     limit: Option<u64>,
+    timezone: Option<String>,
     raw: Vec<RawTier>,
 ) -> Result<Schedule, String> {
+    let timezone: chrono_tz::Tz = match timezone {
+        None => chrono_tz::Tz::UTC,
+        Some(name) => name.parse().map_err(|_| {
+            format!("timezone: {name:?} is not a time zone name; use an IANA name like \"Europe/Paris\" or \"UTC\"")
+        })?,
+    };
     if raw.is_empty() {
         return Err("no [[tier]] sections; a schedule needs at least one tier, like schedules/progressive.toml".into());
     }
@@ -369,6 +378,7 @@ fn resolve_schedule(
             (None, Some(cron)) => Cadence::Cron(
                 Box::new(parse_cron(&cron).map_err(|e| format!("tier {n}: cron: {e}"))?),
                 cron,
+                timezone,
             ),
             (Some(_), Some(_)) => {
                 return Err(format!("tier {n}: both every and cron are set; keep one"));
@@ -397,6 +407,7 @@ fn resolve_schedule(
         tiers,
         bands,
         limit: limit.unwrap_or(DEFAULT_LIMIT),
+        timezone,
     })
 }
 
@@ -524,6 +535,20 @@ cron = "0 * * * *"
             let text = GOOD.replacen(from, to, 1);
             assert_eq!(error_of(&text), *expected, "replacing {from:?} with {to:?}");
         }
+    }
+
+    #[test]
+    fn a_time_zone_is_an_iana_name() {
+        let text = format!("timezone = \"Europe/Paris\"\n{GOOD}");
+        let c = Config::parse(&text, Path::new("/etc/backlog.toml")).unwrap();
+        assert_eq!(
+            c.schedule.tiers[1].cadence.to_string(),
+            "cron \"0 * * * *\" (Europe/Paris)"
+        );
+        assert_eq!(
+            error_of(&format!("timezone = \"Europe/Pari\"\n{GOOD}")),
+            "/etc/backlog.toml: timezone: \"Europe/Pari\" is not a time zone name; use an IANA name like \"Europe/Paris\" or \"UTC\""
+        );
     }
 
     #[test]

@@ -59,7 +59,7 @@ pub struct NextTry {
 fn rhythm(cadence: &Cadence) -> (f64, f64) {
     match cadence {
         Cadence::Every(d) => (d.as_secs_f64(), d.as_secs_f64()),
-        Cadence::Cron(cron, _) => {
+        Cadence::Cron(cron, _, _) => {
             let start = Utc.with_ymd_and_hms(2026, 1, 5, 0, 0, 0).unwrap();
             let end = start + chrono::Duration::days(28);
             let mut t = start;
@@ -251,6 +251,7 @@ mod tests {
                 .collect(),
             bands,
             limit: 100,
+            timezone: chrono_tz::Tz::UTC,
         }
     }
 
@@ -278,6 +279,7 @@ mod tests {
         let cron = Cadence::Cron(
             Box::new(parse_cron("*/10 8-18 * * mon-fri").unwrap()),
             "*/10 8-18 * * mon-fri".into(),
+            chrono_tz::Tz::UTC,
         );
         let (period, gap) = rhythm(&cron);
         assert_eq!(

@@ -8,6 +8,7 @@ use std::fmt;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
 use serde::{Deserialize, Serialize};
 
 use crate::duration;
@@ -28,17 +29,38 @@ pub enum BandMode {
 pub enum Cadence {
     /// A fixed interval (`every = "5m"`).
     Every(Duration),
-    /// A crontab(5) expression (`cron = "0 * * * *"`), kept with its text.
-    Cron(Box<croner::Cron>, String),
+    /// A crontab(5) expression (`cron = "0 * * * *"`), kept with its text, read in
+    /// the schedule's time zone (UTC unless the file names one).
+    Cron(Box<croner::Cron>, String, Tz),
 }
 
 impl fmt::Display for Cadence {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Cadence::Every(d) => write!(f, "every {}", duration::compact(*d)),
-            Cadence::Cron(_, text) => write!(f, "cron \"{text}\""),
+            Cadence::Cron(_, text, Tz::UTC) => write!(f, "cron \"{text}\""),
+            Cadence::Cron(_, text, tz) => write!(f, "cron \"{text}\" ({tz})"),
         }
     }
+}
+
+/// The first time `cron` fires after `t` (at `t` too when `inclusive`), read in `tz`.
+fn cron_after(
+    cron: &croner::Cron,
+    tz: Tz,
+    t: DateTime<Utc>,
+    inclusive: bool,
+) -> Option<DateTime<Utc>> {
+    cron.find_next_occurrence(&t.with_timezone(&tz), inclusive)
+        .ok()
+        .map(|n| n.with_timezone(&Utc))
+}
+
+/// The last time `cron` fired at or before `t`, read in `tz`.
+fn cron_before(cron: &croner::Cron, tz: Tz, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    cron.find_previous_occurrence(&t.with_timezone(&tz), true)
+        .ok()
+        .map(|n| n.with_timezone(&Utc))
 }
 
 /// How late a tick may find its previous one and still count it one interval old: cron
@@ -68,9 +90,9 @@ impl Cadence {
         let Some(last) = last else { return true };
         match self {
             Cadence::Every(d) => (now - last).to_std().is_ok_and(|age| age + DUE_SLACK >= *d),
-            Cadence::Cron(cron, _) => cron
-                .find_next_occurrence(&last, false)
-                .is_ok_and(|next| next <= now),
+            Cadence::Cron(cron, _, tz) => {
+                cron_after(cron, *tz, last, false).is_some_and(|next| next <= now)
+            }
         }
     }
 
@@ -78,7 +100,7 @@ impl Cadence {
     pub fn next_due(&self, last: DateTime<Utc>) -> Option<DateTime<Utc>> {
         match self {
             Cadence::Every(d) => chrono::Duration::from_std(*d).ok().map(|d| last + d),
-            Cadence::Cron(cron, _) => cron.find_next_occurrence(&last, false).ok(),
+            Cadence::Cron(cron, _, tz) => cron_after(cron, *tz, last, false),
         }
     }
 
@@ -91,7 +113,7 @@ impl Cadence {
                 let ms = t.timestamp_millis();
                 DateTime::from_timestamp_millis((ms.div_euclid(step) + 1) * step)
             }
-            Cadence::Cron(cron, _) => cron.find_next_occurrence(&t, false).ok(),
+            Cadence::Cron(cron, _, tz) => cron_after(cron, *tz, t, false),
         }
     }
 
@@ -102,7 +124,7 @@ impl Cadence {
                 let step = d.as_millis().max(1) as i64;
                 DateTime::from_timestamp_millis(t.timestamp_millis().div_euclid(step) * step)
             }
-            Cadence::Cron(cron, _) => cron.find_previous_occurrence(&t, true).ok(),
+            Cadence::Cron(cron, _, tz) => cron_before(cron, *tz, t),
         }
     }
 
@@ -181,6 +203,8 @@ pub struct Schedule {
     pub bands: BandMode,
     /// The per-tick limit of tiers that set none.
     pub limit: u64,
+    /// The time zone cron expressions are read in.
+    pub timezone: Tz,
 }
 
 /// An age band: records whose age is in `(younger, older]`, or `[0, older]` when
@@ -279,6 +303,7 @@ mod tests {
             tiers: vec![tier(1), tier(7), tier(14)],
             bands,
             limit: 100,
+            timezone: Tz::UTC,
         }
     }
 
@@ -326,7 +351,7 @@ mod tests {
     }
 
     fn cron(text: &str) -> Cadence {
-        Cadence::Cron(Box::new(parse_cron(text).unwrap()), text.into())
+        Cadence::Cron(Box::new(parse_cron(text).unwrap()), text.into(), Tz::UTC)
     }
 
     /// The next `n` times an expression fires after `from`, as `Www dd HH:MM`.
@@ -403,6 +428,25 @@ mod tests {
             fires("*/20 8,17 * * *", "2026-11-21T08:10:00Z", 3),
             ["Sat 21 08:20", "Sat 21 08:40", "Sat 21 17:00"]
         );
+    }
+
+    #[test]
+    fn a_named_time_zone_moves_cron_times_and_follows_daylight_saving() {
+        let paris = Cadence::Cron(
+            Box::new(parse_cron("0 8 * * *").unwrap()),
+            "0 8 * * *".into(),
+            "Europe/Paris".parse().unwrap(),
+        );
+        // 08:00 in Paris is 07:00 UTC in winter and 06:00 UTC in summer.
+        assert_eq!(
+            paris.next_slot(at("2026-11-21T00:00:00Z")),
+            Some(at("2026-11-21T07:00:00Z"))
+        );
+        assert_eq!(
+            paris.next_slot(at("2026-07-01T00:00:00Z")),
+            Some(at("2026-07-01T06:00:00Z"))
+        );
+        assert_eq!(paris.to_string(), "cron \"0 8 * * *\" (Europe/Paris)");
     }
 
     #[test]
