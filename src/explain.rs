@@ -59,12 +59,13 @@ pub struct NextTry {
 fn rhythm(cadence: &Cadence) -> (f64, f64) {
     match cadence {
         Cadence::Every(d) => (d.as_secs_f64(), d.as_secs_f64()),
-        Cadence::Cron(cron, _, _) => {
+        Cadence::Cron(..) => {
+            // Walk the same slots the daemon fires at, in the schedule's time zone.
             let start = Utc.with_ymd_and_hms(2026, 1, 5, 0, 0, 0).unwrap();
             let end = start + chrono::Duration::days(28);
             let mut t = start;
             let (mut count, mut gap, mut first) = (0u32, 0f64, None);
-            while let Ok(next) = cron.find_next_occurrence(&t, false) {
+            while let Some(next) = cadence.next_slot(t) {
                 if next > end {
                     break;
                 }
