@@ -16,7 +16,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::config::Config;
 use crate::duration;
 use crate::error::Error;
-use crate::process::{Event, TickOptions, run_tick};
+use crate::process::{Event, TickOptions, open_store, run_tick};
 use crate::{crontab, demo, store};
 
 #[derive(Debug, Parser)]
@@ -243,11 +243,7 @@ pub fn run(args: &RunArgs, verbose: u8) -> Result<(), Error> {
     let config = Config::load(&args.schedule)?;
     let mut opts = TickOptions::new(args.window, args.now.unwrap_or_else(Utc::now));
     if args.if_due {
-        let mut store =
-            store::open(&config.database, &config.table).map_err(|source| Error::Store {
-                database: config.database.url.to_string(),
-                source,
-            })?;
+        let mut store = open_store(&config)?;
         if !due(&config, args, store.as_mut(), opts.now)? {
             return Ok(());
         }
@@ -340,10 +336,7 @@ fn due(
     };
     let last = store
         .last_tick(args.window)
-        .map_err(|source| Error::Store {
-            database: store.describe(),
-            source,
-        })?;
+        .map_err(Error::store(store.describe()))?;
     if tier.cadence.is_due(last, now) {
         return Ok(true);
     }
@@ -438,11 +431,7 @@ pub fn explain(args: &ExplainArgs) -> Result<(), Error> {
     let age = match (&args.age, &args.id) {
         (Some(age), _) => Some(*age),
         (None, Some(id)) => {
-            let mut store =
-                store::open(&config.database, &config.table).map_err(|source| Error::Store {
-                    database: config.database.url.to_string(),
-                    source,
-                })?;
+            let mut store = open_store(&config)?;
             let database = store.describe();
             let err = |source| Error::Store {
                 database: database.clone(),
@@ -506,17 +495,10 @@ pub fn explain(args: &ExplainArgs) -> Result<(), Error> {
 /// `backlog status`.
 pub fn status(args: &StatusArgs) -> Result<(), Error> {
     let config = Config::load(&args.schedule)?;
-    let mut store =
-        store::open(&config.database, &config.table).map_err(|source| Error::Store {
-            database: config.database.url.to_string(),
-            source,
-        })?;
+    let mut store = open_store(&config)?;
     let now = args.now.unwrap_or_else(Utc::now);
-    let status =
-        crate::status::status(&config, store.as_mut(), now).map_err(|source| Error::Store {
-            database: config.database.url.to_string(),
-            source,
-        })?;
+    let status = crate::status::status(&config, store.as_mut(), now)
+        .map_err(Error::store(&config.database.url))?;
     if args.json {
         print(&format!(
             "{}\n",

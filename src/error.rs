@@ -59,6 +59,12 @@ pub enum ExitCode {
 }
 
 impl Error {
+    /// Wraps a store error with the database it came from: `.map_err(Error::store(url))`.
+    pub fn store(database: impl ToString) -> impl FnOnce(StoreError) -> Error {
+        let database = database.to_string();
+        move |source| Error::Store { database, source }
+    }
+
     pub fn exit_code(&self) -> ExitCode {
         match self {
             Error::Config(_) => ExitCode::Schedule,

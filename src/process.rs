@@ -241,6 +241,11 @@ struct Tally {
     stopped: bool,
 }
 
+/// Opens the store a schedule file names.
+pub fn open_store(config: &crate::Config) -> Result<Box<dyn Store>, Error> {
+    crate::store::open(&config.database, &config.table).map_err(Error::store(&config.database.url))
+}
+
 /// Runs one tick of a schedule file's tier: opens its store and its command handler,
 /// then `process_backlog`. What `backlog run` and each tick of the daemon do.
 pub fn run_tick(
@@ -248,11 +253,7 @@ pub fn run_tick(
     opts: &TickOptions,
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> Result<TickSummary, Error> {
-    let mut store =
-        crate::store::open(&config.database, &config.table).map_err(|source| Error::Store {
-            database: config.database.url.to_string(),
-            source,
-        })?;
+    let mut store = open_store(config)?;
     let mut handler =
         crate::handler::CommandHandler::new(&config.handler, &config.dir).map_err(|source| {
             Error::Handler {

@@ -21,9 +21,8 @@ use crate::config::Config;
 use crate::duration;
 use crate::error::Error;
 use crate::handler::CommandHandler;
-use crate::process::{TickOptions, run_tick};
+use crate::process::{TickOptions, open_store, run_tick};
 use crate::schedule::Tier;
-use crate::store;
 
 /// The flags signal handlers set for the daemon.
 #[derive(Debug, Clone, Default)]
@@ -47,15 +46,8 @@ struct Clock {
 /// the handler. The daemon refuses to start, or to switch to a new file, otherwise.
 fn load_checked(path: &Path) -> Result<Config, Error> {
     let config = Config::load(path)?;
-    let mut store =
-        store::open(&config.database, &config.table).map_err(|source| Error::Store {
-            database: config.database.url.to_string(),
-            source,
-        })?;
-    store.inspect().map_err(|source| Error::Store {
-        database: store.describe(),
-        source,
-    })?;
+    let mut store = open_store(&config)?;
+    store.inspect().map_err(Error::store(store.describe()))?;
     CommandHandler::new(&config.handler, &config.dir).map_err(|source| Error::Handler {
         file: Some(config.path.display().to_string()),
         source,
@@ -80,20 +72,13 @@ fn next_fire(tier: &Tier, now: DateTime<Utc>, rng: &mut fastrand::Rng) -> DateTi
 /// The clocks at start: a tier whose last slot passed with no tick in the run log fires
 /// at once (once, however many slots were missed).
 fn clocks_at_start(config: &Config, rng: &mut fastrand::Rng) -> Result<Vec<Clock>, Error> {
-    let mut store =
-        store::open(&config.database, &config.table).map_err(|source| Error::Store {
-            database: config.database.url.to_string(),
-            source,
-        })?;
+    let mut store = open_store(&config)?;
     let now = Utc::now();
     let mut clocks = Vec::new();
     for tier in &config.schedule.tiers {
         let last = store
             .last_tick(tier.window)
-            .map_err(|source| Error::Store {
-                database: store.describe(),
-                source,
-            })?;
+            .map_err(Error::store(store.describe()))?;
         let missed = match (last, tier.cadence.previous_slot(now)) {
             (None, _) => true,
             (Some(last), Some(slot)) => last < slot,
