@@ -72,7 +72,7 @@ fn next_fire(tier: &Tier, now: DateTime<Utc>, rng: &mut fastrand::Rng) -> DateTi
 /// The clocks at start: a tier whose last slot passed with no tick in the run log fires
 /// at once (once, however many slots were missed).
 fn clocks_at_start(config: &Config, rng: &mut fastrand::Rng) -> Result<Vec<Clock>, Error> {
-    let mut store = open_store(&config)?;
+    let mut store = open_store(config)?;
     let now = Utc::now();
     let mut clocks = Vec::new();
     for tier in &config.schedule.tiers {
