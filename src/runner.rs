@@ -211,3 +211,38 @@ pub fn run_daemon(path: &Path, signals: &Signals, seed: u64) -> Result<(), Error
     tracing::info!("stopped");
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schedule::Cadence;
+
+    #[test]
+    fn jitter_delays_a_tick_within_its_bound_and_a_seed_reproduces_it() {
+        let tier = Tier {
+            window: Duration::from_secs(86_400),
+            cadence: Cadence::Every(Duration::from_secs(300)),
+            limit: None,
+            jitter: Duration::from_secs(30),
+        };
+        let now = DateTime::parse_from_rfc3339("2026-11-21T10:02:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let slot = DateTime::parse_from_rfc3339("2026-11-21T10:05:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let fires = |seed| {
+            let mut rng = fastrand::Rng::with_seed(seed);
+            (0..50)
+                .map(|_| next_fire(&tier, now, &mut rng))
+                .collect::<Vec<_>>()
+        };
+        let a = fires(7);
+        assert!(
+            a.iter()
+                .all(|t| *t >= slot && *t <= slot + chrono::Duration::seconds(30))
+        );
+        assert!(a.iter().any(|t| *t != a[0]), "the delays vary");
+        assert_eq!(a, fires(7), "the same seed gives the same delays");
+    }
+}

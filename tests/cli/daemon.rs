@@ -146,3 +146,38 @@ fn a_changed_file_is_reloaded_and_a_broken_one_rejected() {
         "the rejection names the file and where: {log}"
     );
 }
+
+/// A tier that missed its slot while no daemon ran ticks once at start; one that did
+/// not waits for its next slot.
+#[test]
+fn a_missed_slot_is_made_up_once_at_start() {
+    let hourly = "\n[[tier]]\nwindow = \"1d\"\nevery = \"1h\"\n\n[[tier]]\nwindow = \"7d\"\nevery = \"1h\"\n";
+    let env = backlog_env(hourly);
+    let two_hours_ago = (chrono::Utc::now() - chrono::Duration::hours(2))
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    env.backlog(&["run", "--window", "1d", "--now", &two_hours_ago])
+        .assert()
+        .success();
+    env.backlog(&["run", "--window", "7d"]).assert().success();
+    assert_eq!((runs_of(&env, 86_400), runs_of(&env, 7 * 86_400)), (1, 1));
+
+    let started_hour = chrono::Utc::now().format("%H").to_string();
+    let child = start(&env);
+    wait_for(|| runs_of(&env, 86_400) == 2);
+    wait_for(|| daemon_log(&env).contains("tier 1 (1d every 1h)"));
+    stop(&env, child);
+    // Across the top of an hour the 7d tier's own slot comes, and it rightly ticks.
+    if chrono::Utc::now().format("%H").to_string() == started_hour {
+        assert_eq!(
+            runs_of(&env, 7 * 86_400),
+            1,
+            "the 7d tier ticked this hour: no make-up"
+        );
+    }
+    let log = daemon_log(&env);
+    assert!(
+        log.contains("tier 1d: missed its last slot, ticking now"),
+        "{log}"
+    );
+    assert!(!log.contains("tier 7d: missed"), "{log}");
+}
