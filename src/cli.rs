@@ -47,6 +47,95 @@ pub enum Command {
     Explain(ExplainArgs),
     /// Where the backlog stands: records by status and band, each tier's last tick.
     Status(StatusArgs),
+    /// Retry strategies: their delays, and how many retries fit a timeout.
+    #[command(subcommand)]
+    Backoff(BackoffCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BackoffCommand {
+    /// One delay per outcome (0 failure, 1 success), -1 for give up.
+    Delays(DelaysArgs),
+    /// How many retries fit in a timeout, or how long a number of retries waits.
+    Budget(BudgetArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct StrategyArgs {
+    /// constant, exponential, httpx, fibonacci, arctan, sidekiq, buckets, lild, limd, mild or mimd.
+    pub strategy: String,
+    /// A parameter as name=value, repeatable: -p initial=3 -p failure=2.
+    #[arg(short = 'p', long = "param")]
+    pub params: Vec<String>,
+    /// The unit of delays, in parameters and output.
+    #[arg(long, value_enum, default_value_t = Unit::S)]
+    pub unit: Unit,
+    /// Give up once this many attempts were made.
+    #[arg(long)]
+    pub max_attempts: Option<usize>,
+    /// Give up once the waits add up to more than this, like 1h.
+    #[arg(long, value_parser = duration::parse)]
+    pub max_total: Option<Duration>,
+    /// Spread each delay uniformly over [d(1−j), d(1+j)], like 0.1.
+    #[arg(long)]
+    pub jitter: Option<f64>,
+    /// Seed of the random draws (jitter, Sidekiq, buckets).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Unit {
+    S,
+    M,
+    H,
+    D,
+}
+
+impl Unit {
+    fn seconds(self) -> f64 {
+        match self {
+            Unit::S => 1.0,
+            Unit::M => 60.0,
+            Unit::H => 3600.0,
+            Unit::D => 86_400.0,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Unit::S => "s",
+            Unit::M => "m",
+            Unit::H => "h",
+            Unit::D => "d",
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct DelaysArgs {
+    #[command(flatten)]
+    pub strategy: StrategyArgs,
+    /// The outcomes, 0 (failure) or 1 (success) [default: ten failures].
+    pub outcomes: Vec<String>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BudgetArgs {
+    #[command(flatten)]
+    pub strategy: StrategyArgs,
+    /// Count the retries that fit in this, like 30s.
+    #[arg(long, value_parser = duration::parse, required_unless_present = "retries", conflicts_with = "retries")]
+    pub timeout: Option<Duration>,
+    /// Add up the waits of this many retries instead.
+    #[arg(long)]
+    pub retries: Option<usize>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -507,6 +596,129 @@ pub fn status(args: &StatusArgs) -> Result<(), Error> {
     } else {
         print(&status.render())
     }
+}
+
+/// A strategy from the command line, with its limits; the closed form only when no
+/// limit changes the curve.
+fn strategy_of(args: &StrategyArgs) -> Result<crate::backoff::catalog::Built, Error> {
+    use crate::backoff::{Limited, catalog};
+    let mut built =
+        catalog::build(&args.strategy, &args.params, args.unit.seconds()).map_err(Error::Usage)?;
+    if args.max_attempts.is_some() || args.max_total.is_some() || args.jitter.is_some() {
+        if let Some(j) = args.jitter.filter(|j| !(0.0..=1.0).contains(j)) {
+            return Err(Error::Usage(format!(
+                "--jitter {j}: use a factor from 0 to 1, like 0.1"
+            )));
+        }
+        let mut limited = Limited::new(built.strategy);
+        limited.max_attempts = args.max_attempts;
+        limited.max_total = args.max_total.map(|d| d.as_secs_f64());
+        limited.jitter = args.jitter;
+        built = catalog::Built {
+            strategy: Box::new(limited),
+            closed_form: None,
+        };
+    }
+    Ok(built)
+}
+
+/// A number of the chosen unit as people write it: `3`, `0.5`, `61.035`.
+fn number(seconds: f64, unit: Unit) -> String {
+    let v = seconds / unit.seconds();
+    let text = format!("{v:.3}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// `backlog backoff delays`.
+pub fn backoff_delays(args: &DelaysArgs) -> Result<(), Error> {
+    let built = strategy_of(&args.strategy)?;
+    let outcomes: Vec<bool> = if args.outcomes.is_empty() {
+        vec![false; 10]
+    } else {
+        args.outcomes
+            .iter()
+            .map(|o| match o.as_str() {
+                "0" => Ok(false),
+                "1" => Ok(true),
+                other => Err(Error::Usage(format!(
+                    "outcome {other:?}: write 0 for a failure, 1 for a success"
+                ))),
+            })
+            .collect::<Result<_, _>>()?
+    };
+    let mut rng = fastrand::Rng::with_seed(args.strategy.seed);
+    let delays = built.strategy.delays(&outcomes, &mut rng);
+    let shown: Vec<String> = delays
+        .iter()
+        .map(|d| {
+            d.seconds()
+                .map_or("-1".into(), |s| number(s, args.strategy.unit))
+        })
+        .collect();
+    if args.json {
+        let values: Vec<serde_json::Value> = shown
+            .iter()
+            .map(|s| match (s.parse::<i64>(), s.parse::<f64>()) {
+                (Ok(i), _) => serde_json::Value::from(i),
+                (_, Ok(f)) => serde_json::Value::from(f),
+                _ => serde_json::Value::Null,
+            })
+            .collect();
+        let outcomes: Vec<u8> = outcomes.iter().map(|o| u8::from(*o)).collect();
+        let value = serde_json::json!({"strategy": args.strategy.strategy, "unit": args.strategy.unit.name(), "outcomes": outcomes, "delays": values});
+        return print(&format!("{value}\n"));
+    }
+    print(&(shown.join("\n") + "\n"))
+}
+
+/// `backlog backoff budget`.
+pub fn backoff_budget(args: &BudgetArgs) -> Result<(), Error> {
+    let built = strategy_of(&args.strategy)?;
+    let mut rng = fastrand::Rng::with_seed(args.strategy.seed);
+    let timeout = args.timeout.map(|t| t.as_secs_f64());
+    let b = crate::backoff::budget(built.strategy.as_ref(), timeout, args.retries, &mut rng);
+    let unit = args.strategy.unit;
+    let closed = timeout.and_then(|t| built.closed_form.as_ref().map(|f| f(t)));
+    if args.json {
+        let mut value = serde_json::to_value(&b).expect("a budget serialises");
+        if let Some((n, formula)) = &closed {
+            value["closed_form"] = serde_json::json!({"retries": n, "formula": formula});
+        }
+        return print(&format!("{value}\n"));
+    }
+    let name = &args.strategy.strategy;
+    let mut text = match timeout {
+        Some(t) if b.unbounded => format!(
+            "{name}: more than {} retries fit in {}{} (its delays are zero or nearly)\n",
+            b.retries,
+            number(t, unit),
+            unit.name()
+        ),
+        Some(t) => format!(
+            "{name}: {} retries fit in {}{}, waiting {}{} in all{}\n",
+            b.retries,
+            number(t, unit),
+            unit.name(),
+            number(b.total, unit),
+            unit.name(),
+            if b.gave_up { " (then it gives up)" } else { "" }
+        ),
+        None => format!(
+            "{name}: {} retries wait {}{} in all{}\n",
+            b.retries,
+            number(b.total, unit),
+            unit.name(),
+            if b.gave_up {
+                " (it gave up before)"
+            } else {
+                ""
+            }
+        ),
+    };
+    if let Some((n, formula)) = closed {
+        text.push_str(&format!("closed form: {formula} = {n}\n"));
+    }
+    print(&text)
 }
 
 /// Writes command output to stdout. A reader that went away (`backlog run --dry-run |

@@ -16,6 +16,7 @@
 //! # }
 //! ```
 
+pub mod backoff;
 pub mod cli;
 pub mod config;
 pub mod crontab;

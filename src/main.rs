@@ -17,6 +17,8 @@ fn main() -> ExitCode {
         Command::Daemon(args) => cli::daemon(args),
         Command::Explain(args) => cli::explain(args),
         Command::Status(args) => cli::status(args),
+        Command::Backoff(cli::BackoffCommand::Delays(args)) => cli::backoff_delays(args),
+        Command::Backoff(cli::BackoffCommand::Budget(args)) => cli::backoff_budget(args),
     };
     match result {
         Ok(()) => backlog::ExitCode::Success.into(),

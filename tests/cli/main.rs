@@ -1,5 +1,6 @@
 //! Integration tests: the real `backlog` binary on real SQLite files.
 
+mod backoff;
 mod bad_input;
 mod concurrency;
 mod crontab;

@@ -1,0 +1,146 @@
+//! Retry strategies: how long to wait before the next attempt, given what the attempts
+//! so far did.
+//!
+//! Every strategy is a pure function of its parameters, the outcome history and a
+//! seeded RNG passed in: no global randomness, so `backoff delays`, the budget and any
+//! later plot or simulation see the same curve for the same seed. Delays are in
+//! seconds (as `f64`, since several strategies produce fractions).
+
+mod adaptive;
+mod budget;
+pub mod catalog;
+mod exponential;
+mod sequence;
+
+pub use adaptive::{Adaptive, Step};
+pub use budget::{Budget, budget};
+pub use exponential::{Exponential, Jitter};
+pub use sequence::{Sequence, SequenceKind};
+
+/// What an attempt did.
+pub type Outcome = bool;
+pub const FAILURE: Outcome = false;
+pub const SUCCESS: Outcome = true;
+
+/// The wait after an attempt.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Delay {
+    /// Wait this many seconds, then try again.
+    Wait(f64),
+    /// Stop trying.
+    GiveUp,
+}
+
+impl Delay {
+    pub fn seconds(self) -> Option<f64> {
+        match self {
+            Delay::Wait(s) => Some(s),
+            Delay::GiveUp => None,
+        }
+    }
+}
+
+/// A retry strategy.
+pub trait Strategy {
+    /// The wait after each outcome in `outcomes` (one delay per outcome).
+    fn delays(&self, outcomes: &[Outcome], rng: &mut fastrand::Rng) -> Vec<Delay>;
+}
+
+impl Strategy for Box<dyn Strategy> {
+    fn delays(&self, outcomes: &[Outcome], rng: &mut fastrand::Rng) -> Vec<Delay> {
+        self.as_ref().delays(outcomes, rng)
+    }
+}
+
+/// Limits and jitter around any strategy.
+pub struct Limited<S> {
+    pub inner: S,
+    /// Give up once this many attempts were made.
+    pub max_attempts: Option<usize>,
+    /// Give up once the waits so far add up to more than this (seconds).
+    pub max_total: Option<f64>,
+    /// Spread each wait uniformly over [d(1−j), d(1+j)].
+    pub jitter: Option<f64>,
+}
+
+impl<S> Limited<S> {
+    pub fn new(inner: S) -> Self {
+        Limited {
+            inner,
+            max_attempts: None,
+            max_total: None,
+            jitter: None,
+        }
+    }
+}
+
+impl<S: Strategy> Strategy for Limited<S> {
+    fn delays(&self, outcomes: &[Outcome], rng: &mut fastrand::Rng) -> Vec<Delay> {
+        let mut total = 0.0;
+        let mut gave_up = false;
+        self.inner
+            .delays(outcomes, rng)
+            .into_iter()
+            .enumerate()
+            .map(|(i, d)| {
+                let Delay::Wait(mut s) = d else {
+                    return Delay::GiveUp;
+                };
+                if let Some(j) = self.jitter {
+                    s *= 1.0 - j + 2.0 * j * rng.f64();
+                }
+                total += s;
+                gave_up |= self.max_attempts.is_some_and(|m| i + 1 >= m)
+                    || self.max_total.is_some_and(|m| total > m);
+                if gave_up {
+                    Delay::GiveUp
+                } else {
+                    Delay::Wait(s)
+                }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Parses `0 0 1` into outcomes.
+    pub(crate) fn outcomes(text: &str) -> Vec<Outcome> {
+        text.split_whitespace().map(|o| o == "1").collect()
+    }
+
+    pub(crate) fn waits(strategy: &dyn Strategy, text: &str) -> Vec<f64> {
+        let mut rng = fastrand::Rng::with_seed(1);
+        strategy
+            .delays(&outcomes(text), &mut rng)
+            .into_iter()
+            .map(|d| d.seconds().unwrap_or(-1.0))
+            .collect()
+    }
+
+    #[test]
+    fn limits_give_up_after_attempts_or_total_time() {
+        let exp = Exponential::classic(1.0, 2.0, f64::INFINITY);
+        let mut limited = Limited::new(exp);
+        limited.max_attempts = Some(3);
+        assert_eq!(waits(&limited, "0 0 0 0"), [1.0, 2.0, -1.0, -1.0]);
+        limited.max_attempts = None;
+        limited.max_total = Some(10.0);
+        assert_eq!(
+            waits(&limited, "0 0 0 0"),
+            [1.0, 2.0, 4.0, -1.0],
+            "1 + 2 + 4 + 8 > 10"
+        );
+    }
+
+    #[test]
+    fn a_jitter_factor_stays_in_its_band_and_a_seed_reproduces_it() {
+        let mut limited = Limited::new(Exponential::classic(10.0, 1.0, f64::INFINITY));
+        limited.jitter = Some(0.2);
+        let all = waits(&limited, &"0 ".repeat(200));
+        assert!(all.iter().all(|d| (8.0..=12.0).contains(d)), "{all:?}");
+        assert_eq!(all, waits(&limited, &"0 ".repeat(200)));
+    }
+}

@@ -1,0 +1,195 @@
+//! `backlog backoff`: the test vectors through the real binary.
+
+use crate::harness::Env;
+
+fn run(args: &[&str]) -> String {
+    let env = Env::new();
+    let out = env.backlog(args).assert().success();
+    String::from_utf8_lossy(&out.get_output().stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn delays_match_the_reference_vectors() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &[
+                "mimd",
+                "-p",
+                "initial=3",
+                "-p",
+                "failure=2",
+                "-p",
+                "success=0.5",
+                "-p",
+                "min=2",
+                "0",
+                "0",
+                "0",
+                "0",
+                "1",
+                "1",
+                "1",
+                "1",
+                "1",
+                "0",
+                "0",
+                "0",
+            ],
+            "3 6 12 24 12 6 3 2 2 4 8 16",
+        ),
+        (
+            &[
+                "exponential",
+                "-p",
+                "initial=1",
+                "-p",
+                "max=200",
+                "0",
+                "0",
+                "0",
+                "0",
+                "0",
+                "0",
+                "0",
+                "0",
+                "0",
+                "0",
+                "1",
+                "1",
+                "1",
+            ],
+            "1 2 4 8 16 32 64 128 200 200 0 0 0",
+        ),
+        (
+            &[
+                "lild",
+                "-p",
+                "initial=3",
+                "-p",
+                "failure=4",
+                "-p",
+                "success=-5",
+                "-p",
+                "min=1",
+                "0",
+                "0",
+                "0",
+                "1",
+                "1",
+                "1",
+                "1",
+                "0",
+                "0",
+                "0",
+            ],
+            "3 7 11 6 1 1 1 5 9 13",
+        ),
+        (
+            &[
+                "fibonacci",
+                "-p",
+                "first=2",
+                "-p",
+                "second=3",
+                "-p",
+                "max=20",
+                "-p",
+                "success=1",
+                "0",
+                "0",
+                "0",
+                "0",
+                "0",
+                "0",
+                "1",
+            ],
+            "2 3 5 8 13 20 1",
+        ),
+        (
+            &["arctan", "--unit", "h", "0", "0", "0"],
+            "1.017 7.486 16.252",
+        ),
+        (
+            &["httpx", "-p", "factor=0.5", "0", "0", "0", "0"],
+            "0 0.5 1 2",
+        ),
+        (
+            &["exponential", "--max-attempts", "3", "0", "0", "0", "0"],
+            "1 2 -1 -1",
+        ),
+    ];
+    for (args, expected) in cases {
+        let mut all = vec!["backoff", "delays"];
+        all.extend_from_slice(args);
+        assert_eq!(run(&all), *expected, "{args:?}");
+    }
+}
+
+#[test]
+fn budget_counts_retries_and_shows_the_closed_form() {
+    assert_eq!(
+        run(&[
+            "backoff",
+            "budget",
+            "httpx",
+            "-p",
+            "factor=0.5",
+            "--timeout",
+            "30s"
+        ]),
+        "httpx: 6 retries fit in 30s, waiting 15.5s in all closed form: b·(2ⁿ⁻¹ − 1) ≤ t ⇒ n = ⌊log₂(t/b + 1)⌋ + 1 (before the cap) = 6"
+    );
+    assert_eq!(
+        run(&["backoff", "budget", "exponential", "--retries", "5"]),
+        "exponential: 5 retries wait 31s in all"
+    );
+    assert_eq!(
+        run(&[
+            "backoff",
+            "budget",
+            "fibonacci",
+            "--unit",
+            "m",
+            "--timeout",
+            "1h"
+        ]),
+        "fibonacci: 8 retries fit in 60m, waiting 54m in all",
+        "1+1+2+3+5+8+13+21 = 54; the next, 34, passes an hour"
+    );
+}
+
+#[test]
+fn the_same_seed_gives_the_same_jittered_delays() {
+    let args = [
+        "backoff", "delays", "sidekiq", "--seed", "42", "0", "0", "0", "0", "0",
+    ];
+    assert_eq!(run(&args), run(&args));
+    assert_ne!(
+        run(&args),
+        run(&[
+            "backoff", "delays", "sidekiq", "--seed", "43", "0", "0", "0", "0", "0"
+        ])
+    );
+}
+
+#[test]
+fn unknown_strategies_and_parameters_are_usage_errors() {
+    let env = Env::new();
+    env.backlog(&["backoff", "delays", "expo"])
+        .assert()
+        .code(2)
+        .stderr("backlog: no strategy \"expo\"; the strategies are constant, exponential, httpx, fibonacci, arctan, sidekiq, buckets, lild, limd, mild, mimd\n");
+    env.backlog(&["backoff", "delays", "mimd", "-p", "fail=2"])
+        .assert()
+        .code(2)
+        .stderr(
+            "backlog: mimd: no parameter \"fail\"; it takes failure, success, initial, min, max\n",
+        );
+    env.backlog(&["backoff", "delays", "constant", "2"])
+        .assert()
+        .code(2)
+        .stderr("backlog: outcome \"2\": write 0 for a failure, 1 for a success\n");
+}
