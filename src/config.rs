@@ -83,6 +83,7 @@ struct RawTier {
     cron: Option<String>,
     limit: Option<u64>,
     jitter: Option<String>,
+    spread: Option<u32>,
 }
 
 /// Where the backlog lives.
@@ -396,11 +397,17 @@ fn resolve_schedule(
             Some(j) => duration::parse(&j).map_err(|e| format!("tier {n}: jitter: {e}"))?,
             None => Duration::ZERO,
         };
+        if t.spread == Some(0) {
+            return Err(format!(
+                "tier {n}: spread: must be at least 1 (1 takes the whole band every tick)"
+            ));
+        }
         tiers.push(Tier {
             window,
             cadence,
             limit: t.limit,
             jitter,
+            spread: t.spread.unwrap_or(1),
         });
     }
     Ok(Schedule {
@@ -462,7 +469,7 @@ cron = "0 * * * *"
             (
                 "window = \"7d\"\ncron",
                 "window = \"7d\"\nwindw",
-                "/etc/backlog.toml:20:1: unknown field `windw`, expected one of `window`, `every`, `cron`, `limit`, `jitter`",
+                "/etc/backlog.toml:20:1: unknown field `windw`, expected one of `window`, `every`, `cron`, `limit`, `jitter`, `spread`",
             ),
             (
                 "window = \"7d\"",

@@ -113,12 +113,16 @@ pub fn explain(schedule: &Schedule) -> Explanation {
         tiers.push(TierPlan {
             tier: i + 1,
             window: duration::compact(tier.window),
-            cadence: tier.cadence.to_string(),
+            cadence: if tier.spread > 1 {
+                format!("{}, 1/{} a tick", tier.cadence, tier.spread)
+            } else {
+                tier.cadence.to_string()
+            },
             younger: duration::compact(band.younger),
             older: duration::compact(band.older),
             period_seconds: period,
             longest_gap_seconds: gap,
-            tries: length / period,
+            tries: length / period / f64::from(tier.spread.max(1)),
         });
     }
     if schedule.bands == BandMode::Cumulative && schedule.tiers.len() > 1 {
@@ -248,6 +252,7 @@ mod tests {
                     cadence: c.clone(),
                     limit: None,
                     jitter: Duration::ZERO,
+                    spread: 1,
                 })
                 .collect(),
             bands,

@@ -117,6 +117,8 @@ pub struct TickSummary {
     pub failed: u64,
     /// Records of the band held by another tick, or marked by one since they were read.
     pub skipped: u64,
+    /// Records of the band left to other ticks by the tier's `spread`.
+    pub deferred: u64,
     /// The count of each status written.
     pub statuses: BTreeMap<String, u64>,
     pub limit: u64,
@@ -161,8 +163,17 @@ impl TickSummary {
                 format!(" (of which {})", mapped.join(", "))
             };
             format!(
-                "{tier}, {band}: selected {}, succeeded {}, failed {}{statuses}, skipped {} in {:.2}s",
-                self.selected, self.succeeded, self.failed, self.skipped, self.seconds
+                "{tier}, {band}: selected {}, succeeded {}, failed {}{statuses}, skipped {}{} in {:.2}s",
+                self.selected,
+                self.succeeded,
+                self.failed,
+                self.skipped,
+                if self.deferred > 0 {
+                    format!(", deferred {} to later ticks (spread)", self.deferred)
+                } else {
+                    String::new()
+                },
+                self.seconds
             )
         };
         if self.limit_reached {
@@ -233,6 +244,7 @@ struct Tally {
     succeeded: u64,
     failed: u64,
     skipped: u64,
+    deferred: u64,
     statuses: BTreeMap<String, u64>,
     /// Claimed, not yet handed over.
     held: VecDeque<Scalar>,
@@ -291,6 +303,8 @@ pub fn process_backlog(
     let band = schedule.band(opts.window);
     let limit = opts.limit.unwrap_or_else(|| schedule.limit(opts.window));
     let format = store.inspect().map_err(store_err)?;
+    // A spread tier takes only this tick's share of its band.
+    let takes = |r: &Record| tier.is_none_or(|(_, t)| t.takes(&r.id.to_string(), opts.now));
     let span = band.span(opts.now);
     let query = BandQuery {
         from: format.encode(span.from),
@@ -329,6 +343,7 @@ pub fn process_backlog(
         succeeded: 0,
         failed: 0,
         skipped: 0,
+        deferred: 0,
         statuses: BTreeMap::new(),
         limit,
         limit_reached: false,
@@ -343,10 +358,11 @@ pub fn process_backlog(
             let page = store
                 .select(&query, cursor.as_ref(), want)
                 .map_err(store_err)?;
-            for record in &page {
+            for record in page.iter().filter(|r| takes(r)) {
                 on_event(Event::WouldHandle { record });
+                summary.selected += 1;
             }
-            summary.selected += page.len() as u64;
+            summary.deferred += page.iter().filter(|r| !takes(r)).count() as u64;
             match page.last() {
                 Some(last) if page.len() == want => {
                     cursor = Some(Cursor {
@@ -391,7 +407,7 @@ pub fn process_backlog(
     };
     let mut tally = Tally::default();
     let result = tick_loop(
-        table, store, handler, opts, &query, limit, &owner, ctx, &mut tally, on_event,
+        table, store, handler, opts, &query, limit, &owner, ctx, &takes, &mut tally, on_event,
     );
 
     // Whatever happened, write what was handled and let go of what was not.
@@ -431,6 +447,7 @@ pub fn process_backlog(
     summary.succeeded = tally.succeeded;
     summary.failed = tally.failed;
     summary.skipped = tally.skipped;
+    summary.deferred = tally.deferred;
     summary.statuses = tally.statuses;
     summary.stopped = tally.stopped;
     summary.limit_reached = tally.selected == limit;
@@ -448,6 +465,7 @@ fn tick_loop(
     limit: u64,
     owner: &str,
     ctx: Context<'_>,
+    takes: &dyn Fn(&Record) -> bool,
     tally: &mut Tally,
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> Result<(), Error> {
@@ -474,6 +492,9 @@ fn tick_loop(
             inserted_at: last.inserted_at.clone(),
             id: last.id.clone(),
         });
+        let full_page = page.len() == want;
+        let (page, later): (Vec<Record>, Vec<Record>) = page.into_iter().partition(|r| takes(r));
+        tally.deferred += later.len() as u64;
         let ids: Vec<Scalar> = page.iter().map(|r| r.id.clone()).collect();
         let claimed = store
             .claim(owner, &ids, Utc::now() + opts.lease)
@@ -534,7 +555,7 @@ fn tick_loop(
                 last_write = Instant::now();
             }
         }
-        if page.len() < want {
+        if !full_page {
             return Ok(());
         }
     }

@@ -224,6 +224,7 @@ mod tests {
             cadence: Cadence::Every(Duration::from_secs(300)),
             limit: None,
             jitter: Duration::from_secs(30),
+            spread: 1,
         };
         let now = DateTime::parse_from_rfc3339("2026-11-21T10:02:00Z")
             .unwrap()

@@ -128,6 +128,17 @@ impl Cadence {
         }
     }
 
+    /// The number of the tick at `now`: slots counted from the Unix epoch for an interval;
+    /// minutes since the epoch for a cron expression (its ticks fall on whole minutes).
+    pub fn tick_number(&self, now: DateTime<Utc>) -> u64 {
+        match self {
+            Cadence::Every(d) => {
+                (now.timestamp_millis().max(0) as u64) / (d.as_millis().max(1) as u64)
+            }
+            Cadence::Cron(..) => now.timestamp().max(0) as u64 / 60,
+        }
+    }
+
     /// The crontab(5) line for this cadence. Intervals that divide an hour or a day
     /// are exact; others are checked at the largest period that divides them (so the
     /// period stays exact) and at most an hour apart (so a host that was down catches up
@@ -193,6 +204,29 @@ pub struct Tier {
     /// The daemon waits a random delay up to this before each tick, so hosts sharing a
     /// schedule do not all fire in the same second.
     pub jitter: Duration,
+    /// Each tick takes the records of its band whose id hashes to the tick's share:
+    /// 1/`spread` of the band per tick, the same records on the same ticks, so records
+    /// that failed together are retried apart, with no column to remember it.
+    pub spread: u32,
+}
+
+impl Tier {
+    /// Whether a tick of this tier at `now` takes record `id` (always, without spread).
+    pub fn takes(&self, id: &str, now: DateTime<Utc>) -> bool {
+        self.spread <= 1
+            || share(id, self.spread) == self.cadence.tick_number(now) % u64::from(self.spread)
+    }
+}
+
+/// Which of `k` shares a record id falls in: FNV-1a, stable across processes, hosts and
+/// releases (std's hasher is none of these).
+pub fn share(id: &str, k: u32) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in id.bytes() {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash % u64::from(k.max(1))
 }
 
 /// A validated schedule.
@@ -298,6 +332,7 @@ mod tests {
             cadence: Cadence::Every(Duration::from_secs(300)),
             limit: None,
             jitter: Duration::ZERO,
+            spread: 1,
         };
         Schedule {
             tiers: vec![tier(1), tier(7), tier(14)],
@@ -305,6 +340,29 @@ mod tests {
             limit: 100,
             timezone: Tz::UTC,
         }
+    }
+
+    #[test]
+    fn a_spread_tier_takes_each_record_on_one_tick_in_k() {
+        let tier = Tier {
+            spread: 4,
+            ..schedule(BandMode::Disjoint).tiers[0].clone()
+        };
+        let start = at("2026-11-21T10:00:00Z");
+        for id in ["1", "2", "42", "order-9"] {
+            let ticks: Vec<bool> = (0..8)
+                .map(|i| tier.takes(id, start + chrono::Duration::minutes(5 * i)))
+                .collect();
+            assert_eq!(
+                ticks.iter().filter(|t| **t).count(),
+                2,
+                "{id}: twice in eight 5-minute ticks"
+            );
+            assert_eq!(ticks[..4], ticks[4..], "{id}: the same ticks every cycle");
+        }
+        let shares: std::collections::BTreeSet<u64> =
+            (0..100).map(|i| share(&i.to_string(), 4)).collect();
+        assert_eq!(shares.len(), 4, "ids spread over every share");
     }
 
     #[test]

@@ -33,7 +33,7 @@ const CASES: &[Case] = &[
         setup: |env| rewrite_schedule(env, "every = \"1h\"", "evry = \"1h\""),
         args: &[],
         code: 3,
-        stderr: "backlog: backlog.toml:25:1: unknown field `evry`, expected one of `window`, `every`, `cron`, `limit`, `jitter`\n",
+        stderr: "backlog: backlog.toml:25:1: unknown field `evry`, expected one of `window`, `every`, `cron`, `limit`, `jitter`, `spread`\n",
     },
     Case {
         name: "unsorted tiers",

@@ -363,3 +363,46 @@ pub fn wait_for(mut condition: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// A tier with `spread = 2` takes half its band per tick, the same half on alternate
+/// ticks, and the other half on the ticks between.
+#[test]
+fn a_spread_tier_takes_its_share_of_the_band_per_tick() {
+    let env = Env::new();
+    env.create_table("TEXT");
+    let aged: Vec<(i64, i64)> = (1..=40).map(|id| (id, id * 60)).collect();
+    env.insert_aged(&aged, |t| t.format("%Y-%m-%d %H:%M:%S").to_string().into());
+    env.write_schedule(&Schedule {
+        tiers: "\n[[tier]]\nwindow = \"1d\"\nevery = \"5m\"\nspread = 2\n",
+        ..Schedule::default()
+    });
+    env.write_handler(
+        "handler.sh",
+        &recording_handler(&(1..=40).collect::<Vec<_>>()),
+    );
+    let tick = |now: &str| {
+        let out = env
+            .backlog(&["run", "--window", "1d", "--now", now])
+            .assert()
+            .success();
+        (
+            String::from_utf8_lossy(&out.get_output().stdout).into_owned(),
+            env.take_calls(),
+        )
+    };
+    let (line, first) = tick("2026-11-21T12:00:00Z");
+    let (_, second) = tick("2026-11-21T12:05:00Z");
+    let (_, third) = tick("2026-11-21T12:10:00Z");
+    assert!(line.contains(", deferred"), "{line}");
+    assert_eq!(first.len() + second.len(), 40, "two ticks cover the band");
+    assert!(
+        first.iter().all(|id| !second.contains(id)),
+        "no record in both halves"
+    );
+    assert_eq!(first, third, "the same half every other tick");
+    assert!(
+        (10..=30).contains(&first.len()),
+        "about half: {}",
+        first.len()
+    );
+}
