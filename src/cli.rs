@@ -58,6 +58,37 @@ pub enum BackoffCommand {
     Delays(DelaysArgs),
     /// How many retries fit in a timeout, or how long a number of retries waits.
     Budget(BudgetArgs),
+    /// Records hit an outage: calls, time to success and peak load, per strategy.
+    Simulate(SimulateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SimulateArgs {
+    /// A strategy to compare, as "name param=value …" (repeatable), like
+    /// "exponential initial=1 max=1h" [default: a few common ones].
+    #[arg(long = "strategy")]
+    pub strategies: Vec<String>,
+    /// A schedule file to compare, tried on its tiers' ticks (repeatable).
+    #[arg(long = "schedule")]
+    pub schedules: Vec<PathBuf>,
+    /// How many records hit the outage.
+    #[arg(long, default_value_t = 1000)]
+    pub records: usize,
+    /// How long the outage lasts: 2h, or a range to draw it from: 30m..4h.
+    #[arg(long, default_value = "2h")]
+    pub outage: String,
+    /// Spread the records' first failures over this.
+    #[arg(long, value_parser = duration::parse, default_value = "0s")]
+    pub arrival: Duration,
+    /// A record not through after this counts as never.
+    #[arg(long, value_parser = duration::parse, default_value = "400d")]
+    pub horizon: Duration,
+    /// Seed of every random draw.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -718,6 +749,120 @@ pub fn backoff_budget(args: &BudgetArgs) -> Result<(), Error> {
     if let Some((n, formula)) = closed {
         text.push_str(&format!("closed form: {formula} = {n}\n"));
     }
+    print(&text)
+}
+
+/// `backlog backoff simulate`.
+pub fn backoff_simulate(args: &SimulateArgs) -> Result<(), Error> {
+    use crate::backoff::{Contender, Scenario, catalog, simulate};
+    let mut rng = fastrand::Rng::with_seed(args.seed);
+    let outage = match args.outage.split_once("..") {
+        Some((low, high)) => {
+            let (low, high) = (
+                duration::parse(low).map_err(Error::Usage)?,
+                duration::parse(high).map_err(Error::Usage)?,
+            );
+            if high < low {
+                return Err(Error::Usage(format!(
+                    "--outage {}: the range must go from short to long",
+                    args.outage
+                )));
+            }
+            low.as_secs_f64() + (high - low).as_secs_f64() * rng.f64()
+        }
+        None => duration::parse(&args.outage)
+            .map_err(Error::Usage)?
+            .as_secs_f64(),
+    };
+    let scenario = Scenario {
+        records: args.records,
+        outage,
+        arrival: args.arrival.as_secs_f64(),
+        horizon: args.horizon.as_secs_f64(),
+        seed: args.seed,
+    };
+    let defaults = [
+        "exponential initial=1 max=1h",
+        "sidekiq",
+        "buckets",
+        "constant delay=5m",
+    ]
+    .map(String::from);
+    let specs: &[String] = if args.strategies.is_empty() && args.schedules.is_empty() {
+        &defaults
+    } else {
+        &args.strategies
+    };
+    let mut reports = Vec::new();
+    for spec in specs {
+        let mut words = spec.split_whitespace();
+        let name = words.next().ok_or_else(|| {
+            Error::Usage("--strategy \"\": give a name, like \"exponential initial=1\"".into())
+        })?;
+        let params: Vec<String> = words.map(String::from).collect();
+        let built = catalog::build(name, &params, 1.0).map_err(Error::Usage)?;
+        reports.push(simulate(
+            spec,
+            &Contender::Strategy(built.strategy.as_ref()),
+            &scenario,
+        ));
+    }
+    for path in &args.schedules {
+        let config = Config::load(path)?;
+        reports.push(simulate(
+            &path.display().to_string(),
+            &Contender::Schedule(&config.schedule),
+            &scenario,
+        ));
+    }
+    if args.json {
+        let value = serde_json::json!({"records": args.records, "outage_seconds": outage, "seed": args.seed, "contenders": reports});
+        return print(&format!("{value}\n"));
+    }
+    let span = |s: Option<f64>| {
+        s.map_or("-".to_string(), |s| {
+            duration::rough(Duration::from_secs_f64(s.max(0.0)))
+        })
+    };
+    let width = reports
+        .iter()
+        .map(|r| r.name.len())
+        .max()
+        .unwrap_or(9)
+        .max(9);
+    let mut text = format!(
+        "{} records, an outage of {}, first failures {}, seed {}\n\n{:<width$}  {:>12}  {:>9}  {:>9}  {:>9}  {:>7}  {:>5}  {:>8}\n",
+        args.records,
+        duration::rough(Duration::from_secs_f64(outage)),
+        if args.arrival.is_zero() {
+            "all at once".to_string()
+        } else {
+            format!("over {}", duration::rough(args.arrival))
+        },
+        args.seed,
+        "contender",
+        "calls/record",
+        "p50",
+        "p99",
+        "max",
+        "gave up",
+        "never",
+        "peak/min"
+    );
+    for r in &reports {
+        text.push_str(&format!(
+            "{:<width$}  {:>12.1}  {:>9}  {:>9}  {:>9}  {:>7}  {:>5}  {:>8}\n",
+            r.name,
+            r.calls_per_record,
+            span(r.p50),
+            span(r.p99),
+            span(r.max),
+            r.gave_up,
+            r.never,
+            r.peak_calls_per_minute
+        ));
+    }
+    text.push_str("\np50, p99, max: from the end of the outage to a record's success. peak/min: the most calls in one minute.\n");
     print(&text)
 }
 

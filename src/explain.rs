@@ -140,40 +140,55 @@ pub fn explain(schedule: &Schedule) -> Explanation {
     }
 }
 
-/// When a pending record aged `age` at `now` is tried next, by the tiers' slots.
-pub fn next_try(schedule: &Schedule, age: Duration, now: DateTime<Utc>) -> NextTry {
-    let in_band = |younger: Duration, older: Duration, a: Duration| {
-        (a > younger || younger.is_zero()) && a <= older
-    };
-    let mut in_tier = None;
+/// The first tick at or after `from` that tries a record inserted at `inserted`, and
+/// its tier's number. With an `id`, a spread tier only counts the ticks that take it.
+pub fn next_attempt(
+    schedule: &Schedule,
+    inserted: DateTime<Utc>,
+    id: Option<&str>,
+    from: DateTime<Utc>,
+) -> Option<(usize, DateTime<Utc>)> {
+    let to = |d: Duration| chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX);
+    let ms = chrono::Duration::milliseconds(1);
     let mut best: Option<(usize, DateTime<Utc>)> = None;
     for (i, tier) in schedule.tiers.iter().enumerate() {
         let band = schedule.band(tier.window);
-        if in_band(band.younger, band.older, age) && in_tier.is_none() {
-            in_tier = Some(i + 1);
-        }
-        if age > band.older {
-            continue;
-        }
-        // The record is in the band from `enter` (exclusive unless the band starts at 0)
-        // to `leave` (inclusive).
-        let to = |d: Duration| chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX);
-        let leave = now + to(band.older - age);
-        let enter = if age > band.younger {
-            now - chrono::Duration::milliseconds(1)
+        // In the band while its age is in (younger, older], or [0, older].
+        let enters = if band.younger.is_zero() {
+            inserted
         } else {
-            now + to(band.younger - age)
+            inserted + to(band.younger) + ms
         };
-        let Some(slot) = tier.cadence.next_slot(enter) else {
-            continue;
-        };
-        if slot <= leave && best.is_none_or(|(_, t)| slot < t) {
-            best = Some((i + 1, slot));
+        let leaves = inserted + to(band.older);
+        let mut slot = tier.cadence.next_slot(enters.max(from) - ms);
+        // A spread tier takes a given record once every `spread` ticks.
+        for _ in 0..=tier.spread {
+            let Some(t) = slot.filter(|t| *t <= leaves) else {
+                break;
+            };
+            if id.is_none_or(|id| tier.takes(id, t)) {
+                if best.is_none_or(|(_, b)| t < b) {
+                    best = Some((i + 1, t));
+                }
+                break;
+            }
+            slot = tier.cadence.next_slot(t);
         }
     }
+    best
+}
+
+/// When a pending record aged `age` at `now` is tried next, by the tiers' slots.
+pub fn next_try(schedule: &Schedule, age: Duration, now: DateTime<Utc>) -> NextTry {
+    let in_tier = schedule.tiers.iter().position(|tier| {
+        let band = schedule.band(tier.window);
+        (age > band.younger || band.younger.is_zero()) && age <= band.older
+    });
+    let inserted = now - chrono::Duration::from_std(age).unwrap_or(chrono::Duration::MAX);
+    let best = next_attempt(schedule, inserted, None, now);
     NextTry {
         age: duration::rough(age),
-        in_tier,
+        in_tier: in_tier.map(|i| i + 1),
         by_tier: best.map(|(n, _)| n),
         at: best.map(|(_, t)| t),
     }

@@ -19,6 +19,7 @@ fn main() -> ExitCode {
         Command::Status(args) => cli::status(args),
         Command::Backoff(cli::BackoffCommand::Delays(args)) => cli::backoff_delays(args),
         Command::Backoff(cli::BackoffCommand::Budget(args)) => cli::backoff_budget(args),
+        Command::Backoff(cli::BackoffCommand::Simulate(args)) => cli::backoff_simulate(args),
     };
     match result {
         Ok(()) => backlog::ExitCode::Success.into(),

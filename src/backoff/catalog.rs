@@ -45,8 +45,21 @@ impl Params<'_> {
         }
     }
 
-    /// A number in the chosen unit, returned in seconds.
+    /// A number in the chosen unit, or a duration like `1h`, returned in seconds.
     fn delay(&mut self, key: &'static str, default: f64) -> Result<f64, String> {
+        if let Some(text) = self
+            .given
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+            && text.parse::<f64>().is_err()
+            && text != "inf"
+        {
+            self.used.push(key);
+            return crate::duration::parse(&text)
+                .map(|d| d.as_secs_f64())
+                .map_err(|e| format!("{}: {key}: {e}", self.strategy));
+        }
         Ok(self.number(key, default)? * self.unit)
     }
 

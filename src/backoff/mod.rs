@@ -11,11 +11,13 @@ mod budget;
 pub mod catalog;
 mod exponential;
 mod sequence;
+mod simulation;
 
 pub use adaptive::{Adaptive, Step};
 pub use budget::{Budget, budget};
 pub use exponential::{Exponential, Jitter};
 pub use sequence::{Sequence, SequenceKind};
+pub use simulation::{Contender, Report, Scenario, simulate};
 
 /// What an attempt did.
 pub type Outcome = bool;

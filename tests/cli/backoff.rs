@@ -193,3 +193,63 @@ fn unknown_strategies_and_parameters_are_usage_errors() {
         .code(2)
         .stderr("backlog: outcome \"2\": write 0 for a failure, 1 for a success\n");
 }
+
+#[test]
+fn simulate_is_deterministic_and_compares_schedules_with_strategies() {
+    let env = Env::new();
+    env.write_schedule(&crate::harness::Schedule::default());
+    let args = [
+        "backoff",
+        "simulate",
+        "--records",
+        "200",
+        "--outage",
+        "30m..3h",
+        "--seed",
+        "9",
+        "--json",
+        "--strategy",
+        "exponential initial=1 max=1h",
+        "--strategy",
+        "sidekiq",
+        "--schedule",
+        "backlog.toml",
+    ];
+    let first = env
+        .backlog(&args)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let again = env
+        .backlog(&args)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    assert_eq!(first, again, "the same seed, the same simulation");
+    let report: serde_json::Value = serde_json::from_slice(&first).unwrap();
+    let outage = report["outage_seconds"].as_f64().unwrap();
+    assert!(
+        (1800.0..=10_800.0).contains(&outage),
+        "drawn from the range: {outage}"
+    );
+    let names: Vec<&str> = report["contenders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["exponential initial=1 max=1h", "sidekiq", "backlog.toml"]
+    );
+    let schedule = &report["contenders"][2];
+    assert_eq!(
+        schedule["peak_calls_per_minute"], 200,
+        "every record on the same 5-minute ticks"
+    );
+    assert_eq!(schedule["never"], 0);
+}
