@@ -149,6 +149,12 @@ pub struct DelaysArgs {
     pub strategy: StrategyArgs,
     /// The outcomes, 0 (failure) or 1 (success) [default: ten failures].
     pub outcomes: Vec<String>,
+    /// For `progressive`: the schedule file whose ticks try the record.
+    #[arg(long)]
+    pub schedule: Option<PathBuf>,
+    /// For `progressive`: when the record was inserted (RFC 3339) [default: now].
+    #[arg(long, value_parser = parse_now)]
+    pub inserted: Option<DateTime<Utc>>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -632,9 +638,17 @@ pub fn status(args: &StatusArgs) -> Result<(), Error> {
 /// A strategy from the command line, with its limits; the closed form only when no
 /// limit changes the curve.
 fn strategy_of(args: &StrategyArgs) -> Result<crate::backoff::catalog::Built, Error> {
+    let built = crate::backoff::catalog::build(&args.strategy, &args.params, args.unit.seconds())
+        .map_err(Error::Usage)?;
+    with_limits(built, args)
+}
+
+/// Wraps a strategy in the limits the command line asks for.
+fn with_limits(
+    mut built: crate::backoff::catalog::Built,
+    args: &StrategyArgs,
+) -> Result<crate::backoff::catalog::Built, Error> {
     use crate::backoff::{Limited, catalog};
-    let mut built =
-        catalog::build(&args.strategy, &args.params, args.unit.seconds()).map_err(Error::Usage)?;
     if args.max_attempts.is_some() || args.max_total.is_some() || args.jitter.is_some() {
         if let Some(j) = args.jitter.filter(|j| !(0.0..=1.0).contains(j)) {
             return Err(Error::Usage(format!(
@@ -660,23 +674,67 @@ fn number(seconds: f64, unit: Unit) -> String {
     text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
+/// Outcomes as typed: 0 for a failure, 1 for a success; ten failures when none.
+fn parse_outcomes(texts: &[String]) -> Result<Vec<bool>, Error> {
+    if texts.is_empty() {
+        return Ok(vec![false; 10]);
+    }
+    texts
+        .iter()
+        .map(|o| match o.as_str() {
+            "0" => Ok(false),
+            "1" => Ok(true),
+            other => Err(Error::Usage(format!(
+                "outcome {other:?}: write 0 for a failure, 1 for a success"
+            ))),
+        })
+        .collect()
+}
+
 /// `backlog backoff delays`.
 pub fn backoff_delays(args: &DelaysArgs) -> Result<(), Error> {
-    let built = strategy_of(&args.strategy)?;
-    let outcomes: Vec<bool> = if args.outcomes.is_empty() {
-        vec![false; 10]
-    } else {
-        args.outcomes
-            .iter()
-            .map(|o| match o.as_str() {
-                "0" => Ok(false),
-                "1" => Ok(true),
-                other => Err(Error::Usage(format!(
-                    "outcome {other:?}: write 0 for a failure, 1 for a success"
-                ))),
-            })
-            .collect::<Result<_, _>>()?
+    let config = match (&args.schedule, args.strategy.strategy.as_str()) {
+        (Some(path), "progressive") => Some(Config::load(path)?),
+        (None, "progressive") => {
+            return Err(Error::Usage(
+                "progressive: give the schedule file with --schedule FILE".into(),
+            ));
+        }
+        (Some(_), other) => {
+            return Err(Error::Usage(format!(
+                "--schedule goes with the progressive strategy, not {other}"
+            )));
+        }
+        (None, _) => None,
     };
+    let built = match &config {
+        Some(config) => {
+            if !args.strategy.params.is_empty() {
+                return Err(Error::Usage(
+                    "progressive: takes no -p parameters; its tiers are in the schedule file"
+                        .into(),
+                ));
+            }
+            let progressive = crate::backoff::Progressive {
+                schedule: &config.schedule,
+                inserted: args.inserted.unwrap_or_else(Utc::now),
+                id: "1".into(),
+            };
+            // The strategy borrows the schedule: take its delays here.
+            use crate::backoff::Strategy as _;
+            let delays = progressive.delays(
+                &parse_outcomes(&args.outcomes)?,
+                &mut fastrand::Rng::with_seed(args.strategy.seed),
+            );
+            let fixed = crate::backoff::Fixed(delays);
+            crate::backoff::catalog::Built {
+                strategy: Box::new(fixed),
+                closed_form: None,
+            }
+        }
+        None => strategy_of(&args.strategy)?,
+    };
+    let outcomes = parse_outcomes(&args.outcomes)?;
     let mut rng = fastrand::Rng::with_seed(args.strategy.seed);
     let delays = built.strategy.delays(&outcomes, &mut rng);
     let shown: Vec<String> = delays

@@ -10,12 +10,14 @@ mod adaptive;
 mod budget;
 pub mod catalog;
 mod exponential;
+mod progressive;
 mod sequence;
 mod simulation;
 
 pub use adaptive::{Adaptive, Step};
 pub use budget::{Budget, budget};
 pub use exponential::{Exponential, Jitter};
+pub use progressive::Progressive;
 pub use sequence::{Sequence, SequenceKind};
 pub use simulation::{Contender, Report, Scenario, simulate};
 
@@ -51,6 +53,15 @@ pub trait Strategy {
 impl Strategy for Box<dyn Strategy> {
     fn delays(&self, outcomes: &[Outcome], rng: &mut fastrand::Rng) -> Vec<Delay> {
         self.as_ref().delays(outcomes, rng)
+    }
+}
+
+/// Delays worked out beforehand, replayed: for strategies that borrow what they need.
+pub struct Fixed(pub Vec<Delay>);
+
+impl Strategy for Fixed {
+    fn delays(&self, outcomes: &[Outcome], _rng: &mut fastrand::Rng) -> Vec<Delay> {
+        self.0.iter().copied().take(outcomes.len()).collect()
     }
 }
 

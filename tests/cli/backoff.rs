@@ -181,7 +181,7 @@ fn unknown_strategies_and_parameters_are_usage_errors() {
     env.backlog(&["backoff", "delays", "expo"])
         .assert()
         .code(2)
-        .stderr("backlog: no strategy \"expo\"; the strategies are constant, exponential, httpx, fibonacci, arctan, sidekiq, buckets, lild, limd, mild, mimd\n");
+        .stderr("backlog: no strategy \"expo\"; the strategies are constant, exponential, httpx, fibonacci, arctan, sidekiq, buckets, lild, limd, mild, mimd (and progressive, with --schedule)\n");
     env.backlog(&["backoff", "delays", "mimd", "-p", "fail=2"])
         .assert()
         .code(2)
@@ -252,4 +252,33 @@ fn simulate_is_deterministic_and_compares_schedules_with_strategies() {
         "every record on the same 5-minute ticks"
     );
     assert_eq!(schedule["never"], 0);
+}
+
+#[test]
+fn the_progressive_schedule_is_a_strategy_too() {
+    let env = Env::new();
+    env.write_schedule(&crate::harness::Schedule::default());
+    let out = env
+        .backlog(&[
+            "backoff",
+            "delays",
+            "progressive",
+            "--schedule",
+            "backlog.toml",
+            "--inserted",
+            "2026-11-21T11:58:00Z",
+            "--unit",
+            "m",
+            "0",
+            "0",
+            "1",
+            "0",
+        ])
+        .assert()
+        .success();
+    assert_eq!(
+        String::from_utf8_lossy(&out.get_output().stdout),
+        "5\n5\n-1\n-1\n",
+        "every 5 minutes; a success ends it"
+    );
 }
