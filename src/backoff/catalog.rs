@@ -4,8 +4,7 @@
 use super::{Adaptive, Exponential, Jitter, Sequence, SequenceKind, Step, Strategy};
 
 /// The strategy names, for messages.
-pub const NAMES: &str =
-    "constant, exponential, httpx, fibonacci, arctan, sidekiq, buckets, lild, limd, mild, mimd";
+pub const NAMES: &str = "constant, exponential, httpx, fibonacci, arctan, sidekiq, buckets, lild, limd, mild, mimd (and progressive, with --schedule)";
 
 /// The count of retries fitting in `t` seconds by formula, and the formula.
 pub type ClosedForm = Box<dyn Fn(f64) -> (usize, String)>;

@@ -67,7 +67,8 @@ fn backlog_env(tiers: &'static str) -> Env {
     let now = chrono::Utc::now();
     let db = env.db();
     for id in 1..=20_i64 {
-        let at = now - chrono::Duration::hours(id * 6);
+        // Half an hour off the 6-hour marks, so no record sits on a band edge.
+        let at = now - chrono::Duration::hours(id * 6) + chrono::Duration::minutes(30);
         db.execute(
             "INSERT INTO BACKLOG VALUES (?1, 'NEW', ?2, NULL)",
             rusqlite::params![id, at.format("%Y-%m-%d %H:%M:%S").to_string()],
