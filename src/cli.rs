@@ -60,6 +60,34 @@ pub enum BackoffCommand {
     Budget(BudgetArgs),
     /// Records hit an outage: calls, time to success and peak load, per strategy.
     Simulate(SimulateArgs),
+    /// An SVG of when retries land, and the load they make, per strategy.
+    Plot(PlotArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    /// A strategy to draw, as "name param=value …" (repeatable)
+    /// [default: constant, exponential, sidekiq and buckets].
+    #[arg(long = "strategy")]
+    pub strategies: Vec<String>,
+    /// A schedule file to draw (repeatable).
+    #[arg(long = "schedule")]
+    pub schedules: Vec<PathBuf>,
+    /// How many jobs fail at the same moment.
+    #[arg(long, default_value_t = 100)]
+    pub records: usize,
+    /// How far the time axis goes.
+    #[arg(long, value_parser = duration::parse, default_value = "24h")]
+    pub horizon: Duration,
+    /// The unit of the time axis.
+    #[arg(long, value_enum, default_value_t = Unit::H)]
+    pub unit: Unit,
+    /// Seed of every random draw.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// The SVG file to write.
+    #[arg(long, short, default_value = "backoff.svg")]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -808,6 +836,71 @@ pub fn backoff_budget(args: &BudgetArgs) -> Result<(), Error> {
         text.push_str(&format!("closed form: {formula} = {n}\n"));
     }
     print(&text)
+}
+
+/// `backlog backoff plot`.
+pub fn backoff_plot(args: &PlotArgs) -> Result<(), Error> {
+    use crate::backoff::{Contender, Panel, catalog, plot, retry_times};
+    let defaults = [
+        "constant delay=30m",
+        "exponential initial=1m",
+        "sidekiq",
+        "buckets",
+    ]
+    .map(String::from);
+    let specs: &[String] = if args.strategies.is_empty() && args.schedules.is_empty() {
+        &defaults
+    } else {
+        &args.strategies
+    };
+    let horizon = args.horizon.as_secs_f64();
+    let mut panels = Vec::new();
+    for spec in specs {
+        let mut words = spec.split_whitespace();
+        let name = words.next().ok_or_else(|| {
+            Error::Usage("--strategy \"\": give a name, like \"exponential initial=1\"".into())
+        })?;
+        let params: Vec<String> = words.map(String::from).collect();
+        let built = catalog::build(name, &params, 1.0).map_err(Error::Usage)?;
+        let retries = retry_times(
+            &Contender::Strategy(built.strategy.as_ref()),
+            args.records,
+            horizon,
+            args.seed,
+        );
+        panels.push(Panel {
+            title: spec.clone(),
+            retries,
+        });
+    }
+    for path in &args.schedules {
+        let config = Config::load(path)?;
+        let retries = retry_times(
+            &Contender::Schedule(&config.schedule),
+            args.records,
+            horizon,
+            args.seed,
+        );
+        panels.push(Panel {
+            title: path.display().to_string(),
+            retries,
+        });
+    }
+    plot(
+        &args.out,
+        &panels,
+        horizon,
+        args.unit.seconds(),
+        args.unit.name(),
+    )
+    .map_err(Error::Usage)?;
+    let dots: usize = panels.iter().flat_map(|p| &p.retries).map(Vec::len).sum();
+    print(&format!(
+        "wrote {} ({} strategies, {} jobs, {dots} retries)\n",
+        args.out.display(),
+        panels.len(),
+        args.records
+    ))
 }
 
 /// `backlog backoff simulate`.

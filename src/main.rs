@@ -20,6 +20,7 @@ fn main() -> ExitCode {
         Command::Backoff(cli::BackoffCommand::Delays(args)) => cli::backoff_delays(args),
         Command::Backoff(cli::BackoffCommand::Budget(args)) => cli::backoff_budget(args),
         Command::Backoff(cli::BackoffCommand::Simulate(args)) => cli::backoff_simulate(args),
+        Command::Backoff(cli::BackoffCommand::Plot(args)) => cli::backoff_plot(args),
     };
     match result {
         Ok(()) => backlog::ExitCode::Success.into(),

@@ -10,6 +10,7 @@ mod adaptive;
 mod budget;
 pub mod catalog;
 mod exponential;
+mod plot;
 mod progressive;
 mod sequence;
 mod simulation;
@@ -17,9 +18,10 @@ mod simulation;
 pub use adaptive::{Adaptive, Step};
 pub use budget::{Budget, budget};
 pub use exponential::{Exponential, Jitter};
+pub use plot::{Panel, plot};
 pub use progressive::Progressive;
 pub use sequence::{Sequence, SequenceKind};
-pub use simulation::{Contender, Report, Scenario, simulate};
+pub use simulation::{Contender, Report, Scenario, retry_times, simulate};
 
 /// What an attempt did.
 pub type Outcome = bool;

@@ -124,6 +124,32 @@ fn attempts(
     }
 }
 
+/// When each of `records` jobs that failed together at time 0, and keep failing,
+/// retries within `horizon` seconds (the first failure itself not counted).
+pub fn retry_times(
+    contender: &Contender,
+    records: usize,
+    horizon: f64,
+    seed: u64,
+) -> Vec<Vec<f64>> {
+    let scenario = Scenario {
+        records,
+        outage: f64::INFINITY,
+        arrival: 0.0,
+        horizon,
+        seed,
+    };
+    (0..records)
+        .map(|r| {
+            let (times, _) = attempts(contender, &scenario, r, 0.0);
+            times
+                .into_iter()
+                .filter(|t| *t > 0.0 && *t <= horizon)
+                .collect()
+        })
+        .collect()
+}
+
 fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
     if sorted.is_empty() {
         return None;

@@ -282,3 +282,44 @@ fn the_progressive_schedule_is_a_strategy_too() {
         "every 5 minutes; a success ends it"
     );
 }
+
+#[test]
+fn plot_writes_an_svg_with_titles_axes_and_legend() {
+    let env = Env::new();
+    env.write_schedule(&crate::harness::Schedule::default());
+    env.backlog(&[
+        "backoff",
+        "plot",
+        "--records",
+        "20",
+        "--horizon",
+        "6h",
+        "--out",
+        "retries.svg",
+        "--strategy",
+        "exponential initial=1m",
+        "--strategy",
+        "buckets",
+        "--schedule",
+        "backlog.toml",
+    ])
+    .assert()
+    .success()
+    .stdout(predicates::str::starts_with(
+        "wrote retries.svg (3 strategies, 20 jobs, ",
+    ));
+    let svg = std::fs::read_to_string(env.path("retries.svg")).unwrap();
+    assert!(svg.starts_with("<svg"), "an SVG document");
+    for text in [
+        "When retries land: jobs that failed at the same moment and keep failing",
+        "exponential initial=1m",
+        "buckets",
+        "backlog.toml",
+        "time since the failure (h)",
+        "retry 1",
+        "retry 8+",
+        "retries per 0.1 h (peak",
+    ] {
+        assert!(svg.contains(text), "the SVG shows {text:?}");
+    }
+}
