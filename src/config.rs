@@ -38,6 +38,7 @@ struct RawFile {
     database: RawDatabase,
     table: RawTable,
     handler: RawHandler,
+    retry: Option<RawRetry>,
     #[serde(default, rename = "tier")]
     tiers: Vec<RawTier>,
 }
@@ -73,6 +74,16 @@ struct RawHandler {
     env: BTreeMap<String, String>,
     #[serde(default)]
     exit_codes: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRetry {
+    strategy: String,
+    #[serde(default)]
+    params: BTreeMap<String, toml::Value>,
+    count: String,
+    since: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -129,6 +140,7 @@ pub struct TableConfig {
     pub pending: Vec<String>,
     pub success: String,
     pub error: String,
+    pub retry: Option<RetryConfig>,
 }
 
 impl TableConfig {
@@ -144,12 +156,28 @@ impl TableConfig {
             pending: vec!["NEW".into(), "ERROR".into()],
             success: "SUCCESS".into(),
             error: "ERROR".into(),
+            retry: None,
         }
     }
 
     pub fn is_pending(&self, status: &str) -> bool {
         self.pending.iter().any(|p| p == status)
     }
+}
+
+/// The optional `[retry]` section: a per-record strategy for tables that can have two
+/// more columns, a count of attempts and the time of the last one. Without it the
+/// schedule needs no column beyond id, status and inserted-at.
+#[derive(Debug, Clone)]
+pub struct RetryConfig {
+    /// A strategy name of `backlog backoff`.
+    pub strategy: String,
+    /// Its parameters as `name=value`.
+    pub params: Vec<String>,
+    /// The column counting the attempts (NULL counts as 0).
+    pub count: String,
+    /// The column holding the time of the last attempt.
+    pub since: String,
 }
 
 /// The `[handler]` section, resolved.
@@ -215,7 +243,7 @@ impl Config {
         Ok(Config {
             path: path.to_path_buf(),
             database: resolve_database(raw.database, &dir).map_err(fail)?,
-            table: resolve_table(raw.table).map_err(fail)?,
+            table: resolve_table(raw.table, raw.retry).map_err(fail)?,
             handler: resolve_handler(raw.handler).map_err(fail)?,
             schedule: resolve_schedule(raw.bands, raw.limit, raw.timezone, raw.tiers)
                 .map_err(fail)?,
@@ -268,7 +296,31 @@ fn resolve_database(raw: RawDatabase, dir: &Path) -> Result<DatabaseConfig, Stri
     })
 }
 
-fn resolve_table(raw: RawTable) -> Result<TableConfig, String> {
+fn resolve_retry(raw: RawRetry) -> Result<RetryConfig, String> {
+    let params: Vec<String> = raw
+        .params
+        .iter()
+        .map(|(k, v)| match v {
+            toml::Value::String(s) => format!("{k}={s}"),
+            other => format!("{k}={other}"),
+        })
+        .collect();
+    crate::backoff::catalog::build(&raw.strategy, &params, 1.0)
+        .map_err(|e| format!("retry: {e}"))?;
+    for (key, value) in [("count", &raw.count), ("since", &raw.since)] {
+        if value.trim().is_empty() {
+            return Err(format!("retry.{key} is empty; give the column's name"));
+        }
+    }
+    Ok(RetryConfig {
+        strategy: raw.strategy,
+        params,
+        count: raw.count,
+        since: raw.since,
+    })
+}
+
+fn resolve_table(raw: RawTable, retry: Option<RawRetry>) -> Result<TableConfig, String> {
     for (key, value) in [
         ("name", &raw.name),
         ("id", &raw.id),
@@ -292,6 +344,7 @@ fn resolve_table(raw: RawTable) -> Result<TableConfig, String> {
         }
         table.pending = pending;
     }
+    table.retry = retry.map(resolve_retry).transpose()?;
     table.success = raw.success.unwrap_or(table.success);
     table.error = raw.error.unwrap_or(table.error);
     if table.is_pending(&table.success) {

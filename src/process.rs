@@ -303,8 +303,19 @@ pub fn process_backlog(
     let band = schedule.band(opts.window);
     let limit = opts.limit.unwrap_or_else(|| schedule.limit(opts.window));
     let format = store.inspect().map_err(store_err)?;
-    // A spread tier takes only this tick's share of its band.
-    let takes = |r: &Record| tier.is_none_or(|(_, t)| t.takes(&r.id.to_string(), opts.now));
+    // A spread tier takes only this tick's share of its band; a `[retry]` strategy
+    // only the records whose delay has passed.
+    let retry = table.retry.as_ref().map(|r| {
+        let built = crate::backoff::catalog::build(&r.strategy, &r.params, 1.0)
+            .expect("config checked the strategy");
+        (r, built.strategy)
+    });
+    let takes = |r: &Record| {
+        tier.is_none_or(|(_, t)| t.takes(&r.id.to_string(), opts.now))
+            && retry
+                .as_ref()
+                .is_none_or(|(config, strategy)| retry_due(r, config, strategy.as_ref(), opts.now))
+    };
     let span = band.span(opts.now);
     let query = BandQuery {
         from: format.encode(span.from),
@@ -546,6 +557,7 @@ fn tick_loop(
             });
             *tally.statuses.entry(status.clone()).or_default() += 1;
             tally.marks.push(Mark {
+                at: opts.now,
                 id: record.id.clone(),
                 status,
             });
@@ -560,6 +572,48 @@ fn tick_loop(
         }
     }
     Ok(())
+}
+
+/// Whether a record's `[retry]` delay has passed: its attempt count picks the delay,
+/// its `since` column says from when. A record never tried (count 0 or NULL, or no
+/// readable time) is due; one its strategy gave up on never is.
+fn retry_due(
+    record: &Record,
+    retry: &crate::config::RetryConfig,
+    strategy: &dyn crate::backoff::Strategy,
+    now: DateTime<Utc>,
+) -> bool {
+    use crate::backoff::{Delay, FAILURE};
+    let column = |name: &str| {
+        record
+            .columns
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v)
+    };
+    let count = column(&retry.count)
+        .and_then(serde_json::Value::as_i64)
+        .unwrap_or(0)
+        .max(0) as usize;
+    let since = column(&retry.since).and_then(|v| match v {
+        serde_json::Value::Number(n) => n.as_i64().map(Scalar::Int),
+        serde_json::Value::String(s) => Some(Scalar::Text(s.clone())),
+        _ => None,
+    });
+    let Some(since) = since
+        .as_ref()
+        .and_then(crate::timestamp::read_any)
+        .filter(|_| count > 0)
+    else {
+        return true;
+    };
+    // The record's own random stream, so a jittered delay is the same at every tick.
+    let mut rng =
+        fastrand::Rng::with_seed(crate::schedule::share(&record.id.to_string(), u32::MAX));
+    match strategy.delays(&vec![FAILURE; count], &mut rng).last() {
+        Some(Delay::Wait(s)) => since + chrono::Duration::milliseconds((s * 1000.0) as i64) <= now,
+        _ => false,
+    }
 }
 
 fn log_outcome(record: &Record, handled: &Handled, status: &str) {

@@ -250,6 +250,15 @@ fn classify(sample: &Sample) -> Result<TimestampFormat, String> {
     }
 }
 
+/// Reads a value in any of the accepted formats, whichever it is in.
+pub fn read_any(value: &Scalar) -> Option<DateTime<Utc>> {
+    let sample = match value {
+        Scalar::Int(i) => Sample::Int(*i),
+        Scalar::Text(t) => Sample::Text(t.clone()),
+    };
+    classify(&sample).ok()?.decode(value)
+}
+
 /// The accepted formats, for messages.
 pub const ACCEPTED: &str =
     "SQLite \"YYYY-MM-DD HH:MM:SS\" text, RFC 3339 text, or integer unix seconds or milliseconds";

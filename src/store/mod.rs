@@ -35,7 +35,7 @@ pub enum StoreError {
         available: Vec<String>,
     },
     #[error(
-        "table {table:?} has no column {column:?} (set table.{key} in the schedule file){}",
+        "table {table:?} has no column {column:?} (set {key} in the schedule file){}",
         list("columns", available)
     )]
     NoColumn {
@@ -141,6 +141,9 @@ pub struct RunRow {
 pub struct Mark {
     pub id: Scalar,
     pub status: String,
+    /// When the record was handled (the tick's clock): written to `[retry]`'s `since`
+    /// column, when the table has one.
+    pub at: DateTime<Utc>,
 }
 
 /// A backend holding the backlog table and the tool's own tables.

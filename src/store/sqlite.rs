@@ -84,6 +84,8 @@ pub struct SqliteStore {
     busy_timeout: Duration,
     table: TableConfig,
     format: Option<TimestampFormat>,
+    /// The format of `[retry]`'s `since` column, when there is one.
+    since_format: Option<TimestampFormat>,
     sql: Option<Statements>,
 }
 
@@ -159,6 +161,7 @@ impl SqliteStore {
             busy_timeout,
             table,
             format: None,
+            since_format: None,
             sql: None,
         })
     }
@@ -217,9 +220,13 @@ impl SqliteStore {
                     available: columns.clone(),
                 })
         };
-        let id = resolve("id", &self.table.id)?;
-        let status = resolve("status", &self.table.status)?;
-        let inserted_at = resolve("inserted_at", &self.table.inserted_at)?;
+        let id = resolve("table.id", &self.table.id)?;
+        let status = resolve("table.status", &self.table.status)?;
+        let inserted_at = resolve("table.inserted_at", &self.table.inserted_at)?;
+        if let Some(retry) = &self.table.retry {
+            resolve("retry.count", &retry.count)?;
+            resolve("retry.since", &retry.since)?;
+        }
         Ok((table, [id, status, inserted_at]))
     }
 
@@ -269,7 +276,15 @@ impl SqliteStore {
                 "SELECT * FROM {t} WHERE {ins} >= ?1 AND {ins} <= ?2 AND ({ins} < ?2 OR {id} < ?4) AND {st} IN ({pending}) {order}"
             ),
             status_of: format!("SELECT {st} FROM {t} WHERE {id} = ?1"),
-            set_status: format!("UPDATE {t} SET {st} = ?1 WHERE {id} = ?2"),
+            set_status: match &self.table.retry {
+                // The attempt count and time go with the status, in the same statement.
+                Some(r) => format!(
+                    "UPDATE {t} SET {st} = ?1, {count} = coalesce({count}, 0) + 1, {since} = ?3 WHERE {id} = ?2",
+                    count = quote(&r.count),
+                    since = quote(&r.since)
+                ),
+                None => format!("UPDATE {t} SET {st} = ?1 WHERE {id} = ?2"),
+            },
         }
     }
 
@@ -352,6 +367,19 @@ impl Store for SqliteStore {
                     problem,
                 }
             })?;
+        if let Some(retry) = &self.table.retry {
+            let samples = self.samples(&table, &retry.since)?;
+            let since =
+                timestamp::detect(timestamp::FormatSetting::Auto, &samples).map_err(|problem| {
+                    StoreError::Timestamps {
+                        table: table.clone(),
+                        column: retry.since.clone(),
+                        problem,
+                    }
+                })?;
+            // An empty column takes the inserted-at column's format.
+            self.since_format = Some(if samples.is_empty() { format } else { since });
+        }
         self.sql = Some(self.statements(&table, &columns));
         self.format = Some(format);
         Ok(format)
@@ -559,8 +587,11 @@ impl Store for SqliteStore {
             let mut set = tx.prepare_cached(&set_sql).map_err(db(context.clone()))?;
             let mut unclaim = tx.prepare_cached(UNCLAIM).map_err(db(context.clone()))?;
             for m in marks {
-                set.execute(params![m.status, m.id])
-                    .map_err(db(context.clone()))?;
+                match self.since_format.map(|f| f.encode(m.at)) {
+                    Some(since) => set.execute(params![m.status, m.id, since]),
+                    None => set.execute(params![m.status, m.id]),
+                }
+                .map_err(db(context.clone()))?;
                 unclaim
                     .execute(params![table, m.id, owner])
                     .map_err(db(context.clone()))?;

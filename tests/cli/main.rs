@@ -9,4 +9,5 @@ mod explain;
 mod formats;
 mod harness;
 mod query_plan;
+mod retry;
 mod tick;
