@@ -177,6 +177,10 @@ pub struct DelaysArgs {
     pub strategy: StrategyArgs,
     /// The outcomes, 0 (failure) or 1 (success) [default: ten failures].
     pub outcomes: Vec<String>,
+    /// Shorten each delay by how late the attempt before it came (needs outcomes with
+    /// times: 0@2026-11-21T10:00:00Z or 0@600 in seconds).
+    #[arg(long)]
+    pub subtract_waited: bool,
     /// For `progressive`: the schedule file whose ticks try the record.
     #[arg(long)]
     pub schedule: Option<PathBuf>,
@@ -702,21 +706,46 @@ fn number(seconds: f64, unit: Unit) -> String {
     text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-/// Outcomes as typed: 0 for a failure, 1 for a success; ten failures when none.
-fn parse_outcomes(texts: &[String]) -> Result<Vec<bool>, Error> {
+/// Outcomes as typed: 0 for a failure, 1 for a success, optionally `@` a time (RFC 3339,
+/// or seconds); ten failures when none. The times, in seconds from the first, when given.
+fn parse_outcomes(texts: &[String]) -> Result<(Vec<bool>, Option<Vec<f64>>), Error> {
     if texts.is_empty() {
-        return Ok(vec![false; 10]);
+        return Ok((vec![false; 10], None));
     }
-    texts
-        .iter()
-        .map(|o| match o.as_str() {
-            "0" => Ok(false),
-            "1" => Ok(true),
-            other => Err(Error::Usage(format!(
-                "outcome {other:?}: write 0 for a failure, 1 for a success"
-            ))),
-        })
-        .collect()
+    let mut outcomes = Vec::new();
+    let mut times = Vec::new();
+    for text in texts {
+        let (o, at) = match text.split_once('@') {
+            Some((o, at)) => (o, Some(at)),
+            None => (text.as_str(), None),
+        };
+        outcomes.push(match o {
+            "0" => false,
+            "1" => true,
+            other => {
+                return Err(Error::Usage(format!(
+                    "outcome {other:?}: write 0 for a failure, 1 for a success"
+                )));
+            }
+        });
+        if let Some(at) = at {
+            let seconds = match at.parse::<f64>() {
+                Ok(s) => s,
+                Err(_) => parse_now(at).map_err(Error::Usage)?.timestamp_millis() as f64 / 1000.0,
+            };
+            times.push(seconds);
+        }
+    }
+    match times.len() {
+        0 => Ok((outcomes, None)),
+        n if n == outcomes.len() => {
+            let first = times[0];
+            Ok((outcomes, Some(times.iter().map(|t| t - first).collect())))
+        }
+        _ => Err(Error::Usage(
+            "give every outcome a time (0@…), or none".into(),
+        )),
+    }
 }
 
 /// `backlog backoff delays`.
@@ -751,7 +780,7 @@ pub fn backoff_delays(args: &DelaysArgs) -> Result<(), Error> {
             // The strategy borrows the schedule: take its delays here.
             use crate::backoff::Strategy as _;
             let delays = progressive.delays(
-                &parse_outcomes(&args.outcomes)?,
+                &parse_outcomes(&args.outcomes)?.0,
                 &mut fastrand::Rng::with_seed(args.strategy.seed),
             );
             let fixed = crate::backoff::Fixed(delays);
@@ -762,9 +791,14 @@ pub fn backoff_delays(args: &DelaysArgs) -> Result<(), Error> {
         }
         None => strategy_of(&args.strategy)?,
     };
-    let outcomes = parse_outcomes(&args.outcomes)?;
+    let (outcomes, times) = parse_outcomes(&args.outcomes)?;
     let mut rng = fastrand::Rng::with_seed(args.strategy.seed);
-    let delays = built.strategy.delays(&outcomes, &mut rng);
+    let mut delays = built.strategy.delays(&outcomes, &mut rng);
+    match (&times, args.subtract_waited) {
+        (Some(times), true) => delays = crate::backoff::subtract_waited(&delays, times),
+        (None, true) => return Err(Error::Usage("--subtract-waited needs outcomes with times: 0@2026-11-21T10:00:00Z, or 0@600 in seconds".into())),
+        _ => {}
+    }
     let shown: Vec<String> = delays
         .iter()
         .map(|d| {

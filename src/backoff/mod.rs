@@ -58,6 +58,29 @@ impl Strategy for Box<dyn Strategy> {
     }
 }
 
+/// Shortens each delay by how late the attempt it follows came, given when each outcome
+/// was seen (seconds): "subtract the time actually waited". An attempt planned for
+/// `t` that ran at `t + late` makes the next wait `late` shorter (never below zero), so
+/// attempts keep to the strategy's grid instead of drifting later with every late tick.
+pub fn subtract_waited(delays: &[Delay], times: &[f64]) -> Vec<Delay> {
+    let mut out: Vec<Delay> = Vec::with_capacity(delays.len());
+    for (i, d) in delays.iter().enumerate() {
+        let late = match (
+            i.checked_sub(1).and_then(|p| out.get(p)),
+            i.checked_sub(1).and_then(|p| times.get(p)),
+            times.get(i),
+        ) {
+            (Some(Delay::Wait(planned)), Some(prev), Some(now)) => (now - prev - planned).max(0.0),
+            _ => 0.0,
+        };
+        out.push(match d {
+            Delay::Wait(s) => Delay::Wait((s - late).max(0.0)),
+            Delay::GiveUp => Delay::GiveUp,
+        });
+    }
+    out
+}
+
 /// Delays worked out beforehand, replayed: for strategies that borrow what they need.
 pub struct Fixed(pub Vec<Delay>);
 
@@ -133,6 +156,19 @@ mod tests {
             .into_iter()
             .map(|d| d.seconds().unwrap_or(-1.0))
             .collect()
+    }
+
+    #[test]
+    fn subtracting_the_time_waited_keeps_attempts_on_the_grid() {
+        let planned = [Delay::Wait(60.0), Delay::Wait(60.0), Delay::Wait(60.0)];
+        // Seen at 0 s; the retry planned for 60 s ran at 90 s, the next (planned 120 s) at 150 s.
+        let got = subtract_waited(&planned, &[0.0, 90.0, 150.0]);
+        assert_eq!(
+            got,
+            [Delay::Wait(60.0), Delay::Wait(30.0), Delay::Wait(30.0)]
+        );
+        let on_time = subtract_waited(&planned, &[0.0, 60.0, 120.0]);
+        assert_eq!(on_time, planned);
     }
 
     #[test]
