@@ -120,6 +120,18 @@ fn delays_match_the_reference_vectors() {
             &["exponential", "--max-attempts", "3", "0", "0", "0", "0"],
             "1 2 -1 -1",
         ),
+        (
+            &[
+                "constant",
+                "-p",
+                "delay=60",
+                "--subtract-waited",
+                "0@0",
+                "0@90",
+                "0@150",
+            ],
+            "60 30 30",
+        ),
     ];
     for (args, expected) in cases {
         let mut all = vec!["backoff", "delays"];
