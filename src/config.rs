@@ -611,6 +611,21 @@ cron = "0 * * * *"
         );
     }
 
+    /// Every schedule the repository ships is valid.
+    #[test]
+    fn the_shipped_schedules_load() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("schedules");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if let Err(e) = Config::load(&path) {
+                panic!("{e}");
+            }
+            seen += 1;
+        }
+        assert!(seen >= 4, "{seen} schedules");
+    }
+
     #[test]
     fn a_file_without_tiers_is_an_error() {
         let text = &GOOD[..GOOD.find("[[tier]]").unwrap()];
