@@ -64,15 +64,33 @@ pub enum BackoffCommand {
     Plot(PlotArgs),
 }
 
+/// What `plot` and `simulate` compare.
 #[derive(Debug, Args)]
-pub struct PlotArgs {
-    /// A strategy to draw, as "name param=value …" (repeatable)
-    /// [default: constant, exponential, sidekiq and buckets].
+pub struct Contenders {
+    /// A strategy, as "name param=value …" (repeatable), like
+    /// "exponential initial=1 max=1h" [default: a few common ones].
     #[arg(long = "strategy")]
     pub strategies: Vec<String>,
-    /// A schedule file to draw (repeatable).
+    /// A schedule file, tried on its tiers' ticks (repeatable).
     #[arg(long = "schedule")]
     pub schedules: Vec<PathBuf>,
+}
+
+impl Contenders {
+    /// The strategies given, or `defaults` when neither a strategy nor a schedule is.
+    fn strategies_or(&self, defaults: &[&str]) -> Vec<String> {
+        if self.strategies.is_empty() && self.schedules.is_empty() {
+            defaults.iter().map(|d| d.to_string()).collect()
+        } else {
+            self.strategies.clone()
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    #[command(flatten)]
+    pub contenders: Contenders,
     /// How many jobs fail at the same moment.
     #[arg(long, default_value_t = 100)]
     pub records: usize,
@@ -92,13 +110,8 @@ pub struct PlotArgs {
 
 #[derive(Debug, Args)]
 pub struct SimulateArgs {
-    /// A strategy to compare, as "name param=value …" (repeatable), like
-    /// "exponential initial=1 max=1h" [default: a few common ones].
-    #[arg(long = "strategy")]
-    pub strategies: Vec<String>,
-    /// A schedule file to compare, tried on its tiers' ticks (repeatable).
-    #[arg(long = "schedule")]
-    pub schedules: Vec<PathBuf>,
+    #[command(flatten)]
+    pub contenders: Contenders,
     /// How many records hit the outage.
     #[arg(long, default_value_t = 1000)]
     pub records: usize,
@@ -872,30 +885,29 @@ pub fn backoff_budget(args: &BudgetArgs) -> Result<(), Error> {
     print(&text)
 }
 
+/// A strategy written as one argument, `"name param=value …"`, as `--strategy` takes it.
+fn strategy_spec(spec: &str) -> Result<crate::backoff::catalog::Built, Error> {
+    let mut words = spec.split_whitespace();
+    let name = words.next().ok_or_else(|| {
+        Error::Usage("--strategy \"\": give a name, like \"exponential initial=1\"".into())
+    })?;
+    let params: Vec<String> = words.map(String::from).collect();
+    crate::backoff::catalog::build(name, &params, 1.0).map_err(Error::Usage)
+}
+
 /// `backlog backoff plot`.
 pub fn backoff_plot(args: &PlotArgs) -> Result<(), Error> {
-    use crate::backoff::{Contender, Panel, catalog, plot, retry_times};
-    let defaults = [
+    use crate::backoff::{Contender, Panel, plot, retry_times};
+    let specs = args.contenders.strategies_or(&[
         "constant delay=30m",
         "exponential initial=1m",
         "sidekiq",
         "buckets",
-    ]
-    .map(String::from);
-    let specs: &[String] = if args.strategies.is_empty() && args.schedules.is_empty() {
-        &defaults
-    } else {
-        &args.strategies
-    };
+    ]);
     let horizon = args.horizon.as_secs_f64();
     let mut panels = Vec::new();
-    for spec in specs {
-        let mut words = spec.split_whitespace();
-        let name = words.next().ok_or_else(|| {
-            Error::Usage("--strategy \"\": give a name, like \"exponential initial=1\"".into())
-        })?;
-        let params: Vec<String> = words.map(String::from).collect();
-        let built = catalog::build(name, &params, 1.0).map_err(Error::Usage)?;
+    for spec in &specs {
+        let built = strategy_spec(spec)?;
         let retries = retry_times(
             &Contender::Strategy(built.strategy.as_ref()),
             args.records,
@@ -907,7 +919,7 @@ pub fn backoff_plot(args: &PlotArgs) -> Result<(), Error> {
             retries,
         });
     }
-    for path in &args.schedules {
+    for path in &args.contenders.schedules {
         let config = Config::load(path)?;
         let retries = retry_times(
             &Contender::Schedule(&config.schedule),
@@ -939,7 +951,7 @@ pub fn backoff_plot(args: &PlotArgs) -> Result<(), Error> {
 
 /// `backlog backoff simulate`.
 pub fn backoff_simulate(args: &SimulateArgs) -> Result<(), Error> {
-    use crate::backoff::{Contender, Scenario, catalog, simulate};
+    use crate::backoff::{Contender, Scenario, simulate};
     let mut rng = fastrand::Rng::with_seed(args.seed);
     let outage = match args.outage.split_once("..") {
         Some((low, high)) => {
@@ -966,33 +978,22 @@ pub fn backoff_simulate(args: &SimulateArgs) -> Result<(), Error> {
         horizon: args.horizon.as_secs_f64(),
         seed: args.seed,
     };
-    let defaults = [
+    let specs = args.contenders.strategies_or(&[
         "exponential initial=1 max=1h",
         "sidekiq",
         "buckets",
         "constant delay=5m",
-    ]
-    .map(String::from);
-    let specs: &[String] = if args.strategies.is_empty() && args.schedules.is_empty() {
-        &defaults
-    } else {
-        &args.strategies
-    };
+    ]);
     let mut reports = Vec::new();
-    for spec in specs {
-        let mut words = spec.split_whitespace();
-        let name = words.next().ok_or_else(|| {
-            Error::Usage("--strategy \"\": give a name, like \"exponential initial=1\"".into())
-        })?;
-        let params: Vec<String> = words.map(String::from).collect();
-        let built = catalog::build(name, &params, 1.0).map_err(Error::Usage)?;
+    for spec in &specs {
+        let built = strategy_spec(spec)?;
         reports.push(simulate(
             spec,
             &Contender::Strategy(built.strategy.as_ref()),
             &scenario,
         ));
     }
-    for path in &args.schedules {
+    for path in &args.contenders.schedules {
         let config = Config::load(path)?;
         reports.push(simulate(
             &path.display().to_string(),
