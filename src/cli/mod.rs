@@ -1,0 +1,546 @@
+//! The command tree (clap) and what each command does with the library.
+//!
+//! Commands print results on stdout and nothing else; logs, progress and errors go to
+//! stderr, so `backlog run --json | jq` and a crontab line's log file both stay clean.
+
+use std::io::IsTerminal as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use clap::{Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+
+mod backoff;
+
+pub use backoff::{BackoffCommand, backoff_budget, backoff_delays, backoff_plot, backoff_simulate};
+
+use crate::config::Config;
+use crate::duration;
+use crate::error::Error;
+use crate::process::{Event, TickOptions, open_store, run_tick};
+use crate::{crontab, demo, store};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "backlog",
+    version,
+    about = "Works through a database backlog on a progressive schedule"
+)]
+pub struct Cli {
+    /// Log more: -v each record's outcome, -vv handlers' output too.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Write a schedule file, a demo SQLite backlog and a demo handler into DIR.
+    Init(InitArgs),
+    /// Run one tick of one tier, then exit: what a crontab line runs.
+    Run(RunArgs),
+    /// Print one crontab line per tier, or install them in your crontab.
+    Crontab(CrontabArgs),
+    /// Fire every tier on its cadence until SIGTERM, for hosts without cron.
+    Daemon(DaemonArgs),
+    /// What the schedule means: bands, tries per record, when a record is tried next.
+    Explain(ExplainArgs),
+    /// Where the backlog stands: records by status and band, each tier's last tick.
+    Status(StatusArgs),
+    /// Retry strategies: their delays, and how many retries fit a timeout.
+    #[command(subcommand)]
+    Backoff(backoff::BackoffCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// The schedule file.
+    #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
+    pub schedule: PathBuf,
+    /// Say when a record of this age is tried next, like 3d.
+    #[arg(long, value_parser = duration::parse, conflicts_with = "id")]
+    pub age: Option<Duration>,
+    /// Say when this record is tried next (reads its inserted-at value).
+    #[arg(long)]
+    pub id: Option<String>,
+    /// Pin the clock (RFC 3339).
+    #[arg(long, value_parser = parse_now)]
+    pub now: Option<DateTime<Utc>>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The schedule file.
+    #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
+    pub schedule: PathBuf,
+    /// Pin the clock (RFC 3339).
+    #[arg(long, value_parser = parse_now)]
+    pub now: Option<DateTime<Utc>>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DaemonArgs {
+    /// The schedule file; a change to it, or SIGHUP, reloads it.
+    #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
+    pub schedule: PathBuf,
+    /// How log lines are written: text, or json for log collectors.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// Seed of the jitter's random delays [default: from the clock].
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+impl Cli {
+    /// The log level and format the command calls for: the daemon logs each tick by
+    /// default; other commands only warnings, unless `-v`.
+    pub fn logging(&self) -> (tracing::Level, LogFormat) {
+        let (base, format) = match &self.command {
+            Command::Daemon(args) => (1, args.log_format),
+            _ => (0, LogFormat::Text),
+        };
+        let level = match (base, self.verbose) {
+            (0, 0) => tracing::Level::WARN,
+            (_, 0) => tracing::Level::INFO,
+            (_, 1) => tracing::Level::DEBUG,
+            _ => tracing::Level::TRACE,
+        };
+        (level, format)
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct CrontabArgs {
+    /// The schedule file.
+    #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
+    pub schedule: PathBuf,
+    /// Where the lines append their output [default: backlog.log beside the schedule file].
+    #[arg(long)]
+    pub log: Option<PathBuf>,
+    /// The backlog binary the lines run [default: this one].
+    #[arg(long)]
+    pub binary: Option<PathBuf>,
+    /// Put the lines in the crontab, replacing this schedule file's earlier block.
+    #[arg(long, conflicts_with = "uninstall")]
+    pub install: bool,
+    /// Remove this schedule file's block from the crontab.
+    #[arg(long)]
+    pub uninstall: bool,
+    /// Whose crontab (passed to `crontab -u`; needs root).
+    #[arg(long)]
+    pub user: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The folder to write into (created if missing).
+    #[arg(default_value = ".")]
+    pub dir: PathBuf,
+    /// Overwrite the demo files if they exist.
+    #[arg(long)]
+    pub force: bool,
+    /// Age the demo records from this instant instead of the real time (RFC 3339).
+    #[arg(long, value_parser = parse_now)]
+    pub now: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The window of the tier to run, like 1d or 7d.
+    #[arg(long, short, value_parser = parse_window)]
+    pub window: Duration,
+    /// The schedule file.
+    #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
+    pub schedule: PathBuf,
+    /// Pin the clock (RFC 3339, like 2026-11-21T08:30:00Z) to reproduce a tick.
+    #[arg(long, value_parser = parse_now)]
+    pub now: Option<DateTime<Utc>>,
+    /// List what the tick would hand over; claim, run and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Hand over at most this many records (overrides the tier's limit).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub limit: Option<u64>,
+    /// Exit at once unless the tier's cadence says a tick is due, judged by its last
+    /// tick in the run log (for cadences cron cannot state; `backlog crontab` adds it).
+    #[arg(long)]
+    pub if_due: bool,
+}
+
+fn parse_window(text: &str) -> Result<Duration, String> {
+    match duration::parse(text)? {
+        d if d.is_zero() => Err("a window must be longer than 0s".into()),
+        d => Ok(d),
+    }
+}
+
+pub(crate) fn parse_now(text: &str) -> Result<DateTime<Utc>, String> {
+    DateTime::parse_from_rfc3339(text)
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|e| {
+            format!("{text:?} is not an RFC 3339 time ({e}); write it like 2026-11-21T08:30:00Z")
+        })
+}
+
+/// Sends logs to stderr.
+pub fn init_logging(level: tracing::Level, format: LogFormat) {
+    let builder = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(level)
+        .with_target(false)
+        .with_ansi(std::io::stderr().is_terminal());
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+/// `backlog daemon`.
+pub fn daemon(args: &DaemonArgs) -> Result<(), Error> {
+    let signals = crate::runner::Signals {
+        stop: stop_on_signals()?,
+        reload: Default::default(),
+    };
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, Arc::clone(&signals.reload)).map_err(
+        |source| Error::Io {
+            context: "cannot install signal handlers".into(),
+            source,
+        },
+    )?;
+    let seed = args.seed.unwrap_or_else(|| {
+        Utc::now().timestamp_nanos_opt().unwrap_or_default() as u64 ^ u64::from(std::process::id())
+    });
+    crate::runner::run_daemon(&args.schedule, &signals, seed)
+}
+
+/// `backlog init`.
+pub fn init(args: &InitArgs) -> Result<(), Error> {
+    let written = demo::write(&args.dir, args.force, args.now.unwrap_or_else(Utc::now))?;
+    for line in written {
+        println!("{line}");
+    }
+    println!(
+        "next: backlog run --window 7d --schedule {}",
+        args.dir.join(demo::SCHEDULE_FILE).display()
+    );
+    Ok(())
+}
+
+/// `backlog run`.
+pub fn run(args: &RunArgs, verbose: u8) -> Result<(), Error> {
+    let config = Config::load(&args.schedule)?;
+    let mut opts = TickOptions::new(args.window, args.now.unwrap_or_else(Utc::now));
+    if args.if_due {
+        let mut store = open_store(&config)?;
+        if !due(&config, args, store.as_mut(), opts.now)? {
+            return Ok(());
+        }
+    }
+    opts.limit = args.limit;
+    opts.lease = config.database.claim_lease;
+    opts.dry_run = args.dry_run;
+    opts.stop = stop_on_signals()?;
+
+    let show_progress =
+        std::io::stderr().is_terminal() && verbose == 0 && !args.json && !args.dry_run;
+    let progress = if show_progress {
+        ProgressBar::new_spinner()
+    } else {
+        ProgressBar::hidden()
+    };
+    progress.set_style(
+        ProgressStyle::with_template("{spinner} {pos} records handled ({per_sec}) {msg}")
+            .expect("a valid template"),
+    );
+    let mut listed = Vec::new();
+    let now = opts.now;
+    let summary = run_tick(&config, &opts, &mut |event| match event {
+        Event::Handled { status, .. } => {
+            progress.inc(1);
+            progress.set_message(format!("last: {status}"));
+        }
+        Event::WouldHandle { record } => listed.push(listing(record, now)),
+    })?;
+    progress.finish_and_clear();
+
+    let mut text = String::new();
+    if args.json {
+        let mut value = serde_json::to_value(&summary).expect("a summary always serialises");
+        if args.dry_run {
+            value["would_handle"] = serde_json::Value::Array(listed);
+        }
+        text.push_str(&format!("{value}\n"));
+    } else {
+        for r in &listed {
+            let field = |k: &str| {
+                r[k].as_str()
+                    .map(String::from)
+                    .unwrap_or_else(|| r[k].to_string())
+            };
+            text.push_str(&format!(
+                "{}\t{}\tage {}\t{}\n",
+                field("id"),
+                field("inserted_at"),
+                field("age"),
+                field("status")
+            ));
+        }
+        text.push_str(&format!("{}\n", summary.line(&config.table)));
+    }
+    print(&text)
+}
+
+/// A record as a dry run lists it.
+fn listing(record: &crate::Record, now: DateTime<Utc>) -> serde_json::Value {
+    let age = record.age(now).and_then(|a| a.to_std().ok());
+    serde_json::json!({
+        "id": record.id,
+        "inserted_at": record.inserted_at.to_string(),
+        "age": age.map(|a| humantime::format_duration(Duration::from_secs(a.as_secs())).to_string()),
+        "status": record.status,
+    })
+}
+
+/// For `--if-due`: whether the tier is due, printing why not when it is not.
+fn due(
+    config: &Config,
+    args: &RunArgs,
+    store: &mut dyn store::Store,
+    now: DateTime<Utc>,
+) -> Result<bool, Error> {
+    let window = duration::compact(args.window);
+    let Some((n, tier)) = config.schedule.tier(args.window) else {
+        let windows: Vec<String> = config
+            .schedule
+            .tiers
+            .iter()
+            .map(|t| duration::compact(t.window))
+            .collect();
+        return Err(Error::Usage(format!(
+            "--if-due needs the window of a tier; {window} is none of {}'s ({})",
+            config.path.display(),
+            windows.join(", ")
+        )));
+    };
+    let last = store
+        .last_tick(args.window)
+        .map_err(Error::store(store.describe()))?;
+    if tier.cadence.is_due(last, now) {
+        return Ok(true);
+    }
+    let last = last.expect("a tier that never ran is due");
+    let next = tier.cadence.next_due(last);
+    let show = |t: DateTime<Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let text = if args.json {
+        serde_json::json!({"window": window, "tier": n, "due": false, "last_tick": show(last), "next_due": next.map(show)}).to_string()
+    } else {
+        format!(
+            "tier {n} ({window} {}): not due, last tick at {}, next due at {}",
+            tier.cadence,
+            show(last),
+            next.map(show).unwrap_or_else(|| "never".into())
+        )
+    };
+    print(&(text + "\n"))?;
+    Ok(false)
+}
+
+/// `backlog crontab`.
+pub fn crontab(args: &CrontabArgs) -> Result<(), Error> {
+    let config = Config::load(&args.schedule)?;
+    let absolute = |p: &std::path::Path| {
+        std::path::absolute(p).map_err(|source| Error::Io {
+            context: format!("cannot resolve {}", p.display()),
+            source,
+        })
+    };
+    let schedule = absolute(&args.schedule)?;
+    let binary = match &args.binary {
+        Some(b) => absolute(b)?,
+        None => std::env::current_exe().map_err(|source| Error::Io {
+            context: "cannot find this program's path".into(),
+            source,
+        })?,
+    };
+    let log = absolute(
+        args.log
+            .as_deref()
+            .unwrap_or(&config.dir.join("backlog.log")),
+    )?;
+    let block = crontab::render(
+        &config,
+        &crontab::Target {
+            binary,
+            schedule: schedule.clone(),
+            log,
+        },
+    )?;
+    let whose = args
+        .user
+        .as_deref()
+        .map_or("your crontab".to_string(), |u| {
+            format!("the crontab of {u}")
+        });
+    if args.install {
+        let current = crontab::read(args.user.as_deref())?;
+        crontab::write(
+            args.user.as_deref(),
+            &crontab::install(&current, &block, &schedule)?,
+        )?;
+        print(&format!(
+            "installed {} tiers of {} in {whose}\n",
+            config.schedule.tiers.len(),
+            schedule.display()
+        ))
+    } else if args.uninstall {
+        let current = crontab::read(args.user.as_deref())?;
+        let (text, removed) = crontab::uninstall(&current, &schedule)?;
+        if !removed {
+            return print(&format!(
+                "{whose} has no block for {}; nothing to remove\n",
+                schedule.display()
+            ));
+        }
+        crontab::write(args.user.as_deref(), &text)?;
+        print(&format!(
+            "removed the block of {} from {whose}\n",
+            schedule.display()
+        ))
+    } else {
+        print(&block)
+    }
+}
+
+/// `backlog explain`.
+pub fn explain(args: &ExplainArgs) -> Result<(), Error> {
+    let config = Config::load(&args.schedule)?;
+    let now = args.now.unwrap_or_else(Utc::now);
+    let plan = crate::explain::explain(&config.schedule);
+    let age = match (&args.age, &args.id) {
+        (Some(age), _) => Some(*age),
+        (None, Some(id)) => {
+            let mut store = open_store(&config)?;
+            let database = store.describe();
+            let err = |source| Error::Store {
+                database: database.clone(),
+                source,
+            };
+            store.inspect().map_err(err)?;
+            let record = store.find(id).map_err(err)?.ok_or_else(|| {
+                Error::Usage(format!(
+                    "table {} has no record with {} = {id}",
+                    config.table.name, config.table.id
+                ))
+            })?;
+            if !config.table.is_pending(&record.status) {
+                return print(&format!(
+                    "record {id} is {}, not pending: no tier tries it\n",
+                    record.status
+                ));
+            }
+            Some(
+                record
+                    .age(now)
+                    .and_then(|a| a.to_std().ok())
+                    .unwrap_or_default(),
+            )
+        }
+        (None, None) => None,
+    };
+    let next = age.map(|a| crate::explain::next_try(&config.schedule, a, now));
+    if args.json {
+        let mut value = serde_json::to_value(&plan).expect("an explanation serialises");
+        if let Some(next) = &next {
+            value["next_try"] = serde_json::to_value(next).expect("a next try serialises");
+        }
+        return print(&format!("{value}\n"));
+    }
+    let mut text = plan.render(&config.path.display().to_string());
+    if let Some(next) = next {
+        let subject = match &args.id {
+            Some(id) => format!("Record {id} ({} old)", next.age),
+            None => format!("A record {} old", next.age),
+        };
+        let band = next.in_tier.map_or("is in no band".to_string(), |n| {
+            format!("is in tier {n}'s band")
+        });
+        let when = match (next.by_tier, next.at) {
+            (Some(n), Some(at)) => {
+                let wait = (at - now).to_std().unwrap_or_default();
+                format!(
+                    "it is tried next at {} (in {}), by tier {n}",
+                    at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                    duration::rough(wait)
+                )
+            }
+            _ => "it is never tried again".to_string(),
+        };
+        text.push_str(&format!("\n{subject} {band}; {when}.\n"));
+    }
+    print(&text)
+}
+
+/// `backlog status`.
+pub fn status(args: &StatusArgs) -> Result<(), Error> {
+    let config = Config::load(&args.schedule)?;
+    let mut store = open_store(&config)?;
+    let now = args.now.unwrap_or_else(Utc::now);
+    let status = crate::status::status(&config, store.as_mut(), now)
+        .map_err(Error::store(&config.database.url))?;
+    if args.json {
+        print(&format!(
+            "{}\n",
+            serde_json::to_value(&status).expect("a status serialises")
+        ))
+    } else {
+        print(&status.render())
+    }
+}
+
+/// Writes command output to stdout. A reader that went away (`backlog run --dry-run |
+/// head`) is not an error, as with any Unix tool.
+pub(crate) fn print(text: &str) -> Result<(), Error> {
+    use std::io::Write as _;
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::Io {
+            context: "cannot write to stdout".into(),
+            source: e,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// SIGINT and SIGTERM ask the tick to stop taking records; a second SIGINT ends the
+/// process at once (its claims expire after one lease).
+fn stop_on_signals() -> Result<Arc<AtomicBool>, Error> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let io = |source| Error::Io {
+        context: "cannot install signal handlers".into(),
+        source,
+    };
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(&stop))
+            .map_err(io)?;
+        signal_hook::flag::register(signal, Arc::clone(&stop)).map_err(io)?;
+    }
+    Ok(stop)
+}
