@@ -305,11 +305,15 @@ pub fn process_backlog(
     let format = store.inspect().map_err(store_err)?;
     // A spread tier takes only this tick's share of its band; a `[retry]` strategy
     // only the records whose delay has passed.
-    let retry = table.retry.as_ref().map(|r| {
-        let built = crate::backoff::catalog::build(&r.strategy, &r.params, 1.0)
-            .expect("config checked the strategy");
-        (r, built.strategy)
-    });
+    let retry = table
+        .retry
+        .as_ref()
+        .map(|r| {
+            crate::backoff::catalog::build(&r.strategy, &r.params, 1.0)
+                .map(|built| (r, built.strategy))
+                .map_err(|e| Error::Usage(format!("retry: {e}")))
+        })
+        .transpose()?;
     let takes = |r: &Record| {
         tier.is_none_or(|(_, t)| t.takes(&r.id.to_string(), opts.now))
             && retry
