@@ -28,6 +28,9 @@ pub enum Error {
     },
     #[error(transparent)]
     Crontab(#[from] CrontabError),
+    /// `backlog doctor` found problems (it printed them).
+    #[error("{0} of the checks failed")]
+    Unhealthy(usize),
     /// A command-line value that does not make sense.
     #[error("{0}")]
     Usage(String),
@@ -72,7 +75,7 @@ impl Error {
             Error::Handler { .. } => ExitCode::Handler,
             Error::Crontab(_) => ExitCode::Crontab,
             Error::Usage(_) => ExitCode::Usage,
-            Error::Io { .. } => ExitCode::Failure,
+            Error::Io { .. } | Error::Unhealthy(_) => ExitCode::Failure,
         }
     }
 }

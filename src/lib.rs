@@ -21,6 +21,7 @@ pub mod cli;
 pub mod config;
 pub mod crontab;
 pub mod demo;
+pub mod doctor;
 pub mod duration;
 pub mod error;
 pub mod explain;

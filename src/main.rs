@@ -17,6 +17,7 @@ fn main() -> ExitCode {
         Command::Daemon(args) => cli::daemon(args),
         Command::Explain(args) => cli::explain(args),
         Command::Status(args) => cli::status(args),
+        Command::Doctor(args) => cli::doctor(args),
         Command::Backoff(cli::BackoffCommand::Delays(args)) => cli::backoff_delays(args),
         Command::Backoff(cli::BackoffCommand::Budget(args)) => cli::backoff_budget(args),
         Command::Backoff(cli::BackoffCommand::Simulate(args)) => cli::backoff_simulate(args),

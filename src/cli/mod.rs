@@ -51,6 +51,8 @@ pub enum Command {
     Explain(ExplainArgs),
     /// Where the backlog stands: records by status and band, each tier's last tick.
     Status(StatusArgs),
+    /// Check a schedule file against its database: table, columns, values, index, handler.
+    Doctor(DoctorArgs),
     /// Retry strategies: their delays, and how many retries fit a timeout.
     #[command(subcommand)]
     Backoff(backoff::BackoffCommand),
@@ -73,6 +75,13 @@ pub struct ExplainArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// The schedule file.
+    #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
+    pub schedule: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -497,6 +506,20 @@ pub fn explain(args: &ExplainArgs) -> Result<(), Error> {
         text.push_str(&format!("\n{subject} {band}; {when}.\n"));
     }
     print(&text)
+}
+
+/// `backlog doctor`.
+pub fn doctor(args: &DoctorArgs) -> Result<(), Error> {
+    let checks = crate::doctor::doctor(&args.schedule);
+    let text: String = checks
+        .iter()
+        .map(|c| format!("{} {}\n", if c.ok { "ok  " } else { "FAIL" }, c.message))
+        .collect();
+    print(&text)?;
+    match checks.iter().filter(|c| !c.ok).count() {
+        0 => Ok(()),
+        n => Err(Error::Unhealthy(n)),
+    }
 }
 
 /// `backlog status`.

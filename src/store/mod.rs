@@ -136,6 +136,17 @@ pub struct RunRow {
     pub error: Option<String>,
 }
 
+/// How the database runs a band query, for `backlog doctor`.
+#[derive(Debug, Clone)]
+pub struct QueryPlan {
+    /// The plan reads an index range on the inserted-at column.
+    pub uses_index: bool,
+    /// The plan as the database prints it.
+    pub detail: String,
+    /// The statement that would give the band query an index, when it has none.
+    pub create_index: Option<String>,
+}
+
 /// A new status for a record, written once its handler returned.
 #[derive(Debug, Clone)]
 pub struct Mark {
@@ -195,6 +206,13 @@ pub trait Store {
 
     /// The record with this id (given as text, as a user types it).
     fn find(&mut self, id: &str) -> Result<Option<Record>, StoreError>;
+
+    /// How the database runs the band query (after `inspect`).
+    fn band_plan(&mut self) -> Result<QueryPlan, StoreError>;
+
+    /// Reads up to `n` inserted-at values from each end of the column and returns how
+    /// many were read and the ones the detected format cannot read.
+    fn unreadable_inserted_at(&mut self, n: usize) -> Result<(usize, Vec<String>), StoreError>;
 
     /// The last run of each window on this table, newest first.
     fn last_runs(&mut self) -> Result<Vec<RunRow>, StoreError>;

@@ -18,7 +18,8 @@ use rusqlite::{
 use serde_json::Value;
 
 use super::{
-    BandQuery, Cursor, Heartbeat, Mark, Range, RunEnd, RunRow, RunStart, Store, StoreError,
+    BandQuery, Cursor, Heartbeat, Mark, QueryPlan, Range, RunEnd, RunRow, RunStart, Store,
+    StoreError,
 };
 use crate::config::TableConfig;
 use crate::record::{Record, Scalar};
@@ -482,6 +483,77 @@ impl Store for SqliteStore {
             return Ok(Some(r));
         }
         Ok(self.records(&query, &[&id])?.pop())
+    }
+
+    fn band_plan(&mut self) -> Result<QueryPlan, StoreError> {
+        let sql = self.page_sql(true, false);
+        let query = format!("EXPLAIN QUERY PLAN {sql}");
+        let mut stmt = self
+            .conn
+            .prepare(&query)
+            .map_err(db("explaining the band query"))?;
+        // Bind placeholders of the column's own type: the plan depends on it, not on them.
+        let format = self.format();
+        let bound = format.encode(Utc::now());
+        let n = stmt.parameter_count();
+        let params: Vec<&dyn ToSql> = vec![&bound as &dyn ToSql; n];
+        let detail: Vec<String> = stmt
+            .query_map(params_from_iter(params), |r| r.get::<_, String>(3))
+            .and_then(Iterator::collect)
+            .map_err(db("explaining the band query"))?;
+        let detail = detail.join("; ");
+        let ins = &self.table.inserted_at;
+        let uses_index = detail.contains("USING")
+            && detail
+                .to_ascii_uppercase()
+                .contains(&format!("({}>?", ins.to_ascii_uppercase()));
+        let create_index = (!uses_index).then(|| {
+            let name = format!("{}_by_{}", self.table.name, ins)
+                .to_ascii_lowercase()
+                .replace(|c: char| !c.is_ascii_alphanumeric() && c != '_', "_");
+            format!(
+                "CREATE INDEX {} ON {} ({});",
+                quote(&name),
+                self.sql().table,
+                self.sql().inserted_at
+            )
+        });
+        Ok(QueryPlan {
+            uses_index,
+            detail,
+            create_index,
+        })
+    }
+
+    fn unreadable_inserted_at(&mut self, n: usize) -> Result<(usize, Vec<String>), StoreError> {
+        let format = self.format();
+        let sql = self.sql();
+        let mut read = 0;
+        let mut bad = Vec::new();
+        for order in ["DESC", "ASC"] {
+            let query = format!(
+                "SELECT {ins} FROM {t} WHERE {ins} IS NOT NULL ORDER BY {ins} {order} LIMIT ?1",
+                ins = sql.inserted_at,
+                t = sql.table
+            );
+            let mut stmt = self
+                .conn
+                .prepare(&query)
+                .map_err(db("reading inserted-at values"))?;
+            let values: Vec<Scalar> = stmt
+                .query_map([n as i64], |r| Ok(scalar(r.get_ref(0)?)))
+                .and_then(Iterator::collect)
+                .map_err(db("reading inserted-at values"))?;
+            read += values.len();
+            bad.extend(
+                values
+                    .iter()
+                    .filter(|v| format.decode(v).is_none())
+                    .map(ToString::to_string),
+            );
+        }
+        bad.dedup();
+        Ok((read, bad))
     }
 
     fn last_runs(&mut self) -> Result<Vec<RunRow>, StoreError> {

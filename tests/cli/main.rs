@@ -5,6 +5,7 @@ mod bad_input;
 mod concurrency;
 mod crontab;
 mod daemon;
+mod doctor;
 mod explain;
 mod formats;
 mod harness;

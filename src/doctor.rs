@@ -1,0 +1,91 @@
+//! `backlog doctor`: checks a schedule file against its database before the first tick
+//! does: the table and columns, the inserted-at values, the index the band query needs,
+//! and the handler. Each check says what it found and, when it fails, what to do.
+
+use crate::config::Config;
+use crate::handler::CommandHandler;
+use crate::store;
+
+/// One check and its verdict.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Check {
+    pub ok: bool,
+    pub message: String,
+}
+
+fn ok(message: String) -> Check {
+    Check { ok: true, message }
+}
+
+fn fail(message: String) -> Check {
+    Check { ok: false, message }
+}
+
+/// How many inserted-at values are read from each end of the column.
+const SAMPLE: usize = 1000;
+
+/// Runs every check on the schedule file at `path`; a check that cannot run because
+/// an earlier one failed is left out.
+pub fn doctor(path: &std::path::Path) -> Vec<Check> {
+    let mut checks = Vec::new();
+    let config = match Config::load(path) {
+        Ok(c) => c,
+        Err(e) => return vec![fail(e.to_string())],
+    };
+    checks.push(ok(format!(
+        "{}: a valid schedule of {} tiers",
+        path.display(),
+        config.schedule.tiers.len()
+    )));
+    checks.push(match CommandHandler::new(&config.handler, &config.dir) {
+        Ok(_) => ok(format!(
+            "handler {:?} found",
+            config.handler.command.join(" ")
+        )),
+        Err(e) => fail(e.to_string()),
+    });
+    let mut store = match store::open(&config.database, &config.table) {
+        Ok(s) => s,
+        Err(e) => {
+            checks.push(fail(format!("{}: {e}", config.database.url)));
+            return checks;
+        }
+    };
+    let database = store.describe();
+    let format = match store.inspect() {
+        Ok(f) => f,
+        Err(e) => {
+            checks.push(fail(format!("{database}: {e}")));
+            return checks;
+        }
+    };
+    let t = &config.table;
+    checks.push(ok(format!(
+        "table {} has {}, {} and {}; {} holds {format}",
+        t.name, t.id, t.status, t.inserted_at, t.inserted_at
+    )));
+    checks.push(match store.unreadable_inserted_at(SAMPLE) {
+        Ok((_, bad)) if bad.is_empty() => {
+            ok(format!("the newest and oldest {SAMPLE} {} values are all readable", t.inserted_at))
+        }
+        Ok((read, bad)) => fail(format!(
+            "{} of {read} {} values read are not {} timestamps, like {:?}: fix them, or they are never selected",
+            bad.len(),
+            t.inserted_at,
+            format.setting_name(),
+            bad[0]
+        )),
+        Err(e) => fail(format!("{database}: {e}")),
+    });
+    checks.push(match store.band_plan() {
+        Ok(plan) if plan.uses_index => ok(format!("the band query reads an index range: {}", plan.detail)),
+        Ok(plan) => fail(format!(
+            "the band query does not use an index on {} ({}), so every tick reads the whole table; create one:\n    {}",
+            t.inserted_at,
+            plan.detail,
+            plan.create_index.unwrap_or_default()
+        )),
+        Err(e) => fail(format!("{database}: {e}")),
+    });
+    checks
+}

@@ -1,0 +1,71 @@
+//! `backlog doctor`: both verdicts on the band query's index, and the fix it prints.
+
+use crate::harness::{Env, Schedule, recording_handler};
+
+#[test]
+fn doctor_finds_a_missing_index_and_its_fix_works() {
+    let env = Env::new();
+    env.db()
+        .execute_batch("CREATE TABLE BACKLOG (ID INTEGER PRIMARY KEY, STATUS TEXT, DATE_INSERTED TEXT, PAYLOAD TEXT)")
+        .unwrap();
+    env.insert_aged(&[(1, 60), (2, 3600)], |t| {
+        t.format("%Y-%m-%d %H:%M:%S").to_string().into()
+    });
+    env.write_schedule(&Schedule::default());
+    env.write_handler("handler.sh", &recording_handler(&[]));
+
+    let out = env.backlog(&["doctor"]).assert().code(1);
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        stdout.contains("FAIL the band query does not use an index on DATE_INSERTED"),
+        "{stdout}"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.get_output().stderr),
+        "backlog: 1 of the checks failed\n"
+    );
+    let fix = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("CREATE INDEX"))
+        .expect("the fix is printed")
+        .trim()
+        .to_string();
+    assert_eq!(
+        fix,
+        "CREATE INDEX \"backlog_by_date_inserted\" ON \"BACKLOG\" (\"DATE_INSERTED\");"
+    );
+
+    env.db().execute_batch(&fix).unwrap();
+    let out = env.backlog(&["doctor"]).assert().success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(stdout.lines().all(|l| l.starts_with("ok ")), "{stdout}");
+    assert!(stdout.contains("ok   the band query reads an index range: SEARCH BACKLOG USING INDEX backlog_by_date_inserted"), "{stdout}");
+}
+
+#[test]
+fn doctor_reports_unreadable_values_and_a_missing_handler() {
+    let env = Env::new();
+    env.classic();
+    // An impossible time that sorts between valid ones: the format check of the
+    // column's two ends passes, the sample finds it.
+    env.db()
+        .execute(
+            "UPDATE BACKLOG SET DATE_INSERTED = '2026-11-20 25:61:00' WHERE ID = 2",
+            [],
+        )
+        .unwrap();
+    env.write_schedule(&Schedule {
+        format: "sqlite",
+        ..Schedule::default()
+    });
+    let out = env.backlog(&["doctor"]).assert().code(1);
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        stdout.contains("FAIL handler.command: \"./handler.sh\" not found"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("values read are not sqlite timestamps, like \"2026-11-20 25:61:00\""),
+        "{stdout}"
+    );
+}
