@@ -69,6 +69,9 @@ struct RawTable {
 #[serde(deny_unknown_fields)]
 struct RawHandler {
     command: Vec<String>,
+    #[serde(default)]
+    mode: HandlerMode,
+    batch_size: Option<usize>,
     timeout: Option<String>,
     #[serde(default)]
     env: BTreeMap<String, String>,
@@ -180,12 +183,27 @@ pub struct RetryConfig {
     pub since: String,
 }
 
+/// How the handler command runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum HandlerMode {
+    /// One process per record: the record on stdin, its outcome the exit code.
+    #[default]
+    PerRecord,
+    /// One long-lived process: records as JSON lines on stdin, one answer line per
+    /// record on stdout (see the README for the protocol).
+    Batch,
+}
+
 /// The `[handler]` section, resolved.
 #[derive(Debug, Clone)]
 pub struct HandlerConfig {
     /// The program and its arguments, as written (the program is resolved when the
     /// handler is built, so that loading a file never fails on a missing program).
     pub command: Vec<String>,
+    pub mode: HandlerMode,
+    /// Records handed to a batch handler at once.
+    pub batch_size: usize,
     pub timeout: Duration,
     pub env: BTreeMap<String, String>,
     /// Exit codes that set a status of their own instead of the error status.
@@ -380,8 +398,13 @@ fn resolve_handler(raw: RawHandler) -> Result<HandlerConfig, String> {
             })?;
         exit_codes.insert(n, status);
     }
+    if raw.batch_size == Some(0) {
+        return Err("handler.batch_size: must be at least 1".into());
+    }
     Ok(HandlerConfig {
         command: raw.command,
+        mode: raw.mode,
+        batch_size: raw.batch_size.unwrap_or(100),
         timeout,
         env: raw.env,
         exit_codes,

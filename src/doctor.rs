@@ -3,7 +3,6 @@
 //! and the handler. Each check says what it found and, when it fails, what to do.
 
 use crate::config::Config;
-use crate::handler::CommandHandler;
 use crate::store;
 
 /// One check and its verdict.
@@ -37,13 +36,15 @@ pub fn doctor(path: &std::path::Path) -> Vec<Check> {
         path.display(),
         config.schedule.tiers.len()
     )));
-    checks.push(match CommandHandler::new(&config.handler, &config.dir) {
-        Ok(_) => ok(format!(
-            "handler {:?} found",
-            config.handler.command.join(" ")
-        )),
-        Err(e) => fail(e.to_string()),
-    });
+    checks.push(
+        match crate::handler::from_config(&config.handler, &config.dir) {
+            Ok(_) => ok(format!(
+                "handler {:?} found",
+                config.handler.command.join(" ")
+            )),
+            Err(e) => fail(e.to_string()),
+        },
+    );
     let mut store = match store::open(&config.database, &config.table) {
         Ok(s) => s,
         Err(e) => {

@@ -267,7 +267,7 @@ pub fn run_tick(
 ) -> Result<TickSummary, Error> {
     let mut store = open_store(config)?;
     let mut handler =
-        crate::handler::CommandHandler::new(&config.handler, &config.dir).map_err(|source| {
+        crate::handler::from_config(&config.handler, &config.dir).map_err(|source| {
             Error::Handler {
                 file: Some(config.path.display().to_string()),
                 source,
@@ -277,7 +277,7 @@ pub fn run_tick(
         &config.schedule,
         &config.table,
         store.as_mut(),
-        &mut handler,
+        handler.as_mut(),
         opts,
         on_event,
     )
@@ -522,53 +522,59 @@ fn tick_loop(
             .collect();
         tally.skipped += (page.len() - records.len()) as u64;
         tally.held = records.iter().map(|r| r.id.clone()).collect();
-        for record in records {
+        // A per-record handler takes one record at a time, so a stop is seen between
+        // any two; a batch handler takes its batch size at once.
+        for chunk in records.chunks(handler.batch_size().max(1)) {
             if opts.stop.load(Ordering::Relaxed) {
                 tally.stopped = true;
                 return Ok(());
             }
-            if tally.selected == limit {
-                return Ok(());
-            }
-            let ctx = Context {
-                age: record.age(opts.now).and_then(|a| a.to_std().ok()),
-                ..ctx
-            };
-            let handled = handler
-                .handle(record, &ctx)
+            let contexts: Vec<Context> = chunk
+                .iter()
+                .map(|r| Context {
+                    age: r.age(opts.now).and_then(|a| a.to_std().ok()),
+                    ..ctx
+                })
+                .collect();
+            let results = handler
+                .handle_batch(chunk, &contexts)
                 .map_err(|source| Error::Handler { file: None, source })?;
-            tally.held.pop_front();
-            tally.selected += 1;
-            let status = match &handled.outcome {
-                Outcome::Success => {
-                    tally.succeeded += 1;
-                    table.success.clone()
+            for (record, handled) in chunk.iter().copied().zip(results) {
+                tally.held.pop_front();
+                tally.selected += 1;
+                let status = match &handled.outcome {
+                    Outcome::Success => {
+                        tally.succeeded += 1;
+                        table.success.clone()
+                    }
+                    Outcome::Error => {
+                        tally.failed += 1;
+                        table.error.clone()
+                    }
+                    Outcome::Status(s) => {
+                        tally.failed += 1;
+                        s.clone()
+                    }
+                };
+                log_outcome(record, &handled, &status);
+                on_event(Event::Handled {
+                    record,
+                    handled: &handled,
+                    status: &status,
+                });
+                *tally.statuses.entry(status.clone()).or_default() += 1;
+                tally.marks.push(Mark {
+                    at: opts.now,
+                    id: record.id.clone(),
+                    status,
+                });
+                if tally.marks.len() >= opts.mark_group
+                    || last_write.elapsed() >= opts.mark_interval
+                {
+                    store.mark(owner, &tally.marks).map_err(store_err)?;
+                    tally.marks.clear();
+                    last_write = Instant::now();
                 }
-                Outcome::Error => {
-                    tally.failed += 1;
-                    table.error.clone()
-                }
-                Outcome::Status(s) => {
-                    tally.failed += 1;
-                    s.clone()
-                }
-            };
-            log_outcome(record, &handled, &status);
-            on_event(Event::Handled {
-                record,
-                handled: &handled,
-                status: &status,
-            });
-            *tally.statuses.entry(status.clone()).or_default() += 1;
-            tally.marks.push(Mark {
-                at: opts.now,
-                id: record.id.clone(),
-                status,
-            });
-            if tally.marks.len() >= opts.mark_group || last_write.elapsed() >= opts.mark_interval {
-                store.mark(owner, &tally.marks).map_err(store_err)?;
-                tally.marks.clear();
-                last_write = Instant::now();
             }
         }
         if !full_page {

@@ -20,7 +20,6 @@ use chrono::{DateTime, Utc};
 use crate::config::Config;
 use crate::duration;
 use crate::error::Error;
-use crate::handler::CommandHandler;
 use crate::process::{TickOptions, open_store, run_tick};
 use crate::schedule::Tier;
 
@@ -48,7 +47,7 @@ fn load_checked(path: &Path) -> Result<Config, Error> {
     let config = Config::load(path)?;
     let mut store = open_store(&config)?;
     store.inspect().map_err(Error::store(store.describe()))?;
-    CommandHandler::new(&config.handler, &config.dir).map_err(|source| Error::Handler {
+    crate::handler::from_config(&config.handler, &config.dir).map_err(|source| Error::Handler {
         file: Some(config.path.display().to_string()),
         source,
     })?;

@@ -79,7 +79,11 @@ fn executable(path: &Path) -> bool {
         .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-fn resolve(program: &str, dir: &Path, path_var: Option<OsString>) -> Result<PathBuf, HandlerError> {
+pub(super) fn resolve(
+    program: &str,
+    dir: &Path,
+    path_var: Option<OsString>,
+) -> Result<PathBuf, HandlerError> {
     if program.contains('/') {
         let path = dir.join(program);
         return match path.metadata() {
@@ -130,7 +134,30 @@ fn read_tail(mut r: impl Read) -> (Vec<u8>, usize) {
     (kept, total)
 }
 
-fn signal_group(pgid: u32, signal: libc::c_int) {
+/// Runs the command in a process group of its own (so a timeout can kill what it
+/// forked) that dies with the tick.
+pub(super) fn own_group_dying_with_us(cmd: &mut Command) {
+    cmd.process_group(0);
+    let tick_pid = std::process::id();
+    // SAFETY: between fork and exec only async-signal-safe calls (prctl, getppid).
+    // A tick killed with SIGKILL takes its handler with it, so the handler cannot still
+    // be running when the claim expires and another tick takes the record.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() as u32 != tick_pid {
+                return Err(std::io::Error::other(
+                    "the tick ended before its handler started",
+                ));
+            }
+            Ok(())
+        });
+    }
+}
+
+pub(super) fn signal_group(pgid: u32, signal: libc::c_int) {
     // SAFETY: kill(2) with a negative pid signals a process group; it has no memory
     // effects, and an ESRCH (the group is gone) is the expected, harmless answer.
     unsafe {
@@ -153,25 +180,8 @@ impl Handler for CommandHandler {
             )
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        let tick_pid = std::process::id();
-        // SAFETY: between fork and exec only async-signal-safe calls (prctl, getppid).
-        // A tick killed with SIGKILL takes its handler with it, so the handler cannot
-        // still be running when the claim expires and another tick takes the record.
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                if libc::getppid() as u32 != tick_pid {
-                    return Err(std::io::Error::other(
-                        "the tick ended before its handler started",
-                    ));
-                }
-                Ok(())
-            });
-        }
+            .stderr(Stdio::piped());
+        own_group_dying_with_us(&mut cmd);
         match ctx.age {
             Some(age) => cmd.env("BACKLOG_RECORD_AGE_SECONDS", age.as_secs().to_string()),
             None => cmd.env_remove("BACKLOG_RECORD_AGE_SECONDS"),

@@ -5,11 +5,13 @@
 //! error only when it cannot run at all, such as a program that cannot be started;
 //! then the tick stops and leaves the record unmarked, because nothing was tried.
 
+mod batch;
 mod closure;
 mod command;
 
 use std::time::Duration;
 
+pub use batch::BatchHandler;
 pub use closure::FnHandler;
 pub use command::CommandHandler;
 
@@ -68,7 +70,36 @@ pub enum HandlerError {
     },
 }
 
+/// The handler a schedule file's `[handler]` section describes.
+pub fn from_config(
+    config: &crate::config::HandlerConfig,
+    dir: &std::path::Path,
+) -> Result<Box<dyn Handler>, HandlerError> {
+    Ok(match config.mode {
+        crate::config::HandlerMode::PerRecord => Box::new(CommandHandler::new(config, dir)?),
+        crate::config::HandlerMode::Batch => Box::new(BatchHandler::new(config, dir)?),
+    })
+}
+
 /// Takes records one at a time and says what became of each.
 pub trait Handler {
     fn handle(&mut self, record: &Record, ctx: &Context<'_>) -> Result<Handled, HandlerError>;
+
+    /// How many records the tick hands over at once (1: one at a time).
+    fn batch_size(&self) -> usize {
+        1
+    }
+
+    /// Handles several records, returning one result per record in the same order.
+    fn handle_batch(
+        &mut self,
+        records: &[&Record],
+        contexts: &[Context<'_>],
+    ) -> Result<Vec<Handled>, HandlerError> {
+        records
+            .iter()
+            .zip(contexts)
+            .map(|(r, c)| self.handle(r, c))
+            .collect()
+    }
 }

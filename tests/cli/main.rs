@@ -2,6 +2,7 @@
 
 mod backoff;
 mod bad_input;
+mod batch;
 mod concurrency;
 mod crontab;
 mod daemon;
