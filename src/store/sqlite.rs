@@ -6,6 +6,7 @@
 //! while its handlers run. The database file is opened without `CREATE`: a typo in the
 //! path is an error, not a new empty database.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -62,9 +63,11 @@ CREATE TABLE IF NOT EXISTS backlog_claims (
 );
 ";
 
-/// Drops one claim, only if this owner holds it.
-const UNCLAIM: &str =
-    "DELETE FROM backlog_claims WHERE table_name = ?1 AND record_id = ?2 AND owner = ?3";
+/// Drops this owner's claims on the records of a JSON array of ids.
+const UNCLAIM: &str = "DELETE FROM backlog_claims WHERE table_name = ?1 AND owner = ?2 AND record_id IN (SELECT value FROM json_each(?3))";
+
+/// Which records of a JSON array of ids this owner holds.
+const HELD: &str = "SELECT record_id FROM backlog_claims WHERE table_name = ?1 AND owner = ?2 AND record_id IN (SELECT value FROM json_each(?3))";
 
 /// The SQL of a table, with names checked against the schema and quoted.
 #[derive(Debug, Clone)]
@@ -75,7 +78,7 @@ struct Statements {
     inserted_at: String,
     first_page: String,
     next_page: String,
-    status_of: String,
+    claim_page: String,
     set_status: String,
 }
 
@@ -276,15 +279,24 @@ impl SqliteStore {
             next_page: format!(
                 "SELECT * FROM {t} WHERE {ins} >= ?1 AND {ins} <= ?2 AND ({ins} < ?2 OR {id} < ?4) AND {st} IN ({pending}) {order}"
             ),
-            status_of: format!("SELECT {st} FROM {t} WHERE {id} = ?1"),
+            // ?1 table, ?2 owner, ?3 now, ?4 lease end, ?5 ids and ?6 pending statuses
+            // as JSON arrays. A live claim (not yet expired) is left to its owner.
+            claim_page: format!(
+                "INSERT INTO backlog_claims (table_name, record_id, owner, claimed_at, expires_at)
+                 SELECT ?1, {id}, ?2, ?3, ?4 FROM {t}
+                 WHERE {id} IN (SELECT value FROM json_each(?5)) AND {st} IN (SELECT value FROM json_each(?6))
+                 ON CONFLICT (table_name, record_id) DO UPDATE SET owner = excluded.owner,
+                 claimed_at = excluded.claimed_at, expires_at = excluded.expires_at
+                 WHERE backlog_claims.expires_at < excluded.claimed_at"
+            ),
             set_status: match &self.table.retry {
                 // The attempt count and time go with the status, in the same statement.
                 Some(r) => format!(
-                    "UPDATE {t} SET {st} = ?1, {count} = coalesce({count}, 0) + 1, {since} = ?3 WHERE {id} = ?2",
+                    "UPDATE {t} SET {st} = ?1, {count} = coalesce({count}, 0) + 1, {since} = ?3 WHERE {id} IN (SELECT value FROM json_each(?2))",
                     count = quote(&r.count),
                     since = quote(&r.since)
                 ),
-                None => format!("UPDATE {t} SET {st} = ?1 WHERE {id} = ?2"),
+                None => format!("UPDATE {t} SET {st} = ?1 WHERE {id} IN (SELECT value FROM json_each(?2))"),
             },
         }
     }
@@ -345,10 +357,6 @@ impl SqliteStore {
             )
             .map_err(db("reading the run log"))?;
         Ok(n > 0)
-    }
-
-    fn table_name(&self) -> &str {
-        &self.table.name
     }
 }
 
@@ -597,96 +605,85 @@ impl Store for SqliteStore {
         ids: &[Scalar],
         lease_until: DateTime<Utc>,
     ) -> Result<Vec<bool>, StoreError> {
-        let table = self.table.clone();
-        let status_sql = self.sql().status_of.clone();
+        // One statement claims the whole page, taking only records that are still
+        // pending and not held by a live claim; a second reads back which are ours.
+        // Both in one transaction, so the status check and the claim are atomic.
+        let ids_json = serde_json::to_string(ids).expect("ids serialise");
+        let pending_json = serde_json::to_string(&self.table.pending).expect("statuses serialise");
+        let claim_sql = self.sql().claim_page.clone();
         let now = Utc::now().timestamp_millis();
+        let context = "claiming records";
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(db("claiming records"))?;
-        let mut claimed = Vec::with_capacity(ids.len());
-        {
-            let mut upsert = tx
-                .prepare_cached(
-                    "INSERT INTO backlog_claims (table_name, record_id, owner, claimed_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)
-                     ON CONFLICT (table_name, record_id) DO UPDATE SET owner = excluded.owner, claimed_at = excluded.claimed_at,
-                     expires_at = excluded.expires_at WHERE backlog_claims.expires_at < excluded.claimed_at",
-                )
-                .map_err(db("claiming records"))?;
-            let mut status = tx
-                .prepare_cached(&status_sql)
-                .map_err(db("claiming records"))?;
-            let mut unclaim = tx.prepare_cached(UNCLAIM).map_err(db("claiming records"))?;
-            for id in ids {
-                let got = upsert
-                    .execute(params![
-                        table.name,
-                        id,
+            .map_err(db(context))?;
+        let ours: std::collections::HashSet<Scalar> = {
+            tx.prepare_cached(&claim_sql)
+                .and_then(|mut s| {
+                    s.execute(params![
+                        self.table.name,
                         owner,
                         now,
-                        lease_until.timestamp_millis()
+                        lease_until.timestamp_millis(),
+                        ids_json,
+                        pending_json
                     ])
-                    .map_err(db("claiming records"))?
-                    == 1;
-                let pending = got && {
-                    let current: Option<Scalar> = status
-                        .query_row([id], |r| Ok(scalar(r.get_ref(0)?)))
-                        .optional()
-                        .map_err(db("claiming records"))?;
-                    current.is_some_and(|s| table.is_pending(&s.to_string()))
-                };
-                if got && !pending {
-                    unclaim
-                        .execute(params![table.name, id, owner])
-                        .map_err(db("claiming records"))?;
-                }
-                claimed.push(pending);
-            }
-        }
-        tx.commit().map_err(db("claiming records"))?;
-        Ok(claimed)
+                })
+                .map_err(db(context))?;
+            let mut held = tx.prepare_cached(HELD).map_err(db(context))?;
+            held.query_map(params![self.table.name, owner, ids_json], |r| {
+                Ok(scalar(r.get_ref(0)?))
+            })
+            .and_then(Iterator::collect)
+            .map_err(db(context))?
+        };
+        tx.commit().map_err(db(context))?;
+        Ok(ids.iter().map(|id| ours.contains(id)).collect())
     }
 
     fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<(), StoreError> {
-        let table = self.table_name().to_string();
+        // One UPDATE per distinct status (usually two: success and error), one DELETE
+        // for the group's claims, in one transaction.
+        let mut groups: BTreeMap<(&str, Option<Scalar>), Vec<&Scalar>> = BTreeMap::new();
+        for m in marks {
+            let since = self.since_format.map(|f| f.encode(m.at));
+            groups
+                .entry((m.status.as_str(), since))
+                .or_default()
+                .push(&m.id);
+        }
         let set_sql = self.sql().set_status.clone();
-        let context = format!("writing statuses to {table}");
+        let context = format!("writing statuses to {}", self.table.name);
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(db(context.clone()))?;
         {
             let mut set = tx.prepare_cached(&set_sql).map_err(db(context.clone()))?;
-            let mut unclaim = tx.prepare_cached(UNCLAIM).map_err(db(context.clone()))?;
-            for m in marks {
-                match self.since_format.map(|f| f.encode(m.at)) {
-                    Some(since) => set.execute(params![m.status, m.id, since]),
-                    None => set.execute(params![m.status, m.id]),
+            for ((status, since), ids) in &groups {
+                let ids_json = serde_json::to_string(ids).expect("ids serialise");
+                match since {
+                    Some(since) => set.execute(params![status, ids_json, since]),
+                    None => set.execute(params![status, ids_json]),
                 }
                 .map_err(db(context.clone()))?;
-                unclaim
-                    .execute(params![table, m.id, owner])
-                    .map_err(db(context.clone()))?;
             }
+            let ids: Vec<&Scalar> = marks.iter().map(|m| &m.id).collect();
+            let ids_json = serde_json::to_string(&ids).expect("ids serialise");
+            tx.prepare_cached(UNCLAIM)
+                .and_then(|mut s| s.execute(params![self.table.name, owner, ids_json]))
+                .map_err(db(context.clone()))?;
         }
         tx.commit().map_err(db(context))
     }
 
     fn release(&mut self, owner: &str, ids: &[Scalar]) -> Result<(), StoreError> {
-        let table = self.table_name().to_string();
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
+        let ids_json = serde_json::to_string(ids).expect("ids serialise");
+        self.conn
+            .prepare_cached(UNCLAIM)
+            .and_then(|mut s| s.execute(params![self.table.name, owner, ids_json]))
             .map_err(db("releasing claims"))?;
-        {
-            let mut unclaim = tx.prepare_cached(UNCLAIM).map_err(db("releasing claims"))?;
-            for id in ids {
-                unclaim
-                    .execute(params![table, id, owner])
-                    .map_err(db("releasing claims"))?;
-            }
-        }
-        tx.commit().map_err(db("releasing claims"))
+        Ok(())
     }
 
     fn last_tick(&mut self, window: Duration) -> Result<Option<DateTime<Utc>>, StoreError> {
