@@ -32,9 +32,9 @@ pub fn doctor(path: &std::path::Path) -> Vec<Check> {
         Err(e) => return vec![fail(e.to_string())],
     };
     checks.push(ok(format!(
-        "{}: a valid schedule of {} tiers",
+        "{}: a valid schedule of {}",
         path.display(),
-        config.schedule.tiers.len()
+        config.schedule.tier_count()
     )));
     checks.push(
         match crate::handler::from_config(&config.handler, &config.dir) {

@@ -208,8 +208,10 @@ impl Explanation {
     /// The explanation as a table and a few sentences.
     pub fn render(&self, file: &str) -> String {
         let mut out = format!(
-            "{file}: {} tiers, {} bands\n\n",
-            self.tiers.len(),
+            "{file}: {}, {} bands
+
+",
+            crate::schedule::tiers(self.tiers.len()),
             serde_json::to_value(self.bands)
                 .unwrap()
                 .as_str()

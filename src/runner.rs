@@ -128,8 +128,8 @@ pub fn run_daemon(path: &Path, signals: &Signals, seed: u64) -> Result<(), Error
     let mut clocks = clocks_at_start(&config, &mut rng)?;
     let mut running: HashMap<Duration, JoinHandle<()>> = HashMap::new();
     tracing::info!(
-        "daemon started: {} tiers of {}",
-        config.schedule.tiers.len(),
+        "daemon started: {} of {}",
+        config.schedule.tier_count(),
         path.display()
     );
 
@@ -158,9 +158,9 @@ pub fn run_daemon(path: &Path, signals: &Signals, seed: u64) -> Result<(), Error
                         })
                         .collect();
                     tracing::info!(
-                        "reloaded {}: {} tiers",
+                        "reloaded {}: {}",
                         path.display(),
-                        config.schedule.tiers.len()
+                        config.schedule.tier_count()
                     );
                 }
                 Err(e) => tracing::error!("not reloaded, the schedule in force keeps running: {e}"),

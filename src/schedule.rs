@@ -289,7 +289,21 @@ impl fmt::Display for Band {
     }
 }
 
+/// "1 tier", "6 tiers".
+pub fn tiers(n: usize) -> String {
+    if n == 1 {
+        "1 tier".to_string()
+    } else {
+        format!("{n} tiers")
+    }
+}
+
 impl Schedule {
+    /// "1 tier", "6 tiers": how many tiers, for messages.
+    pub fn tier_count(&self) -> String {
+        tiers(self.tiers.len())
+    }
+
     /// The tier with this window and its 1-based number.
     pub fn tier(&self, window: Duration) -> Option<(usize, &Tier)> {
         self.tiers

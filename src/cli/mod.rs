@@ -416,8 +416,9 @@ pub fn crontab(args: &CrontabArgs) -> Result<(), Error> {
             &crontab::install(&current, &block, &schedule)?,
         )?;
         print(&format!(
-            "installed {} tiers of {} in {whose}\n",
-            config.schedule.tiers.len(),
+            "installed {} of {} in {whose}
+",
+            config.schedule.tier_count(),
             schedule.display()
         ))
     } else if args.uninstall {
