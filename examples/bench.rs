@@ -170,12 +170,29 @@ fn command_handler(dir: &Path, command: &[&str], mode: HandlerMode) -> Box<dyn b
     backlog::handler::from_config(&config, dir).unwrap()
 }
 
+/// The process's peak resident memory, from Linux's /proc.
+fn peak_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// `BENCH_MEMORY=FILE`: in a process of its own, one tick over the database FILE;
+/// prints the records handled and the process's peak resident memory in KiB.
+fn memory_child(path: &Path) {
+    let (_, n) = tick(path, &mut FnHandler(|_: &backlog::Record| Outcome::Success));
+    println!("{n} {}", peak_kib());
+}
+
 fn main() {
     let dir = PathBuf::from(
         std::env::args()
             .nth(1)
             .unwrap_or_else(|| "target/bench".into()),
     );
+    if let Ok(path) = std::env::var("BENCH_MEMORY") {
+        return memory_child(Path::new(&path));
+    }
     std::fs::create_dir_all(&dir).unwrap();
     let source = dir.join("million.db");
     let work = dir.join("work.db");
@@ -285,6 +302,34 @@ print(len(rows), len(rows) / (time.perf_counter() - start))
     println!(
         "by hand (Python sqlite3, one txn):   {n} records, {py_rps:>9.0} records/s; the engine is {:.2}× it",
         engine_rps / py_rps
+    );
+
+    // Memory must not grow with the backlog: records are read a page at a time. Each
+    // tick runs in a process of its own, on a database generated beforehand, so the
+    // peak is the tick's.
+    let mut peaks = Vec::new();
+    for due in [1_000u64, 1_000_000] {
+        // The table spans 400 days and the band 31 of them: 400/31 × N rows put N in it.
+        let path = dir.join(format!("memory-{due}.db"));
+        generate(&path, due * 400 / 31);
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .env("BENCH_MEMORY", &path)
+            .output()
+            .unwrap();
+        let v: Vec<u64> = String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .map(|w| w.parse().unwrap())
+            .collect();
+        println!(
+            "memory, a tick over {:>7} due records: peak {:>6} KiB",
+            v[0], v[1]
+        );
+        peaks.push(v[1]);
+        let _ = std::fs::remove_file(&path);
+    }
+    println!(
+        "memory, 1,000,000 due against 1,000:  {:.2}×",
+        peaks[1] as f64 / peaks[0] as f64
     );
 
     // An empty band: the cost must follow the band, not the table.
