@@ -63,9 +63,13 @@ pub enum ExitCode {
 
 impl Error {
     /// Wraps a store error with the database it came from: `.map_err(Error::store(url))`.
-    pub fn store(database: impl ToString) -> impl FnOnce(StoreError) -> Error {
+    /// Kept in a variable, it serves every call on one store: `.map_err(&store_err)`.
+    pub fn store(database: impl ToString) -> impl Fn(StoreError) -> Error {
         let database = database.to_string();
-        move |source| Error::Store { database, source }
+        move |source| Error::Store {
+            database: database.clone(),
+            source,
+        }
     }
 
     pub fn exit_code(&self) -> ExitCode {

@@ -27,7 +27,7 @@ use crate::error::Error;
 use crate::handler::{Context, Handled, Handler, Outcome};
 use crate::record::{Record, Scalar};
 use crate::schedule::{BandMode, Schedule};
-use crate::store::{BandQuery, Cursor, Heartbeat, Mark, RunEnd, RunStart, Store, StoreError};
+use crate::store::{BandQuery, Cursor, Heartbeat, Mark, RunEnd, RunStart, Store};
 
 /// How a tick runs, beyond what the schedule says.
 #[derive(Debug, Clone)]
@@ -294,15 +294,11 @@ pub fn process_backlog(
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> Result<TickSummary, Error> {
     let started = Instant::now();
-    let database = store.describe();
-    let store_err = |source: StoreError| Error::Store {
-        database: database.clone(),
-        source,
-    };
+    let store_err = Error::store(store.describe());
     let tier = schedule.tier(opts.window);
     let band = schedule.band(opts.window);
     let limit = opts.limit.unwrap_or_else(|| schedule.limit(opts.window));
-    let format = store.inspect().map_err(store_err)?;
+    let format = store.inspect().map_err(&store_err)?;
     // A spread tier takes only this tick's share of its band; a `[retry]` strategy
     // only the records whose delay has passed.
     let retry = table
@@ -347,7 +343,7 @@ pub fn process_backlog(
             to: query.to.to_string(),
         },
         now: opts.now,
-        database: database.clone(),
+        database: store.describe(),
         table: table.name.clone(),
         inserted_at_format: format.setting_name().to_string(),
         inserted_at_format_detected: table.inserted_at_format
@@ -372,7 +368,7 @@ pub fn process_backlog(
             let want = opts.page_size.min((limit - summary.selected) as usize);
             let page = store
                 .select(&query, cursor.as_ref(), want)
-                .map_err(store_err)?;
+                .map_err(&store_err)?;
             for record in page.iter().filter(|r| takes(r)) {
                 on_event(Event::WouldHandle { record });
                 summary.selected += 1;
@@ -393,7 +389,7 @@ pub fn process_backlog(
         return Ok(summary);
     }
 
-    store.ensure_own_tables().map_err(store_err)?;
+    store.ensure_own_tables().map_err(&store_err)?;
     let owner = owner_name();
     let run_id = store
         .begin_run(&RunStart {
@@ -408,10 +404,10 @@ pub fn process_backlog(
             now: opts.now,
             owner: owner.clone(),
         })
-        .map_err(store_err)?;
+        .map_err(&store_err)?;
     summary.run_id = Some(run_id);
     let heartbeat = HeartbeatThread::start(
-        store.heartbeat(&owner, run_id).map_err(store_err)?,
+        store.heartbeat(&owner, run_id).map_err(&store_err)?,
         opts.lease,
     );
 
@@ -428,7 +424,7 @@ pub fn process_backlog(
     // Whatever happened, write what was handled and let go of what was not.
     let mut cleanup = Ok(());
     if !tally.marks.is_empty() {
-        cleanup = store.mark(&owner, &tally.marks).map_err(store_err);
+        cleanup = store.mark(&owner, &tally.marks).map_err(&store_err);
     }
     let held: Vec<Scalar> = tally.held.drain(..).collect();
     if !held.is_empty()
@@ -454,7 +450,7 @@ pub fn process_backlog(
         },
         error: result.as_ref().err().map(ToString::to_string),
     };
-    let logged = store.finish_run(run_id, &end).map_err(store_err);
+    let logged = store.finish_run(run_id, &end).map_err(&store_err);
     result?;
     logged?;
 
@@ -484,11 +480,7 @@ fn tick_loop(
     tally: &mut Tally,
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> Result<(), Error> {
-    let database = store.describe();
-    let store_err = |source: StoreError| Error::Store {
-        database: database.clone(),
-        source,
-    };
+    let store_err = Error::store(store.describe());
     let mut cursor: Option<Cursor> = None;
     let mut last_write = Instant::now();
     while tally.selected < limit {
@@ -499,7 +491,7 @@ fn tick_loop(
         let want = opts.page_size.min((limit - tally.selected) as usize);
         let page = store
             .select(query, cursor.as_ref(), want)
-            .map_err(store_err)?;
+            .map_err(&store_err)?;
         let Some(last) = page.last() else {
             return Ok(());
         };
@@ -513,7 +505,7 @@ fn tick_loop(
         let ids: Vec<Scalar> = page.iter().map(|r| r.id.clone()).collect();
         let claimed = store
             .claim(owner, &ids, Utc::now() + opts.lease)
-            .map_err(store_err)?;
+            .map_err(&store_err)?;
         let records: Vec<&Record> = page
             .iter()
             .zip(&claimed)
@@ -571,7 +563,7 @@ fn tick_loop(
                 if tally.marks.len() >= opts.mark_group
                     || last_write.elapsed() >= opts.mark_interval
                 {
-                    store.mark(owner, &tally.marks).map_err(store_err)?;
+                    store.mark(owner, &tally.marks).map_err(&store_err)?;
                     tally.marks.clear();
                     last_write = Instant::now();
                 }

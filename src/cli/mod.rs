@@ -449,13 +449,9 @@ pub fn explain(args: &ExplainArgs) -> Result<(), Error> {
         (Some(age), _) => Some(*age),
         (None, Some(id)) => {
             let mut store = open_store(&config)?;
-            let database = store.describe();
-            let err = |source| Error::Store {
-                database: database.clone(),
-                source,
-            };
-            store.inspect().map_err(err)?;
-            let record = store.find(id).map_err(err)?.ok_or_else(|| {
+            let err = Error::store(store.describe());
+            store.inspect().map_err(&err)?;
+            let record = store.find(id).map_err(&err)?.ok_or_else(|| {
                 Error::Usage(format!(
                     "table {} has no record with {} = {id}",
                     config.table.name, config.table.id
