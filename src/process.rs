@@ -27,7 +27,7 @@ use crate::error::Error;
 use crate::handler::{Context, Handled, Handler, Outcome};
 use crate::record::{Record, Scalar};
 use crate::schedule::{BandMode, Schedule};
-use crate::store::{BandQuery, Cursor, Heartbeat, Mark, RunEnd, RunStart, Store};
+use crate::store::{BandQuery, Cursor, Heartbeat, Mark, RunEnd, RunStart, Store, StoreError};
 
 /// How a tick runs, beyond what the schedule says.
 #[derive(Debug, Clone)]
@@ -237,6 +237,45 @@ impl Drop for HeartbeatThread {
     }
 }
 
+/// Reads a band a page at a time, newest first, each page after where the last ended.
+struct Pager<'q> {
+    query: &'q BandQuery,
+    cursor: Option<Cursor>,
+    done: bool,
+}
+
+impl<'q> Pager<'q> {
+    fn new(query: &'q BandQuery) -> Self {
+        Pager {
+            query,
+            cursor: None,
+            done: false,
+        }
+    }
+
+    /// The next page of at most `want` records; none once the band is read to its end
+    /// (a page shorter than asked for is the last).
+    fn next(
+        &mut self,
+        store: &mut dyn Store,
+        want: usize,
+    ) -> Result<Option<Vec<Record>>, StoreError> {
+        if self.done {
+            return Ok(None);
+        }
+        let page = store.select(self.query, self.cursor.as_ref(), want)?;
+        self.done = page.len() < want;
+        let Some(last) = page.last() else {
+            return Ok(None);
+        };
+        self.cursor = Some(Cursor {
+            inserted_at: last.inserted_at.clone(),
+            id: last.id.clone(),
+        });
+        Ok(Some(page))
+    }
+}
+
 /// The running state of a tick: counts, claims held, marks not yet written.
 #[derive(Default)]
 struct Tally {
@@ -363,26 +402,17 @@ pub fn process_backlog(
     };
 
     if opts.dry_run {
-        let mut cursor: Option<Cursor> = None;
+        let mut pager = Pager::new(&query);
         while summary.selected < limit {
             let want = opts.page_size.min((limit - summary.selected) as usize);
-            let page = store
-                .select(&query, cursor.as_ref(), want)
-                .map_err(&store_err)?;
+            let Some(page) = pager.next(store, want).map_err(&store_err)? else {
+                break;
+            };
             for record in page.iter().filter(|r| takes(r)) {
                 on_event(Event::WouldHandle { record });
                 summary.selected += 1;
             }
             summary.deferred += page.iter().filter(|r| !takes(r)).count() as u64;
-            match page.last() {
-                Some(last) if page.len() == want => {
-                    cursor = Some(Cursor {
-                        inserted_at: last.inserted_at.clone(),
-                        id: last.id.clone(),
-                    })
-                }
-                _ => break,
-            }
         }
         summary.limit_reached = summary.selected == limit;
         summary.seconds = started.elapsed().as_secs_f64();
@@ -481,7 +511,7 @@ fn tick_loop(
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> Result<(), Error> {
     let store_err = Error::store(store.describe());
-    let mut cursor: Option<Cursor> = None;
+    let mut pager = Pager::new(query);
     let mut last_write = Instant::now();
     while tally.selected < limit {
         if opts.stop.load(Ordering::Relaxed) {
@@ -489,17 +519,9 @@ fn tick_loop(
             return Ok(());
         }
         let want = opts.page_size.min((limit - tally.selected) as usize);
-        let page = store
-            .select(query, cursor.as_ref(), want)
-            .map_err(&store_err)?;
-        let Some(last) = page.last() else {
+        let Some(page) = pager.next(store, want).map_err(&store_err)? else {
             return Ok(());
         };
-        cursor = Some(Cursor {
-            inserted_at: last.inserted_at.clone(),
-            id: last.id.clone(),
-        });
-        let full_page = page.len() == want;
         let (page, later): (Vec<Record>, Vec<Record>) = page.into_iter().partition(|r| takes(r));
         tally.deferred += later.len() as u64;
         let ids: Vec<Scalar> = page.iter().map(|r| r.id.clone()).collect();
@@ -568,9 +590,6 @@ fn tick_loop(
                     last_write = Instant::now();
                 }
             }
-        }
-        if !full_page {
-            return Ok(());
         }
     }
     Ok(())
