@@ -49,6 +49,8 @@ struct RawDatabase {
     url: String,
     busy_timeout: Option<String>,
     claim_lease: Option<String>,
+    password_file: Option<String>,
+    schema: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -60,6 +62,7 @@ struct RawTable {
     inserted_at: String,
     #[serde(default)]
     inserted_at_format: FormatSetting,
+    inserted_at_timezone: Option<String>,
     pending: Option<Vec<String>>,
     success: Option<String>,
     error: Option<String>,
@@ -105,12 +108,40 @@ struct RawTier {
 pub enum DatabaseUrl {
     /// A SQLite file, already resolved against the schedule file's folder.
     Sqlite(PathBuf),
+    /// A PostgreSQL server.
+    Postgres(Box<PostgresUrl>),
+}
+
+/// A PostgreSQL connection, with its password resolved from wherever it came. Only
+/// `shown` (the URL without its password) is ever printed: the `Debug` and `Display`
+/// of this type and of `DatabaseUrl` both use it.
+#[derive(Clone)]
+pub struct PostgresUrl {
+    pub config: postgres::Config,
+    /// `postgres://user@host:port/dbname?sslmode=…`, never with the password.
+    pub shown: String,
+}
+
+/// Two connections are the same when they reach the same place as the same user.
+impl PartialEq for PostgresUrl {
+    fn eq(&self, other: &Self) -> bool {
+        self.shown == other.shown
+    }
+}
+
+impl Eq for PostgresUrl {}
+
+impl fmt::Debug for PostgresUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.shown)
+    }
 }
 
 impl fmt::Display for DatabaseUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             DatabaseUrl::Sqlite(p) => write!(f, "sqlite:{}", p.display()),
+            DatabaseUrl::Postgres(pg) => f.write_str(&pg.shown),
         }
     }
 }
@@ -130,7 +161,12 @@ pub struct DatabaseConfig {
     /// How long a tick's claim on a record outlives the tick's last heartbeat: the
     /// longest a killed tick's records wait before another tick may take them.
     pub claim_lease: Duration,
+    /// The PostgreSQL schema of the tool's own tables (run log, claims, version).
+    pub schema: String,
 }
+
+/// The schema of the tool's own tables on PostgreSQL when the file names none.
+pub const DEFAULT_SCHEMA: &str = "backlog";
 
 /// The `[table]` section: names and status values of the user's table.
 #[derive(Debug, Clone)]
@@ -140,6 +176,8 @@ pub struct TableConfig {
     pub status: String,
     pub inserted_at: String,
     pub inserted_at_format: FormatSetting,
+    /// The zone a `timestamp` (without time zone) column is written in; UTC if unset.
+    pub inserted_at_timezone: Option<chrono_tz::Tz>,
     pub pending: Vec<String>,
     pub success: String,
     pub error: String,
@@ -156,6 +194,7 @@ impl TableConfig {
             status: status.into(),
             inserted_at: inserted_at.into(),
             inserted_at_format: FormatSetting::Auto,
+            inserted_at_timezone: None,
             pending: vec!["NEW".into(), "ERROR".into()],
             success: "SUCCESS".into(),
             error: "ERROR".into(),
@@ -287,8 +326,41 @@ fn positive(key: &str, text: &str) -> Result<Duration, String> {
 
 fn resolve_database(raw: RawDatabase, dir: &Path) -> Result<DatabaseConfig, String> {
     let url = raw.url.trim();
+    let busy_timeout = match raw.busy_timeout {
+        Some(t) => positive("database.busy_timeout", &t)?,
+        None => Duration::from_secs(30),
+    };
+    let claim_lease = match raw.claim_lease {
+        Some(t) => positive("database.claim_lease", &t)?,
+        None => Duration::from_secs(60),
+    };
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        return Err("database.url: PostgreSQL is not supported by this version of backlog yet; use a SQLite file path".into());
+        let schema = raw.schema.unwrap_or_else(|| DEFAULT_SCHEMA.to_string());
+        if schema.trim().is_empty() {
+            return Err("database.schema is empty; name the schema for the tool's own tables, like \"backlog\"".into());
+        }
+        let password_file = raw.password_file.map(|f| dir.join(f));
+        let url = resolve_postgres(
+            url,
+            password_file.as_deref(),
+            std::env::var("PGPASSWORD").ok(),
+        )?;
+        return Ok(DatabaseConfig {
+            url: DatabaseUrl::Postgres(Box::new(url)),
+            busy_timeout,
+            claim_lease,
+            schema,
+        });
+    }
+    for (key, set) in [
+        ("password_file", raw.password_file.is_some()),
+        ("schema", raw.schema.is_some()),
+    ] {
+        if set {
+            return Err(format!(
+                "database.{key} applies to PostgreSQL only; remove it, or give a postgres:// url"
+            ));
+        }
     }
     let path = url
         .strip_prefix("sqlite://")
@@ -299,19 +371,103 @@ fn resolve_database(raw: RawDatabase, dir: &Path) -> Result<DatabaseConfig, Stri
             "database.url is empty; give the path of a SQLite file, like \"backlog.db\"".into(),
         );
     }
-    let busy_timeout = match raw.busy_timeout {
-        Some(t) => positive("database.busy_timeout", &t)?,
-        None => Duration::from_secs(30),
-    };
-    let claim_lease = match raw.claim_lease {
-        Some(t) => positive("database.claim_lease", &t)?,
-        None => Duration::from_secs(60),
-    };
     Ok(DatabaseConfig {
         url: DatabaseUrl::Sqlite(dir.join(path)),
         busy_timeout,
         claim_lease,
+        schema: DEFAULT_SCHEMA.to_string(),
     })
+}
+
+/// Parses a `postgres://` URL and settles its password: in the URL, or from
+/// `database.password_file`, or from `PGPASSWORD`, in that order, as libpq does with
+/// its URL and environment. Messages never repeat the URL, which may hold a password.
+fn resolve_postgres(
+    url: &str,
+    password_file: Option<&Path>,
+    env_password: Option<String>,
+) -> Result<PostgresUrl, String> {
+    let mut config: postgres::Config = url.parse().map_err(|e| {
+        format!("database.url is not a valid PostgreSQL URL ({}); write it like \"postgres://user@host:5432/dbname?sslmode=require\"", crate::error::chain(&e))
+    })?;
+    if config.get_hosts().is_empty() {
+        return Err(
+            "database.url names no host; write it like \"postgres://user@host:5432/dbname\"".into(),
+        );
+    }
+    match (config.get_password().is_some(), password_file) {
+        (true, Some(_)) => {
+            return Err("database.url holds a password and database.password_file is set too; keep one (the file is the safer)".into());
+        }
+        (false, Some(file)) => {
+            let text = std::fs::read_to_string(file).map_err(|e| {
+                format!(
+                    "database.password_file: cannot read {}: {e}",
+                    file.display()
+                )
+            })?;
+            // The file's first line, as written by `echo secret > file`.
+            let password = text.lines().next().unwrap_or("");
+            if password.is_empty() {
+                return Err(format!(
+                    "database.password_file: {} is empty; write the password on its first line",
+                    file.display()
+                ));
+            }
+            config.password(password);
+        }
+        (false, None) => {
+            if let Some(password) = env_password.filter(|p| !p.is_empty()) {
+                config.password(password);
+            }
+        }
+        (true, None) => {}
+    }
+    if config.get_application_name().is_none() {
+        config.application_name("backlog");
+    }
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(Duration::from_secs(10));
+    }
+    // A server that vanishes mid-tick (a dead host, a cut link) is noticed in about a
+    // minute instead of the kernel's two hours.
+    config.keepalives_idle(Duration::from_secs(30));
+    config.tcp_user_timeout(Duration::from_secs(60));
+    Ok(PostgresUrl {
+        shown: show_postgres(&config),
+        config,
+    })
+}
+
+/// The connection as `postgres://user@host:port/dbname?sslmode=…`, without the password.
+fn show_postgres(config: &postgres::Config) -> String {
+    use postgres::config::{Host, SslMode};
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let host = match h {
+                Host::Tcp(name) => name.clone(),
+                Host::Unix(path) => path.display().to_string(),
+            };
+            match config.get_ports().get(i).or(config.get_ports().first()) {
+                Some(port) => format!("{host}:{port}"),
+                None => host,
+            }
+        })
+        .collect();
+    let user = config
+        .get_user()
+        .map(|u| format!("{u}@"))
+        .unwrap_or_default();
+    let dbname = config.get_dbname().unwrap_or("");
+    let ssl = match config.get_ssl_mode() {
+        SslMode::Disable => "?sslmode=disable",
+        SslMode::Require => "?sslmode=require",
+        _ => "",
+    };
+    format!("postgres://{user}{}/{dbname}{ssl}", hosts.join(","))
 }
 
 fn resolve_retry(raw: RawRetry) -> Result<RetryConfig, String> {
@@ -353,6 +509,14 @@ fn resolve_table(raw: RawTable, retry: Option<RawRetry>) -> Result<TableConfig, 
     }
     let mut table = TableConfig::new(&raw.name, &raw.id, &raw.status, &raw.inserted_at);
     table.inserted_at_format = raw.inserted_at_format;
+    table.inserted_at_timezone = raw
+        .inserted_at_timezone
+        .map(|name| {
+            name.parse().map_err(|_| {
+                format!("table.inserted_at_timezone: {name:?} is not a time zone name; use an IANA name like \"Europe/Paris\" or \"UTC\"")
+            })
+        })
+        .transpose()?;
     if let Some(pending) = raw.pending {
         if pending.is_empty() {
             return Err(
@@ -527,6 +691,43 @@ cron = "0 * * * *"
     }
 
     #[test]
+    fn a_postgres_password_comes_from_the_url_a_file_or_the_environment_and_is_never_shown() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pw");
+        std::fs::write(&file, "from-file\nignored\n").unwrap();
+        let url = "postgres://app@db.internal:6432/orders?sslmode=require";
+        let cases = [
+            (
+                "postgres://app:in-url@db.internal:6432/orders?sslmode=require",
+                None,
+                Some("from-env"),
+                "in-url",
+            ),
+            (url, Some(file.as_path()), Some("from-env"), "from-file"),
+            (url, None, Some("from-env"), "from-env"),
+        ];
+        for (url, file, env, expected) in cases {
+            let pg = resolve_postgres(url, file, env.map(String::from)).unwrap();
+            assert_eq!(pg.config.get_password(), Some(expected.as_bytes()));
+            assert_eq!(
+                pg.shown,
+                "postgres://app@db.internal:6432/orders?sslmode=require"
+            );
+            let debug = format!("{:?}", DatabaseUrl::Postgres(Box::new(pg)));
+            assert!(!debug.contains(expected), "{debug}");
+        }
+        let none = resolve_postgres(url, None, None).unwrap();
+        assert_eq!(none.config.get_password(), None);
+        let empty = dir.path().join("empty");
+        std::fs::write(&empty, "").unwrap();
+        let err = resolve_postgres(url, Some(&empty), None).unwrap_err();
+        assert!(
+            err.ends_with("is empty; write the password on its first line"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn a_good_file_resolves_paths_against_its_folder() {
         let c = Config::parse(GOOD, Path::new("/srv/app/backlog.toml")).unwrap();
         assert_eq!(
@@ -599,13 +800,23 @@ cron = "0 * * * *"
             ),
             (
                 "url = \"backlog.db\"",
-                "url = \"postgres://u:secret@db/x\"",
-                "/etc/backlog.toml: database.url: PostgreSQL is not supported by this version of backlog yet; use a SQLite file path",
+                "url = \"postgres://u:secret@db/x\"\npassword_file = \"pw\"",
+                "/etc/backlog.toml: database.url holds a password and database.password_file is set too; keep one (the file is the safer)",
+            ),
+            (
+                "url = \"backlog.db\"",
+                "url = \"postgres://u:secret@db/x?sslmode=sometimes\"",
+                "/etc/backlog.toml: database.url is not a valid PostgreSQL URL (invalid connection string: invalid value for option `sslmode`); write it like \"postgres://user@host:5432/dbname?sslmode=require\"",
+            ),
+            (
+                "url = \"backlog.db\"",
+                "url = \"backlog.db\"\nschema = \"jobs\"",
+                "/etc/backlog.toml: database.schema applies to PostgreSQL only; remove it, or give a postgres:// url",
             ),
             (
                 "inserted_at = \"DATE_INSERTED\"",
                 "inserted_at = \"DATE_INSERTED\"\ninserted_at_format = \"iso\"",
-                "/etc/backlog.toml:10:22: unknown variant `iso`, expected one of `auto`, `sqlite`, `rfc3339`, `unix`, `unix_ms`",
+                "/etc/backlog.toml:10:22: unknown variant `iso`, expected one of `auto`, `sqlite`, `rfc3339`, `unix`, `unix_ms`, `native`",
             ),
             (
                 "[database]",

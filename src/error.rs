@@ -84,6 +84,18 @@ impl Error {
     }
 }
 
+/// An error and its causes on one line, `outer: inner: innermost`, for libraries whose
+/// `Display` shows only the outermost ("invalid connection string").
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        s.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    s
+}
+
 impl From<ExitCode> for std::process::ExitCode {
     fn from(code: ExitCode) -> Self {
         std::process::ExitCode::from(code as u8)

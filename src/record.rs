@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, NaiveDateTime, SecondsFormat, Utc};
 use serde_json::{Map, Value};
 
 /// A single database value of the kinds ids and inserted-at columns hold.
@@ -16,6 +16,10 @@ use serde_json::{Map, Value};
 pub enum Scalar {
     Int(i64),
     Text(String),
+    /// A native instant (PostgreSQL `timestamptz`).
+    Time(DateTime<Utc>),
+    /// A native wall-clock time without zone (PostgreSQL `timestamp`).
+    Naive(NaiveDateTime),
 }
 
 impl fmt::Display for Scalar {
@@ -23,6 +27,8 @@ impl fmt::Display for Scalar {
         match self {
             Scalar::Int(i) => write!(f, "{i}"),
             Scalar::Text(s) => f.write_str(s),
+            Scalar::Time(t) => f.write_str(&t.to_rfc3339_opts(SecondsFormat::AutoSi, true)),
+            Scalar::Naive(t) => write!(f, "{}", t.format("%Y-%m-%d %H:%M:%S%.f")),
         }
     }
 }

@@ -29,6 +29,10 @@ pub enum FormatSetting {
     Unix,
     /// Integer milliseconds since the Unix epoch.
     UnixMs,
+    /// The column's own timestamp type (PostgreSQL `timestamptz`, or `timestamp` read
+    /// in `table.inserted_at_timezone`, UTC by default). `auto` picks it for such a
+    /// column.
+    Native,
 }
 
 /// A sample of the column, as the store read it.
@@ -66,6 +70,10 @@ pub enum TimestampFormat {
     Text(TextLayout),
     UnixSeconds,
     UnixMillis,
+    /// A `timestamptz` column: bounds are bound as instants.
+    Timestamptz,
+    /// A `timestamp` column: bounds are bound as wall-clock times in this zone.
+    Timestamp(chrono_tz::Tz),
 }
 
 /// SQLite's `CURRENT_TIMESTAMP` layout.
@@ -86,6 +94,10 @@ impl fmt::Display for TimestampFormat {
         match self {
             TimestampFormat::UnixSeconds => f.write_str("unix (integer seconds)"),
             TimestampFormat::UnixMillis => f.write_str("unix_ms (integer milliseconds)"),
+            TimestampFormat::Timestamptz => f.write_str("native (timestamp with time zone)"),
+            TimestampFormat::Timestamp(tz) => {
+                write!(f, "native (timestamp without time zone, read in {tz})")
+            }
             TimestampFormat::Text(l) if l.offset.is_none() => {
                 write!(
                     f,
@@ -108,6 +120,7 @@ impl TimestampFormat {
         match self {
             TimestampFormat::UnixSeconds => "unix",
             TimestampFormat::UnixMillis => "unix_ms",
+            TimestampFormat::Timestamptz | TimestampFormat::Timestamp(_) => "native",
             TimestampFormat::Text(l) if l.offset.is_none() => "sqlite",
             TimestampFormat::Text(_) => "rfc3339",
         }
@@ -124,6 +137,8 @@ impl TimestampFormat {
             TimestampFormat::UnixSeconds => Scalar::Int(t.timestamp()),
             TimestampFormat::UnixMillis => Scalar::Int(t.timestamp_millis()),
             TimestampFormat::Text(layout) => Scalar::Text(layout.format(t)),
+            TimestampFormat::Timestamptz => Scalar::Time(t),
+            TimestampFormat::Timestamp(tz) => Scalar::Naive(t.with_timezone(tz).naive_local()),
         }
     }
 
@@ -133,6 +148,17 @@ impl TimestampFormat {
             (TimestampFormat::UnixSeconds, Scalar::Int(s)) => DateTime::from_timestamp(*s, 0),
             (TimestampFormat::UnixMillis, Scalar::Int(ms)) => DateTime::from_timestamp_millis(*ms),
             (TimestampFormat::Text(_), Scalar::Text(s)) => parse_text(s).map(|(t, _)| t),
+            (TimestampFormat::Timestamptz, Scalar::Time(t)) => Some(*t),
+            // A wall-clock time the zone skips (spring forward) reads as the instant
+            // after the gap; one it repeats (fall back), as the earlier instant.
+            (TimestampFormat::Timestamp(tz), Scalar::Naive(n)) => tz
+                .from_local_datetime(n)
+                .earliest()
+                .or_else(|| {
+                    tz.from_local_datetime(&(*n + chrono::Duration::hours(1)))
+                        .earliest()
+                })
+                .map(|t| t.with_timezone(&Utc)),
             _ => None,
         }
     }
@@ -255,6 +281,8 @@ pub fn read_any(value: &Scalar) -> Option<DateTime<Utc>> {
     let sample = match value {
         Scalar::Int(i) => Sample::Int(*i),
         Scalar::Text(t) => Sample::Text(t.clone()),
+        Scalar::Time(t) => return Some(*t),
+        Scalar::Naive(n) => return Some(n.and_utc()),
     };
     classify(&sample).ok()?.decode(value)
 }
@@ -288,6 +316,11 @@ pub fn detect(setting: FormatSetting, samples: &[Sample]) -> Result<TimestampFor
         FormatSetting::Rfc3339 => TimestampFormat::Text(RFC3339_LAYOUT),
         FormatSetting::Unix => TimestampFormat::UnixSeconds,
         FormatSetting::UnixMs => TimestampFormat::UnixMillis,
+        FormatSetting::Native => {
+            return Err(
+                "is declared native, which is for PostgreSQL timestamp columns; set table.inserted_at_format = \"auto\"".into(),
+            );
+        }
     };
     match found {
         None => Ok(declared),

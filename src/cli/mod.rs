@@ -210,16 +210,22 @@ pub(crate) fn parse_now(text: &str) -> Result<DateTime<Utc>, String> {
         })
 }
 
-/// Sends logs to stderr.
+/// Sends logs to stderr: this tool's at `level`, its libraries' (the PostgreSQL
+/// client logs every statement at debug) only from warnings up.
 pub fn init_logging(level: tracing::Level, format: LogFormat) {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let ours = tracing_subscriber::filter::Targets::new()
+        .with_target("backlog", level)
+        .with_default(tracing::Level::WARN);
     let builder = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_max_level(level)
         .with_target(false)
         .with_ansi(std::io::stderr().is_terminal());
     match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
+        LogFormat::Text => builder.finish().with(ours).init(),
+        LogFormat::Json => builder.json().finish().with(ours).init(),
     }
 }
 

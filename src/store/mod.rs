@@ -7,12 +7,14 @@
 //! ticks never hold it at once. Claims carry a lease that a heartbeat renews; a tick
 //! that dies stops renewing, and its records are free again once the lease runs out.
 
+mod postgres;
 mod sqlite;
 
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
 use crate::config::{DatabaseConfig, DatabaseUrl, TableConfig};
@@ -50,6 +52,8 @@ pub enum StoreError {
         column: String,
         problem: String,
     },
+    #[error("cannot connect: {reason}")]
+    Connect { reason: String },
     #[error("{0}")]
     Schema(String),
     #[error("{context}: {source}")]
@@ -239,6 +243,11 @@ pub fn open(database: &DatabaseConfig, table: &TableConfig) -> Result<Box<dyn St
         DatabaseUrl::Sqlite(path) => Ok(Box::new(SqliteStore::open(
             path,
             database.busy_timeout,
+            table.clone(),
+        )?)),
+        DatabaseUrl::Postgres(url) => Ok(Box::new(PostgresStore::open(
+            url,
+            &database.schema,
             table.clone(),
         )?)),
     }

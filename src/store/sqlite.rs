@@ -110,6 +110,8 @@ impl ToSql for Scalar {
         Ok(match self {
             Scalar::Int(i) => ToSqlOutput::from(*i),
             Scalar::Text(s) => ToSqlOutput::from(s.as_str()),
+            // Native timestamps come only from PostgreSQL; written as text if ever bound.
+            Scalar::Time(_) | Scalar::Naive(_) => ToSqlOutput::from(self.to_string()),
         })
     }
 }

@@ -1,0 +1,1141 @@
+//! The PostgreSQL backend: one backlog, many runners on many machines.
+//!
+//! Claims live in the tool's own claims table, with leases, as on SQLite. Row locks
+//! held for as long as a handler runs (`SELECT … FOR UPDATE SKIP LOCKED` in a
+//! transaction left open) would need no table, but:
+//! - a handler may run for minutes, and a transaction open that long holds back vacuum
+//!   on the whole database and blocks the application's own updates of those rows;
+//! - a row lock lives as long as its connection, and the server keeps the connection
+//!   of a host that vanished (power cut, network split) open until TCP gives up, which
+//!   can take hours; a lease runs out `database.claim_lease` after the last heartbeat,
+//!   whatever became of the host;
+//! - the engine, its guarantees and its tests stay the same on both backends.
+//!
+//! Row locks are still taken, for a moment: the statement that claims a page locks the
+//! records it claims (`FOR NO KEY UPDATE SKIP LOCKED`) and keeps only those still
+//! pending, so it cannot race a tick that is marking the same record: it either skips
+//! the row or sees its new status. Leases are measured on the database's clock
+//! (`now()`), never a runner's, so runners with skewed clocks agree on when a claim
+//! ran out.
+//!
+//! Ids and statuses are bound as text and cast to the column's own type in the SQL
+//! (`$1::text[]::uuid[]`): a cast on the parameter keeps the comparison with the bare
+//! column, so primary-key and index lookups stay lookups, for any id type.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
+use postgres::{Client, NoTls, Statement};
+use serde_json::Value;
+
+use super::{
+    BandQuery, Cursor, Heartbeat, Mark, QueryPlan, Range, RunEnd, RunRow, RunStart, Store,
+    StoreError,
+};
+use crate::config::{PostgresUrl, TableConfig};
+use crate::record::{Record, Scalar};
+use crate::timestamp::{self, FormatSetting, Sample, TimestampFormat};
+
+/// The version of the tool's own tables this release writes. A later release that
+/// changes them adds its migration to `ensure_own_tables`, run under the same lock.
+const SCHEMA_VERSION: i64 = 1;
+
+/// The tool's own tables, in the schema `{s}` (already quoted).
+const OWN_TABLES: &str = "
+CREATE SCHEMA IF NOT EXISTS {s};
+CREATE TABLE IF NOT EXISTS {s}.backlog_meta (key text PRIMARY KEY, value text NOT NULL);
+INSERT INTO {s}.backlog_meta (key, value) VALUES ('schema_version', '1') ON CONFLICT DO NOTHING;
+CREATE TABLE IF NOT EXISTS {s}.backlog_runs (
+    id bigserial PRIMARY KEY,
+    table_name text NOT NULL,
+    window_secs bigint NOT NULL,
+    tier integer,
+    band_from_secs bigint NOT NULL,
+    band_to_secs bigint NOT NULL,
+    bands text NOT NULL,
+    clock timestamptz NOT NULL,
+    started_at timestamptz NOT NULL,
+    heartbeat_at timestamptz,
+    finished_at timestamptz,
+    selected bigint NOT NULL DEFAULT 0,
+    succeeded bigint NOT NULL DEFAULT 0,
+    failed bigint NOT NULL DEFAULT 0,
+    skipped bigint NOT NULL DEFAULT 0,
+    outcome text NOT NULL,
+    error text,
+    owner text NOT NULL
+);
+CREATE INDEX IF NOT EXISTS backlog_runs_by_window ON {s}.backlog_runs (table_name, window_secs, id);
+CREATE TABLE IF NOT EXISTS {s}.backlog_claims (
+    table_name text NOT NULL,
+    record_id text NOT NULL,
+    owner text NOT NULL,
+    claimed_at timestamptz NOT NULL,
+    expires_at timestamptz NOT NULL,
+    PRIMARY KEY (table_name, record_id)
+);
+CREATE INDEX IF NOT EXISTS backlog_claims_by_owner ON {s}.backlog_claims (owner);
+";
+
+/// The key of the advisory lock that serialises the creation of the tool's tables, so
+/// that eight runners starting at once on a new database do not race their DDL.
+const OWN_TABLES_LOCK: i64 = 0x0062_6163_6b6c_6f67; // "backlog" in ASCII
+
+fn quote(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// A PostgreSQL error as one line: the server's message (and hint), or what happened
+/// to the connection. Never the URL, which may hold a password.
+fn describe_error(e: &postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        let mut s = db.message().to_string();
+        if let Some(detail) = db.detail() {
+            s.push_str(&format!(" ({detail})"));
+        }
+        if let Some(hint) = db.hint() {
+            s.push_str(&format!("; {hint}"));
+        }
+        return s;
+    }
+    if e.is_closed() {
+        return "the connection to the server was lost".into();
+    }
+    crate::error::chain(e)
+}
+
+fn pg(context: impl Into<String>) -> impl FnOnce(postgres::Error) -> StoreError {
+    let context = context.into();
+    move |e| StoreError::Database {
+        context,
+        source: describe_error(&e).into(),
+    }
+}
+
+/// Why a connection could not be made, with what to check.
+fn connect_error(e: &postgres::Error) -> StoreError {
+    use postgres::error::SqlState;
+    let io = {
+        let mut source = std::error::Error::source(e);
+        let mut found = None;
+        while let Some(cause) = source {
+            if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+                found = Some(io.kind());
+            }
+            source = cause.source();
+        }
+        found
+    };
+    let reason = match (e.code(), io) {
+        (Some(c), _) if *c == SqlState::INVALID_PASSWORD => format!(
+            "{} (check the password: in the URL, database.password_file or PGPASSWORD)",
+            describe_error(e)
+        ),
+        (Some(c), _) if *c == SqlState::INVALID_AUTHORIZATION_SPECIFICATION => format!(
+            "{} (the server's pg_hba.conf does not let this user in from this host)",
+            describe_error(e)
+        ),
+        (_, Some(std::io::ErrorKind::ConnectionRefused)) => {
+            "connection refused (is the server running, and listening on that host and port?)"
+                .to_string()
+        }
+        (_, Some(std::io::ErrorKind::TimedOut)) => {
+            "the server did not answer in time (check the host, the port and the firewall)"
+                .to_string()
+        }
+        _ if describe_error(e).ends_with("password missing") => {
+            "the server asks for a password and none was given (put it in database.password_file, PGPASSWORD or the URL)".to_string()
+        }
+        _ if e.to_string() == "timeout waiting for server" => {
+            "the server did not answer in time (check the host, the port and the firewall)"
+                .to_string()
+        }
+        _ => describe_error(e),
+    };
+    StoreError::Connect { reason }
+}
+
+/// Server certificates are not checked: `sslmode=require` means an encrypted
+/// connection, as libpq reads it, not a verified server (libpq's `verify-full`).
+#[derive(Debug)]
+struct EncryptOnly(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for EncryptOnly {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &rustls::pki_types::CertificateDer<'_>,
+        _intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        _server_name: &rustls::pki_types::ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// Opens a connection, with TLS unless the URL says `sslmode=disable` (the default,
+/// `prefer`, uses TLS when the server offers it, as libpq does).
+fn connect(url: &PostgresUrl) -> Result<Client, StoreError> {
+    let result = if url.config.get_ssl_mode() == postgres::config::SslMode::Disable {
+        url.config.connect(NoTls)
+    } else {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let tls = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
+            .with_safe_default_protocol_versions()
+            .map_err(|e| StoreError::Connect {
+                reason: format!("cannot set up TLS: {e}"),
+            })?
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(EncryptOnly(provider)))
+            .with_no_client_auth();
+        url.config
+            .connect(tokio_postgres_rustls::MakeRustlsConnect::new(tls))
+    };
+    result.map_err(|e| connect_error(&e))
+}
+
+/// A bound for the inserted-at column, converted to the column's own type.
+#[derive(Debug)]
+struct Bound<'a>(&'a Scalar);
+
+impl ToSql for Bound<'_> {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut bytes::BytesMut,
+    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match (self.0, ty) {
+            (Scalar::Int(i), &Type::INT8) => i.to_sql(ty, out),
+            (Scalar::Int(i), &Type::INT4) => i32::try_from(*i)?.to_sql(ty, out),
+            (Scalar::Int(i), &Type::INT2) => i16::try_from(*i)?.to_sql(ty, out),
+            (Scalar::Time(t), &Type::TIMESTAMPTZ) => t.to_sql(ty, out),
+            (Scalar::Naive(t), &Type::TIMESTAMP) => t.to_sql(ty, out),
+            (Scalar::Text(s), _) => s.as_str().to_sql(ty, out),
+            (other, ty) => Err(format!("cannot bind {other} as {ty}").into()),
+        }
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    to_sql_checked!();
+}
+
+/// What the tick needs to know about one of the table's key columns.
+#[derive(Debug, Clone)]
+struct Column {
+    /// Quoted, as it goes into SQL.
+    quoted: String,
+    /// `format_type()` of the column: `bigint`, `uuid`, `character varying(20)`…
+    sql_type: String,
+}
+
+/// The names, types and prepared statements of a table, settled by `inspect`.
+struct Prepared {
+    table: String,
+    id: Column,
+    status: Column,
+    inserted_at: String,
+    /// The column holds an integer type: ids are read back as numbers.
+    int_id: bool,
+    first_page: [Statement; 2],
+    next_page: Statement,
+    set_status: Statement,
+    /// The statements on the tool's own tables, prepared once `ensure_own_tables` made
+    /// sure they exist (a dry run or `doctor` never creates them).
+    claim_sql: String,
+    unclaim_sql: String,
+    claim: Option<(Statement, Statement)>,
+    /// The SQL of the first page (exclusive end), for `band_plan`.
+    first_page_sql: String,
+}
+
+pub struct PostgresStore {
+    client: Client,
+    url: PostgresUrl,
+    /// The tool's own schema, quoted.
+    schema: String,
+    table: TableConfig,
+    format: Option<TimestampFormat>,
+    since_format: Option<TimestampFormat>,
+    prepared: Option<Prepared>,
+}
+
+impl PostgresStore {
+    /// Connects to the server; `schema` names where the tool's own tables go.
+    pub fn open(url: &PostgresUrl, schema: &str, table: TableConfig) -> Result<Self, StoreError> {
+        let client = connect(url)?;
+        Ok(PostgresStore {
+            client,
+            url: url.clone(),
+            schema: quote(schema),
+            table,
+            format: None,
+            since_format: None,
+            prepared: None,
+        })
+    }
+
+    fn prepared(&self) -> &Prepared {
+        self.prepared
+            .as_ref()
+            .expect("inspect() runs before any query")
+    }
+
+    /// The claim and unclaim statements (after `ensure_own_tables`).
+    fn claims(&self) -> (Statement, Statement) {
+        self.prepared()
+            .claim
+            .clone()
+            .expect("ensure_own_tables() runs before any claim")
+    }
+
+    fn format(&self) -> TimestampFormat {
+        self.format.expect("inspect() runs before any query")
+    }
+
+    fn own(&self, table: &str) -> String {
+        format!("{}.{table}", self.schema)
+    }
+
+    /// Finds the table (`name` or `schema.name`) on the search path, exactly or else
+    /// case-insensitively, and returns its oid and quoted qualified name.
+    fn resolve_table(&mut self) -> Result<(u32, String), StoreError> {
+        let (schema, name) = match self.table.name.split_once('.') {
+            Some((s, n)) => (Some(s.to_string()), n.to_string()),
+            None => (None, self.table.name.clone()),
+        };
+        let row = self
+            .client
+            .query_opt(
+                "SELECT c.oid, n.nspname::text, c.relname::text
+                 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                 WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND lower(c.relname) = lower($1)
+                   AND CASE WHEN $2::text IS NULL THEN n.nspname = ANY (current_schemas(false))
+                            ELSE lower(n.nspname) = lower($2) END
+                 ORDER BY c.relname = $1 DESC, n.nspname = $2 DESC,
+                          array_position(current_schemas(false), n.nspname::text)
+                 LIMIT 1",
+                &[&name, &schema],
+            )
+            .map_err(pg("reading the schema"))?;
+        if let Some(row) = row {
+            let oid: u32 = row.get(0);
+            let (nsp, rel): (String, String) = (row.get(1), row.get(2));
+            return Ok((oid, format!("{}.{}", quote(&nsp), quote(&rel))));
+        }
+        let available = self
+            .client
+            .query(
+                "SELECT CASE WHEN n.nspname = 'public' THEN c.relname::text ELSE n.nspname || '.' || c.relname END
+                 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                 WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
+                   AND n.nspname = ANY (current_schemas(false)) ORDER BY 1",
+                &[],
+            )
+            .map_err(pg("reading the schema"))?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        Err(StoreError::NoTable {
+            table: self.table.name.clone(),
+            available,
+        })
+    }
+
+    /// The table's columns: name, `format_type()` and type category.
+    fn columns(&mut self, oid: u32) -> Result<Vec<(String, String, String)>, StoreError> {
+        Ok(self
+            .client
+            .query(
+                "SELECT a.attname::text, format_type(a.atttypid, a.atttypmod), t.typcategory::text
+                 FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+                 WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+                &[&oid],
+            )
+            .map_err(pg("reading the schema"))?
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2)))
+            .collect())
+    }
+
+    /// Reads the newest and oldest values of a text or integer column, for detection.
+    fn samples(
+        &mut self,
+        table: &str,
+        column: &str,
+        category: &str,
+    ) -> Result<Vec<Sample>, StoreError> {
+        let c = quote(column);
+        let mut samples = Vec::new();
+        for order in ["DESC", "ASC"] {
+            let value = if category == "N" {
+                format!("{c}::int8")
+            } else {
+                format!("{c}::text")
+            };
+            let sql = format!(
+                "SELECT {value} FROM {table} WHERE {c} IS NOT NULL ORDER BY {c} {order} LIMIT 1"
+            );
+            let row = self
+                .client
+                .query_opt(&sql, &[])
+                .map_err(pg(format!("reading {column} of {}", self.table.name)))?;
+            samples.extend(row.map(|r| {
+                if category == "N" {
+                    Sample::Int(r.get(0))
+                } else {
+                    Sample::Text(r.get(0))
+                }
+            }));
+        }
+        Ok(samples)
+    }
+
+    /// Decides the format of a timestamp column from its type and, for text and
+    /// integer columns, its values.
+    fn column_format(
+        &mut self,
+        table: &str,
+        (name, sql_type, category): &(String, String, String),
+        setting: FormatSetting,
+    ) -> Result<TimestampFormat, StoreError> {
+        let table_name = self.table.name.clone();
+        let problem = |problem: String| StoreError::Timestamps {
+            table: table_name.clone(),
+            column: name.clone(),
+            problem,
+        };
+        let native = match sql_type.as_str() {
+            "timestamp with time zone" => Some(TimestampFormat::Timestamptz),
+            "timestamp without time zone" => Some(TimestampFormat::Timestamp(
+                self.table.inserted_at_timezone.unwrap_or(chrono_tz::UTC),
+            )),
+            _ => None,
+        };
+        match (native, setting) {
+            (Some(f), FormatSetting::Auto | FormatSetting::Native) => return Ok(f),
+            (Some(_), other) => {
+                return Err(problem(format!(
+                    "is of type {sql_type}, not {other:?} values; set table.inserted_at_format = \"native\" (or \"auto\")"
+                )));
+            }
+            (None, _) if self.table.inserted_at_timezone.is_some() => {
+                return Err(problem(format!(
+                    "is of type {sql_type}; table.inserted_at_timezone applies to a timestamp without time zone column only"
+                )));
+            }
+            (None, _) => {}
+        }
+        let integer = matches!(sql_type.as_str(), "bigint" | "integer" | "smallint");
+        if !integer && category != "S" {
+            return Err(problem(format!(
+                "is of type {sql_type}; backlog reads timestamptz, timestamp, integer unix seconds or milliseconds, or text timestamps"
+            )));
+        }
+        let samples = self.samples(table, name, if integer { "N" } else { "S" })?;
+        timestamp::detect(setting, &samples).map_err(problem)
+    }
+
+    fn prepare(
+        &mut self,
+        table: String,
+        id: Column,
+        status: Column,
+        inserted_at: String,
+        int_id: bool,
+    ) -> Result<Prepared, StoreError> {
+        let ins = &inserted_at;
+        let (idq, idt) = (&id.quoted, &id.sql_type);
+        let (st, stt) = (&status.quoted, &status.sql_type);
+        let read_ins = match self.format() {
+            TimestampFormat::UnixSeconds | TimestampFormat::UnixMillis => format!("t.{ins}::int8"),
+            TimestampFormat::Text(_) => format!("t.{ins}::text"),
+            TimestampFormat::Timestamptz | TimestampFormat::Timestamp(_) => format!("t.{ins}"),
+        };
+        // $1 from, $2 to, $3 pending statuses, $4 limit, $5 the cursor's id.
+        let select = format!(
+            "SELECT row_to_json(t)::text, t.{idq}::text, t.{st}::text, {read_ins} FROM {table} t"
+        );
+        let pending = format!("t.{st} = ANY ($3::text[]::{stt}[])");
+        let order = format!("ORDER BY t.{ins} DESC, t.{idq} DESC LIMIT $4");
+        let first = |op: &str| {
+            format!("{select} WHERE t.{ins} >= $1 AND t.{ins} {op} $2 AND {pending} {order}")
+        };
+        let first_page_sql = first("<");
+        let next_page_sql = format!(
+            "{select} WHERE t.{ins} >= $1 AND t.{ins} <= $2 AND (t.{ins}, t.{idq}) < ($2, $5::text::{idt}) AND {pending} {order}"
+        );
+        let claims = self.own("backlog_claims");
+        // $1 ids, $2 pending statuses, $3 table name, $4 owner, $5 lease in seconds.
+        let claim_sql = format!(
+            "WITH pending AS (
+                SELECT t.{idq}::text AS id FROM {table} t
+                WHERE t.{idq} = ANY ($1::text[]::{idt}[]) AND t.{st} = ANY ($2::text[]::{stt}[])
+                FOR NO KEY UPDATE OF t SKIP LOCKED
+             )
+             INSERT INTO {claims} AS c (table_name, record_id, owner, claimed_at, expires_at)
+             SELECT $3, id, $4, now(), now() + make_interval(secs => $5) FROM pending
+             ON CONFLICT (table_name, record_id) DO UPDATE SET owner = excluded.owner,
+                 claimed_at = excluded.claimed_at, expires_at = excluded.expires_at
+             WHERE c.expires_at < excluded.claimed_at
+             RETURNING record_id"
+        );
+        let set_status_sql = match &self.table.retry {
+            // The attempt count and time go with the status, in the same statement.
+            Some(r) => format!(
+                "UPDATE {table} SET {st} = $1::text::{stt}, {count} = coalesce({count}, 0) + 1, {since} = $3
+                 WHERE {idq} = ANY ($2::text[]::{idt}[])",
+                count = quote(&r.count),
+                since = quote(&r.since)
+            ),
+            None => format!(
+                "UPDATE {table} SET {st} = $1::text::{stt} WHERE {idq} = ANY ($2::text[]::{idt}[])"
+            ),
+        };
+        let unclaim_sql = format!(
+            "DELETE FROM {claims} WHERE table_name = $1 AND owner = $2 AND record_id = ANY ($3)"
+        );
+        let context = format!("preparing the queries on {}", self.table.name);
+        let mut prepare = |sql: &str| self.client.prepare(sql).map_err(pg(context.clone()));
+        Ok(Prepared {
+            first_page: [prepare(&first_page_sql)?, prepare(&first("<="))?],
+            next_page: prepare(&next_page_sql)?,
+            set_status: prepare(&set_status_sql)?,
+            claim_sql,
+            unclaim_sql,
+            claim: None,
+            first_page_sql,
+            table,
+            id,
+            status,
+            inserted_at,
+            int_id,
+        })
+    }
+
+    /// Reads rows of `SELECT row_to_json(t)::text, id::text, status::text, inserted_at`.
+    fn records(&self, rows: &[postgres::Row]) -> Result<Vec<Record>, StoreError> {
+        let format = self.format();
+        let int_id = self.prepared().int_id;
+        rows.iter()
+            .map(|row| {
+                let json: String = row.get(0);
+                let columns = match serde_json::from_str(&json) {
+                    Ok(Value::Object(map)) => map,
+                    _ => {
+                        return Err(StoreError::Schema(format!(
+                            "row_to_json of {} gave no JSON object",
+                            self.table.name
+                        )));
+                    }
+                };
+                let id: String = row.get(1);
+                let inserted_at = match format {
+                    TimestampFormat::UnixSeconds | TimestampFormat::UnixMillis => {
+                        Scalar::Int(row.get(3))
+                    }
+                    TimestampFormat::Text(_) => Scalar::Text(row.get(3)),
+                    TimestampFormat::Timestamptz => Scalar::Time(row.get(3)),
+                    TimestampFormat::Timestamp(_) => Scalar::Naive(row.get(3)),
+                };
+                Ok(Record {
+                    id: match id.parse() {
+                        Ok(n) if int_id => Scalar::Int(n),
+                        _ => Scalar::Text(id),
+                    },
+                    status: row.get(2),
+                    inserted_time: format.decode(&inserted_at),
+                    inserted_at,
+                    columns,
+                })
+            })
+            .collect()
+    }
+
+    /// Runs a query of the `records` shape built from the table's select list.
+    fn query_records(
+        &mut self,
+        where_order: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Record>, StoreError> {
+        let p = self.prepared();
+        let read_ins = match self.format() {
+            TimestampFormat::UnixSeconds | TimestampFormat::UnixMillis => {
+                format!("t.{}::int8", p.inserted_at)
+            }
+            TimestampFormat::Text(_) => format!("t.{}::text", p.inserted_at),
+            _ => format!("t.{}", p.inserted_at),
+        };
+        let sql = format!(
+            "SELECT row_to_json(t)::text, t.{}::text, t.{}::text, {read_ins} FROM {} t {where_order}",
+            p.id.quoted, p.status.quoted, p.table
+        );
+        let rows = self
+            .client
+            .query(&sql, params)
+            .map_err(pg(format!("selecting from {}", self.table.name)))?;
+        self.records(&rows)
+    }
+
+    fn has_run_log(&mut self) -> Result<bool, StoreError> {
+        let runs = format!("{}.backlog_runs", self.schema);
+        let row = self
+            .client
+            .query_one("SELECT to_regclass($1) IS NOT NULL", &[&runs])
+            .map_err(pg("reading the run log"))?;
+        Ok(row.get(0))
+    }
+
+    fn run_row(row: &postgres::Row) -> RunRow {
+        let stamp =
+            |t: Option<DateTime<Utc>>| t.map(|t| t.to_rfc3339_opts(SecondsFormat::Millis, true));
+        RunRow {
+            run_id: row.get(0),
+            window_secs: row.get::<_, i64>(1) as u64,
+            clock: row.get(2),
+            started_at: stamp(row.get(3)).unwrap_or_default(),
+            finished_at: stamp(row.get(4)),
+            selected: row.get::<_, i64>(5) as u64,
+            succeeded: row.get::<_, i64>(6) as u64,
+            failed: row.get::<_, i64>(7) as u64,
+            skipped: row.get::<_, i64>(8) as u64,
+            outcome: row.get(9),
+            error: row.get(10),
+        }
+    }
+}
+
+/// Seconds from now to `until`, for a lease measured on the database's clock.
+fn lease_secs(until: DateTime<Utc>) -> f64 {
+    (until - Utc::now()).as_seconds_f64().max(1.0)
+}
+
+fn ids_text(ids: &[Scalar]) -> Vec<String> {
+    ids.iter().map(ToString::to_string).collect()
+}
+
+impl Store for PostgresStore {
+    fn describe(&self) -> String {
+        self.url.shown.clone()
+    }
+
+    fn inspect(&mut self) -> Result<TimestampFormat, StoreError> {
+        let (oid, table) = self.resolve_table()?;
+        let columns = self.columns(oid)?;
+        let names: Vec<String> = columns.iter().map(|c| c.0.clone()).collect();
+        let find = |key: &'static str, wanted: &str| {
+            columns
+                .iter()
+                .find(|c| c.0 == wanted)
+                .or_else(|| columns.iter().find(|c| c.0.eq_ignore_ascii_case(wanted)))
+                .cloned()
+                .ok_or_else(|| StoreError::NoColumn {
+                    table: self.table.name.clone(),
+                    column: wanted.to_string(),
+                    key,
+                    available: names.clone(),
+                })
+        };
+        let id = find("table.id", &self.table.id)?;
+        let status = find("table.status", &self.table.status)?;
+        let inserted_at = find("table.inserted_at", &self.table.inserted_at)?;
+        let retry = match &self.table.retry {
+            Some(r) => Some((
+                find("retry.count", &r.count)?,
+                find("retry.since", &r.since)?,
+            )),
+            None => None,
+        };
+        let format = self.column_format(&table, &inserted_at, self.table.inserted_at_format)?;
+        if let Some((_, since)) = &retry {
+            let samples_exist = self
+                .client
+                .query_one(
+                    &format!(
+                        "SELECT count(*) > 0 FROM (SELECT 1 FROM {table} WHERE {} IS NOT NULL LIMIT 1) s",
+                        quote(&since.0)
+                    ),
+                    &[],
+                )
+                .map_err(pg("reading the schema"))?
+                .get::<_, bool>(0);
+            let since_format = self.column_format(&table, since, FormatSetting::Auto)?;
+            // An empty text column takes the inserted-at column's format.
+            self.since_format = Some(
+                if samples_exist
+                    || matches!(
+                        since_format,
+                        TimestampFormat::Timestamptz | TimestampFormat::Timestamp(_)
+                    )
+                {
+                    since_format
+                } else {
+                    format
+                },
+            );
+        }
+        self.format = Some(format);
+        let int_id = matches!(id.1.as_str(), "bigint" | "integer" | "smallint");
+        let prepared = self.prepare(
+            table,
+            Column {
+                quoted: quote(&id.0),
+                sql_type: id.1,
+            },
+            Column {
+                quoted: quote(&status.0),
+                sql_type: status.1,
+            },
+            quote(&inserted_at.0),
+            int_id,
+        )?;
+        self.prepared = Some(prepared);
+        Ok(format)
+    }
+
+    fn ensure_own_tables(&mut self) -> Result<(), StoreError> {
+        let context = "creating the tool's own tables";
+        let [meta, runs, claims] =
+            ["backlog_meta", "backlog_runs", "backlog_claims"].map(|t| self.own(t));
+        // The version, or none while any of the three tables is missing.
+        let version = |tx: &mut postgres::Transaction<'_>| -> Result<Option<String>, StoreError> {
+            let exists: bool = tx
+                .query_one(
+                    "SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL AND to_regclass($3) IS NOT NULL",
+                    &[&meta, &runs, &claims],
+                )
+                .map_err(pg(context))?
+                .get(0);
+            if !exists {
+                return Ok(None);
+            }
+            Ok(tx
+                .query_opt(
+                    &format!("SELECT value FROM {meta} WHERE key = 'schema_version'"),
+                    &[],
+                )
+                .map_err(pg(context))?
+                .map(|r| r.get(0)))
+        };
+        let mut tx = self.client.transaction().map_err(pg(context))?;
+        // Tables made by an administrator (or an earlier run) need no DDL, so a runner
+        // may work without the right to create anything.
+        let mut found = version(&mut tx)?;
+        if found.is_none() {
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&OWN_TABLES_LOCK])
+                .map_err(pg(context))?;
+            tx.batch_execute(&OWN_TABLES.replace("{s}", &self.schema))
+                .map_err(pg(context))?;
+            found = version(&mut tx)?;
+        }
+        let found = found.unwrap_or_default();
+        if found.parse::<i64>().ok() != Some(SCHEMA_VERSION) {
+            return Err(StoreError::Schema(format!(
+                "the tool's tables in schema {} are at schema version {found}, this backlog knows version {SCHEMA_VERSION}; use the backlog release that made them",
+                self.schema
+            )));
+        }
+        tx.commit().map_err(pg(context))?;
+        let p = self
+            .prepared
+            .as_mut()
+            .expect("inspect() runs before any query");
+        if p.claim.is_none() {
+            let context = "preparing the claim queries";
+            p.claim = Some((
+                self.client.prepare(&p.claim_sql).map_err(pg(context))?,
+                self.client.prepare(&p.unclaim_sql).map_err(pg(context))?,
+            ));
+        }
+        Ok(())
+    }
+
+    fn select(
+        &mut self,
+        band: &BandQuery,
+        after: Option<&Cursor>,
+        limit: usize,
+    ) -> Result<Vec<Record>, StoreError> {
+        let p = self
+            .prepared
+            .as_ref()
+            .expect("inspect() runs before any query");
+        let limit = limit as i64;
+        let pending = &self.table.pending;
+        let rows = match after {
+            None => {
+                let stmt = &p.first_page[usize::from(band.to_inclusive)];
+                self.client.query(
+                    stmt,
+                    &[&Bound(&band.from), &Bound(&band.to), pending, &limit],
+                )
+            }
+            Some(c) => self.client.query(
+                &p.next_page,
+                &[
+                    &Bound(&band.from),
+                    &Bound(&c.inserted_at),
+                    pending,
+                    &limit,
+                    &c.id.to_string(),
+                ],
+            ),
+        }
+        .map_err(pg(format!("selecting from {}", self.table.name)))?;
+        self.records(&rows)
+    }
+
+    fn claim(
+        &mut self,
+        owner: &str,
+        ids: &[Scalar],
+        lease_until: DateTime<Utc>,
+    ) -> Result<Vec<bool>, StoreError> {
+        let texts = ids_text(ids);
+        let (claim, _) = self.claims();
+        let rows = self
+            .client
+            .query(
+                &claim,
+                &[
+                    &texts,
+                    &self.table.pending,
+                    &self.table.name,
+                    &owner,
+                    &lease_secs(lease_until),
+                ],
+            )
+            .map_err(pg("claiming records"))?;
+        let ours: std::collections::HashSet<String> = rows.iter().map(|r| r.get(0)).collect();
+        Ok(texts.iter().map(|id| ours.contains(id)).collect())
+    }
+
+    fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<(), StoreError> {
+        // One UPDATE per distinct status (usually two: success and error), one DELETE
+        // for the group's claims, in one transaction.
+        let mut groups: std::collections::BTreeMap<(&str, Option<Scalar>), Vec<String>> =
+            std::collections::BTreeMap::new();
+        for m in marks {
+            let since = self.since_format.map(|f| f.encode(m.at));
+            groups
+                .entry((m.status.as_str(), since))
+                .or_default()
+                .push(m.id.to_string());
+        }
+        let context = format!("writing statuses to {}", self.table.name);
+        let (_, unclaim) = self.claims();
+        let p = self
+            .prepared
+            .as_ref()
+            .expect("inspect() runs before any query");
+        let mut tx = self.client.transaction().map_err(pg(context.clone()))?;
+        for ((status, since), ids) in &groups {
+            match since {
+                Some(since) => tx.execute(&p.set_status, &[status, ids, &Bound(since)]),
+                None => tx.execute(&p.set_status, &[status, ids]),
+            }
+            .map_err(pg(context.clone()))?;
+        }
+        let all: Vec<String> = marks.iter().map(|m| m.id.to_string()).collect();
+        tx.execute(&unclaim, &[&self.table.name, &owner, &all])
+            .map_err(pg(context.clone()))?;
+        tx.commit().map_err(pg(context))
+    }
+
+    fn release(&mut self, owner: &str, ids: &[Scalar]) -> Result<(), StoreError> {
+        let (_, unclaim) = self.claims();
+        self.client
+            .execute(&unclaim, &[&self.table.name, &owner, &ids_text(ids)])
+            .map_err(pg("releasing claims"))?;
+        Ok(())
+    }
+
+    fn last_tick(&mut self, window: Duration) -> Result<Option<DateTime<Utc>>, StoreError> {
+        if !self.has_run_log()? {
+            return Ok(None);
+        }
+        let sql = format!(
+            "SELECT clock FROM {} WHERE table_name = $1 AND window_secs = $2 AND outcome <> 'failed' ORDER BY id DESC LIMIT 1",
+            self.own("backlog_runs")
+        );
+        Ok(self
+            .client
+            .query_opt(&sql, &[&self.table.name, &(window.as_secs() as i64)])
+            .map_err(pg("reading the run log"))?
+            .map(|r| r.get(0)))
+    }
+
+    fn count_by_status(&mut self, range: &Range) -> Result<Vec<(String, u64)>, StoreError> {
+        let p = self.prepared();
+        let mut clauses = vec!["true".to_string()];
+        let mut bounds = Vec::new();
+        if let Some(from) = &range.from {
+            let op = if range.from_exclusive { ">" } else { ">=" };
+            bounds.push(Bound(from));
+            clauses.push(format!("{} {op} ${}", p.inserted_at, bounds.len()));
+        }
+        if let Some(to) = &range.to {
+            let op = if range.to_inclusive { "<=" } else { "<" };
+            bounds.push(Bound(to));
+            clauses.push(format!("{} {op} ${}", p.inserted_at, bounds.len()));
+        }
+        let sql = format!(
+            "SELECT {st}::text, count(*) FROM {t} WHERE {} GROUP BY 1 ORDER BY 1",
+            clauses.join(" AND "),
+            st = p.status.quoted,
+            t = p.table
+        );
+        let params: Vec<&(dyn ToSql + Sync)> =
+            bounds.iter().map(|b| b as &(dyn ToSql + Sync)).collect();
+        Ok(self
+            .client
+            .query(&sql, &params)
+            .map_err(pg(format!("counting the records of {}", self.table.name)))?
+            .iter()
+            .map(|r| {
+                (
+                    r.get::<_, Option<String>>(0).unwrap_or_default(),
+                    r.get::<_, i64>(1) as u64,
+                )
+            })
+            .collect())
+    }
+
+    fn oldest_pending(&mut self) -> Result<Option<Record>, StoreError> {
+        let p = self.prepared();
+        let clause = format!(
+            "WHERE t.{st} = ANY ($1::text[]::{stt}[]) AND t.{ins} IS NOT NULL ORDER BY t.{ins} ASC LIMIT 1",
+            st = p.status.quoted,
+            stt = p.status.sql_type,
+            ins = p.inserted_at
+        );
+        let pending = self.table.pending.clone();
+        Ok(self.query_records(&clause, &[&pending])?.pop())
+    }
+
+    fn find(&mut self, id: &str) -> Result<Option<Record>, StoreError> {
+        let p = self.prepared();
+        let clause = format!("WHERE t.{} = $1::text::{}", p.id.quoted, p.id.sql_type);
+        match self.query_records(&clause, &[&id]) {
+            Ok(mut rows) => Ok(rows.pop()),
+            // Text that is no id of this type (`abc` for a bigint) is no record.
+            Err(StoreError::Database { source, .. })
+                if source.to_string().contains("invalid input syntax")
+                    || source.to_string().contains("out of range") =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn band_plan(&mut self) -> Result<QueryPlan, StoreError> {
+        let p = self
+            .prepared
+            .as_ref()
+            .expect("inspect() runs before any query");
+        let sql = format!("EXPLAIN {}", p.first_page_sql);
+        let now = Utc::now();
+        let format = self.format();
+        let (from, to) = (
+            format.encode(now - chrono::Duration::days(7)),
+            format.encode(now - chrono::Duration::days(1)),
+        );
+        let pending = self.table.pending.clone();
+        let limit: i64 = 200;
+        let detail: Vec<String> = self
+            .client
+            .query(&sql, &[&Bound(&from), &Bound(&to), &pending, &limit])
+            .map_err(pg("explaining the band query"))?
+            .iter()
+            .map(|r| r.get::<_, String>(0).trim().to_string())
+            .collect();
+        let bare = p.inserted_at.trim_matches('"').to_string();
+        let uses_index = detail
+            .iter()
+            .any(|line| line.starts_with("Index Cond:") && line.contains(&bare));
+        let create_index = (!uses_index).then(|| {
+            let name = format!("{}_by_{}", self.table.name, bare)
+                .to_ascii_lowercase()
+                .replace(|c: char| !c.is_ascii_alphanumeric() && c != '_', "_");
+            format!(
+                "CREATE INDEX CONCURRENTLY {} ON {} ({});",
+                quote(&name),
+                p.table,
+                p.inserted_at
+            )
+        });
+        Ok(QueryPlan {
+            uses_index,
+            detail: detail.join("; "),
+            create_index,
+        })
+    }
+
+    fn unreadable_inserted_at(&mut self, n: usize) -> Result<(usize, Vec<String>), StoreError> {
+        let format = self.format();
+        let mut read = 0;
+        let mut bad = Vec::new();
+        for order in ["DESC", "ASC"] {
+            let clause = format!(
+                "WHERE t.{ins} IS NOT NULL ORDER BY t.{ins} {order} LIMIT $1",
+                ins = self.prepared().inserted_at
+            );
+            let values = self.query_records(&clause, &[&(n as i64)])?;
+            read += values.len();
+            bad.extend(
+                values
+                    .iter()
+                    .filter(|r| format.decode(&r.inserted_at).is_none())
+                    .map(|r| r.inserted_at.to_string()),
+            );
+        }
+        bad.dedup();
+        Ok((read, bad))
+    }
+
+    fn last_runs(&mut self) -> Result<Vec<RunRow>, StoreError> {
+        if !self.has_run_log()? {
+            return Ok(Vec::new());
+        }
+        let runs = self.own("backlog_runs");
+        let sql = format!(
+            "SELECT id, window_secs, clock, started_at, finished_at, selected, succeeded, failed, skipped, outcome, error
+             FROM {runs}
+             WHERE id IN (SELECT max(id) FROM {runs} WHERE table_name = $1 GROUP BY window_secs)
+             ORDER BY window_secs"
+        );
+        Ok(self
+            .client
+            .query(&sql, &[&self.table.name])
+            .map_err(pg("reading the run log"))?
+            .iter()
+            .map(Self::run_row)
+            .collect())
+    }
+
+    fn begin_run(&mut self, run: &RunStart) -> Result<i64, StoreError> {
+        let sql = format!(
+            "INSERT INTO {} (table_name, window_secs, tier, band_from_secs, band_to_secs, bands, clock, started_at, heartbeat_at, outcome, owner)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, now(), now(), 'running', $8) RETURNING id",
+            self.own("backlog_runs")
+        );
+        let row = self
+            .client
+            .query_one(
+                &sql,
+                &[
+                    &self.table.name,
+                    &(run.window.as_secs() as i64),
+                    &run.tier.map(|t| t as i32),
+                    &(run.younger.as_secs() as i64),
+                    &(run.older.as_secs() as i64),
+                    &run.bands,
+                    &run.now,
+                    &run.owner,
+                ],
+            )
+            .map_err(pg("writing the run log"))?;
+        Ok(row.get(0))
+    }
+
+    fn finish_run(&mut self, run_id: i64, end: &RunEnd) -> Result<(), StoreError> {
+        let sql = format!(
+            "UPDATE {} SET finished_at = now(), selected = $2, succeeded = $3, failed = $4, skipped = $5, outcome = $6, error = $7 WHERE id = $1",
+            self.own("backlog_runs")
+        );
+        self.client
+            .execute(
+                &sql,
+                &[
+                    &run_id,
+                    &(end.selected as i64),
+                    &(end.succeeded as i64),
+                    &(end.failed as i64),
+                    &(end.skipped as i64),
+                    &end.outcome,
+                    &end.error,
+                ],
+            )
+            .map_err(pg("writing the run log"))?;
+        Ok(())
+    }
+
+    fn heartbeat(&self, owner: &str, run_id: i64) -> Result<Box<dyn Heartbeat>, StoreError> {
+        Ok(Box::new(PostgresHeartbeat {
+            client: connect(&self.url)?,
+            claims: self.own("backlog_claims"),
+            runs: self.own("backlog_runs"),
+            owner: owner.to_string(),
+            run_id,
+        }))
+    }
+}
+
+struct PostgresHeartbeat {
+    client: Client,
+    claims: String,
+    runs: String,
+    owner: String,
+    run_id: i64,
+}
+
+impl Heartbeat for PostgresHeartbeat {
+    fn beat(&mut self, lease_until: DateTime<Utc>) -> Result<(), StoreError> {
+        let context = "renewing claims";
+        let mut tx = self.client.transaction().map_err(pg(context))?;
+        tx.execute(
+            &format!(
+                "UPDATE {} SET expires_at = now() + make_interval(secs => $1) WHERE owner = $2",
+                self.claims
+            ),
+            &[&lease_secs(lease_until), &self.owner],
+        )
+        .map_err(pg(context))?;
+        tx.execute(
+            &format!(
+                "UPDATE {} SET heartbeat_at = now() WHERE id = $1",
+                self.runs
+            ),
+            &[&self.run_id],
+        )
+        .map_err(pg(context))?;
+        tx.commit().map_err(pg(context))
+    }
+}
