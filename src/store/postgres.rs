@@ -273,6 +273,8 @@ struct Prepared {
     inserted_at: String,
     /// The column holds an integer type: ids are read back as numbers.
     int_id: bool,
+    /// `bytea` columns, whose JSON (`\\x00ff`) is rewritten as base64, as on SQLite.
+    bytea: Vec<String>,
     first_page: [Statement; 2],
     next_page: Statement,
     set_status: Statement,
@@ -479,6 +481,7 @@ impl PostgresStore {
         status: Column,
         inserted_at: String,
         int_id: bool,
+        bytea: Vec<String>,
     ) -> Result<Prepared, StoreError> {
         let ins = &inserted_at;
         let (idq, idt) = (&id.quoted, &id.sql_type);
@@ -546,6 +549,7 @@ impl PostgresStore {
             status,
             inserted_at,
             int_id,
+            bytea,
         })
     }
 
@@ -553,10 +557,11 @@ impl PostgresStore {
     fn records(&self, rows: &[postgres::Row]) -> Result<Vec<Record>, StoreError> {
         let format = self.format();
         let int_id = self.prepared().int_id;
+        let bytea = &self.prepared().bytea;
         rows.iter()
             .map(|row| {
                 let json: String = row.get(0);
-                let columns = match serde_json::from_str(&json) {
+                let mut columns = match serde_json::from_str(&json) {
                     Ok(Value::Object(map)) => map,
                     _ => {
                         return Err(StoreError::Schema(format!(
@@ -565,6 +570,11 @@ impl PostgresStore {
                         )));
                     }
                 };
+                for name in bytea {
+                    if let Some(Value::String(hex)) = columns.get_mut(name) {
+                        *hex = base64_of_hex(hex);
+                    }
+                }
                 let id: String = row.get(1);
                 let inserted_at = match format {
                     TimestampFormat::UnixSeconds | TimestampFormat::UnixMillis => {
@@ -639,6 +649,17 @@ impl PostgresStore {
             error: row.get(10),
         }
     }
+}
+
+/// PostgreSQL's hex form of bytes (`\x00ff10`) as base64 (`AP8Q`).
+fn base64_of_hex(hex: &str) -> String {
+    use base64::Engine as _;
+    let digits = hex.strip_prefix("\\x").unwrap_or(hex).as_bytes();
+    let bytes: Vec<u8> = digits
+        .chunks(2)
+        .filter_map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
+        .collect();
+    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 /// Seconds from now to `until`, for a lease measured on the database's clock.
@@ -724,6 +745,11 @@ impl Store for PostgresStore {
             },
             quote(&inserted_at.0),
             int_id,
+            columns
+                .iter()
+                .filter(|c| c.1 == "bytea")
+                .map(|c| c.0.clone())
+                .collect(),
         )?;
         self.prepared = Some(prepared);
         Ok(format)

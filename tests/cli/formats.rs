@@ -1,10 +1,16 @@
 //! Each inserted-at format, detected and declared: the same records, the same bands.
 
-use rusqlite::types::Value;
+use crate::harness::{Backend, CLASSIC_AGES, Env, NOW, Schedule, Val, recording_handler};
 
-use crate::harness::{CLASSIC_AGES, Env, NOW, Schedule, recording_handler};
+type Encode = fn(chrono::DateTime<chrono::Utc>) -> Val;
 
-type Encode = fn(chrono::DateTime<chrono::Utc>) -> Value;
+/// PostgreSQL's own timestamp types, beside the text and integer formats of both.
+const NATIVE: [(&str, &str, &str, Encode); 2] = [
+    ("timestamptz", "timestamptz", "native", |t| t.into()),
+    ("timestamp (UTC)", "timestamp", "native", |t| {
+        t.naive_utc().into()
+    }),
+];
 
 const FORMATS: [(&str, &str, &str, Encode); 6] = [
     ("sqlite", "TEXT", "sqlite", |t| {
@@ -28,11 +34,15 @@ const FORMATS: [(&str, &str, &str, Encode); 6] = [
     }),
 ];
 
-#[test]
-fn each_format_selects_the_same_bands_detected_or_declared() {
-    for (name, column_type, setting, encode) in FORMATS {
+fn each_format_selects_the_same_bands_detected_or_declared(backend: Backend) {
+    let natives = if backend == Backend::Postgres {
+        &NATIVE[..]
+    } else {
+        &[]
+    };
+    for &(name, column_type, setting, encode) in FORMATS.iter().chain(natives) {
         for format in ["auto", setting] {
-            let env = Env::new();
+            let env = Env::on(backend);
             env.create_table(column_type);
             env.insert_aged(&CLASSIC_AGES, encode);
             env.write_schedule(&Schedule {
@@ -59,9 +69,8 @@ fn each_format_selects_the_same_bands_detected_or_declared() {
 }
 
 /// The age the handler is told comes from the value in its own format.
-#[test]
-fn the_handler_is_told_the_record_age_and_window() {
-    let env = Env::new();
+fn the_handler_is_told_the_record_age_and_window(backend: Backend) {
+    let env = Env::on(backend);
     env.create_table("INTEGER");
     env.insert_aged(&[(7, 3 * 86_400)], |t| t.timestamp_millis().into());
     env.write_schedule(&Schedule::default());
@@ -82,16 +91,16 @@ fn the_handler_is_told_the_record_age_and_window() {
     );
 }
 
-#[test]
-fn nulls_and_blobs_reach_the_handler_as_json() {
-    let env = Env::new();
+/// Bytes are base64 on both backends (PostgreSQL's JSON would give `\x00ff10`).
+fn nulls_and_blobs_reach_the_handler_as_json(backend: Backend) {
+    let env = Env::on(backend);
     env.create_table("TEXT");
-    env.db()
-        .execute("ALTER TABLE BACKLOG ADD COLUMN DATA BLOB", [])
-        .unwrap();
-    env.db()
-        .execute("INSERT INTO BACKLOG (ID, STATUS, DATE_INSERTED, PAYLOAD, DATA) VALUES (1, 'NEW', '2026-11-21 11:00:00', NULL, x'00ff10')", [])
-        .unwrap();
+    env.execute(match backend {
+        Backend::Sqlite => "ALTER TABLE BACKLOG ADD COLUMN DATA BLOB;
+            INSERT INTO BACKLOG (ID, STATUS, DATE_INSERTED, PAYLOAD, DATA) VALUES (1, 'NEW', '2026-11-21 11:00:00', NULL, x'00ff10')",
+        Backend::Postgres => r#"ALTER TABLE "BACKLOG" ADD COLUMN "DATA" bytea;
+            INSERT INTO "BACKLOG" VALUES (1, 'NEW', '2026-11-21 11:00:00', NULL, '\x00ff10')"#,
+    });
     env.write_schedule(&Schedule::default());
     env.write_handler("handler.sh", "#!/bin/sh\ncat > record.json\n");
     env.run_window("1d");
@@ -102,3 +111,9 @@ fn nulls_and_blobs_reach_the_handler_as_json() {
         serde_json::json!({"ID": 1, "STATUS": "NEW", "DATE_INSERTED": "2026-11-21 11:00:00", "PAYLOAD": null, "DATA": "AP8Q"})
     );
 }
+
+crate::on_both_backends!(
+    each_format_selects_the_same_bands_detected_or_declared,
+    the_handler_is_told_the_record_age_and_window,
+    nulls_and_blobs_reach_the_handler_as_json,
+);

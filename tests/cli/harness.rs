@@ -1,12 +1,194 @@
 //! A temp folder with a backlog database, a schedule file and handlers, and a command
 //! builder for the real binary.
+//!
+//! The database is a SQLite file in the folder, or a fresh PostgreSQL database on the
+//! server `BACKLOG_TEST_PG` names (a superuser URL; `.ci/run` starts a throwaway server
+//! and sets it). The methods that create, fill and read the table work on both, so one
+//! test body runs on both backends (`on_both_backends!`).
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use assert_cmd::Command;
+use chrono::{DateTime, NaiveDateTime, Utc};
 use rusqlite::Connection;
 use tempfile::TempDir;
+
+/// Where a test's backlog lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// Runs each named test body, a `fn(Backend)`, once per backend: as
+/// `<module>::sqlite::<name>` and `<module>::postgres::<name>`.
+#[macro_export]
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $( #[test] fn $name() { super::$name($crate::harness::Backend::Sqlite) } )*
+        }
+        mod postgres {
+            $( #[test] fn $name() { super::$name($crate::harness::Backend::Postgres) } )*
+        }
+    };
+}
+
+/// The superuser URL of the test server.
+pub fn pg_admin_url() -> String {
+    std::env::var("BACKLOG_TEST_PG").unwrap_or_else(|_| {
+        panic!("the PostgreSQL tests need a server: run `bash .ci/run`, which starts a throwaway one, or set BACKLOG_TEST_PG to a superuser URL like postgres://postgres:secret@127.0.0.1:5432/postgres?sslmode=disable")
+    })
+}
+
+pub fn pg_connect(url: &str) -> postgres::Client {
+    postgres::Client::connect(url, postgres::NoTls)
+        .unwrap_or_else(|e| panic!("cannot connect to the test server: {e}"))
+}
+
+/// A database of its own on the test server, dropped with the `Env`.
+pub struct PgDb {
+    pub name: String,
+    /// The superuser URL of this database (with the password).
+    pub url: String,
+}
+
+impl PgDb {
+    fn create() -> Self {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let admin = pg_admin_url();
+        let name = format!(
+            "backlog_test_{}_{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
+        let mut admin_client = pg_connect(&admin);
+        for sql in [
+            format!("DROP DATABASE IF EXISTS {name}"),
+            format!("CREATE DATABASE {name}"),
+        ] {
+            admin_client
+                .batch_execute(&sql)
+                .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        }
+        let url = swap_dbname(&admin, &name);
+        PgDb { name, url }
+    }
+
+    /// The URL as a schedule file gives it: the user, host, port and database, the
+    /// password kept out (it goes in a password file).
+    pub fn schedule_url(&self) -> String {
+        let config: postgres::Config = self.url.parse().unwrap();
+        let host = match &config.get_hosts()[0] {
+            postgres::config::Host::Tcp(h) => h.clone(),
+            postgres::config::Host::Unix(p) => p.display().to_string(),
+        };
+        format!(
+            "postgres://{}@{host}:{}/{}?sslmode=disable",
+            config.get_user().unwrap_or("postgres"),
+            config.get_ports().first().unwrap_or(&5432),
+            self.name
+        )
+    }
+
+    pub fn password(&self) -> String {
+        let config: postgres::Config = self.url.parse().unwrap();
+        String::from_utf8(config.get_password().unwrap_or_default().to_vec()).unwrap()
+    }
+}
+
+impl Drop for PgDb {
+    fn drop(&mut self) {
+        if let Ok(mut admin) = postgres::Client::connect(&pg_admin_url(), postgres::NoTls) {
+            let _ = admin.batch_execute(&format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            ));
+        }
+    }
+}
+
+/// The URL with another database name.
+pub fn swap_dbname(url: &str, dbname: &str) -> String {
+    let (base, query) = url
+        .split_once('?')
+        .map_or((url, None), |(b, q)| (b, Some(q)));
+    let base = base.rsplit_once('/').map_or(base, |(b, _)| b);
+    match query {
+        Some(q) => format!("{base}/{dbname}?{q}"),
+        None => format!("{base}/{dbname}"),
+    }
+}
+
+/// A value for a test row, bound in the backend's own way.
+#[derive(Debug, Clone)]
+pub enum Val {
+    Int(i64),
+    Text(String),
+    Time(DateTime<Utc>),
+    Naive(NaiveDateTime),
+}
+
+impl From<i64> for Val {
+    fn from(v: i64) -> Self {
+        Val::Int(v)
+    }
+}
+
+impl From<String> for Val {
+    fn from(v: String) -> Self {
+        Val::Text(v)
+    }
+}
+
+impl From<DateTime<Utc>> for Val {
+    fn from(v: DateTime<Utc>) -> Self {
+        Val::Time(v)
+    }
+}
+
+impl From<NaiveDateTime> for Val {
+    fn from(v: NaiveDateTime) -> Self {
+        Val::Naive(v)
+    }
+}
+
+impl rusqlite::ToSql for Val {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        use rusqlite::types::ToSqlOutput;
+        Ok(match self {
+            Val::Int(i) => ToSqlOutput::from(*i),
+            Val::Text(s) => ToSqlOutput::from(s.as_str()),
+            Val::Time(t) => ToSqlOutput::from(t.to_rfc3339()),
+            Val::Naive(t) => ToSqlOutput::from(t.to_string()),
+        })
+    }
+}
+
+impl postgres::types::ToSql for Val {
+    fn to_sql(
+        &self,
+        ty: &postgres::types::Type,
+        out: &mut bytes::BytesMut,
+    ) -> Result<postgres::types::IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        use postgres::types::Type;
+        match (self, ty) {
+            (Val::Int(i), &Type::INT4) => i32::try_from(*i)?.to_sql(ty, out),
+            (Val::Int(i), _) => i.to_sql(ty, out),
+            (Val::Text(s), _) => s.to_sql(ty, out),
+            (Val::Time(t), _) => t.to_sql(ty, out),
+            (Val::Naive(t), _) => t.to_sql(ty, out),
+        }
+    }
+
+    fn accepts(_: &postgres::types::Type) -> bool {
+        true
+    }
+
+    postgres::types::to_sql_checked!();
+}
 
 /// The pinned clock of the tests.
 pub const NOW: &str = "2026-11-21T12:00:00Z";
@@ -21,6 +203,8 @@ pub const CLASSIC_AGES: [(i64, i64); 4] = [
 
 pub struct Env {
     pub dir: TempDir,
+    pub backend: Backend,
+    pub pg: Option<PgDb>,
 }
 
 /// The parts of a schedule file a test changes; the rest is the classic table and
@@ -76,12 +260,18 @@ impl Default for Schedule {
 }
 
 impl Schedule {
-    pub fn render(&self) -> String {
+    /// The file, its `[database]` section pointing at `url` (with `password_file`).
+    pub fn render_for(&self, url: &str) -> String {
+        let url = if url.starts_with("postgres") {
+            format!("url = \"{url}\"\npassword_file = \"pgpass\"")
+        } else {
+            format!("url = \"{url}\"")
+        };
         format!(
             r#"bands = "{bands}"
 
 [database]
-url = "backlog.db"
+{url}
 {database_extra}
 
 [table]
@@ -120,8 +310,119 @@ pub fn recording_handler(failing_ids: &[i64]) -> String {
 
 impl Env {
     pub fn new() -> Self {
-        Env {
-            dir: tempfile::tempdir().expect("a temp dir"),
+        Env::on(Backend::Sqlite)
+    }
+
+    /// A temp folder, and on PostgreSQL a fresh database with its password in the
+    /// folder's `pgpass`.
+    pub fn on(backend: Backend) -> Self {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let pg = (backend == Backend::Postgres).then(PgDb::create);
+        if let Some(pg) = &pg {
+            std::fs::write(dir.path().join("pgpass"), pg.password()).unwrap();
+        }
+        Env { dir, backend, pg }
+    }
+
+    /// The database URL a schedule file gives.
+    pub fn url(&self) -> String {
+        match &self.pg {
+            Some(pg) => pg.schedule_url(),
+            None => "backlog.db".into(),
+        }
+    }
+
+    /// A PostgreSQL connection to the test database.
+    pub fn pg(&self) -> postgres::Client {
+        pg_connect(&self.pg.as_ref().expect("a PostgreSQL test").url)
+    }
+
+    /// Runs statements (`;`-separated) on the test database.
+    pub fn execute(&self, sql: &str) {
+        match self.backend {
+            Backend::Sqlite => self
+                .db()
+                .execute_batch(sql)
+                .unwrap_or_else(|e| panic!("{sql}: {e}")),
+            Backend::Postgres => self
+                .pg()
+                .batch_execute(sql)
+                .unwrap_or_else(|e| panic!("{sql}: {e}")),
+        }
+    }
+
+    /// The integer a one-value query returns (a NULL reads as 0).
+    pub fn count(&self, sql: &str) -> i64 {
+        match self.backend {
+            Backend::Sqlite => self
+                .db()
+                .query_row(sql, [], |r| r.get::<_, Option<i64>>(0))
+                .unwrap_or_else(|e| panic!("{sql}: {e}"))
+                .unwrap_or(0),
+            Backend::Postgres => {
+                let row = self
+                    .pg()
+                    .query_one(sql, &[])
+                    .unwrap_or_else(|e| panic!("{sql}: {e}"));
+                match row.columns()[0].type_() {
+                    &postgres::types::Type::INT4 => row.get::<_, Option<i32>>(0).map(i64::from),
+                    _ => row.get::<_, Option<i64>>(0),
+                }
+                .unwrap_or(0)
+            }
+        }
+    }
+
+    /// The text a one-value query returns.
+    pub fn text(&self, sql: &str) -> String {
+        match self.backend {
+            Backend::Sqlite => self.db().query_row(sql, [], |r| r.get(0)),
+            Backend::Postgres => {
+                return self
+                    .pg()
+                    .query_one(sql, &[])
+                    .unwrap_or_else(|e| panic!("{sql}: {e}"))
+                    .get(0);
+            }
+        }
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+    }
+
+    /// The first column of each row of a query, as text. Quoted upper-case names
+    /// (`"BACKLOG"`) reach the test table on both backends.
+    pub fn lines(&self, sql: &str) -> Vec<String> {
+        match self.backend {
+            Backend::Sqlite => {
+                let db = self.db();
+                let mut stmt = db.prepare(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+                stmt.query_map([], |r| r.get(0))
+                    .unwrap()
+                    .map(Result::unwrap)
+                    .collect()
+            }
+            Backend::Postgres => self
+                .pg()
+                .query(sql, &[])
+                .unwrap_or_else(|e| panic!("{sql}: {e}"))
+                .iter()
+                .map(|r| r.get(0))
+                .collect(),
+        }
+    }
+
+    /// Whether any of the tool's own tables exists.
+    pub fn has_own_tables(&self) -> bool {
+        match self.backend {
+            Backend::Sqlite => self.count("SELECT count(*) FROM sqlite_schema WHERE name IN ('backlog_meta', 'backlog_runs', 'backlog_claims')") > 0,
+            Backend::Postgres => self.count("SELECT count(*) FROM pg_namespace WHERE nspname = 'backlog'") > 0,
+        }
+    }
+
+    /// The name of one of the tool's own tables, as SQL on this backend reaches it.
+    pub fn own(&self, table: &str) -> String {
+        match self.backend {
+            Backend::Sqlite => table.to_string(),
+            Backend::Postgres => format!("backlog.{table}"),
         }
     }
 
@@ -134,34 +435,57 @@ impl Env {
     }
 
     /// Creates the classic BACKLOG table with an index on DATE_INSERTED, of the given
-    /// column type.
+    /// column type (`INTEGER` is `bigint` on PostgreSQL). On PostgreSQL the names are
+    /// quoted upper case, so that they read as on SQLite.
     pub fn create_table(&self, inserted_type: &str) {
-        self.db()
-            .execute_batch(&format!(
+        self.execute(&match self.backend {
+            Backend::Sqlite => format!(
                 "CREATE TABLE BACKLOG (ID INTEGER PRIMARY KEY, STATUS TEXT NOT NULL, DATE_INSERTED {inserted_type}, PAYLOAD TEXT);
                  CREATE INDEX BACKLOG_BY_DATE ON BACKLOG (DATE_INSERTED);"
-            ))
-            .expect("the table is created");
+            ),
+            Backend::Postgres => format!(
+                r#"CREATE TABLE "BACKLOG" ("ID" bigint PRIMARY KEY, "STATUS" text NOT NULL, "DATE_INSERTED" {}, "PAYLOAD" text);
+                   CREATE INDEX "BACKLOG_BY_DATE" ON "BACKLOG" ("DATE_INSERTED");"#,
+                if inserted_type == "INTEGER" { "bigint" } else { inserted_type }
+            ),
+        });
     }
 
     /// Inserts records with the given ids and ages (seconds before `NOW`), inserted-at
     /// values written by `encode`.
-    pub fn insert_aged(
-        &self,
-        records: &[(i64, i64)],
-        encode: impl Fn(chrono::DateTime<chrono::Utc>) -> rusqlite::types::Value,
-    ) {
-        let now = chrono::DateTime::parse_from_rfc3339(NOW)
+    pub fn insert_aged(&self, records: &[(i64, i64)], encode: impl Fn(DateTime<Utc>) -> Val) {
+        let now = DateTime::parse_from_rfc3339(NOW)
             .unwrap()
-            .with_timezone(&chrono::Utc);
-        let db = self.db();
-        for (id, age) in records {
+            .with_timezone(&Utc);
+        let rows = records.iter().map(|(id, age)| {
             let at = now - chrono::Duration::seconds(*age);
-            db.execute(
-                "INSERT INTO BACKLOG (ID, STATUS, DATE_INSERTED, PAYLOAD) VALUES (?1, 'NEW', ?2, ?3)",
-                rusqlite::params![id, encode(at), format!("payload of {id}")],
-            )
-            .expect("a record is inserted");
+            (*id, encode(at), format!("payload of {id}"))
+        });
+        match self.backend {
+            Backend::Sqlite => {
+                let mut db = self.db();
+                let tx = db.transaction().unwrap();
+                for (id, at, payload) in rows {
+                    tx.execute(
+                        "INSERT INTO BACKLOG (ID, STATUS, DATE_INSERTED, PAYLOAD) VALUES (?1, 'NEW', ?2, ?3)",
+                        rusqlite::params![id, at, payload],
+                    )
+                    .expect("a record is inserted");
+                }
+                tx.commit().unwrap();
+            }
+            Backend::Postgres => {
+                let mut db = self.pg();
+                let mut tx = db.transaction().unwrap();
+                let insert = tx
+                    .prepare(r#"INSERT INTO "BACKLOG" ("ID", "STATUS", "DATE_INSERTED", "PAYLOAD") VALUES ($1, 'NEW', $2, $3)"#)
+                    .unwrap();
+                for (id, at, payload) in rows {
+                    tx.execute(&insert, &[&id, &at, &payload])
+                        .expect("a record is inserted");
+                }
+                tx.commit().unwrap();
+            }
         }
     }
 
@@ -174,7 +498,7 @@ impl Env {
     }
 
     pub fn write_schedule(&self, schedule: &Schedule) {
-        std::fs::write(self.path("backlog.toml"), schedule.render())
+        std::fs::write(self.path("backlog.toml"), schedule.render_for(&self.url()))
             .expect("the schedule is written");
     }
 
@@ -206,6 +530,15 @@ impl Env {
 
     /// Every record's (id, status), by id.
     pub fn statuses(&self) -> Vec<(i64, String)> {
+        if self.backend == Backend::Postgres {
+            return self
+                .pg()
+                .query(r#"SELECT "ID", "STATUS" FROM "BACKLOG" ORDER BY "ID""#, &[])
+                .unwrap()
+                .iter()
+                .map(|r| (r.get(0), r.get(1)))
+                .collect();
+        }
         let db = self.db();
         let mut stmt = db
             .prepare("SELECT ID, STATUS FROM BACKLOG ORDER BY ID")
@@ -218,6 +551,19 @@ impl Env {
 
     /// The table as text, to check that a failed run changed nothing.
     pub fn dump(&self) -> String {
+        if self.backend == Backend::Postgres {
+            return self
+                .pg()
+                .query(
+                    r#"SELECT row_to_json(t)::text FROM "BACKLOG" t ORDER BY 1"#,
+                    &[],
+                )
+                .unwrap()
+                .iter()
+                .map(|r| r.get::<_, String>(0))
+                .collect::<Vec<_>>()
+                .join("\n");
+        }
         let db = self.db();
         let mut stmt = db.prepare("SELECT * FROM BACKLOG ORDER BY ID").unwrap();
         let n = stmt.column_count();

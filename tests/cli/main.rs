@@ -1,4 +1,5 @@
-//! Integration tests: the real `backlog` binary on real SQLite files.
+//! Integration tests: the real `backlog` binary on real SQLite files and a real
+//! PostgreSQL server.
 
 mod backoff;
 mod bad_input;

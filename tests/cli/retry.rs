@@ -1,6 +1,6 @@
 //! A `[retry]` section: a per-record strategy on two more columns of the table.
 
-use crate::harness::{Env, Schedule, recording_handler};
+use crate::harness::{Backend, Env, Schedule, recording_handler};
 
 const RETRY: &str = r#"
 [retry]
@@ -10,35 +10,34 @@ count = "FAILURES"
 since = "LAST_TRY"
 "#;
 
-fn env_with_tries() -> Env {
-    let env = Env::new();
+fn env_with_tries(backend: Backend) -> Env {
+    let env = Env::on(backend);
     env.create_table("TEXT");
-    env.db().execute_batch("ALTER TABLE BACKLOG ADD COLUMN FAILURES INTEGER; ALTER TABLE BACKLOG ADD COLUMN LAST_TRY TEXT;").unwrap();
+    env.execute(r#"ALTER TABLE "BACKLOG" ADD COLUMN "FAILURES" INTEGER; ALTER TABLE "BACKLOG" ADD COLUMN "LAST_TRY" TEXT;"#);
     env.insert_aged(&[(1, 600), (2, 1200), (3, 1800), (4, 2400)], |t| {
         t.format("%Y-%m-%d %H:%M:%S").to_string().into()
     });
     // 2 failed once 30 minutes ago, 3 once 2 hours ago, 4 three times, last 2 hours ago.
-    env.db()
-        .execute_batch(
-            "UPDATE BACKLOG SET FAILURES = 1, LAST_TRY = '2026-11-21 11:30:00' WHERE ID = 2;
-             UPDATE BACKLOG SET FAILURES = 1, LAST_TRY = '2026-11-21 10:00:00' WHERE ID = 3;
-             UPDATE BACKLOG SET FAILURES = 3, LAST_TRY = '2026-11-21 10:00:00' WHERE ID = 4;",
-        )
-        .unwrap();
+    env.execute(
+        r#"UPDATE "BACKLOG" SET "FAILURES" = 1, "LAST_TRY" = '2026-11-21 11:30:00' WHERE "ID" = 2;
+           UPDATE "BACKLOG" SET "FAILURES" = 1, "LAST_TRY" = '2026-11-21 10:00:00' WHERE "ID" = 3;
+           UPDATE "BACKLOG" SET "FAILURES" = 3, "LAST_TRY" = '2026-11-21 10:00:00' WHERE "ID" = 4;"#,
+    );
     env.write_handler("handler.sh", &recording_handler(&[1, 2, 3, 4]));
     env
 }
 
-fn schedule_with(retry: &str) -> String {
-    Schedule::default()
-        .render()
-        .replacen("[handler]", &format!("{retry}\n[handler]"), 1)
+fn schedule_with(env: &Env, retry: &str) -> String {
+    Schedule::default().render_for(&env.url()).replacen(
+        "[handler]",
+        &format!("{retry}\n[handler]"),
+        1,
+    )
 }
 
-#[test]
-fn a_tick_skips_records_whose_delay_has_not_passed_and_counts_the_tries() {
-    let env = env_with_tries();
-    std::fs::write(env.path("backlog.toml"), schedule_with(RETRY)).unwrap();
+fn a_tick_skips_records_whose_delay_has_not_passed_and_counts_the_tries(backend: Backend) {
+    let env = env_with_tries(backend);
+    std::fs::write(env.path("backlog.toml"), schedule_with(&env, RETRY)).unwrap();
     let out = env.run_window("1d");
     // Exponential from 1h: after one failure wait 1h, after three 4h.
     assert_eq!(
@@ -47,24 +46,16 @@ fn a_tick_skips_records_whose_delay_has_not_passed_and_counts_the_tries() {
         "1 never tried; 3 waited 2h of 1h; 2 only 30m of 1h; 4 2h of 4h"
     );
     assert!(out.contains("deferred 2 to later ticks"), "{out}");
-    let rows: Vec<(i64, Option<i64>, Option<String>)> = {
-        let db = env.db();
-        let mut stmt = db
-            .prepare("SELECT ID, FAILURES, LAST_TRY FROM BACKLOG ORDER BY ID")
-            .unwrap();
-        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect()
-    };
-    let at = |s: &str| Some(s.to_string());
+    let rows = env.lines(
+        r#"SELECT CAST("ID" AS TEXT) || ' ' || CAST("FAILURES" AS TEXT) || ' ' || "LAST_TRY" FROM "BACKLOG" ORDER BY "ID""#,
+    );
     assert_eq!(
         rows,
         [
-            (1, Some(1), at("2026-11-21 12:00:00")),
-            (2, Some(1), at("2026-11-21 11:30:00")),
-            (3, Some(2), at("2026-11-21 12:00:00")),
-            (4, Some(3), at("2026-11-21 10:00:00")),
+            "1 1 2026-11-21 12:00:00",
+            "2 1 2026-11-21 11:30:00",
+            "3 2 2026-11-21 12:00:00",
+            "4 3 2026-11-21 10:00:00",
         ],
         "handled records count one more try, at the tick's clock, in the column's format"
     );
@@ -77,12 +68,11 @@ fn a_tick_skips_records_whose_delay_has_not_passed_and_counts_the_tries() {
     assert_eq!(env.take_calls(), [1, 2, 3, 4]);
 }
 
-#[test]
-fn a_bad_retry_section_is_an_error() {
-    let env = env_with_tries();
+fn a_bad_retry_section_is_an_error(backend: Backend) {
+    let env = env_with_tries(backend);
     std::fs::write(
         env.path("backlog.toml"),
-        schedule_with(&RETRY.replace("exponential", "expo")),
+        schedule_with(&env, &RETRY.replace("exponential", "expo")),
     )
     .unwrap();
     env.backlog(&["run", "--window", "1d"])
@@ -93,7 +83,7 @@ fn a_bad_retry_section_is_an_error() {
         ));
     std::fs::write(
         env.path("backlog.toml"),
-        schedule_with(&RETRY.replace("\"FAILURES\"", "\"FAILS\"")),
+        schedule_with(&env, &RETRY.replace("\"FAILURES\"", "\"FAILS\"")),
     )
     .unwrap();
     env.backlog(&["run", "--window", "1d"])
@@ -103,3 +93,8 @@ fn a_bad_retry_section_is_an_error() {
             "table \"BACKLOG\" has no column \"FAILS\" (set retry.count in the schedule file)",
         ));
 }
+
+crate::on_both_backends!(
+    a_tick_skips_records_whose_delay_has_not_passed_and_counts_the_tries,
+    a_bad_retry_section_is_an_error,
+);

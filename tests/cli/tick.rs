@@ -2,10 +2,10 @@
 
 use std::time::{Duration, Instant};
 
-use crate::harness::{Env, NOW, Schedule, recording_handler};
+use crate::harness::{Backend, Env, NOW, Schedule, recording_handler};
 
-fn classic_env(schedule: Schedule, failing: &[i64]) -> Env {
-    let env = Env::new();
+fn classic_env(backend: Backend, schedule: Schedule, failing: &[i64]) -> Env {
+    let env = Env::on(backend);
     env.classic();
     env.write_schedule(&schedule);
     env.write_handler("handler.sh", &recording_handler(failing));
@@ -16,9 +16,8 @@ fn statuses(list: &[(i64, &str)]) -> Vec<(i64, String)> {
     list.iter().map(|(id, s)| (*id, s.to_string())).collect()
 }
 
-#[test]
-fn disjoint_bands_select_each_record_in_one_tier_and_mark_it_by_exit_code() {
-    let env = classic_env(Schedule::default(), &[2]);
+fn disjoint_bands_select_each_record_in_one_tier_and_mark_it_by_exit_code(backend: Backend) {
+    let env = classic_env(backend, Schedule::default(), &[2]);
 
     let out = env.run_window("1d");
     assert!(
@@ -49,9 +48,9 @@ fn disjoint_bands_select_each_record_in_one_tier_and_mark_it_by_exit_code() {
     assert_eq!(env.take_calls(), [2]);
 }
 
-#[test]
-fn cumulative_bands_select_everything_younger_than_the_window() {
+fn cumulative_bands_select_everything_younger_than_the_window(backend: Backend) {
     let env = classic_env(
+        backend,
         Schedule {
             bands: "cumulative",
             ..Schedule::default()
@@ -76,9 +75,8 @@ fn cumulative_bands_select_everything_younger_than_the_window() {
     );
 }
 
-#[test]
-fn a_window_no_tier_has_runs_from_age_zero_and_says_so() {
-    let env = classic_env(Schedule::default(), &[]);
+fn a_window_no_tier_has_runs_from_age_zero_and_says_so(backend: Backend) {
+    let env = classic_env(backend, Schedule::default(), &[]);
     let out = env.run_window("10d");
     assert!(
         out.starts_with("window 10d (no tier has it), ages 0 to 10d: selected 3"),
@@ -87,9 +85,8 @@ fn a_window_no_tier_has_runs_from_age_zero_and_says_so() {
     assert_eq!(env.take_calls(), [1, 2, 3]);
 }
 
-#[test]
-fn a_dry_run_lists_the_records_and_changes_nothing() {
-    let env = classic_env(Schedule::default(), &[]);
+fn a_dry_run_lists_the_records_and_changes_nothing(backend: Backend) {
+    let env = classic_env(backend, Schedule::default(), &[]);
     let before = env.dump();
     let out = env
         .backlog(&["run", "--window", "1d", "--now", NOW, "--dry-run"])
@@ -102,13 +99,11 @@ fn a_dry_run_lists_the_records_and_changes_nothing() {
     );
     assert!(env.take_calls().is_empty());
     assert_eq!(env.dump(), before);
-    let own: i64 = env.db().query_row("SELECT count(*) FROM sqlite_schema WHERE name IN ('backlog_meta', 'backlog_runs', 'backlog_claims')", [], |r| r.get(0)).unwrap();
-    assert_eq!(own, 0, "a dry run creates no tables");
+    assert!(!env.has_own_tables(), "a dry run creates no tables");
 }
 
-#[test]
-fn json_summary_and_run_log_agree() {
-    let env = classic_env(Schedule::default(), &[2]);
+fn json_summary_and_run_log_agree(backend: Backend) {
+    let env = classic_env(backend, Schedule::default(), &[2]);
     let out = env
         .backlog(&["run", "--window", "1d", "--now", NOW, "--json"])
         .assert()
@@ -127,25 +122,29 @@ fn json_summary_and_run_log_agree() {
         (Some(2), Some(1), Some(1))
     );
     let run_id = summary["run_id"].as_i64().unwrap();
-    let row: (i64, i64, i64, i64, String, String) = env
-        .db()
-        .query_row(
-            "SELECT window_secs, selected, succeeded, failed, outcome, clock FROM backlog_runs WHERE id = ?1",
-            [run_id],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)),
-        )
-        .unwrap();
-    assert_eq!(row, (86_400, 2, 1, 1, "done".to_string(), NOW.to_string()));
-    let claims: i64 = env
-        .db()
-        .query_row("SELECT count(*) FROM backlog_claims", [], |r| r.get(0))
-        .unwrap();
+    let runs = env.own("backlog_runs");
+    let logged = ["window_secs", "selected", "succeeded", "failed"]
+        .map(|c| env.count(&format!("SELECT {c} FROM {runs} WHERE id = {run_id}")));
+    assert_eq!(logged, [86_400, 2, 1, 1]);
+    assert_eq!(
+        env.text(&format!("SELECT outcome FROM {runs} WHERE id = {run_id}")),
+        "done"
+    );
+    let status = env.backlog(&["status", "--json"]).assert().success();
+    let status: serde_json::Value = serde_json::from_slice(&status.get_output().stdout).unwrap();
+    assert_eq!(
+        status["tiers"][0]["last_tick"]["clock"], NOW,
+        "the run log keeps the tick's clock"
+    );
+    let claims = env.count(&format!(
+        "SELECT count(*) FROM {}",
+        env.own("backlog_claims")
+    ));
     assert_eq!(claims, 0, "a finished tick holds no claims");
 }
 
-#[test]
-fn verbose_logs_each_outcome() {
-    let env = classic_env(Schedule::default(), &[2]);
+fn verbose_logs_each_outcome(backend: Backend) {
+    let env = classic_env(backend, Schedule::default(), &[2]);
     env.backlog(&["run", "--window", "1d", "--now", NOW, "-v"])
         .assert()
         .success()
@@ -153,9 +152,9 @@ fn verbose_logs_each_outcome() {
         .stderr(predicates::str::contains("record 2: ERROR (exit 1)"));
 }
 
-#[test]
-fn the_limit_caps_a_tick_and_says_so() {
+fn the_limit_caps_a_tick_and_says_so(backend: Backend) {
     let env = classic_env(
+        backend,
         Schedule {
             bands: "cumulative",
             ..Schedule::default()
@@ -178,9 +177,8 @@ fn the_limit_caps_a_tick_and_says_so() {
 
 /// A good, a failing (mapped to a dead-letter status), a crashing, a hanging and
 /// another good record: the tick goes through all of them.
-#[test]
-fn failing_crashing_and_hanging_handlers_do_not_stop_the_tick() {
-    let env = Env::new();
+fn failing_crashing_and_hanging_handlers_do_not_stop_the_tick(backend: Backend) {
+    let env = Env::on(backend);
     env.create_table("TEXT");
     env.insert_aged(&[(1, 60), (2, 120), (3, 180), (4, 240), (5, 300)], |t| {
         t.format("%Y-%m-%d %H:%M:%S").to_string().into()
@@ -255,9 +253,8 @@ fn process_alive(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
 }
 
-#[test]
-fn sigterm_stops_taking_records_and_leaves_the_rest_pending() {
-    let env = Env::new();
+fn sigterm_stops_taking_records_and_leaves_the_rest_pending(backend: Backend) {
+    let env = Env::on(backend);
     env.create_table("TEXT");
     env.insert_aged(&[(1, 60), (2, 120), (3, 180), (4, 240)], |t| {
         t.format("%Y-%m-%d %H:%M:%S").to_string().into()
@@ -293,22 +290,18 @@ fn sigterm_stops_taking_records_and_leaves_the_rest_pending() {
         env.statuses(),
         statuses(&[(1, "SUCCESS"), (2, "NEW"), (3, "NEW"), (4, "NEW")])
     );
-    let (outcome, claims): (String, i64) = env
-        .db()
-        .query_row(
-            "SELECT outcome, (SELECT count(*) FROM backlog_claims) FROM backlog_runs",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .unwrap();
+    let outcome = env.text(&format!("SELECT outcome FROM {}", env.own("backlog_runs")));
+    let claims = env.count(&format!(
+        "SELECT count(*) FROM {}",
+        env.own("backlog_claims")
+    ));
     assert_eq!((outcome.as_str(), claims), ("stopped", 0));
 }
 
 /// A tick killed with SIGKILL: its handler dies with it, its claims block other ticks
 /// only until the lease runs out, and then every record is processed.
-#[test]
-fn a_killed_tick_leaves_nothing_stuck() {
-    let env = Env::new();
+fn a_killed_tick_leaves_nothing_stuck(backend: Backend) {
+    let env = Env::on(backend);
     env.create_table("TEXT");
     env.insert_aged(&[(1, 60), (2, 120), (3, 180)], |t| {
         t.format("%Y-%m-%d %H:%M:%S").to_string().into()
@@ -366,9 +359,8 @@ pub fn wait_for(mut condition: impl FnMut() -> bool) {
 
 /// A tier with `spread = 2` takes half its band per tick, the same half on alternate
 /// ticks, and the other half on the ticks between.
-#[test]
-fn a_spread_tier_takes_its_share_of_the_band_per_tick() {
-    let env = Env::new();
+fn a_spread_tier_takes_its_share_of_the_band_per_tick(backend: Backend) {
+    let env = Env::on(backend);
     env.create_table("TEXT");
     let aged: Vec<(i64, i64)> = (1..=40).map(|id| (id, id * 60)).collect();
     env.insert_aged(&aged, |t| t.format("%Y-%m-%d %H:%M:%S").to_string().into());
@@ -406,3 +398,17 @@ fn a_spread_tier_takes_its_share_of_the_band_per_tick() {
         first.len()
     );
 }
+
+crate::on_both_backends!(
+    disjoint_bands_select_each_record_in_one_tier_and_mark_it_by_exit_code,
+    cumulative_bands_select_everything_younger_than_the_window,
+    a_window_no_tier_has_runs_from_age_zero_and_says_so,
+    a_dry_run_lists_the_records_and_changes_nothing,
+    json_summary_and_run_log_agree,
+    verbose_logs_each_outcome,
+    the_limit_caps_a_tick_and_says_so,
+    failing_crashing_and_hanging_handlers_do_not_stop_the_tick,
+    sigterm_stops_taking_records_and_leaves_the_rest_pending,
+    a_killed_tick_leaves_nothing_stuck,
+    a_spread_tier_takes_its_share_of_the_band_per_tick,
+);
