@@ -209,22 +209,53 @@ fn owner_name() -> String {
 struct HeartbeatThread {
     stop: Option<mpsc::Sender<()>>,
     thread: Option<thread::JoinHandle<()>>,
+    /// Since when beats fail, and the last failure; none while they succeed.
+    failing: Arc<std::sync::Mutex<Option<(Instant, String)>>>,
 }
 
 impl HeartbeatThread {
     fn start(mut heartbeat: Box<dyn Heartbeat>, lease: Duration) -> Self {
         let (stop, stopped) = mpsc::channel::<()>();
+        let failing = Arc::new(std::sync::Mutex::new(None));
+        let state = Arc::clone(&failing);
         let thread = thread::spawn(move || {
             while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(lease / 4) {
-                if let Err(e) = heartbeat.beat(Utc::now() + lease) {
-                    tracing::warn!("cannot renew this tick's claims: {e}");
+                let result = heartbeat.beat(Utc::now() + lease);
+                let mut state = state.lock().expect("the heartbeat state is never poisoned");
+                match result {
+                    Ok(()) => *state = None,
+                    Err(e) => {
+                        tracing::warn!("cannot renew this tick's claims: {e}");
+                        let since = state.as_ref().map_or_else(Instant::now, |(t, _)| *t);
+                        *state = Some((since, e.to_string()));
+                    }
                 }
             }
         });
         HeartbeatThread {
             stop: Some(stop),
             thread: Some(thread),
+            failing,
         }
+    }
+
+    /// Why the claims may be about to run out: the beats have failed for half a lease.
+    /// Past that point another tick may soon take this tick's records, so it must not
+    /// hand over any more.
+    fn lapsing(&self, lease: Duration) -> Option<String> {
+        let state = self
+            .failing
+            .lock()
+            .expect("the heartbeat state is never poisoned");
+        state
+            .as_ref()
+            .filter(|(since, _)| since.elapsed() >= lease / 2)
+            .map(|(since, e)| {
+                format!(
+                    "claims not renewed for {} ({e}); stopped taking records before they run out",
+                    duration::compact(Duration::from_secs(since.elapsed().as_secs().max(1)))
+                )
+            })
     }
 }
 
@@ -448,7 +479,8 @@ pub fn process_backlog(
     };
     let mut tally = Tally::default();
     let result = tick_loop(
-        table, store, handler, opts, &query, limit, &owner, ctx, &takes, &mut tally, on_event,
+        table, store, handler, opts, &query, limit, &owner, ctx, &takes, &heartbeat, &mut tally,
+        on_event,
     );
 
     // Whatever happened, write what was handled and let go of what was not.
@@ -507,6 +539,7 @@ fn tick_loop(
     owner: &str,
     ctx: Context<'_>,
     takes: &dyn Fn(&Record) -> bool,
+    heartbeat: &HeartbeatThread,
     tally: &mut Tally,
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> Result<(), Error> {
@@ -542,6 +575,12 @@ fn tick_loop(
             if opts.stop.load(Ordering::Relaxed) {
                 tally.stopped = true;
                 return Ok(());
+            }
+            if let Some(problem) = heartbeat.lapsing(opts.lease) {
+                return Err(store_err(StoreError::Database {
+                    context: "renewing claims".into(),
+                    source: problem.into(),
+                }));
             }
             let contexts: Vec<Context> = chunk
                 .iter()

@@ -1124,8 +1124,14 @@ impl Store for PostgresStore {
     }
 
     fn heartbeat(&self, owner: &str, run_id: i64) -> Result<Box<dyn Heartbeat>, StoreError> {
+        // Named apart in pg_stat_activity, for whoever looks at the server.
+        let mut url = self.url.clone();
+        if url.config.get_application_name() == Some("backlog") {
+            url.config.application_name("backlog heartbeat");
+        }
         Ok(Box::new(PostgresHeartbeat {
-            client: connect(&self.url)?,
+            client: connect(&url)?,
+            url,
             claims: self.own("backlog_claims"),
             runs: self.own("backlog_runs"),
             owner: owner.to_string(),
@@ -1136,6 +1142,7 @@ impl Store for PostgresStore {
 
 struct PostgresHeartbeat {
     client: Client,
+    url: PostgresUrl,
     claims: String,
     runs: String,
     owner: String,
@@ -1143,7 +1150,12 @@ struct PostgresHeartbeat {
 }
 
 impl Heartbeat for PostgresHeartbeat {
+    /// Renews the claims; a connection the server dropped (a restart, a failover) is
+    /// opened again, since the claims outlive it in their table.
     fn beat(&mut self, lease_until: DateTime<Utc>) -> Result<(), StoreError> {
+        if self.client.is_closed() {
+            self.client = connect(&self.url)?;
+        }
         let context = "renewing claims";
         let mut tx = self.client.transaction().map_err(pg(context))?;
         tx.execute(

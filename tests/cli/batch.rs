@@ -1,7 +1,7 @@
 //! The batch handler: one long-lived process, records as JSON lines, answers in any
 //! order; timeouts, garbled answers and a dying process each cost only their records.
 
-use crate::harness::{Env, NOW, Schedule};
+use crate::harness::{Backend, Env, NOW, Schedule};
 
 /// Answers 2 before 1, never answers 3, garbles 5, dies on 7, maps 10 to exit code 3.
 const BATCH_HANDLER: &str = r#"#!/usr/bin/env python3
@@ -32,9 +32,8 @@ for line in sys.stdin:
         answer(rid, 0, message=f"delivered {rid}")
 "#;
 
-#[test]
-fn a_batch_handler_answers_in_any_order_and_its_failures_cost_only_their_records() {
-    let env = Env::new();
+fn a_batch_handler_answers_in_any_order_and_its_failures_cost_only_their_records(backend: Backend) {
+    let env = Env::on(backend);
     env.create_table("TEXT");
     let aged: Vec<(i64, i64)> = (1..=10).map(|id| (id, id * 60)).collect();
     env.insert_aged(&aged, |t| t.format("%Y-%m-%d %H:%M:%S").to_string().into());
@@ -91,3 +90,7 @@ fn a_batch_handler_answers_in_any_order_and_its_failures_cost_only_their_records
         log.lines().map(|l| l.split(' ').nth(1).unwrap()).collect();
     assert_eq!(pids.len(), 3, "{log}");
 }
+
+crate::on_both_backends!(
+    a_batch_handler_answers_in_any_order_and_its_failures_cost_only_their_records,
+);

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 
-use crate::harness::{Env, NOW, Schedule};
+use crate::harness::{Backend, Env, NOW, Schedule};
 
 const LOGGING_HANDLER: &str = r#"#!/bin/sh
 cat > /dev/null
@@ -68,8 +68,8 @@ pub fn handled_without_overlap(env: &Env) -> BTreeMap<i64, u64> {
     count
 }
 
-fn backlog_of(records: i64, bands: &'static str) -> Env {
-    let env = Env::new();
+fn backlog_of(backend: Backend, records: i64, bands: &'static str) -> Env {
+    let env = Env::on(backend);
     env.create_table("TEXT");
     let aged: Vec<(i64, i64)> = (1..=records).map(|id| (id, id * 60)).collect();
     env.insert_aged(&aged, |t| t.format("%Y-%m-%d %H:%M:%S").to_string().into());
@@ -81,9 +81,8 @@ fn backlog_of(records: i64, bands: &'static str) -> Env {
     env
 }
 
-#[test]
-fn the_same_tier_twice_at_once_shares_the_band() {
-    let env = backlog_of(300, "disjoint");
+fn the_same_tier_twice_at_once_shares_the_band(backend: Backend) {
+    let env = backlog_of(backend, 300, "disjoint");
     let summaries = run_together(&env, &["1d", "1d"]);
     let handled = handled_without_overlap(&env);
     assert_eq!(handled.len(), 300, "every record was handled");
@@ -96,10 +95,10 @@ fn the_same_tier_twice_at_once_shares_the_band() {
         handled.values().sum::<u64>(),
         "the run summaries count what the handler log shows"
     );
-    let logged: i64 = env
-        .db()
-        .query_row("SELECT sum(selected) FROM backlog_runs", [], |r| r.get(0))
-        .unwrap();
+    let logged = env.count(&format!(
+        "SELECT CAST(sum(selected) AS BIGINT) FROM {}",
+        env.own("backlog_runs")
+    ));
     assert_eq!(
         logged as u64, selected,
         "the run log counts what the handler log shows"
@@ -107,17 +106,21 @@ fn the_same_tier_twice_at_once_shares_the_band() {
     assert!(env.statuses().iter().all(|(_, s)| s == "SUCCESS"));
 }
 
-#[test]
-fn two_cumulative_tiers_at_once_never_share_a_record() {
+fn two_cumulative_tiers_at_once_never_share_a_record(backend: Backend) {
     // Ages up to 200 minutes: the 1d and 7d tiers both cover every record.
-    let env = backlog_of(200, "cumulative");
+    let env = backlog_of(backend, 200, "cumulative");
     run_together(&env, &["1d", "7d"]);
     let handled = handled_without_overlap(&env);
     assert_eq!(handled.len(), 200);
     assert!(env.statuses().iter().all(|(_, s)| s == "SUCCESS"));
-    let claims: i64 = env
-        .db()
-        .query_row("SELECT count(*) FROM backlog_claims", [], |r| r.get(0))
-        .unwrap();
+    let claims = env.count(&format!(
+        "SELECT count(*) FROM {}",
+        env.own("backlog_claims")
+    ));
     assert_eq!(claims, 0);
 }
+
+crate::on_both_backends!(
+    the_same_tier_twice_at_once_shares_the_band,
+    two_cumulative_tiers_at_once_never_share_a_record,
+);

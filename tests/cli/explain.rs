@@ -1,7 +1,7 @@
 //! `backlog explain` on the default schedule, against arithmetic done by hand, and
 //! `backlog status` on a classic backlog.
 
-use crate::harness::{Env, Schedule, recording_handler};
+use crate::harness::{Backend, Env, Schedule, recording_handler};
 
 fn json(out: &assert_cmd::assert::Assert) -> serde_json::Value {
     serde_json::from_slice(&out.get_output().stdout).unwrap()
@@ -83,9 +83,8 @@ A record 3d old is in tier 2's band; it is tried next at 2026-11-21T13:00:00Z (i
     );
 }
 
-#[test]
-fn explain_reads_a_record_by_id() {
-    let env = Env::new();
+fn explain_reads_a_record_by_id(backend: Backend) {
+    let env = Env::on(backend);
     env.classic();
     env.write_schedule(&Schedule::default());
     let text = stdout(
@@ -94,9 +93,7 @@ fn explain_reads_a_record_by_id() {
             .success(),
     );
     assert!(text.ends_with("Record 3 (3d old) is in tier 2's band; it is tried next at 2026-11-21T13:00:00Z (in 50m), by tier 2.\n"), "{text}");
-    env.db()
-        .execute("UPDATE BACKLOG SET STATUS = 'SUCCESS' WHERE ID = 4", [])
-        .unwrap();
+    env.execute(r#"UPDATE "BACKLOG" SET "STATUS" = 'SUCCESS' WHERE "ID" = 4"#);
     env.backlog(&["explain", "--id", "4"])
         .assert()
         .success()
@@ -107,9 +104,8 @@ fn explain_reads_a_record_by_id() {
         .stderr("backlog: table BACKLOG has no record with ID = 99\n");
 }
 
-#[test]
-fn status_counts_by_band_and_shows_last_ticks_and_overdue_tiers() {
-    let env = Env::new();
+fn status_counts_by_band_and_shows_last_ticks_and_overdue_tiers(backend: Backend) {
+    let env = Env::on(backend);
     env.classic();
     env.insert_aged(&[(5, 400 * 86_400)], |t| {
         t.format("%Y-%m-%d %H:%M:%S").to_string().into()
@@ -172,3 +168,8 @@ fn status_counts_by_band_and_shows_last_ticks_and_overdue_tiers() {
         "{text}"
     );
 }
+
+crate::on_both_backends!(
+    explain_reads_a_record_by_id,
+    status_counts_by_band_and_shows_last_ticks_and_overdue_tiers,
+);

@@ -11,6 +11,7 @@ mod doctor;
 mod explain;
 mod formats;
 mod harness;
+mod postgresql;
 mod query_plan;
 mod retry;
 mod tick;

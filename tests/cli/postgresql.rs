@@ -1,0 +1,520 @@
+//! What only PostgreSQL has: many runners on one database, connections that fail or
+//! drop, TLS, passwords, id types, the planner, and the tool's own schema.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::concurrency::handled_without_overlap;
+use crate::harness::{Backend, Env, NOW, Schedule, pg_admin_url, pg_connect, recording_handler};
+use crate::tick::wait_for;
+
+/// A batch handler that logs `start ID ns` and `end ID ns` around each record, as
+/// `handled_without_overlap` reads them, sleeping `BACKLOG_TEST_SLEEP` seconds in
+/// between.
+const LOGGING_BATCH: &str = r#"#!/usr/bin/env python3
+import json, os, sys, time
+pause = float(os.environ.get("BACKLOG_TEST_SLEEP", "0"))
+log = open("handler.log", "a", buffering=1)
+for line in sys.stdin:
+    rid = json.loads(line)["id"]
+    log.write(f"start {rid} {time.time_ns()}\n")
+    if pause:
+        time.sleep(pause)
+    log.write(f"end {rid} {time.time_ns()}\n")
+    print(json.dumps({"id": rid, "code": 0}), flush=True)
+"#;
+
+/// A table of `n` pending records, ids 1..n, one second apart in age, inserted by the
+/// server (`generate_series`) so that large tables are quick to make.
+fn pending_records(env: &Env, n: i64) {
+    env.create_table("timestamptz");
+    env.execute(&format!(
+        r#"INSERT INTO "BACKLOG" SELECT g, 'NEW', TIMESTAMPTZ '{NOW}' - g * INTERVAL '1 second', 'payload ' || g
+           FROM generate_series(1, {n}) g; ANALYZE "BACKLOG""#
+    ));
+}
+
+fn batch_schedule(env: &Env, database_extra: &'static str, handler_extra: &'static str) {
+    env.write_schedule(&Schedule {
+        command: r#"["./batch.py"]"#,
+        handler_extra,
+        database_extra,
+        ..Schedule::default()
+    });
+    env.write_handler("batch.py", LOGGING_BATCH);
+}
+
+fn spawn_run(env: &Env, sleep: &str) -> std::process::Child {
+    Command::new(assert_cmd::cargo::cargo_bin("backlog"))
+        .current_dir(env.dir.path())
+        .args(["run", "--window", "1d", "--now", NOW, "--json"])
+        .env("BACKLOG_TEST_SLEEP", sleep)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn all_success(env: &Env) -> bool {
+    env.count(r#"SELECT count(*) FROM "BACKLOG" WHERE "STATUS" <> 'SUCCESS'"#) == 0
+}
+
+#[test]
+fn eight_runners_share_twenty_thousand_records_and_none_is_handled_twice_at_once() {
+    let env = Env::on(Backend::Postgres);
+    pending_records(&env, 20_000);
+    batch_schedule(&env, "", "mode = \"batch\"\nbatch_size = 50");
+    let runners: Vec<_> = (0..8).map(|_| spawn_run(&env, "0")).collect();
+    let summaries: Vec<serde_json::Value> = runners
+        .into_iter()
+        .map(|r| {
+            let out = r.wait_with_output().unwrap();
+            assert!(out.status.success(), "{out:?}");
+            serde_json::from_slice(&out.stdout).unwrap()
+        })
+        .collect();
+    let handled = handled_without_overlap(&env);
+    assert_eq!(handled.len(), 20_000, "every record was handled");
+    let handovers: u64 = handled.values().sum();
+    let selected: u64 = summaries
+        .iter()
+        .map(|s| s["selected"].as_u64().unwrap())
+        .sum();
+    assert_eq!(selected, handovers, "the summaries count the handler's log");
+    let logged = env.count(&format!(
+        "SELECT sum(selected)::bigint FROM {}",
+        env.own("backlog_runs")
+    ));
+    assert_eq!(
+        logged as u64, handovers,
+        "the run log counts the handler's log"
+    );
+    let busy = summaries
+        .iter()
+        .filter(|s| s["selected"].as_u64() > Some(0))
+        .count();
+    assert!(
+        busy >= 2,
+        "the work was shared: {busy} runners took records"
+    );
+    assert!(all_success(&env));
+    assert_eq!(
+        env.count(&format!(
+            "SELECT count(*) FROM {}",
+            env.own("backlog_claims")
+        )),
+        0
+    );
+}
+
+/// SIGKILL in the middle of a tick: the records it held wait one lease, then a later
+/// tick takes them; every record ends handled and no claim is left.
+#[test]
+fn a_runner_killed_mid_tick_leaves_no_record_lost_or_stuck() {
+    let env = Env::on(Backend::Postgres);
+    pending_records(&env, 400);
+    batch_schedule(
+        &env,
+        "claim_lease = \"2s\"",
+        "mode = \"batch\"\nbatch_size = 50",
+    );
+    let mut runner = spawn_run(&env, "0.005");
+    wait_for(|| {
+        std::fs::read_to_string(env.path("handler.log"))
+            .is_ok_and(|log| log.lines().filter(|l| l.starts_with("end")).count() >= 100)
+    });
+    runner.kill().unwrap();
+    runner.wait().unwrap();
+    // The handler dies with its tick (PR_SET_PDEATHSIG); the log of the killed tick
+    // ends with a record it started and never finished. Later ticks log afresh.
+    std::thread::sleep(Duration::from_millis(300));
+    std::fs::rename(env.path("handler.log"), env.path("killed.log")).unwrap();
+    let done_before = env.count(r#"SELECT count(*) FROM "BACKLOG" WHERE "STATUS" = 'SUCCESS'"#);
+    assert!(done_before < 400, "killed mid-tick, {done_before} marked");
+    let held = env.count(&format!(
+        "SELECT count(*) FROM {}",
+        env.own("backlog_claims")
+    ));
+    assert!(held > 0, "the dead runner's claims are still there");
+
+    // Within the lease, the held records are skipped; after it, taken.
+    let first = spawn_run(&env, "0").wait_with_output().unwrap();
+    let first: serde_json::Value = serde_json::from_slice(&first.stdout).unwrap();
+    assert!(first["skipped"].as_u64() > Some(0), "{first}");
+    std::thread::sleep(Duration::from_millis(2500));
+    let second = spawn_run(&env, "0").wait_with_output().unwrap();
+    assert!(second.status.success());
+    assert!(all_success(&env), "no record lost");
+    assert_eq!(
+        env.count(&format!(
+            "SELECT count(*) FROM {}",
+            env.own("backlog_claims")
+        )),
+        0,
+        "no record stuck"
+    );
+    let after = handled_without_overlap(&env);
+    assert_eq!(
+        after.len() as i64,
+        400 - done_before,
+        "later ticks handled exactly the records the killed one had not marked"
+    );
+}
+
+/// The server ends the tick's connections mid-tick: the tick stops, exits non-zero
+/// with one clear line, keeps the marks it wrote, and a later tick does the rest.
+#[test]
+fn a_lost_connection_stops_the_tick_and_keeps_what_was_marked() {
+    let env = Env::on(Backend::Postgres);
+    pending_records(&env, 30);
+    batch_schedule(
+        &env,
+        "claim_lease = \"2s\"",
+        "mode = \"batch\"\nbatch_size = 2",
+    );
+    let runner = spawn_run(&env, "0.1");
+    wait_for(|| env.count(r#"SELECT count(*) FROM "BACKLOG" WHERE "STATUS" = 'SUCCESS'"#) > 0);
+    let db = env.pg.as_ref().unwrap().name.clone();
+    env.execute(&format!(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{db}' AND application_name = 'backlog'"
+    ));
+    let out = runner.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    // Warnings of the heartbeat may come first; the error is the last line.
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with(&format!("backlog: {}: ", env.url()))
+            && (last.ends_with("the connection to the server was lost")
+                || last.ends_with("terminating connection due to administrator command")),
+        "{stderr}"
+    );
+    let marked = env.count(r#"SELECT count(*) FROM "BACKLOG" WHERE "STATUS" = 'SUCCESS'"#);
+    assert!((1..30).contains(&marked), "{marked} marked before the loss");
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(spawn_run(&env, "0").wait().unwrap().success());
+    assert!(all_success(&env));
+    assert_eq!(
+        env.count(&format!(
+            "SELECT count(*) FROM {}",
+            env.own("backlog_claims")
+        )),
+        0
+    );
+}
+
+/// The heartbeat's connection drops and cannot come back while the tick's own does:
+/// after half a lease without renewal the tick hands over no more records, since
+/// another runner could soon take them, and says why.
+#[test]
+fn a_tick_whose_claims_cannot_be_renewed_stops_taking_records() {
+    let env = Env::on(Backend::Postgres);
+    pending_records(&env, 40);
+    batch_schedule(
+        &env,
+        "claim_lease = \"2s\"",
+        "mode = \"batch\"\nbatch_size = 1",
+    );
+    let runner = spawn_run(&env, "0.1");
+    wait_for(|| std::fs::read_to_string(env.path("handler.log")).is_ok());
+    let db = env.pg.as_ref().unwrap().name.clone();
+    // From another database: a database cannot close itself to connections.
+    let mut admin = pg_connect(&pg_admin_url());
+    admin
+        .batch_execute(&format!(
+            "ALTER DATABASE {db} WITH ALLOW_CONNECTIONS false;
+             SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{db}' AND application_name = 'backlog heartbeat'"
+        ))
+        .unwrap();
+    let out = runner.wait_with_output().unwrap();
+    admin
+        .batch_execute(&format!("ALTER DATABASE {db} WITH ALLOW_CONNECTIONS true"))
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("renewing claims: claims not renewed for")
+            && last.ends_with("stopped taking records before they run out"),
+        "{stderr}"
+    );
+    let handled = handled_without_overlap(&env).len();
+    assert!(handled < 40, "it stopped early: {handled} handled");
+    let marked = env.count(r#"SELECT count(*) FROM "BACKLOG" WHERE "STATUS" = 'SUCCESS'"#);
+    assert_eq!(marked as usize, handled, "what it handled it marked");
+}
+
+/// The classic backlog on PostgreSQL, its schedule pointing at `url` with `pgpass`
+/// holding `password`.
+fn classic_pg(url_of: impl Fn(&str) -> String, password: Option<&str>) -> (Env, String) {
+    let env = Env::on(Backend::Postgres);
+    env.classic();
+    env.write_handler("handler.sh", &recording_handler(&[]));
+    let real = env.pg.as_ref().unwrap().password();
+    let url = url_of(&env.url());
+    let mut text = Schedule::default().render_for(&url);
+    match password {
+        Some(p) => std::fs::write(env.path("pgpass"), p).unwrap(),
+        None => text = text.replace("password_file = \"pgpass\"\n", ""),
+    }
+    std::fs::write(env.path("backlog.toml"), text).unwrap();
+    (env, real)
+}
+
+fn one_line_error(env: &Env, envs: &[(&str, &str)]) -> String {
+    let mut cmd = env.backlog(&["run", "--window", "1d", "--now", NOW]);
+    cmd.env_remove("PGPASSWORD");
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let out = cmd.assert().code(4);
+    String::from_utf8_lossy(&out.get_output().stderr).into_owned()
+}
+
+#[test]
+fn connection_refused_and_a_wrong_password_give_one_clear_line_each() {
+    let closed = {
+        let socket = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        socket.local_addr().unwrap().port()
+    };
+    let (env, real) = classic_pg(
+        |url| {
+            let port = url.split(':').nth(2).unwrap().split('/').next().unwrap();
+            url.replace(&format!(":{port}/"), &format!(":{closed}/"))
+        },
+        None,
+    );
+    let db = &env.pg.as_ref().unwrap().name;
+    assert_eq!(
+        one_line_error(&env, &[("PGPASSWORD", &real)]),
+        format!(
+            "backlog: postgres://postgres@127.0.0.1:{closed}/{db}?sslmode=disable: cannot connect: connection refused (is the server running, and listening on that host and port?)\n"
+        )
+    );
+
+    let (env, _) = classic_pg(|url| url.to_string(), Some("not-the-password"));
+    let url = env.url();
+    assert_eq!(
+        one_line_error(&env, &[]),
+        format!(
+            "backlog: {url}: cannot connect: password authentication failed for user \"postgres\" (check the password: in the URL, database.password_file or PGPASSWORD)\n"
+        )
+    );
+    let (env, _) = classic_pg(|url| url.to_string(), None);
+    assert_eq!(
+        one_line_error(&env, &[]),
+        format!(
+            "backlog: {}: cannot connect: the server asks for a password and none was given (put it in database.password_file, PGPASSWORD or the URL)\n",
+            env.url()
+        )
+    );
+}
+
+/// The password from PGPASSWORD, from a file, or in the URL: it works, and no output
+/// of any command shows it.
+#[test]
+fn the_password_comes_from_the_environment_a_file_or_the_url_and_is_never_printed() {
+    let (env, real) = classic_pg(|url| url.to_string(), None);
+    let with_env = |args: &[&str]| {
+        let out = env
+            .backlog(args)
+            .env("PGPASSWORD", &real)
+            .assert()
+            .success();
+        let o = out.get_output();
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
+    };
+    let from_env = with_env(&["run", "--window", "1d", "--now", NOW, "-vv"]);
+    assert!(from_env.contains("selected 2"), "{from_env}");
+
+    let (env, real) = classic_pg(
+        |url| url.replace("postgres@", &format!("postgres:{}@", "{password}")),
+        None,
+    );
+    let path = env.path("backlog.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace("{password}", &real)).unwrap();
+    let mut seen = String::new();
+    for args in [
+        &["run", "--window", "1d", "--now", NOW, "-vv", "--json"][..],
+        &["run", "--window", "7d", "--now", NOW, "--dry-run"],
+        &["status"],
+        &["status", "--json"],
+        &["doctor"],
+        &["explain", "--id", "3"],
+    ] {
+        let out = env
+            .backlog(args)
+            .env_remove("PGPASSWORD")
+            .assert()
+            .success();
+        let o = out.get_output();
+        seen += &String::from_utf8_lossy(&o.stdout);
+        seen += &String::from_utf8_lossy(&o.stderr);
+    }
+    assert!(seen.contains("postgres://postgres@127.0.0.1"), "{seen}");
+    assert!(!seen.contains(&real), "the password was printed:\n{seen}");
+    assert!(!from_env.contains(&real), "{from_env}");
+    // A failing run's message names the database without the password, too.
+    env.execute(r#"DROP TABLE "BACKLOG""#);
+    let out = env.backlog(&["run", "--window", "1d"]).assert().code(4);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr);
+    assert!(stderr.contains("no table \"BACKLOG\""), "{stderr}");
+    assert!(!stderr.contains(&real), "{stderr}");
+}
+
+/// The role `tls_only` (made by .ci/postgres.sh) may connect over TLS only.
+#[test]
+fn sslmode_require_connects_over_tls() {
+    let (env, real) = classic_pg(
+        |url| {
+            url.replace("postgres@", "tls_only@")
+                .replace("sslmode=disable", "sslmode=require")
+        },
+        None,
+    );
+    let run = |url_mode: &str| {
+        let path = env.path("backlog.toml");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let text = text
+            .replace("sslmode=require", url_mode)
+            .replace("sslmode=disable", url_mode);
+        std::fs::write(&path, text).unwrap();
+        env.backlog(&["run", "--window", "1d", "--now", NOW])
+            .env("PGPASSWORD", &real)
+            .assert()
+    };
+    let out = run("sslmode=disable").code(4);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr);
+    assert!(
+        stderr.contains("no encryption") && stderr.contains("pg_hba.conf"),
+        "without TLS the server refuses tls_only: {stderr}"
+    );
+    let out = run("sslmode=require").success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout);
+    assert!(stdout.contains("selected 2"), "{stdout}");
+}
+
+/// bigint, integer, text and uuid ids; a varchar status; a timestamp column read in
+/// the file's time zone.
+#[test]
+fn ids_of_each_type_are_claimed_marked_and_found() {
+    for (id_type, ids) in [
+        ("integer", ["7", "8"]),
+        ("text", ["order-7", "order-8"]),
+        (
+            "uuid",
+            [
+                "0b6f7a3e-8f1c-4c5e-9d2a-1f0e3c4b5a69",
+                "f47ac10b-58cc-4372-a567-0e02b2c3d479",
+            ],
+        ),
+    ] {
+        let env = Env::on(Backend::Postgres);
+        env.execute(&format!(
+            r#"CREATE TABLE "BACKLOG" ("ID" {id_type} PRIMARY KEY, "STATUS" varchar(20) NOT NULL, "DATE_INSERTED" timestamp NOT NULL);
+               INSERT INTO "BACKLOG" VALUES ('{}', 'NEW', '2026-11-21 12:30:00'), ('{}', 'NEW', '2026-11-18 13:00:00')"#,
+            ids[0], ids[1]
+        ));
+        // Paris wall-clock times: 12:30 there is 11:30 UTC, half an hour old.
+        env.write_schedule(&Schedule {
+            format: "auto\"\ninserted_at_timezone = \"Europe/Paris",
+            ..Schedule::default()
+        });
+        env.write_handler(
+            "handler.sh",
+            "#!/bin/sh\ncat > /dev/null\necho \"$BACKLOG_RECORD_ID $BACKLOG_RECORD_AGE_SECONDS\" >> calls.txt\n",
+        );
+        env.run_window("1d");
+        env.run_window("7d");
+        let calls = std::fs::read_to_string(env.path("calls.txt")).unwrap();
+        assert_eq!(
+            calls,
+            format!("{} 1800\n{} 259200\n", ids[0], ids[1]),
+            "{id_type}"
+        );
+        let statuses = env.lines(r#"SELECT "STATUS" FROM "BACKLOG""#);
+        assert_eq!(statuses, ["SUCCESS", "SUCCESS"], "{id_type}");
+        let out = env.backlog(&["explain", "--id", ids[1]]).assert().success();
+        assert_eq!(
+            String::from_utf8_lossy(&out.get_output().stdout),
+            format!(
+                "record {} is SUCCESS, not pending: no tier tries it\n",
+                ids[1]
+            )
+        );
+        env.backlog(&["explain", "--id", "no-such-id"])
+            .assert()
+            .code(2);
+    }
+}
+
+/// On a table large enough for the planner to care, `doctor` reads EXPLAIN: a
+/// sequential scan without an index, an index range once its own `CREATE INDEX` ran.
+#[test]
+fn doctor_reads_the_plan_and_its_create_index_fixes_it() {
+    let env = Env::on(Backend::Postgres);
+    env.execute(
+        r#"CREATE TABLE "BACKLOG" ("ID" bigint PRIMARY KEY, "STATUS" text NOT NULL, "DATE_INSERTED" timestamptz NOT NULL);
+           INSERT INTO "BACKLOG" SELECT g, CASE WHEN g % 10 = 0 THEN 'SUCCESS' ELSE 'NEW' END,
+               now() - (g * 345.6) * INTERVAL '1 second' FROM generate_series(1, 100000) g;
+           ANALYZE "BACKLOG""#,
+    );
+    env.write_schedule(&Schedule::default());
+    env.write_handler("handler.sh", &recording_handler(&[]));
+    let out = env.backlog(&["doctor"]).assert().code(1);
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(stdout.contains("Seq Scan on \"BACKLOG\""), "{stdout}");
+    assert!(
+        stdout.contains("FAIL the band query does not use an index on DATE_INSERTED"),
+        "{stdout}"
+    );
+    let fix = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("CREATE INDEX"))
+        .unwrap_or_else(|| panic!("no fix in {stdout}"))
+        .trim()
+        .to_string();
+    assert_eq!(
+        fix,
+        r#"CREATE INDEX CONCURRENTLY "backlog_by_date_inserted" ON "public"."BACKLOG" ("DATE_INSERTED");"#
+    );
+    env.execute(&fix);
+    env.execute(r#"ANALYZE "BACKLOG""#);
+    let out = env.backlog(&["doctor"]).assert().success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout);
+    assert!(
+        stdout.contains("ok   the band query reads an index range"),
+        "{stdout}"
+    );
+}
+
+/// The tool's tables go in the schema the file names, with a version a later release
+/// can migrate from; a version this release does not know stops it.
+#[test]
+fn own_tables_live_in_the_named_schema_with_a_version() {
+    let env = Env::on(Backend::Postgres);
+    env.classic();
+    env.write_schedule(&Schedule {
+        database_extra: "schema = \"jobs_meta\"",
+        ..Schedule::default()
+    });
+    env.write_handler("handler.sh", &recording_handler(&[]));
+    env.run_window("1d");
+    let tables = env.lines(
+        "SELECT table_name::text FROM information_schema.tables WHERE table_schema = 'jobs_meta' ORDER BY 1",
+    );
+    assert_eq!(tables, ["backlog_claims", "backlog_meta", "backlog_runs"]);
+    assert!(!env.has_own_tables(), "nothing in the default schema");
+    assert_eq!(
+        env.text("SELECT value FROM jobs_meta.backlog_meta WHERE key = 'schema_version'"),
+        "1"
+    );
+    env.execute("UPDATE jobs_meta.backlog_meta SET value = '2' WHERE key = 'schema_version'");
+    env.backlog(&["run", "--window", "1d", "--now", NOW])
+        .assert()
+        .code(4)
+        .stderr(predicates::str::ends_with(
+            ": the tool's tables in schema \"jobs_meta\" are at schema version 2, this backlog knows version 1; use the backlog release that made them\n",
+        ));
+}
