@@ -7,6 +7,11 @@
 //! skip is logged, never queued. Interval slots are anchored to the Unix epoch, so a
 //! restart does not shift them, and a slot missed while the daemon was down (judged by
 //! the run log) is made up once, at start.
+//!
+//! A database that cannot be reached is waited for, not given up on: at start the
+//! daemon tries again with a doubling pause (1 s up to a minute), and a tick that
+//! failed on the database is tried again after 5 s, 10 s, 20 s… (at most 5 minutes,
+//! and never later than the tier's own next slot).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -22,6 +27,7 @@ use crate::duration;
 use crate::error::Error;
 use crate::process::{TickOptions, open_store, run_tick};
 use crate::schedule::Tier;
+use crate::store::StoreError;
 
 /// The flags signal handlers set for the daemon.
 #[derive(Debug, Clone, Default)]
@@ -101,8 +107,57 @@ fn clocks_at_start(config: &Config, rng: &mut fastrand::Rng) -> Result<Vec<Clock
     Ok(clocks)
 }
 
-/// Starts one tick of `window` on a thread of its own.
-fn fire(config: &Config, window: Duration, stop: &Arc<AtomicBool>) -> JoinHandle<()> {
+/// Whether an error is the database being out of reach, which waiting may cure.
+fn unreachable(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Store {
+            source: StoreError::Connect { .. },
+            ..
+        }
+    )
+}
+
+/// The pause before the `n`th try again (from 1) of a tier whose tick failed on the
+/// database: 5 s, doubling, at most 5 minutes.
+fn retry_pause(n: u32) -> Duration {
+    Duration::from_secs(5 << n.saturating_sub(1).min(6)).min(Duration::from_secs(300))
+}
+
+/// Loads the file and reads the run log, waiting for a database that cannot be
+/// reached yet (it may be starting beside the daemon, or failing over).
+fn start_up(
+    path: &Path,
+    signals: &Signals,
+    rng: &mut fastrand::Rng,
+) -> Result<Option<(Config, Vec<Clock>)>, Error> {
+    let mut pause = Duration::from_secs(1);
+    loop {
+        let attempt = load_checked(path).and_then(|c| {
+            let clocks = clocks_at_start(&c, rng)?;
+            Ok((c, clocks))
+        });
+        match attempt {
+            Ok(ready) => return Ok(Some(ready)),
+            Err(e) if unreachable(&e) => {
+                tracing::warn!("{e}; trying again in {}", duration::compact(pause));
+                let until = std::time::Instant::now() + pause;
+                while std::time::Instant::now() < until {
+                    if signals.stop.load(Ordering::Relaxed) {
+                        return Ok(None);
+                    }
+                    thread::sleep(NAP);
+                }
+                pause = (pause * 2).min(Duration::from_secs(60));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Starts one tick of `window` on a thread of its own; it returns whether the tick
+/// failed on the database.
+fn fire(config: &Config, window: Duration, stop: &Arc<AtomicBool>) -> JoinHandle<bool> {
     let config = config.clone();
     let stop = Arc::clone(stop);
     thread::spawn(move || {
@@ -111,9 +166,14 @@ fn fire(config: &Config, window: Duration, stop: &Arc<AtomicBool>) -> JoinHandle
         opts.lease = config.database.claim_lease;
         match run_tick(&config, &opts, &mut |_| {}) {
             Ok(s) => {
-                tracing::info!(window = %s.window, run_id = s.run_id, "{}", s.line(&config.table))
+                tracing::info!(window = %s.window, run_id = s.run_id, "{}", s.line(&config.table));
+                false
             }
-            Err(e) => tracing::error!(window = %duration::compact(window), "tick failed: {e}"),
+            Err(e) => {
+                tracing::error!(window = %duration::compact(window), "tick failed: {e}");
+                // A lost connection mid-tick is a database error too.
+                matches!(e, Error::Store { .. })
+            }
         }
     })
 }
@@ -122,11 +182,15 @@ fn fire(config: &Config, window: Duration, stop: &Arc<AtomicBool>) -> JoinHandle
 /// `seed` drives the jitter, so a run can be reproduced.
 pub fn run_daemon(path: &Path, signals: &Signals, seed: u64) -> Result<(), Error> {
     let path: PathBuf = path.to_path_buf();
-    let mut config = load_checked(&path)?;
     let mut stamp = modified(&path);
     let mut rng = fastrand::Rng::with_seed(seed);
-    let mut clocks = clocks_at_start(&config, &mut rng)?;
-    let mut running: HashMap<Duration, JoinHandle<()>> = HashMap::new();
+    let Some((mut config, mut clocks)) = start_up(&path, signals, &mut rng)? else {
+        tracing::info!("stopped before the database could be reached");
+        return Ok(());
+    };
+    let mut running: HashMap<Duration, JoinHandle<bool>> = HashMap::new();
+    // Ticks in a row that failed on the database, per tier.
+    let mut failures: HashMap<Duration, u32> = HashMap::new();
     tracing::info!(
         "daemon started: {} of {}",
         config.schedule.tier_count(),
@@ -167,8 +231,35 @@ pub fn run_daemon(path: &Path, signals: &Signals, seed: u64) -> Result<(), Error
             }
         }
 
-        // 3. Forget ticks that finished.
-        running.retain(|_, tick| !tick.is_finished());
+        // 3. Forget ticks that finished; try a tier again soon if the database failed it.
+        let finished: Vec<Duration> = running
+            .iter()
+            .filter(|(_, tick)| tick.is_finished())
+            .map(|(w, _)| *w)
+            .collect();
+        for window in finished {
+            let failed = running
+                .remove(&window)
+                .is_some_and(|tick| tick.join().unwrap_or(false));
+            if !failed {
+                failures.remove(&window);
+                continue;
+            }
+            let n = failures.entry(window).or_default();
+            *n += 1;
+            let pause = retry_pause(*n);
+            if let Some(clock) = clocks.iter_mut().find(|c| c.window == window) {
+                let retry = Utc::now() + chrono::Duration::from_std(pause).unwrap_or_default();
+                if retry < clock.next {
+                    clock.next = retry;
+                    tracing::warn!(
+                        window = %duration::compact(window),
+                        "trying the tier again in {} (failure {n} in a row)",
+                        duration::compact(pause)
+                    );
+                }
+            }
+        }
 
         // 4. Start what is due.
         let now = Utc::now();
@@ -215,6 +306,12 @@ pub fn run_daemon(path: &Path, signals: &Signals, seed: u64) -> Result<(), Error
 mod tests {
     use super::*;
     use crate::schedule::Cadence;
+
+    #[test]
+    fn a_failing_tier_is_tried_again_after_a_doubling_pause_of_at_most_five_minutes() {
+        let pauses: Vec<u64> = (1..=9).map(|n| retry_pause(n).as_secs()).collect();
+        assert_eq!(pauses, [5, 10, 20, 40, 80, 160, 300, 300, 300]);
+    }
 
     #[test]
     fn jitter_delays_a_tick_within_its_bound_and_a_seed_reproduces_it() {

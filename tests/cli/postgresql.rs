@@ -244,6 +244,54 @@ fn a_tick_whose_claims_cannot_be_renewed_stops_taking_records() {
     assert_eq!(marked as usize, handled, "what it handled it marked");
 }
 
+/// A daemon started while its database refuses connections waits for it, with
+/// growing pauses, then runs its tiers.
+#[test]
+fn the_daemon_waits_for_a_database_it_cannot_reach_yet() {
+    let env = Env::on(Backend::Postgres);
+    env.classic();
+    env.write_schedule(&Schedule {
+        tiers: "\n[[tier]]\nwindow = \"1d\"\nevery = \"1h\"\n",
+        ..Schedule::default()
+    });
+    env.write_handler("handler.sh", &recording_handler(&[]));
+    let db = env.pg.as_ref().unwrap().name.clone();
+    let mut admin = pg_connect(&pg_admin_url());
+    admin
+        .batch_execute(&format!("ALTER DATABASE {db} WITH ALLOW_CONNECTIONS false"))
+        .unwrap();
+    let log = std::fs::File::create(env.path("daemon.log")).unwrap();
+    let daemon = Command::new(assert_cmd::cargo::cargo_bin("backlog"))
+        .current_dir(env.dir.path())
+        .args(["daemon"])
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let daemon_log = || std::fs::read_to_string(env.path("daemon.log")).unwrap_or_default();
+    wait_for(|| daemon_log().contains("trying again in 2s"));
+    admin
+        .batch_execute(&format!("ALTER DATABASE {db} WITH ALLOW_CONNECTIONS true"))
+        .unwrap();
+    // Never ticked: the 1d tier's slot counts as missed and fires at once.
+    wait_for(|| env.count(r#"SELECT count(*) FROM "BACKLOG" WHERE "STATUS" = 'SUCCESS'"#) == 2);
+    unsafe { libc::kill(daemon.id() as i32, libc::SIGTERM) };
+    let out = daemon.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", daemon_log());
+    let text = daemon_log();
+    assert!(
+        text.contains("cannot connect: database \"")
+            && text.contains("is not currently accepting connections; trying again in 1s"),
+        "{text}"
+    );
+    assert_eq!(
+        env.count(&format!(
+            "SELECT count(*) FROM {} WHERE outcome = 'done'",
+            env.own("backlog_runs")
+        )),
+        1
+    );
+}
+
 /// The classic backlog on PostgreSQL, its schedule pointing at `url` with `pgpass`
 /// holding `password`.
 fn classic_pg(url_of: impl Fn(&str) -> String, password: Option<&str>) -> (Env, String) {
