@@ -977,18 +977,20 @@ impl Store for PostgresStore {
 
     fn find(&mut self, id: &str) -> Result<Option<Record>, StoreError> {
         let p = self.prepared();
-        let clause = format!("WHERE t.{} = $1::text::{}", p.id.quoted, p.id.sql_type);
-        match self.query_records(&clause, &[&id]) {
-            Ok(mut rows) => Ok(rows.pop()),
-            // Text that is no id of this type (`abc` for a bigint) is no record.
-            Err(StoreError::Database { source, .. })
-                if source.to_string().contains("invalid input syntax")
-                    || source.to_string().contains("out of range") =>
-            {
-                Ok(None)
-            }
-            Err(e) => Err(e),
+        // Text that is no id of the column's type (`abc` for a bigint) is no record;
+        // the server would refuse the cast.
+        let fits = match p.id.sql_type.as_str() {
+            "bigint" => id.parse::<i64>().is_ok(),
+            "integer" => id.parse::<i32>().is_ok(),
+            "smallint" => id.parse::<i16>().is_ok(),
+            "uuid" => uuid::Uuid::parse_str(id).is_ok(),
+            _ => true,
+        };
+        if !fits {
+            return Ok(None);
         }
+        let clause = format!("WHERE t.{} = $1::text::{}", p.id.quoted, p.id.sql_type);
+        Ok(self.query_records(&clause, &[&id])?.pop())
     }
 
     fn band_plan(&mut self) -> Result<QueryPlan, StoreError> {

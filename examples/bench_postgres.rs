@@ -1,0 +1,191 @@
+//! PostgreSQL throughput with 1, 2, 4 and 8 runners on one database, measured side by
+//! side in one run against the floor:
+//! `BENCH_PG=postgres://postgres:secret@127.0.0.1:5432/postgres cargo run --release --example bench_postgres`
+//! (a superuser URL; the bench creates and drops a database `backlog_bench`).
+//!
+//! The table: 1,000,000 records over 400 days, 90 % pending, indexes on inserted-at and
+//! status, as in `bench`. Every run starts from the same statuses (reset, then VACUUM).
+//! - Floor: the band's SELECT, then one prepared UPDATE per row, in one transaction,
+//!   written directly with the `postgres` crate.
+//! - Runners: N threads, each a tick of its own (its own connections, claims and
+//!   heartbeat, as N processes on N hosts would have) over the same band of about
+//!   70,000 pending records, with an in-process handler that does nothing.
+
+use std::time::{Duration, Instant};
+
+use backlog::config::Config;
+use backlog::{FnHandler, Outcome, TickOptions, process_backlog};
+use chrono::{DateTime, TimeZone, Utc};
+use postgres::{Client, NoTls};
+
+const ROWS: i64 = 1_000_000;
+const DB: &str = "backlog_bench";
+
+fn now() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 21, 12, 0, 0).unwrap()
+}
+
+/// The URL with another database name.
+fn with_db(url: &str, db: &str) -> String {
+    let (base, query) = url.split_once('?').map_or((url, ""), |(b, q)| (b, q));
+    let base = base.rsplit_once('/').map_or(base, |(b, _)| b);
+    if query.is_empty() {
+        format!("{base}/{db}")
+    } else {
+        format!("{base}/{db}?{query}")
+    }
+}
+
+/// The statuses every run starts from: 10 % SUCCESS, 20 % ERROR, 70 % NEW.
+const STATUS_OF_ID: &str = r#"CASE "ID" % 10 WHEN 0 THEN 'SUCCESS' WHEN 1 THEN 'ERROR' WHEN 2 THEN 'ERROR' ELSE 'NEW' END"#;
+
+fn generate(db: &mut Client) {
+    db.batch_execute(&format!(
+        r#"CREATE TABLE "BACKLOG" ("ID" bigint PRIMARY KEY, "STATUS" text NOT NULL, "DATE_INSERTED" timestamptz NOT NULL, "PAYLOAD" text);
+           INSERT INTO "BACKLOG" SELECT g, 'NEW', TIMESTAMPTZ '{}' - (400 * 86400 * (g - 1) / {ROWS}) * INTERVAL '1 second', '{{"order": 1}}'
+           FROM generate_series(1, {ROWS}) g;
+           UPDATE "BACKLOG" SET "STATUS" = {STATUS_OF_ID};
+           CREATE INDEX "BACKLOG_BY_DATE" ON "BACKLOG" ("DATE_INSERTED");
+           CREATE INDEX "BACKLOG_BY_STATUS" ON "BACKLOG" ("STATUS");
+           VACUUM ANALYZE "BACKLOG";"#,
+        now().to_rfc3339()
+    ))
+    .unwrap();
+}
+
+/// Puts the band's statuses back and clears the tool's own tables.
+fn reset(db: &mut Client) {
+    db.batch_execute(&format!(
+        r#"UPDATE "BACKLOG" SET "STATUS" = {STATUS_OF_ID} WHERE "STATUS" <> {STATUS_OF_ID};
+           VACUUM ANALYZE "BACKLOG";"#
+    ))
+    .unwrap();
+    let _ = db.batch_execute("TRUNCATE backlog.backlog_claims, backlog.backlog_runs");
+}
+
+/// The band (1d, 32d] before `now`.
+fn band() -> (DateTime<Utc>, DateTime<Utc>) {
+    (
+        now() - chrono::Duration::days(32),
+        now() - chrono::Duration::days(1),
+    )
+}
+
+fn floor(db: &mut Client) -> (f64, u64) {
+    let (from, to) = band();
+    let started = Instant::now();
+    let mut tx = db.transaction().unwrap();
+    let ids: Vec<i64> = tx
+        .query(
+            r#"SELECT "ID" FROM "BACKLOG" WHERE "DATE_INSERTED" >= $1 AND "DATE_INSERTED" < $2 AND "STATUS" = ANY ($3) ORDER BY "DATE_INSERTED" DESC, "ID" DESC"#,
+            &[&from, &to, &vec!["NEW", "ERROR"]],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let update = tx
+        .prepare(r#"UPDATE "BACKLOG" SET "STATUS" = 'SUCCESS' WHERE "ID" = $1"#)
+        .unwrap();
+    for id in &ids {
+        tx.execute(&update, &[id]).unwrap();
+    }
+    tx.commit().unwrap();
+    (
+        ids.len() as f64 / started.elapsed().as_secs_f64(),
+        ids.len() as u64,
+    )
+}
+
+fn runners(config: &Config, n: usize) -> (f64, u64) {
+    let started = Instant::now();
+    let handled: u64 = std::thread::scope(|scope| {
+        let ticks: Vec<_> = (0..n)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut store = backlog::store::open(&config.database, &config.table).unwrap();
+                    let opts = TickOptions::new(Duration::from_secs(32 * 86_400), now());
+                    process_backlog(
+                        &config.schedule,
+                        &config.table,
+                        store.as_mut(),
+                        &mut FnHandler(|_: &backlog::Record| Outcome::Success),
+                        &opts,
+                        &mut |_| {},
+                    )
+                    .unwrap()
+                    .selected
+                })
+            })
+            .collect();
+        ticks.into_iter().map(|t| t.join().unwrap()).sum()
+    });
+    (handled as f64 / started.elapsed().as_secs_f64(), handled)
+}
+
+fn main() {
+    let Ok(admin) = std::env::var("BENCH_PG") else {
+        eprintln!(
+            "set BENCH_PG to a superuser URL, like postgres://postgres:secret@127.0.0.1:5432/postgres"
+        );
+        std::process::exit(2);
+    };
+    let mut server = Client::connect(&admin, NoTls).unwrap();
+    server
+        .batch_execute(&format!("DROP DATABASE IF EXISTS {DB} WITH (FORCE)"))
+        .unwrap();
+    server
+        .batch_execute(&format!("CREATE DATABASE {DB}"))
+        .unwrap();
+    let url = with_db(&admin, DB);
+    let mut db = Client::connect(&url, NoTls).unwrap();
+    let started = Instant::now();
+    generate(&mut db);
+    println!(
+        "generated {ROWS} records over 400 days in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bench.toml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"[database]
+url = "{url}"
+[table]
+name = "BACKLOG"
+id = "ID"
+status = "STATUS"
+inserted_at = "DATE_INSERTED"
+[handler]
+command = ["true"]
+[[tier]]
+window = "1d"
+every = "1h"
+[[tier]]
+window = "32d"
+every = "1h"
+limit = 1000000
+"#
+        ),
+    )
+    .unwrap();
+    let config = Config::load(&file).unwrap();
+
+    let (floor_rps, n) = floor(&mut db);
+    println!("floor (one transaction, an UPDATE per row): {n} records, {floor_rps:>8.0} records/s");
+    for n in [1, 2, 4, 8] {
+        reset(&mut db);
+        let (rps, handled) = runners(&config, n);
+        println!(
+            "{n} runner{}: {handled} records, {rps:>8.0} records/s, {:.2} of the floor",
+            if n == 1 { " " } else { "s" },
+            rps / floor_rps
+        );
+    }
+    drop(db);
+    server
+        .batch_execute(&format!("DROP DATABASE {DB} WITH (FORCE)"))
+        .unwrap();
+}
