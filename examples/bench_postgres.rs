@@ -42,24 +42,25 @@ const STATUS_OF_ID: &str = r#"CASE "ID" % 10 WHEN 0 THEN 'SUCCESS' WHEN 1 THEN '
 fn generate(db: &mut Client) {
     db.batch_execute(&format!(
         r#"CREATE TABLE "BACKLOG" ("ID" bigint PRIMARY KEY, "STATUS" text NOT NULL, "DATE_INSERTED" timestamptz NOT NULL, "PAYLOAD" text);
-           INSERT INTO "BACKLOG" SELECT g, 'NEW', TIMESTAMPTZ '{}' - (400 * 86400 * (g - 1) / {ROWS}) * INTERVAL '1 second', '{{"order": 1}}'
+           INSERT INTO "BACKLOG" SELECT g, 'NEW', TIMESTAMPTZ '{}' - (400::bigint * 86400 * (g - 1) / {ROWS}) * INTERVAL '1 second', '{{"order": 1}}'
            FROM generate_series(1, {ROWS}) g;
            UPDATE "BACKLOG" SET "STATUS" = {STATUS_OF_ID};
            CREATE INDEX "BACKLOG_BY_DATE" ON "BACKLOG" ("DATE_INSERTED");
-           CREATE INDEX "BACKLOG_BY_STATUS" ON "BACKLOG" ("STATUS");
-           VACUUM ANALYZE "BACKLOG";"#,
+           CREATE INDEX "BACKLOG_BY_STATUS" ON "BACKLOG" ("STATUS");"#,
         now().to_rfc3339()
     ))
     .unwrap();
+    // VACUUM runs alone: a multi-statement string is one transaction.
+    db.batch_execute(r#"VACUUM ANALYZE "BACKLOG""#).unwrap();
 }
 
 /// Puts the band's statuses back and clears the tool's own tables.
 fn reset(db: &mut Client) {
     db.batch_execute(&format!(
-        r#"UPDATE "BACKLOG" SET "STATUS" = {STATUS_OF_ID} WHERE "STATUS" <> {STATUS_OF_ID};
-           VACUUM ANALYZE "BACKLOG";"#
+        r#"UPDATE "BACKLOG" SET "STATUS" = {STATUS_OF_ID} WHERE "STATUS" <> {STATUS_OF_ID}"#
     ))
     .unwrap();
+    db.batch_execute(r#"VACUUM ANALYZE "BACKLOG""#).unwrap();
     let _ = db.batch_execute("TRUNCATE backlog.backlog_claims, backlog.backlog_runs");
 }
 
