@@ -1,7 +1,7 @@
 //! Each bad input gets one line naming the input and the fix, a distinct exit code, and
 //! leaves the table as it was.
 
-use crate::harness::{Env, NOW, Schedule, recording_handler};
+use crate::harness::{Backend, Env, NOW, Schedule, recording_handler};
 
 struct Case {
     name: &'static str,
@@ -9,8 +9,11 @@ struct Case {
     setup: fn(&Env),
     args: &'static [&'static str],
     code: i32,
-    /// The exact stderr, with `{dir}` for the temp folder.
+    /// The exact stderr, with `{dir}` for the temp folder, `{db}` for the database as
+    /// messages name it, `{line}` for the line of the schedule file the case changed.
     stderr: &'static str,
+    /// The case is about a SQLite file.
+    sqlite_only: bool,
 }
 
 fn rewrite_schedule(env: &Env, from: &str, to: &str) {
@@ -27,13 +30,15 @@ const CASES: &[Case] = &[
         args: &["--schedule", "nope.toml"],
         code: 3,
         stderr: "backlog: nope.toml: no such schedule file; pass --schedule FILE, or run `backlog init` to write one\n",
+        sqlite_only: false,
     },
     Case {
         name: "unknown key",
         setup: |env| rewrite_schedule(env, "every = \"1h\"", "evry = \"1h\""),
         args: &[],
         code: 3,
-        stderr: "backlog: backlog.toml:25:1: unknown field `evry`, expected one of `window`, `every`, `cron`, `limit`, `jitter`, `spread`\n",
+        stderr: "backlog: backlog.toml:{line}:1: unknown field `evry`, expected one of `window`, `every`, `cron`, `limit`, `jitter`, `spread`\n",
+        sqlite_only: false,
     },
     Case {
         name: "unsorted tiers",
@@ -41,6 +46,7 @@ const CASES: &[Case] = &[
         args: &[],
         code: 3,
         stderr: "backlog: backlog.toml: tier 4: window 10d is not larger than tier 3's window 14d (tiers must be sorted by window)\n",
+        sqlite_only: false,
     },
     Case {
         name: "bad duration",
@@ -48,6 +54,7 @@ const CASES: &[Case] = &[
         args: &[],
         code: 3,
         stderr: "backlog: backlog.toml: handler.timeout: \"ten seconds\" is not a duration (expected number at 0); write it like 5m, 1h, 7d or 96h\n",
+        sqlite_only: false,
     },
     Case {
         name: "no database file",
@@ -55,13 +62,15 @@ const CASES: &[Case] = &[
         args: &[],
         code: 4,
         stderr: "backlog: sqlite:{dir}/backlgo.db: no such database file (set database.url in the schedule file; `backlog init` writes a demo)\n",
+        sqlite_only: true,
     },
     Case {
         name: "no table",
         setup: |env| rewrite_schedule(env, "name = \"BACKLOG\"", "name = \"BACKLGO\""),
         args: &[],
         code: 4,
-        stderr: "backlog: sqlite:{dir}/backlog.db: no table \"BACKLGO\" (set table.name in the schedule file); tables: BACKLOG\n",
+        stderr: "backlog: {db}: no table \"BACKLGO\" (set table.name in the schedule file); tables: BACKLOG\n",
+        sqlite_only: false,
     },
     Case {
         name: "no column",
@@ -74,21 +83,18 @@ const CASES: &[Case] = &[
         },
         args: &[],
         code: 4,
-        stderr: "backlog: sqlite:{dir}/backlog.db: table \"BACKLOG\" has no column \"CREATED\" (set table.inserted_at in the schedule file); columns: ID, STATUS, DATE_INSERTED, PAYLOAD\n",
+        stderr: "backlog: {db}: table \"BACKLOG\" has no column \"CREATED\" (set table.inserted_at in the schedule file); columns: ID, STATUS, DATE_INSERTED, PAYLOAD\n",
+        sqlite_only: false,
     },
     Case {
         name: "unreadable timestamps",
         setup: |env| {
-            env.db()
-                .execute(
-                    "INSERT INTO BACKLOG VALUES (9, 'NEW', 'yesterday', NULL)",
-                    [],
-                )
-                .unwrap();
+            env.execute(r#"INSERT INTO "BACKLOG" VALUES (9, 'NEW', 'yesterday', NULL)"#);
         },
         args: &[],
         code: 4,
-        stderr: "backlog: sqlite:{dir}/backlog.db: column \"DATE_INSERTED\" of table \"BACKLOG\" holds \"yesterday\", which is not a timestamp (backlog reads SQLite \"YYYY-MM-DD HH:MM:SS\" text, RFC 3339 text, or integer unix seconds or milliseconds)\n",
+        stderr: "backlog: {db}: column \"DATE_INSERTED\" of table \"BACKLOG\" holds \"yesterday\", which is not a timestamp (backlog reads SQLite \"YYYY-MM-DD HH:MM:SS\" text, RFC 3339 text, or integer unix seconds or milliseconds)\n",
+        sqlite_only: false,
     },
     Case {
         name: "declared format does not match",
@@ -101,7 +107,8 @@ const CASES: &[Case] = &[
         },
         args: &[],
         code: 4,
-        stderr: "backlog: sqlite:{dir}/backlog.db: column \"DATE_INSERTED\" of table \"BACKLOG\" is declared unix but holds sqlite values (set table.inserted_at_format = \"sqlite\", or \"auto\")\n",
+        stderr: "backlog: {db}: column \"DATE_INSERTED\" of table \"BACKLOG\" is declared unix but holds sqlite values (set table.inserted_at_format = \"sqlite\", or \"auto\")\n",
+        sqlite_only: false,
     },
     Case {
         name: "handler not found",
@@ -109,6 +116,7 @@ const CASES: &[Case] = &[
         args: &[],
         code: 5,
         stderr: "backlog: backlog.toml: handler.command: \"./handlr.sh\" not found (looked for {dir}/./handlr.sh)\n",
+        sqlite_only: false,
     },
     Case {
         name: "handler not executable",
@@ -123,6 +131,7 @@ const CASES: &[Case] = &[
         args: &[],
         code: 5,
         stderr: "backlog: backlog.toml: handler.command: {dir}/./handler.sh is not an executable file (chmod +x it, or run it through an interpreter: [\"sh\", \"./handler.sh\"])\n",
+        sqlite_only: false,
     },
     Case {
         name: "handler not in PATH",
@@ -130,13 +139,16 @@ const CASES: &[Case] = &[
         args: &[],
         code: 5,
         stderr: "backlog: backlog.toml: handler.command: \"deliver-order\" not found in PATH (cron's PATH is /usr/bin:/bin; give an absolute path, or ./deliver-order for a file beside the schedule file)\n",
+        sqlite_only: false,
     },
 ];
 
-#[test]
-fn each_bad_input_gets_its_message_and_exit_code_and_changes_nothing() {
+fn each_bad_input_gets_its_message_and_exit_code_and_changes_nothing(backend: Backend) {
     for case in CASES {
-        let env = Env::new();
+        if case.sqlite_only && backend == Backend::Postgres {
+            continue;
+        }
+        let env = Env::on(backend);
         env.classic();
         env.write_schedule(&Schedule::default());
         env.write_handler("handler.sh", &recording_handler(&[]));
@@ -147,9 +159,21 @@ fn each_bad_input_gets_its_message_and_exit_code_and_changes_nothing() {
         let out = env.backlog(&args).assert().code(case.code);
         let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
         let dir = env.dir.path().display().to_string();
+        let db = match backend {
+            Backend::Sqlite => format!("sqlite:{dir}/backlog.db"),
+            Backend::Postgres => env.url(),
+        };
+        let line = std::fs::read_to_string(env.path("backlog.toml"))
+            .unwrap_or_default()
+            .lines()
+            .position(|l| l.starts_with("evry"))
+            .map_or(0, |i| i + 1);
         assert_eq!(
             stderr,
-            case.stderr.replace("{dir}", &dir),
+            case.stderr
+                .replace("{dir}", &dir)
+                .replace("{db}", &db)
+                .replace("{line}", &line.to_string()),
             "case {:?}",
             case.name
         );
@@ -179,3 +203,5 @@ fn a_bad_window_on_the_command_line_is_a_usage_error() {
             "\"yesterday\" is not an RFC 3339 time",
         ));
 }
+
+crate::on_both_backends!(each_bad_input_gets_its_message_and_exit_code_and_changes_nothing);

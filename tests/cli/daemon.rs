@@ -4,7 +4,7 @@
 use std::process::{Child, Command, Stdio};
 
 use crate::concurrency::handled_without_overlap;
-use crate::harness::{Env, Schedule};
+use crate::harness::{Backend, Env, Schedule};
 use crate::tick::wait_for;
 
 const FAST_TIERS: &str = r#"
@@ -38,13 +38,13 @@ fn start(env: &Env) -> Child {
 }
 
 fn runs_of(env: &Env, window_secs: i64) -> i64 {
-    env.db()
-        .query_row(
-            "SELECT count(*) FROM backlog_runs WHERE window_secs = ?1 AND finished_at IS NOT NULL",
-            [window_secs],
-            |r| r.get(0),
-        )
-        .unwrap_or(0)
+    if !env.has_own_tables() {
+        return 0;
+    }
+    env.count(&format!(
+        "SELECT count(*) FROM {} WHERE window_secs = {window_secs} AND finished_at IS NOT NULL",
+        env.own("backlog_runs")
+    ))
 }
 
 fn daemon_log(env: &Env) -> String {
@@ -61,20 +61,21 @@ fn stop(env: &Env, child: Child) {
     );
 }
 
-fn backlog_env(tiers: &'static str) -> Env {
-    let env = Env::new();
+fn backlog_env(backend: Backend, tiers: &'static str) -> Env {
+    let env = Env::on(backend);
     env.create_table("TEXT");
     let now = chrono::Utc::now();
-    let db = env.db();
-    for id in 1..=20_i64 {
-        // Half an hour off the 6-hour marks, so no record sits on a band edge.
-        let at = now - chrono::Duration::hours(id * 6) + chrono::Duration::minutes(30);
-        db.execute(
-            "INSERT INTO BACKLOG VALUES (?1, 'NEW', ?2, NULL)",
-            rusqlite::params![id, at.format("%Y-%m-%d %H:%M:%S").to_string()],
-        )
-        .unwrap();
-    }
+    let inserts: Vec<String> = (1..=20_i64)
+        .map(|id| {
+            // Half an hour off the 6-hour marks, so no record sits on a band edge.
+            let at = now - chrono::Duration::hours(id * 6) + chrono::Duration::minutes(30);
+            format!(
+                r#"INSERT INTO "BACKLOG" VALUES ({id}, 'NEW', '{}', NULL)"#,
+                at.format("%Y-%m-%d %H:%M:%S")
+            )
+        })
+        .collect();
+    env.execute(&inserts.join(";\n"));
     env.write_schedule(&Schedule {
         tiers,
         ..Schedule::default()
@@ -83,9 +84,8 @@ fn backlog_env(tiers: &'static str) -> Env {
     env
 }
 
-#[test]
-fn the_daemon_fires_tiers_and_stops_cleanly_on_sigterm() {
-    let env = backlog_env(FAST_TIERS);
+fn the_daemon_fires_tiers_and_stops_cleanly_on_sigterm(backend: Backend) {
+    let env = backlog_env(backend, FAST_TIERS);
     let child = start(&env);
     wait_for(|| runs_of(&env, 86_400) >= 3 && runs_of(&env, 7 * 86_400) >= 2);
     stop(&env, child);
@@ -105,10 +105,14 @@ fn the_daemon_fires_tiers_and_stops_cleanly_on_sigterm() {
         "{handler_log}"
     );
     handled_without_overlap(&env);
-    let (unfinished, claims): (i64, i64) = env
-        .db()
-        .query_row("SELECT (SELECT count(*) FROM backlog_runs WHERE finished_at IS NULL), (SELECT count(*) FROM backlog_claims)", [], |r| Ok((r.get(0)?, r.get(1)?)))
-        .unwrap();
+    let unfinished = env.count(&format!(
+        "SELECT count(*) FROM {} WHERE finished_at IS NULL",
+        env.own("backlog_runs")
+    ));
+    let claims = env.count(&format!(
+        "SELECT count(*) FROM {}",
+        env.own("backlog_claims")
+    ));
     assert_eq!(
         (unfinished, claims),
         (0, 0),
@@ -121,10 +125,9 @@ fn the_daemon_fires_tiers_and_stops_cleanly_on_sigterm() {
     );
 }
 
-#[test]
-fn a_changed_file_is_reloaded_and_a_broken_one_rejected() {
+fn a_changed_file_is_reloaded_and_a_broken_one_rejected(backend: Backend) {
     let one_tier = "\n[[tier]]\nwindow = \"1d\"\nevery = \"1s\"\n";
-    let env = backlog_env(one_tier);
+    let env = backlog_env(backend, one_tier);
     let child = start(&env);
     wait_for(|| runs_of(&env, 86_400) >= 1);
     assert_eq!(runs_of(&env, 7 * 86_400), 0);
@@ -150,10 +153,9 @@ fn a_changed_file_is_reloaded_and_a_broken_one_rejected() {
 
 /// A tier that missed its slot while no daemon ran ticks once at start; one that did
 /// not waits for its next slot.
-#[test]
-fn a_missed_slot_is_made_up_once_at_start() {
+fn a_missed_slot_is_made_up_once_at_start(backend: Backend) {
     let hourly = "\n[[tier]]\nwindow = \"1d\"\nevery = \"1h\"\n\n[[tier]]\nwindow = \"7d\"\nevery = \"1h\"\n";
-    let env = backlog_env(hourly);
+    let env = backlog_env(backend, hourly);
     let two_hours_ago = (chrono::Utc::now() - chrono::Duration::hours(2))
         .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     env.backlog(&["run", "--window", "1d", "--now", &two_hours_ago])
@@ -182,3 +184,9 @@ fn a_missed_slot_is_made_up_once_at_start() {
     );
     assert!(!log.contains("tier 7d: missed"), "{log}");
 }
+
+crate::on_both_backends!(
+    the_daemon_fires_tiers_and_stops_cleanly_on_sigterm,
+    a_changed_file_is_reloaded_and_a_broken_one_rejected,
+    a_missed_slot_is_made_up_once_at_start,
+);

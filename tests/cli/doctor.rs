@@ -1,6 +1,6 @@
 //! `backlog doctor`: both verdicts on the band query's index, and the fix it prints.
 
-use crate::harness::{Env, Schedule, recording_handler};
+use crate::harness::{Backend, Env, Schedule, recording_handler};
 
 #[test]
 fn doctor_finds_a_missing_index_and_its_fix_works() {
@@ -42,18 +42,12 @@ fn doctor_finds_a_missing_index_and_its_fix_works() {
     assert!(stdout.contains("ok   the band query reads an index range: SEARCH BACKLOG USING INDEX backlog_by_date_inserted"), "{stdout}");
 }
 
-#[test]
-fn doctor_reports_unreadable_values_and_a_missing_handler() {
-    let env = Env::new();
+fn doctor_reports_unreadable_values_and_a_missing_handler(backend: Backend) {
+    let env = Env::on(backend);
     env.classic();
     // An impossible time that sorts between valid ones: the format check of the
     // column's two ends passes, the sample finds it.
-    env.db()
-        .execute(
-            "UPDATE BACKLOG SET DATE_INSERTED = '2026-11-20 25:61:00' WHERE ID = 2",
-            [],
-        )
-        .unwrap();
+    env.execute(r#"UPDATE "BACKLOG" SET "DATE_INSERTED" = '2026-11-20 25:61:00' WHERE "ID" = 2"#);
     env.write_schedule(&Schedule {
         format: "sqlite",
         ..Schedule::default()
@@ -69,3 +63,5 @@ fn doctor_reports_unreadable_values_and_a_missing_handler() {
         "{stdout}"
     );
 }
+
+crate::on_both_backends!(doctor_reports_unreadable_values_and_a_missing_handler);
