@@ -464,6 +464,7 @@ pub fn process_backlog(
             },
             now: opts.now,
             owner: owner.clone(),
+            lease: opts.lease,
         })
         .map_err(&store_err)?;
     summary.run_id = Some(run_id);

@@ -99,6 +99,10 @@ pub struct RunStart {
     /// The tick's `now` (pinned or real).
     pub now: DateTime<Utc>,
     pub owner: String,
+    /// The claims' lease: a run still `running` with no heartbeat for a whole lease was
+    /// killed or cut off (its claims have run out), and `begin_run` closes it as
+    /// `abandoned`.
+    pub lease: Duration,
 }
 
 /// How a tick ended, for the run log.
@@ -221,7 +225,8 @@ pub trait Store {
     /// The last run of each window on this table, newest first.
     fn last_runs(&mut self) -> Result<Vec<RunRow>, StoreError>;
 
-    /// Opens a run-log row and returns its id.
+    /// Opens a run-log row and returns its id, after closing as `abandoned` the rows
+    /// of ticks on this table that stopped beating without ending.
     fn begin_run(&mut self, run: &RunStart) -> Result<i64, StoreError>;
 
     /// Closes a run-log row.

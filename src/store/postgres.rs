@@ -1079,6 +1079,14 @@ impl Store for PostgresStore {
     }
 
     fn begin_run(&mut self, run: &RunStart) -> Result<i64, StoreError> {
+        let close = format!(
+            "UPDATE {} SET outcome = 'abandoned', error = 'no heartbeat since ' || heartbeat_at || ': the tick was killed or lost its database'
+             WHERE table_name = $1 AND outcome = 'running' AND heartbeat_at < now() - make_interval(secs => $2)",
+            self.own("backlog_runs")
+        );
+        self.client
+            .execute(&close, &[&self.table.name, &run.lease.as_secs_f64()])
+            .map_err(pg("writing the run log"))?;
         let sql = format!(
             "INSERT INTO {} (table_name, window_secs, tier, band_from_secs, band_to_secs, bands, clock, started_at, heartbeat_at, outcome, owner)
              VALUES ($1, $2, $3, $4, $5, $6, $7, now(), now(), 'running', $8) RETURNING id",

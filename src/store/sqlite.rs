@@ -716,6 +716,15 @@ impl Store for SqliteStore {
 
     fn begin_run(&mut self, run: &RunStart) -> Result<i64, StoreError> {
         let started = Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true);
+        // Stamps are RFC 3339 UTC with milliseconds: they compare as text.
+        let silent_since = (Utc::now() - run.lease).to_rfc3339_opts(SecondsFormat::Millis, true);
+        self.conn
+            .execute(
+                "UPDATE backlog_runs SET outcome = 'abandoned', error = 'no heartbeat since ' || heartbeat_at || ': the tick was killed or lost its database'
+                 WHERE table_name = ?1 AND outcome = 'running' AND heartbeat_at < ?2",
+                params![self.table.name, silent_since],
+            )
+            .map_err(db("writing the run log"))?;
         self.conn
             .execute(
                 "INSERT INTO backlog_runs (table_name, window_secs, tier, band_from_secs, band_to_secs, bands, clock, started_at, heartbeat_at, outcome, owner)

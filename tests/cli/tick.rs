@@ -346,6 +346,12 @@ fn a_killed_tick_leaves_nothing_stuck(backend: Backend) {
         env.statuses(),
         statuses(&[(1, "SUCCESS"), (2, "SUCCESS"), (3, "SUCCESS")])
     );
+    // The killed tick's run-log row, silent for a lease, was closed by a later tick.
+    let outcomes = env.lines(&format!(
+        "SELECT outcome FROM {} ORDER BY id",
+        env.own("backlog_runs")
+    ));
+    assert_eq!(outcomes, ["abandoned", "done", "done"]);
 }
 
 /// Polls for up to 30 s; a condition that never comes true fails the test.
