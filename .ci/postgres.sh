@@ -3,8 +3,10 @@
 #
 # pg_start installs Debian's server package if no initdb is found, initdb's a cluster
 # in a temp folder as an unprivileged user (the server refuses to run as root), starts
-# it on a free loopback port with TLS (a self-signed certificate) and password
-# authentication, and exports BACKLOG_TEST_PG, the superuser's URL the tests use.
+# it on a free loopback port with TLS and password authentication, and exports
+# BACKLOG_TEST_PG, the superuser's URL the tests use, and BACKLOG_TEST_PG_CA, the test
+# certificate authority that signed the server's certificate (for 127.0.0.1 and
+# localhost), for the sslmode=verify-full test.
 # The role `tls_only` may log in only over TLS, for the sslmode test. pg_stop stops the
 # server and deletes the folder.
 
@@ -41,8 +43,16 @@ pg_start() {
     chown "$user" "$PG_DIR/pw"
     as_pg "$bin/initdb" -D "$PG_DIR/data" -U postgres --pwfile="$PG_DIR/pw" \
         --auth-local=trust --auth-host=scram-sha-256 >"$PG_DIR/initdb.log"
-    as_pg openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=127.0.0.1" \
-        -keyout "$PG_DIR/data/server.key" -out "$PG_DIR/data/server.crt" 2>/dev/null
+    mkdir "$PG_DIR/tls"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=backlog test CA" \
+        -keyout "$PG_DIR/tls/ca.key" -out "$PG_DIR/tls/ca.crt" 2>/dev/null
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" \
+        -keyout "$PG_DIR/tls/server.key" -out "$PG_DIR/tls/server.csr" 2>/dev/null
+    printf 'subjectAltName = IP:127.0.0.1, DNS:localhost\nbasicConstraints = CA:FALSE\n' >"$PG_DIR/tls/ext"
+    openssl x509 -req -in "$PG_DIR/tls/server.csr" -CA "$PG_DIR/tls/ca.crt" -CAkey "$PG_DIR/tls/ca.key" \
+        -CAcreateserial -days 2 -extfile "$PG_DIR/tls/ext" -out "$PG_DIR/tls/server.crt" 2>/dev/null
+    cp "$PG_DIR/tls/server.crt" "$PG_DIR/tls/server.key" "$PG_DIR/data/"
+    chown "$user" "$PG_DIR/data/server.crt" "$PG_DIR/data/server.key"
     chmod 600 "$PG_DIR/data/server.key"
     # tls_only may come in over TLS only; everyone else as initdb set it up.
     { printf 'hostnossl all tls_only 127.0.0.1/32 reject\n'; cat "$PG_DIR/data/pg_hba.conf"; } >"$PG_DIR/hba"
@@ -54,6 +64,7 @@ pg_start() {
     PG_BIN=$bin
     PG_USER=$user
     export BACKLOG_TEST_PG="postgres://postgres:$password@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
+    export BACKLOG_TEST_PG_CA="$PG_DIR/tls/ca.crt"
     "$bin/psql" -q "$BACKLOG_TEST_PG" -c "CREATE ROLE tls_only LOGIN SUPERUSER PASSWORD '$password'"
     echo ".ci/postgres.sh: PostgreSQL $("$bin/postgres" --version | awk '{print $3}') on 127.0.0.1:$PG_PORT, data in $PG_DIR"
 }

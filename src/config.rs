@@ -120,6 +120,18 @@ pub struct PostgresUrl {
     pub config: postgres::Config,
     /// `postgres://user@host:port/dbname?sslmode=…`, never with the password.
     pub shown: String,
+    /// With `sslmode=verify-ca` or `verify-full`: the server's certificate must chain to
+    /// these roots.
+    pub verify: Option<Verify>,
+}
+
+/// How a server certificate is checked (libpq's `verify-ca` and `verify-full`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verify {
+    /// The PEM file of trusted roots (`sslrootcert`, else `~/.postgresql/root.crt`).
+    pub root_cert: PathBuf,
+    /// `verify-full`: the certificate must also name the host connected to.
+    pub check_name: bool,
 }
 
 /// Two connections are the same when they reach the same place as the same user.
@@ -387,6 +399,8 @@ fn resolve_postgres(
     password_file: Option<&Path>,
     env_password: Option<String>,
 ) -> Result<PostgresUrl, String> {
+    let (url, verify) = take_verify(url)?;
+    let url = url.as_str();
     let mut config: postgres::Config = url.parse().map_err(|e| {
         format!("database.url is not a valid PostgreSQL URL ({}); write it like \"postgres://user@host:5432/dbname?sslmode=require\"", crate::error::chain(&e))
     })?;
@@ -433,10 +447,59 @@ fn resolve_postgres(
     // minute instead of the kernel's two hours.
     config.keepalives_idle(Duration::from_secs(30));
     config.tcp_user_timeout(Duration::from_secs(60));
+    let mut shown = show_postgres(&config);
+    if let Some(v) = &verify {
+        let mode = if v.check_name {
+            "verify-full"
+        } else {
+            "verify-ca"
+        };
+        shown = shown.replace("sslmode=require", &format!("sslmode={mode}"));
+    }
     Ok(PostgresUrl {
-        shown: show_postgres(&config),
+        shown,
         config,
+        verify,
     })
+}
+
+/// Takes libpq's `sslmode=verify-ca|verify-full` and `sslrootcert` out of a URL (the
+/// PostgreSQL client library knows neither): the connection then requires TLS, and
+/// the store checks the certificate against the roots.
+fn take_verify(url: &str) -> Result<(String, Option<Verify>), String> {
+    let Some((base, query)) = url.split_once('?') else {
+        return Ok((url.to_string(), None));
+    };
+    let mut mode = None;
+    let mut root = None;
+    let mut kept = Vec::new();
+    for pair in query.split('&') {
+        match pair.split_once('=') {
+            Some(("sslmode", m @ ("verify-ca" | "verify-full"))) => mode = Some(m),
+            Some(("sslrootcert", path)) => root = Some(path.replace("%2F", "/")),
+            _ => kept.push(pair),
+        }
+    }
+    let Some(mode) = mode else {
+        if root.is_some() {
+            return Err("database.url: sslrootcert is used only with sslmode=verify-ca or verify-full; add one".into());
+        }
+        return Ok((url.to_string(), None));
+    };
+    kept.push("sslmode=require");
+    let root_cert = match root {
+        Some(path) => PathBuf::from(path),
+        None => std::env::var_os("HOME")
+            .map(|home| PathBuf::from(home).join(".postgresql/root.crt"))
+            .ok_or("database.url: sslmode={mode} needs the server's root certificate; add sslrootcert=/path/to/root.crt")?,
+    };
+    Ok((
+        format!("{base}?{}", kept.join("&")),
+        Some(Verify {
+            root_cert,
+            check_name: mode == "verify-full",
+        }),
+    ))
 }
 
 /// The connection as `postgres://user@host:port/dbname?sslmode=…`, without the password.
@@ -724,6 +787,38 @@ cron = "0 * * * *"
         assert!(
             err.ends_with("is empty; write the password on its first line"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn verify_modes_are_taken_out_of_the_url_and_shown() {
+        let pg = resolve_postgres(
+            "postgres://app@db:5432/shop?sslmode=verify-full&sslrootcert=/etc/ssl/pg-root.crt&connect_timeout=5",
+            None,
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            pg.verify,
+            Some(Verify {
+                root_cert: "/etc/ssl/pg-root.crt".into(),
+                check_name: true
+            })
+        );
+        assert_eq!(pg.config.get_ssl_mode(), postgres::config::SslMode::Require);
+        assert_eq!(pg.shown, "postgres://app@db:5432/shop?sslmode=verify-full");
+        let ca = resolve_postgres(
+            "postgres://app@db/shop?sslmode=verify-ca&sslrootcert=r.crt",
+            None,
+            None,
+        )
+        .unwrap();
+        assert!(!ca.verify.unwrap().check_name);
+        let err =
+            resolve_postgres("postgres://app@db/shop?sslrootcert=r.crt", None, None).unwrap_err();
+        assert_eq!(
+            err,
+            "database.url: sslrootcert is used only with sslmode=verify-ca or verify-full; add one"
         );
     }
 

@@ -443,6 +443,73 @@ fn sslmode_require_connects_over_tls() {
     assert!(stdout.contains("selected 2"), "{stdout}");
 }
 
+/// `verify-full` and `verify-ca` check the server's certificate against the test
+/// authority of .ci/postgres.sh (BACKLOG_TEST_PG_CA): its name for `verify-full`
+/// (127.0.0.1 and localhost are in it), only its chain for `verify-ca`. A root that did
+/// not sign it is refused in one line.
+#[test]
+fn sslmode_verify_full_checks_the_certificate() {
+    let ca = std::env::var("BACKLOG_TEST_PG_CA")
+        .expect("BACKLOG_TEST_PG_CA names the test CA; run `bash .ci/run`");
+    let server_cert = std::path::Path::new(&ca).with_file_name("server.crt");
+    let (env, real) = classic_pg(|url| url.to_string(), None);
+    let base = env.url();
+    let mut cases = vec![
+        (
+            base.replace(
+                "sslmode=disable",
+                &format!("sslmode=verify-full&sslrootcert={ca}"),
+            ),
+            true,
+        ),
+        (
+            base.replace("127.0.0.1", "localhost").replace(
+                "sslmode=disable",
+                &format!("sslmode=verify-full&sslrootcert={ca}"),
+            ),
+            true,
+        ),
+        (
+            base.replace(
+                "sslmode=disable",
+                &format!("sslmode=verify-ca&sslrootcert={ca}"),
+            ),
+            true,
+        ),
+    ];
+    cases.push((
+        base.replace(
+            "sslmode=disable",
+            &format!("sslmode=verify-full&sslrootcert={}", server_cert.display()),
+        ),
+        false,
+    ));
+    for (url, ok) in cases {
+        let text = Schedule::default()
+            .render_for(&url)
+            .replace("password_file = \"pgpass\"\n", "");
+        std::fs::write(env.path("backlog.toml"), text).unwrap();
+        env.execute(r#"UPDATE "BACKLOG" SET "STATUS" = 'NEW'"#);
+        let cmd = env
+            .backlog(&["run", "--window", "1d", "--now", NOW])
+            .env("PGPASSWORD", &real)
+            .assert();
+        if ok {
+            let out = cmd.success();
+            let stdout = String::from_utf8_lossy(&out.get_output().stdout);
+            assert!(stdout.contains("selected 2"), "{url}: {stdout}");
+        } else {
+            let out = cmd.code(4);
+            let stderr = String::from_utf8_lossy(&out.get_output().stderr);
+            assert!(
+                stderr.contains("sslmode=verify-full: cannot connect: error performing TLS handshake: invalid peer certificate"),
+                "{url}: {stderr}"
+            );
+            assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        }
+    }
+}
+
 /// bigint, integer, text and uuid ids; a varchar status; a timestamp column read in
 /// the file's time zone.
 #[test]
