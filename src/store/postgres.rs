@@ -304,7 +304,12 @@ fn connect(url: &PostgresUrl) -> Result<Client, StoreError> {
         url.config
             .connect(tokio_postgres_rustls::MakeRustlsConnect::new(tls))
     };
-    result.map_err(|e| connect_error(&e))
+    let mut client = result.map_err(|e| connect_error(&e))?;
+    // Handlers read timestamptz columns in UTC, whatever zone the server is set to.
+    client
+        .batch_execute("SET TimeZone = 'UTC'")
+        .map_err(pg("setting the session's time zone"))?;
+    Ok(client)
 }
 
 /// A bound for the inserted-at column, converted to the column's own type.

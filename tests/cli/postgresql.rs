@@ -527,10 +527,14 @@ fn ids_of_each_type_are_claimed_marked_and_found() {
     ] {
         let env = Env::on(Backend::Postgres);
         env.execute(&format!(
-            r#"CREATE TABLE "BACKLOG" ("ID" {id_type} PRIMARY KEY, "STATUS" varchar(20) NOT NULL, "DATE_INSERTED" timestamp NOT NULL);
+            r#"CREATE TABLE "BACKLOG" ("ID" {id_type} PRIMARY KEY, "STATUS" varchar(20) NOT NULL, "DATE_INSERTED" timestamp NOT NULL,
+                   "PAID_AT" timestamptz DEFAULT '2026-11-21 13:00:00+01');
                INSERT INTO "BACKLOG" VALUES ('{}', 'NEW', '2026-11-21 12:30:00'), ('{}', 'NEW', '2026-11-18 13:00:00')"#,
             ids[0], ids[1]
         ));
+        // Sessions on this database default to Tokyo time.
+        let db = env.pg.as_ref().unwrap().name.clone();
+        env.execute(&format!("ALTER DATABASE {db} SET TimeZone = 'Asia/Tokyo'"));
         // Paris wall-clock times: 12:30 there is 11:30 UTC, half an hour old.
         env.write_schedule(&Schedule {
             format: "auto\"\ninserted_at_timezone = \"Europe/Paris",
@@ -538,7 +542,7 @@ fn ids_of_each_type_are_claimed_marked_and_found() {
         });
         env.write_handler(
             "handler.sh",
-            "#!/bin/sh\ncat > /dev/null\necho \"$BACKLOG_RECORD_ID $BACKLOG_RECORD_AGE_SECONDS\" >> calls.txt\n",
+            "#!/bin/sh\ncat > record.json\necho \"$BACKLOG_RECORD_ID $BACKLOG_RECORD_AGE_SECONDS\" >> calls.txt\n",
         );
         env.run_window("1d");
         env.run_window("7d");
@@ -547,6 +551,12 @@ fn ids_of_each_type_are_claimed_marked_and_found() {
             calls,
             format!("{} 1800\n{} 259200\n", ids[0], ids[1]),
             "{id_type}"
+        );
+        // The handler reads timestamptz values in UTC, whatever the server's zone.
+        let record = std::fs::read_to_string(env.path("record.json")).unwrap();
+        assert!(
+            record.contains(r#""PAID_AT":"2026-11-21T12:00:00+00:00""#),
+            "{record}"
         );
         let statuses = env.lines(r#"SELECT "STATUS" FROM "BACKLOG""#);
         assert_eq!(statuses, ["SUCCESS", "SUCCESS"], "{id_type}");
