@@ -1,7 +1,8 @@
 # A throwaway PostgreSQL cluster for the tests, sourced by .ci/run (or by hand:
 # `source .ci/postgres.sh && pg_start`, then `pg_stop`).
 #
-# pg_start installs Debian's server package if no initdb is found, initdb's a cluster
+# pg_start installs Debian's server package if no initdb is found (openssl, for the
+# certificates, is .ci/run's to install), initdb's a cluster
 # in a temp folder as an unprivileged user (the server refuses to run as root), starts
 # it on a free loopback port with TLS and password authentication, and exports
 # BACKLOG_TEST_PG, the superuser's URL the tests use, and BACKLOG_TEST_PG_CA, the test
@@ -9,6 +10,9 @@
 # localhost), for the sslmode=verify-full test.
 # The role `tls_only` may log in only over TLS, for the sslmode test. pg_stop stops the
 # server and deletes the folder.
+
+# Runs a command as the cluster's owner, PG_USER (root may not run the server).
+as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u "$PG_USER" -- "$@"; else "$@"; fi; }
 
 pg_start() {
     local bin
@@ -22,19 +26,14 @@ pg_start() {
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
         bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
     fi
-    command -v openssl >/dev/null || {
-        echo ".ci/postgres.sh: installing openssl (for the test certificate)"
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssl >/dev/null
-    }
-    local user=postgres
+    local user
     if [ "$(id -u)" = 0 ]; then
         user=backlog-ci
         id "$user" >/dev/null 2>&1 || useradd --no-create-home --shell /usr/sbin/nologin "$user"
     else
         user=$(id -un)
     fi
-    as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u "$user" -- "$@"; else "$@"; fi; }
+    PG_USER=$user
 
     PG_DIR=$(mktemp -d /tmp/backlog-pg.XXXXXX)
     chown "$user" "$PG_DIR"
@@ -62,7 +61,6 @@ pg_start() {
     as_pg "$bin/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 60 start -o \
         "-c listen_addresses=127.0.0.1 -p $PG_PORT -k $PG_DIR -c ssl=on -c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" >/dev/null
     PG_BIN=$bin
-    PG_USER=$user
     export BACKLOG_TEST_PG="postgres://postgres:$password@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
     export BACKLOG_TEST_PG_CA="$PG_DIR/tls/ca.crt"
     "$bin/psql" -q "$BACKLOG_TEST_PG" -c "CREATE ROLE tls_only LOGIN SUPERUSER PASSWORD '$password'"
@@ -71,11 +69,7 @@ pg_start() {
 
 pg_stop() {
     [ -n "${PG_DIR:-}" ] || return 0
-    if [ "$(id -u)" = 0 ]; then
-        runuser -u "$PG_USER" -- "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m fast -w stop >/dev/null || true
-    else
-        "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m fast -w stop >/dev/null || true
-    fi
+    as_pg "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m fast -w stop >/dev/null || true
     rm -rf "$PG_DIR"
     PG_DIR=
 }

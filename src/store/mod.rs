@@ -10,6 +10,7 @@
 mod postgres;
 mod sqlite;
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -61,6 +62,49 @@ pub enum StoreError {
         context: String,
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+}
+
+/// The version of the tool's own tables this release writes, on every backend. A later
+/// release that changes them adds its migration to each `ensure_own_tables`.
+const SCHEMA_VERSION: i64 = 1;
+
+/// Refuses tables of another version than this release's; `place` says where they are.
+fn check_version(found: &str, place: &str) -> Result<(), StoreError> {
+    if found.parse::<i64>().ok() == Some(SCHEMA_VERSION) {
+        return Ok(());
+    }
+    Err(StoreError::Schema(format!(
+        "the tool's tables in {place} are at schema version {found}, this backlog knows version {SCHEMA_VERSION}; use the backlog release that made them"
+    )))
+}
+
+/// A name quoted as an SQL identifier (both backends quote with double quotes).
+fn quote(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// The name `doctor` proposes for an index on the inserted-at column.
+fn index_name(table: &str, column: &str) -> String {
+    format!("{table}_by_{column}")
+        .to_ascii_lowercase()
+        .replace(|c: char| !c.is_ascii_alphanumeric() && c != '_', "_")
+}
+
+/// Marks grouped by what one UPDATE writes: the status, and the `[retry]` time in the
+/// `since` column's format when there is one.
+fn group_marks(
+    marks: &[Mark],
+    since_format: Option<TimestampFormat>,
+) -> BTreeMap<(&str, Option<Scalar>), Vec<&Scalar>> {
+    let mut groups: BTreeMap<_, Vec<&Scalar>> = BTreeMap::new();
+    for m in marks {
+        let since = since_format.map(|f| f.encode(m.at));
+        groups
+            .entry((m.status.as_str(), since))
+            .or_default()
+            .push(&m.id);
+    }
+    groups
 }
 
 fn list(what: &str, names: &[String]) -> String {

@@ -32,15 +32,11 @@ use serde_json::Value;
 
 use super::{
     BandQuery, Cursor, Heartbeat, Mark, QueryPlan, Range, RunEnd, RunRow, RunStart, Store,
-    StoreError,
+    StoreError, check_version, group_marks, index_name, quote,
 };
 use crate::config::{PostgresUrl, TableConfig};
 use crate::record::{Record, Scalar};
 use crate::timestamp::{self, FormatSetting, Sample, TimestampFormat};
-
-/// The version of the tool's own tables this release writes. A later release that
-/// changes them adds its migration to `ensure_own_tables`, run under the same lock.
-const SCHEMA_VERSION: i64 = 1;
 
 /// The tool's own tables, in the schema `{s}` (already quoted).
 const OWN_TABLES: &str = "
@@ -82,10 +78,6 @@ CREATE INDEX IF NOT EXISTS backlog_claims_by_owner ON {s}.backlog_claims (owner)
 /// The key of the advisory lock that serialises the creation of the tool's tables, so
 /// that eight runners starting at once on a new database do not race their DDL.
 const OWN_TABLES_LOCK: i64 = 0x0062_6163_6b6c_6f67; // "backlog" in ASCII
-
-fn quote(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
-}
 
 /// A PostgreSQL error as one line: the server's message (and hint), or what happened
 /// to the connection. Never the URL, which may hold a password.
@@ -145,12 +137,12 @@ fn connect_error(e: &postgres::Error) -> StoreError {
             "the server did not answer in time (check the host, the port and the firewall)"
                 .to_string()
         }
-        _ if describe_error(e).ends_with("password missing") => {
-            "the server asks for a password and none was given (put it in database.password_file, PGPASSWORD or the URL)".to_string()
-        }
         _ if e.to_string() == "timeout waiting for server" => {
             "the server did not answer in time (check the host, the port and the firewall)"
                 .to_string()
+        }
+        _ if describe_error(e).ends_with("password missing") => {
+            "the server asks for a password and none was given (put it in database.password_file, PGPASSWORD or the URL)".to_string()
         }
         _ => describe_error(e),
     };
@@ -485,16 +477,16 @@ impl PostgresStore {
         &mut self,
         table: &str,
         column: &str,
-        category: &str,
+        integer: bool,
     ) -> Result<Vec<Sample>, StoreError> {
         let c = quote(column);
+        let value = if integer {
+            format!("{c}::int8")
+        } else {
+            format!("{c}::text")
+        };
         let mut samples = Vec::new();
         for order in ["DESC", "ASC"] {
-            let value = if category == "N" {
-                format!("{c}::int8")
-            } else {
-                format!("{c}::text")
-            };
             let sql = format!(
                 "SELECT {value} FROM {table} WHERE {c} IS NOT NULL ORDER BY {c} {order} LIMIT 1"
             );
@@ -503,7 +495,7 @@ impl PostgresStore {
                 .query_opt(&sql, &[])
                 .map_err(pg(format!("reading {column} of {}", self.table.name)))?;
             samples.extend(row.map(|r| {
-                if category == "N" {
+                if integer {
                     Sample::Int(r.get(0))
                 } else {
                     Sample::Text(r.get(0))
@@ -514,12 +506,13 @@ impl PostgresStore {
     }
 
     /// Decides the format of a timestamp column from its type and, for text and
-    /// integer columns, its values.
+    /// integer columns, its values; a column with no value yet takes `empty` if given.
     fn column_format(
         &mut self,
         table: &str,
         (name, sql_type, category): &(String, String, String),
         setting: FormatSetting,
+        empty: Option<TimestampFormat>,
     ) -> Result<TimestampFormat, StoreError> {
         let table_name = self.table.name.clone();
         let problem = |problem: String| StoreError::Timestamps {
@@ -554,8 +547,11 @@ impl PostgresStore {
                 "is of type {sql_type}; backlog reads timestamptz, timestamp, integer unix seconds or milliseconds, or text timestamps"
             )));
         }
-        let samples = self.samples(table, name, if integer { "N" } else { "S" })?;
-        timestamp::detect(setting, &samples).map_err(problem)
+        let samples = self.samples(table, name, integer)?;
+        match empty {
+            Some(f) if samples.is_empty() => Ok(f),
+            _ => timestamp::detect(setting, &samples).map_err(problem),
+        }
     }
 
     fn prepare(
@@ -570,15 +566,8 @@ impl PostgresStore {
         let ins = &inserted_at;
         let (idq, idt) = (&id.quoted, &id.sql_type);
         let (st, stt) = (&status.quoted, &status.sql_type);
-        let read_ins = match self.format() {
-            TimestampFormat::UnixSeconds | TimestampFormat::UnixMillis => format!("t.{ins}::int8"),
-            TimestampFormat::Text(_) => format!("t.{ins}::text"),
-            TimestampFormat::Timestamptz | TimestampFormat::Timestamp(_) => format!("t.{ins}"),
-        };
         // $1 from, $2 to, $3 pending statuses, $4 limit, $5 the cursor's id.
-        let select = format!(
-            "SELECT row_to_json(t)::text, t.{idq}::text, t.{st}::text, {read_ins} FROM {table} t"
-        );
+        let select = select_records(&table, idq, st, ins, self.format());
         let pending = format!("t.{st} = ANY ($3::text[]::{stt}[])");
         let order = format!("ORDER BY t.{ins} DESC, t.{idq} DESC LIMIT $4");
         let first = |op: &str| {
@@ -689,16 +678,15 @@ impl PostgresStore {
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<Record>, StoreError> {
         let p = self.prepared();
-        let read_ins = match self.format() {
-            TimestampFormat::UnixSeconds | TimestampFormat::UnixMillis => {
-                format!("t.{}::int8", p.inserted_at)
-            }
-            TimestampFormat::Text(_) => format!("t.{}::text", p.inserted_at),
-            _ => format!("t.{}", p.inserted_at),
-        };
         let sql = format!(
-            "SELECT row_to_json(t)::text, t.{}::text, t.{}::text, {read_ins} FROM {} t {where_order}",
-            p.id.quoted, p.status.quoted, p.table
+            "{} {where_order}",
+            select_records(
+                &p.table,
+                &p.id.quoted,
+                &p.status.quoted,
+                &p.inserted_at,
+                self.format()
+            )
         );
         let rows = self
             .client
@@ -735,6 +723,25 @@ impl PostgresStore {
     }
 }
 
+/// The select list `records` reads, on the table aliased `t`: the row as JSON, the id
+/// and status as text, and the inserted-at value in the type `format` decodes.
+fn select_records(
+    table: &str,
+    id: &str,
+    status: &str,
+    ins: &str,
+    format: TimestampFormat,
+) -> String {
+    let read_ins = match format {
+        TimestampFormat::UnixSeconds | TimestampFormat::UnixMillis => format!("t.{ins}::int8"),
+        TimestampFormat::Text(_) => format!("t.{ins}::text"),
+        TimestampFormat::Timestamptz | TimestampFormat::Timestamp(_) => format!("t.{ins}"),
+    };
+    format!(
+        "SELECT row_to_json(t)::text, t.{id}::text, t.{status}::text, {read_ins} FROM {table} t"
+    )
+}
+
 /// PostgreSQL's hex form of bytes (`\x00ff10`) as base64 (`AP8Q`).
 fn base64_of_hex(hex: &str) -> String {
     use base64::Engine as _;
@@ -751,8 +758,9 @@ fn lease_secs(until: DateTime<Utc>) -> f64 {
     (until - Utc::now()).as_seconds_f64().max(1.0)
 }
 
-fn ids_text(ids: &[Scalar]) -> Vec<String> {
-    ids.iter().map(ToString::to_string).collect()
+/// Ids as the text the SQL casts to the id column's type.
+fn ids_text<'a>(ids: impl IntoIterator<Item = &'a Scalar>) -> Vec<String> {
+    ids.into_iter().map(ToString::to_string).collect()
 }
 
 impl Store for PostgresStore {
@@ -787,33 +795,12 @@ impl Store for PostgresStore {
             )),
             None => None,
         };
-        let format = self.column_format(&table, &inserted_at, self.table.inserted_at_format)?;
+        let format =
+            self.column_format(&table, &inserted_at, self.table.inserted_at_format, None)?;
         if let Some((_, since)) = &retry {
-            let samples_exist = self
-                .client
-                .query_one(
-                    &format!(
-                        "SELECT count(*) > 0 FROM (SELECT 1 FROM {table} WHERE {} IS NOT NULL LIMIT 1) s",
-                        quote(&since.0)
-                    ),
-                    &[],
-                )
-                .map_err(pg("reading the schema"))?
-                .get::<_, bool>(0);
-            let since_format = self.column_format(&table, since, FormatSetting::Auto)?;
-            // An empty text column takes the inserted-at column's format.
-            self.since_format = Some(
-                if samples_exist
-                    || matches!(
-                        since_format,
-                        TimestampFormat::Timestamptz | TimestampFormat::Timestamp(_)
-                    )
-                {
-                    since_format
-                } else {
-                    format
-                },
-            );
+            // An empty text or integer column takes the inserted-at column's format.
+            self.since_format =
+                Some(self.column_format(&table, since, FormatSetting::Auto, Some(format))?);
         }
         self.format = Some(format);
         let int_id = matches!(id.1.as_str(), "bigint" | "integer" | "smallint");
@@ -874,13 +861,10 @@ impl Store for PostgresStore {
                 .map_err(pg(context))?;
             found = version(&mut tx)?;
         }
-        let found = found.unwrap_or_default();
-        if found.parse::<i64>().ok() != Some(SCHEMA_VERSION) {
-            return Err(StoreError::Schema(format!(
-                "the tool's tables in schema {} are at schema version {found}, this backlog knows version {SCHEMA_VERSION}; use the backlog release that made them",
-                self.schema
-            )));
-        }
+        check_version(
+            &found.unwrap_or_default(),
+            &format!("schema {}", self.schema),
+        )?;
         tx.commit().map_err(pg(context))?;
         let p = self
             .prepared
@@ -959,15 +943,7 @@ impl Store for PostgresStore {
     fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<(), StoreError> {
         // One UPDATE per distinct status (usually two: success and error), one DELETE
         // for the group's claims, in one transaction.
-        let mut groups: std::collections::BTreeMap<(&str, Option<Scalar>), Vec<String>> =
-            std::collections::BTreeMap::new();
-        for m in marks {
-            let since = self.since_format.map(|f| f.encode(m.at));
-            groups
-                .entry((m.status.as_str(), since))
-                .or_default()
-                .push(m.id.to_string());
-        }
+        let groups = group_marks(marks, self.since_format);
         let context = format!("writing statuses to {}", self.table.name);
         let (_, unclaim) = self.claims();
         let p = self
@@ -976,13 +952,14 @@ impl Store for PostgresStore {
             .expect("inspect() runs before any query");
         let mut tx = self.client.transaction().map_err(pg(context.clone()))?;
         for ((status, since), ids) in &groups {
+            let ids = ids_text(ids.iter().copied());
             match since {
-                Some(since) => tx.execute(&p.set_status, &[status, ids, &Bound(since)]),
-                None => tx.execute(&p.set_status, &[status, ids]),
+                Some(since) => tx.execute(&p.set_status, &[status, &ids, &Bound(since)]),
+                None => tx.execute(&p.set_status, &[status, &ids]),
             }
             .map_err(pg(context.clone()))?;
         }
-        let all: Vec<String> = marks.iter().map(|m| m.id.to_string()).collect();
+        let all = ids_text(marks.iter().map(|m| &m.id));
         tx.execute(&unclaim, &[&self.table.name, &owner, &all])
             .map_err(pg(context.clone()))?;
         tx.commit().map_err(pg(context))
@@ -1103,12 +1080,9 @@ impl Store for PostgresStore {
             .iter()
             .any(|line| line.starts_with("Index Cond:") && line.contains(&bare));
         let create_index = (!uses_index).then(|| {
-            let name = format!("{}_by_{}", self.table.name, bare)
-                .to_ascii_lowercase()
-                .replace(|c: char| !c.is_ascii_alphanumeric() && c != '_', "_");
             format!(
                 "CREATE INDEX CONCURRENTLY {} ON {} ({});",
-                quote(&name),
+                quote(&index_name(&self.table.name, &bare)),
                 p.table,
                 p.inserted_at
             )

@@ -6,7 +6,6 @@
 //! while its handlers run. The database file is opened without `CREATE`: a typo in the
 //! path is an error, not a new empty database.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -20,14 +19,11 @@ use serde_json::Value;
 
 use super::{
     BandQuery, Cursor, Heartbeat, Mark, QueryPlan, Range, RunEnd, RunRow, RunStart, Store,
-    StoreError,
+    StoreError, check_version, group_marks, index_name, quote,
 };
 use crate::config::TableConfig;
 use crate::record::{Record, Scalar};
 use crate::timestamp::{self, Sample, TimestampFormat};
-
-/// The version of the tool's own tables this release writes.
-const SCHEMA_VERSION: i64 = 1;
 
 const OWN_TABLES: &str = "
 CREATE TABLE IF NOT EXISTS backlog_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -91,10 +87,6 @@ pub struct SqliteStore {
     /// The format of `[retry]`'s `since` column, when there is one.
     since_format: Option<TimestampFormat>,
     sql: Option<Statements>,
-}
-
-fn quote(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
 }
 
 fn db(context: impl Into<String>) -> impl FnOnce(rusqlite::Error) -> StoreError {
@@ -410,12 +402,7 @@ impl Store for SqliteStore {
                 |r| r.get(0),
             )
             .map_err(db("reading backlog_meta"))?;
-        if version.parse::<i64>().ok() != Some(SCHEMA_VERSION) {
-            return Err(StoreError::Schema(format!(
-                "the tool's tables in {} are at schema version {version}, this backlog knows version {SCHEMA_VERSION}; use the backlog release that made them",
-                self.path.display()
-            )));
-        }
+        check_version(&version, &self.path.display().to_string())?;
         tx.commit().map_err(db("creating the tool's own tables"))
     }
 
@@ -518,12 +505,9 @@ impl Store for SqliteStore {
                 .to_ascii_uppercase()
                 .contains(&format!("({}>?", ins.to_ascii_uppercase()));
         let create_index = (!uses_index).then(|| {
-            let name = format!("{}_by_{}", self.table.name, ins)
-                .to_ascii_lowercase()
-                .replace(|c: char| !c.is_ascii_alphanumeric() && c != '_', "_");
             format!(
                 "CREATE INDEX {} ON {} ({});",
-                quote(&name),
+                quote(&index_name(&self.table.name, ins)),
                 self.sql().table,
                 self.sql().inserted_at
             )
@@ -646,14 +630,7 @@ impl Store for SqliteStore {
     fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<(), StoreError> {
         // One UPDATE per distinct status (usually two: success and error), one DELETE
         // for the group's claims, in one transaction.
-        let mut groups: BTreeMap<(&str, Option<Scalar>), Vec<&Scalar>> = BTreeMap::new();
-        for m in marks {
-            let since = self.since_format.map(|f| f.encode(m.at));
-            groups
-                .entry((m.status.as_str(), since))
-                .or_default()
-                .push(&m.id);
-        }
+        let groups = group_marks(marks, self.since_format);
         let set_sql = self.sql().set_status.clone();
         let context = format!("writing statuses to {}", self.table.name);
         let tx = self

@@ -113,10 +113,7 @@ fn two_cumulative_tiers_at_once_never_share_a_record(backend: Backend) {
     let handled = handled_without_overlap(&env);
     assert_eq!(handled.len(), 200);
     assert!(env.statuses().iter().all(|(_, s)| s == "SUCCESS"));
-    let claims = env.count(&format!(
-        "SELECT count(*) FROM {}",
-        env.own("backlog_claims")
-    ));
+    let claims = env.claims_left();
     assert_eq!(claims, 0);
 }
 

@@ -109,10 +109,7 @@ fn the_daemon_fires_tiers_and_stops_cleanly_on_sigterm(backend: Backend) {
         "SELECT count(*) FROM {} WHERE finished_at IS NULL",
         env.own("backlog_runs")
     ));
-    let claims = env.count(&format!(
-        "SELECT count(*) FROM {}",
-        env.own("backlog_claims")
-    ));
+    let claims = env.claims_left();
     assert_eq!(
         (unfinished, claims),
         (0, 0),

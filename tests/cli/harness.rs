@@ -410,6 +410,21 @@ impl Env {
         }
     }
 
+    /// How many claims the tool's claims table holds.
+    pub fn claims_left(&self) -> i64 {
+        self.count(&format!(
+            "SELECT count(*) FROM {}",
+            self.own("backlog_claims")
+        ))
+    }
+
+    /// How many records have `status`.
+    pub fn with_status(&self, status: &str) -> i64 {
+        self.count(&format!(
+            r#"SELECT count(*) FROM "BACKLOG" WHERE "STATUS" = '{status}'"#
+        ))
+    }
+
     /// Whether any of the tool's own tables exists.
     pub fn has_own_tables(&self) -> bool {
         match self.backend {

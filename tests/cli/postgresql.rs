@@ -98,13 +98,7 @@ fn eight_runners_share_twenty_thousand_records_and_none_is_handled_twice_at_once
         "the work was shared: {busy} runners took records"
     );
     assert!(all_success(&env));
-    assert_eq!(
-        env.count(&format!(
-            "SELECT count(*) FROM {}",
-            env.own("backlog_claims")
-        )),
-        0
-    );
+    assert_eq!(env.claims_left(), 0);
 }
 
 /// SIGKILL in the middle of a tick: the records it held wait one lease, then a later
@@ -129,12 +123,9 @@ fn a_runner_killed_mid_tick_leaves_no_record_lost_or_stuck() {
     // ends with a record it started and never finished. Later ticks log afresh.
     std::thread::sleep(Duration::from_millis(300));
     std::fs::rename(env.path("handler.log"), env.path("killed.log")).unwrap();
-    let done_before = env.count(r#"SELECT count(*) FROM "BACKLOG" WHERE "STATUS" = 'SUCCESS'"#);
+    let done_before = env.with_status("SUCCESS");
     assert!(done_before < 400, "killed mid-tick, {done_before} marked");
-    let held = env.count(&format!(
-        "SELECT count(*) FROM {}",
-        env.own("backlog_claims")
-    ));
+    let held = env.claims_left();
     assert!(held > 0, "the dead runner's claims are still there");
 
     // Within the lease, the held records are skipped; after it, taken.
@@ -145,14 +136,7 @@ fn a_runner_killed_mid_tick_leaves_no_record_lost_or_stuck() {
     let second = spawn_run(&env, "0").wait_with_output().unwrap();
     assert!(second.status.success());
     assert!(all_success(&env), "no record lost");
-    assert_eq!(
-        env.count(&format!(
-            "SELECT count(*) FROM {}",
-            env.own("backlog_claims")
-        )),
-        0,
-        "no record stuck"
-    );
+    assert_eq!(env.claims_left(), 0, "no record stuck");
     let after = handled_without_overlap(&env);
     assert_eq!(
         after.len() as i64,
@@ -173,7 +157,7 @@ fn a_lost_connection_stops_the_tick_and_keeps_what_was_marked() {
         "mode = \"batch\"\nbatch_size = 2",
     );
     let runner = spawn_run(&env, "0.1");
-    wait_for(|| env.count(r#"SELECT count(*) FROM "BACKLOG" WHERE "STATUS" = 'SUCCESS'"#) > 0);
+    wait_for(|| env.with_status("SUCCESS") > 0);
     let db = env.pg.as_ref().unwrap().name.clone();
     env.execute(&format!(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{db}' AND application_name = 'backlog'"
@@ -189,18 +173,12 @@ fn a_lost_connection_stops_the_tick_and_keeps_what_was_marked() {
                 || last.ends_with("terminating connection due to administrator command")),
         "{stderr}"
     );
-    let marked = env.count(r#"SELECT count(*) FROM "BACKLOG" WHERE "STATUS" = 'SUCCESS'"#);
+    let marked = env.with_status("SUCCESS");
     assert!((1..30).contains(&marked), "{marked} marked before the loss");
     std::thread::sleep(Duration::from_millis(2500));
     assert!(spawn_run(&env, "0").wait().unwrap().success());
     assert!(all_success(&env));
-    assert_eq!(
-        env.count(&format!(
-            "SELECT count(*) FROM {}",
-            env.own("backlog_claims")
-        )),
-        0
-    );
+    assert_eq!(env.claims_left(), 0);
 }
 
 /// The heartbeat's connection drops and cannot come back while the tick's own does:
@@ -240,7 +218,7 @@ fn a_tick_whose_claims_cannot_be_renewed_stops_taking_records() {
     );
     let handled = handled_without_overlap(&env).len();
     assert!(handled < 40, "it stopped early: {handled} handled");
-    let marked = env.count(r#"SELECT count(*) FROM "BACKLOG" WHERE "STATUS" = 'SUCCESS'"#);
+    let marked = env.with_status("SUCCESS");
     assert_eq!(marked as usize, handled, "what it handled it marked");
 }
 
@@ -273,7 +251,7 @@ fn the_daemon_waits_for_a_database_it_cannot_reach_yet() {
         .batch_execute(&format!("ALTER DATABASE {db} WITH ALLOW_CONNECTIONS true"))
         .unwrap();
     // Never ticked: the 1d tier's slot counts as missed and fires at once.
-    wait_for(|| env.count(r#"SELECT count(*) FROM "BACKLOG" WHERE "STATUS" = 'SUCCESS'"#) == 2);
+    wait_for(|| env.with_status("SUCCESS") == 2);
     unsafe { libc::kill(daemon.id() as i32, libc::SIGTERM) };
     let out = daemon.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", daemon_log());

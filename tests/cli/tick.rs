@@ -136,10 +136,7 @@ fn json_summary_and_run_log_agree(backend: Backend) {
         status["tiers"][0]["last_tick"]["clock"], NOW,
         "the run log keeps the tick's clock"
     );
-    let claims = env.count(&format!(
-        "SELECT count(*) FROM {}",
-        env.own("backlog_claims")
-    ));
+    let claims = env.claims_left();
     assert_eq!(claims, 0, "a finished tick holds no claims");
 }
 
@@ -291,10 +288,7 @@ fn sigterm_stops_taking_records_and_leaves_the_rest_pending(backend: Backend) {
         statuses(&[(1, "SUCCESS"), (2, "NEW"), (3, "NEW"), (4, "NEW")])
     );
     let outcome = env.text(&format!("SELECT outcome FROM {}", env.own("backlog_runs")));
-    let claims = env.count(&format!(
-        "SELECT count(*) FROM {}",
-        env.own("backlog_claims")
-    ));
+    let claims = env.claims_left();
     assert_eq!((outcome.as_str(), claims), ("stopped", 0));
 }
 
