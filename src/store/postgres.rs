@@ -534,11 +534,6 @@ impl PostgresStore {
                     "is of type {sql_type}, not {other:?} values; set table.inserted_at_format = \"native\" (or \"auto\")"
                 )));
             }
-            (None, _) if self.table.inserted_at_timezone.is_some() => {
-                return Err(problem(format!(
-                    "is of type {sql_type}; table.inserted_at_timezone applies to a timestamp without time zone column only"
-                )));
-            }
             (None, _) => {}
         }
         let integer = matches!(sql_type.as_str(), "bigint" | "integer" | "smallint");
@@ -795,6 +790,18 @@ impl Store for PostgresStore {
             )),
             None => None,
         };
+        if self.table.inserted_at_timezone.is_some()
+            && inserted_at.1 != "timestamp without time zone"
+        {
+            return Err(StoreError::Timestamps {
+                table: self.table.name.clone(),
+                column: inserted_at.0.clone(),
+                problem: format!(
+                    "is of type {}; table.inserted_at_timezone applies to a timestamp without time zone column only",
+                    inserted_at.1
+                ),
+            });
+        }
         let format =
             self.column_format(&table, &inserted_at, self.table.inserted_at_format, None)?;
         if let Some((_, since)) = &retry {

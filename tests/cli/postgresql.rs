@@ -552,6 +552,46 @@ fn ids_of_each_type_are_claimed_marked_and_found() {
     }
 }
 
+/// `inserted_at_timezone` concerns the inserted-at column only: a `[retry]` section's
+/// text `since` column beside a Paris `timestamp` column is read as text. The zone on
+/// a column of another type is an error naming it.
+#[test]
+fn the_inserted_at_zone_leaves_the_retry_columns_alone() {
+    let env = Env::on(Backend::Postgres);
+    env.execute(
+        r#"CREATE TABLE "BACKLOG" ("ID" bigint PRIMARY KEY, "STATUS" text NOT NULL, "DATE_INSERTED" timestamp NOT NULL,
+               "FAILURES" integer, "LAST_TRY" text);
+           INSERT INTO "BACKLOG" VALUES (1, 'NEW', '2026-11-21 12:30:00', NULL, NULL),
+               (2, 'NEW', '2026-11-21 12:00:00', 1, '2026-11-21 10:30:00')"#,
+    );
+    let schedule = Schedule {
+        format: "auto\"\ninserted_at_timezone = \"Europe/Paris",
+        ..Schedule::default()
+    }
+    .render_for(&env.url())
+    .replacen(
+        "[handler]",
+        "[retry]\nstrategy = \"constant\"\nparams = { delay = \"1h\" }\ncount = \"FAILURES\"\nsince = \"LAST_TRY\"\n\n[handler]",
+        1,
+    );
+    std::fs::write(env.path("backlog.toml"), &schedule).unwrap();
+    env.write_handler("handler.sh", &recording_handler(&[]));
+    env.run_window("1d");
+    assert_eq!(env.take_calls(), [1, 2], "2 waited 1h30 of its 1h");
+    assert_eq!(
+        env.lines(r#"SELECT "LAST_TRY" FROM "BACKLOG" ORDER BY "ID""#),
+        ["2026-11-21 12:00:00", "2026-11-21 12:00:00"]
+    );
+
+    env.execute(r#"ALTER TABLE "BACKLOG" ALTER COLUMN "DATE_INSERTED" TYPE text"#);
+    env.backlog(&["run", "--window", "1d", "--now", NOW])
+        .assert()
+        .code(4)
+        .stderr(predicates::str::ends_with(
+            "column \"DATE_INSERTED\" of table \"BACKLOG\" is of type text; table.inserted_at_timezone applies to a timestamp without time zone column only\n",
+        ));
+}
+
 /// On a table large enough for the planner to care, `doctor` reads EXPLAIN: a
 /// sequential scan without an index, an index range once its own `CREATE INDEX` ran.
 #[test]
