@@ -1,17 +1,17 @@
 //! `process_backlog`: one tick of one tier.
 //!
-//! A tick selects the pending records of its band a page at a time, newest first;
-//! claims each page in the tool's own claims table (re-reading each record's status in
-//! the same transaction, so a record another tick just marked is not taken again);
-//! hands the claimed records to the handler one by one; and writes their new statuses
-//! in groups, dropping the claims in the same transaction. A heartbeat thread renews the
-//! claims while handlers run.
+//! A tick takes the pending records of its band a page at a time, newest first: the
+//! store reads each page and holds its records for the tick in the tool's own tables,
+//! atomically, so a record another tick holds or just marked is not taken again. The
+//! tick hands the records it took to the handler one by one (or a batch at a time), and
+//! writes their new statuses in groups. A heartbeat thread renews the holds while
+//! handlers run; at the end the tick lets go of what it still holds.
 //!
 //! What this guarantees: a record is marked only after its handler returned; no two
-//! ticks hold a record at once; a tick that is killed leaves claims that expire after
+//! ticks hold a record at once; a tick that is killed leaves holds that expire after
 //! one lease, so its unmarked records are tried again by a later tick (at-least-once).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -27,7 +27,7 @@ use crate::error::Error;
 use crate::handler::{Context, Handled, Handler, Outcome};
 use crate::record::{Record, Scalar};
 use crate::schedule::{BandMode, Schedule};
-use crate::store::{BandQuery, Cursor, Heartbeat, Mark, RunEnd, RunStart, Store, StoreError};
+use crate::store::{BandQuery, Cursor, Heartbeat, Mark, Page, RunEnd, RunStart, Store, StoreError};
 
 /// How a tick runs, beyond what the schedule says.
 #[derive(Debug, Clone)]
@@ -44,9 +44,12 @@ pub struct TickOptions {
     pub stop: Arc<AtomicBool>,
     /// How long a claim lives without a heartbeat; a killed tick's records wait this long.
     pub lease: Duration,
-    /// Records read per query.
+    /// Records read (and held) per query.
     pub page_size: usize,
-    /// Marks written per transaction, at most.
+    /// Marks written per transaction, at most. Each commit costs about as much as
+    /// updating a hundred statuses (a WAL frame per page it touched), so groups of a
+    /// thousand keep the commits to a few percent of a tick; `mark_interval` bounds how
+    /// long a mark waits when handlers are slow.
     pub mark_group: usize,
     /// The longest a handled record waits for its mark to be written.
     pub mark_interval: Duration,
@@ -61,8 +64,8 @@ impl TickOptions {
             dry_run: false,
             stop: Arc::new(AtomicBool::new(false)),
             lease: Duration::from_secs(60),
-            page_size: 200,
-            mark_group: 100,
+            page_size: 1000,
+            mark_group: 1000,
             mark_interval: Duration::from_secs(1),
         }
     }
@@ -268,7 +271,8 @@ impl Drop for HeartbeatThread {
     }
 }
 
-/// Reads a band a page at a time, newest first, each page after where the last ended.
+/// Reads (or takes) a band a page at a time, newest first, each page after where the
+/// last ended.
 struct Pager<'q> {
     query: &'q BandQuery,
     cursor: Option<Cursor>,
@@ -305,9 +309,38 @@ impl<'q> Pager<'q> {
         });
         Ok(Some(page))
     }
+
+    /// The next page taken for `owner` (see `Store::take`); none once the band is read
+    /// to its end.
+    fn take(
+        &mut self,
+        store: &mut dyn Store,
+        owner: &str,
+        want: usize,
+        lease_until: DateTime<Utc>,
+        wanted: &dyn Fn(&Record) -> bool,
+    ) -> Result<Option<Page>, StoreError> {
+        if self.done {
+            return Ok(None);
+        }
+        let page = store.take(
+            owner,
+            self.query,
+            self.cursor.as_ref(),
+            want,
+            lease_until,
+            wanted,
+        )?;
+        self.done = page.read < want;
+        if page.cursor.is_none() {
+            return Ok(None);
+        }
+        self.cursor.clone_from(&page.cursor);
+        Ok(Some(page))
+    }
 }
 
-/// The running state of a tick: counts, claims held, marks not yet written.
+/// The running state of a tick: counts, marks not yet written.
 #[derive(Default)]
 struct Tally {
     selected: u64,
@@ -316,8 +349,6 @@ struct Tally {
     skipped: u64,
     deferred: u64,
     statuses: BTreeMap<String, u64>,
-    /// Claimed, not yet handed over.
-    held: VecDeque<Scalar>,
     /// Handled, not yet written.
     marks: Vec<Mark>,
     stopped: bool,
@@ -484,18 +515,14 @@ pub fn process_backlog(
         on_event,
     );
 
-    // Whatever happened, write what was handled and let go of what was not.
+    // Whatever happened, write what was handled and let go of the rest.
     let mut cleanup = Ok(());
     if !tally.marks.is_empty() {
         cleanup = store.mark(&owner, &tally.marks).map_err(&store_err);
     }
-    let held: Vec<Scalar> = tally.held.drain(..).collect();
-    if !held.is_empty()
-        && let Err(e) = store.release(&owner, &held)
-    {
+    if let Err(e) = store.release(&owner) {
         tracing::warn!(
-            "cannot release {} claims (they expire within {}): {e}",
-            held.len(),
+            "cannot release this tick's records (they are free again within {}): {e}",
             duration::compact(opts.lease)
         );
     }
@@ -553,23 +580,15 @@ fn tick_loop(
             return Ok(());
         }
         let want = opts.page_size.min((limit - tally.selected) as usize);
-        let Some(page) = pager.next(store, want).map_err(&store_err)? else {
+        let Some(page) = pager
+            .take(store, owner, want, Utc::now() + opts.lease, takes)
+            .map_err(&store_err)?
+        else {
             return Ok(());
         };
-        let (page, later): (Vec<Record>, Vec<Record>) = page.into_iter().partition(|r| takes(r));
-        tally.deferred += later.len() as u64;
-        let ids: Vec<Scalar> = page.iter().map(|r| r.id.clone()).collect();
-        let claimed = store
-            .claim(owner, &ids, Utc::now() + opts.lease)
-            .map_err(&store_err)?;
-        let records: Vec<&Record> = page
-            .iter()
-            .zip(&claimed)
-            .filter(|(_, c)| **c)
-            .map(|(r, _)| r)
-            .collect();
-        tally.skipped += (page.len() - records.len()) as u64;
-        tally.held = records.iter().map(|r| r.id.clone()).collect();
+        tally.deferred += page.deferred;
+        tally.skipped += page.skipped;
+        let records: Vec<&Record> = page.taken.iter().collect();
         // A per-record handler takes one record at a time, so a stop is seen between
         // any two; a batch handler takes its batch size at once.
         for chunk in records.chunks(handler.batch_size().max(1)) {
@@ -594,7 +613,6 @@ fn tick_loop(
                 .handle_batch(chunk, &contexts)
                 .map_err(|source| Error::Handler { file: None, source })?;
             for (record, handled) in chunk.iter().copied().zip(results) {
-                tally.held.pop_front();
                 tally.selected += 1;
                 let status = match &handled.outcome {
                     Outcome::Success => {

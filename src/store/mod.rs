@@ -3,9 +3,14 @@
 //! The tick talks to a `Store` only through the operations below. They are shaped so a
 //! backend can keep the two promises of the design cheaply: records are read a page at
 //! a time in keyset order (memory does not grow with the band), and a record is handed
-//! to a handler only while this tick holds a claim on it in the tool's own table, so two
-//! ticks never hold it at once. Claims carry a lease that a heartbeat renews; a tick
-//! that dies stops renewing, and its records are free again once the lease runs out.
+//! to a handler only while this tick holds it in the tool's own tables, so two ticks
+//! never hold it at once. How a backend holds records is its own affair: PostgreSQL,
+//! whose runners may be on many hosts and share one band, claims each record; SQLite,
+//! whose ticks are all on one host and take the database's single write lock anyway,
+//! holds the span of inserted-at values a tick has read (one row per tick, so a record
+//! costs the tool no write beyond its status). Holds carry a lease that a heartbeat
+//! renews; a tick that dies stops renewing, and its records are free again once the
+//! lease runs out.
 
 mod postgres;
 mod sqlite;
@@ -64,17 +69,14 @@ pub enum StoreError {
     },
 }
 
-/// The version of the tool's own tables this release writes, on every backend. A later
-/// release that changes them adds its migration to each `ensure_own_tables`.
-const SCHEMA_VERSION: i64 = 1;
-
-/// Refuses tables of another version than this release's; `place` says where they are.
-fn check_version(found: &str, place: &str) -> Result<(), StoreError> {
-    if found.parse::<i64>().ok() == Some(SCHEMA_VERSION) {
+/// Refuses tables of another version than `known`, the one this release writes on
+/// that backend; `place` says where they are.
+fn check_version(found: &str, known: i64, place: &str) -> Result<(), StoreError> {
+    if found.parse::<i64>().ok() == Some(known) {
         return Ok(());
     }
     Err(StoreError::Schema(format!(
-        "the tool's tables in {place} are at schema version {found}, this backlog knows version {SCHEMA_VERSION}; use the backlog release that made them"
+        "the tool's tables in {place} are at schema version {found}, this backlog knows version {known}; use the backlog release that made them"
     )))
 }
 
@@ -130,6 +132,49 @@ pub struct BandQuery {
 pub struct Cursor {
     pub inserted_at: Scalar,
     pub id: Scalar,
+}
+
+/// One page of a band as `take` leaves it.
+#[derive(Debug, Default)]
+pub struct Page {
+    /// Where the page ended, for the next one; none when it read nothing.
+    pub cursor: Option<Cursor>,
+    /// How many records the page read: fewer than asked for means the band's end.
+    pub read: usize,
+    /// The records now this tick's to hand over, in band order.
+    pub taken: Vec<Record>,
+    /// Records the tick did not want (its spread share, a `[retry]` delay not over).
+    pub deferred: u64,
+    /// Records another live tick holds, or that one marked since the page was read.
+    pub skipped: u64,
+}
+
+impl Page {
+    /// The page's accounting once `wanted` and `ours` have sorted what was read.
+    fn sorted(
+        read: Vec<Record>,
+        wanted: &dyn Fn(&Record) -> bool,
+        ours: &dyn Fn(&Record) -> bool,
+    ) -> Page {
+        let mut page = Page {
+            cursor: read.last().map(|r| Cursor {
+                inserted_at: r.inserted_at.clone(),
+                id: r.id.clone(),
+            }),
+            read: read.len(),
+            ..Page::default()
+        };
+        for record in read {
+            if !wanted(&record) {
+                page.deferred += 1;
+            } else if ours(&record) {
+                page.taken.push(record);
+            } else {
+                page.skipped += 1;
+            }
+        }
+        page
+    }
 }
 
 /// A tick as the run log records it when it starts.
@@ -229,22 +274,26 @@ pub trait Store {
         limit: usize,
     ) -> Result<Vec<Record>, StoreError>;
 
-    /// Claims each record for `owner` until `lease_until` and re-reads its status, in one
-    /// transaction. Returns, for each id, whether it is now this owner's and still
-    /// pending; a record claimed by a live tick, or no longer pending, is not.
-    fn claim(
+    /// Reads the next page of the band, like `select`, and holds for `owner` until
+    /// `lease_until` the records it wants that are still pending and that no live tick
+    /// holds, atomically: a record another tick marked or holds in the meantime is
+    /// skipped, never handed over twice at once.
+    fn take(
         &mut self,
         owner: &str,
-        ids: &[Scalar],
+        band: &BandQuery,
+        after: Option<&Cursor>,
+        limit: usize,
         lease_until: DateTime<Utc>,
-    ) -> Result<Vec<bool>, StoreError>;
+        wanted: &dyn Fn(&Record) -> bool,
+    ) -> Result<Page, StoreError>;
 
-    /// Writes the statuses and drops the owner's claims on those records, in one
-    /// transaction.
+    /// Writes the statuses, in one transaction; the records are no longer the owner's
+    /// to hand over (a backend may keep holding them until `release`).
     fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<(), StoreError>;
 
-    /// Drops the owner's claims on records it will not handle after all.
-    fn release(&mut self, owner: &str, ids: &[Scalar]) -> Result<(), StoreError>;
+    /// Lets go of everything the owner still holds: the tick is over.
+    fn release(&mut self, owner: &str) -> Result<(), StoreError>;
 
     /// The clock (`now`) of the last tick of `window` on this table that did not fail,
     /// from the run log; none if it never ran.

@@ -31,7 +31,7 @@ use postgres::{Client, NoTls, Statement};
 use serde_json::Value;
 
 use super::{
-    BandQuery, Cursor, Heartbeat, Mark, QueryPlan, Range, RunEnd, RunRow, RunStart, Store,
+    BandQuery, Cursor, Heartbeat, Mark, Page, QueryPlan, Range, RunEnd, RunRow, RunStart, Store,
     StoreError, check_version, group_marks, index_name, quote,
 };
 use crate::config::{PostgresUrl, TableConfig};
@@ -74,6 +74,10 @@ CREATE TABLE IF NOT EXISTS {s}.backlog_claims (
 );
 CREATE INDEX IF NOT EXISTS backlog_claims_by_owner ON {s}.backlog_claims (owner);
 ";
+
+/// The version of the tables above; a release that changes them adds a migration to
+/// `ensure_own_tables`.
+const SCHEMA_VERSION: i64 = 1;
 
 /// The key of the advisory lock that serialises the creation of the tool's tables, so
 /// that eight runners starting at once on a new database do not race their DDL.
@@ -405,6 +409,31 @@ impl PostgresStore {
 
     fn format(&self) -> TimestampFormat {
         self.format.expect("inspect() runs before any query")
+    }
+
+    /// Claims each record for `owner` until `lease_until` if it is still pending and no
+    /// live claim holds it; returns the ids (as text) now this owner's.
+    fn claim(
+        &mut self,
+        owner: &str,
+        ids: &[Scalar],
+        lease_until: DateTime<Utc>,
+    ) -> Result<std::collections::HashSet<String>, StoreError> {
+        let (claim, _) = self.claims();
+        let rows = self
+            .client
+            .query(
+                &claim,
+                &[
+                    &ids_text(ids),
+                    &self.table.pending,
+                    &self.table.name,
+                    &owner,
+                    &lease_secs(lease_until),
+                ],
+            )
+            .map_err(pg("claiming records"))?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 
     fn own(&self, table: &str) -> String {
@@ -870,6 +899,7 @@ impl Store for PostgresStore {
         }
         check_version(
             &found.unwrap_or_default(),
+            SCHEMA_VERSION,
             &format!("schema {}", self.schema),
         )?;
         tx.commit().map_err(pg(context))?;
@@ -922,29 +952,31 @@ impl Store for PostgresStore {
         self.records(&rows)
     }
 
-    fn claim(
+    fn take(
         &mut self,
         owner: &str,
-        ids: &[Scalar],
+        band: &BandQuery,
+        after: Option<&Cursor>,
+        limit: usize,
         lease_until: DateTime<Utc>,
-    ) -> Result<Vec<bool>, StoreError> {
-        let texts = ids_text(ids);
-        let (claim, _) = self.claims();
-        let rows = self
-            .client
-            .query(
-                &claim,
-                &[
-                    &texts,
-                    &self.table.pending,
-                    &self.table.name,
-                    &owner,
-                    &lease_secs(lease_until),
-                ],
-            )
-            .map_err(pg("claiming records"))?;
-        let ours: std::collections::HashSet<String> = rows.iter().map(|r| r.get(0)).collect();
-        Ok(texts.iter().map(|id| ours.contains(id)).collect())
+        wanted: &dyn Fn(&Record) -> bool,
+    ) -> Result<Page, StoreError> {
+        // Runners on several hosts share a band, so each record is claimed on its own:
+        // one statement for the wanted records of the page (see `claim_sql`).
+        let read = self.select(band, after, limit)?;
+        let ids: Vec<Scalar> = read
+            .iter()
+            .filter(|r| wanted(r))
+            .map(|r| r.id.clone())
+            .collect();
+        let ours = if ids.is_empty() {
+            std::collections::HashSet::new()
+        } else {
+            self.claim(owner, &ids, lease_until)?
+        };
+        Ok(Page::sorted(read, wanted, &|r| {
+            ours.contains(&r.id.to_string())
+        }))
     }
 
     fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<(), StoreError> {
@@ -972,10 +1004,13 @@ impl Store for PostgresStore {
         tx.commit().map_err(pg(context))
     }
 
-    fn release(&mut self, owner: &str, ids: &[Scalar]) -> Result<(), StoreError> {
-        let (_, unclaim) = self.claims();
+    fn release(&mut self, owner: &str) -> Result<(), StoreError> {
+        let sql = format!(
+            "DELETE FROM {} WHERE table_name = $1 AND owner = $2",
+            self.own("backlog_claims")
+        );
         self.client
-            .execute(&unclaim, &[&self.table.name, &owner, &ids_text(ids)])
+            .execute(&sql, &[&self.table.name, &owner])
             .map_err(pg("releasing claims"))?;
         Ok(())
     }

@@ -1,10 +1,20 @@
 //! The SQLite backend: the embedded default.
 //!
-//! Writes are short `BEGIN IMMEDIATE` transactions (a batch of claims, a group of
-//! marks), so several ticks, in one process or many, interleave on the database lock
-//! instead of failing; reads are one page at a time, so no tick holds a read snapshot
-//! while its handlers run. The database file is opened without `CREATE`: a typo in the
-//! path is an error, not a new empty database.
+//! Writes are short `BEGIN IMMEDIATE` transactions (a page taken, a group of marks), so
+//! several ticks, in one process or many, interleave on the database lock instead of
+//! failing; no tick holds a read snapshot while its handlers run. The database file is
+//! opened without `CREATE`: a typo in the path is an error, not a new empty database.
+//!
+//! A tick holds records by span, not one by one. Its row in `backlog_holds` says "the
+//! inserted-at values from `low` to `high` are mine": `high` is where its first page
+//! began, `low` moves down with each page it takes. A page is read inside the write
+//! transaction that moves `low`, and records inside another live tick's span are
+//! skipped, so no record is handed to two ticks at once. Ticks of disjoint tiers never
+//! meet; a slow tick and the next one of its tier leapfrog page by page. Claiming each
+//! record instead cost an insert and a delete in a second B-tree per record, which made
+//! a tick about four times slower than the status updates it exists to write (see
+//! BENCHMARKS.md). A record marked `ERROR` stays in its tick's span until the tick
+//! ends, so an overlapping tick does not try it again meanwhile.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -13,12 +23,13 @@ use base64::Engine as _;
 use chrono::{DateTime, SecondsFormat, Utc};
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{
-    Connection, OpenFlags, OptionalExtension, ToSql, TransactionBehavior, params, params_from_iter,
+    Connection, OpenFlags, OptionalExtension, ToSql, Transaction, TransactionBehavior, params,
+    params_from_iter,
 };
 use serde_json::Value;
 
 use super::{
-    BandQuery, Cursor, Heartbeat, Mark, QueryPlan, Range, RunEnd, RunRow, RunStart, Store,
+    BandQuery, Cursor, Heartbeat, Mark, Page, QueryPlan, Range, RunEnd, RunRow, RunStart, Store,
     StoreError, check_version, group_marks, index_name, quote,
 };
 use crate::config::TableConfig;
@@ -27,7 +38,7 @@ use crate::timestamp::{self, Sample, TimestampFormat};
 
 const OWN_TABLES: &str = "
 CREATE TABLE IF NOT EXISTS backlog_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-INSERT OR IGNORE INTO backlog_meta (key, value) VALUES ('schema_version', '1');
+INSERT OR IGNORE INTO backlog_meta (key, value) VALUES ('schema_version', '2');
 CREATE TABLE IF NOT EXISTS backlog_runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     table_name TEXT NOT NULL,
@@ -49,21 +60,26 @@ CREATE TABLE IF NOT EXISTS backlog_runs (
     owner TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS backlog_runs_by_window ON backlog_runs (table_name, window_secs, id);
-CREATE TABLE IF NOT EXISTS backlog_claims (
+CREATE TABLE IF NOT EXISTS backlog_holds (
     table_name TEXT NOT NULL,
-    record_id NOT NULL,
     owner TEXT NOT NULL,
-    claimed_at INTEGER NOT NULL,
+    low NOT NULL,
+    high NOT NULL,
     expires_at INTEGER NOT NULL,
-    PRIMARY KEY (table_name, record_id)
+    PRIMARY KEY (table_name, owner)
 );
 ";
 
-/// Drops this owner's claims on the records of a JSON array of ids.
-const UNCLAIM: &str = "DELETE FROM backlog_claims WHERE table_name = ?1 AND owner = ?2 AND record_id IN (SELECT value FROM json_each(?3))";
+/// The version of the tables above. Version 1 claimed records one by one in
+/// `backlog_claims`; `ensure_own_tables` migrates it.
+const SCHEMA_VERSION: i64 = 2;
 
-/// Which records of a JSON array of ids this owner holds.
-const HELD: &str = "SELECT record_id FROM backlog_claims WHERE table_name = ?1 AND owner = ?2 AND record_id IN (SELECT value FROM json_each(?3))";
+/// Whether a tick other than ?2 holds a span of table ?1 at ?3 (unix milliseconds).
+const OTHERS_HOLD: &str = "SELECT EXISTS (SELECT 1 FROM backlog_holds WHERE table_name = ?1 AND owner <> ?2 AND expires_at > ?3)";
+
+/// Sets a tick's span: ?1 table, ?2 owner, ?3 low, ?4 high (kept once set), ?5 expiry.
+const HOLD: &str = "INSERT INTO backlog_holds (table_name, owner, low, high, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)
+    ON CONFLICT (table_name, owner) DO UPDATE SET low = excluded.low, expires_at = excluded.expires_at";
 
 /// The SQL of a table, with names checked against the schema and quoted.
 #[derive(Debug, Clone)]
@@ -74,7 +90,6 @@ struct Statements {
     inserted_at: String,
     first_page: String,
     next_page: String,
-    claim_page: String,
     set_status: String,
 }
 
@@ -142,6 +157,18 @@ fn connect(path: &Path, busy_timeout: Duration) -> Result<Connection, StoreError
     )))?;
     conn.busy_timeout(busy_timeout)
         .map_err(db("cannot set the busy timeout"))?;
+    // In WAL mode, `synchronous = NORMAL` skips the fsync at each commit (about half a
+    // tick's time with marks in groups of a hundred); SQLite's own advice for WAL. A
+    // commit survives the process crashing; a power cut may undo the last few, which
+    // leaves those records pending, to be tried again: at-least-once still holds. This
+    // connection's setting only, never the application's.
+    let journal: String = conn
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .map_err(db("reading the journal mode"))?;
+    if journal.eq_ignore_ascii_case("wal") {
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(db("setting synchronous = NORMAL"))?;
+    }
     Ok(conn)
 }
 
@@ -187,7 +214,7 @@ impl SqliteStore {
             let mut stmt = self
                 .conn
                 .prepare("SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') AND name NOT GLOB 'sqlite_*'
-                  AND name NOT IN ('backlog_meta', 'backlog_runs', 'backlog_claims') ORDER BY name")
+                  AND name NOT IN ('backlog_meta', 'backlog_runs', 'backlog_holds', 'backlog_claims') ORDER BY name")
                 .map_err(db("reading the schema"))?;
             let available = stmt
                 .query_map([], |r| r.get(0))
@@ -256,9 +283,10 @@ impl SqliteStore {
 
     fn statements(&self, table: &str, [id, status, inserted_at]: &[String; 3]) -> Statements {
         let (t, id, st, ins) = (quote(table), quote(id), quote(status), quote(inserted_at));
-        // ?1 from, ?2 to, ?3 limit, ?4 the cursor's id, ?5… the pending statuses.
+        // ?1 from, ?2 to, ?3 limit, ?4 the cursor's id, ?5 table, ?6 owner and ?7 the
+        // time for `{held}` (see `page_sql`), ?8… the pending statuses.
         let pending = (0..self.table.pending.len())
-            .map(|i| format!("?{}", i + 5))
+            .map(|i| format!("?{}", i + 8))
             .collect::<Vec<_>>()
             .join(", ");
         let order = format!("ORDER BY {ins} DESC, {id} DESC LIMIT ?3");
@@ -268,20 +296,10 @@ impl SqliteStore {
             status: st.clone(),
             inserted_at: ins.clone(),
             first_page: format!(
-                "SELECT * FROM {t} WHERE {ins} >= ?1 AND {ins} <{{to}} ?2 AND {st} IN ({pending}) {order}"
+                "SELECT *{{held}} FROM {t} WHERE {ins} >= ?1 AND {ins} <{{to}} ?2 AND {st} IN ({pending}) {order}"
             ),
             next_page: format!(
-                "SELECT * FROM {t} WHERE {ins} >= ?1 AND {ins} <= ?2 AND ({ins} < ?2 OR {id} < ?4) AND {st} IN ({pending}) {order}"
-            ),
-            // ?1 table, ?2 owner, ?3 now, ?4 lease end, ?5 ids and ?6 pending statuses
-            // as JSON arrays. A live claim (not yet expired) is left to its owner.
-            claim_page: format!(
-                "INSERT INTO backlog_claims (table_name, record_id, owner, claimed_at, expires_at)
-                 SELECT ?1, {id}, ?2, ?3, ?4 FROM {t}
-                 WHERE {id} IN (SELECT value FROM json_each(?5)) AND {st} IN (SELECT value FROM json_each(?6))
-                 ON CONFLICT (table_name, record_id) DO UPDATE SET owner = excluded.owner,
-                 claimed_at = excluded.claimed_at, expires_at = excluded.expires_at
-                 WHERE backlog_claims.expires_at < excluded.claimed_at"
+                "SELECT *{{held}} FROM {t} WHERE {ins} >= ?1 AND {ins} <= ?2 AND ({ins} < ?2 OR {id} < ?4) AND {st} IN ({pending}) {order}"
             ),
             set_status: match &self.table.retry {
                 // The attempt count and time go with the status, in the same statement.
@@ -290,27 +308,85 @@ impl SqliteStore {
                     count = quote(&r.count),
                     since = quote(&r.since)
                 ),
-                None => format!("UPDATE {t} SET {st} = ?1 WHERE {id} IN (SELECT value FROM json_each(?2))"),
+                None => format!(
+                    "UPDATE {t} SET {st} = ?1 WHERE {id} IN (SELECT value FROM json_each(?2))"
+                ),
             },
         }
     }
 
-    /// The SQL a page query runs, for tests that check the plan.
-    pub fn page_sql(&self, first: bool, to_inclusive: bool) -> String {
+    /// The SQL a page query runs, for tests that check the plan. With `held`, each row
+    /// ends with a column saying whether another live tick's span holds it.
+    pub fn page_sql(&self, first: bool, to_inclusive: bool, held: bool) -> String {
         let sql = if first {
             &self.sql().first_page
         } else {
             &self.sql().next_page
         };
+        let held = if held {
+            format!(
+                ", EXISTS (SELECT 1 FROM backlog_holds h WHERE h.table_name = ?5 AND h.owner <> ?6 AND h.expires_at > ?7 AND {ins} BETWEEN h.low AND h.high)",
+                ins = self.sql().inserted_at
+            )
+        } else {
+            String::new()
+        };
         sql.replace("{to}", if to_inclusive { "=" } else { "" })
+            .replace("{held}", &held)
+    }
+
+    /// A page of the band: the records and, with `held`, whether another tick holds
+    /// each. Parameters as `statements` numbers them.
+    #[allow(clippy::too_many_arguments)]
+    fn page(
+        &self,
+        band: &BandQuery,
+        after: Option<&Cursor>,
+        limit: usize,
+        owner: &str,
+        now_ms: i64,
+        held: bool,
+    ) -> Result<Vec<(Record, bool)>, StoreError> {
+        let sql = self.page_sql(after.is_none(), band.to_inclusive, held);
+        let to = after.map_or(&band.to, |c| &c.inserted_at);
+        let after_id = after.map(|c| &c.id);
+        let limit = limit as i64;
+        let mut params: Vec<&dyn ToSql> = vec![
+            &band.from,
+            to,
+            &limit,
+            &after_id,
+            &self.table.name,
+            &owner,
+            &now_ms,
+        ];
+        params.extend(self.table.pending.iter().map(|p| p as &dyn ToSql));
+        self.rows(&sql, &params, held)
     }
 
     /// Runs a `SELECT *` on the table and reads its rows as records.
     fn records(&self, sql: &str, params: &[&dyn ToSql]) -> Result<Vec<Record>, StoreError> {
+        Ok(self
+            .rows(sql, params, false)?
+            .into_iter()
+            .map(|(r, _)| r)
+            .collect())
+    }
+
+    /// Reads rows as records; with `flagged`, the last column is a flag, not the table's.
+    fn rows(
+        &self,
+        sql: &str,
+        params: &[&dyn ToSql],
+        flagged: bool,
+    ) -> Result<Vec<(Record, bool)>, StoreError> {
         let format = self.format();
         let context = format!("selecting from {}", self.table.name);
         let mut stmt = self.conn.prepare_cached(sql).map_err(db(context.clone()))?;
-        let names: Vec<String> = stmt.column_names().map(String::from).collect();
+        let mut names: Vec<String> = stmt.column_names().map(String::from).collect();
+        if flagged {
+            names.pop();
+        }
         let position = |wanted: &str| {
             names
                 .iter()
@@ -328,13 +404,17 @@ impl SqliteStore {
                 columns.insert(name.clone(), json(row.get_ref(i)?));
             }
             let inserted_at = scalar(row.get_ref(ins_at)?);
-            Ok(Record {
-                id: scalar(row.get_ref(id_at)?),
-                status: scalar(row.get_ref(status_at)?).to_string(),
-                inserted_time: format.decode(&inserted_at),
-                inserted_at,
-                columns,
-            })
+            let flag = flagged && row.get::<_, bool>(names.len())?;
+            Ok((
+                Record {
+                    id: scalar(row.get_ref(id_at)?),
+                    status: scalar(row.get_ref(status_at)?).to_string(),
+                    inserted_time: format.decode(&inserted_at),
+                    inserted_at,
+                    columns,
+                },
+                flag,
+            ))
         })
         .and_then(Iterator::collect)
         .map_err(db(context))
@@ -395,14 +475,37 @@ impl Store for SqliteStore {
             .map_err(db("creating the tool's own tables"))?;
         tx.execute_batch(OWN_TABLES)
             .map_err(db("creating the tool's own tables"))?;
-        let version: String = tx
+        let mut version: String = tx
             .query_row(
                 "SELECT value FROM backlog_meta WHERE key = 'schema_version'",
                 [],
                 |r| r.get(0),
             )
             .map_err(db("reading backlog_meta"))?;
-        check_version(&version, &self.path.display().to_string())?;
+        if version == "1" {
+            // Version 1 claimed records one by one. A tick of that release still running
+            // would not see the new spans, so wait until its claims are gone.
+            let live: i64 = tx
+                .query_row(
+                    "SELECT count(*) FROM backlog_claims WHERE expires_at > ?1",
+                    [Utc::now().timestamp_millis()],
+                    |r| r.get(0),
+                )
+                .map_err(db("reading backlog_claims"))?;
+            if live > 0 {
+                return Err(StoreError::Schema(format!(
+                    "a tick of an earlier backlog release holds {live} {} in backlog_claims of {}; let it finish (or wait for its lease to run out), then run again to move the tool's tables to version {SCHEMA_VERSION}",
+                    if live == 1 { "record" } else { "records" },
+                    self.path.display()
+                )));
+            }
+            tx.execute_batch(
+                "DROP TABLE backlog_claims; UPDATE backlog_meta SET value = '2' WHERE key = 'schema_version';",
+            )
+            .map_err(db("moving the tool's tables to version 2"))?;
+            version = SCHEMA_VERSION.to_string();
+        }
+        check_version(&version, SCHEMA_VERSION, &self.path.display().to_string())?;
         tx.commit().map_err(db("creating the tool's own tables"))
     }
 
@@ -412,13 +515,11 @@ impl Store for SqliteStore {
         after: Option<&Cursor>,
         limit: usize,
     ) -> Result<Vec<Record>, StoreError> {
-        let sql = self.page_sql(after.is_none(), band.to_inclusive);
-        let to = after.map_or(&band.to, |c| &c.inserted_at);
-        let after_id = after.map(|c| &c.id);
-        let limit = limit as i64;
-        let mut params: Vec<&dyn ToSql> = vec![&band.from, to, &limit, &after_id];
-        params.extend(self.table.pending.iter().map(|p| p as &dyn ToSql));
-        self.records(&sql, &params)
+        Ok(self
+            .page(band, after, limit, "", 0, false)?
+            .into_iter()
+            .map(|(r, _)| r)
+            .collect())
     }
 
     fn count_by_status(&mut self, range: &Range) -> Result<Vec<(String, u64)>, StoreError> {
@@ -483,7 +584,7 @@ impl Store for SqliteStore {
     }
 
     fn band_plan(&mut self) -> Result<QueryPlan, StoreError> {
-        let sql = self.page_sql(true, false);
+        let sql = self.page_sql(true, false, false);
         let query = format!("EXPLAIN QUERY PLAN {sql}");
         let mut stmt = self
             .conn
@@ -585,51 +686,56 @@ impl Store for SqliteStore {
         .map_err(db("reading the run log"))
     }
 
-    fn claim(
+    fn take(
         &mut self,
         owner: &str,
-        ids: &[Scalar],
+        band: &BandQuery,
+        after: Option<&Cursor>,
+        limit: usize,
         lease_until: DateTime<Utc>,
-    ) -> Result<Vec<bool>, StoreError> {
-        // One statement claims the whole page, taking only records that are still
-        // pending and not held by a live claim; a second reads back which are ours.
-        // Both in one transaction, so the status check and the claim are atomic.
-        let ids_json = serde_json::to_string(ids).expect("ids serialise");
-        let pending_json = serde_json::to_string(&self.table.pending).expect("statuses serialise");
-        let claim_sql = self.sql().claim_page.clone();
+        wanted: &dyn Fn(&Record) -> bool,
+    ) -> Result<Page, StoreError> {
+        // The page is read inside the write transaction that extends this tick's span,
+        // so no other tick can take or mark its records in between. Another tick's
+        // span is looked for only when one exists (rarely): the plain query costs
+        // nothing beyond the band's own.
+        let context = "taking a page of records";
         let now = Utc::now().timestamp_millis();
-        let context = "claiming records";
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
+        let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
             .map_err(db(context))?;
-        let ours: std::collections::HashSet<Scalar> = {
-            tx.prepare_cached(&claim_sql)
+        let others: bool = tx
+            .prepare_cached(OTHERS_HOLD)
+            .and_then(|mut s| s.query_row(params![self.table.name, owner, now], |r| r.get(0)))
+            .map_err(db(context))?;
+        let rows = self.page(band, after, limit, owner, now, others)?;
+        // The span's top is set by the first page and kept (see HOLD).
+        if let (Some((first, _)), Some((last, _))) = (rows.first(), rows.last()) {
+            tx.prepare_cached(HOLD)
                 .and_then(|mut s| {
                     s.execute(params![
                         self.table.name,
                         owner,
-                        now,
-                        lease_until.timestamp_millis(),
-                        ids_json,
-                        pending_json
+                        last.inserted_at,
+                        first.inserted_at,
+                        lease_until.timestamp_millis()
                     ])
                 })
                 .map_err(db(context))?;
-            let mut held = tx.prepare_cached(HELD).map_err(db(context))?;
-            held.query_map(params![self.table.name, owner, ids_json], |r| {
-                Ok(scalar(r.get_ref(0)?))
-            })
-            .and_then(Iterator::collect)
-            .map_err(db(context))?
-        };
+        }
         tx.commit().map_err(db(context))?;
-        Ok(ids.iter().map(|id| ours.contains(id)).collect())
+        let held: std::collections::HashSet<Scalar> = rows
+            .iter()
+            .filter(|(_, h)| *h)
+            .map(|(r, _)| r.id.clone())
+            .collect();
+        let read = rows.into_iter().map(|(r, _)| r).collect();
+        Ok(Page::sorted(read, wanted, &|r| !held.contains(&r.id)))
     }
 
     fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<(), StoreError> {
-        // One UPDATE per distinct status (usually two: success and error), one DELETE
-        // for the group's claims, in one transaction.
+        // One UPDATE per distinct status (usually two: success and error), in one
+        // transaction. The records stay in the tick's span until it ends.
+        let _ = owner;
         let groups = group_marks(marks, self.since_format);
         let set_sql = self.sql().set_status.clone();
         let context = format!("writing statuses to {}", self.table.name);
@@ -647,21 +753,17 @@ impl Store for SqliteStore {
                 }
                 .map_err(db(context.clone()))?;
             }
-            let ids: Vec<&Scalar> = marks.iter().map(|m| &m.id).collect();
-            let ids_json = serde_json::to_string(&ids).expect("ids serialise");
-            tx.prepare_cached(UNCLAIM)
-                .and_then(|mut s| s.execute(params![self.table.name, owner, ids_json]))
-                .map_err(db(context.clone()))?;
         }
         tx.commit().map_err(db(context))
     }
 
-    fn release(&mut self, owner: &str, ids: &[Scalar]) -> Result<(), StoreError> {
-        let ids_json = serde_json::to_string(ids).expect("ids serialise");
+    fn release(&mut self, owner: &str) -> Result<(), StoreError> {
         self.conn
-            .prepare_cached(UNCLAIM)
-            .and_then(|mut s| s.execute(params![self.table.name, owner, ids_json]))
-            .map_err(db("releasing claims"))?;
+            .execute(
+                "DELETE FROM backlog_holds WHERE table_name = ?1 AND owner = ?2",
+                params![self.table.name, owner],
+            )
+            .map_err(db("releasing this tick's span"))?;
         Ok(())
     }
 
@@ -702,6 +804,13 @@ impl Store for SqliteStore {
                 params![self.table.name, silent_since],
             )
             .map_err(db("writing the run log"))?;
+        // The spans of killed ticks have run out: nobody will release them.
+        self.conn
+            .execute(
+                "DELETE FROM backlog_holds WHERE table_name = ?1 AND expires_at < ?2",
+                params![self.table.name, Utc::now().timestamp_millis()],
+            )
+            .map_err(db("dropping spans that ran out"))?;
         self.conn
             .execute(
                 "INSERT INTO backlog_runs (table_name, window_secs, tier, band_from_secs, band_to_secs, bands, clock, started_at, heartbeat_at, outcome, owner)
@@ -757,7 +866,7 @@ impl Heartbeat for SqliteHeartbeat {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(db("renewing claims"))?;
         tx.execute(
-            "UPDATE backlog_claims SET expires_at = ?1 WHERE owner = ?2",
+            "UPDATE backlog_holds SET expires_at = ?1 WHERE owner = ?2",
             params![lease_until.timestamp_millis(), self.owner],
         )
         .map_err(db("renewing claims"))?;

@@ -109,7 +109,7 @@ fn the_daemon_fires_tiers_and_stops_cleanly_on_sigterm(backend: Backend) {
         "SELECT count(*) FROM {} WHERE finished_at IS NULL",
         env.own("backlog_runs")
     ));
-    let claims = env.claims_left();
+    let claims = env.holds_left();
     assert_eq!(
         (unfinished, claims),
         (0, 0),

@@ -410,12 +410,14 @@ impl Env {
         }
     }
 
-    /// How many claims the tool's claims table holds.
-    pub fn claims_left(&self) -> i64 {
-        self.count(&format!(
-            "SELECT count(*) FROM {}",
-            self.own("backlog_claims")
-        ))
+    /// How many holds are left in the tool's tables: claims of records on PostgreSQL,
+    /// ticks' spans on SQLite.
+    pub fn holds_left(&self) -> i64 {
+        let table = match self.backend {
+            Backend::Sqlite => "backlog_holds",
+            Backend::Postgres => "backlog_claims",
+        };
+        self.count(&format!("SELECT count(*) FROM {}", self.own(table)))
     }
 
     /// How many records have `status`.
@@ -428,7 +430,7 @@ impl Env {
     /// Whether any of the tool's own tables exists.
     pub fn has_own_tables(&self) -> bool {
         match self.backend {
-            Backend::Sqlite => self.count("SELECT count(*) FROM sqlite_schema WHERE name IN ('backlog_meta', 'backlog_runs', 'backlog_claims')") > 0,
+            Backend::Sqlite => self.count("SELECT count(*) FROM sqlite_schema WHERE name IN ('backlog_meta', 'backlog_runs', 'backlog_holds')") > 0,
             Backend::Postgres => self.count("SELECT count(*) FROM pg_namespace WHERE nspname = 'backlog'") > 0,
         }
     }

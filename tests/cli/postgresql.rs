@@ -98,7 +98,7 @@ fn eight_runners_share_twenty_thousand_records_and_none_is_handled_twice_at_once
         "the work was shared: {busy} runners took records"
     );
     assert!(all_success(&env));
-    assert_eq!(env.claims_left(), 0);
+    assert_eq!(env.holds_left(), 0);
 }
 
 /// SIGKILL in the middle of a tick: the records it held wait one lease, then a later
@@ -125,7 +125,7 @@ fn a_runner_killed_mid_tick_leaves_no_record_lost_or_stuck() {
     std::fs::rename(env.path("handler.log"), env.path("killed.log")).unwrap();
     let done_before = env.with_status("SUCCESS");
     assert!(done_before < 400, "killed mid-tick, {done_before} marked");
-    let held = env.claims_left();
+    let held = env.holds_left();
     assert!(held > 0, "the dead runner's claims are still there");
 
     // Within the lease, the held records are skipped; after it, taken.
@@ -136,7 +136,7 @@ fn a_runner_killed_mid_tick_leaves_no_record_lost_or_stuck() {
     let second = spawn_run(&env, "0").wait_with_output().unwrap();
     assert!(second.status.success());
     assert!(all_success(&env), "no record lost");
-    assert_eq!(env.claims_left(), 0, "no record stuck");
+    assert_eq!(env.holds_left(), 0, "no record stuck");
     let after = handled_without_overlap(&env);
     assert_eq!(
         after.len() as i64,
@@ -178,7 +178,7 @@ fn a_lost_connection_stops_the_tick_and_keeps_what_was_marked() {
     std::thread::sleep(Duration::from_millis(2500));
     assert!(spawn_run(&env, "0").wait().unwrap().success());
     assert!(all_success(&env));
-    assert_eq!(env.claims_left(), 0);
+    assert_eq!(env.holds_left(), 0);
 }
 
 /// The heartbeat's connection drops and cannot come back while the tick's own does:

@@ -136,7 +136,7 @@ fn json_summary_and_run_log_agree(backend: Backend) {
         status["tiers"][0]["last_tick"]["clock"], NOW,
         "the run log keeps the tick's clock"
     );
-    let claims = env.claims_left();
+    let claims = env.holds_left();
     assert_eq!(claims, 0, "a finished tick holds no claims");
 }
 
@@ -288,7 +288,7 @@ fn sigterm_stops_taking_records_and_leaves_the_rest_pending(backend: Backend) {
         statuses(&[(1, "SUCCESS"), (2, "NEW"), (3, "NEW"), (4, "NEW")])
     );
     let outcome = env.text(&format!("SELECT outcome FROM {}", env.own("backlog_runs")));
-    let claims = env.claims_left();
+    let claims = env.holds_left();
     assert_eq!((outcome.as_str(), claims), ("stopped", 0));
 }
 
@@ -346,6 +346,7 @@ fn a_killed_tick_leaves_nothing_stuck(backend: Backend) {
         env.own("backlog_runs")
     ));
     assert_eq!(outcomes, ["abandoned", "done", "done"]);
+    assert_eq!(env.holds_left(), 0, "the dead tick's hold is gone too");
 }
 
 /// Polls for up to 30 s; a condition that never comes true fails the test.
@@ -412,3 +413,43 @@ crate::on_both_backends!(
     a_killed_tick_leaves_nothing_stuck,
     a_spread_tier_takes_its_share_of_the_band_per_tick,
 );
+
+/// A database whose tool tables an earlier release made (version 1, records claimed
+/// one by one) moves to version 2 on the first tick, but not while a tick of that
+/// release still holds claims: it would not see the new spans.
+#[test]
+fn sqlite_tables_of_version_one_move_to_spans() {
+    let env = classic_env(Backend::Sqlite, Schedule::default(), &[]);
+    let version_one = "CREATE TABLE backlog_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        INSERT INTO backlog_meta VALUES ('schema_version', '1');
+        CREATE TABLE backlog_claims (table_name TEXT NOT NULL, record_id NOT NULL, owner TEXT NOT NULL,
+            claimed_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, PRIMARY KEY (table_name, record_id));";
+    env.db().execute_batch(version_one).unwrap();
+    let live = format!(
+        "INSERT INTO backlog_claims VALUES ('BACKLOG', 1, 'old', 0, {})",
+        chrono::Utc::now().timestamp_millis() + 600_000
+    );
+    env.execute(&live);
+    env.backlog(&["run", "--window", "1d", "--now", NOW])
+        .assert()
+        .code(4)
+        .stderr(predicates::str::contains(
+            ": a tick of an earlier backlog release holds 1 record in backlog_claims of ",
+        ))
+        .stderr(predicates::str::ends_with(
+            "; let it finish (or wait for its lease to run out), then run again to move the tool's tables to version 2\n",
+        ));
+    assert_eq!(env.with_status("SUCCESS"), 0, "nothing handled");
+
+    env.execute("UPDATE backlog_claims SET expires_at = 0");
+    let out = env.run_window("1d");
+    assert!(out.contains("selected 2, succeeded 2"), "{out}");
+    assert_eq!(
+        env.text("SELECT value FROM backlog_meta WHERE key = 'schema_version'"),
+        "2"
+    );
+    assert_eq!(
+        env.lines("SELECT name FROM sqlite_schema WHERE name LIKE 'backlog_%' AND type = 'table' ORDER BY 1"),
+        ["backlog_holds", "backlog_meta", "backlog_runs"]
+    );
+}
