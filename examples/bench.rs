@@ -4,8 +4,11 @@
 //! the same generated database, so each starts from the same pending records.
 //!
 //! 1. The engine against the floor: one tick over a band of about 70,000 pending
-//!    records with an in-process handler that does nothing, against the same SELECT and
-//!    one prepared UPDATE per row in one transaction, written directly with rusqlite.
+//!    records with an in-process handler that does nothing, against the same SELECT
+//!    (every column of each row read into owned values, as a handler gets them) and one
+//!    prepared UPDATE per row in one transaction, written directly with rusqlite. The
+//!    machine is shared and its speed drifts, so the floor and the engine alternate for
+//!    `BENCH_ROUNDS` rounds (5) and the median of the rounds' ratios is the figure.
 //! 2. The batch handler with a trivial process, the per-record command handler, and the
 //!    tick a user writes by hand today (Python's sqlite3 module).
 //! 3. A tick over an empty band of a 10,000-row and a 10,000,000-row table.
@@ -122,15 +125,18 @@ fn tick_with(
     )
 }
 
-/// The floor: the same band SELECT, then one prepared UPDATE per row, in one transaction.
-fn floor(path: &Path) -> (f64, u64) {
+/// The floor: the same band SELECT (`columns`: `*` reads every column of each row into
+/// owned values, as a handler gets them; `ID` reads the id only), then one prepared
+/// UPDATE per row, in one transaction.
+fn floor(path: &Path, columns: &str) -> (f64, u64) {
     let mut db = Connection::open(path).unwrap();
     let started = Instant::now();
     let tx = db.transaction().unwrap();
     let ids: Vec<i64> = {
         let mut select = tx
-            .prepare("SELECT ID FROM BACKLOG WHERE DATE_INSERTED >= ?1 AND DATE_INSERTED < ?2 AND STATUS IN ('NEW', 'ERROR') ORDER BY DATE_INSERTED DESC, ID DESC")
+            .prepare(&format!("SELECT {columns} FROM BACKLOG WHERE DATE_INSERTED >= ?1 AND DATE_INSERTED < ?2 AND STATUS IN ('NEW', 'ERROR') ORDER BY DATE_INSERTED DESC, ID DESC"))
             .unwrap();
+        let width = select.column_count();
         let from = (now() - chrono::Duration::days(32))
             .format("%Y-%m-%d %H:%M:%S")
             .to_string();
@@ -138,7 +144,12 @@ fn floor(path: &Path) -> (f64, u64) {
             .format("%Y-%m-%d %H:%M:%S")
             .to_string();
         select
-            .query_map(params![from, to], |r| r.get(0))
+            .query_map(params![from, to], |r| {
+                let row: Vec<rusqlite::types::Value> =
+                    (0..width).map(|i| r.get(i)).collect::<Result<_, _>>()?;
+                std::hint::black_box(&row);
+                r.get(0)
+            })
             .unwrap()
             .map(Result::unwrap)
             .collect()
@@ -203,39 +214,55 @@ fn main() {
         t.elapsed().as_secs_f64()
     );
 
-    copy(&source, &work);
-    let (floor_rps, n) = floor(&work);
-    println!("floor (rusqlite, one transaction):   {n} records, {floor_rps:>9.0} records/s");
-    // The engine with its defaults, then with fewer commits: larger claim pages and
-    // mark groups, or marks written once a second only.
+    // The floor and the engine alternate, each on a fresh copy, and the median of
+    // the rounds' ratios is the figure: the machine's speed drifts between rounds.
+    let rounds: usize = std::env::var("BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(5);
     type Tune = fn(&mut TickOptions);
-    let variants: [(&str, Tune); 3] = [
-        ("engine (no-op Rust handler):", |_| {}),
-        ("engine, pages and mark groups of 1000:", |o| {
-            o.page_size = 1000;
-            o.mark_group = 1000;
-        }),
-        ("engine, pages of 1000, marks each 1s:", |o| {
-            o.page_size = 1000;
-            o.mark_group = usize::MAX;
-        }),
-    ];
-    let mut engine_rps = 0.0;
-    for (i, (label, tune)) in variants.iter().enumerate() {
+    let engine_tick = |tune: Tune| {
         copy(&source, &work);
-        let (rps, n) = tick_with(
+        tick_with(
             &work,
             &mut FnHandler(|_: &backlog::Record| Outcome::Success),
             tune,
-        );
-        if i == 0 {
-            engine_rps = rps;
-        }
+        )
+    };
+    let (mut ratios, mut old_ratios, mut engine_rates) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 1..=rounds {
+        copy(&source, &work);
+        let (floor_rps, n) = floor(&work, "*");
+        copy(&source, &work);
+        let (ids_rps, _) = floor(&work, "ID");
+        let (rps, m) = engine_tick(|_| {});
+        assert_eq!(n, m, "the engine and the floor cover the same band");
+        // The defaults before the span holds: pages of 200, marks in groups of 100.
+        let (old_rps, _) = engine_tick(|o| {
+            o.page_size = 200;
+            o.mark_group = 100;
+        });
         println!(
-            "{label:<38} {n} records, {rps:>9.0} records/s = {:.2} of the floor",
-            rps / floor_rps
+            "round {round}: {n} records; floor {floor_rps:>7.0}/s (ids only {ids_rps:>7.0}/s); engine {rps:>7.0}/s = {:.2} of the floor; with pages of 200 and marks per 100 {old_rps:>7.0}/s = {:.2}",
+            rps / floor_rps,
+            old_rps / floor_rps
         );
+        ratios.push(rps / floor_rps);
+        old_ratios.push(old_rps / floor_rps);
+        engine_rates.push(rps);
     }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let engine_rps = median(&mut engine_rates);
+    println!(
+        "engine (no-op Rust handler): median {:.2} of the floor over {rounds} rounds (min {:.2}, max {:.2}); pages of 200 and marks per 100: {:.2}",
+        median(&mut ratios),
+        ratios[0],
+        ratios[rounds - 1],
+        median(&mut old_ratios)
+    );
 
     // `BENCH_ONLY=engine` stops here, for profiling the engine alone.
     if std::env::var("BENCH_ONLY").as_deref() == Ok("engine") {
@@ -256,8 +283,10 @@ fn main() {
     );
     let (batch_rps, n) = tick(&work, batch.as_mut());
     drop(batch);
+    let (engine_now, _) = engine_tick(|_| {});
     println!(
-        "batch handler (python3 answering):   {n} records, {batch_rps:>9.0} records/s = {:.2} of the engine",
+        "batch handler (python3 answering):   {n} records, {batch_rps:>9.0} records/s = {:.2} of the engine run beside it ({engine_now:.0}/s; {:.2} of the engine's median)",
+        batch_rps / engine_now,
         batch_rps / engine_rps
     );
 
@@ -274,9 +303,9 @@ fn main() {
         r#"import sqlite3, sys, time
 db = sqlite3.connect(sys.argv[1])
 start = time.perf_counter()
-rows = db.execute("SELECT ID FROM BACKLOG WHERE DATE_INSERTED >= ? AND DATE_INSERTED < ? AND STATUS IN ('NEW', 'ERROR') ORDER BY DATE_INSERTED DESC", (sys.argv[2], sys.argv[3])).fetchall()
-for (i,) in rows:
-    db.execute("UPDATE BACKLOG SET STATUS = 'SUCCESS' WHERE ID = ?", (i,))
+rows = db.execute("SELECT * FROM BACKLOG WHERE DATE_INSERTED >= ? AND DATE_INSERTED < ? AND STATUS IN ('NEW', 'ERROR') ORDER BY DATE_INSERTED DESC", (sys.argv[2], sys.argv[3])).fetchall()
+for row in rows:
+    db.execute("UPDATE BACKLOG SET STATUS = 'SUCCESS' WHERE ID = ?", (row[0],))
 db.commit()
 print(len(rows), len(rows) / (time.perf_counter() - start))
 "#,
@@ -299,9 +328,10 @@ print(len(rows), len(rows) / (time.perf_counter() - start))
         words.next().unwrap().parse().unwrap(),
         words.next().unwrap().parse().unwrap(),
     );
+    let (engine_now, _) = engine_tick(|_| {});
     println!(
-        "by hand (Python sqlite3, one txn):   {n} records, {py_rps:>9.0} records/s; the engine is {:.2}× it",
-        engine_rps / py_rps
+        "by hand (Python sqlite3, one txn):   {n} records, {py_rps:>9.0} records/s; the engine beside it is {:.2}× it",
+        engine_now / py_rps
     );
 
     // Memory must not grow with the backlog: records are read a page at a time. Each
@@ -332,37 +362,51 @@ print(len(rows), len(rows) / (time.perf_counter() - start))
         peaks[1] as f64 / peaks[0] as f64
     );
 
-    // An empty band: the cost must follow the band, not the table.
-    for rows in [10_000u64, 10_000_000] {
-        let path = dir.join(format!("empty-{rows}.db"));
-        generate(&path, rows);
-        let mut store = SqliteStore::open(&path, Duration::from_secs(30), table()).unwrap();
-        // 500 days back: the band (1d, 32d] then lies before every record.
-        let mut opts = TickOptions::new(
-            Duration::from_secs(32 * DAY),
-            now() - chrono::Duration::days(500),
-        );
-        opts.dry_run = true;
-        let mut times = Vec::new();
-        for _ in 0..20 {
-            let started = Instant::now();
-            let s = process_backlog(
-                &schedule(),
-                &table(),
-                &mut store,
-                &mut FnHandler(|_: &backlog::Record| Outcome::Success),
-                &opts,
-                &mut |_| {},
-            )
-            .unwrap();
-            assert_eq!(s.selected, 0);
-            times.push(started.elapsed().as_secs_f64() * 1e6);
+    // An empty band: the cost must follow the band, not the table. The two tables
+    // take turns, 10 rounds of 20 ticks each, and the medians are compared.
+    let sizes = [10_000u64, 10_000_000];
+    let mut stores: Vec<SqliteStore> = sizes
+        .iter()
+        .map(|rows| {
+            let path = dir.join(format!("empty-{rows}.db"));
+            generate(&path, *rows);
+            SqliteStore::open(&path, Duration::from_secs(30), table()).unwrap()
+        })
+        .collect();
+    // 500 days back: the band (1d, 32d] then lies before every record.
+    let mut opts = TickOptions::new(
+        Duration::from_secs(32 * DAY),
+        now() - chrono::Duration::days(500),
+    );
+    opts.dry_run = true;
+    let mut times = [Vec::new(), Vec::new()];
+    for _ in 0..10 {
+        for (store, times) in stores.iter_mut().zip(&mut times) {
+            for _ in 0..20 {
+                let started = Instant::now();
+                let s = process_backlog(
+                    &schedule(),
+                    &table(),
+                    store,
+                    &mut FnHandler(|_: &backlog::Record| Outcome::Success),
+                    &opts,
+                    &mut |_| {},
+                )
+                .unwrap();
+                assert_eq!(s.selected, 0);
+                times.push(started.elapsed().as_secs_f64() * 1e6);
+            }
         }
-        times.sort_by(f64::total_cmp);
-        println!(
-            "empty band, {rows:>10} rows:           median {:>7.0} µs per tick (20 ticks)",
-            times[10]
-        );
-        let _ = std::fs::remove_file(&path);
+    }
+    let medians: Vec<f64> = times.iter_mut().map(median).collect();
+    for (rows, m) in sizes.iter().zip(&medians) {
+        println!("empty band, {rows:>10} rows:           median {m:>7.0} µs per tick (200 ticks)");
+    }
+    println!(
+        "empty band, 10,000,000 rows against 10,000: {:.2}×",
+        medians[1] / medians[0]
+    );
+    for rows in sizes {
+        let _ = std::fs::remove_file(dir.join(format!("empty-{rows}.db")));
     }
 }

@@ -38,6 +38,6 @@ pub use config::{Config, TableConfig};
 pub use error::{Error, ExitCode};
 pub use handler::{CommandHandler, FnHandler, Handled, Handler, Outcome};
 pub use process::{TickOptions, TickSummary, process_backlog};
-pub use record::{Record, Scalar};
+pub use record::{Columns, Record, Scalar};
 pub use schedule::{BandMode, Schedule};
 pub use store::Store;

@@ -634,7 +634,12 @@ fn tick_loop(
                     handled: &handled,
                     status: &status,
                 });
-                *tally.statuses.entry(status.clone()).or_default() += 1;
+                match tally.statuses.get_mut(&status) {
+                    Some(n) => *n += 1,
+                    None => {
+                        tally.statuses.insert(status.clone(), 1);
+                    }
+                }
                 tally.marks.push(Mark {
                     at: opts.now,
                     id: record.id.clone(),
@@ -663,13 +668,7 @@ fn retry_due(
     now: DateTime<Utc>,
 ) -> bool {
     use crate::backoff::{Delay, FAILURE};
-    let column = |name: &str| {
-        record
-            .columns
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v)
-    };
+    let column = |name: &str| record.columns.get_ignore_case(name);
     let count = column(&retry.count)
         .and_then(serde_json::Value::as_i64)
         .unwrap_or(0)

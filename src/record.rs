@@ -6,8 +6,10 @@
 //! integer id with its text form would miss the index, or the row.
 
 use std::fmt;
+use std::sync::Arc;
 
 use chrono::{DateTime, NaiveDateTime, SecondsFormat, Utc};
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
 /// A single database value of the kinds ids and inserted-at columns hold.
@@ -44,7 +46,7 @@ pub struct Record {
     pub inserted_time: Option<DateTime<Utc>>,
     /// Every column of the row, in table order: integers as numbers, NULL as null,
     /// text as strings, blobs as base64 strings.
-    pub columns: Map<String, Value>,
+    pub columns: Columns,
 }
 
 impl Record {
@@ -56,5 +58,76 @@ impl Record {
     /// How old the record is at `now`, if its inserted-at value could be read.
     pub fn age(&self, now: DateTime<Utc>) -> Option<chrono::Duration> {
         self.inserted_time.map(|t| now - t)
+    }
+}
+
+/// The columns of one row, serialised as a JSON object in table order.
+///
+/// The names are shared by every row of a page: a tick reads tens of thousands of
+/// records a second, and a map owning its keys cost an allocation per column per
+/// record besides the hashing, about a sixth of a tick with a no-op handler.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Columns {
+    names: Arc<[String]>,
+    values: Vec<Value>,
+}
+
+impl Columns {
+    /// Values in the order of `names`, which the rows of a page share.
+    pub fn new(names: Arc<[String]>, values: Vec<Value>) -> Self {
+        assert_eq!(names.len(), values.len(), "a value for each column");
+        Columns { names, values }
+    }
+
+    /// The value of the column `name`, as the table spells it.
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.iter().find(|(n, _)| *n == name).map(|(_, v)| v)
+    }
+
+    /// The value of the column `name`, in any case (as SQL resolves names).
+    pub fn get_ignore_case(&self, name: &str) -> Option<&Value> {
+        self.iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v)
+    }
+
+    /// Names and values, in table order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {
+        self.names.iter().map(String::as_str).zip(&self.values)
+    }
+
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+}
+
+impl From<Map<String, Value>> for Columns {
+    fn from(map: Map<String, Value>) -> Self {
+        let (names, values): (Vec<String>, Vec<Value>) = map.into_iter().unzip();
+        Columns::new(names.into(), values)
+    }
+}
+
+impl std::ops::Index<&str> for Columns {
+    type Output = Value;
+
+    /// The value of the column `name`; panics, naming it, if the row has no such column.
+    fn index(&self, name: &str) -> &Value {
+        self.get(name)
+            .unwrap_or_else(|| panic!("the record has no column {name:?}"))
+    }
+}
+
+impl Serialize for Columns {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.len()))?;
+        for (name, value) in self.iter() {
+            map.serialize_entry(name, value)?;
+        }
+        map.end()
     }
 }

@@ -198,6 +198,76 @@ impl TextLayout {
     }
 }
 
+/// `YYYY-MM-DD[ T]HH:MM:SS[.f…]`, whose date and separator `parse_text` has checked, as
+/// a wall-clock time. A tick reads one per record, so
+/// the layout is chrono's parsing items built once, not a format string parsed anew
+/// each time, and the separator is matched where it stands rather than replaced in a
+/// copy (together a third of the cost of reading a record).
+fn parse_naive(s: &str) -> Option<NaiveDateTime> {
+    use chrono::format::{Fixed, Item, Numeric, Pad, Parsed};
+    const fn items(separator: &'static str) -> [Item<'static>; 12] {
+        [
+            Item::Numeric(Numeric::Year, Pad::Zero),
+            Item::Literal("-"),
+            Item::Numeric(Numeric::Month, Pad::Zero),
+            Item::Literal("-"),
+            Item::Numeric(Numeric::Day, Pad::Zero),
+            Item::Literal(separator),
+            Item::Numeric(Numeric::Hour, Pad::Zero),
+            Item::Literal(":"),
+            Item::Numeric(Numeric::Minute, Pad::Zero),
+            Item::Literal(":"),
+            Item::Numeric(Numeric::Second, Pad::Zero),
+            Item::Fixed(Fixed::Nanosecond),
+        ]
+    }
+    static SPACE: [Item<'static>; 12] = items(" ");
+    static UPPER_T: [Item<'static>; 12] = items("T");
+    static LOWER_T: [Item<'static>; 12] = items("t");
+    let layout = match s.as_bytes().get(10) {
+        Some(b' ') => &SPACE,
+        Some(b'T') => &UPPER_T,
+        _ => &LOWER_T,
+    };
+    // The common case, digits where the layout puts them and no leap second, is read
+    // in place (a fifth of chrono's general parser's time); chrono checks the fields.
+    let b = s.as_bytes();
+    let digits = |from: usize, to: usize| {
+        b[from..to].iter().try_fold(0u32, |n, c| {
+            c.is_ascii_digit().then(|| n * 10 + u32::from(c - b'0'))
+        })
+    };
+    if b.len() >= 19 && b[13] == b':' && b[16] == b':' {
+        let fraction = &b[19..];
+        let plain = fraction.is_empty()
+            || (fraction.len() >= 2
+                && fraction[0] == b'.'
+                && fraction[1..].iter().all(u8::is_ascii_digit));
+        if let (true, Some(y), Some(mo), Some(d), Some(h), Some(mi), Some(sec)) = (
+            plain,
+            digits(0, 4),
+            digits(5, 7),
+            digits(8, 10),
+            digits(11, 13),
+            digits(14, 16),
+            digits(17, 19),
+        ) && sec < 60
+        {
+            let nanos = fraction
+                .iter()
+                .skip(1)
+                .chain(std::iter::repeat(&b'0'))
+                .take(9)
+                .fold(0u32, |n, c| n * 10 + u32::from(c - b'0'));
+            return chrono::NaiveDate::from_ymd_opt(y as i32, mo, d)?
+                .and_hms_nano_opt(h, mi, sec, nanos);
+        }
+    }
+    let mut parsed = Parsed::new();
+    chrono::format::parse(&mut parsed, s, layout.iter()).ok()?;
+    parsed.to_naive_datetime_with_offset(0).ok()
+}
+
 /// Reads a text timestamp (`YYYY-MM-DD[ T]HH:MM:SS[.f…][Z|±hh:mm]`) and its layout.
 fn parse_text(s: &str) -> Option<(DateTime<Utc>, TextLayout)> {
     let b = s.as_bytes();
@@ -226,17 +296,7 @@ fn parse_text(s: &str) -> Option<(DateTime<Utc>, TextLayout)> {
         }
         rest = &frac[fraction_digits..];
     }
-    let naive = NaiveDateTime::parse_from_str(
-        &s[..19
-            + if fraction_digits > 0 {
-                fraction_digits + 1
-            } else {
-                0
-            }]
-            .replacen(['T', 't'], " ", 1),
-        "%Y-%m-%d %H:%M:%S%.f",
-    )
-    .ok()?;
+    let naive = parse_naive(&s[..s.len() - rest.len()])?;
     let offset = match rest {
         "" => None,
         "Z" | "z" => Some(Offset::Zulu),
@@ -394,6 +454,33 @@ mod tests {
             let f = detect(FormatSetting::Auto, &[Sample::Text(s.into())]).unwrap();
             assert_eq!(f.decode(&Scalar::Text(s.into())), Some(t), "{s}");
             assert_eq!(f.decode(&f.encode(t)), Some(t), "{s}");
+        }
+    }
+
+    #[test]
+    fn reads_each_layout_to_the_nanosecond() {
+        let read = |s: &str| parse_text(s).map(|(t, _)| t);
+        let t = at("2026-11-21T08:30:00.123456789Z");
+        for s in [
+            "2026-11-21 08:30:00.123456789",
+            "2026-11-21T08:30:00.123456789Z",
+            "2026-11-21t08:30:00.123456789z",
+            "2026-11-21T09:30:00.123456789+01:00",
+        ] {
+            assert_eq!(read(s), Some(t), "{s}");
+        }
+        assert_eq!(
+            read("2026-11-21 08:30:00.5"),
+            Some(at("2026-11-21T08:30:00.5Z"))
+        );
+        for bad in [
+            "2026-11-21 08:30",
+            "2026-11-21_08:30:00",
+            "2026-13-21 08:30:00",
+            "2026-11-21 08:30:00.",
+            "2026-11-21 08:30:00 trailing",
+        ] {
+            assert_eq!(read(bad), None, "{bad}");
         }
     }
 

@@ -689,7 +689,7 @@ impl PostgresStore {
                     status: row.get(2),
                     inserted_time: format.decode(&inserted_at),
                     inserted_at,
-                    columns,
+                    columns: columns.into(),
                 })
             })
             .collect()

@@ -33,7 +33,7 @@ use super::{
     StoreError, check_version, group_marks, index_name, quote,
 };
 use crate::config::TableConfig;
-use crate::record::{Record, Scalar};
+use crate::record::{Columns, Record, Scalar};
 use crate::timestamp::{self, Sample, TimestampFormat};
 
 const OWN_TABLES: &str = "
@@ -387,6 +387,7 @@ impl SqliteStore {
         if flagged {
             names.pop();
         }
+        let shared: std::sync::Arc<[String]> = names.clone().into();
         let position = |wanted: &str| {
             names
                 .iter()
@@ -399,16 +400,19 @@ impl SqliteStore {
             position(&self.table.inserted_at),
         );
         stmt.query_map(params_from_iter(params), |row| {
-            let mut columns = serde_json::Map::with_capacity(names.len());
-            for (i, name) in names.iter().enumerate() {
-                columns.insert(name.clone(), json(row.get_ref(i)?));
-            }
+            let values = (0..names.len())
+                .map(|i| row.get_ref(i).map(json))
+                .collect::<Result<Vec<_>, _>>()?;
+            let columns = Columns::new(std::sync::Arc::clone(&shared), values);
             let inserted_at = scalar(row.get_ref(ins_at)?);
             let flag = flagged && row.get::<_, bool>(names.len())?;
             Ok((
                 Record {
                     id: scalar(row.get_ref(id_at)?),
-                    status: scalar(row.get_ref(status_at)?).to_string(),
+                    status: match scalar(row.get_ref(status_at)?) {
+                        Scalar::Text(s) => s,
+                        other => other.to_string(),
+                    },
                     inserted_time: format.decode(&inserted_at),
                     inserted_at,
                     columns,
