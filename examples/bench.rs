@@ -281,8 +281,28 @@ fn main() {
         &["python3", answerer.to_str().unwrap()],
         HandlerMode::Batch,
     );
-    let (batch_rps, n) = tick(&work, batch.as_mut());
+    let (batch_rps, _) = tick(&work, batch.as_mut());
     drop(batch);
+    // About the most trivial process: perl, rewriting each line to its answer as it
+    // comes, its output flushed per line.
+    copy(&source, &work);
+    let mut perl = command_handler(
+        &dir,
+        &[
+            "perl",
+            "-ne",
+            r#"$| = 1; print "{\"id\":$1,\"code\":0}\n" if /^\{"id":([^,]*),/"#,
+        ],
+        HandlerMode::Batch,
+    );
+    let (perl_rps, n) = tick(&work, perl.as_mut());
+    drop(perl);
+    let (engine_now, _) = engine_tick(|_| {});
+    println!(
+        "batch handler (perl answering):      {n} records, {perl_rps:>9.0} records/s = {:.2} of the engine run beside it ({engine_now:.0}/s; {:.2} of the engine's median)",
+        perl_rps / engine_now,
+        perl_rps / engine_rps
+    );
     let (engine_now, _) = engine_tick(|_| {});
     println!(
         "batch handler (python3 answering):   {n} records, {batch_rps:>9.0} records/s = {:.2} of the engine run beside it ({engine_now:.0}/s; {:.2} of the engine's median)",

@@ -24,12 +24,39 @@ use crate::config::HandlerConfig;
 use crate::duration;
 use crate::record::Record;
 
+/// The next line, without its end; none at the end of the stream or on an error.
+fn read_line(from: &mut impl BufRead) -> Option<String> {
+    let mut line = String::new();
+    match from.read_line(&mut line) {
+        Ok(0) | Err(_) => None,
+        Ok(_) => {
+            if line.ends_with('\n') {
+                line.pop();
+                if line.ends_with('\r') {
+                    line.pop();
+                }
+            }
+            Some(line)
+        }
+    }
+}
+
+/// One record as the batch process reads it (see the protocol above).
+#[derive(serde::Serialize)]
+struct Line<'a> {
+    id: &'a crate::record::Scalar,
+    window: &'a str,
+    age_seconds: Option<u64>,
+    record: &'a crate::record::Columns,
+}
+
 /// A running batch process.
 struct Running {
     child: Child,
     stdin: ChildStdin,
-    /// Answer lines; `None` once stdout closed (the process ended).
-    lines: mpsc::Receiver<Option<String>>,
+    /// Answer lines, as many at a time as had arrived together; `None` once stdout
+    /// closed (the process ended).
+    lines: mpsc::Receiver<Option<Vec<String>>>,
 }
 
 pub struct BatchHandler {
@@ -80,9 +107,16 @@ impl BatchHandler {
             let stderr = child.stderr.take().expect("stderr is piped");
             let (tx, lines) = mpsc::channel();
             thread::spawn(move || {
-                for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                    if tx.send(Some(line)).is_err() {
-                        break;
+                // The lines already read are passed on together: waking the tick once
+                // per line cost more than the rest of an answer's handling.
+                let mut out = BufReader::new(stdout);
+                while let Some(first) = read_line(&mut out) {
+                    let mut lines = vec![first];
+                    while out.buffer().contains(&b'\n') {
+                        lines.extend(read_line(&mut out));
+                    }
+                    if tx.send(Some(lines)).is_err() {
+                        return;
                     }
                 }
                 let _ = tx.send(None);
@@ -114,6 +148,36 @@ impl BatchHandler {
             Ok(status) => status.to_string(),
             Err(e) => e.to_string(),
         }
+    }
+
+    /// Reads one answer line: the record it answers (by its place in the batch) and
+    /// what became of it. A line that is not a JSON object, or names no record still
+    /// waiting, is logged and skipped; one without a numeric code is that record's error.
+    fn read_answer(
+        &self,
+        line: &str,
+        waiting: &mut HashMap<String, usize>,
+    ) -> Option<(usize, Handled)> {
+        let parsed: Option<serde_json::Value> = serde_json::from_str(line).ok();
+        let Some(value) = parsed.filter(serde_json::Value::is_object) else {
+            tracing::warn!("the batch handler wrote a line that is not a JSON answer: {line:?}");
+            return None;
+        };
+        let id = serde_json::to_string(&value["id"]).unwrap_or_default();
+        let Some(i) = waiting.remove(&id) else {
+            tracing::warn!("the batch handler answered for no record of this batch: {line:?}");
+            return None;
+        };
+        Some((
+            i,
+            match value["code"].as_i64() {
+                Some(code) => self.answer(code, value["message"].as_str()),
+                None => Handled::new(
+                    Outcome::Error,
+                    format!("garbled answer line {line:?} (wanted {{\"id\": …, \"code\": 0}})"),
+                ),
+            },
+        ))
     }
 
     fn answer(&self, code: i64, message: Option<&str>) -> Handled {
@@ -151,23 +215,27 @@ impl Handler for BatchHandler {
         let timeout = self.timeout;
         let running = self.start()?;
         let mut waiting: HashMap<String, usize> = HashMap::new();
-        let mut lines = String::new();
+        let mut lines = Vec::new();
+        let mut window = (Duration::MAX, String::new());
         for (i, (record, ctx)) in records.iter().zip(contexts).enumerate() {
+            if window.0 != ctx.window {
+                window = (ctx.window, duration::compact(ctx.window));
+            }
+            let line = Line {
+                id: &record.id,
+                window: &window.1,
+                age_seconds: ctx.age.map(|a| a.as_secs()),
+                record: &record.columns,
+            };
+            serde_json::to_writer(&mut lines, &line).expect("a record serialises");
+            lines.push(b'\n');
             let id = serde_json::to_string(&record.id).expect("an id serialises");
-            let line = serde_json::json!({
-                "id": record.id,
-                "window": duration::compact(ctx.window),
-                "age_seconds": ctx.age.map(|a| a.as_secs()),
-                "record": record.columns,
-            });
-            lines.push_str(&line.to_string());
-            lines.push('\n');
             waiting.insert(id, i);
         }
         let mut answers: Vec<Option<Handled>> = records.iter().map(|_| None).collect();
         let sent = running
             .stdin
-            .write_all(lines.as_bytes())
+            .write_all(&lines)
             .and_then(|()| running.stdin.flush());
         let deadline = Instant::now() + timeout;
         let mut ended: Option<String> = None;
@@ -183,30 +251,12 @@ impl Handler for BatchHandler {
                 .lines
                 .recv_timeout(deadline.saturating_duration_since(Instant::now()))
             {
-                Ok(Some(line)) => {
-                    let parsed: Option<serde_json::Value> = serde_json::from_str(&line).ok();
-                    let Some(value) = parsed.filter(serde_json::Value::is_object) else {
-                        tracing::warn!(
-                            "the batch handler wrote a line that is not a JSON answer: {line:?}"
-                        );
-                        continue;
-                    };
-                    let id = serde_json::to_string(&value["id"]).unwrap_or_default();
-                    let Some(i) = waiting.remove(&id) else {
-                        tracing::warn!(
-                            "the batch handler answered for no record of this batch: {line:?}"
-                        );
-                        continue;
-                    };
-                    answers[i] = Some(match value["code"].as_i64() {
-                        Some(code) => self.answer(code, value["message"].as_str()),
-                        None => Handled::new(
-                            Outcome::Error,
-                            format!(
-                                "garbled answer line {line:?} (wanted {{\"id\": …, \"code\": 0}})"
-                            ),
-                        ),
-                    });
+                Ok(Some(batch)) => {
+                    for line in batch {
+                        if let Some((i, handled)) = self.read_answer(&line, &mut waiting) {
+                            answers[i] = Some(handled);
+                        }
+                    }
                 }
                 Ok(None) | Err(mpsc::RecvTimeoutError::Disconnected) => {
                     ended = Some(format!(
