@@ -194,7 +194,7 @@ impl TickSummary {
 
 static TICKS_IN_PROCESS: AtomicU64 = AtomicU64::new(0);
 
-/// A name for this tick in the claims table: host, process, and a count for ticks run
+/// A name for this tick in the tool's holds and claims: host, process, and a count for ticks run
 /// by one process.
 fn owner_name() -> String {
     let host = hostname::get()

@@ -736,10 +736,9 @@ impl Store for SqliteStore {
         Ok(Page::sorted(read, wanted, &|r| !held.contains(&r.id)))
     }
 
-    fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<(), StoreError> {
+    fn mark(&mut self, _owner: &str, marks: &[Mark]) -> Result<(), StoreError> {
         // One UPDATE per distinct status (usually two: success and error), in one
         // transaction. The records stay in the tick's span until it ends.
-        let _ = owner;
         let groups = group_marks(marks, self.since_format);
         let set_sql = self.sql().set_status.clone();
         let context = format!("writing statuses to {}", self.table.name);
