@@ -303,10 +303,7 @@ impl<'q> Pager<'q> {
         let Some(last) = page.last() else {
             return Ok(None);
         };
-        self.cursor = Some(Cursor {
-            inserted_at: last.inserted_at.clone(),
-            id: last.id.clone(),
-        });
+        self.cursor = Some(Cursor::after(last));
         Ok(Some(page))
     }
 
@@ -634,12 +631,7 @@ fn tick_loop(
                     handled: &handled,
                     status: &status,
                 });
-                match tally.statuses.get_mut(&status) {
-                    Some(n) => *n += 1,
-                    None => {
-                        tally.statuses.insert(status.clone(), 1);
-                    }
-                }
+                *tally.statuses.entry(status.clone()).or_default() += 1;
                 tally.marks.push(Mark {
                     at: opts.now,
                     id: record.id.clone(),

@@ -24,23 +24,6 @@ use crate::config::HandlerConfig;
 use crate::duration;
 use crate::record::Record;
 
-/// The next line, without its end; none at the end of the stream or on an error.
-fn read_line(from: &mut impl BufRead) -> Option<String> {
-    let mut line = String::new();
-    match from.read_line(&mut line) {
-        Ok(0) | Err(_) => None,
-        Ok(_) => {
-            if line.ends_with('\n') {
-                line.pop();
-                if line.ends_with('\r') {
-                    line.pop();
-                }
-            }
-            Some(line)
-        }
-    }
-}
-
 /// One record as the batch process reads it (see the protocol above).
 #[derive(serde::Serialize)]
 struct Line<'a> {
@@ -110,6 +93,7 @@ impl BatchHandler {
                 // The lines already read are passed on together: waking the tick once
                 // per line cost more than the rest of an answer's handling.
                 let mut out = BufReader::new(stdout);
+                let read_line = |out: &mut BufReader<_>| out.lines().next()?.ok();
                 while let Some(first) = read_line(&mut out) {
                     let mut lines = vec![first];
                     while out.buffer().contains(&b'\n') {

@@ -149,25 +149,29 @@ pub struct Page {
     pub skipped: u64,
 }
 
+impl Cursor {
+    /// Where a page that ends with `record` ends.
+    pub fn after(record: &Record) -> Cursor {
+        Cursor {
+            inserted_at: record.inserted_at.clone(),
+            id: record.id.clone(),
+        }
+    }
+}
+
 impl Page {
-    /// The page's accounting once `wanted` and `ours` have sorted what was read.
-    fn sorted(
-        read: Vec<Record>,
-        wanted: &dyn Fn(&Record) -> bool,
-        ours: &dyn Fn(&Record) -> bool,
-    ) -> Page {
+    /// The page's accounting, from the records read, each with whether it is now this
+    /// tick's (were it wanted), and what the tick wants.
+    fn sorted(read: Vec<(Record, bool)>, wanted: &dyn Fn(&Record) -> bool) -> Page {
         let mut page = Page {
-            cursor: read.last().map(|r| Cursor {
-                inserted_at: r.inserted_at.clone(),
-                id: r.id.clone(),
-            }),
+            cursor: read.last().map(|(r, _)| Cursor::after(r)),
             read: read.len(),
             ..Page::default()
         };
-        for record in read {
+        for (record, ours) in read {
             if !wanted(&record) {
                 page.deferred += 1;
-            } else if ours(&record) {
+            } else if ours {
                 page.taken.push(record);
             } else {
                 page.skipped += 1;

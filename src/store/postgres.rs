@@ -974,9 +974,14 @@ impl Store for PostgresStore {
         } else {
             self.claim(owner, &ids, lease_until)?
         };
-        Ok(Page::sorted(read, wanted, &|r| {
-            ours.contains(&r.id.to_string())
-        }))
+        let read = read
+            .into_iter()
+            .map(|r| {
+                let mine = ours.contains(&r.id.to_string());
+                (r, mine)
+            })
+            .collect();
+        Ok(Page::sorted(read, wanted))
     }
 
     fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<(), StoreError> {

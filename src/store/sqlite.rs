@@ -727,13 +727,8 @@ impl Store for SqliteStore {
                 .map_err(db(context))?;
         }
         tx.commit().map_err(db(context))?;
-        let held: std::collections::HashSet<Scalar> = rows
-            .iter()
-            .filter(|(_, h)| *h)
-            .map(|(r, _)| r.id.clone())
-            .collect();
-        let read = rows.into_iter().map(|(r, _)| r).collect();
-        Ok(Page::sorted(read, wanted, &|r| !held.contains(&r.id)))
+        let read = rows.into_iter().map(|(r, held)| (r, !held)).collect();
+        Ok(Page::sorted(read, wanted))
     }
 
     fn mark(&mut self, _owner: &str, marks: &[Mark]) -> Result<(), StoreError> {
