@@ -345,7 +345,8 @@ struct Tally {
     failed: u64,
     skipped: u64,
     deferred: u64,
-    statuses: BTreeMap<String, u64>,
+    /// Shared with the marks: a status is allocated once a tick, not once a record.
+    statuses: BTreeMap<Arc<str>, u64>,
     /// Handled, not yet written.
     marks: Vec<Mark>,
     stopped: bool,
@@ -409,7 +410,7 @@ pub fn process_backlog(
         })
         .transpose()?;
     let takes = |r: &Record| {
-        tier.is_none_or(|(_, t)| t.takes(&r.id.to_string(), opts.now))
+        tier.is_none_or(|(_, t)| t.takes(&r.id, opts.now))
             && retry
                 .as_ref()
                 .is_none_or(|(config, strategy)| retry_due(r, config, strategy.as_ref(), opts.now))
@@ -546,7 +547,11 @@ pub fn process_backlog(
     summary.failed = tally.failed;
     summary.skipped = tally.skipped;
     summary.deferred = tally.deferred;
-    summary.statuses = tally.statuses;
+    summary.statuses = tally
+        .statuses
+        .into_iter()
+        .map(|(status, n)| (status.to_string(), n))
+        .collect();
     summary.stopped = tally.stopped;
     summary.limit_reached = tally.selected == limit;
     summary.seconds = started.elapsed().as_secs_f64();
@@ -571,6 +576,8 @@ fn tick_loop(
     let store_err = Error::store(store.describe());
     let mut pager = Pager::new(query);
     let mut last_write = Instant::now();
+    let (success, error): (Arc<str>, Arc<str>) =
+        (table.success.as_str().into(), table.error.as_str().into());
     while tally.selected < limit {
         if opts.stop.load(Ordering::Relaxed) {
             tally.stopped = true;
@@ -599,30 +606,40 @@ fn tick_loop(
                     source: problem.into(),
                 }));
             }
-            let contexts: Vec<Context> = chunk
-                .iter()
-                .map(|r| Context {
-                    age: r.age(opts.now).and_then(|a| a.to_std().ok()),
-                    ..ctx
-                })
-                .collect();
-            let results = handler
-                .handle_batch(chunk, &contexts)
-                .map_err(|source| Error::Handler { file: None, source })?;
+            let context = |r: &Record| Context {
+                age: r.age(opts.now).and_then(|a| a.to_std().ok()),
+                ..ctx
+            };
+            let handler_err = |source| Error::Handler { file: None, source };
+            // One record at a time needs no vectors of contexts and results.
+            let (mut one, mut many);
+            let results: &mut dyn Iterator<Item = Handled> = match chunk {
+                [record] => {
+                    let handled = handler.handle(record, &context(record));
+                    one = std::iter::once(handled.map_err(handler_err)?);
+                    &mut one
+                }
+                _ => {
+                    let contexts: Vec<Context> = chunk.iter().map(|r| context(r)).collect();
+                    let handled = handler.handle_batch(chunk, &contexts);
+                    many = handled.map_err(handler_err)?.into_iter();
+                    &mut many
+                }
+            };
             for (record, handled) in chunk.iter().copied().zip(results) {
                 tally.selected += 1;
                 let status = match &handled.outcome {
                     Outcome::Success => {
                         tally.succeeded += 1;
-                        table.success.clone()
+                        Arc::clone(&success)
                     }
                     Outcome::Error => {
                         tally.failed += 1;
-                        table.error.clone()
+                        Arc::clone(&error)
                     }
                     Outcome::Status(s) => {
                         tally.failed += 1;
-                        s.clone()
+                        Arc::from(s.as_str())
                     }
                 };
                 log_outcome(record, &handled, &status);
@@ -631,7 +648,7 @@ fn tick_loop(
                     handled: &handled,
                     status: &status,
                 });
-                *tally.statuses.entry(status.clone()).or_default() += 1;
+                *tally.statuses.entry(Arc::clone(&status)).or_default() += 1;
                 tally.marks.push(Mark {
                     at: opts.now,
                     id: record.id.clone(),
@@ -678,8 +695,7 @@ fn retry_due(
         return true;
     };
     // The record's own random stream, so a jittered delay is the same at every tick.
-    let mut rng =
-        fastrand::Rng::with_seed(crate::schedule::share(&record.id.to_string(), u32::MAX));
+    let mut rng = fastrand::Rng::with_seed(crate::schedule::share(&record.id, u32::MAX));
     match strategy.delays(&vec![FAILURE; count], &mut rng).last() {
         Some(Delay::Wait(s)) => since + chrono::Duration::milliseconds((s * 1000.0) as i64) <= now,
         _ => false,

@@ -39,7 +39,9 @@ impl fmt::Display for Scalar {
 #[derive(Debug, Clone)]
 pub struct Record {
     pub id: Scalar,
-    pub status: String,
+    /// The status as text. The records of a page that share a status share its text
+    /// (see `Statuses`): a table holds few distinct ones.
+    pub status: Arc<str>,
     /// The inserted-at value as stored.
     pub inserted_at: Scalar,
     /// The inserted-at value read as an instant (absent only if the value is unreadable).
@@ -58,6 +60,23 @@ impl Record {
     /// How old the record is at `now`, if its inserted-at value could be read.
     pub fn age(&self, now: DateTime<Utc>) -> Option<chrono::Duration> {
         self.inserted_time.map(|t| now - t)
+    }
+}
+
+/// The distinct statuses a store has read, so that records share them instead of each
+/// owning a copy: a page holds a few statuses over a thousand records.
+#[derive(Debug, Default)]
+pub(crate) struct Statuses(Vec<Arc<str>>);
+
+impl Statuses {
+    /// The shared text equal to `status`, made on first sight.
+    pub(crate) fn get(&mut self, status: &[u8]) -> Arc<str> {
+        if let Some(known) = self.0.iter().find(|s| s.as_bytes() == status) {
+            return Arc::clone(known);
+        }
+        let new: Arc<str> = String::from_utf8_lossy(status).into();
+        self.0.push(Arc::clone(&new));
+        new
     }
 }
 

@@ -331,7 +331,7 @@ fn listing(record: &crate::Record, now: DateTime<Utc>) -> serde_json::Value {
         "id": record.id,
         "inserted_at": record.inserted_at.to_string(),
         "age": age.map(|a| humantime::format_duration(Duration::from_secs(a.as_secs())).to_string()),
-        "status": record.status,
+        "status": &*record.status,
     })
 }
 

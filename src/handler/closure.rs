@@ -9,10 +9,10 @@ pub struct FnHandler<F>(pub F);
 impl<F: FnMut(&Record) -> Outcome> Handler for FnHandler<F> {
     fn handle(&mut self, record: &Record, _ctx: &Context<'_>) -> Result<Handled, HandlerError> {
         let outcome = (self.0)(record);
-        let detail = match &outcome {
-            Outcome::Success => "returned success".to_string(),
-            Outcome::Error => "returned error".to_string(),
-            Outcome::Status(s) => format!("returned status {s}"),
+        let detail: std::borrow::Cow<'static, str> = match &outcome {
+            Outcome::Success => "returned success".into(),
+            Outcome::Error => "returned error".into(),
+            Outcome::Status(s) => format!("returned status {s}").into(),
         };
         Ok(Handled::new(outcome, detail))
     }

@@ -9,6 +9,7 @@ mod batch;
 mod closure;
 mod command;
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 pub use batch::BatchHandler;
@@ -33,13 +34,14 @@ pub enum Outcome {
 pub struct Handled {
     pub outcome: Outcome,
     /// A short account: `exit 0`, `exit 3`, `killed by signal 11`, `timed out after 30s`.
-    pub detail: String,
+    /// Usually a fixed text, which costs no allocation per record.
+    pub detail: Cow<'static, str>,
     /// The end of what the handler wrote (stdout, then stderr), bounded.
     pub output: String,
 }
 
 impl Handled {
-    pub fn new(outcome: Outcome, detail: impl Into<String>) -> Self {
+    pub fn new(outcome: Outcome, detail: impl Into<Cow<'static, str>>) -> Self {
         Handled {
             outcome,
             detail: detail.into(),

@@ -101,10 +101,7 @@ fn group_marks(
     let mut groups: BTreeMap<_, Vec<&Scalar>> = BTreeMap::new();
     for m in marks {
         let since = since_format.map(|f| f.encode(m.at));
-        groups
-            .entry((m.status.as_str(), since))
-            .or_default()
-            .push(&m.id);
+        groups.entry((&*m.status, since)).or_default().push(&m.id);
     }
     groups
 }
@@ -166,6 +163,7 @@ impl Page {
         let mut page = Page {
             cursor: read.last().map(|(r, _)| Cursor::after(r)),
             read: read.len(),
+            taken: Vec::with_capacity(read.len()),
             ..Page::default()
         };
         for (record, ours) in read {
@@ -252,7 +250,8 @@ pub struct QueryPlan {
 #[derive(Debug, Clone)]
 pub struct Mark {
     pub id: Scalar,
-    pub status: String,
+    /// Shared by the marks of a status (a tick writes few distinct ones).
+    pub status: std::sync::Arc<str>,
     /// When the record was handled (the tick's clock): written to `[retry]`'s `since`
     /// column, when the table has one.
     pub at: DateTime<Utc>,

@@ -35,7 +35,7 @@ use super::{
     StoreError, check_version, group_marks, index_name, quote,
 };
 use crate::config::{PostgresUrl, TableConfig};
-use crate::record::{Record, Scalar};
+use crate::record::{Record, Scalar, Statuses};
 use crate::timestamp::{self, FormatSetting, Sample, TimestampFormat};
 
 /// The tool's own tables, in the schema `{s}` (already quoted).
@@ -655,6 +655,7 @@ impl PostgresStore {
         let format = self.format();
         let int_id = self.prepared().int_id;
         let bytea = &self.prepared().bytea;
+        let mut statuses = Statuses::default();
         rows.iter()
             .map(|row| {
                 let json: String = row.get(0);
@@ -686,7 +687,7 @@ impl PostgresStore {
                         Ok(n) if int_id => Scalar::Int(n),
                         _ => Scalar::Text(id),
                     },
-                    status: row.get(2),
+                    status: statuses.get(row.get::<_, &str>(2).as_bytes()),
                     inserted_time: format.decode(&inserted_at),
                     inserted_at,
                     columns: columns.into(),

@@ -30,10 +30,10 @@ use serde_json::Value;
 
 use super::{
     BandQuery, Cursor, Heartbeat, Mark, Page, QueryPlan, Range, RunEnd, RunRow, RunStart, Store,
-    StoreError, check_version, group_marks, index_name, quote,
+    StoreError, check_version, index_name, quote,
 };
 use crate::config::TableConfig;
-use crate::record::{Columns, Record, Scalar};
+use crate::record::{Columns, Record, Scalar, Statuses};
 use crate::timestamp::{self, Sample, TimestampFormat};
 
 const OWN_TABLES: &str = "
@@ -123,11 +123,20 @@ impl ToSql for Scalar {
     }
 }
 
+/// Text as SQLite holds it, invalid UTF-8 replaced. Valid text, nearly all of it, is
+/// checked by the fast validator and copied, not walked chunk by chunk.
+fn text(t: &[u8]) -> String {
+    match std::str::from_utf8(t) {
+        Ok(s) => s.to_owned(),
+        Err(_) => String::from_utf8_lossy(t).into_owned(),
+    }
+}
+
 fn scalar(v: ValueRef<'_>) -> Scalar {
     match v {
         ValueRef::Integer(i) => Scalar::Int(i),
         ValueRef::Real(f) => Scalar::Text(f.to_string()),
-        ValueRef::Text(t) => Scalar::Text(String::from_utf8_lossy(t).into_owned()),
+        ValueRef::Text(t) => Scalar::Text(text(t)),
         ValueRef::Blob(b) => Scalar::Text(base64::engine::general_purpose::STANDARD.encode(b)),
         ValueRef::Null => Scalar::Text(String::new()),
     }
@@ -138,7 +147,7 @@ fn json(v: ValueRef<'_>) -> Value {
         ValueRef::Null => Value::Null,
         ValueRef::Integer(i) => Value::from(i),
         ValueRef::Real(f) => serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number),
-        ValueRef::Text(t) => Value::String(String::from_utf8_lossy(t).into_owned()),
+        ValueRef::Text(t) => Value::String(text(t)),
         ValueRef::Blob(b) => Value::String(base64::engine::general_purpose::STANDARD.encode(b)),
     }
 }
@@ -304,13 +313,11 @@ impl SqliteStore {
             set_status: match &self.table.retry {
                 // The attempt count and time go with the status, in the same statement.
                 Some(r) => format!(
-                    "UPDATE {t} SET {st} = ?1, {count} = coalesce({count}, 0) + 1, {since} = ?3 WHERE {id} IN (SELECT value FROM json_each(?2))",
+                    "UPDATE {t} SET {st} = ?1, {count} = coalesce({count}, 0) + 1, {since} = ?3 WHERE {id} = ?2",
                     count = quote(&r.count),
                     since = quote(&r.since)
                 ),
-                None => format!(
-                    "UPDATE {t} SET {st} = ?1 WHERE {id} IN (SELECT value FROM json_each(?2))"
-                ),
+                None => format!("UPDATE {t} SET {st} = ?1 WHERE {id} = ?2"),
             },
         }
     }
@@ -361,24 +368,26 @@ impl SqliteStore {
             &now_ms,
         ];
         params.extend(self.table.pending.iter().map(|p| p as &dyn ToSql));
-        self.rows(&sql, &params, held)
+        self.rows(&sql, &params, held, limit as usize)
     }
 
     /// Runs a `SELECT *` on the table and reads its rows as records.
     fn records(&self, sql: &str, params: &[&dyn ToSql]) -> Result<Vec<Record>, StoreError> {
         Ok(self
-            .rows(sql, params, false)?
+            .rows(sql, params, false, 1)?
             .into_iter()
             .map(|(r, _)| r)
             .collect())
     }
 
-    /// Reads rows as records; with `flagged`, the last column is a flag, not the table's.
+    /// Reads rows as records, `capacity` of them expected; with `flagged`, the last
+    /// column is a flag, not the table's.
     fn rows(
         &self,
         sql: &str,
         params: &[&dyn ToSql],
         flagged: bool,
+        capacity: usize,
     ) -> Result<Vec<(Record, bool)>, StoreError> {
         let format = self.format();
         let context = format!("selecting from {}", self.table.name);
@@ -399,7 +408,8 @@ impl SqliteStore {
             position(&self.table.status),
             position(&self.table.inserted_at),
         );
-        stmt.query_map(params_from_iter(params), |row| {
+        let mut statuses = Statuses::default();
+        let rows = stmt.query_map(params_from_iter(params), |row| {
             let values = (0..names.len())
                 .map(|i| row.get_ref(i).map(json))
                 .collect::<Result<Vec<_>, _>>()?;
@@ -409,9 +419,9 @@ impl SqliteStore {
             Ok((
                 Record {
                     id: scalar(row.get_ref(id_at)?),
-                    status: match scalar(row.get_ref(status_at)?) {
-                        Scalar::Text(s) => s,
-                        other => other.to_string(),
+                    status: match row.get_ref(status_at)? {
+                        ValueRef::Text(t) => statuses.get(t),
+                        other => statuses.get(scalar(other).to_string().as_bytes()),
                     },
                     inserted_time: format.decode(&inserted_at),
                     inserted_at,
@@ -419,8 +429,16 @@ impl SqliteStore {
                 },
                 flag,
             ))
+        });
+        // Into a vector of the page's size at once: growing it by doubling moved each
+        // record again and again.
+        rows.and_then(|rows| {
+            let mut read = Vec::with_capacity(capacity);
+            for row in rows {
+                read.push(row?);
+            }
+            Ok(read)
         })
-        .and_then(Iterator::collect)
         .map_err(db(context))
     }
 
@@ -732,27 +750,29 @@ impl Store for SqliteStore {
     }
 
     fn mark(&mut self, _owner: &str, marks: &[Mark]) -> Result<(), StoreError> {
-        // One UPDATE per distinct status (usually two: success and error), in one
-        // transaction. The records stay in the tick's span until it ends.
-        let groups = group_marks(marks, self.since_format);
-        let set_sql = self.sql().set_status.clone();
-        let context = format!("writing statuses to {}", self.table.name);
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(db(context.clone()))?;
-        {
-            let mut set = tx.prepare_cached(&set_sql).map_err(db(context.clone()))?;
-            for ((status, since), ids) in &groups {
-                let ids_json = serde_json::to_string(ids).expect("ids serialise");
-                match since {
-                    Some(since) => set.execute(params![status, ids_json, since]),
-                    None => set.execute(params![status, ids_json]),
+        // One UPDATE per record, in one transaction. An UPDATE of one row needs no
+        // statement journal; one UPDATE of a group's rows (`IN (…)`) did, spilling it
+        // to a temporary file. The records stay in the tick's span until it ends.
+        let write = |tx: &Transaction| -> rusqlite::Result<()> {
+            let mut set = tx.prepare_cached(&self.sql().set_status)?;
+            // The `[retry]` time, encoded once for the marks sharing it (a tick's all do).
+            let mut since: Option<(DateTime<Utc>, Scalar)> = None;
+            for m in marks {
+                let Some(format) = self.since_format else {
+                    set.execute(params![m.status, m.id])?;
+                    continue;
+                };
+                if since.as_ref().is_none_or(|(at, _)| *at != m.at) {
+                    since = Some((m.at, format.encode(m.at)));
                 }
-                .map_err(db(context.clone()))?;
+                let (_, encoded) = since.as_ref().expect("set just above");
+                set.execute(params![m.status, m.id, encoded])?;
             }
-        }
-        tx.commit().map_err(db(context))
+            Ok(())
+        };
+        Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
+            .and_then(|tx| write(&tx).and_then(|()| tx.commit()))
+            .map_err(db(format!("writing statuses to {}", self.table.name)))
     }
 
     fn release(&mut self, owner: &str) -> Result<(), StoreError> {
