@@ -1,10 +1,10 @@
 //! `backlog daemon` as a real process: it fires tiers on their cadence, stops cleanly on
 //! SIGTERM and reloads its schedule file, keeping the old one when the new is broken.
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 use crate::concurrency::handled_without_overlap;
-use crate::harness::{Backend, Env, Schedule};
+use crate::harness::{Backend, Env, Running, Schedule};
 use crate::tick::wait_for;
 
 const FAST_TIERS: &str = r#"
@@ -26,15 +26,15 @@ echo "end $BACKLOG_RECORD_ID $(date +%s%N)" >> handler.log
 exit 1
 "#;
 
-fn start(env: &Env) -> Child {
+fn start(env: &Env) -> Running {
     let log = std::fs::File::create(env.path("daemon.log")).unwrap();
-    Command::new(assert_cmd::cargo::cargo_bin("backlog"))
-        .current_dir(env.dir.path())
-        .args(["daemon", "--seed", "7"])
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap()
+    Running::spawn(
+        Command::new(assert_cmd::cargo::cargo_bin("backlog"))
+            .current_dir(env.dir.path())
+            .args(["daemon", "--seed", "7"])
+            .stdout(Stdio::null())
+            .stderr(log),
+    )
 }
 
 fn runs_of(env: &Env, window_secs: i64) -> i64 {
@@ -51,9 +51,8 @@ fn daemon_log(env: &Env) -> String {
     std::fs::read_to_string(env.path("daemon.log")).unwrap_or_default()
 }
 
-fn stop(env: &Env, child: Child) {
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let out = child.wait_with_output().unwrap();
+fn stop(env: &Env, daemon: Running) {
+    let out = daemon.terminate();
     assert!(
         out.status.success(),
         "the daemon exits 0 on SIGTERM: {out:?}\n{}",

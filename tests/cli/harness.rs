@@ -36,6 +36,40 @@ macro_rules! on_both_backends {
     };
 }
 
+/// A process a test started (a daemon, a tick it will kill): killed and reaped when
+/// the test ends without having stopped it, so a failed assertion does not leave a
+/// daemon ticking under the rest of the suite.
+pub struct Running(Option<std::process::Child>);
+
+impl Running {
+    pub fn spawn(cmd: &mut std::process::Command) -> Self {
+        Running(Some(cmd.spawn().expect("the process starts")))
+    }
+
+    /// Sends SIGTERM and waits for the process to end: its exit status and output.
+    pub fn terminate(mut self) -> std::process::Output {
+        let child = self.0.take().expect("still running");
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        child.wait_with_output().expect("the process is reaped")
+    }
+
+    /// Kills the process (SIGKILL) and waits for it.
+    pub fn kill(mut self) {
+        let mut child = self.0.take().expect("still running");
+        child.kill().expect("the process is killed");
+        child.wait().expect("the process is reaped");
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 /// The superuser URL of the test server.
 pub fn pg_admin_url() -> String {
     std::env::var("BACKLOG_TEST_PG").unwrap_or_else(|_| {
@@ -474,6 +508,17 @@ impl Env {
         let now = DateTime::parse_from_rfc3339(NOW)
             .unwrap()
             .with_timezone(&Utc);
+        self.insert_aged_at(now, records, encode);
+    }
+
+    /// The same, with ages counted back from `now`: the real clock for a daemon, which
+    /// has no `--now`, so that its bands hold the records whatever today's date is.
+    pub fn insert_aged_at(
+        &self,
+        now: DateTime<Utc>,
+        records: &[(i64, i64)],
+        encode: impl Fn(DateTime<Utc>) -> Val,
+    ) {
         let rows = records.iter().map(|(id, age)| {
             let at = now - chrono::Duration::seconds(*age);
             (*id, encode(at), format!("payload of {id}"))
@@ -506,10 +551,19 @@ impl Env {
         }
     }
 
-    /// The classic backlog, with SQLite's CURRENT_TIMESTAMP text.
+    /// The classic backlog, with SQLite's CURRENT_TIMESTAMP text, aged from `NOW`.
     pub fn classic(&self) {
+        self.classic_at(
+            DateTime::parse_from_rfc3339(NOW)
+                .unwrap()
+                .with_timezone(&Utc),
+        );
+    }
+
+    /// The classic backlog aged from `now`.
+    pub fn classic_at(&self, now: DateTime<Utc>) {
         self.create_table("TEXT");
-        self.insert_aged(&CLASSIC_AGES, |t| {
+        self.insert_aged_at(now, &CLASSIC_AGES, |t| {
             t.format("%Y-%m-%d %H:%M:%S").to_string().into()
         });
     }

@@ -5,7 +5,9 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::concurrency::handled_without_overlap;
-use crate::harness::{Backend, Env, NOW, Schedule, pg_admin_url, pg_connect, recording_handler};
+use crate::harness::{
+    Backend, Env, NOW, Running, Schedule, pg_admin_url, pg_connect, recording_handler,
+};
 use crate::tick::wait_for;
 
 /// A batch handler that logs `start ID ns` and `end ID ns` around each record, as
@@ -227,7 +229,8 @@ fn a_tick_whose_claims_cannot_be_renewed_stops_taking_records() {
 #[test]
 fn the_daemon_waits_for_a_database_it_cannot_reach_yet() {
     let env = Env::on(Backend::Postgres);
-    env.classic();
+    // The daemon runs on the real clock: records aged from it, whatever today's date.
+    env.classic_at(chrono::Utc::now());
     env.write_schedule(&Schedule {
         tiers: "\n[[tier]]\nwindow = \"1d\"\nevery = \"1h\"\n",
         ..Schedule::default()
@@ -239,12 +242,12 @@ fn the_daemon_waits_for_a_database_it_cannot_reach_yet() {
         .batch_execute(&format!("ALTER DATABASE {db} WITH ALLOW_CONNECTIONS false"))
         .unwrap();
     let log = std::fs::File::create(env.path("daemon.log")).unwrap();
-    let daemon = Command::new(assert_cmd::cargo::cargo_bin("backlog"))
-        .current_dir(env.dir.path())
-        .args(["daemon"])
-        .stderr(log)
-        .spawn()
-        .unwrap();
+    let daemon = Running::spawn(
+        Command::new(assert_cmd::cargo::cargo_bin("backlog"))
+            .current_dir(env.dir.path())
+            .args(["daemon"])
+            .stderr(log),
+    );
     let daemon_log = || std::fs::read_to_string(env.path("daemon.log")).unwrap_or_default();
     wait_for(|| daemon_log().contains("trying again in 2s"));
     admin
@@ -252,8 +255,7 @@ fn the_daemon_waits_for_a_database_it_cannot_reach_yet() {
         .unwrap();
     // Never ticked: the 1d tier's slot counts as missed and fires at once.
     wait_for(|| env.with_status("SUCCESS") == 2);
-    unsafe { libc::kill(daemon.id() as i32, libc::SIGTERM) };
-    let out = daemon.wait_with_output().unwrap();
+    let out = daemon.terminate();
     assert!(out.status.success(), "{}", daemon_log());
     let text = daemon_log();
     assert!(

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::harness::{Backend, Env, NOW, Schedule, recording_handler};
+use crate::harness::{Backend, Env, NOW, Running, Schedule, recording_handler};
 
 fn classic_env(backend: Backend, schedule: Schedule, failing: &[i64]) -> Env {
     let env = Env::on(backend);
@@ -262,15 +262,14 @@ fn sigterm_stops_taking_records_and_leaves_the_rest_pending(backend: Backend) {
         "#!/bin/sh\ncat > /dev/null\necho \"$BACKLOG_RECORD_ID\" >> calls.log\nsleep 1\n",
     );
     let bin = assert_cmd::cargo::cargo_bin("backlog");
-    let child = std::process::Command::new(bin)
-        .current_dir(env.dir.path())
-        .args(["run", "--window", "1d", "--now", NOW])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let tick = Running::spawn(
+        std::process::Command::new(bin)
+            .current_dir(env.dir.path())
+            .args(["run", "--window", "1d", "--now", NOW])
+            .stdout(std::process::Stdio::piped()),
+    );
     wait_for(|| std::fs::read_to_string(env.path("calls.log")).is_ok());
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let out = child.wait_with_output().unwrap();
+    let out = tick.terminate();
     assert!(out.status.success(), "{out:?}");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -309,19 +308,18 @@ fn a_killed_tick_leaves_nothing_stuck(backend: Backend) {
         "#!/bin/sh\necho $$ > handler.pid\nexec sleep 600\n",
     );
     let bin = assert_cmd::cargo::cargo_bin("backlog");
-    let mut child = std::process::Command::new(bin)
-        .current_dir(env.dir.path())
-        .args(["run", "--window", "1d", "--now", NOW])
-        .spawn()
-        .unwrap();
+    let tick = Running::spawn(
+        std::process::Command::new(bin)
+            .current_dir(env.dir.path())
+            .args(["run", "--window", "1d", "--now", NOW]),
+    );
     wait_for(|| std::fs::read_to_string(env.path("handler.pid")).is_ok_and(|s| s.ends_with('\n')));
     let handler_pid: i32 = std::fs::read_to_string(env.path("handler.pid"))
         .unwrap()
         .trim()
         .parse()
         .unwrap();
-    child.kill().unwrap();
-    child.wait().unwrap();
+    tick.kill();
     wait_for(|| !process_alive(handler_pid));
 
     env.write_handler("handler.sh", &recording_handler(&[]));
