@@ -6,7 +6,7 @@
 //! integer id with its text form would miss the index, or the row.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use chrono::{DateTime, NaiveDateTime, SecondsFormat, Utc};
 use serde::ser::{Serialize, SerializeMap, Serializer};
@@ -42,16 +42,69 @@ pub struct Record {
     /// The status as text. The records of a page that share a status share its text
     /// (see `Statuses`): a table holds few distinct ones.
     pub status: Arc<str>,
-    /// The inserted-at value as stored.
-    pub inserted_at: Scalar,
     /// The inserted-at value read as an instant (absent only if the value is unreadable).
     pub inserted_time: Option<DateTime<Utc>>,
     /// Every column of the row, in table order: integers as numbers, NULL as null,
     /// text as strings, blobs as base64 strings.
     pub columns: Columns,
+    inserted_at: InsertedAt,
+}
+
+/// Where a record's inserted-at value is: a copy of its own, or its column in the
+/// page's row buffer, read when asked for (a tick needs it for a page's first and last
+/// record only).
+#[derive(Debug, Clone)]
+enum InsertedAt {
+    Held(Scalar),
+    Column(usize),
 }
 
 impl Record {
+    /// A record whose columns hold their values (see `Columns::new`).
+    pub fn new(
+        id: Scalar,
+        status: Arc<str>,
+        inserted_at: Scalar,
+        inserted_time: Option<DateTime<Utc>>,
+        columns: Columns,
+    ) -> Self {
+        Record {
+            id,
+            status,
+            inserted_time,
+            columns,
+            inserted_at: InsertedAt::Held(inserted_at),
+        }
+    }
+
+    /// A record of a row buffer whose column `inserted_at` holds the inserted-at value.
+    pub(crate) fn in_buffer(
+        id: Scalar,
+        status: Arc<str>,
+        inserted_at: usize,
+        inserted_time: Option<DateTime<Utc>>,
+        columns: Columns,
+    ) -> Self {
+        Record {
+            id,
+            status,
+            inserted_time,
+            columns,
+            inserted_at: InsertedAt::Column(inserted_at),
+        }
+    }
+
+    /// The inserted-at value as stored, in the column's own type.
+    pub fn inserted_at(&self) -> Scalar {
+        match &self.inserted_at {
+            InsertedAt::Held(value) => value.clone(),
+            InsertedAt::Column(i) => self
+                .columns
+                .cell(*i)
+                .map_or_else(|| Scalar::Text(String::new()), Cell::to_scalar),
+        }
+    }
+
     /// The JSON object the handler reads on stdin.
     pub fn to_json(&self) -> String {
         serde_json::to_string(&self.columns).expect("a map of JSON values always serialises")
@@ -60,6 +113,139 @@ impl Record {
     /// How old the record is at `now`, if its inserted-at value could be read.
     pub fn age(&self, now: DateTime<Utc>) -> Option<chrono::Duration> {
         self.inserted_time.map(|t| now - t)
+    }
+}
+
+/// One value of a row as SQLite holds it, borrowed from where it is kept. Blobs are
+/// kept as base64 text, as handlers receive them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Cell<'a> {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(&'a str),
+}
+
+impl Cell<'_> {
+    /// As the handler's JSON has it: a float that JSON cannot hold (NaN) as null.
+    pub fn to_json(self) -> Value {
+        match self {
+            Cell::Null => Value::Null,
+            Cell::Int(i) => Value::from(i),
+            Cell::Real(f) => serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number),
+            Cell::Text(t) => Value::String(t.to_owned()),
+        }
+    }
+
+    /// As an id or inserted-at value: a float as its text, NULL as empty text.
+    pub fn to_scalar(self) -> Scalar {
+        match self {
+            Cell::Int(i) => Scalar::Int(i),
+            Cell::Real(f) => Scalar::Text(f.to_string()),
+            Cell::Text(t) => Scalar::Text(t.to_owned()),
+            Cell::Null => Scalar::Text(String::new()),
+        }
+    }
+}
+
+impl Serialize for Cell<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match *self {
+            Cell::Null => serializer.serialize_unit(),
+            Cell::Int(i) => serializer.serialize_i64(i),
+            Cell::Real(f) if f.is_finite() => serializer.serialize_f64(f),
+            Cell::Real(_) => serializer.serialize_unit(),
+            Cell::Text(t) => serializer.serialize_str(t),
+        }
+    }
+}
+
+/// The values of a page's rows, in two buffers that the page's records share: reading
+/// a record allocates nothing, and a handler that reads no column builds no JSON. A
+/// tick with an in-process handler spent more on a record's own allocations (a vector,
+/// a string per text column, a copy of its inserted-at text) than on reading the row.
+#[derive(Debug)]
+pub struct RowBuffer {
+    names: Arc<[String]>,
+    slots: Vec<Slot>,
+    text: String,
+}
+
+/// A value in a `RowBuffer`; text as a range of its text buffer.
+#[derive(Debug, Clone, Copy)]
+enum Slot {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(usize, usize),
+}
+
+impl RowBuffer {
+    /// An empty buffer for rows of the columns `names`, room made for `rows` of them.
+    pub(crate) fn new(names: Arc<[String]>, rows: usize) -> Self {
+        let slots = Vec::with_capacity(rows * names.len());
+        RowBuffer {
+            names,
+            slots,
+            text: String::new(),
+        }
+    }
+
+    /// Empties the buffer for rows of the columns `names`, keeping its memory.
+    pub(crate) fn reset(&mut self, names: Arc<[String]>, rows: usize) {
+        self.slots.clear();
+        self.slots.reserve(rows * names.len());
+        self.text.clear();
+        self.names = names;
+    }
+
+    pub(crate) fn push_null(&mut self) {
+        self.slots.push(Slot::Null);
+    }
+
+    pub(crate) fn push_int(&mut self, i: i64) {
+        self.slots.push(Slot::Int(i));
+    }
+
+    pub(crate) fn push_real(&mut self, f: f64) {
+        self.slots.push(Slot::Real(f));
+    }
+
+    /// Text as the database holds it; invalid UTF-8 is replaced.
+    pub(crate) fn push_text(&mut self, bytes: &[u8]) {
+        let start = self.text.len();
+        match std::str::from_utf8(bytes) {
+            Ok(s) => self.text.push_str(s),
+            Err(_) => self.text.push_str(&String::from_utf8_lossy(bytes)),
+        }
+        self.slots.push(Slot::Text(start, self.text.len()));
+    }
+
+    /// A blob, kept as its base64 text.
+    pub(crate) fn push_blob(&mut self, bytes: &[u8]) {
+        use base64::Engine as _;
+        let start = self.text.len();
+        base64::engine::general_purpose::STANDARD.encode_string(bytes, &mut self.text);
+        self.slots.push(Slot::Text(start, self.text.len()));
+    }
+
+    /// The rows pushed in full so far.
+    pub(crate) fn rows(&self) -> usize {
+        self.slots.len() / self.names.len().max(1)
+    }
+
+    /// The value of column `column` of row `row`.
+    pub(crate) fn cell(&self, row: usize, column: usize) -> Cell<'_> {
+        self.slot(row * self.names.len() + column)
+    }
+
+    fn slot(&self, i: usize) -> Cell<'_> {
+        match self.slots[i] {
+            Slot::Null => Cell::Null,
+            Slot::Int(i) => Cell::Int(i),
+            Slot::Real(f) => Cell::Real(f),
+            Slot::Text(start, end) => Cell::Text(&self.text[start..end]),
+        }
     }
 }
 
@@ -84,18 +270,66 @@ impl Statuses {
 ///
 /// The names are shared by every row of a page: a tick reads tens of thousands of
 /// records a second, and a map owning its keys cost an allocation per column per
-/// record besides the hashing, about a sixth of a tick with a no-op handler.
-#[derive(Debug, Clone, PartialEq)]
+/// record besides the hashing. A row read from SQLite keeps its values in the page's
+/// `RowBuffer` and makes JSON values of them only when they are first asked for
+/// (`get`, `iter`); serialising it for a command handler reads the buffer directly.
+#[derive(Clone)]
 pub struct Columns {
-    names: Arc<[String]>,
-    values: Vec<Value>,
+    row: Row,
+    /// The values as JSON: given (`Columns::new`), or made from the row buffer once.
+    values: OnceLock<Vec<Value>>,
+}
+
+#[derive(Clone)]
+enum Row {
+    /// Names of values held in `Columns::values`.
+    Values(Arc<[String]>),
+    /// Row `usize` of a page's buffer.
+    Buffered(Arc<RowBuffer>, usize),
 }
 
 impl Columns {
     /// Values in the order of `names`, which the rows of a page share.
     pub fn new(names: Arc<[String]>, values: Vec<Value>) -> Self {
         assert_eq!(names.len(), values.len(), "a value for each column");
-        Columns { names, values }
+        Columns {
+            row: Row::Values(names),
+            values: OnceLock::from(values),
+        }
+    }
+
+    /// Row `row` of `buffer`.
+    pub(crate) fn buffered(buffer: Arc<RowBuffer>, row: usize) -> Self {
+        assert!(row < buffer.rows(), "row {row} is in the buffer");
+        Columns {
+            row: Row::Buffered(buffer, row),
+            values: OnceLock::new(),
+        }
+    }
+
+    fn names(&self) -> &[String] {
+        match &self.row {
+            Row::Values(names) => names,
+            Row::Buffered(buffer, _) => &buffer.names,
+        }
+    }
+
+    fn values(&self) -> &[Value] {
+        self.values.get_or_init(|| match &self.row {
+            Row::Values(_) => unreachable!("given values are set at construction"),
+            Row::Buffered(buffer, row) => (0..buffer.names.len())
+                .map(|c| buffer.cell(*row, c).to_json())
+                .collect(),
+        })
+    }
+
+    /// The value of column number `column` as held in a row buffer; none for values
+    /// given as JSON.
+    fn cell(&self, column: usize) -> Option<Cell<'_>> {
+        match &self.row {
+            Row::Values(_) => None,
+            Row::Buffered(buffer, row) => Some(buffer.cell(*row, column)),
+        }
     }
 
     /// The value of the column `name`, as the table spells it.
@@ -112,15 +346,27 @@ impl Columns {
 
     /// Names and values, in table order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {
-        self.names.iter().map(String::as_str).zip(&self.values)
+        self.names().iter().map(String::as_str).zip(self.values())
     }
 
     pub fn len(&self) -> usize {
-        self.values.len()
+        self.names().len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
+        self.names().is_empty()
+    }
+}
+
+impl PartialEq for Columns {
+    fn eq(&self, other: &Self) -> bool {
+        self.iter().eq(other.iter())
+    }
+}
+
+impl fmt::Debug for Columns {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
     }
 }
 
@@ -144,9 +390,87 @@ impl std::ops::Index<&str> for Columns {
 impl Serialize for Columns {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(Some(self.len()))?;
-        for (name, value) in self.iter() {
-            map.serialize_entry(name, value)?;
+        match (&self.row, self.values.get()) {
+            (Row::Buffered(buffer, row), None) => {
+                for (c, name) in buffer.names.iter().enumerate() {
+                    map.serialize_entry(name, &buffer.cell(*row, c))?;
+                }
+            }
+            _ => {
+                for (name, value) in self.iter() {
+                    map.serialize_entry(name, value)?;
+                }
+            }
         }
         map.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A buffer of two rows of (ID, NAME, SCORE, NOTE): text, a float, NULL, a blob and
+    /// invalid UTF-8 among them.
+    fn two_rows() -> Arc<RowBuffer> {
+        let names: Arc<[String]> = ["ID", "NAME", "SCORE", "NOTE"].map(String::from).into();
+        let mut buffer = RowBuffer::new(names, 2);
+        buffer.push_int(7);
+        buffer.push_text("Zoë".as_bytes());
+        buffer.push_real(2.5);
+        buffer.push_null();
+        buffer.push_int(8);
+        buffer.push_text(b"bad \xff byte");
+        buffer.push_real(f64::NAN);
+        buffer.push_blob(&[0, 1, 2, 255]);
+        Arc::new(buffer)
+    }
+
+    #[test]
+    fn buffered_columns_read_and_serialise_as_json_values_do() {
+        let buffer = two_rows();
+        let rows: Vec<Columns> = (0..2)
+            .map(|i| Columns::buffered(Arc::clone(&buffer), i))
+            .collect();
+        let expected = [
+            r#"{"ID":7,"NAME":"Zoë","SCORE":2.5,"NOTE":null}"#,
+            r#"{"ID":8,"NAME":"bad � byte","SCORE":null,"NOTE":"AAEC/w=="}"#,
+        ];
+        for (columns, expected) in rows.iter().zip(expected) {
+            // Straight from the buffer, before any value was asked for…
+            assert_eq!(serde_json::to_string(columns).unwrap(), expected);
+            // …and the same object once the JSON values exist.
+            let map: Map<String, Value> = serde_json::from_str(expected).unwrap();
+            assert_eq!(columns, &Columns::from(map.clone()));
+            assert_eq!(serde_json::to_string(columns).unwrap(), expected);
+            assert_eq!(columns.get("ID"), map.get("ID"));
+            assert_eq!(columns.get_ignore_case("name"), map.get("NAME"));
+        }
+        assert_eq!(rows[1]["NOTE"], "AAEC/w==");
+    }
+
+    #[test]
+    fn a_buffered_record_reads_its_inserted_at_value_from_its_column() {
+        let buffer = two_rows();
+        let record = |row, column| {
+            Record::in_buffer(
+                Scalar::Int(7),
+                "NEW".into(),
+                column,
+                None,
+                Columns::buffered(Arc::clone(&buffer), row),
+            )
+        };
+        assert_eq!(record(0, 1).inserted_at(), Scalar::Text("Zoë".into()));
+        assert_eq!(record(1, 0).inserted_at(), Scalar::Int(8));
+        assert_eq!(record(0, 2).inserted_at(), Scalar::Text("2.5".into()));
+        let held = Record::new(
+            Scalar::Int(1),
+            "NEW".into(),
+            Scalar::Int(1_700_000_000),
+            None,
+            Columns::new(Arc::from([]), Vec::new()),
+        );
+        assert_eq!(held.inserted_at(), Scalar::Int(1_700_000_000));
     }
 }

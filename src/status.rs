@@ -141,7 +141,7 @@ pub fn status(
         let age = r.age(now).and_then(|a| a.to_std().ok());
         OldestPending {
             id: r.id.clone(),
-            inserted_at: r.inserted_at.to_string(),
+            inserted_at: r.inserted_at().to_string(),
             age: age.map(duration::rough),
             never_tried_again: age.is_some_and(|a| a > last),
         }

@@ -12,7 +12,7 @@ use std::fmt;
 use chrono::{DateTime, FixedOffset, NaiveDateTime, TimeZone, Utc};
 use serde::Deserialize;
 
-use crate::record::Scalar;
+use crate::record::{Cell, Scalar};
 
 /// What the schedule file says about the inserted-at column (`table.inserted_at_format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
@@ -145,9 +145,8 @@ impl TimestampFormat {
     /// The instant a stored value stands for, if it is in this format.
     pub fn decode(&self, value: &Scalar) -> Option<DateTime<Utc>> {
         match (self, value) {
-            (TimestampFormat::UnixSeconds, Scalar::Int(s)) => DateTime::from_timestamp(*s, 0),
-            (TimestampFormat::UnixMillis, Scalar::Int(ms)) => DateTime::from_timestamp_millis(*ms),
-            (TimestampFormat::Text(_), Scalar::Text(s)) => parse_text(s).map(|(t, _)| t),
+            (_, Scalar::Int(i)) => self.decode_cell(Cell::Int(*i)),
+            (_, Scalar::Text(s)) => self.decode_cell(Cell::Text(s)),
             (TimestampFormat::Timestamptz, Scalar::Time(t)) => Some(*t),
             // A wall-clock time the zone skips (spring forward) reads as the instant
             // after the gap; one it repeats (fall back), as the earlier instant.
@@ -159,6 +158,18 @@ impl TimestampFormat {
                         .earliest()
                 })
                 .map(|t| t.with_timezone(&Utc)),
+            _ => None,
+        }
+    }
+}
+
+impl TimestampFormat {
+    /// Reads a value where a row buffer holds it, without copying it out.
+    pub fn decode_cell(&self, value: Cell<'_>) -> Option<DateTime<Utc>> {
+        match (self, value) {
+            (TimestampFormat::UnixSeconds, Cell::Int(s)) => DateTime::from_timestamp(s, 0),
+            (TimestampFormat::UnixMillis, Cell::Int(ms)) => DateTime::from_timestamp_millis(ms),
+            (TimestampFormat::Text(_), Cell::Text(s)) => parse_text(s).map(|(t, _)| t),
             _ => None,
         }
     }

@@ -329,7 +329,7 @@ fn listing(record: &crate::Record, now: DateTime<Utc>) -> serde_json::Value {
     let age = record.age(now).and_then(|a| a.to_std().ok());
     serde_json::json!({
         "id": record.id,
-        "inserted_at": record.inserted_at.to_string(),
+        "inserted_at": record.inserted_at().to_string(),
         "age": age.map(|a| humantime::format_duration(Duration::from_secs(a.as_secs())).to_string()),
         "status": &*record.status,
     })

@@ -150,31 +150,41 @@ impl Cursor {
     /// Where a page that ends with `record` ends.
     pub fn after(record: &Record) -> Cursor {
         Cursor {
-            inserted_at: record.inserted_at.clone(),
+            inserted_at: record.inserted_at(),
             id: record.id.clone(),
         }
     }
 }
 
 impl Page {
-    /// The page's accounting, from the records read, each with whether it is now this
-    /// tick's (were it wanted), and what the tick wants.
-    fn sorted(read: Vec<(Record, bool)>, wanted: &dyn Fn(&Record) -> bool) -> Page {
+    /// The page's accounting, from the records read, whether each (by its place in
+    /// `read`) is now this tick's were it wanted, and what the tick wants. The records
+    /// taken stay in the vector they were read into.
+    fn sorted(
+        mut read: Vec<Record>,
+        ours: impl Fn(usize, &Record) -> bool,
+        wanted: &dyn Fn(&Record) -> bool,
+    ) -> Page {
         let mut page = Page {
-            cursor: read.last().map(|(r, _)| Cursor::after(r)),
+            cursor: read.last().map(Cursor::after),
             read: read.len(),
-            taken: Vec::with_capacity(read.len()),
             ..Page::default()
         };
-        for (record, ours) in read {
-            if !wanted(&record) {
+        let mut i = 0;
+        read.retain(|record| {
+            let mine = ours(i, record);
+            i += 1;
+            if !wanted(record) {
                 page.deferred += 1;
-            } else if ours {
-                page.taken.push(record);
-            } else {
+                false
+            } else if !mine {
                 page.skipped += 1;
+                false
+            } else {
+                true
             }
-        }
+        });
+        page.taken = read;
         page
     }
 }

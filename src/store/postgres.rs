@@ -682,16 +682,17 @@ impl PostgresStore {
                     TimestampFormat::Timestamptz => Scalar::Time(row.get(3)),
                     TimestampFormat::Timestamp(_) => Scalar::Naive(row.get(3)),
                 };
-                Ok(Record {
-                    id: match id.parse() {
+                let inserted_time = format.decode(&inserted_at);
+                Ok(Record::new(
+                    match id.parse() {
                         Ok(n) if int_id => Scalar::Int(n),
                         _ => Scalar::Text(id),
                     },
-                    status: statuses.get(row.get::<_, &str>(2).as_bytes()),
-                    inserted_time: format.decode(&inserted_at),
+                    statuses.get(row.get::<_, &str>(2).as_bytes()),
                     inserted_at,
-                    columns: columns.into(),
-                })
+                    inserted_time,
+                    columns.into(),
+                ))
             })
             .collect()
     }
@@ -975,14 +976,11 @@ impl Store for PostgresStore {
         } else {
             self.claim(owner, &ids, lease_until)?
         };
-        let read = read
-            .into_iter()
-            .map(|r| {
-                let mine = ours.contains(&r.id.to_string());
-                (r, mine)
-            })
-            .collect();
-        Ok(Page::sorted(read, wanted))
+        Ok(Page::sorted(
+            read,
+            |_, r| ours.contains(&r.id.to_string()),
+            wanted,
+        ))
     }
 
     fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<(), StoreError> {
@@ -1156,8 +1154,9 @@ impl Store for PostgresStore {
             bad.extend(
                 values
                     .iter()
-                    .filter(|r| format.decode(&r.inserted_at).is_none())
-                    .map(|r| r.inserted_at.to_string()),
+                    .map(Record::inserted_at)
+                    .filter(|v| format.decode(v).is_none())
+                    .map(|v| v.to_string()),
             );
         }
         bad.dedup();

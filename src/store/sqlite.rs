@@ -17,6 +17,7 @@
 //! ends, so an overlapping tick does not try it again meanwhile.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -26,14 +27,13 @@ use rusqlite::{
     Connection, OpenFlags, OptionalExtension, ToSql, Transaction, TransactionBehavior, params,
     params_from_iter,
 };
-use serde_json::Value;
 
 use super::{
     BandQuery, Cursor, Heartbeat, Mark, Page, QueryPlan, Range, RunEnd, RunRow, RunStart, Store,
     StoreError, check_version, index_name, quote,
 };
 use crate::config::TableConfig;
-use crate::record::{Columns, Record, Scalar, Statuses};
+use crate::record::{Cell, Columns, Record, RowBuffer, Scalar, Statuses};
 use crate::timestamp::{self, Sample, TimestampFormat};
 
 const OWN_TABLES: &str = "
@@ -102,6 +102,15 @@ pub struct SqliteStore {
     /// The format of `[retry]`'s `since` column, when there is one.
     since_format: Option<TimestampFormat>,
     sql: Option<Statements>,
+    /// The row buffer of the last query, kept to lend its memory to the next.
+    spare: std::cell::Cell<Option<Arc<RowBuffer>>>,
+}
+
+/// Records a query read and, for a page read with the `held` flag, whether another
+/// tick's span holds each.
+struct Read {
+    records: Vec<Record>,
+    held: Vec<bool>,
 }
 
 fn db(context: impl Into<String>) -> impl FnOnce(rusqlite::Error) -> StoreError {
@@ -123,32 +132,13 @@ impl ToSql for Scalar {
     }
 }
 
-/// Text as SQLite holds it, invalid UTF-8 replaced. Valid text, nearly all of it, is
-/// checked by the fast validator and copied, not walked chunk by chunk.
-fn text(t: &[u8]) -> String {
-    match std::str::from_utf8(t) {
-        Ok(s) => s.to_owned(),
-        Err(_) => String::from_utf8_lossy(t).into_owned(),
-    }
-}
-
 fn scalar(v: ValueRef<'_>) -> Scalar {
     match v {
         ValueRef::Integer(i) => Scalar::Int(i),
         ValueRef::Real(f) => Scalar::Text(f.to_string()),
-        ValueRef::Text(t) => Scalar::Text(text(t)),
+        ValueRef::Text(t) => Scalar::Text(String::from_utf8_lossy(t).into_owned()),
         ValueRef::Blob(b) => Scalar::Text(base64::engine::general_purpose::STANDARD.encode(b)),
         ValueRef::Null => Scalar::Text(String::new()),
-    }
-}
-
-fn json(v: ValueRef<'_>) -> Value {
-    match v {
-        ValueRef::Null => Value::Null,
-        ValueRef::Integer(i) => Value::from(i),
-        ValueRef::Real(f) => serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number),
-        ValueRef::Text(t) => Value::String(text(t)),
-        ValueRef::Blob(b) => Value::String(base64::engine::general_purpose::STANDARD.encode(b)),
     }
 }
 
@@ -197,6 +187,7 @@ impl SqliteStore {
             format: None,
             since_format: None,
             sql: None,
+            spare: std::cell::Cell::new(None),
         })
     }
 
@@ -353,7 +344,7 @@ impl SqliteStore {
         owner: &str,
         now_ms: i64,
         held: bool,
-    ) -> Result<Vec<(Record, bool)>, StoreError> {
+    ) -> Result<Read, StoreError> {
         let sql = self.page_sql(after.is_none(), band.to_inclusive, held);
         let to = after.map_or(&band.to, |c| &c.inserted_at);
         let after_id = after.map(|c| &c.id);
@@ -373,30 +364,27 @@ impl SqliteStore {
 
     /// Runs a `SELECT *` on the table and reads its rows as records.
     fn records(&self, sql: &str, params: &[&dyn ToSql]) -> Result<Vec<Record>, StoreError> {
-        Ok(self
-            .rows(sql, params, false, 1)?
-            .into_iter()
-            .map(|(r, _)| r)
-            .collect())
+        Ok(self.rows(sql, params, false, 1)?.records)
     }
 
     /// Reads rows as records, `capacity` of them expected; with `flagged`, the last
-    /// column is a flag, not the table's.
+    /// column is a flag, not the table's. The rows' values go into one `RowBuffer`
+    /// that the records share.
     fn rows(
         &self,
         sql: &str,
         params: &[&dyn ToSql],
         flagged: bool,
         capacity: usize,
-    ) -> Result<Vec<(Record, bool)>, StoreError> {
+    ) -> Result<Read, StoreError> {
         let format = self.format();
-        let context = format!("selecting from {}", self.table.name);
-        let mut stmt = self.conn.prepare_cached(sql).map_err(db(context.clone()))?;
+        // The context is written only when there is an error: rows come by the thousand.
+        let err = |e| db(format!("selecting from {}", self.table.name))(e);
+        let mut stmt = self.conn.prepare_cached(sql).map_err(err)?;
         let mut names: Vec<String> = stmt.column_names().map(String::from).collect();
         if flagged {
             names.pop();
         }
-        let shared: std::sync::Arc<[String]> = names.clone().into();
         let position = |wanted: &str| {
             names
                 .iter()
@@ -408,38 +396,53 @@ impl SqliteStore {
             position(&self.table.status),
             position(&self.table.inserted_at),
         );
-        let mut statuses = Statuses::default();
-        let rows = stmt.query_map(params_from_iter(params), |row| {
-            let values = (0..names.len())
-                .map(|i| row.get_ref(i).map(json))
-                .collect::<Result<Vec<_>, _>>()?;
-            let columns = Columns::new(std::sync::Arc::clone(&shared), values);
-            let inserted_at = scalar(row.get_ref(ins_at)?);
-            let flag = flagged && row.get::<_, bool>(names.len())?;
-            Ok((
-                Record {
-                    id: scalar(row.get_ref(id_at)?),
-                    status: match row.get_ref(status_at)? {
-                        ValueRef::Text(t) => statuses.get(t),
-                        other => statuses.get(scalar(other).to_string().as_bytes()),
-                    },
-                    inserted_time: format.decode(&inserted_at),
-                    inserted_at,
-                    columns,
-                },
-                flag,
-            ))
-        });
-        // Into a vector of the page's size at once: growing it by doubling moved each
-        // record again and again.
-        rows.and_then(|rows| {
-            let mut read = Vec::with_capacity(capacity);
-            for row in rows {
-                read.push(row?);
+        let width = names.len();
+        // The last page's buffer, once its records are gone, lends this page its
+        // memory: a page's worth allocated and freed each time made the heap grow and
+        // shrink at every page.
+        let mut buffer = match self.spare.take().map(Arc::try_unwrap) {
+            Some(Ok(mut spare)) => {
+                spare.reset(names.into(), capacity);
+                spare
             }
-            Ok(read)
-        })
-        .map_err(db(context))
+            _ => RowBuffer::new(names.into(), capacity),
+        };
+        let mut held = Vec::new();
+        let mut rows = stmt.query(params_from_iter(params)).map_err(err)?;
+        while let Some(row) = rows.next().map_err(err)? {
+            for i in 0..width {
+                match row.get_ref(i).map_err(err)? {
+                    ValueRef::Null => buffer.push_null(),
+                    ValueRef::Integer(n) => buffer.push_int(n),
+                    ValueRef::Real(f) => buffer.push_real(f),
+                    ValueRef::Text(t) => buffer.push_text(t),
+                    ValueRef::Blob(b) => buffer.push_blob(b),
+                }
+            }
+            if flagged {
+                held.push(row.get::<_, bool>(width).map_err(err)?);
+            }
+        }
+        let buffer = Arc::new(buffer);
+        self.spare.set(Some(Arc::clone(&buffer)));
+        let mut statuses = Statuses::default();
+        let records = (0..buffer.rows())
+            .map(|i| {
+                let cell = |column| buffer.cell(i, column);
+                let status = match cell(status_at) {
+                    Cell::Text(t) => statuses.get(t.as_bytes()),
+                    other => statuses.get(other.to_scalar().to_string().as_bytes()),
+                };
+                Record::in_buffer(
+                    cell(id_at).to_scalar(),
+                    status,
+                    ins_at,
+                    format.decode_cell(cell(ins_at)),
+                    Columns::buffered(Arc::clone(&buffer), i),
+                )
+            })
+            .collect();
+        Ok(Read { records, held })
     }
 
     /// Whether the tool's run log exists yet (a dry run or a fresh database has none).
@@ -537,11 +540,7 @@ impl Store for SqliteStore {
         after: Option<&Cursor>,
         limit: usize,
     ) -> Result<Vec<Record>, StoreError> {
-        Ok(self
-            .page(band, after, limit, "", 0, false)?
-            .into_iter()
-            .map(|(r, _)| r)
-            .collect())
+        Ok(self.page(band, after, limit, "", 0, false)?.records)
     }
 
     fn count_by_status(&mut self, range: &Range) -> Result<Vec<(String, u64)>, StoreError> {
@@ -729,44 +728,54 @@ impl Store for SqliteStore {
             .prepare_cached(OTHERS_HOLD)
             .and_then(|mut s| s.query_row(params![self.table.name, owner, now], |r| r.get(0)))
             .map_err(db(context))?;
-        let rows = self.page(band, after, limit, owner, now, others)?;
+        let read = self.page(band, after, limit, owner, now, others)?;
         // The span's top is set by the first page and kept (see HOLD).
-        if let (Some((first, _)), Some((last, _))) = (rows.first(), rows.last()) {
+        if let (Some(first), Some(last)) = (read.records.first(), read.records.last()) {
             tx.prepare_cached(HOLD)
                 .and_then(|mut s| {
                     s.execute(params![
                         self.table.name,
                         owner,
-                        last.inserted_at,
-                        first.inserted_at,
+                        last.inserted_at(),
+                        first.inserted_at(),
                         lease_until.timestamp_millis()
                     ])
                 })
                 .map_err(db(context))?;
         }
         tx.commit().map_err(db(context))?;
-        let read = rows.into_iter().map(|(r, held)| (r, !held)).collect();
-        Ok(Page::sorted(read, wanted))
+        let held = read.held;
+        Ok(Page::sorted(
+            read.records,
+            |i, _| !held.get(i).copied().unwrap_or(false),
+            wanted,
+        ))
     }
 
     fn mark(&mut self, _owner: &str, marks: &[Mark]) -> Result<(), StoreError> {
         // One UPDATE per record, in one transaction. An UPDATE of one row needs no
         // statement journal; one UPDATE of a group's rows (`IN (…)`) did, spilling it
-        // to a temporary file. The records stay in the tick's span until it ends.
+        // to a temporary file. The records stay in the tick's span until it ends. A
+        // binding stays until it is replaced, so the status (and the `[retry]` time)
+        // is bound only when it differs from the mark before: nearly every mark of a
+        // tick shares one.
         let write = |tx: &Transaction| -> rusqlite::Result<()> {
             let mut set = tx.prepare_cached(&self.sql().set_status)?;
-            // The `[retry]` time, encoded once for the marks sharing it (a tick's all do).
-            let mut since: Option<(DateTime<Utc>, Scalar)> = None;
+            let mut status: Option<&str> = None;
+            let mut since: Option<DateTime<Utc>> = None;
             for m in marks {
-                let Some(format) = self.since_format else {
-                    set.execute(params![m.status, m.id])?;
-                    continue;
-                };
-                if since.as_ref().is_none_or(|(at, _)| *at != m.at) {
-                    since = Some((m.at, format.encode(m.at)));
+                if status != Some(&*m.status) {
+                    set.raw_bind_parameter(1, &*m.status)?;
+                    status = Some(&m.status);
                 }
-                let (_, encoded) = since.as_ref().expect("set just above");
-                set.execute(params![m.status, m.id, encoded])?;
+                set.raw_bind_parameter(2, &m.id)?;
+                if let Some(format) = self.since_format
+                    && since != Some(m.at)
+                {
+                    set.raw_bind_parameter(3, format.encode(m.at))?;
+                    since = Some(m.at);
+                }
+                set.raw_execute()?;
             }
             Ok(())
         };
@@ -894,5 +903,67 @@ impl Heartbeat for SqliteHeartbeat {
         )
         .map_err(db("renewing claims"))?;
         tx.commit().map_err(db("renewing claims"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records of a page the tick still holds keep their values while the next page is
+    /// read: only a buffer no record refers to any more lends its memory.
+    #[test]
+    fn records_of_a_page_outlive_the_next_page() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("backlog.db");
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE BACKLOG (ID INTEGER PRIMARY KEY, STATUS TEXT, DATE_INSERTED TEXT, PAYLOAD);",
+        )
+        .unwrap();
+        for id in 1..=6_i64 {
+            conn.execute(
+                "INSERT INTO BACKLOG VALUES (?1, 'NEW', ?2, ?3)",
+                params![
+                    id,
+                    format!("2026-11-2{id} 12:00:00"),
+                    format!("payload {id}")
+                ],
+            )
+            .unwrap();
+        }
+        drop(conn);
+        let table = TableConfig::new("BACKLOG", "ID", "STATUS", "DATE_INSERTED");
+        let mut store = SqliteStore::open(&path, Duration::from_secs(1), table).unwrap();
+        store.inspect().unwrap();
+        let band = BandQuery {
+            from: Scalar::Text("2026-01-01 00:00:00".into()),
+            to: Scalar::Text("2027-01-01 00:00:00".into()),
+            to_inclusive: true,
+        };
+        let payloads = |records: &[Record]| -> Vec<String> {
+            records
+                .iter()
+                .map(|r| r.columns["PAYLOAD"].as_str().unwrap().to_string())
+                .collect()
+        };
+        let first = store.select(&band, None, 3).unwrap();
+        let cursor = Cursor::after(first.last().unwrap());
+        let second = store.select(&band, Some(&cursor), 3).unwrap();
+        assert_eq!(payloads(&first), ["payload 6", "payload 5", "payload 4"]);
+        assert_eq!(payloads(&second), ["payload 3", "payload 2", "payload 1"]);
+        assert_eq!(
+            first[0].inserted_at(),
+            Scalar::Text("2026-11-26 12:00:00".into())
+        );
+        assert_eq!(
+            serde_json::to_string(&second[2].columns).unwrap(),
+            r#"{"ID":1,"STATUS":"NEW","DATE_INSERTED":"2026-11-21 12:00:00","PAYLOAD":"payload 1"}"#
+        );
+        // Once its records are gone, a page's buffer is reused; the new page reads right.
+        drop(first);
+        drop(second);
+        let again = store.select(&band, Some(&cursor), 2).unwrap();
+        assert_eq!(payloads(&again), ["payload 3", "payload 2"]);
     }
 }
