@@ -11,7 +11,7 @@
 //! ticks hold a record at once; a tick that is killed leaves holds that expire after
 //! one lease, so its unmarked records are tried again by a later tick (at-least-once).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -345,7 +345,7 @@ struct Tally {
     failed: u64,
     skipped: u64,
     deferred: u64,
-    /// Shared with the marks: a status is allocated once a tick, not once a record.
+    /// Shares its statuses with the marks (see `Marks`).
     statuses: BTreeMap<Arc<str>, u64>,
     /// Handled, not yet written.
     marks: Vec<Mark>,
@@ -558,6 +558,17 @@ pub fn process_backlog(
     Ok(summary)
 }
 
+/// A batch handed to the handler: its records, and their results when the handler
+/// gave them at once (a pipelined handler gives them on `receive`).
+struct InFlight {
+    records: Vec<Record>,
+    results: Option<Vec<Handled>>,
+}
+
+/// How many batches a pipelined handler holds at once: one it works on, one waiting
+/// in its pipe, so it never waits for the tick and the tick rarely waits for it.
+const PIPELINE_DEPTH: usize = 2;
+
 #[allow(clippy::too_many_arguments)]
 fn tick_loop(
     table: &TableConfig,
@@ -574,97 +585,162 @@ fn tick_loop(
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> Result<(), Error> {
     let store_err = Error::store(store.describe());
+    let handler_err = |source| Error::Handler { file: None, source };
     let mut pager = Pager::new(query);
-    let mut last_write = Instant::now();
-    let (success, error): (Arc<str>, Arc<str>) =
-        (table.success.as_str().into(), table.error.as_str().into());
-    while tally.selected < limit {
-        if opts.stop.load(Ordering::Relaxed) {
-            tally.stopped = true;
-            return Ok(());
-        }
-        let want = opts.page_size.min((limit - tally.selected) as usize);
-        let Some(page) = pager
-            .take(store, owner, want, Utc::now() + opts.lease, takes)
-            .map_err(&store_err)?
-        else {
-            return Ok(());
-        };
-        tally.deferred += page.deferred;
-        tally.skipped += page.skipped;
-        let records: Vec<&Record> = page.taken.iter().collect();
-        // A per-record handler takes one record at a time, so a stop is seen between
-        // any two; a batch handler takes its batch size at once.
-        for chunk in records.chunks(handler.batch_size().max(1)) {
+    let mut marks = Marks {
+        success: table.success.as_str().into(),
+        error: table.error.as_str().into(),
+        last_write: Instant::now(),
+    };
+    // A per-record handler takes one record at a time, so a stop is seen between any
+    // two; a batch handler takes its batch size at once.
+    let batch = handler.batch_size().max(1);
+    let depth = if handler.pipelined().is_some() {
+        PIPELINE_DEPTH
+    } else {
+        1
+    };
+    // Taken and not yet handed over; handed over and not yet settled.
+    let mut queue: VecDeque<Record> = VecDeque::new();
+    let mut in_flight: VecDeque<InFlight> = VecDeque::new();
+    let mut taken: u64 = 0;
+    let mut band_read = false;
+    // Why the tick hands over no more: the batches already out are still answered and
+    // marked, then the tick ends with this error.
+    let mut lapsed: Option<Error> = None;
+    loop {
+        // Hand over batches until `depth` are out, unless the tick is to stop.
+        while in_flight.len() < depth && lapsed.is_none() {
             if opts.stop.load(Ordering::Relaxed) {
                 tally.stopped = true;
-                return Ok(());
+                break;
+            }
+            while queue.len() < batch && !band_read && taken < limit {
+                let want = opts.page_size.min((limit - taken) as usize);
+                let page = pager
+                    .take(store, owner, want, Utc::now() + opts.lease, takes)
+                    .map_err(&store_err)?;
+                let Some(page) = page else {
+                    band_read = true;
+                    break;
+                };
+                band_read = pager.done;
+                tally.deferred += page.deferred;
+                tally.skipped += page.skipped;
+                taken += page.taken.len() as u64;
+                queue.extend(page.taken);
+            }
+            if queue.is_empty() {
+                break;
             }
             if let Some(problem) = heartbeat.lapsing(opts.lease) {
-                return Err(store_err(StoreError::Database {
+                lapsed = Some(store_err(StoreError::Database {
                     context: "renewing claims".into(),
                     source: problem.into(),
                 }));
+                break;
             }
-            let context = |r: &Record| Context {
-                age: r.age(opts.now).and_then(|a| a.to_std().ok()),
-                ..ctx
+            let records: Vec<Record> = queue.drain(..batch.min(queue.len())).collect();
+            let refs: Vec<&Record> = records.iter().collect();
+            let contexts: Vec<Context> = records
+                .iter()
+                .map(|r| Context {
+                    age: r.age(opts.now).and_then(|a| a.to_std().ok()),
+                    ..ctx
+                })
+                .collect();
+            let results = match (handler.pipelined(), &refs[..]) {
+                (Some(pipe), _) => {
+                    pipe.send(&refs, &contexts).map_err(handler_err)?;
+                    None
+                }
+                (None, [one]) => Some(vec![
+                    handler.handle(one, &contexts[0]).map_err(handler_err)?,
+                ]),
+                (None, _) => Some(
+                    handler
+                        .handle_batch(&refs, &contexts)
+                        .map_err(handler_err)?,
+                ),
             };
-            let handler_err = |source| Error::Handler { file: None, source };
-            // One record at a time needs no vectors of contexts and results.
-            let (mut one, mut many);
-            let results: &mut dyn Iterator<Item = Handled> = match chunk {
-                [record] => {
-                    let handled = handler.handle(record, &context(record));
-                    one = std::iter::once(handled.map_err(handler_err)?);
-                    &mut one
-                }
-                _ => {
-                    let contexts: Vec<Context> = chunk.iter().map(|r| context(r)).collect();
-                    let handled = handler.handle_batch(chunk, &contexts);
-                    many = handled.map_err(handler_err)?.into_iter();
-                    &mut many
-                }
-            };
-            for (record, handled) in chunk.iter().copied().zip(results) {
-                tally.selected += 1;
-                let status = match &handled.outcome {
-                    Outcome::Success => {
-                        tally.succeeded += 1;
-                        Arc::clone(&success)
-                    }
-                    Outcome::Error => {
-                        tally.failed += 1;
-                        Arc::clone(&error)
-                    }
-                    Outcome::Status(s) => {
-                        tally.failed += 1;
-                        Arc::from(s.as_str())
-                    }
-                };
-                log_outcome(record, &handled, &status);
-                on_event(Event::Handled {
-                    record,
-                    handled: &handled,
-                    status: &status,
-                });
-                *tally.statuses.entry(Arc::clone(&status)).or_default() += 1;
-                tally.marks.push(Mark {
-                    at: opts.now,
-                    id: record.id.clone(),
-                    status,
-                });
-                if tally.marks.len() >= opts.mark_group
-                    || last_write.elapsed() >= opts.mark_interval
-                {
-                    store.mark(owner, &tally.marks).map_err(&store_err)?;
-                    tally.marks.clear();
-                    last_write = Instant::now();
-                }
-            }
+            in_flight.push_back(InFlight { records, results });
+        }
+        // Settle the oldest batch; none out means the tick is done (or stopped).
+        let Some(flight) = in_flight.pop_front() else {
+            return lapsed.map_or(Ok(()), Err);
+        };
+        let results = match flight.results {
+            Some(results) => results,
+            None => handler
+                .pipelined()
+                .expect("only a pipelined handler leaves results to receive")
+                .receive()
+                .map_err(handler_err)?,
+        };
+        for (record, handled) in flight.records.iter().zip(results) {
+            marks
+                .settle(tally, record, handled, store, owner, opts, on_event)
+                .map_err(&store_err)?;
         }
     }
-    Ok(())
+}
+
+/// Writes a tick's marks in groups: a group goes when it is full, or when it has
+/// waited `mark_interval` since the last write.
+struct Marks {
+    /// Shared with the marks: a status is allocated once a tick, not once a record.
+    success: Arc<str>,
+    error: Arc<str>,
+    last_write: Instant,
+}
+
+impl Marks {
+    /// Counts a handled record and queues its mark, writing the group when due.
+    #[allow(clippy::too_many_arguments)]
+    fn settle(
+        &mut self,
+        tally: &mut Tally,
+        record: &Record,
+        handled: Handled,
+        store: &mut dyn Store,
+        owner: &str,
+        opts: &TickOptions,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<(), StoreError> {
+        tally.selected += 1;
+        let status = match &handled.outcome {
+            Outcome::Success => {
+                tally.succeeded += 1;
+                Arc::clone(&self.success)
+            }
+            Outcome::Error => {
+                tally.failed += 1;
+                Arc::clone(&self.error)
+            }
+            Outcome::Status(s) => {
+                tally.failed += 1;
+                Arc::from(s.as_str())
+            }
+        };
+        log_outcome(record, &handled, &status);
+        on_event(Event::Handled {
+            record,
+            handled: &handled,
+            status: &status,
+        });
+        *tally.statuses.entry(Arc::clone(&status)).or_default() += 1;
+        tally.marks.push(Mark {
+            at: opts.now,
+            id: record.id.clone(),
+            status,
+        });
+        if tally.marks.len() >= opts.mark_group || self.last_write.elapsed() >= opts.mark_interval {
+            store.mark(owner, &tally.marks)?;
+            tally.marks.clear();
+            self.last_write = Instant::now();
+        }
+        Ok(())
+    }
 }
 
 /// Whether a record's `[retry]` delay has passed: its attempt count picks the delay,

@@ -9,20 +9,32 @@
 //! restarted (it may be stuck); if the process dies, its unanswered records are errors
 //! and the next batch starts a new one; an answer line that cannot be read is an
 //! error naming the line.
+//!
+//! The tick keeps two batches with the process (`Pipelined`): it writes the next batch
+//! while the process answers the one before, and meanwhile reads pages and writes
+//! marks, so the process and the tick work at the same time instead of taking turns.
+//! A batch's timeout runs from when the tick starts waiting for its answers, after the
+//! batch before it was answered: never sooner than one batch at a time would allow.
+//! When the process is stopped (a timeout) or dies, the oldest batch's unanswered
+//! records are errors; the records of the batch queued behind it were never its
+//! turn, and are sent to the new process.
 
-use std::collections::{BTreeMap, HashMap};
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::io::Read as _;
 use std::io::{BufRead, BufReader, Write};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::{Arc, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use super::command::{own_group_dying_with_us, resolve, signal_group};
-use super::{Context, Handled, Handler, HandlerError, Outcome};
+use super::{Context, Handled, Handler, HandlerError, Outcome, Pipelined};
 use crate::config::HandlerConfig;
 use crate::duration;
-use crate::record::Record;
+use crate::record::{Record, Scalar};
 
 /// One record as the batch process reads it (see the protocol above).
 #[derive(serde::Serialize)]
@@ -33,13 +45,122 @@ struct Line<'a> {
     record: &'a crate::record::Columns,
 }
 
+/// One answer line as the process writes it; other keys are ignored.
+#[derive(serde::Deserialize)]
+struct Answer {
+    id: Option<serde_json::Value>,
+    code: Option<serde_json::Value>,
+    message: Option<serde_json::Value>,
+}
+
 /// A running batch process.
 struct Running {
     child: Child,
-    stdin: ChildStdin,
-    /// Answer lines, as many at a time as had arrived together; `None` once stdout
-    /// closed (the process ended).
-    lines: mpsc::Receiver<Option<Vec<String>>>,
+    /// Batches of lines for its stdin. A thread of its own writes them, so a process
+    /// that stops reading cannot block the tick past the timeout.
+    input: mpsc::Sender<Arc<[u8]>>,
+    answers: Answers,
+}
+
+/// The process's stdout, read by the tick itself when it waits for answers: by then
+/// most of a batch's answers are in the pipe, and one read takes them all. A thread
+/// reading each answer as it came woke the tick once per line, and the task switches
+/// cost more than the rest of the batch handler's work.
+struct Answers {
+    stdout: ChildStdout,
+    /// Read, not yet a whole line.
+    partial: Vec<u8>,
+    buffer: Vec<u8>,
+    /// Stdout closed: the process ended.
+    ended: bool,
+}
+
+/// What the process said by a deadline.
+enum Said {
+    /// Whole lines (invalid UTF-8 replaced); a last line without its newline counts.
+    Lines(String),
+    Ended,
+    Nothing,
+}
+
+impl Answers {
+    /// The whole lines that arrive before `deadline`.
+    fn read(&mut self, deadline: Instant) -> Said {
+        loop {
+            if self.ended {
+                return Said::Ended;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            // Rounded up, so that a wait never ends just short of the deadline.
+            let ms = left.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32;
+            let mut poll = libc::pollfd {
+                fd: self.stdout.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            match unsafe { libc::poll(&mut poll, 1, ms) } {
+                0 => return Said::Nothing,
+                n if n < 0 => {
+                    if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+                        self.ended = true;
+                    }
+                    continue;
+                }
+                _ => {}
+            }
+            match self.stdout.read(&mut self.buffer) {
+                Ok(0) => {
+                    self.ended = true;
+                    if !self.partial.is_empty() {
+                        let last = String::from_utf8_lossy(&self.partial).into_owned();
+                        self.partial.clear();
+                        return Said::Lines(last);
+                    }
+                }
+                Ok(n) => {
+                    let read = &self.buffer[..n];
+                    let Some(last) = read.iter().rposition(|&b| b == b'\n') else {
+                        self.partial.extend_from_slice(read);
+                        continue;
+                    };
+                    self.partial.extend_from_slice(&read[..=last]);
+                    let lines = String::from_utf8_lossy(&self.partial).into_owned();
+                    self.partial.clear();
+                    self.partial.extend_from_slice(&read[last + 1..]);
+                    return Said::Lines(lines);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => self.ended = true,
+            }
+        }
+    }
+}
+
+/// A batch sent and not yet fully answered.
+struct Sent {
+    /// The lines as written, and where each record's line ends: the records still
+    /// waiting are sent again after a restart they did not cause.
+    lines: Arc<[u8]>,
+    ends: Vec<usize>,
+    /// The place in the batch of each record still waiting, by its id.
+    waiting: HashMap<Scalar, usize>,
+    answers: Vec<Option<Handled>>,
+    /// Why the records still waiting will get no answer.
+    ended: Option<String>,
+}
+
+impl Sent {
+    /// The lines of the records still waiting, in the batch's order.
+    fn unanswered_lines(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (i, answer) in self.answers.iter().enumerate() {
+            if answer.is_none() {
+                let start = if i == 0 { 0 } else { self.ends[i - 1] };
+                out.extend_from_slice(&self.lines[start..self.ends[i]]);
+            }
+        }
+        out
+    }
 }
 
 pub struct BatchHandler {
@@ -51,8 +172,9 @@ pub struct BatchHandler {
     exit_codes: BTreeMap<i32, String>,
     batch_size: usize,
     running: Option<Running>,
+    /// Batches sent, oldest first.
+    sent: VecDeque<Sent>,
 }
-
 impl BatchHandler {
     pub fn new(config: &HandlerConfig, dir: &Path) -> Result<Self, HandlerError> {
         let (program, args) = config
@@ -68,6 +190,7 @@ impl BatchHandler {
             exit_codes: config.exit_codes.clone(),
             batch_size: config.batch_size,
             running: None,
+            sent: VecDeque::new(),
         })
     }
 
@@ -88,34 +211,36 @@ impl BatchHandler {
             let mut child = cmd.spawn().map_err(spawn_err)?;
             let stdout = child.stdout.take().expect("stdout is piped");
             let stderr = child.stderr.take().expect("stderr is piped");
-            let (tx, lines) = mpsc::channel();
-            thread::spawn(move || {
-                // The lines already read are passed on together: waking the tick once
-                // per line cost more than the rest of an answer's handling.
-                let mut out = BufReader::new(stdout);
-                let read_line = |out: &mut BufReader<_>| out.lines().next()?.ok();
-                while let Some(first) = read_line(&mut out) {
-                    let mut lines = vec![first];
-                    while out.buffer().contains(&b'\n') {
-                        lines.extend(read_line(&mut out));
-                    }
-                    if tx.send(Some(lines)).is_err() {
-                        return;
-                    }
-                }
-                let _ = tx.send(None);
-            });
             thread::spawn(move || {
                 for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                     tracing::debug!("batch handler: {line}");
                 }
             });
-            let stdin = child.stdin.take().expect("stdin is piped");
+            let mut stdin = child.stdin.take().expect("stdin is piped");
+            let (input, batches) = mpsc::channel::<Arc<[u8]>>();
+            thread::spawn(move || {
+                // Ends when the handler drops its sender (end of input for the
+                // process) or the process stops reading for good.
+                for batch in batches {
+                    if stdin
+                        .write_all(&batch)
+                        .and_then(|()| stdin.flush())
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+            });
             tracing::debug!("batch handler started: {}", self.program.display());
             self.running = Some(Running {
                 child,
-                stdin,
-                lines,
+                input,
+                answers: Answers {
+                    stdout,
+                    partial: Vec::new(),
+                    buffer: vec![0; 64 * 1024],
+                    ended: false,
+                },
             });
         }
         Ok(self.running.as_mut().expect("started above"))
@@ -126,7 +251,7 @@ impl BatchHandler {
         let Some(mut running) = self.running.take() else {
             return String::new();
         };
-        drop(running.stdin);
+        drop(running.input);
         signal_group(running.child.id(), libc::SIGKILL);
         match running.child.wait() {
             Ok(status) => status.to_string(),
@@ -134,38 +259,70 @@ impl BatchHandler {
         }
     }
 
-    /// Reads one answer line: the record it answers (by its place in the batch) and
-    /// what became of it. A line that is not a JSON object, or names no record still
-    /// waiting, is logged and skipped; one without a numeric code is that record's error.
-    fn read_answer(
-        &self,
-        line: &str,
-        waiting: &mut HashMap<String, usize>,
-    ) -> Option<(usize, Handled)> {
-        let parsed: Option<serde_json::Value> = serde_json::from_str(line).ok();
-        let Some(value) = parsed.filter(serde_json::Value::is_object) else {
+    /// Reads one answer line and files it with the batch waiting for its record. A
+    /// line that is not a JSON object, or names no record still waiting, is logged and
+    /// skipped; one without a numeric code is that record's error.
+    fn file_answer(&mut self, line: &str) {
+        let parsed = line
+            .trim_start()
+            .starts_with('{')
+            .then(|| serde_json::from_str::<Answer>(line).ok())
+            .flatten();
+        let Some(answer) = parsed else {
             tracing::warn!("the batch handler wrote a line that is not a JSON answer: {line:?}");
-            return None;
+            return;
         };
-        let id = serde_json::to_string(&value["id"]).unwrap_or_default();
-        let Some(i) = waiting.remove(&id) else {
-            tracing::warn!("the batch handler answered for no record of this batch: {line:?}");
-            return None;
+        let id = match answer.id {
+            Some(serde_json::Value::Number(n)) => n.as_i64().map(Scalar::Int),
+            Some(serde_json::Value::String(s)) => Some(Scalar::Text(s)),
+            _ => None,
         };
-        Some((
-            i,
-            match value["code"].as_i64() {
-                Some(code) => self.answer(code, value["message"].as_str()),
-                None => Handled::new(
-                    Outcome::Error,
-                    format!("garbled answer line {line:?} (wanted {{\"id\": …, \"code\": 0}})"),
-                ),
-            },
-        ))
+        let place = id.and_then(|id| {
+            self.sent
+                .iter_mut()
+                .enumerate()
+                .find_map(|(b, sent)| sent.waiting.remove(&id).map(|i| (b, i)))
+        });
+        let Some((batch, i)) = place else {
+            tracing::warn!("the batch handler answered for no record it is working on: {line:?}");
+            return;
+        };
+        let handled = match answer.code.as_ref().and_then(serde_json::Value::as_i64) {
+            Some(code) => self.answer(code, answer.message.as_ref().and_then(|m| m.as_str())),
+            None => Handled::new(
+                Outcome::Error,
+                format!("garbled answer line {line:?} (wanted {{\"id\": …, \"code\": 0}})"),
+            ),
+        };
+        self.sent[batch].answers[i] = Some(handled);
+    }
+
+    /// After the oldest batch timed out or its process died: the records of the later
+    /// batches never got their turn, so a new process gets them. Each is sent again
+    /// at most once: should that process fail too, their batch is the oldest.
+    fn resend_queued(&mut self) -> Result<(), HandlerError> {
+        let queued: Vec<Vec<u8>> = self
+            .sent
+            .iter()
+            .skip(1)
+            .map(Sent::unanswered_lines)
+            .collect();
+        if queued.iter().all(Vec::is_empty) {
+            return Ok(());
+        }
+        let running = self.start()?;
+        for lines in queued.into_iter().filter(|l| !l.is_empty()) {
+            // A process that is already gone shows as its closed stdout.
+            let _ = running.input.send(lines.into());
+        }
+        Ok(())
     }
 
     fn answer(&self, code: i64, message: Option<&str>) -> Handled {
-        let detail = format!("code {code}");
+        let detail: Cow<'static, str> = match code {
+            0 => "code 0".into(),
+            _ => format!("code {code}").into(),
+        };
         let mut handled = match i32::try_from(code) {
             Ok(0) => Handled::new(Outcome::Success, detail),
             Ok(c) => match self.exit_codes.get(&c) {
@@ -196,10 +353,24 @@ impl Handler for BatchHandler {
         records: &[&Record],
         contexts: &[Context<'_>],
     ) -> Result<Vec<Handled>, HandlerError> {
-        let timeout = self.timeout;
-        let running = self.start()?;
-        let mut waiting: HashMap<String, usize> = HashMap::new();
+        assert!(
+            self.sent.is_empty(),
+            "a batch handler's pipelined batches are received before it handles another"
+        );
+        self.send(records, contexts)?;
+        self.receive()
+    }
+
+    fn pipelined(&mut self) -> Option<&mut dyn Pipelined> {
+        Some(self)
+    }
+}
+
+impl Pipelined for BatchHandler {
+    fn send(&mut self, records: &[&Record], contexts: &[Context<'_>]) -> Result<(), HandlerError> {
         let mut lines = Vec::new();
+        let mut ends = Vec::with_capacity(records.len());
+        let mut waiting = HashMap::with_capacity(records.len());
         let mut window = (Duration::MAX, String::new());
         for (i, (record, ctx)) in records.iter().zip(contexts).enumerate() {
             if window.0 != ctx.window {
@@ -213,64 +384,70 @@ impl Handler for BatchHandler {
             };
             serde_json::to_writer(&mut lines, &line).expect("a record serialises");
             lines.push(b'\n');
-            let id = serde_json::to_string(&record.id).expect("an id serialises");
-            waiting.insert(id, i);
+            ends.push(lines.len());
+            waiting.insert(record.id.clone(), i);
         }
-        let mut answers: Vec<Option<Handled>> = records.iter().map(|_| None).collect();
-        let sent = running
-            .stdin
-            .write_all(&lines)
-            .and_then(|()| running.stdin.flush());
-        let deadline = Instant::now() + timeout;
-        let mut ended: Option<String> = None;
-        if sent.is_err() {
-            ended = Some(format!(
-                "the batch handler exited ({}) before answering",
-                self.stop()
-            ));
-        }
-        while ended.is_none() && !waiting.is_empty() {
-            let running = self.running.as_mut().expect("running while waiting");
-            match running
-                .lines
-                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            {
-                Ok(Some(batch)) => {
-                    for line in batch {
-                        if let Some((i, handled)) = self.read_answer(&line, &mut waiting) {
-                            answers[i] = Some(handled);
-                        }
+        let lines: Arc<[u8]> = lines.into();
+        let running = self.start()?;
+        // A process that is gone shows as its closed stdout, when answers are awaited.
+        let _ = running.input.send(Arc::clone(&lines));
+        self.sent.push_back(Sent {
+            lines,
+            ends,
+            waiting,
+            answers: records.iter().map(|_| None).collect(),
+            ended: None,
+        });
+        Ok(())
+    }
+
+    fn receive(&mut self) -> Result<Vec<Handled>, HandlerError> {
+        let deadline = Instant::now() + self.timeout;
+        loop {
+            let oldest = self.sent.front().expect("receive follows a send");
+            if oldest.waiting.is_empty() || oldest.ended.is_some() {
+                let done = self.sent.pop_front().expect("looked at just above");
+                let ended = done.ended.unwrap_or_default();
+                return Ok(done
+                    .answers
+                    .into_iter()
+                    .map(|a| a.unwrap_or_else(|| Handled::new(Outcome::Error, ended.clone())))
+                    .collect());
+            }
+            let running = self
+                .running
+                .as_mut()
+                .expect("running while answers are due");
+            match running.answers.read(deadline) {
+                Said::Lines(lines) => {
+                    for line in lines.lines() {
+                        self.file_answer(line);
                     }
                 }
-                Ok(None) | Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    ended = Some(format!(
+                Said::Ended => {
+                    self.sent[0].ended = Some(format!(
                         "the batch handler exited ({}) before answering",
                         self.stop()
                     ));
+                    self.resend_queued()?;
                 }
-                Err(mpsc::RecvTimeoutError::Timeout) => {
+                Said::Nothing => {
                     self.stop();
-                    ended = Some(format!(
+                    self.sent[0].ended = Some(format!(
                         "no answer within {}; the batch handler was restarted",
-                        duration::compact(timeout)
+                        duration::compact(self.timeout)
                     ));
+                    self.resend_queued()?;
                 }
             }
         }
-        let ended = ended.unwrap_or_default();
-        Ok(answers
-            .into_iter()
-            .map(|a| a.unwrap_or_else(|| Handled::new(Outcome::Error, ended.clone())))
-            .collect())
     }
 }
 
 impl Drop for BatchHandler {
     fn drop(&mut self) {
-        // End of input first, so a handler can finish cleanly; then the group goes.
-        if let Some(running) = self.running.as_mut() {
-            let _ = running.stdin.flush();
-        }
+        // End of input first (the writer thread closes stdin once its sender is
+        // gone), so a handler can finish cleanly; then the group goes.
         self.stop();
     }
 }

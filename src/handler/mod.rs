@@ -104,4 +104,21 @@ pub trait Handler {
             .map(|(r, c)| self.handle(r, c))
             .collect()
     }
+
+    /// The handler's pipelined side, if it has one: the tick then sends the next batch
+    /// before it waits for the answers to the one before.
+    fn pipelined(&mut self) -> Option<&mut dyn Pipelined> {
+        None
+    }
+}
+
+/// A handler that works beside the tick (a batch process): batches are sent without
+/// waiting, and their answers received later, oldest batch first.
+pub trait Pipelined {
+    /// Hands a batch over and returns without waiting for its answers.
+    fn send(&mut self, records: &[&Record], contexts: &[Context<'_>]) -> Result<(), HandlerError>;
+
+    /// The answers to the oldest batch sent and not yet received, one per record, in
+    /// the batch's order.
+    fn receive(&mut self) -> Result<Vec<Handled>, HandlerError>;
 }

@@ -3,9 +3,9 @@
 
 use crate::harness::{Backend, Env, NOW, Schedule};
 
-/// Answers 2 before 1, never answers 3, garbles 5, dies on 7, maps 10 to exit code 3.
+/// Answers 2 before 1, hangs on 3, garbles 5, dies on 7, maps 10 to exit code 3.
 const BATCH_HANDLER: &str = r#"#!/usr/bin/env python3
-import json, os, sys
+import json, os, sys, time
 
 def answer(rid, code=0, **extra):
     print(json.dumps({"id": rid, "code": code, **extra}), flush=True)
@@ -21,7 +21,7 @@ for line in sys.stdin:
         answer(2)
         answer(held)
     elif rid == 3:
-        pass
+        time.sleep(60)
     elif rid == 5:
         print(json.dumps({"id": 5, "code": "nope"}), flush=True)
     elif rid == 7:
@@ -52,11 +52,14 @@ fn a_batch_handler_answers_in_any_order_and_its_failures_cost_only_their_records
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert!(
-        stdout.contains("selected 10, succeeded 5, failed 5 (of which DEAD 1), skipped 0"),
+        stdout.contains("selected 10, succeeded 4, failed 6 (of which DEAD 1), skipped 0"),
         "{stdout}"
     );
+    // Batches of 4, two with the process at a time: [1 2 3 4] hangs on 3, and
+    // [5 6 7 8], queued behind it, goes to a second process, which dies on 7 with
+    // [9 10] queued; a third process gets those.
     let expect: Vec<(i64, String)> = [
-        "SUCCESS", "SUCCESS", "ERROR", "SUCCESS", "ERROR", "SUCCESS", "ERROR", "ERROR", "SUCCESS",
+        "SUCCESS", "SUCCESS", "ERROR", "ERROR", "ERROR", "SUCCESS", "ERROR", "ERROR", "SUCCESS",
         "DEAD",
     ]
     .iter()
@@ -64,33 +67,103 @@ fn a_batch_handler_answers_in_any_order_and_its_failures_cost_only_their_records
     .map(|(i, s)| (i as i64 + 1, s.to_string()))
     .collect();
     assert_eq!(env.statuses(), expect);
-    assert!(
-        stderr.contains("record 3: ERROR (no answer within 2s; the batch handler was restarted)"),
-        "{stderr}"
-    );
+    for id in [3, 4] {
+        assert!(
+            stderr.contains(&format!(
+                "record {id}: ERROR (no answer within 2s; the batch handler was restarted)"
+            )),
+            "{stderr}"
+        );
+    }
     assert!(
         stderr
             .contains(r#"record 5: ERROR (garbled answer line "{\"id\": 5, \"code\": \"nope\"}""#),
         "{stderr}"
     );
-    assert!(
-        stderr.contains(
-            "record 7: ERROR (the batch handler exited (exit status: 1) before answering)"
-        ),
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains("record 8: ERROR (the batch handler exited"),
-        "{stderr}"
-    );
+    for id in [7, 8] {
+        assert!(
+            stderr.contains(&format!(
+                "record {id}: ERROR (the batch handler exited (exit status: 1) before answering)"
+            )),
+            "{stderr}"
+        );
+    }
 
-    // Three processes: the first stopped at the timeout, the second died on 7.
+    // Each record was tried by one process only: 1-3 by the first, 5-7 by the second
+    // (after the first was stopped), 9 and 10 by the third (after the second died).
     let log = std::fs::read_to_string(env.path("calls.log")).unwrap();
-    let pids: std::collections::BTreeSet<&str> =
-        log.lines().map(|l| l.split(' ').nth(1).unwrap()).collect();
-    assert_eq!(pids.len(), 3, "{log}");
+    let pid_of = |id: i64| {
+        let lines: Vec<&str> = log
+            .lines()
+            .filter(|l| l.split(' ').next() == Some(&id.to_string()))
+            .collect();
+        assert_eq!(lines.len(), 1, "record {id} tried once: {log}");
+        lines[0].split(' ').nth(1).unwrap().to_string()
+    };
+    let pids = [1, 5, 9].map(pid_of);
+    assert_eq!([2, 3].map(pid_of), [&pids[0], &pids[0]].map(String::clone));
+    assert_eq!([6, 7].map(pid_of), [&pids[1], &pids[1]].map(String::clone));
+    assert_eq!(pid_of(10), pids[2]);
+    assert!(
+        pids[0] != pids[1] && pids[1] != pids[2] && pids[0] != pids[2],
+        "{log}"
+    );
+}
+
+/// Logs each record as it arrives (a reader thread) and as it is answered (0.2 s
+/// later): with batches of 2, the tick has sent the second batch before the first is
+/// answered, so the process never waits for the tick.
+const LOGGING_BATCH_HANDLER: &str = r#"#!/usr/bin/env python3
+import json, queue, sys, threading, time
+
+def log(event):
+    with open("events.log", "a") as f:
+        f.write(event + "\n")
+
+arrived = queue.Queue()
+def read():
+    for line in sys.stdin:
+        rid = json.loads(line)["id"]
+        log(f"in {rid}")
+        arrived.put(rid)
+threading.Thread(target=read, daemon=True).start()
+while True:
+    rid = arrived.get()
+    time.sleep(0.2)
+    log(f"out {rid}")
+    print(json.dumps({"id": rid, "code": 0}), flush=True)
+"#;
+
+fn the_next_batch_is_sent_before_the_one_before_is_answered(backend: Backend) {
+    let env = Env::on(backend);
+    env.create_table("TEXT");
+    let aged: Vec<(i64, i64)> = (1..=6).map(|id| (id, id * 60)).collect();
+    env.insert_aged(&aged, |t| t.format("%Y-%m-%d %H:%M:%S").to_string().into());
+    env.write_schedule(&Schedule {
+        command: r#"["./batch.py"]"#,
+        handler_extra: "mode = \"batch\"\nbatch_size = 2",
+        ..Schedule::default()
+    });
+    env.write_handler("batch.py", LOGGING_BATCH_HANDLER);
+    let out = env.run_window("1d");
+    assert!(out.contains("selected 6, succeeded 6"), "{out}");
+    let events = std::fs::read_to_string(env.path("events.log")).unwrap();
+    let at = |event: &str| {
+        events
+            .lines()
+            .position(|l| l == event)
+            .unwrap_or_else(|| panic!("no {event:?} in {events}"))
+    };
+    assert!(
+        at("in 3") < at("out 2"),
+        "batch 2 is sent while batch 1 is worked on, not after:\n{events}"
+    );
+    assert!(at("in 5") < at("out 4"), "{events}");
+    // Never more than two batches out: batch 3 waited for batch 1's answers.
+    assert!(at("in 5") > at("out 2"), "{events}");
 }
 
 crate::on_both_backends!(
     a_batch_handler_answers_in_any_order_and_its_failures_cost_only_their_records,
+    the_next_batch_is_sent_before_the_one_before_is_answered,
 );
