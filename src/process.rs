@@ -46,10 +46,12 @@ pub struct TickOptions {
     pub lease: Duration,
     /// Records read (and held) per query.
     pub page_size: usize,
-    /// Marks written per transaction, at most. Each commit costs about as much as
-    /// updating a hundred statuses (a WAL frame per page it touched), so groups of a
-    /// thousand keep the commits to a few percent of a tick; `mark_interval` bounds how
-    /// long a mark waits when handlers are slow.
+    /// Marks written per transaction, at most. Each commit writes again every page
+    /// the group touched, the B-trees' inner pages among them: groups of 5,000 instead
+    /// of 1,000 made a tick with a fast handler 4 % faster (BENCHMARKS.md, run 6). A
+    /// group holds SQLite's write lock for about 17 ms; `mark_interval` bounds how long
+    /// a mark waits, so with slower handlers a group is smaller, and a crash re-hands
+    /// at most one group, at most a second of handling.
     pub mark_group: usize,
     /// The longest a handled record waits for its mark to be written.
     pub mark_interval: Duration,
@@ -65,7 +67,7 @@ impl TickOptions {
             stop: Arc::new(AtomicBool::new(false)),
             lease: Duration::from_secs(60),
             page_size: 1000,
-            mark_group: 1000,
+            mark_group: 5000,
             mark_interval: Duration::from_secs(1),
         }
     }
@@ -640,15 +642,24 @@ fn tick_loop(
                 }));
                 break;
             }
+            let context = |r: &Record| Context {
+                age: r.age(opts.now).and_then(|a| a.to_std().ok()),
+                ..ctx
+            };
+            if batch == 1 && depth == 1 {
+                // One record at a time, handled and settled at once: no vectors.
+                let record = queue.pop_front().expect("the queue is not empty");
+                let handled = handler
+                    .handle(&record, &context(&record))
+                    .map_err(handler_err)?;
+                marks
+                    .settle(tally, &record, handled, store, owner, opts, on_event)
+                    .map_err(&store_err)?;
+                continue;
+            }
             let records: Vec<Record> = queue.drain(..batch.min(queue.len())).collect();
             let refs: Vec<&Record> = records.iter().collect();
-            let contexts: Vec<Context> = records
-                .iter()
-                .map(|r| Context {
-                    age: r.age(opts.now).and_then(|a| a.to_std().ok()),
-                    ..ctx
-                })
-                .collect();
+            let contexts: Vec<Context> = records.iter().map(context).collect();
             let results = match (handler.pipelined(), &refs[..]) {
                 (Some(pipe), _) => {
                     pipe.send(&refs, &contexts).map_err(handler_err)?;
