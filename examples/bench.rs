@@ -13,8 +13,12 @@
 //!    tick a user writes by hand today (Python's sqlite3 module).
 //! 3. A tick over an empty band of a 10,000-row and a 10,000,000-row table.
 //!
-//! `BENCH_ONLY=engine` runs only the floor and the engine, for a profiler:
-//! `perf record -g target/release/examples/bench`.
+//! `BENCH_ONLY=engine` runs only the floor and the engine, `BENCH_ONLY=batch` stops
+//! after the batch handlers. `BENCH_ONE=engine` (or `floor`, `perl`) runs one tick
+//! (or the floor) once on a fresh copy, for a profiler:
+//! `BENCH_ONE=engine perf record -g target/release/examples/bench`; `BENCH_ONE=fixed`
+//! times ticks of 1 and 1,000 records, what a tick costs beyond its records. Each tick
+//! and floor also prints its wall and CPU seconds on stderr.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -27,6 +31,17 @@ use chrono::{DateTime, TimeZone, Utc};
 use rusqlite::{Connection, params};
 
 const DAY: u64 = 86_400;
+
+fn cpu() -> f64 {
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 / 1e6;
+    t(u.ru_utime) + t(u.ru_stime)
+}
+
+/// About the most trivial batch handler: perl, rewriting each line to its answer as it
+/// comes, its output flushed per line.
+const PERL_ANSWERER: &str = r#"$| = 1; print "{\"id\":$1,\"code\":0}\n" if /^\{"id":([^,]*),/"#;
 
 fn now() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 21, 12, 0, 0).unwrap()
@@ -72,6 +87,9 @@ fn copy(from: &Path, to: &Path) {
         .unwrap();
     drop(db);
     std::fs::copy(from, to).unwrap();
+    // On disk before the clock starts: a commit's fsync would otherwise also flush
+    // the copy, by however much of it the kernel had not yet written back.
+    std::fs::File::open(to).unwrap().sync_all().unwrap();
 }
 
 /// Tiers whose second band, ages (1d, 32d], holds about 7.75 % of a 400-day table.
@@ -110,6 +128,7 @@ fn tick_with(
     let mut opts = TickOptions::new(Duration::from_secs(32 * DAY), now());
     tune(&mut opts);
     let started = Instant::now();
+    let c0 = cpu();
     let summary = process_backlog(
         &schedule(),
         &table(),
@@ -119,6 +138,13 @@ fn tick_with(
         &mut |_| {},
     )
     .unwrap();
+    eprintln!(
+        "  engine wall {:.3} cpu {:.3} succeeded {} failed {}",
+        started.elapsed().as_secs_f64(),
+        cpu() - c0,
+        summary.succeeded,
+        summary.failed
+    );
     (
         summary.selected as f64 / started.elapsed().as_secs_f64(),
         summary.selected,
@@ -131,6 +157,7 @@ fn tick_with(
 fn floor(path: &Path, columns: &str) -> (f64, u64) {
     let mut db = Connection::open(path).unwrap();
     let started = Instant::now();
+    let c0 = cpu();
     let tx = db.transaction().unwrap();
     let ids: Vec<i64> = {
         let mut select = tx
@@ -163,6 +190,11 @@ fn floor(path: &Path, columns: &str) -> (f64, u64) {
         }
     }
     tx.commit().unwrap();
+    eprintln!(
+        "  floor wall {:.3} cpu {:.3}",
+        started.elapsed().as_secs_f64(),
+        cpu() - c0
+    );
     (
         ids.len() as f64 / started.elapsed().as_secs_f64(),
         ids.len() as u64,
@@ -205,8 +237,60 @@ fn main() {
         return memory_child(Path::new(&path));
     }
     std::fs::create_dir_all(&dir).unwrap();
+    // Absolute: handlers run in this folder and are given paths inside it.
+    let dir = std::fs::canonicalize(&dir).unwrap();
     let source = dir.join("million.db");
     let work = dir.join("work.db");
+    if let Ok(one) = std::env::var("BENCH_ONE") {
+        copy(&source, &work);
+        let c0 = cpu();
+        match one.as_str() {
+            "floor" => {
+                floor(&work, "*");
+            }
+            "none" => {}
+            "perl" => {
+                let mut perl =
+                    command_handler(&dir, &["perl", "-ne", PERL_ANSWERER], HandlerMode::Batch);
+                tick(&work, perl.as_mut());
+            }
+            "fixed" => {
+                for (limit, first) in [
+                    (1, true),
+                    (1, true),
+                    (1000, true),
+                    (1, false),
+                    (1000, false),
+                ] {
+                    copy(&source, &work);
+                    if !first {
+                        // The tool's tables made beforehand, as after a database's first tick.
+                        let mut store =
+                            SqliteStore::open(&work, Duration::from_secs(30), table()).unwrap();
+                        backlog::store::Store::ensure_own_tables(&mut store).unwrap();
+                    }
+                    let t = Instant::now();
+                    tick_with(
+                        &work,
+                        &mut FnHandler(|_: &backlog::Record| Outcome::Success),
+                        |o| o.limit = Some(limit),
+                    );
+                    eprintln!(
+                        "limit {limit}, tables made by this tick {first}: {:.1} ms",
+                        t.elapsed().as_secs_f64() * 1e3
+                    );
+                }
+            }
+            _ => {
+                tick(
+                    &work,
+                    &mut FnHandler(|_: &backlog::Record| Outcome::Success),
+                );
+            }
+        }
+        eprintln!("cpu {:.3}", cpu() - c0);
+        return;
+    }
     let t = Instant::now();
     generate(&source, 1_000_000);
     println!(
@@ -286,15 +370,7 @@ fn main() {
     // About the most trivial process: perl, rewriting each line to its answer as it
     // comes, its output flushed per line.
     copy(&source, &work);
-    let mut perl = command_handler(
-        &dir,
-        &[
-            "perl",
-            "-ne",
-            r#"$| = 1; print "{\"id\":$1,\"code\":0}\n" if /^\{"id":([^,]*),/"#,
-        ],
-        HandlerMode::Batch,
-    );
+    let mut perl = command_handler(&dir, &["perl", "-ne", PERL_ANSWERER], HandlerMode::Batch);
     let (perl_rps, n) = tick(&work, perl.as_mut());
     drop(perl);
     let (engine_now, _) = engine_tick(|_| {});
@@ -309,6 +385,11 @@ fn main() {
         batch_rps / engine_now,
         batch_rps / engine_rps
     );
+
+    // `BENCH_ONLY=batch` stops here.
+    if std::env::var("BENCH_ONLY").as_deref() == Ok("batch") {
+        return;
+    }
 
     // Per record, one process each: a smaller band, as it is slow.
     let small = dir.join("small.db");
