@@ -324,7 +324,7 @@ fn main() {
         // The defaults before the span holds: pages of 200, marks in groups of 100.
         let (old_rps, _) = engine_tick(|o| {
             o.page_size = 200;
-            o.mark_group = 100;
+            o.mark_group = Some(100);
         });
         println!(
             "round {round}: {n} records; floor {floor_rps:>7.0}/s (ids only {ids_rps:>7.0}/s); engine {rps:>7.0}/s = {:.2} of the floor; with pages of 200 and marks per 100 {old_rps:>7.0}/s = {:.2}",

@@ -46,13 +46,11 @@ pub struct TickOptions {
     pub lease: Duration,
     /// Records read (and held) per query.
     pub page_size: usize,
-    /// Marks written per transaction, at most. Each commit writes again every page
-    /// the group touched, the B-trees' inner pages among them: groups of 5,000 instead
-    /// of 1,000 made a tick with a fast handler 4 % faster (BENCHMARKS.md, run 6). A
-    /// group holds SQLite's write lock for about 17 ms; `mark_interval` bounds how long
-    /// a mark waits, so with slower handlers a group is smaller, and a crash re-hands
-    /// at most one group, at most a second of handling.
-    pub mark_group: usize,
+    /// Marks written per transaction, at most; none for the store's own size
+    /// (`Store::mark_group`). `mark_interval` bounds how long a mark waits, so with
+    /// slower handlers a group is smaller, and a crash re-hands at most one group, at
+    /// most a second of handling.
+    pub mark_group: Option<usize>,
     /// The longest a handled record waits for its mark to be written.
     pub mark_interval: Duration,
 }
@@ -67,7 +65,7 @@ impl TickOptions {
             stop: Arc::new(AtomicBool::new(false)),
             lease: Duration::from_secs(60),
             page_size: 1000,
-            mark_group: 5000,
+            mark_group: None,
             mark_interval: Duration::from_secs(1),
         }
     }
@@ -593,6 +591,7 @@ fn tick_loop(
         success: table.success.as_str().into(),
         error: table.error.as_str().into(),
         last_write: Instant::now(),
+        group: opts.mark_group.unwrap_or_else(|| store.mark_group()).max(1),
     };
     // A per-record handler takes one record at a time, so a stop is seen between any
     // two; a batch handler takes its batch size at once.
@@ -703,6 +702,8 @@ struct Marks {
     success: Arc<str>,
     error: Arc<str>,
     last_write: Instant,
+    /// Marks per transaction, at most.
+    group: usize,
 }
 
 impl Marks {
@@ -745,7 +746,7 @@ impl Marks {
             id: record.id.clone(),
             status,
         });
-        if tally.marks.len() >= opts.mark_group || self.last_write.elapsed() >= opts.mark_interval {
+        if tally.marks.len() >= self.group || self.last_write.elapsed() >= opts.mark_interval {
             store.mark(owner, &tally.marks)?;
             tally.marks.clear();
             self.last_write = Instant::now();

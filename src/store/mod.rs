@@ -305,6 +305,11 @@ pub trait Store {
     /// to hand over (a backend may keep holding them until `release`).
     fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<(), StoreError>;
 
+    /// How many marks a tick writes per transaction, at most, unless told otherwise.
+    fn mark_group(&self) -> usize {
+        1000
+    }
+
     /// Lets go of everything the owner still holds: the tick is over.
     fn release(&mut self, owner: &str) -> Result<(), StoreError>;
 

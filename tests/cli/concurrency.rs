@@ -151,7 +151,7 @@ fn two_ticks_take_turns_page_by_page(backend: Backend) {
                 let mut opts =
                     backlog::TickOptions::new(std::time::Duration::from_secs(86_400), now);
                 opts.page_size = 10;
-                opts.mark_group = 5;
+                opts.mark_group = Some(5);
                 start.wait();
                 let summary = backlog::process_backlog(
                     &config.schedule,
