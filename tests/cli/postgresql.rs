@@ -109,9 +109,11 @@ fn eight_runners_share_twenty_thousand_records_and_none_is_handled_twice_at_once
 fn a_runner_killed_mid_tick_leaves_no_record_lost_or_stuck() {
     let env = Env::on(Backend::Postgres);
     pending_records(&env, 400);
+    // Long enough for the next tick to start and skip within the lease on a busy
+    // machine.
     batch_schedule(
         &env,
-        "claim_lease = \"2s\"",
+        "claim_lease = \"4s\"",
         "mode = \"batch\"\nbatch_size = 50",
     );
     let mut runner = spawn_run(&env, "0.005");
@@ -134,7 +136,7 @@ fn a_runner_killed_mid_tick_leaves_no_record_lost_or_stuck() {
     let first = spawn_run(&env, "0").wait_with_output().unwrap();
     let first: serde_json::Value = serde_json::from_slice(&first.stdout).unwrap();
     assert!(first["skipped"].as_u64() > Some(0), "{first}");
-    std::thread::sleep(Duration::from_millis(2500));
+    std::thread::sleep(Duration::from_millis(4500));
     let second = spawn_run(&env, "0").wait_with_output().unwrap();
     assert!(second.status.success());
     assert!(all_success(&env), "no record lost");

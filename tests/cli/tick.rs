@@ -299,8 +299,10 @@ fn a_killed_tick_leaves_nothing_stuck(backend: Backend) {
     env.insert_aged(&[(1, 60), (2, 120), (3, 180)], |t| {
         t.format("%Y-%m-%d %H:%M:%S").to_string().into()
     });
+    // Long enough for the next tick to start and take its page within the lease on
+    // a busy machine (2 s was not, under the whole suite on two cores).
     env.write_schedule(&Schedule {
-        database_extra: "claim_lease = \"2s\"",
+        database_extra: "claim_lease = \"4s\"",
         ..Schedule::default()
     });
     env.write_handler(
@@ -328,7 +330,7 @@ fn a_killed_tick_leaves_nothing_stuck(backend: Backend) {
         out.contains("selected 0, succeeded 0, failed 0, skipped 3"),
         "claims of the dead tick still hold: {out}"
     );
-    std::thread::sleep(Duration::from_millis(2500));
+    std::thread::sleep(Duration::from_millis(4500));
     let out = env.run_window("1d");
     assert!(
         out.contains("selected 3, succeeded 3, failed 0, skipped 0"),
