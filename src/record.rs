@@ -101,7 +101,8 @@ impl Record {
             InsertedAt::Column(i) => self
                 .columns
                 .cell(*i)
-                .map_or_else(|| Scalar::Text(String::new()), Cell::to_scalar),
+                .expect("a record made in a row buffer has its columns there")
+                .to_scalar(),
         }
     }
 

@@ -21,8 +21,7 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::io::Read as _;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
@@ -34,15 +33,15 @@ use super::command::{own_group_dying_with_us, resolve, signal_group};
 use super::{Context, Handled, Handler, HandlerError, Outcome, Pipelined};
 use crate::config::HandlerConfig;
 use crate::duration;
-use crate::record::{Record, Scalar};
+use crate::record::{Columns, Record, Scalar};
 
 /// One record as the batch process reads it (see the protocol above).
 #[derive(serde::Serialize)]
 struct Line<'a> {
-    id: &'a crate::record::Scalar,
+    id: &'a Scalar,
     window: &'a str,
     age_seconds: Option<u64>,
-    record: &'a crate::record::Columns,
+    record: &'a Columns,
 }
 
 /// One answer line as the process writes it; other keys are ignored.
@@ -418,36 +417,34 @@ impl Pipelined for BatchHandler {
                 .running
                 .as_mut()
                 .expect("running while answers are due");
-            match running.answers.read(deadline) {
+            let why = match running.answers.read(deadline) {
                 Said::Lines(lines) => {
                     for line in lines.lines() {
                         self.file_answer(line);
                     }
+                    continue;
                 }
-                Said::Ended => {
-                    self.sent[0].ended = Some(format!(
-                        "the batch handler exited ({}) before answering",
-                        self.stop()
-                    ));
-                    self.resend_queued()?;
-                }
+                Said::Ended => format!(
+                    "the batch handler exited ({}) before answering",
+                    self.stop()
+                ),
                 Said::Nothing => {
                     self.stop();
-                    self.sent[0].ended = Some(format!(
+                    format!(
                         "no answer within {}; the batch handler was restarted",
                         duration::compact(self.timeout)
-                    ));
-                    self.resend_queued()?;
+                    )
                 }
-            }
+            };
+            self.sent[0].ended = Some(why);
+            self.resend_queued()?;
         }
     }
 }
 
 impl Drop for BatchHandler {
     fn drop(&mut self) {
-        // End of input first (the writer thread closes stdin once its sender is
-        // gone), so a handler can finish cleanly; then the group goes.
+        // Every batch sent was answered or given up on: the process and its group go.
         self.stop();
     }
 }
