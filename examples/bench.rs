@@ -207,6 +207,9 @@ fn command_handler(dir: &Path, command: &[&str], mode: HandlerMode) -> Box<dyn b
         mode,
         batch_size: 100,
         timeout: Duration::from_secs(30),
+        concurrency: 1,
+        rate: None,
+        stop_after_failures: None,
         env: Default::default(),
         exit_codes: Default::default(),
     };

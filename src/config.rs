@@ -13,6 +13,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::duration;
+use crate::rate::Rate;
 use crate::schedule::{BandMode, Cadence, Schedule, Tier, parse_cron};
 use crate::timestamp::FormatSetting;
 
@@ -76,6 +77,9 @@ struct RawHandler {
     mode: HandlerMode,
     batch_size: Option<usize>,
     timeout: Option<String>,
+    concurrency: Option<i64>,
+    rate: Option<String>,
+    stop_after_failures: Option<i64>,
     #[serde(default)]
     env: BTreeMap<String, String>,
     #[serde(default)]
@@ -235,7 +239,7 @@ pub struct RetryConfig {
 }
 
 /// How the handler command runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum HandlerMode {
     /// One process per record: the record on stdin, its outcome the exit code.
@@ -256,6 +260,12 @@ pub struct HandlerConfig {
     /// Records handed to a batch handler at once.
     pub batch_size: usize,
     pub timeout: Duration,
+    /// Records in their handlers at once within one tick (batch mode: processes).
+    pub concurrency: usize,
+    /// Handler starts per unit of time, spaced evenly; none for as fast as they go.
+    pub rate: Option<Rate>,
+    /// Failures in a row after which a tick stops handing out records (the breaker).
+    pub stop_after_failures: Option<u32>,
     pub env: BTreeMap<String, String>,
     /// Exit codes that set a status of their own instead of the error status.
     pub exit_codes: BTreeMap<i32, String>,
@@ -402,7 +412,7 @@ fn resolve_postgres(
     let (url, verify) = take_verify(url)?;
     let url = url.as_str();
     let mut config: postgres::Config = url.parse().map_err(|e| {
-        format!("database.url is not a valid PostgreSQL URL ({}); write it like \"postgres://user@host:5432/dbname?sslmode=require\"", crate::error::chain(&e))
+        format!("database.url is not a valid PostgreSQL URL ({}); write it like \"postgres://user@host:5432/dbname?sslmode=require\"", crate::causes::chain(&e))
     })?;
     if config.get_hosts().is_empty() {
         return Err(
@@ -601,6 +611,10 @@ fn resolve_table(raw: RawTable, retry: Option<RawRetry>) -> Result<TableConfig, 
     Ok(table)
 }
 
+/// The most records a tick has in their handlers at once: each is a thread (and a
+/// process for a command handler), and more than this is better served by more runners.
+pub const MAX_CONCURRENCY: usize = 1024;
+
 fn resolve_handler(raw: RawHandler) -> Result<HandlerConfig, String> {
     if raw.command.first().is_none_or(|p| p.trim().is_empty()) {
         return Err(
@@ -628,11 +642,37 @@ fn resolve_handler(raw: RawHandler) -> Result<HandlerConfig, String> {
     if raw.batch_size == Some(0) {
         return Err("handler.batch_size: must be at least 1".into());
     }
+    let concurrency = match raw.concurrency {
+        None => 1,
+        Some(n) if (1..=MAX_CONCURRENCY as i64).contains(&n) => n as usize,
+        Some(n) => {
+            return Err(format!(
+                "handler.concurrency: {n} is out of range; use 1 (one record at a time, the default) to {MAX_CONCURRENCY}"
+            ));
+        }
+    };
+    let rate = raw
+        .rate
+        .map(|r| Rate::parse(&r).map_err(|e| format!("handler.rate: {e}")))
+        .transpose()?;
+    let stop_after_failures = match raw.stop_after_failures {
+        None => None,
+        Some(n) if (1..=i64::from(u32::MAX)).contains(&n) => Some(n as u32),
+        Some(n) => {
+            return Err(format!(
+                "handler.stop_after_failures: {n} is out of range; use a number of failures in a row from 1 to {}, or leave it out to never stop",
+                u32::MAX
+            ));
+        }
+    };
     Ok(HandlerConfig {
         command: raw.command,
         mode: raw.mode,
         batch_size: raw.batch_size.unwrap_or(100),
         timeout,
+        concurrency,
+        rate,
+        stop_after_failures,
         env: raw.env,
         exit_codes,
     })

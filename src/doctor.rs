@@ -39,8 +39,8 @@ pub fn doctor(path: &std::path::Path) -> Vec<Check> {
     checks.push(
         match crate::handler::from_config(&config.handler, &config.dir) {
             Ok(_) => ok(format!(
-                "handler {:?} found",
-                config.handler.command.join(" ")
+                "handler found: {}",
+                crate::handler::describe(&config.handler)
             )),
             Err(e) => fail(e.to_string()),
         },

@@ -31,6 +31,10 @@ pub enum Error {
     /// `backlog doctor` found problems (it printed them).
     #[error("{0} of the checks failed")]
     Unhealthy(usize),
+    /// The breaker stopped a tick: its handler failed `handler.stop_after_failures`
+    /// times in a row. The tick ran and marked what it handled; the rest waits.
+    #[error("the tick stopped after {0}")]
+    Tripped(String),
     /// A command-line value that does not make sense.
     #[error("{0}")]
     Usage(String),
@@ -59,6 +63,9 @@ pub enum ExitCode {
     Handler = 5,
     /// The crontab cannot be read or written, or its backlog block is broken.
     Crontab = 6,
+    /// A tick ran, but its breaker stopped it (`handler.stop_after_failures` failures
+    /// in a row): the counterpart is likely down.
+    Tripped = 7,
 }
 
 impl Error {
@@ -79,21 +86,10 @@ impl Error {
             Error::Handler { .. } => ExitCode::Handler,
             Error::Crontab(_) => ExitCode::Crontab,
             Error::Usage(_) => ExitCode::Usage,
+            Error::Tripped(_) => ExitCode::Tripped,
             Error::Io { .. } | Error::Unhealthy(_) => ExitCode::Failure,
         }
     }
-}
-
-/// An error and its causes on one line, `outer: inner: innermost`, for libraries whose
-/// `Display` shows only the outermost ("invalid connection string").
-pub fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        s.push_str(&format!(": {cause}"));
-        source = cause.source();
-    }
-    s
 }
 
 impl From<ExitCode> for std::process::ExitCode {

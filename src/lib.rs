@@ -17,6 +17,7 @@
 //! ```
 
 pub mod backoff;
+pub mod causes;
 pub mod cli;
 pub mod config;
 pub mod crontab;
@@ -26,18 +27,19 @@ pub mod duration;
 pub mod error;
 pub mod explain;
 pub mod handler;
-pub mod process;
+pub mod rate;
 pub mod record;
 pub mod runner;
 pub mod schedule;
 pub mod status;
 pub mod store;
+pub mod tick;
 pub mod timestamp;
 
 pub use config::{Config, TableConfig};
 pub use error::{Error, ExitCode};
 pub use handler::{CommandHandler, FnHandler, Handled, Handler, Outcome};
-pub use process::{TickOptions, TickSummary, process_backlog};
 pub use record::{Columns, Record, Scalar};
 pub use schedule::{BandMode, Schedule};
 pub use store::Store;
+pub use tick::{TickOptions, TickSummary, process_backlog};

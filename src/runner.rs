@@ -25,9 +25,9 @@ use chrono::{DateTime, Utc};
 use crate::config::Config;
 use crate::duration;
 use crate::error::Error;
-use crate::process::{TickOptions, open_store, run_tick};
 use crate::schedule::Tier;
 use crate::store::StoreError;
+use crate::tick::{TickOptions, open_store, run_tick};
 
 /// The flags signal handlers set for the daemon.
 #[derive(Debug, Clone, Default)]
@@ -161,9 +161,8 @@ fn fire(config: &Config, window: Duration, stop: &Arc<AtomicBool>) -> JoinHandle
     let config = config.clone();
     let stop = Arc::clone(stop);
     thread::spawn(move || {
-        let mut opts = TickOptions::new(window, Utc::now());
+        let mut opts = TickOptions::for_config(&config, window, Utc::now());
         opts.stop = stop;
-        opts.lease = config.database.claim_lease;
         match run_tick(&config, &opts, &mut |_| {}) {
             Ok(s) => {
                 tracing::info!(window = %s.window, run_id = s.run_id, "{}", s.line(&config.table));

@@ -20,7 +20,7 @@ pub use backoff::{BackoffCommand, backoff_budget, backoff_delays, backoff_plot, 
 use crate::config::Config;
 use crate::duration;
 use crate::error::Error;
-use crate::process::{Event, TickOptions, open_store, run_tick};
+use crate::tick::{Event, TickOptions, open_store, run_tick};
 use crate::{crontab, demo, store};
 
 #[derive(Debug, Parser)]
@@ -263,7 +263,7 @@ pub fn init(args: &InitArgs) -> Result<(), Error> {
 /// `backlog run`.
 pub fn run(args: &RunArgs, verbose: u8) -> Result<(), Error> {
     let config = Config::load(&args.schedule)?;
-    let mut opts = TickOptions::new(args.window, args.now.unwrap_or_else(Utc::now));
+    let mut opts = TickOptions::for_config(&config, args.window, args.now.unwrap_or_else(Utc::now));
     if args.if_due {
         let mut store = open_store(&config)?;
         if !due(&config, args, store.as_mut(), opts.now)? {
@@ -271,7 +271,6 @@ pub fn run(args: &RunArgs, verbose: u8) -> Result<(), Error> {
         }
     }
     opts.limit = args.limit;
-    opts.lease = config.database.claim_lease;
     opts.dry_run = args.dry_run;
     opts.stop = stop_on_signals()?;
 
@@ -321,7 +320,11 @@ pub fn run(args: &RunArgs, verbose: u8) -> Result<(), Error> {
         }
         text.push_str(&format!("{}\n", summary.line(&config.table)));
     }
-    print(&text)
+    print(&text)?;
+    match summary.breaker {
+        Some(why) => Err(Error::Tripped(why)),
+        None => Ok(()),
+    }
 }
 
 /// A record as a dry run lists it.
@@ -481,12 +484,25 @@ pub fn explain(args: &ExplainArgs) -> Result<(), Error> {
     let next = age.map(|a| crate::explain::next_try(&config.schedule, a, now));
     if args.json {
         let mut value = serde_json::to_value(&plan).expect("an explanation serialises");
+        let handler = &config.handler;
+        value["handler"] = serde_json::json!({
+            "command": handler.command,
+            "mode": handler.mode,
+            "concurrency": handler.concurrency,
+            "rate": handler.rate.map(|r| r.to_string()),
+            "timeout": crate::duration::compact(handler.timeout),
+            "stop_after_failures": handler.stop_after_failures,
+        });
         if let Some(next) = &next {
             value["next_try"] = serde_json::to_value(next).expect("a next try serialises");
         }
         return print(&format!("{value}\n"));
     }
     let mut text = plan.render(&config.path.display().to_string());
+    text.push_str(&format!(
+        "Handler: {}.\n",
+        crate::handler::describe(&config.handler)
+    ));
     if let Some(next) = next {
         let subject = match &args.id {
             Some(id) => format!("Record {id} ({} old)", next.age),

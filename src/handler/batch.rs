@@ -363,6 +363,22 @@ impl Handler for BatchHandler {
     fn pipelined(&mut self) -> Option<&mut dyn Pipelined> {
         Some(self)
     }
+
+    /// A batch handler of its own, which starts its own process (and restarts it on its
+    /// own when it dies).
+    fn worker(&self) -> Option<Box<dyn Handler + Send + '_>> {
+        Some(Box::new(BatchHandler {
+            program: self.program.clone(),
+            args: self.args.clone(),
+            dir: self.dir.clone(),
+            env: self.env.clone(),
+            timeout: self.timeout,
+            exit_codes: self.exit_codes.clone(),
+            batch_size: self.batch_size,
+            running: None,
+            sent: VecDeque::new(),
+        }))
+    }
 }
 
 impl Pipelined for BatchHandler {

@@ -283,6 +283,10 @@ impl Handler for CommandHandler {
         handled.output = output.trim_end().to_string();
         Ok(handled)
     }
+
+    fn worker(&self) -> Option<Box<dyn Handler + Send + '_>> {
+        Some(Box::new(self.clone()))
+    }
 }
 
 #[cfg(test)]

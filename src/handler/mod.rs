@@ -83,6 +83,35 @@ pub fn from_config(
     })
 }
 
+/// How a schedule file's handler runs, in one sentence, as `explain` and `doctor` say
+/// it: `./notify.sh, one process per record, 8 at once, at most 20/s, timeout 30s`.
+pub fn describe(config: &crate::config::HandlerConfig) -> String {
+    let mut parts = vec![config.command.join(" ")];
+    parts.push(match config.mode {
+        crate::config::HandlerMode::PerRecord => "one process per record".to_string(),
+        crate::config::HandlerMode::Batch => {
+            format!("batch mode, {} records a batch", config.batch_size)
+        }
+    });
+    parts.push(match (config.concurrency, config.mode) {
+        (1, crate::config::HandlerMode::Batch) => "one process".into(),
+        (1, _) => "one at a time (concurrency 1)".into(),
+        (n, crate::config::HandlerMode::Batch) => format!("{n} processes at once"),
+        (n, _) => format!("{n} at once"),
+    });
+    if let Some(rate) = config.rate {
+        parts.push(format!("at most {rate} starts"));
+    }
+    parts.push(format!(
+        "timeout {}",
+        crate::duration::compact(config.timeout)
+    ));
+    if let Some(k) = config.stop_after_failures {
+        parts.push(format!("a tick stops after {k} failures in a row"));
+    }
+    parts.join(", ")
+}
+
 /// Takes records one at a time and says what became of each.
 pub trait Handler {
     fn handle(&mut self, record: &Record, ctx: &Context<'_>) -> Result<Handled, HandlerError>;
@@ -108,6 +137,14 @@ pub trait Handler {
     /// The handler's pipelined side, if it has one: the tick then sends the next batch
     /// before it waits for the answers to the one before.
     fn pipelined(&mut self) -> Option<&mut dyn Pipelined> {
+        None
+    }
+
+    /// Another handler that does the same work beside this one, on a thread of its own,
+    /// for a tick with `concurrency` above 1: a command handler's copy, a batch
+    /// handler's own process, a closure shared by reference. None: this handler can
+    /// only take one record (or batch) at a time.
+    fn worker(&self) -> Option<Box<dyn Handler + Send + '_>> {
         None
     }
 }

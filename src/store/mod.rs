@@ -62,6 +62,10 @@ pub enum StoreError {
     Connect { reason: String },
     #[error("{0}")]
     Schema(String),
+    /// The tick's hold on its records ran out (it was paused or cut off for longer
+    /// than the lease): another tick may have taken them.
+    #[error("{0}")]
+    HoldLapsed(String),
     #[error("{context}: {source}")]
     Database {
         context: String,
@@ -213,7 +217,9 @@ pub struct RunEnd {
     pub succeeded: u64,
     pub failed: u64,
     pub skipped: u64,
-    /// `done`, `stopped` (a signal ended it early) or `failed`.
+    /// Handled, but not marked: the tick no longer held them.
+    pub lost: u64,
+    /// `done`, `stopped` (a signal ended it early), `tripped` (the breaker) or `failed`.
     pub outcome: &'static str,
     pub error: Option<String>,
 }
@@ -301,9 +307,11 @@ pub trait Store {
         wanted: &dyn Fn(&Record) -> bool,
     ) -> Result<Page, StoreError>;
 
-    /// Writes the statuses, in one transaction; the records are no longer the owner's
-    /// to hand over (a backend may keep holding them until `release`).
-    fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<(), StoreError>;
+    /// Writes the statuses, in one transaction, of the records the owner still holds;
+    /// the records are no longer the owner's to hand over (a backend may keep holding
+    /// them until `release`). Returns the places in `marks` of those it no longer held
+    /// (its hold lapsed and another tick may have them): not written, they are lost.
+    fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<Vec<usize>, StoreError>;
 
     /// How many marks a tick writes per transaction, at most, unless told otherwise.
     fn mark_group(&self) -> usize {
@@ -350,6 +358,9 @@ pub trait Store {
 
 /// Extends a tick's claims from another thread.
 pub trait Heartbeat: Send {
+    /// Extends the owner's live holds to `lease_until`. A hold that already ran out is
+    /// not brought back (another tick may have taken its records since):
+    /// `StoreError::HoldLapsed` says so.
     fn beat(&mut self, lease_until: DateTime<Utc>) -> Result<(), StoreError>;
 }
 

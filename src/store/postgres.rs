@@ -99,7 +99,7 @@ fn describe_error(e: &postgres::Error) -> String {
     if e.is_closed() {
         return "the connection to the server was lost".into();
     }
-    crate::error::chain(e)
+    crate::causes::chain(e)
 }
 
 fn pg(context: impl Into<String>) -> impl FnOnce(postgres::Error) -> StoreError {
@@ -357,12 +357,13 @@ struct Prepared {
     bytea: Vec<String>,
     first_page: [Statement; 2],
     next_page: Statement,
-    set_status: Statement,
-    /// The statements on the tool's own tables, prepared once `ensure_own_tables` made
-    /// sure they exist (a dry run or `doctor` never creates them).
+    /// The statements that use the tool's own tables (claim, unclaim, and the status
+    /// update, which writes only where this tick claims), prepared once
+    /// `ensure_own_tables` made sure they exist (a dry run or `doctor` never creates them).
     claim_sql: String,
     unclaim_sql: String,
-    claim: Option<(Statement, Statement)>,
+    set_status_sql: String,
+    claim: Option<(Statement, Statement, Statement)>,
     /// The SQL of the first page (exclusive end), for `band_plan`.
     first_page_sql: String,
 }
@@ -399,8 +400,8 @@ impl PostgresStore {
             .expect("inspect() runs before any query")
     }
 
-    /// The claim and unclaim statements (after `ensure_own_tables`).
-    fn claims(&self) -> (Statement, Statement) {
+    /// The claim, unclaim and status statements (after `ensure_own_tables`).
+    fn claims(&self) -> (Statement, Statement, Statement) {
         self.prepared()
             .claim
             .clone()
@@ -419,7 +420,7 @@ impl PostgresStore {
         ids: &[Scalar],
         lease_until: DateTime<Utc>,
     ) -> Result<std::collections::HashSet<String>, StoreError> {
-        let (claim, _) = self.claims();
+        let (claim, _, _) = self.claims();
         let rows = self
             .client
             .query(
@@ -616,17 +617,19 @@ impl PostgresStore {
              WHERE c.expires_at < excluded.claimed_at
              RETURNING record_id"
         );
+        // $1 status, $2 ids, $3 table name, $4 owner, then $5 the `[retry]` time: only
+        // the records this owner still claims are written (see `Store::mark`).
+        let held = format!(
+            "FROM {claims} c WHERE t.{idq} = ANY ($2::text[]::{idt}[]) AND c.table_name = $3 AND c.owner = $4 AND c.record_id = t.{idq}::text RETURNING c.record_id"
+        );
         let set_status_sql = match &self.table.retry {
             // The attempt count and time go with the status, in the same statement.
             Some(r) => format!(
-                "UPDATE {table} SET {st} = $1::text::{stt}, {count} = coalesce({count}, 0) + 1, {since} = $3
-                 WHERE {idq} = ANY ($2::text[]::{idt}[])",
+                "UPDATE {table} t SET {st} = $1::text::{stt}, {count} = coalesce(t.{count}, 0) + 1, {since} = $5 {held}",
                 count = quote(&r.count),
                 since = quote(&r.since)
             ),
-            None => format!(
-                "UPDATE {table} SET {st} = $1::text::{stt} WHERE {idq} = ANY ($2::text[]::{idt}[])"
-            ),
+            None => format!("UPDATE {table} t SET {st} = $1::text::{stt} {held}"),
         };
         let unclaim_sql = format!(
             "DELETE FROM {claims} WHERE table_name = $1 AND owner = $2 AND record_id = ANY ($3)"
@@ -636,9 +639,9 @@ impl PostgresStore {
         Ok(Prepared {
             first_page: [prepare(&first_page_sql)?, prepare(&first("<="))?],
             next_page: prepare(&next_page_sql)?,
-            set_status: prepare(&set_status_sql)?,
             claim_sql,
             unclaim_sql,
+            set_status_sql,
             claim: None,
             first_page_sql,
             table,
@@ -914,6 +917,9 @@ impl Store for PostgresStore {
             p.claim = Some((
                 self.client.prepare(&p.claim_sql).map_err(pg(context))?,
                 self.client.prepare(&p.unclaim_sql).map_err(pg(context))?,
+                self.client
+                    .prepare(&p.set_status_sql)
+                    .map_err(pg(context))?,
             ));
         }
         Ok(())
@@ -983,29 +989,35 @@ impl Store for PostgresStore {
         ))
     }
 
-    fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<(), StoreError> {
-        // One UPDATE per distinct status (usually two: success and error), one DELETE
-        // for the group's claims, in one transaction.
+    fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<Vec<usize>, StoreError> {
+        // One UPDATE per distinct status (usually two: success and error), each writing
+        // only the records this owner still claims, and one DELETE for the group's
+        // claims, in one transaction.
         let groups = group_marks(marks, self.since_format);
         let context = format!("writing statuses to {}", self.table.name);
-        let (_, unclaim) = self.claims();
-        let p = self
-            .prepared
-            .as_ref()
-            .expect("inspect() runs before any query");
+        let (_, unclaim, set_status) = self.claims();
         let mut tx = self.client.transaction().map_err(pg(context.clone()))?;
+        let mut written = std::collections::HashSet::with_capacity(marks.len());
         for ((status, since), ids) in &groups {
             let ids = ids_text(ids.iter().copied());
-            match since {
-                Some(since) => tx.execute(&p.set_status, &[status, &ids, &Bound(since)]),
-                None => tx.execute(&p.set_status, &[status, &ids]),
+            let name = &self.table.name;
+            let rows = match since {
+                Some(since) => tx.query(&set_status, &[status, &ids, name, &owner, &Bound(since)]),
+                None => tx.query(&set_status, &[status, &ids, name, &owner]),
             }
             .map_err(pg(context.clone()))?;
+            written.extend(rows.iter().map(|r| r.get::<_, String>(0)));
         }
         let all = ids_text(marks.iter().map(|m| &m.id));
         tx.execute(&unclaim, &[&self.table.name, &owner, &all])
             .map_err(pg(context.clone()))?;
-        tx.commit().map_err(pg(context))
+        tx.commit().map_err(pg(context))?;
+        Ok(all
+            .iter()
+            .enumerate()
+            .filter(|(_, id)| !written.contains(*id))
+            .map(|(i, _)| i)
+            .collect())
     }
 
     fn release(&mut self, owner: &str) -> Result<(), StoreError> {

@@ -38,7 +38,7 @@ use crate::timestamp::{self, Sample, TimestampFormat};
 
 const OWN_TABLES: &str = "
 CREATE TABLE IF NOT EXISTS backlog_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-INSERT OR IGNORE INTO backlog_meta (key, value) VALUES ('schema_version', '2');
+INSERT OR IGNORE INTO backlog_meta (key, value) VALUES ('schema_version', '3');
 CREATE TABLE IF NOT EXISTS backlog_runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     table_name TEXT NOT NULL,
@@ -55,6 +55,7 @@ CREATE TABLE IF NOT EXISTS backlog_runs (
     succeeded INTEGER NOT NULL DEFAULT 0,
     failed INTEGER NOT NULL DEFAULT 0,
     skipped INTEGER NOT NULL DEFAULT 0,
+    lost INTEGER NOT NULL DEFAULT 0,
     outcome TEXT NOT NULL,
     error TEXT,
     owner TEXT NOT NULL
@@ -70,16 +71,26 @@ CREATE TABLE IF NOT EXISTS backlog_holds (
 );
 ";
 
-/// The version of the tables above. Version 1 claimed records one by one in
-/// `backlog_claims`; `ensure_own_tables` migrates it.
-const SCHEMA_VERSION: i64 = 2;
+/// The version of the tables above; `ensure_own_tables` migrates the earlier ones.
+/// Version 1 claimed records one by one in `backlog_claims`; version 2 had no `lost`
+/// count in the run log.
+const SCHEMA_VERSION: i64 = 3;
 
 /// Whether a tick other than ?2 holds a span of table ?1 at ?3 (unix milliseconds).
 const OTHERS_HOLD: &str = "SELECT EXISTS (SELECT 1 FROM backlog_holds WHERE table_name = ?1 AND owner <> ?2 AND expires_at > ?3)";
 
-/// Sets a tick's span: ?1 table, ?2 owner, ?3 low, ?4 high (kept once set), ?5 expiry.
+/// Sets a tick's span: ?1 table, ?2 owner, ?3 low, ?4 high (kept once set), ?5 expiry,
+/// ?6 now. A span that ran out is not extended: it changes no row, and the tick's hold
+/// has lapsed (another tick may have taken what it covered).
 const HOLD: &str = "INSERT INTO backlog_holds (table_name, owner, low, high, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)
-    ON CONFLICT (table_name, owner) DO UPDATE SET low = excluded.low, expires_at = excluded.expires_at";
+    ON CONFLICT (table_name, owner) DO UPDATE SET low = excluded.low, expires_at = excluded.expires_at
+    WHERE backlog_holds.expires_at > ?6";
+
+/// Whether tick ?2 still holds its span of table ?1 at ?3 (unix milliseconds).
+const HOLDS: &str = "SELECT EXISTS (SELECT 1 FROM backlog_holds WHERE table_name = ?1 AND owner = ?2 AND expires_at > ?3)";
+
+/// Why a span no longer counts, for `StoreError::HoldLapsed`.
+const LAPSED: &str = "its span in backlog_holds ran out, or another tick dropped it as run out";
 
 /// The SQL of a table, with names checked against the schema and quoted.
 #[derive(Debug, Clone)]
@@ -528,7 +539,27 @@ impl Store for SqliteStore {
                 "DROP TABLE backlog_claims; UPDATE backlog_meta SET value = '2' WHERE key = 'schema_version';",
             )
             .map_err(db("moving the tool's tables to version 2"))?;
-            version = SCHEMA_VERSION.to_string();
+            version = "2".into();
+        }
+        if version == "2" {
+            // A run log made just now, by the CREATE above, already has the column.
+            let has_lost: bool = tx
+                .query_row(
+                    "SELECT EXISTS (SELECT 1 FROM pragma_table_info('backlog_runs') WHERE name = 'lost')",
+                    [],
+                    |r| r.get(0),
+                )
+                .map_err(db("reading backlog_runs"))?;
+            let add = if has_lost {
+                ""
+            } else {
+                "ALTER TABLE backlog_runs ADD COLUMN lost INTEGER NOT NULL DEFAULT 0;"
+            };
+            tx.execute_batch(&format!(
+                "{add} UPDATE backlog_meta SET value = '3' WHERE key = 'schema_version';"
+            ))
+            .map_err(db("moving the tool's tables to version 3"))?;
+            version = "3".into();
         }
         check_version(&version, SCHEMA_VERSION, &self.path.display().to_string())?;
         tx.commit().map_err(db("creating the tool's own tables"))
@@ -731,17 +762,22 @@ impl Store for SqliteStore {
         let read = self.page(band, after, limit, owner, now, others)?;
         // The span's top is set by the first page and kept (see HOLD).
         if let (Some(first), Some(last)) = (read.records.first(), read.records.last()) {
-            tx.prepare_cached(HOLD)
+            let changed = tx
+                .prepare_cached(HOLD)
                 .and_then(|mut s| {
                     s.execute(params![
                         self.table.name,
                         owner,
                         last.inserted_at(),
                         first.inserted_at(),
-                        lease_until.timestamp_millis()
+                        lease_until.timestamp_millis(),
+                        now
                     ])
                 })
                 .map_err(db(context))?;
+            if changed == 0 {
+                return Err(StoreError::HoldLapsed(LAPSED.into()));
+            }
         }
         tx.commit().map_err(db(context))?;
         let held = read.held;
@@ -752,14 +788,23 @@ impl Store for SqliteStore {
         ))
     }
 
-    fn mark(&mut self, _owner: &str, marks: &[Mark]) -> Result<(), StoreError> {
+    fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<Vec<usize>, StoreError> {
+        // Only while the tick's span is live: a span is never extended once it ran
+        // out, so a live one never lapsed, and no other tick took its records.
         // One UPDATE per record, in one transaction. An UPDATE of one row needs no
         // statement journal; one UPDATE of a group's rows (`IN (…)`) did, spilling it
         // to a temporary file. The records stay in the tick's span until it ends. A
         // binding stays until it is replaced, so the status (and the `[retry]` time)
         // is bound only when it differs from the mark before: nearly every mark of a
         // tick shares one.
-        let write = |tx: &Transaction| -> rusqlite::Result<()> {
+        let write = |tx: &Transaction| -> rusqlite::Result<bool> {
+            let now = Utc::now().timestamp_millis();
+            let holds: bool = tx
+                .prepare_cached(HOLDS)?
+                .query_row(params![self.table.name, owner, now], |r| r.get(0))?;
+            if !holds {
+                return Ok(false);
+            }
             let mut set = tx.prepare_cached(&self.sql().set_status)?;
             let mut status: Option<&str> = None;
             let mut since: Option<DateTime<Utc>> = None;
@@ -777,11 +822,20 @@ impl Store for SqliteStore {
                 }
                 set.raw_execute()?;
             }
-            Ok(())
+            Ok(true)
         };
-        Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
-            .and_then(|tx| write(&tx).and_then(|()| tx.commit()))
-            .map_err(db(format!("writing statuses to {}", self.table.name)))
+        let held = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
+            .and_then(|tx| {
+                let held = write(&tx)?;
+                tx.commit()?;
+                Ok(held)
+            })
+            .map_err(db(format!("writing statuses to {}", self.table.name)))?;
+        Ok(if held {
+            Vec::new()
+        } else {
+            (0..marks.len()).collect()
+        })
     }
 
     /// Each commit writes again every page its group touched, the B-trees' inner pages
@@ -871,8 +925,8 @@ impl Store for SqliteStore {
         let finished = Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true);
         self.conn
             .execute(
-                "UPDATE backlog_runs SET finished_at = ?2, selected = ?3, succeeded = ?4, failed = ?5, skipped = ?6, outcome = ?7, error = ?8 WHERE id = ?1",
-                params![run_id, finished, end.selected as i64, end.succeeded as i64, end.failed as i64, end.skipped as i64, end.outcome, end.error],
+                "UPDATE backlog_runs SET finished_at = ?2, selected = ?3, succeeded = ?4, failed = ?5, skipped = ?6, outcome = ?7, error = ?8, lost = ?9 WHERE id = ?1",
+                params![run_id, finished, end.selected as i64, end.succeeded as i64, end.failed as i64, end.skipped as i64, end.outcome, end.error, end.lost as i64],
             )
             .map_err(db("writing the run log"))?;
         Ok(())
@@ -884,6 +938,7 @@ impl Store for SqliteStore {
             conn,
             owner: owner.to_string(),
             run_id,
+            held: false,
         }))
     }
 }
@@ -892,6 +947,8 @@ struct SqliteHeartbeat {
     conn: Connection,
     owner: String,
     run_id: i64,
+    /// The tick's span was seen: once it is gone, the hold lapsed.
+    held: bool,
 }
 
 impl Heartbeat for SqliteHeartbeat {
@@ -901,11 +958,28 @@ impl Heartbeat for SqliteHeartbeat {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(db("renewing claims"))?;
-        tx.execute(
-            "UPDATE backlog_holds SET expires_at = ?1 WHERE owner = ?2",
-            params![lease_until.timestamp_millis(), self.owner],
-        )
-        .map_err(db("renewing claims"))?;
+        // A span that ran out stays out (see HOLD); the tick learns its hold lapsed.
+        let now_ms = Utc::now().timestamp_millis();
+        let renewed = tx
+            .execute(
+                "UPDATE backlog_holds SET expires_at = ?1 WHERE owner = ?2 AND expires_at > ?3",
+                params![lease_until.timestamp_millis(), self.owner, now_ms],
+            )
+            .map_err(db("renewing claims"))?;
+        if renewed == 0 {
+            let lapsed: bool = tx
+                .query_row(
+                    "SELECT EXISTS (SELECT 1 FROM backlog_holds WHERE owner = ?1)",
+                    params![self.owner],
+                    |r| r.get(0),
+                )
+                .map_err(db("renewing claims"))?;
+            if lapsed || self.held {
+                return Err(StoreError::HoldLapsed(LAPSED.into()));
+            }
+        } else {
+            self.held = true;
+        }
         tx.execute(
             "UPDATE backlog_runs SET heartbeat_at = ?1 WHERE id = ?2",
             params![now, self.run_id],

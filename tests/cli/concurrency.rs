@@ -136,7 +136,7 @@ fn two_ticks_take_turns_page_by_page(backend: Backend) {
                 (config.clone(), Arc::clone(&in_flight), Arc::clone(&start));
             std::thread::spawn(move || {
                 let mut store = backlog::store::open(&config.database, &config.table).unwrap();
-                let mut handled = Vec::new();
+                let handled = Mutex::new(Vec::new());
                 let mut handler = backlog::FnHandler(|record: &backlog::Record| {
                     let id = record.id.to_string();
                     assert!(
@@ -145,7 +145,7 @@ fn two_ticks_take_turns_page_by_page(backend: Backend) {
                     );
                     std::thread::sleep(std::time::Duration::from_millis(2));
                     in_flight.lock().unwrap().remove(&id);
-                    handled.push(id);
+                    handled.lock().unwrap().push(id);
                     backlog::Outcome::Success
                 });
                 let mut opts =
@@ -162,7 +162,7 @@ fn two_ticks_take_turns_page_by_page(backend: Backend) {
                     &mut |_| {},
                 )
                 .unwrap();
-                (summary.selected, handled)
+                (summary.selected, handled.into_inner().unwrap())
             })
         })
         .collect();

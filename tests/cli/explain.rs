@@ -68,6 +68,7 @@ tier  window  cadence    band                       tries in band
    6  360d    every 8d   ages over 180d up to 360d           22.5
 
 A pending record is tried about 522 times over its life; past 360d it is never tried again.
+Handler: ./handler.sh, one process per record, one at a time (concurrency 1), timeout 10s.
 
 A record 3d old is in tier 2's band; it is tried next at 2026-11-21T13:00:00Z (in 26m), by tier 2.
 "

@@ -216,7 +216,7 @@ fn a_tick_whose_claims_cannot_be_renewed_stops_taking_records() {
     assert_eq!(out.status.code(), Some(4), "{stderr}");
     let last = stderr.lines().last().unwrap_or_default();
     assert!(
-        last.contains("renewing claims: claims not renewed for")
+        last.contains(": claims not renewed for")
             && last.ends_with("stopped taking records before they run out"),
         "{stderr}"
     );

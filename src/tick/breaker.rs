@@ -1,0 +1,79 @@
+//! The breaker: after `handler.stop_after_failures` failures in a row, a tick hands
+//! out no more records.
+//!
+//! A counterpart that is down fails every record: without the breaker a tick would
+//! call it once for each record of its band, every tick. With it, the tick stops after
+//! a few calls, leaves the rest of the band as it was (no status is written for a
+//! record that was not tried) and the next tick tries again. Failures are errors,
+//! timeouts and crashes; a status the user mapped from an exit code is an answer (the
+//! counterpart is up and said something about that record) and ends a run of failures
+//! like a success does.
+
+use crate::handler::{Handled, Outcome};
+
+pub(super) struct Breaker {
+    limit: Option<u32>,
+    in_a_row: u32,
+    /// Why it tripped, once it has.
+    pub(super) tripped: Option<String>,
+}
+
+impl Breaker {
+    pub(super) fn new(limit: Option<u32>) -> Self {
+        Breaker {
+            limit,
+            in_a_row: 0,
+            tripped: None,
+        }
+    }
+
+    /// Counts an outcome, in the order the answers came back.
+    pub(super) fn count(&mut self, handled: &Handled) {
+        if handled.outcome != Outcome::Error {
+            self.in_a_row = 0;
+            return;
+        }
+        self.in_a_row += 1;
+        if let Some(limit) = self.limit
+            && self.in_a_row >= limit
+            && self.tripped.is_none()
+        {
+            self.tripped = Some(format!(
+                "{limit} failures in a row (handler.stop_after_failures), the last: {}; the rest of the band waits for the next tick",
+                handled.detail
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trips_after_the_limit_of_failures_in_a_row() {
+        let error = Handled::new(Outcome::Error, "exit 1");
+        let mapped = Handled::new(Outcome::Status("DEAD".into()), "exit 3");
+        let mut breaker = Breaker::new(Some(3));
+        for h in [&error, &error, &mapped, &error, &error] {
+            breaker.count(h);
+        }
+        assert!(breaker.tripped.is_none(), "a mapped status ends the run");
+        breaker.count(&error);
+        assert_eq!(
+            breaker.tripped.as_deref(),
+            Some(
+                "3 failures in a row (handler.stop_after_failures), the last: exit 1; the rest of the band waits for the next tick"
+            )
+        );
+    }
+
+    #[test]
+    fn without_a_limit_it_never_trips() {
+        let mut breaker = Breaker::new(None);
+        for _ in 0..1000 {
+            breaker.count(&Handled::new(Outcome::Error, "exit 1"));
+        }
+        assert!(breaker.tripped.is_none());
+    }
+}

@@ -1,0 +1,153 @@
+//! The tick's loop, as named steps: take a page when the queue runs short, check the
+//! holds are fresh, keep to the rate, hand a batch to a free lane; then settle what
+//! comes back. It ends when the band is read and every batch out has come back, or
+//! earlier when asked to stop, when the breaker trips, or when the holds go stale;
+//! the batches already out are always waited for and marked.
+
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use chrono::Utc;
+
+use super::breaker::Breaker;
+use super::heartbeat::HeartbeatThread;
+use super::lanes::{Done, Lanes};
+use super::marks::Marks;
+use super::options::{Event, TickOptions};
+use super::pace::Pace;
+use super::pager::{PageSize, Pager};
+use crate::error::Error;
+use crate::handler::Context;
+use crate::record::Record;
+use crate::store::{BandQuery, Store, StoreError};
+
+/// What the loop works with, beyond the store, the lanes and the marks.
+pub(super) struct Plan<'a> {
+    pub(super) opts: &'a TickOptions,
+    pub(super) query: &'a BandQuery,
+    pub(super) limit: u64,
+    pub(super) owner: &'a str,
+    pub(super) ctx: Context<'a>,
+    /// Whether the tick wants a record of its band (spread, `[retry]` delay).
+    pub(super) takes: &'a dyn Fn(&Record) -> bool,
+    pub(super) heartbeat: &'a HeartbeatThread,
+}
+
+pub(super) fn hand_out<'c>(
+    plan: &Plan<'c>,
+    store: &mut dyn Store,
+    lanes: &mut Lanes<'_, 'c>,
+    marks: &mut Marks<'_>,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> Result<(), Error> {
+    let opts = plan.opts;
+    let store_err = Error::store(store.describe());
+    let handler_err = |source| Error::Handler { file: None, source };
+    let batch = lanes.batch_size();
+    let mut pager = Pager::new(plan.query);
+    let mut size = PageSize::new(
+        opts.page_size,
+        lanes.capacity(),
+        batch,
+        opts.rate.map(|r| r.per_second()),
+    );
+    let mut pace = Pace::new(opts.rate);
+    let mut breaker = Breaker::new(opts.stop_after_failures);
+    let mut queue: VecDeque<Record> = VecDeque::new();
+    let mut taken: u64 = 0;
+    // Why the tick hands out no more: the batches already out are still settled, then
+    // the tick ends with this error.
+    let mut halt: Option<Error> = None;
+    let context = |r: &Record| Context {
+        age: r.age(opts.now).and_then(|a| a.to_std().ok()),
+        ..plan.ctx
+    };
+    loop {
+        while lanes.free() > 0 && halt.is_none() && breaker.tripped.is_none() {
+            if opts.stop.load(Ordering::Relaxed) {
+                marks.tally.stopped = true;
+                break;
+            }
+            // Take: a page when the queue is short of a batch.
+            if queue.len() < batch && !pager.done && taken < plan.limit {
+                let want = size.next().min((plan.limit - taken) as usize);
+                let lease_until = Utc::now() + opts.lease;
+                match pager.take(store, plan.owner, want, lease_until, plan.takes) {
+                    Err(e) => halt = Some(store_err(e)),
+                    Ok(None) => pager.done = true,
+                    Ok(Some(page)) => {
+                        marks.tally.deferred += page.deferred;
+                        marks.tally.skipped += page.skipped;
+                        taken += page.taken.len() as u64;
+                        queue.extend(page.taken);
+                    }
+                }
+                continue;
+            }
+            if queue.is_empty() {
+                break;
+            }
+            // Pace, then check the holds right before handing out.
+            let n = batch.min(queue.len());
+            if !pace.wait(n, &opts.stop) {
+                marks.tally.stopped = true;
+                break;
+            }
+            if let Some(why) = plan.heartbeat.stale() {
+                halt = Some(store_err(StoreError::HoldLapsed(why)));
+                break;
+            }
+            // Hand out.
+            if let Some(handler) = lanes.inline() {
+                // One record at a time on this thread, settled at once: no vectors.
+                let record = queue.pop_front().expect("the queue is not empty");
+                let started = Instant::now();
+                match handler.handle(&record, &context(&record)) {
+                    Ok(handled) => {
+                        size.observe(1, started.elapsed());
+                        breaker.count(&handled);
+                        marks
+                            .settle(&record, handled, store, on_event)
+                            .map_err(&store_err)?;
+                    }
+                    Err(e) => halt = Some(handler_err(e)),
+                }
+                continue;
+            }
+            let records: Vec<Record> = queue.drain(..n).collect();
+            let contexts = records.iter().map(context).collect();
+            if let Err(e) = lanes.send(records, contexts) {
+                halt = Some(handler_err(e));
+            }
+        }
+        // Settle what comes back; nothing out means the tick is done.
+        let Some(Done {
+            records,
+            results,
+            latency,
+        }) = lanes.receive()
+        else {
+            break;
+        };
+        match results {
+            Ok(results) => {
+                size.observe(records.len(), latency);
+                for (record, handled) in records.iter().zip(results) {
+                    breaker.count(&handled);
+                    marks
+                        .settle(record, handled, store, on_event)
+                        .map_err(&store_err)?;
+                }
+            }
+            Err(e) => {
+                halt.get_or_insert(handler_err(e));
+            }
+        }
+    }
+    if let Some(why) = breaker.tripped {
+        tracing::warn!("the breaker tripped: {why}");
+        marks.tally.breaker = Some(why);
+    }
+    halt.map_or(Ok(()), Err)
+}

@@ -1,0 +1,148 @@
+//! The heartbeat: renews a tick's holds on a thread of its own, and tells the tick
+//! whether they are fresh enough to hand out another record.
+//!
+//! A hold lives one lease past its last renewal. The tick hands a record out only
+//! while the last renewal is less than half a lease old, measured on the monotonic
+//! clock: a tick that was paused (SIGSTOP, a frozen VM, a write lock another process
+//! held for longer than the lease) may find on waking that another tick has taken its
+//! records, and must not trust the page it read before. A renewal that comes after a
+//! gap of three quarters of a lease or more does not make the holds fresh again: they
+//! may have run out in between, so the tick stops for good (its marks then land only
+//! where it still holds, see `Store::mark`).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+
+use crate::duration;
+use crate::store::{Heartbeat, StoreError};
+
+/// What the heartbeat thread and the tick share.
+struct State {
+    /// The origin of `renewed`.
+    origin: Instant,
+    /// When the holds were last renewed by a beat, in nanoseconds after `origin` (the
+    /// time the beat started, so it never looks fresher than it is). Taking a page does
+    /// not count: on PostgreSQL it renews only that page's claims.
+    renewed: AtomicU64,
+    /// Set once the holds may have run out; never cleared.
+    lapsed: AtomicBool,
+    /// Why they lapsed, or why beats fail (and since when).
+    why: Mutex<Why>,
+}
+
+#[derive(Default)]
+struct Why {
+    lapsed: Option<String>,
+    failing: Option<(Instant, String)>,
+}
+
+/// Renews a tick's holds until dropped.
+pub(super) struct HeartbeatThread {
+    stop: Option<mpsc::Sender<()>>,
+    thread: Option<thread::JoinHandle<()>>,
+    state: Arc<State>,
+    lease: Duration,
+}
+
+impl State {
+    fn since_origin(&self, at: Instant) -> u64 {
+        at.saturating_duration_since(self.origin).as_nanos() as u64
+    }
+
+    fn renewed_at(&self) -> Instant {
+        self.origin + Duration::from_nanos(self.renewed.load(Ordering::Acquire))
+    }
+
+    fn lapse(&self, why: String) {
+        let mut state = self
+            .why
+            .lock()
+            .expect("the heartbeat state is never poisoned");
+        if state.lapsed.is_none() {
+            tracing::warn!("{why}");
+            state.lapsed = Some(why);
+        }
+        self.lapsed.store(true, Ordering::Release);
+    }
+}
+
+impl HeartbeatThread {
+    /// Starts beating every quarter lease; the holds count as renewed now.
+    pub(super) fn start(mut heartbeat: Box<dyn Heartbeat>, lease: Duration) -> Self {
+        let (stop, stopped) = mpsc::channel::<()>();
+        let state = Arc::new(State {
+            origin: Instant::now(),
+            renewed: AtomicU64::new(0),
+            lapsed: AtomicBool::new(false),
+            why: Mutex::new(Why::default()),
+        });
+        let shared = Arc::clone(&state);
+        let thread = thread::spawn(move || {
+            let state = shared;
+            while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(lease / 4) {
+                let started = Instant::now();
+                let gap = started.saturating_duration_since(state.renewed_at());
+                match heartbeat.beat(Utc::now() + lease) {
+                    Ok(()) if gap >= lease * 3 / 4 => state.lapse(format!(
+                        "this tick's holds went {} without renewal (its lease is {}): the tick was paused or cut off, and another tick may have taken its records; it hands out no more",
+                        duration::compact(Duration::from_secs(gap.as_secs().max(1))),
+                        duration::compact(lease)
+                    )),
+                    Ok(()) => {
+                        state.renewed.fetch_max(state.since_origin(started), Ordering::AcqRel);
+                        state.why.lock().expect("never poisoned").failing = None;
+                    }
+                    Err(StoreError::HoldLapsed(why)) => state.lapse(format!(
+                        "this tick's hold lapsed ({why}); it hands out no more"
+                    )),
+                    Err(e) => {
+                        tracing::warn!("cannot renew this tick's claims: {e}");
+                        let mut why = state.why.lock().expect("never poisoned");
+                        let since = why.failing.as_ref().map_or(started, |(t, _)| *t);
+                        why.failing = Some((since, e.to_string()));
+                    }
+                }
+            }
+        });
+        HeartbeatThread {
+            stop: Some(stop),
+            thread: Some(thread),
+            state,
+            lease,
+        }
+    }
+
+    /// Why the tick must hand out no more records, if it must: its holds lapsed, or
+    /// were last renewed half a lease ago or more (beats failing, or the tick paused).
+    pub(super) fn stale(&self) -> Option<String> {
+        let age = self.state.renewed_at().elapsed();
+        if !self.state.lapsed.load(Ordering::Acquire) && age < self.lease / 2 {
+            return None;
+        }
+        let why = self.state.why.lock().expect("never poisoned");
+        if let Some(lapsed) = &why.lapsed {
+            return Some(lapsed.clone());
+        }
+        let cause = match &why.failing {
+            Some((_, e)) => format!(" ({e})"),
+            None => " (the tick was paused, or its heartbeat could not run)".into(),
+        };
+        Some(format!(
+            "claims not renewed for {}{cause}; stopped taking records before they run out",
+            duration::compact(Duration::from_secs(age.as_secs().max(1)))
+        ))
+    }
+}
+
+impl Drop for HeartbeatThread {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}

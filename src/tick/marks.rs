@@ -1,0 +1,185 @@
+//! The marks: a tick's counts, and the statuses it writes in groups.
+//!
+//! Every record handed out is settled here once, on the tick's thread, in the order
+//! the answers came back: counted, reported, and queued for its mark. A group is
+//! written when it is full or has waited `mark_interval`. The store writes a mark only
+//! where the tick still holds the record (`Store::mark`); a mark that lands nowhere is
+//! taken back out of the counts and counted as lost, never as a success.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+
+use super::options::Event;
+use crate::handler::{Handled, Outcome};
+use crate::record::Record;
+use crate::store::{Mark, Store, StoreError};
+
+/// The running counts of a tick.
+#[derive(Debug, Default)]
+pub(super) struct Tally {
+    pub(super) selected: u64,
+    pub(super) succeeded: u64,
+    pub(super) failed: u64,
+    pub(super) skipped: u64,
+    pub(super) deferred: u64,
+    pub(super) lost: u64,
+    /// Shares its statuses with the marks.
+    pub(super) statuses: BTreeMap<Arc<str>, u64>,
+    pub(super) stopped: bool,
+    pub(super) breaker: Option<String>,
+}
+
+/// Writes a tick's marks in groups: a group goes when it is full, or when it has
+/// waited `interval` since the last write.
+pub(super) struct Marks<'o> {
+    pub(super) tally: Tally,
+    owner: &'o str,
+    /// Handled, not yet written.
+    pending: Vec<Mark>,
+    /// Shared with the marks: a status is allocated once a tick, not once a record.
+    success: Arc<str>,
+    error: Arc<str>,
+    /// The tick's clock, written to `[retry]`'s `since` column.
+    now: DateTime<Utc>,
+    last_write: Instant,
+    /// Marks per transaction, at most.
+    group: usize,
+    interval: Duration,
+}
+
+impl<'o> Marks<'o> {
+    pub(super) fn new(
+        table: &crate::TableConfig,
+        owner: &'o str,
+        now: DateTime<Utc>,
+        group: usize,
+        interval: Duration,
+    ) -> Self {
+        Marks {
+            tally: Tally::default(),
+            owner,
+            pending: Vec::new(),
+            success: table.success.as_str().into(),
+            error: table.error.as_str().into(),
+            now,
+            last_write: Instant::now(),
+            group: group.max(1),
+            interval,
+        }
+    }
+
+    /// Counts a handled record and queues its mark, writing the group when due.
+    pub(super) fn settle(
+        &mut self,
+        record: &Record,
+        handled: Handled,
+        store: &mut dyn Store,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<(), StoreError> {
+        let tally = &mut self.tally;
+        tally.selected += 1;
+        let status = match &handled.outcome {
+            Outcome::Success => {
+                tally.succeeded += 1;
+                Arc::clone(&self.success)
+            }
+            Outcome::Error => {
+                tally.failed += 1;
+                Arc::clone(&self.error)
+            }
+            Outcome::Status(s) => {
+                tally.failed += 1;
+                Arc::from(s.as_str())
+            }
+        };
+        log_outcome(record, &handled, &status);
+        on_event(Event::Handled {
+            record,
+            handled: &handled,
+            status: &status,
+        });
+        *tally.statuses.entry(Arc::clone(&status)).or_default() += 1;
+        self.pending.push(Mark {
+            at: self.now,
+            id: record.id.clone(),
+            status,
+        });
+        if self.pending.len() >= self.group || self.last_write.elapsed() >= self.interval {
+            self.write(store)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the marks not yet written; those the tick no longer held are lost.
+    pub(super) fn write(&mut self, store: &mut dyn Store) -> Result<(), StoreError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let lost = store.mark(self.owner, &self.pending)?;
+        if !lost.is_empty() {
+            let mut ids = Vec::new();
+            for &i in &lost {
+                let status = Arc::clone(&self.pending[i].status);
+                self.uncount(&status);
+                if ids.len() < 10 {
+                    ids.push(self.pending[i].id.to_string());
+                }
+            }
+            tracing::warn!(
+                "{} marks lost: records {}{} were handled after this tick's hold on them lapsed (another tick may hold them now); not marked, they keep their status",
+                lost.len(),
+                ids.join(", "),
+                if lost.len() > ids.len() { ", …" } else { "" }
+            );
+        }
+        self.pending.clear();
+        self.last_write = Instant::now();
+        Ok(())
+    }
+
+    /// Takes a lost mark back out of the counts.
+    fn uncount(&mut self, status: &Arc<str>) {
+        let tally = &mut self.tally;
+        tally.lost += 1;
+        if *status == self.success {
+            tally.succeeded -= 1;
+        } else {
+            tally.failed -= 1;
+        }
+        if let Some(n) = tally.statuses.get_mut(status) {
+            *n -= 1;
+            if *n == 0 {
+                tally.statuses.remove(status);
+            }
+        }
+    }
+}
+
+fn log_outcome(record: &Record, handled: &Handled, status: &str) {
+    if handled.outcome == Outcome::Success {
+        tracing::debug!("record {}: {status} ({})", record.id, handled.detail);
+    } else {
+        tracing::debug!(
+            "record {}: {status} ({}){}",
+            record.id,
+            handled.detail,
+            tail_for_log(&handled.output)
+        );
+    }
+    if !handled.output.is_empty() {
+        tracing::trace!("record {} output:\n{}", record.id, handled.output);
+    }
+}
+
+/// The last line of a failed handler's output, so `-v` shows why without `-vv`.
+fn tail_for_log(output: &str) -> String {
+    output
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .map(|l| format!(": {l}"))
+        .unwrap_or_default()
+}

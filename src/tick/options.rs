@@ -1,0 +1,90 @@
+//! How a tick runs beyond what the schedule says, and what it reports as it goes.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use crate::handler::Handled;
+use crate::rate::Rate;
+use crate::record::Record;
+
+/// How a tick runs, beyond what the schedule says.
+#[derive(Debug, Clone)]
+pub struct TickOptions {
+    /// The window of the tier to run.
+    pub window: Duration,
+    /// The clock the band is computed from (`--now`, or the real time).
+    pub now: DateTime<Utc>,
+    /// Overrides the tier's limit.
+    pub limit: Option<u64>,
+    /// Select and report, without claiming, handling or writing anything.
+    pub dry_run: bool,
+    /// Set from outside (a signal) to stop taking records; those in their handlers
+    /// finish and are marked.
+    pub stop: Arc<AtomicBool>,
+    /// How long a claim lives without a heartbeat; a killed tick's records wait this long.
+    pub lease: Duration,
+    /// Records read (and held) per query, at most. A tick asks for fewer while its
+    /// handlers are slow: it holds only what it will start soon (see `pager`).
+    pub page_size: usize,
+    /// Marks written per transaction, at most; none for the store's own size
+    /// (`Store::mark_group`). `mark_interval` bounds how long a mark waits, so with
+    /// slower handlers a group is smaller, and a crash re-hands at most one group, at
+    /// most a second of handling.
+    pub mark_group: Option<usize>,
+    /// The longest a handled record waits for its mark to be written.
+    pub mark_interval: Duration,
+    /// Records (batch mode: batches) in their handlers at once. Above 1 the handler
+    /// must offer workers (`Handler::worker`).
+    pub concurrency: usize,
+    /// Handler starts per unit of time, spaced evenly.
+    pub rate: Option<Rate>,
+    /// After this many failures in a row (error, timeout, crash; not a mapped status)
+    /// the tick hands out no more records: the breaker trips.
+    pub stop_after_failures: Option<u32>,
+}
+
+impl TickOptions {
+    pub fn new(window: Duration, now: DateTime<Utc>) -> Self {
+        TickOptions {
+            window,
+            now,
+            limit: None,
+            dry_run: false,
+            stop: Arc::new(AtomicBool::new(false)),
+            lease: Duration::from_secs(60),
+            page_size: 1000,
+            mark_group: None,
+            mark_interval: Duration::from_secs(1),
+            concurrency: 1,
+            rate: None,
+            stop_after_failures: None,
+        }
+    }
+
+    /// The options a schedule file sets: the lease, and how the handler is paced.
+    pub fn for_config(config: &crate::Config, window: Duration, now: DateTime<Utc>) -> Self {
+        TickOptions {
+            lease: config.database.claim_lease,
+            concurrency: config.handler.concurrency,
+            rate: config.handler.rate,
+            stop_after_failures: config.handler.stop_after_failures,
+            ..TickOptions::new(window, now)
+        }
+    }
+}
+
+/// What a tick reports as it goes, for progress bars and listings.
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// A record was handled and will be marked with `status`.
+    Handled {
+        record: &'a Record,
+        handled: &'a Handled,
+        status: &'a str,
+    },
+    /// A dry run would hand this record over.
+    WouldHandle { record: &'a Record },
+}

@@ -1,0 +1,195 @@
+//! The pager: reads (or takes) a band a page at a time, newest first, each page after
+//! where the last ended, and sizes each page to what the tick will start soon.
+//!
+//! A page taken is held for the tick until its records are marked, so its size is how
+//! much of the band one runner keeps from the others. A page of 1,000 records taken
+//! by the first of four runners whose handler takes 100 ms left the other three
+//! nothing to do. So a page holds what the tick's handlers will start within about a
+//! quarter of a second, by their observed latency: a few records while handlers are
+//! slow, growing (at most doubling from page to page) for fast ones up to
+//! `TickOptions::page_size`, where a fast in-process handler keeps its throughput.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use crate::record::Record;
+use crate::store::{BandQuery, Cursor, Page, Store, StoreError};
+
+/// Reads (or takes) a band a page at a time, newest first.
+pub(super) struct Pager<'q> {
+    query: &'q BandQuery,
+    cursor: Option<Cursor>,
+    /// The band is read to its end.
+    pub(super) done: bool,
+}
+
+impl<'q> Pager<'q> {
+    pub(super) fn new(query: &'q BandQuery) -> Self {
+        Pager {
+            query,
+            cursor: None,
+            done: false,
+        }
+    }
+
+    /// The next page of at most `want` records; none once the band is read to its end
+    /// (a page shorter than asked for is the last).
+    pub(super) fn next(
+        &mut self,
+        store: &mut dyn Store,
+        want: usize,
+    ) -> Result<Option<Vec<Record>>, StoreError> {
+        if self.done {
+            return Ok(None);
+        }
+        let page = store.select(self.query, self.cursor.as_ref(), want)?;
+        self.done = page.len() < want;
+        let Some(last) = page.last() else {
+            return Ok(None);
+        };
+        self.cursor = Some(Cursor::after(last));
+        Ok(Some(page))
+    }
+
+    /// The next page taken for `owner` (see `Store::take`); none once the band is read
+    /// to its end.
+    pub(super) fn take(
+        &mut self,
+        store: &mut dyn Store,
+        owner: &str,
+        want: usize,
+        lease_until: DateTime<Utc>,
+        wanted: &dyn Fn(&Record) -> bool,
+    ) -> Result<Option<Page>, StoreError> {
+        if self.done {
+            return Ok(None);
+        }
+        let page = store.take(
+            owner,
+            self.query,
+            self.cursor.as_ref(),
+            want,
+            lease_until,
+            wanted,
+        )?;
+        self.done = page.read < want;
+        if page.cursor.is_none() {
+            return Ok(None);
+        }
+        self.cursor.clone_from(&page.cursor);
+        Ok(Some(page))
+    }
+}
+
+/// How far ahead a page reaches: the records the handlers will start in this time.
+const HORIZON: Duration = Duration::from_millis(250);
+
+/// How many records the next page asks for.
+pub(super) struct PageSize {
+    /// `TickOptions::page_size`.
+    max: usize,
+    /// Records the handlers take at once (concurrency times batch size): a page asks
+    /// for at least these, so that no handler waits for a page.
+    lanes: usize,
+    concurrency: f64,
+    /// The rate limit, in starts a second.
+    rate: f64,
+    /// Seconds a record spends in its handler, smoothed; none before the first answer.
+    per_record: Option<f64>,
+    last: usize,
+}
+
+impl PageSize {
+    pub(super) fn new(max: usize, concurrency: usize, batch: usize, rate: Option<f64>) -> Self {
+        let lanes = concurrency.saturating_mul(batch).clamp(1, max.max(1));
+        PageSize {
+            max: max.max(1),
+            lanes,
+            concurrency: concurrency.max(1) as f64,
+            rate: rate.unwrap_or(f64::INFINITY),
+            per_record: None,
+            last: lanes,
+        }
+    }
+
+    /// A batch of `records` came back `latency` after it was handed out.
+    pub(super) fn observe(&mut self, records: usize, latency: Duration) {
+        if records == 0 {
+            return;
+        }
+        let sample = latency.as_secs_f64() / records as f64;
+        self.per_record = Some(match self.per_record {
+            None => sample,
+            Some(avg) => avg * 0.8 + sample * 0.2,
+        });
+    }
+
+    /// The size of the next page.
+    pub(super) fn next(&mut self) -> usize {
+        let want = match self.per_record {
+            None => self.lanes,
+            Some(per_record) => {
+                let per_second = (self.concurrency / per_record.max(1e-9)).min(self.rate);
+                let soon = (per_second * HORIZON.as_secs_f64()).ceil();
+                let soon = if soon >= self.max as f64 {
+                    self.max
+                } else {
+                    soon as usize
+                };
+                soon.min(self.last.saturating_mul(2)).max(self.lanes)
+            }
+        };
+        self.last = want.min(self.max);
+        self.last
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slow_handlers_get_small_pages() {
+        let mut size = PageSize::new(1000, 4, 1, None);
+        assert_eq!(size.next(), 4, "first the lanes' worth");
+        for _ in 0..20 {
+            size.observe(1, Duration::from_millis(100));
+        }
+        // Four lanes at 100 ms a record start 40 a second: 10 in a quarter second.
+        assert_eq!(size.next(), 8, "at most double the last page");
+        assert_eq!(size.next(), 10);
+        assert_eq!(size.next(), 10);
+    }
+
+    #[test]
+    fn fast_handlers_grow_to_the_largest_page() {
+        let mut size = PageSize::new(1000, 1, 1, None);
+        let mut sizes = vec![size.next()];
+        for _ in 0..12 {
+            size.observe(100, Duration::from_micros(100));
+            sizes.push(size.next());
+        }
+        assert_eq!(
+            sizes,
+            [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000, 1000, 1000]
+        );
+    }
+
+    #[test]
+    fn a_rate_limit_keeps_pages_small() {
+        let mut size = PageSize::new(1000, 8, 1, Some(20.0));
+        size.next();
+        size.observe(100, Duration::from_micros(100));
+        // 20 starts a second: 5 in a quarter second, but never fewer than the lanes.
+        assert_eq!(size.next(), 8);
+    }
+
+    #[test]
+    fn batches_fill_their_lanes() {
+        let mut size = PageSize::new(1000, 4, 100, None);
+        assert_eq!(size.next(), 400);
+        let mut size = PageSize::new(1000, 64, 100, None);
+        assert_eq!(size.next(), 1000, "never above the largest page");
+    }
+}

@@ -1,0 +1,269 @@
+//! `process_backlog`: one tick of one tier, from its band to its run-log row.
+//!
+//! It works out the band and what the tick wants of it, opens the run-log row, starts
+//! the heartbeat and the lanes, runs the loop (`hand_out`), then, whatever happened,
+//! writes the marks of what was handled, lets go of the rest and closes the row.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use chrono::Utc;
+
+use super::hand_out::{Plan, hand_out};
+use super::heartbeat::HeartbeatThread;
+use super::lanes::Lanes;
+use super::marks::Marks;
+use super::options::{Event, TickOptions};
+use super::pager::Pager;
+use super::summary::{BandSummary, TickSummary};
+use super::wanted::retry_due;
+use crate::config::TableConfig;
+use crate::duration;
+use crate::error::Error;
+use crate::handler::{Context, Handler};
+use crate::record::Record;
+use crate::schedule::{BandMode, Schedule};
+use crate::store::{BandQuery, RunEnd, RunStart, Store};
+
+static TICKS_IN_PROCESS: AtomicU64 = AtomicU64::new(0);
+
+/// A name for this tick in the tool's holds and claims: host, process, and a count for ticks run
+/// by one process.
+fn owner_name() -> String {
+    let host = hostname::get()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "localhost".into());
+    let n = TICKS_IN_PROCESS.fetch_add(1, Ordering::Relaxed);
+    format!(
+        "{host}/{}/{}/{n}",
+        std::process::id(),
+        Utc::now().timestamp_millis()
+    )
+}
+
+/// Opens the store a schedule file names.
+pub fn open_store(config: &crate::Config) -> Result<Box<dyn Store>, Error> {
+    crate::store::open(&config.database, &config.table).map_err(Error::store(&config.database.url))
+}
+
+/// Runs one tick of a schedule file's tier: opens its store and its command handler,
+/// then `process_backlog`. What `backlog run` and each tick of the daemon do.
+pub fn run_tick(
+    config: &crate::Config,
+    opts: &TickOptions,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> Result<TickSummary, Error> {
+    let mut store = open_store(config)?;
+    let mut handler =
+        crate::handler::from_config(&config.handler, &config.dir).map_err(|source| {
+            Error::Handler {
+                file: Some(config.path.display().to_string()),
+                source,
+            }
+        })?;
+    process_backlog(
+        &config.schedule,
+        &config.table,
+        store.as_mut(),
+        handler.as_mut(),
+        opts,
+        on_event,
+    )
+}
+
+/// Runs one tick of the tier with `opts.window` over `store`, handing records to
+/// `handler` (`opts.concurrency` at once), and returns what it did.
+pub fn process_backlog(
+    schedule: &Schedule,
+    table: &TableConfig,
+    store: &mut dyn Store,
+    handler: &mut dyn Handler,
+    opts: &TickOptions,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> Result<TickSummary, Error> {
+    let started = Instant::now();
+    let store_err = Error::store(store.describe());
+    let tier = schedule.tier(opts.window);
+    let band = schedule.band(opts.window);
+    let limit = opts.limit.unwrap_or_else(|| schedule.limit(opts.window));
+    let format = store.inspect().map_err(&store_err)?;
+    // A spread tier takes only this tick's share of its band; a `[retry]` strategy
+    // only the records whose delay has passed.
+    let retry = table
+        .retry
+        .as_ref()
+        .map(|r| {
+            crate::backoff::catalog::build(&r.strategy, &r.params, 1.0)
+                .map(|built| (r, built.strategy))
+                .map_err(|e| Error::Usage(format!("retry: {e}")))
+        })
+        .transpose()?;
+    let takes = |r: &Record| {
+        tier.is_none_or(|(_, t)| t.takes(&r.id, opts.now))
+            && retry
+                .as_ref()
+                .is_none_or(|(config, strategy)| retry_due(r, config, strategy.as_ref(), opts.now))
+    };
+    let span = band.span(opts.now);
+    let query = BandQuery {
+        from: format.encode(span.from),
+        to: format.encode(span.to),
+        to_inclusive: span.to_inclusive,
+    };
+    tracing::debug!(
+        "tick of window {} over {band} ({} ≤ {} {} {}), {} holds {format}",
+        duration::compact(opts.window),
+        query.from,
+        table.inserted_at,
+        if span.to_inclusive { "≤" } else { "<" },
+        query.to,
+        table.inserted_at,
+    );
+    let mut summary = TickSummary {
+        window: duration::compact(opts.window),
+        tier: tier.map(|(n, _)| n),
+        cadence: tier.map(|(_, t)| t.cadence.to_string()),
+        bands: schedule.bands,
+        band: BandSummary {
+            younger: duration::compact(band.younger),
+            older: duration::compact(band.older),
+            from: query.from.to_string(),
+            to: query.to.to_string(),
+        },
+        now: opts.now,
+        database: store.describe(),
+        table: table.name.clone(),
+        inserted_at_format: format.setting_name().to_string(),
+        inserted_at_format_detected: table.inserted_at_format
+            == crate::timestamp::FormatSetting::Auto,
+        dry_run: opts.dry_run,
+        run_id: None,
+        selected: 0,
+        succeeded: 0,
+        failed: 0,
+        skipped: 0,
+        deferred: 0,
+        lost: 0,
+        statuses: BTreeMap::new(),
+        limit,
+        limit_reached: false,
+        stopped: false,
+        breaker: None,
+        concurrency: opts.concurrency.max(1),
+        seconds: 0.0,
+    };
+
+    if opts.dry_run {
+        let mut pager = Pager::new(&query);
+        while summary.selected < limit {
+            let want = opts.page_size.min((limit - summary.selected) as usize);
+            let Some(page) = pager.next(store, want).map_err(&store_err)? else {
+                break;
+            };
+            for record in page.iter().filter(|r| takes(r)) {
+                on_event(Event::WouldHandle { record });
+                summary.selected += 1;
+            }
+            summary.deferred += page.iter().filter(|r| !takes(r)).count() as u64;
+        }
+        summary.limit_reached = summary.selected == limit;
+        summary.seconds = started.elapsed().as_secs_f64();
+        return Ok(summary);
+    }
+
+    store.ensure_own_tables().map_err(&store_err)?;
+    let owner = owner_name();
+    let run_id = store
+        .begin_run(&RunStart {
+            window: opts.window,
+            tier: summary.tier,
+            younger: band.younger,
+            older: band.older,
+            bands: match schedule.bands {
+                BandMode::Disjoint => "disjoint",
+                BandMode::Cumulative => "cumulative",
+            },
+            now: opts.now,
+            owner: owner.clone(),
+            lease: opts.lease,
+        })
+        .map_err(&store_err)?;
+    summary.run_id = Some(run_id);
+    let heartbeat = HeartbeatThread::start(
+        store.heartbeat(&owner, run_id).map_err(&store_err)?,
+        opts.lease,
+    );
+
+    let group = opts.mark_group.unwrap_or_else(|| store.mark_group());
+    let mut marks = Marks::new(table, &owner, opts.now, group, opts.mark_interval);
+    let plan = Plan {
+        opts,
+        query: &query,
+        limit,
+        owner: &owner,
+        ctx: Context {
+            table: &table.name,
+            window: opts.window,
+            age: None,
+        },
+        takes: &takes,
+        heartbeat: &heartbeat,
+    };
+    // The pool's workers live in this scope: they may borrow the handler, and they are
+    // all joined (their records answered) before the marks are written below.
+    let result = std::thread::scope(|scope| {
+        let mut lanes = Lanes::new(handler, opts.concurrency, scope);
+        hand_out(&plan, store, &mut lanes, &mut marks, on_event)
+    });
+
+    // Whatever happened, write what was handled and let go of the rest (the heartbeat
+    // stops first, so that it does not find the holds gone and call them lapsed).
+    let cleanup = marks.write(store).map_err(&store_err);
+    drop(heartbeat);
+    if let Err(e) = store.release(&owner) {
+        tracing::warn!(
+            "cannot release this tick's records (they are free again within {}): {e}",
+            duration::compact(opts.lease)
+        );
+    }
+    let result = result.and(cleanup);
+    let tally = marks.tally;
+    let end = RunEnd {
+        selected: tally.selected,
+        succeeded: tally.succeeded,
+        failed: tally.failed,
+        skipped: tally.skipped,
+        lost: tally.lost,
+        outcome: match (&result, tally.stopped, &tally.breaker) {
+            (Err(_), _, _) => "failed",
+            (Ok(()), _, Some(_)) => "tripped",
+            (Ok(()), true, None) => "stopped",
+            (Ok(()), false, None) => "done",
+        },
+        error: match &result {
+            Err(e) => Some(e.to_string()),
+            Ok(()) => tally.breaker.clone(),
+        },
+    };
+    let logged = store.finish_run(run_id, &end).map_err(&store_err);
+    result?;
+    logged?;
+
+    summary.selected = tally.selected;
+    summary.succeeded = tally.succeeded;
+    summary.failed = tally.failed;
+    summary.skipped = tally.skipped;
+    summary.deferred = tally.deferred;
+    summary.lost = tally.lost;
+    summary.statuses = tally
+        .statuses
+        .into_iter()
+        .map(|(status, n)| (status.to_string(), n))
+        .collect();
+    summary.stopped = tally.stopped;
+    summary.breaker = tally.breaker;
+    summary.limit_reached = tally.selected == limit;
+    summary.seconds = started.elapsed().as_secs_f64();
+    Ok(summary)
+}

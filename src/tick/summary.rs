@@ -1,0 +1,134 @@
+//! What a tick did, as `backlog run` prints it and `--json` writes it.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::config::TableConfig;
+use crate::schedule::BandMode;
+
+/// The band a tick covered, in the summary.
+#[derive(Debug, Clone, Serialize)]
+pub struct BandSummary {
+    /// Ages over this (from 0 inclusive when `"0s"`).
+    pub younger: String,
+    /// Ages up to this, inclusive.
+    pub older: String,
+    /// The inserted-at bounds the band had at the tick's `now`.
+    pub from: String,
+    pub to: String,
+}
+
+/// What a tick did.
+#[derive(Debug, Clone, Serialize)]
+pub struct TickSummary {
+    pub window: String,
+    /// The tier's 1-based number; absent for a window that no tier has.
+    pub tier: Option<usize>,
+    pub cadence: Option<String>,
+    pub bands: BandMode,
+    pub band: BandSummary,
+    pub now: DateTime<Utc>,
+    pub database: String,
+    pub table: String,
+    /// The inserted-at format in use, as `table.inserted_at_format` names it.
+    pub inserted_at_format: String,
+    pub inserted_at_format_detected: bool,
+    pub dry_run: bool,
+    pub run_id: Option<i64>,
+    /// Records handed to the handler (or, in a dry run, that would be).
+    pub selected: u64,
+    pub succeeded: u64,
+    /// Records marked with any status other than the success status.
+    pub failed: u64,
+    /// Records of the band held by another tick, or marked by one since they were read.
+    pub skipped: u64,
+    /// Records of the band left to other ticks by the tier's `spread`.
+    pub deferred: u64,
+    /// Records handled whose mark was not written because the tick no longer held
+    /// them (paused past its lease, another tick took them over): they keep their
+    /// status and are counted neither as succeeded nor as failed.
+    pub lost: u64,
+    /// The count of each status written.
+    pub statuses: BTreeMap<String, u64>,
+    pub limit: u64,
+    pub limit_reached: bool,
+    /// A stop was asked for (SIGINT, SIGTERM) and the tick ended early.
+    pub stopped: bool,
+    /// Why the breaker stopped the tick (`handler.stop_after_failures`), if it did.
+    pub breaker: Option<String>,
+    /// Records in their handlers at once, at most.
+    pub concurrency: usize,
+    pub seconds: f64,
+}
+
+impl TickSummary {
+    /// A one-line account, as `backlog run` prints it.
+    pub fn line(&self, table: &TableConfig) -> String {
+        let tier = match self.tier {
+            Some(n) => format!(
+                "tier {n} ({} {})",
+                self.window,
+                self.cadence.as_deref().unwrap_or_default()
+            ),
+            None => format!("window {} (no tier has it)", self.window),
+        };
+        let band = if self.band.younger == "0s" {
+            format!("ages 0 to {}", self.band.older)
+        } else {
+            format!("ages over {} up to {}", self.band.younger, self.band.older)
+        };
+        let mut line = if self.dry_run {
+            format!(
+                "{tier}, {band}: dry run, would hand over {} records",
+                self.selected
+            )
+        } else {
+            // Statuses beyond success and error come from `handler.exit_codes`: name them.
+            let mapped: Vec<String> = self
+                .statuses
+                .iter()
+                .filter(|(s, _)| **s != table.success && **s != table.error)
+                .map(|(s, n)| format!("{s} {n}"))
+                .collect();
+            let statuses = if mapped.is_empty() {
+                String::new()
+            } else {
+                format!(" (of which {})", mapped.join(", "))
+            };
+            format!(
+                "{tier}, {band}: selected {}, succeeded {}, failed {}{statuses}, skipped {}{} in {:.2}s",
+                self.selected,
+                self.succeeded,
+                self.failed,
+                self.skipped,
+                if self.deferred > 0 {
+                    format!(", deferred {} to later ticks (spread)", self.deferred)
+                } else {
+                    String::new()
+                },
+                self.seconds
+            )
+        };
+        if self.limit_reached {
+            line.push_str(&format!(
+                "; limit {} reached, the rest waits for the next tick",
+                self.limit
+            ));
+        }
+        if self.lost > 0 {
+            line.push_str(&format!(
+                "; lost {} (handled after this tick's hold lapsed; not marked, they stay pending)",
+                self.lost
+            ));
+        }
+        if self.stopped {
+            line.push_str("; stopped early by a signal");
+        }
+        if self.breaker.is_some() {
+            line.push_str("; stopped by the breaker (handler.stop_after_failures)");
+        }
+        line
+    }
+}
