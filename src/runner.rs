@@ -166,6 +166,9 @@ fn fire(config: &Config, window: Duration, stop: &Arc<AtomicBool>) -> JoinHandle
         match run_tick(&config, &opts, &mut |_| {}) {
             Ok(s) => {
                 tracing::info!(window = %s.window, run_id = s.run_id, "{}", s.line(&config.table));
+                if let Some(why) = &s.breaker {
+                    tracing::warn!(window = %s.window, "the tick stopped after {why}");
+                }
                 false
             }
             Err(e) => {

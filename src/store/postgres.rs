@@ -42,7 +42,7 @@ use crate::timestamp::{self, FormatSetting, Sample, TimestampFormat};
 const OWN_TABLES: &str = "
 CREATE SCHEMA IF NOT EXISTS {s};
 CREATE TABLE IF NOT EXISTS {s}.backlog_meta (key text PRIMARY KEY, value text NOT NULL);
-INSERT INTO {s}.backlog_meta (key, value) VALUES ('schema_version', '1') ON CONFLICT DO NOTHING;
+INSERT INTO {s}.backlog_meta (key, value) VALUES ('schema_version', '2') ON CONFLICT DO NOTHING;
 CREATE TABLE IF NOT EXISTS {s}.backlog_runs (
     id bigserial PRIMARY KEY,
     table_name text NOT NULL,
@@ -59,6 +59,7 @@ CREATE TABLE IF NOT EXISTS {s}.backlog_runs (
     succeeded bigint NOT NULL DEFAULT 0,
     failed bigint NOT NULL DEFAULT 0,
     skipped bigint NOT NULL DEFAULT 0,
+    lost bigint NOT NULL DEFAULT 0,
     outcome text NOT NULL,
     error text,
     owner text NOT NULL
@@ -76,8 +77,8 @@ CREATE INDEX IF NOT EXISTS backlog_claims_by_owner ON {s}.backlog_claims (owner)
 ";
 
 /// The version of the tables above; a release that changes them adds a migration to
-/// `ensure_own_tables`.
-const SCHEMA_VERSION: i64 = 1;
+/// `ensure_own_tables`. Version 1 had no `lost` count in the run log.
+const SCHEMA_VERSION: i64 = 2;
 
 /// The key of the advisory lock that serialises the creation of the tool's tables, so
 /// that eight runners starting at once on a new database do not race their DDL.
@@ -902,6 +903,19 @@ impl Store for PostgresStore {
                 .map_err(pg(context))?;
             found = version(&mut tx)?;
         }
+        if found.as_deref() == Some("1") {
+            // DDL once, by the first runner of this release; the others wait for it.
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&OWN_TABLES_LOCK])
+                .map_err(pg(context))?;
+            if version(&mut tx)?.as_deref() == Some("1") {
+                tx.batch_execute(&format!(
+                    "ALTER TABLE {runs} ADD COLUMN IF NOT EXISTS lost bigint NOT NULL DEFAULT 0;
+                     UPDATE {meta} SET value = '2' WHERE key = 'schema_version';"
+                ))
+                .map_err(pg("moving the tool's tables to version 2 (this needs the right to alter them: run one tick as their owner)"))?;
+            }
+            found = version(&mut tx)?;
+        }
         check_version(
             &found.unwrap_or_default(),
             SCHEMA_VERSION,
@@ -1230,7 +1244,7 @@ impl Store for PostgresStore {
 
     fn finish_run(&mut self, run_id: i64, end: &RunEnd) -> Result<(), StoreError> {
         let sql = format!(
-            "UPDATE {} SET finished_at = now(), selected = $2, succeeded = $3, failed = $4, skipped = $5, outcome = $6, error = $7 WHERE id = $1",
+            "UPDATE {} SET finished_at = now(), selected = $2, succeeded = $3, failed = $4, skipped = $5, outcome = $6, error = $7, lost = $8 WHERE id = $1",
             self.own("backlog_runs")
         );
         self.client
@@ -1244,6 +1258,7 @@ impl Store for PostgresStore {
                     &(end.skipped as i64),
                     &end.outcome,
                     &end.error,
+                    &(end.lost as i64),
                 ],
             )
             .map_err(pg("writing the run log"))?;

@@ -145,9 +145,8 @@ pub(super) fn hand_out<'c>(
             }
         }
     }
-    if let Some(why) = breaker.tripped {
-        tracing::warn!("the breaker tripped: {why}");
-        marks.tally.breaker = Some(why);
-    }
+    // Said once, by whoever runs the tick: `backlog run` as its error, the daemon as a
+    // warning.
+    marks.tally.breaker = breaker.tripped;
     halt.map_or(Ok(()), Err)
 }

@@ -141,6 +141,48 @@ const CASES: &[Case] = &[
         stderr: "backlog: backlog.toml: handler.command: \"deliver-order\" not found in PATH (cron's PATH is /usr/bin:/bin; give an absolute path, or ./deliver-order for a file beside the schedule file)\n",
         sqlite_only: false,
     },
+    Case {
+        name: "concurrency out of range",
+        setup: |env| {
+            rewrite_schedule(
+                env,
+                "timeout = \"10s\"",
+                "timeout = \"10s\"\nconcurrency = 0",
+            )
+        },
+        args: &[],
+        code: 3,
+        stderr: "backlog: backlog.toml: handler.concurrency: 0 is out of range; use 1 (one record at a time, the default) to 1024\n",
+        sqlite_only: false,
+    },
+    Case {
+        name: "bad rate",
+        setup: |env| {
+            rewrite_schedule(
+                env,
+                "timeout = \"10s\"",
+                "timeout = \"10s\"\nrate = \"20 per second\"",
+            )
+        },
+        args: &[],
+        code: 3,
+        stderr: "backlog: backlog.toml: handler.rate: \"20 per second\" is not a rate; write starts per second, minute or hour, like \"20/s\", \"100/m\" or \"3/h\"\n",
+        sqlite_only: false,
+    },
+    Case {
+        name: "breaker that never lets a record through",
+        setup: |env| {
+            rewrite_schedule(
+                env,
+                "timeout = \"10s\"",
+                "timeout = \"10s\"\nstop_after_failures = 0",
+            )
+        },
+        args: &[],
+        code: 3,
+        stderr: "backlog: backlog.toml: handler.stop_after_failures: 0 is out of range; use a number of failures in a row from 1 to 4294967295, or leave it out to never stop\n",
+        sqlite_only: false,
+    },
 ];
 
 fn each_bad_input_gets_its_message_and_exit_code_and_changes_nothing(backend: Backend) {

@@ -68,6 +68,26 @@ pub fn handled_without_overlap(env: &Env) -> BTreeMap<i64, u64> {
     count
 }
 
+/// The most handlers the handler log shows running at once, over all records.
+pub fn peak_overlap(env: &Env) -> usize {
+    let log = std::fs::read_to_string(env.path("handler.log")).unwrap();
+    let mut events: Vec<(u128, i32)> = log
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            // At one instant an end comes before a start.
+            (f[2].parse().unwrap(), if f[0] == "start" { 1 } else { -1 })
+        })
+        .collect();
+    events.sort();
+    let (mut now, mut peak) = (0i32, 0i32);
+    for (_, step) in events {
+        now += step;
+        peak = peak.max(now);
+    }
+    peak as usize
+}
+
 fn backlog_of(backend: Backend, records: i64, bands: &'static str) -> Env {
     let env = Env::on(backend);
     env.create_table("TEXT");

@@ -1,0 +1,124 @@
+//! A tick is gentle with a counterpart: `rate` spaces handler starts evenly, and
+//! `stop_after_failures` (the breaker) stops a tick whose handler keeps failing,
+//! leaving the rest of the band as it was.
+
+use crate::harness::{Backend, Env, NOW, Schedule};
+
+/// Logs the start time of each record, then fails it.
+const FAILING_HANDLER: &str = r#"#!/bin/sh
+cat > /dev/null
+echo "$BACKLOG_RECORD_ID $(date +%s%N)" >> starts.log
+exit 1
+"#;
+
+fn backlog(backend: Backend, records: i64, handler_extra: &'static str, script: &str) -> Env {
+    let env = Env::on(backend);
+    env.create_table("TEXT");
+    let aged: Vec<(i64, i64)> = (1..=records).map(|id| (id, id * 60)).collect();
+    env.insert_aged(&aged, |t| t.format("%Y-%m-%d %H:%M:%S").to_string().into());
+    env.write_schedule(&Schedule {
+        handler_extra,
+        ..Schedule::default()
+    });
+    env.write_handler("handler.sh", script);
+    env
+}
+
+fn starts(env: &Env) -> Vec<(i64, u128)> {
+    std::fs::read_to_string(env.path("starts.log"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| {
+            let (id, t) = l.split_once(' ').unwrap();
+            (id.parse().unwrap(), t.parse().unwrap())
+        })
+        .collect()
+}
+
+/// Three failures in a row trip the breaker: the tick stops with exit code 7 and one
+/// line saying why; the three are ERROR, the other seven untouched (still NEW), and
+/// the run log says `tripped`. The next tick tries again.
+fn the_breaker_stops_a_tick_after_failures_in_a_row(backend: Backend) {
+    let env = backlog(backend, 10, "stop_after_failures = 3", FAILING_HANDLER);
+    env.backlog(&["run", "--window", "1d", "--now", NOW])
+        .assert()
+        .code(7)
+        .stdout(predicates::str::contains(
+            "selected 3, succeeded 0, failed 3, skipped 0",
+        ))
+        .stdout(predicates::str::contains(
+            "; stopped by the breaker (handler.stop_after_failures)\n",
+        ))
+        .stderr(
+            "backlog: the tick stopped after 3 failures in a row (handler.stop_after_failures), the last: exit 1; the rest of the band waits for the next tick\n",
+        );
+    assert_eq!(starts(&env).len(), 3);
+    assert_eq!((env.with_status("ERROR"), env.with_status("NEW")), (3, 7));
+    let runs = env.lines(&format!(
+        "SELECT outcome || ' ' || error FROM {}",
+        env.own("backlog_runs")
+    ));
+    assert_eq!(runs.len(), 1);
+    assert!(
+        runs[0].starts_with("tripped 3 failures in a row"),
+        "{runs:?}"
+    );
+    assert_eq!(env.holds_left(), 0);
+
+    // A success between failures starts the count again.
+    env.write_handler(
+        "handler.sh",
+        &FAILING_HANDLER.replace(
+            "exit 1",
+            "[ $((BACKLOG_RECORD_ID % 3)) = 0 ] && exit 0; exit 1",
+        ),
+    );
+    env.backlog(&["run", "--window", "1d", "--now", NOW])
+        .assert()
+        .success();
+    assert_eq!(env.with_status("NEW"), 0, "every record tried");
+}
+
+/// With four handlers at once, the records in flight when the breaker trips still
+/// finish and are marked; nothing more is started.
+fn the_breaker_lets_the_records_in_flight_finish(backend: Backend) {
+    let env = backlog(
+        backend,
+        40,
+        "stop_after_failures = 3\nconcurrency = 4",
+        &FAILING_HANDLER.replace("exit 1", "sleep 0.2; exit 1"),
+    );
+    env.backlog(&["run", "--window", "1d", "--now", NOW])
+        .assert()
+        .code(7);
+    let tried = starts(&env).len() as i64;
+    assert!((3..=8).contains(&tried), "{tried} tried");
+    assert_eq!(env.with_status("ERROR"), tried, "each one tried is marked");
+    assert_eq!(env.with_status("NEW"), 40 - tried);
+}
+
+/// `rate = "5/s"`: starts are spaced 200 ms apart, not bunched.
+fn a_rate_spaces_the_starts(backend: Backend) {
+    let env = backlog(
+        backend,
+        6,
+        "rate = \"5/s\"\nconcurrency = 4",
+        &FAILING_HANDLER.replace("exit 1", "exit 0"),
+    );
+    env.backlog(&["run", "--window", "1d", "--now", NOW])
+        .assert()
+        .success();
+    let mut times: Vec<u128> = starts(&env).iter().map(|(_, t)| *t).collect();
+    times.sort();
+    assert_eq!(times.len(), 6);
+    // Five intervals of 200 ms between the first start and the last; a handler's
+    // own clock reading may lag its start a little, never lead it.
+    let span_ms = (times[5] - times[0]) / 1_000_000;
+    assert!(span_ms >= 900, "six starts within {span_ms} ms");
+}
+
+crate::on_both_backends!(
+    the_breaker_stops_a_tick_after_failures_in_a_row,
+    the_breaker_lets_the_records_in_flight_finish,
+    a_rate_spaces_the_starts,
+);
