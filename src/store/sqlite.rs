@@ -86,6 +86,12 @@ const HOLD: &str = "INSERT INTO backlog_holds (table_name, owner, low, high, exp
     ON CONFLICT (table_name, owner) DO UPDATE SET low = excluded.low, expires_at = excluded.expires_at
     WHERE backlog_holds.expires_at > ?6";
 
+/// Moves a tick's span down past a later page: ?1 table, ?2 owner, ?3 low, ?5 expiry,
+/// ?6 now (?4, the top, is the first page's). Only a live span moves: one that ran
+/// out, or that another tick dropped as run out, is not made again.
+const MOVE_HOLD: &str = "UPDATE backlog_holds SET low = ?3, expires_at = ?5
+    WHERE table_name = ?1 AND owner = ?2 AND expires_at > ?6 AND ?4 IS NOT NULL";
+
 /// Whether tick ?2 still holds its span of table ?1 at ?3 (unix milliseconds).
 const HOLDS: &str = "SELECT EXISTS (SELECT 1 FROM backlog_holds WHERE table_name = ?1 AND owner = ?2 AND expires_at > ?3)";
 
@@ -762,8 +768,9 @@ impl Store for SqliteStore {
         let read = self.page(band, after, limit, owner, now, others)?;
         // The span's top is set by the first page and kept (see HOLD).
         if let (Some(first), Some(last)) = (read.records.first(), read.records.last()) {
+            let sql = if after.is_none() { HOLD } else { MOVE_HOLD };
             let changed = tx
-                .prepare_cached(HOLD)
+                .prepare_cached(sql)
                 .and_then(|mut s| {
                     s.execute(params![
                         self.table.name,

@@ -46,6 +46,12 @@ impl Running {
         Running(Some(cmd.spawn().expect("the process starts")))
     }
 
+    /// Waits for the process to end: its exit status and output.
+    pub fn wait(mut self) -> std::process::Output {
+        let child = self.0.take().expect("still running");
+        child.wait_with_output().expect("the process is reaped")
+    }
+
     /// Sends SIGTERM and waits for the process to end: its exit status and output.
     pub fn terminate(mut self) -> std::process::Output {
         let child = self.0.take().expect("still running");
@@ -58,6 +64,12 @@ impl Running {
         let mut child = self.0.take().expect("still running");
         child.kill().expect("the process is killed");
         child.wait().expect("the process is reaped");
+    }
+}
+
+impl From<std::process::Child> for Running {
+    fn from(child: std::process::Child) -> Self {
+        Running(Some(child))
     }
 }
 

@@ -12,6 +12,7 @@ mod doctor;
 mod explain;
 mod formats;
 mod harness;
+mod lapse;
 mod pool;
 mod postgresql;
 mod query_plan;

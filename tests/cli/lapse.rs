@@ -1,0 +1,106 @@
+//! A tick paused past its lease (SIGSTOP here; a frozen VM, or on SQLite a write lock
+//! another process holds for longer than the lease) finds on waking that another tick
+//! has taken its records. It must hand out none of them again, and write no mark where
+//! it no longer holds: checked through the handler's own log, on both backends.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::concurrency::handled_without_overlap;
+use crate::harness::{Backend, Env, NOW, Running, Schedule};
+use crate::tick::wait_for;
+
+const LOGGING_HANDLER: &str = r#"#!/bin/sh
+cat > /dev/null
+echo "start $BACKLOG_RECORD_ID $(date +%s%N) $PPID" >> handler.log
+sleep 0.05
+echo "end $BACKLOG_RECORD_ID $(date +%s%N)" >> handler.log
+"#;
+
+fn run_1d(env: &Env) -> Command {
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("backlog"));
+    cmd.current_dir(env.dir.path())
+        .args(["run", "--window", "1d", "--now", NOW, "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+fn starts(env: &Env) -> usize {
+    std::fs::read_to_string(env.path("handler.log"))
+        .map(|l| l.lines().filter(|l| l.starts_with("start")).count())
+        .unwrap_or(0)
+}
+
+fn signal(pid: u32, signal: libc::c_int) {
+    assert_eq!(unsafe { libc::kill(pid as i32, signal) }, 0);
+}
+
+/// Tick A is stopped mid-band for longer than its lease; tick B takes the band over;
+/// A wakes while B still works. A hands out nothing more (it ends with exit code 4,
+/// saying its holds lapsed), no record is ever in two handlers at once, and every
+/// record ends up handled.
+fn a_tick_paused_past_its_lease_hands_out_nothing_it_lost(backend: Backend) {
+    let env = Env::on(backend);
+    env.create_table("TEXT");
+    let aged: Vec<(i64, i64)> = (1..=80).map(|id| (id, id * 60)).collect();
+    env.insert_aged(&aged, |t| t.format("%Y-%m-%d %H:%M:%S").to_string().into());
+    env.write_schedule(&Schedule {
+        database_extra: "claim_lease = \"2s\"",
+        ..Schedule::default()
+    });
+    env.write_handler("handler.sh", LOGGING_HANDLER);
+
+    let a = run_1d(&env).spawn().unwrap();
+    let a_pid = a.id();
+    let a = Running::from(a);
+    // By now its pages have grown past one record: it holds records it has not started.
+    wait_for(|| starts(&env) >= 10);
+    signal(a_pid, libc::SIGSTOP);
+    std::thread::sleep(Duration::from_millis(3000));
+    let b = Running::spawn(&mut run_1d(&env));
+    let before_b = starts(&env);
+    wait_for(|| starts(&env) >= before_b + 3);
+    let woken = chrono::Utc::now().timestamp_nanos_opt().unwrap() as u128;
+    signal(a_pid, libc::SIGCONT);
+    let a = a.wait();
+    let b = b.wait();
+
+    assert!(b.status.success(), "{b:?}");
+    // The handler's log is the judge: A started nothing once it woke, and no record
+    // was in two handlers at once.
+    let log = std::fs::read_to_string(env.path("handler.log")).unwrap();
+    let late: Vec<&str> = log
+        .lines()
+        .filter(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            f[0] == "start" && f[3] == a_pid.to_string() && f[2].parse::<u128>().unwrap() > woken
+        })
+        .collect();
+    assert!(late.is_empty(), "handed out after waking: {late:?}");
+    let handled = handled_without_overlap(&env);
+    let a_stderr = String::from_utf8_lossy(&a.stderr);
+    assert_eq!(a.status.code(), Some(4), "{a_stderr}");
+    assert!(
+        a_stderr.trim_end().ends_with("it hands out no more")
+            || a_stderr
+                .trim_end()
+                .ends_with("stopped taking records before they run out"),
+        "{a_stderr}"
+    );
+    let out = env.run_window("1d");
+    assert!(out.contains("failed 0"), "{out}");
+    assert_eq!(
+        env.with_status("SUCCESS"),
+        80,
+        "every record handled: {handled:?}"
+    );
+    let outcomes = env.lines(&format!(
+        "SELECT outcome FROM {} ORDER BY id",
+        env.own("backlog_runs")
+    ));
+    assert_eq!(outcomes[0], "failed", "{outcomes:?}");
+    assert_eq!(env.holds_left(), 0);
+}
+
+crate::on_both_backends!(a_tick_paused_past_its_lease_hands_out_nothing_it_lost);
