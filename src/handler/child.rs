@@ -60,11 +60,22 @@ impl Tail {
         }
     }
 
+    /// A note if the stream was still open when it stopped being read. Notes go before
+    /// the tails, so that the last line (what `-v` shows of a failure) is the handler's.
+    fn note(&self, out: &mut String) {
+        if self.fd.is_some() {
+            out.push_str(&format!(
+                "[{}] still open {}ms after the handler exited (a process it started holds it); not read further\n",
+                self.name,
+                OUTPUT_GRACE.as_millis()
+            ));
+        }
+    }
+
     fn render(&mut self, out: &mut String) {
         if self.kept.len() > OUTPUT_TAIL {
             self.kept.drain(..self.kept.len() - OUTPUT_TAIL);
         }
-        let name = self.name;
         if !self.kept.is_empty() {
             let cut = if self.total > self.kept.len() {
                 format!(" (last {} of {} bytes)", self.kept.len(), self.total)
@@ -72,14 +83,9 @@ impl Tail {
                 String::new()
             };
             out.push_str(&format!(
-                "[{name}{cut}] {}\n",
+                "[{}{cut}] {}\n",
+                self.name,
                 String::from_utf8_lossy(&self.kept).trim_end()
-            ));
-        }
-        if self.fd.is_some() {
-            out.push_str(&format!(
-                "[{name}] still open {}ms after the handler exited (a process it started holds it); not read further\n",
-                OUTPUT_GRACE.as_millis()
             ));
         }
     }
@@ -272,6 +278,9 @@ fn watch(child: &mut Child, group: &mut LiveGroup, input: &[u8], timeout: Durati
     }
     let (status, _) = status.expect("the loop ends after the exit");
     let mut output = String::new();
+    for t in &tails {
+        t.note(&mut output);
+    }
     for t in &mut tails {
         t.render(&mut output);
     }
@@ -345,7 +354,13 @@ mod tests {
         let e = sh(&script, b"", Duration::from_secs(10));
         assert!(started.elapsed() < Duration::from_secs(4), "not waited out");
         assert!(
-            e.output.starts_with("[stdout] hi\n[stdout] still open"),
+            e.output
+                .starts_with("[stdout] still open 50ms after the handler exited"),
+            "{}",
+            e.output
+        );
+        assert!(
+            e.output.ends_with("not read further\n[stdout] hi"),
             "{}",
             e.output
         );

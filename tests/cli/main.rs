@@ -12,6 +12,7 @@ mod explain;
 mod formats;
 mod harness;
 mod postgresql;
+mod process_tree;
 mod query_plan;
 mod retry;
 mod tick;
