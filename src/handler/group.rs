@@ -14,7 +14,9 @@
 //! cleared, and the group killed, while its leader is still unreaped (running or a
 //! zombie). Linux does not hand out a pid that is still some process's group id, and
 //! the leader's pid is that group id, so until the leader is reaped the id can only
-//! name the handler's own group.
+//! name the handler's own group. The slot then stays reserved (pending) until the
+//! owner has reaped the leader: the orphan sweep spares every child that started after
+//! a reservation, so it never reaps a leader its owner is about to wait for.
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 
@@ -100,8 +102,10 @@ impl LiveGroup {
         }
     }
 
-    /// Kills what is left of the group and forgets it. Call before the leader is
-    /// reaped (see the module's invariant).
+    /// Kills what is left of the group. Call before the leader is reaped (see the
+    /// module's invariant): the slot goes back to pending, so that a signal no longer
+    /// kills the group while the orphan sweep still spares its leader, until the owner
+    /// has reaped it and drops this.
     pub fn end(&mut self) {
         if !std::mem::take(&mut self.live) {
             return;
@@ -111,6 +115,18 @@ impl LiveGroup {
             watchdog::unwatch(self.pgid);
             registry::clear(self.slot);
         }
+        if let Some(i) = self.slot {
+            PGIDS[i].store(PENDING, Ordering::SeqCst);
+        }
+        self.pgid = 0;
+    }
+}
+
+impl Drop for LiveGroup {
+    /// Ends the group if it was not, and frees its slot: the leader is reaped (or was
+    /// never spawned).
+    fn drop(&mut self) {
+        self.end();
         match self.slot {
             Some(i) => {
                 RESERVED_AT[i].store(0, Ordering::SeqCst);
@@ -120,13 +136,6 @@ impl LiveGroup {
                 UNTRACKED.fetch_sub(1, Ordering::SeqCst);
             }
         }
-        self.pgid = 0;
-    }
-}
-
-impl Drop for LiveGroup {
-    fn drop(&mut self) {
-        self.end();
     }
 }
 
@@ -175,7 +184,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_slot_is_pending_from_its_reservation_and_free_after_its_end() {
+    fn a_slot_is_pending_from_its_reservation_until_its_leader_is_reaped() {
         let mut group = LiveGroup::reserve();
         let slot = group.slot.expect("the table has room");
         assert_eq!(PGIDS[slot].load(Ordering::SeqCst), PENDING);
@@ -184,6 +193,12 @@ mod tests {
         let bound = live_snapshot(&mut leaders).expect("tracked");
         assert!(bound <= group.reserved_at.max(1));
         group.end();
+        assert_eq!(
+            PGIDS[slot].load(Ordering::SeqCst),
+            PENDING,
+            "spared until reaped"
+        );
+        drop(group);
         assert_eq!(PGIDS[slot].load(Ordering::SeqCst), 0);
         assert_eq!(RESERVED_AT[slot].load(Ordering::SeqCst), 0);
     }
