@@ -571,8 +571,9 @@ pub(crate) fn print(text: &str) -> Result<(), Error> {
     }
 }
 
-/// SIGINT and SIGTERM ask the tick to stop taking records; a second SIGINT ends the
-/// process at once (its claims expire after one lease).
+/// SIGINT and SIGTERM ask the tick to stop taking records; a second one kills every
+/// live handler's process group and ends the process at once with 130, marking
+/// nothing more (its claims expire after one lease).
 fn stop_on_signals() -> Result<Arc<AtomicBool>, Error> {
     let stop = Arc::new(AtomicBool::new(false));
     let io = |source| Error::Io {
@@ -580,8 +581,19 @@ fn stop_on_signals() -> Result<Arc<AtomicBool>, Error> {
         source,
     };
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(&stop))
-            .map_err(io)?;
+        let asked = Arc::clone(&stop);
+        // SAFETY: the action is async-signal-safe: an atomic load, kill(2) through
+        // `kill_live_groups`, and _exit(2). It is registered before the flag, so the
+        // first signal finds the flag unset and only sets it.
+        unsafe {
+            signal_hook::low_level::register(signal, move || {
+                if asked.load(std::sync::atomic::Ordering::SeqCst) {
+                    crate::handler::kill_live_groups();
+                    signal_hook::low_level::exit(130);
+                }
+            })
+        }
+        .map_err(io)?;
         signal_hook::flag::register(signal, Arc::clone(&stop)).map_err(io)?;
     }
     Ok(stop)

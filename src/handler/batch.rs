@@ -23,13 +23,17 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::{Arc, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::command::{own_group_dying_with_us, resolve, signal_group};
+use super::command::resolve;
+use super::group::LiveGroup;
+use super::subreaper;
+use super::tree::Tree;
 use super::{Context, Handled, Handler, HandlerError, Outcome, Pipelined};
 use crate::config::HandlerConfig;
 use crate::duration;
@@ -55,6 +59,8 @@ struct Answer {
 /// A running batch process.
 struct Running {
     child: Child,
+    /// Its process group, killed with it.
+    group: LiveGroup,
     /// Batches of lines for its stdin. A thread of its own writes them, so a process
     /// that stops reading cannot block the tick past the timeout.
     input: mpsc::Sender<Arc<[u8]>>,
@@ -173,6 +179,8 @@ pub struct BatchHandler {
     running: Option<Running>,
     /// Batches sent, oldest first.
     sent: VecDeque<Sent>,
+    /// The process tree's set-up, held while the handler lives (`tree`).
+    _tree: Tree,
 }
 impl BatchHandler {
     pub fn new(config: &HandlerConfig, dir: &Path) -> Result<Self, HandlerError> {
@@ -190,6 +198,7 @@ impl BatchHandler {
             batch_size: config.batch_size,
             running: None,
             sent: VecDeque::new(),
+            _tree: Tree::new(),
         })
     }
 
@@ -202,12 +211,14 @@ impl BatchHandler {
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped());
-            own_group_dying_with_us(&mut cmd);
+            cmd.process_group(0);
             let spawn_err = |source| HandlerError::Spawn {
                 program: self.program.display().to_string(),
                 source,
             };
+            let mut group = LiveGroup::reserve();
             let mut child = cmd.spawn().map_err(spawn_err)?;
+            group.started(child.id());
             let stdout = child.stdout.take().expect("stdout is piped");
             let stderr = child.stderr.take().expect("stderr is piped");
             thread::spawn(move || {
@@ -233,6 +244,7 @@ impl BatchHandler {
             tracing::debug!("batch handler started: {}", self.program.display());
             self.running = Some(Running {
                 child,
+                group,
                 input,
                 answers: Answers {
                     stdout,
@@ -251,11 +263,14 @@ impl BatchHandler {
             return String::new();
         };
         drop(running.input);
-        signal_group(running.child.id(), libc::SIGKILL);
-        match running.child.wait() {
+        // Killed before the wait, while the leader's pid still holds the group's id.
+        running.group.end();
+        let status = match running.child.wait() {
             Ok(status) => status.to_string(),
             Err(e) => e.to_string(),
-        }
+        };
+        subreaper::after_handler();
+        status
     }
 
     /// Reads one answer line and files it with the batch waiting for its record. A

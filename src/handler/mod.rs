@@ -6,8 +6,15 @@
 //! then the tick stops and leaves the record unmarked, because nothing was tried.
 
 mod batch;
+mod child;
 mod closure;
 mod command;
+mod group;
+mod proc_stat;
+mod registry;
+mod subreaper;
+mod tree;
+mod watchdog;
 
 use std::borrow::Cow;
 use std::time::Duration;
@@ -15,6 +22,7 @@ use std::time::Duration;
 pub use batch::BatchHandler;
 pub use closure::FnHandler;
 pub use command::CommandHandler;
+pub use group::kill_live_groups;
 
 use crate::record::Record;
 

@@ -15,6 +15,7 @@ mod harness;
 mod lapse;
 mod pool;
 mod postgresql;
+mod process_tree;
 mod query_plan;
 mod retry;
 mod tick;
