@@ -392,6 +392,7 @@ impl Handler for BatchHandler {
             batch_size: self.batch_size,
             running: None,
             sent: VecDeque::new(),
+            _tree: self._tree.clone(),
         }))
     }
 }
