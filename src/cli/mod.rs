@@ -193,6 +193,11 @@ pub struct RunArgs {
     /// tick in the run log (for cadences cron cannot state; `backlog crontab` adds it).
     #[arg(long)]
     pub if_due: bool,
+    /// Hand over records that failed earlier in this tier's slot too. A failure is
+    /// otherwise kept from every tick until the slot ends, so a failing counterpart
+    /// sees one try per slot, whatever the number of runners.
+    #[arg(long)]
+    pub retry_failed: bool,
 }
 
 fn parse_window(text: &str) -> Result<Duration, String> {
@@ -272,6 +277,7 @@ pub fn run(args: &RunArgs, verbose: u8) -> Result<(), Error> {
     }
     opts.limit = args.limit;
     opts.dry_run = args.dry_run;
+    opts.retry_failed = args.retry_failed;
     opts.stop = stop_on_signals()?;
 
     let show_progress =

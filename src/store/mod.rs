@@ -125,6 +125,13 @@ pub struct BandQuery {
     pub from: Scalar,
     pub to: Scalar,
     pub to_inclusive: bool,
+    /// Take records that failed earlier in their tier's slot too, though they are
+    /// kept from other ticks until the slot ends (`backlog run --retry-failed`).
+    pub take_tried: bool,
+    /// The tick's clock (`--now`, or the real time): a failure is kept until the end
+    /// of its slot by this clock (see `Mark::keep_until`), so a tick reproduced with a
+    /// pinned clock sees the slots that clock is in.
+    pub clock: DateTime<Utc>,
 }
 
 /// Where the previous page ended: the last record's inserted-at value and id. Pages go
@@ -271,6 +278,10 @@ pub struct Mark {
     /// When the record was handled (the tick's clock): written to `[retry]`'s `since`
     /// column, when the table has one.
     pub at: DateTime<Utc>,
+    /// For a record that failed and stays pending: no tick whose clock is before this
+    /// time (the end of its tier's slot, by the tick's clock) takes it again, so a
+    /// failing counterpart sees one try per slot whatever the number of runners.
+    pub keep_until: Option<DateTime<Utc>>,
 }
 
 /// A backend holding the backlog table and the tool's own tables.

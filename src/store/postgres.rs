@@ -80,6 +80,11 @@ CREATE INDEX IF NOT EXISTS backlog_claims_by_owner ON {s}.backlog_claims (owner)
 /// `ensure_own_tables`. Version 1 had no `lost` count in the run log.
 const SCHEMA_VERSION: i64 = 2;
 
+/// The owner of a claim kept on a record that failed, until the end of its tier's
+/// slot: no runner takes it before then (see `Mark::keep_until`), and no tick's
+/// `release` or heartbeat touches it. Expired, it is taken over like any other claim.
+const TRIED: &str = "backlog: failed in this slot";
+
 /// The key of the advisory lock that serialises the creation of the tool's tables, so
 /// that eight runners starting at once on a new database do not race their DDL.
 const OWN_TABLES_LOCK: i64 = 0x0062_6163_6b6c_6f67; // "backlog" in ASCII
@@ -420,6 +425,7 @@ impl PostgresStore {
         owner: &str,
         ids: &[Scalar],
         lease_until: DateTime<Utc>,
+        band: &BandQuery,
     ) -> Result<std::collections::HashSet<String>, StoreError> {
         let (claim, _, _) = self.claims();
         let rows = self
@@ -432,6 +438,9 @@ impl PostgresStore {
                     &self.table.name,
                     &owner,
                     &lease_secs(lease_until),
+                    &band.take_tried,
+                    &TRIED,
+                    &band.clock,
                 ],
             )
             .map_err(pg("claiming records"))?;
@@ -604,7 +613,9 @@ impl PostgresStore {
             "{select} WHERE t.{ins} >= $1 AND t.{ins} <= $2 AND (t.{ins}, t.{idq}) < ($2, $5::text::{idt}) AND {pending} {order}"
         );
         let claims = self.own("backlog_claims");
-        // $1 ids, $2 pending statuses, $3 table name, $4 owner, $5 lease in seconds.
+        // $1 ids, $2 pending statuses, $3 table name, $4 owner, $5 lease in seconds, $6
+        // whether to take records kept after a failure in this slot, $7 their owner, $8
+        // the tick's clock (a kept failure's expiry is the end of its slot by that clock).
         let claim_sql = format!(
             "WITH pending AS (
                 SELECT t.{idq}::text AS id FROM {table} t
@@ -615,7 +626,8 @@ impl PostgresStore {
              SELECT $3, id, $4, now(), now() + make_interval(secs => $5) FROM pending
              ON CONFLICT (table_name, record_id) DO UPDATE SET owner = excluded.owner,
                  claimed_at = excluded.claimed_at, expires_at = excluded.expires_at
-             WHERE c.expires_at < excluded.claimed_at
+             WHERE (c.owner <> $7 AND c.expires_at < excluded.claimed_at)
+                OR (c.owner = $7 AND ($6 OR c.expires_at <= $8))
              RETURNING record_id"
         );
         // $1 status, $2 ids, $3 table name, $4 owner, then $5 the `[retry]` time: only
@@ -994,7 +1006,7 @@ impl Store for PostgresStore {
         let ours = if ids.is_empty() {
             std::collections::HashSet::new()
         } else {
-            self.claim(owner, &ids, lease_until)?
+            self.claim(owner, &ids, lease_until, band)?
         };
         Ok(Page::sorted(
             read,
@@ -1010,6 +1022,7 @@ impl Store for PostgresStore {
         let groups = group_marks(marks, self.since_format);
         let context = format!("writing statuses to {}", self.table.name);
         let (_, unclaim, set_status) = self.claims();
+        let claims = self.own("backlog_claims");
         let mut tx = self.client.transaction().map_err(pg(context.clone()))?;
         let mut written = std::collections::HashSet::with_capacity(marks.len());
         for ((status, since), ids) in &groups {
@@ -1021,6 +1034,28 @@ impl Store for PostgresStore {
             }
             .map_err(pg(context.clone()))?;
             written.extend(rows.iter().map(|r| r.get::<_, String>(0)));
+        }
+        // Failures keep their claim, under another owner, until the end of their slot.
+        let kept: Vec<(&Mark, String)> = marks
+            .iter()
+            .filter_map(|m| m.keep_until.map(|_| (m, m.id.to_string())))
+            .filter(|(_, id)| written.contains(id))
+            .collect();
+        if !kept.is_empty() {
+            let ids: Vec<&String> = kept.iter().map(|(_, id)| id).collect();
+            let until: Vec<DateTime<Utc>> = kept
+                .iter()
+                .map(|(m, _)| m.keep_until.expect("kept marks have a time"))
+                .collect();
+            tx.execute(
+                &format!(
+                    "UPDATE {claims} c SET owner = $4, expires_at = k.until
+                     FROM unnest($3::text[], $5::timestamptz[]) AS k(id, until)
+                     WHERE c.table_name = $1 AND c.owner = $2 AND c.record_id = k.id"
+                ),
+                &[&self.table.name, &owner, &ids, &TRIED, &until],
+            )
+            .map_err(pg(context.clone()))?;
         }
         let all = ids_text(marks.iter().map(|m| &m.id));
         tx.execute(&unclaim, &[&self.table.name, &owner, &all])
@@ -1218,6 +1253,14 @@ impl Store for PostgresStore {
         self.client
             .execute(&close, &[&self.table.name, &run.lease.as_secs_f64()])
             .map_err(pg("writing the run log"))?;
+        // Failures kept past the end of their slot are collected.
+        let collect = format!(
+            "DELETE FROM {} WHERE table_name = $1 AND owner = $2 AND expires_at <= $3",
+            self.own("backlog_claims")
+        );
+        self.client
+            .execute(&collect, &[&self.table.name, &TRIED, &run.now])
+            .map_err(pg("dropping failures kept past their slot"))?;
         let sql = format!(
             "INSERT INTO {} (table_name, window_secs, tier, band_from_secs, band_to_secs, bands, clock, started_at, heartbeat_at, outcome, owner)
              VALUES ($1, $2, $3, $4, $5, $6, $7, now(), now(), 'running', $8) RETURNING id",

@@ -69,11 +69,18 @@ CREATE TABLE IF NOT EXISTS backlog_holds (
     expires_at INTEGER NOT NULL,
     PRIMARY KEY (table_name, owner)
 );
+CREATE TABLE IF NOT EXISTS backlog_tried (
+    table_name TEXT NOT NULL,
+    record_id NOT NULL,
+    until_ms INTEGER NOT NULL,
+    PRIMARY KEY (table_name, record_id)
+) WITHOUT ROWID;
 ";
 
 /// The version of the tables above; `ensure_own_tables` migrates the earlier ones.
 /// Version 1 claimed records one by one in `backlog_claims`; version 2 had no `lost`
-/// count in the run log.
+/// count in the run log, and no `backlog_tried` (records that failed, kept from the
+/// other ticks until the end of their tier's slot).
 const SCHEMA_VERSION: i64 = 3;
 
 /// Whether a tick other than ?2 holds a span of table ?1 at ?3 (unix milliseconds).
@@ -91,6 +98,15 @@ const HOLD: &str = "INSERT INTO backlog_holds (table_name, owner, low, high, exp
 /// out, or that another tick dropped as run out, is not made again.
 const MOVE_HOLD: &str = "UPDATE backlog_holds SET low = ?3, expires_at = ?5
     WHERE table_name = ?1 AND owner = ?2 AND expires_at > ?6 AND ?4 IS NOT NULL";
+
+/// Whether a record of table ?1 failed and is kept until after ?2 (the tick's clock,
+/// unix milliseconds).
+const TRIED: &str =
+    "SELECT EXISTS (SELECT 1 FROM backlog_tried WHERE table_name = ?1 AND until_ms > ?2)";
+
+/// Keeps a record that failed from every tick until ?3: ?1 table, ?2 id.
+const KEEP_TRIED: &str =
+    "INSERT OR REPLACE INTO backlog_tried (table_name, record_id, until_ms) VALUES (?1, ?2, ?3)";
 
 /// Whether tick ?2 still holds its span of table ?1 at ?3 (unix milliseconds).
 const HOLDS: &str = "SELECT EXISTS (SELECT 1 FROM backlog_holds WHERE table_name = ?1 AND owner = ?2 AND expires_at > ?3)";
@@ -231,7 +247,7 @@ impl SqliteStore {
             let mut stmt = self
                 .conn
                 .prepare("SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') AND name NOT GLOB 'sqlite_*'
-                  AND name NOT IN ('backlog_meta', 'backlog_runs', 'backlog_holds', 'backlog_claims') ORDER BY name")
+                  AND name NOT IN ('backlog_meta', 'backlog_runs', 'backlog_holds', 'backlog_claims', 'backlog_tried') ORDER BY name")
                 .map_err(db("reading the schema"))?;
             let available = stmt
                 .query_map([], |r| r.get(0))
@@ -300,10 +316,10 @@ impl SqliteStore {
 
     fn statements(&self, table: &str, [id, status, inserted_at]: &[String; 3]) -> Statements {
         let (t, id, st, ins) = (quote(table), quote(id), quote(status), quote(inserted_at));
-        // ?1 from, ?2 to, ?3 limit, ?4 the cursor's id, ?5 table, ?6 owner and ?7 the
-        // time for `{held}` (see `page_sql`), ?8… the pending statuses.
+        // ?1 from, ?2 to, ?3 limit, ?4 the cursor's id, ?5 table, ?6 owner, ?7 the time
+        // and ?8 the tick's clock for `{held}` (see `page_sql`), ?9… the pending statuses.
         let pending = (0..self.table.pending.len())
-            .map(|i| format!("?{}", i + 8))
+            .map(|i| format!("?{}", i + 9))
             .collect::<Vec<_>>()
             .join(", ");
         let order = format!("ORDER BY {ins} DESC, {id} DESC LIMIT ?3");
@@ -332,19 +348,30 @@ impl SqliteStore {
 
     /// The SQL a page query runs, for tests that check the plan. With `held`, each row
     /// ends with a column saying whether another live tick's span holds it.
-    pub fn page_sql(&self, first: bool, to_inclusive: bool, held: bool) -> String {
-        let sql = if first {
-            &self.sql().first_page
-        } else {
-            &self.sql().next_page
-        };
-        let held = if held {
-            format!(
-                ", EXISTS (SELECT 1 FROM backlog_holds h WHERE h.table_name = ?5 AND h.owner <> ?6 AND h.expires_at > ?7 AND {ins} BETWEEN h.low AND h.high)",
-                ins = self.sql().inserted_at
-            )
-        } else {
+    /// With `tried`, a row also counts as held when it failed in its tier's slot and is
+    /// kept from the other ticks until the slot ends (`backlog_tried`).
+    pub fn page_sql(&self, first: bool, to_inclusive: bool, held: bool, tried: bool) -> String {
+        let q = self.sql();
+        let sql = if first { &q.first_page } else { &q.next_page };
+        let mut checks = Vec::new();
+        if held {
+            checks.push(format!(
+                "EXISTS (SELECT 1 FROM backlog_holds h WHERE h.table_name = ?5 AND h.owner <> ?6 AND h.expires_at > ?7 AND {t}.{ins} BETWEEN h.low AND h.high)",
+                t = q.table,
+                ins = q.inserted_at
+            ));
+        }
+        if tried {
+            checks.push(format!(
+                "EXISTS (SELECT 1 FROM backlog_tried k WHERE k.table_name = ?5 AND k.record_id = +{t}.{id} AND k.until_ms > ?8)",
+                t = q.table,
+                id = q.id
+            ));
+        }
+        let held = if checks.is_empty() {
             String::new()
+        } else {
+            format!(", ({})", checks.join(" OR "))
         };
         sql.replace("{to}", if to_inclusive { "=" } else { "" })
             .replace("{held}", &held)
@@ -361,11 +388,13 @@ impl SqliteStore {
         owner: &str,
         now_ms: i64,
         held: bool,
+        tried: bool,
     ) -> Result<Read, StoreError> {
-        let sql = self.page_sql(after.is_none(), band.to_inclusive, held);
+        let sql = self.page_sql(after.is_none(), band.to_inclusive, held, tried);
         let to = after.map_or(&band.to, |c| &c.inserted_at);
         let after_id = after.map(|c| &c.id);
         let limit = limit as i64;
+        let clock_ms = band.clock.timestamp_millis();
         let mut params: Vec<&dyn ToSql> = vec![
             &band.from,
             to,
@@ -374,9 +403,10 @@ impl SqliteStore {
             &self.table.name,
             &owner,
             &now_ms,
+            &clock_ms,
         ];
         params.extend(self.table.pending.iter().map(|p| p as &dyn ToSql));
-        self.rows(&sql, &params, held, limit as usize)
+        self.rows(&sql, &params, held || tried, limit as usize)
     }
 
     /// Runs a `SELECT *` on the table and reads its rows as records.
@@ -577,7 +607,7 @@ impl Store for SqliteStore {
         after: Option<&Cursor>,
         limit: usize,
     ) -> Result<Vec<Record>, StoreError> {
-        Ok(self.page(band, after, limit, "", 0, false)?.records)
+        Ok(self.page(band, after, limit, "", 0, false, false)?.records)
     }
 
     fn count_by_status(&mut self, range: &Range) -> Result<Vec<(String, u64)>, StoreError> {
@@ -642,7 +672,7 @@ impl Store for SqliteStore {
     }
 
     fn band_plan(&mut self) -> Result<QueryPlan, StoreError> {
-        let sql = self.page_sql(true, false, false);
+        let sql = self.page_sql(true, false, false, false);
         let query = format!("EXPLAIN QUERY PLAN {sql}");
         let mut stmt = self
             .conn
@@ -765,7 +795,17 @@ impl Store for SqliteStore {
             .prepare_cached(OTHERS_HOLD)
             .and_then(|mut s| s.query_row(params![self.table.name, owner, now], |r| r.get(0)))
             .map_err(db(context))?;
-        let read = self.page(band, after, limit, owner, now, others)?;
+        let tried: bool = !band.take_tried
+            && tx
+                .prepare_cached(TRIED)
+                .and_then(|mut s| {
+                    s.query_row(
+                        params![self.table.name, band.clock.timestamp_millis()],
+                        |r| r.get(0),
+                    )
+                })
+                .map_err(db(context))?;
+        let read = self.page(band, after, limit, owner, now, others, tried)?;
         // The span's top is set by the first page and kept (see HOLD).
         if let (Some(first), Some(last)) = (read.records.first(), read.records.last()) {
             let sql = if after.is_none() { HOLD } else { MOVE_HOLD };
@@ -828,6 +868,12 @@ impl Store for SqliteStore {
                     since = Some(m.at);
                 }
                 set.raw_execute()?;
+            }
+            let mut keep = tx.prepare_cached(KEEP_TRIED)?;
+            for m in marks {
+                if let Some(until) = m.keep_until {
+                    keep.execute(params![self.table.name, m.id, until.timestamp_millis()])?;
+                }
             }
             Ok(true)
         };
@@ -901,13 +947,21 @@ impl Store for SqliteStore {
                 params![self.table.name, silent_since],
             )
             .map_err(db("writing the run log"))?;
-        // The spans of killed ticks have run out: nobody will release them.
+        // The spans of killed ticks have run out: nobody will release them. Failures
+        // kept until the end of their slot are collected once it is over.
+        let now_ms = Utc::now().timestamp_millis();
         self.conn
             .execute(
                 "DELETE FROM backlog_holds WHERE table_name = ?1 AND expires_at < ?2",
-                params![self.table.name, Utc::now().timestamp_millis()],
+                params![self.table.name, now_ms],
             )
             .map_err(db("dropping spans that ran out"))?;
+        self.conn
+            .execute(
+                "DELETE FROM backlog_tried WHERE table_name = ?1 AND until_ms <= ?2",
+                params![self.table.name, run.now.timestamp_millis()],
+            )
+            .map_err(db("dropping failures kept past their slot"))?;
         self.conn
             .execute(
                 "INSERT INTO backlog_runs (table_name, window_secs, tier, band_from_secs, band_to_secs, bands, clock, started_at, heartbeat_at, outcome, owner)
@@ -1030,6 +1084,8 @@ mod tests {
             from: Scalar::Text("2026-01-01 00:00:00".into()),
             to: Scalar::Text("2027-01-01 00:00:00".into()),
             to_inclusive: true,
+            take_tried: false,
+            clock: Utc::now(),
         };
         let payloads = |records: &[Record]| -> Vec<String> {
             records

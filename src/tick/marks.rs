@@ -38,12 +38,17 @@ pub(super) struct Marks<'o> {
     pub(super) tally: Tally,
     owner: &'o str,
     /// Handled, not yet written.
-    pending: Vec<Mark>,
+    marks: Vec<Mark>,
     /// Shared with the marks: a status is allocated once a tick, not once a record.
     success: Arc<str>,
     error: Arc<str>,
     /// The tick's clock, written to `[retry]`'s `since` column.
     now: DateTime<Utc>,
+    /// Until when a record that failed and stays pending is kept from other ticks:
+    /// the schedule's next try of it.
+    keep: &'o dyn Fn(&Record) -> Option<DateTime<Utc>>,
+    /// The statuses a record can be taken in again.
+    pending: Vec<String>,
     last_write: Instant,
     /// Marks per transaction, at most.
     group: usize,
@@ -57,14 +62,17 @@ impl<'o> Marks<'o> {
         now: DateTime<Utc>,
         group: usize,
         interval: Duration,
+        keep: &'o dyn Fn(&Record) -> Option<DateTime<Utc>>,
     ) -> Self {
         Marks {
             tally: Tally::default(),
             owner,
-            pending: Vec::new(),
+            marks: Vec::new(),
             success: table.success.as_str().into(),
             error: table.error.as_str().into(),
             now,
+            keep,
+            pending: table.pending.clone(),
             last_write: Instant::now(),
             group: group.max(1),
             interval,
@@ -102,12 +110,19 @@ impl<'o> Marks<'o> {
             status: &status,
         });
         *tally.statuses.entry(Arc::clone(&status)).or_default() += 1;
-        self.pending.push(Mark {
+        let failed_and_pending =
+            handled.outcome != Outcome::Success && self.pending.iter().any(|p| **p == *status);
+        self.marks.push(Mark {
             at: self.now,
             id: record.id.clone(),
+            keep_until: if failed_and_pending {
+                (self.keep)(record)
+            } else {
+                None
+            },
             status,
         });
-        if self.pending.len() >= self.group || self.last_write.elapsed() >= self.interval {
+        if self.marks.len() >= self.group || self.last_write.elapsed() >= self.interval {
             self.write(store)?;
         }
         Ok(())
@@ -115,17 +130,17 @@ impl<'o> Marks<'o> {
 
     /// Writes the marks not yet written; those the tick no longer held are lost.
     pub(super) fn write(&mut self, store: &mut dyn Store) -> Result<(), StoreError> {
-        if self.pending.is_empty() {
+        if self.marks.is_empty() {
             return Ok(());
         }
-        let lost = store.mark(self.owner, &self.pending)?;
+        let lost = store.mark(self.owner, &self.marks)?;
         if !lost.is_empty() {
             let mut ids = Vec::new();
             for &i in &lost {
-                let status = Arc::clone(&self.pending[i].status);
+                let status = Arc::clone(&self.marks[i].status);
                 self.uncount(&status);
                 if ids.len() < 10 {
-                    ids.push(self.pending[i].id.to_string());
+                    ids.push(self.marks[i].id.to_string());
                 }
             }
             tracing::warn!(
@@ -135,7 +150,7 @@ impl<'o> Marks<'o> {
                 if lost.len() > ids.len() { ", …" } else { "" }
             );
         }
-        self.pending.clear();
+        self.marks.clear();
         self.last_write = Instant::now();
         Ok(())
     }

@@ -44,6 +44,9 @@ pub struct TickOptions {
     /// After this many failures in a row (error, timeout, crash; not a mapped status)
     /// the tick hands out no more records: the breaker trips.
     pub stop_after_failures: Option<u32>,
+    /// Take records that failed earlier in this tier's slot too (`--retry-failed`); a
+    /// failure is otherwise kept from every tick until its slot ends.
+    pub retry_failed: bool,
 }
 
 impl TickOptions {
@@ -61,6 +64,7 @@ impl TickOptions {
             concurrency: 1,
             rate: None,
             stop_after_failures: None,
+            retry_failed: false,
         }
     }
 

@@ -110,6 +110,8 @@ pub fn process_backlog(
         from: format.encode(span.from),
         to: format.encode(span.to),
         to_inclusive: span.to_inclusive,
+        take_tried: opts.retry_failed,
+        clock: opts.now,
     };
     tracing::debug!(
         "tick of window {} over {band} ({} ≤ {} {} {}), {} holds {format}",
@@ -196,7 +198,17 @@ pub fn process_backlog(
     );
 
     let group = opts.mark_group.unwrap_or_else(|| store.mark_group());
-    let mut marks = Marks::new(table, &owner, opts.now, group, opts.mark_interval);
+    // A record that fails is kept from every tick until the schedule's next try of it
+    // (by the tick's clock): one try per slot, however many runners or overlapping
+    // ticks. In cumulative bands that is the shortest tier's next slot, not the longer
+    // tier's that failed it.
+    let after_now = opts.now + chrono::Duration::milliseconds(1);
+    let keep = |r: &Record| {
+        let inserted = r.inserted_time?;
+        let id = r.id.to_string();
+        crate::explain::next_attempt(schedule, inserted, Some(&id), after_now).map(|(_, at)| at)
+    };
+    let mut marks = Marks::new(table, &owner, opts.now, group, opts.mark_interval, &keep);
     let plan = Plan {
         opts,
         query: &query,

@@ -117,7 +117,48 @@ fn a_rate_spaces_the_starts(backend: Backend) {
     assert!(span_ms >= 900, "six starts within {span_ms} ms");
 }
 
+/// Runners started one after another in one slot over a band that fails: each
+/// record is tried once in the slot, not once per runner (a failure is kept from
+/// every tick until the schedule's next try of it), and `--retry-failed` overrides.
+fn a_failing_record_is_tried_once_a_slot_whatever_the_runners(backend: Backend) {
+    let env = backlog(
+        backend,
+        30,
+        "concurrency = 2",
+        &FAILING_HANDLER.replace("exit 1", "sleep 0.02; exit 1"),
+    );
+    let runners: Vec<_> = (0..3)
+        .map(|i| {
+            std::thread::sleep(std::time::Duration::from_millis(100 * i));
+            std::process::Command::new(assert_cmd::cargo::cargo_bin("backlog"))
+                .current_dir(env.dir.path())
+                .args(["run", "--window", "1d", "--now", NOW])
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut r in runners {
+        assert!(r.wait().unwrap().success());
+    }
+    let mut tried: Vec<i64> = starts(&env).iter().map(|(id, _)| *id).collect();
+    tried.sort();
+    assert_eq!(tried, (1..=30).collect::<Vec<_>>(), "each once in the slot");
+    env.backlog(&["run", "--window", "1d", "--now", NOW])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains(
+            "selected 0, succeeded 0, failed 0, skipped 30",
+        ));
+    env.backlog(&["run", "--window", "1d", "--now", NOW, "--retry-failed"])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("selected 30"));
+    assert_eq!(env.with_status("ERROR"), 30);
+}
+
 crate::on_both_backends!(
+    a_failing_record_is_tried_once_a_slot_whatever_the_runners,
     the_breaker_stops_a_tick_after_failures_in_a_row,
     the_breaker_lets_the_records_in_flight_finish,
     a_rate_spaces_the_starts,

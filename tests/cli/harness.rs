@@ -463,7 +463,13 @@ impl Env {
             Backend::Sqlite => "backlog_holds",
             Backend::Postgres => "backlog_claims",
         };
-        self.count(&format!("SELECT count(*) FROM {}", self.own(table)))
+        // PostgreSQL keeps the claim of a failed record until the end of its slot,
+        // under an owner of its own: not a tick's hold.
+        let kept = match self.backend {
+            Backend::Sqlite => "",
+            Backend::Postgres => " WHERE owner <> 'backlog: failed in this slot'",
+        };
+        self.count(&format!("SELECT count(*) FROM {}{kept}", self.own(table)))
     }
 
     /// How many records have `status`.

@@ -33,27 +33,28 @@ fn band_pages_are_index_range_scans() {
     )
     .unwrap();
     store.inspect().unwrap();
-    let first = plan(&env, &store.page_sql(true, false, false));
+    let first = plan(&env, &store.page_sql(true, false, false, false));
     assert_eq!(
         first,
         "SEARCH BACKLOG USING INDEX BACKLOG_BY_DATE (DATE_INSERTED>? AND DATE_INSERTED<?)"
     );
-    let tier_one = plan(&env, &store.page_sql(true, true, false));
+    let tier_one = plan(&env, &store.page_sql(true, true, false, false));
     assert_eq!(
         tier_one,
         "SEARCH BACKLOG USING INDEX BACKLOG_BY_DATE (DATE_INSERTED>? AND DATE_INSERTED<?)"
     );
-    let next = plan(&env, &store.page_sql(false, false, false));
+    let next = plan(&env, &store.page_sql(false, false, false, false));
     assert_eq!(
         next,
         "SEARCH BACKLOG USING INDEX BACKLOG_BY_DATE (DATE_INSERTED>? AND DATE_INSERTED<?)"
     );
-    // While another tick holds a span, each row is looked up in the spans by the
-    // table's key: still a range over the band, not a scan.
+    // While another tick holds a span, or failures are kept until their next slot,
+    // each row is looked up in the spans by the table's key and in the kept failures
+    // by its id: still a range over the band, not a scan.
     store.ensure_own_tables().unwrap();
-    let held = plan(&env, &store.page_sql(false, false, true));
+    let held = plan(&env, &store.page_sql(false, false, true, true));
     assert_eq!(
         held,
-        "SEARCH BACKLOG USING INDEX BACKLOG_BY_DATE (DATE_INSERTED>? AND DATE_INSERTED<?); CORRELATED SCALAR SUBQUERY 1; SEARCH h USING INDEX sqlite_autoindex_backlog_holds_1 (table_name=?)"
+        "SEARCH BACKLOG USING INDEX BACKLOG_BY_DATE (DATE_INSERTED>? AND DATE_INSERTED<?); CORRELATED SCALAR SUBQUERY 1; SEARCH h USING INDEX sqlite_autoindex_backlog_holds_1 (table_name=?); CORRELATED SCALAR SUBQUERY 2; SEARCH k USING PRIMARY KEY (table_name=? AND record_id=?)"
     );
 }

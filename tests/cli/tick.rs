@@ -43,9 +43,28 @@ fn disjoint_bands_select_each_record_in_one_tier_and_mark_it_by_exit_code(backen
         statuses(&[(1, "SUCCESS"), (2, "ERROR"), (3, "SUCCESS"), (4, "SUCCESS")])
     );
 
-    // The ERROR record is pending: the next tick of its tier tries it again.
-    env.run_window("1d");
-    assert_eq!(env.take_calls(), [2]);
+    // The ERROR record is pending, but kept from every tick until the schedule tries
+    // it next: once a slot. A tick in the same slot leaves it, the next slot's takes
+    // it, and `--retry-failed` takes it at once.
+    let out = env.run_window("1d");
+    assert!(
+        out.contains("selected 0, succeeded 0, failed 0, skipped 1"),
+        "{out}"
+    );
+    let at = |now: &str, extra: &[&str]| {
+        let mut args = vec!["run", "--window", "1d", "--now", now];
+        args.extend(extra);
+        env.backlog(&args).assert().success();
+        env.take_calls()
+    };
+    assert_eq!(
+        at("2026-11-21T12:04:59Z", &[]),
+        Vec::<i64>::new(),
+        "same slot"
+    );
+    assert_eq!(at("2026-11-21T12:05:00Z", &[]), [2], "next slot");
+    assert_eq!(at("2026-11-21T12:05:30Z", &["--retry-failed"]), [2]);
+    assert_eq!(at("2026-11-21T12:05:40Z", &[]), Vec::<i64>::new());
 }
 
 fn cumulative_bands_select_everything_younger_than_the_window(backend: Backend) {
@@ -57,11 +76,19 @@ fn cumulative_bands_select_everything_younger_than_the_window(backend: Backend) 
         },
         &[1, 2, 3, 4],
     );
-    env.run_window("1d");
+    // Each tier runs in a slot of its own (failures are kept until the next try).
+    let run = |window: &str, now: &str| {
+        let out = env
+            .backlog(&["run", "--window", window, "--now", now])
+            .assert()
+            .success();
+        String::from_utf8(out.get_output().stdout.clone()).unwrap()
+    };
+    run("1d", NOW);
     assert_eq!(env.take_calls(), [1, 2]);
-    env.run_window("7d");
+    run("7d", "2026-11-21T12:05:00Z");
     assert_eq!(env.take_calls(), [1, 2, 3]);
-    let out = env.run_window("180d");
+    let out = run("180d", "2026-11-21T13:00:00Z");
     assert!(
         out.starts_with(
             "tier 5 (180d every 4d), ages 0 to 180d: selected 4, succeeded 0, failed 4"
@@ -452,6 +479,6 @@ fn sqlite_tables_of_version_one_move_to_spans() {
     );
     assert_eq!(
         env.lines("SELECT name FROM sqlite_schema WHERE name LIKE 'backlog_%' AND type = 'table' ORDER BY 1"),
-        ["backlog_holds", "backlog_meta", "backlog_runs"]
+        ["backlog_holds", "backlog_meta", "backlog_runs", "backlog_tried"]
     );
 }
