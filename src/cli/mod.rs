@@ -236,6 +236,7 @@ pub fn init_logging(level: tracing::Level, format: LogFormat) {
 
 /// `backlog daemon`.
 pub fn daemon(args: &DaemonArgs) -> Result<(), Error> {
+    crate::handler::adopt_orphans();
     let signals = crate::runner::Signals {
         stop: stop_on_signals()?,
         reload: Default::default(),
@@ -267,6 +268,8 @@ pub fn init(args: &InitArgs) -> Result<(), Error> {
 
 /// `backlog run`.
 pub fn run(args: &RunArgs, verbose: u8) -> Result<(), Error> {
+    // This process's only children are its handlers: it may reap their orphans.
+    crate::handler::adopt_orphans();
     let config = Config::load(&args.schedule)?;
     let mut opts = TickOptions::for_config(&config, args.window, args.now.unwrap_or_else(Utc::now));
     if args.if_due {

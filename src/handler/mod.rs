@@ -23,6 +23,7 @@ pub use batch::BatchHandler;
 pub use closure::FnHandler;
 pub use command::CommandHandler;
 pub use group::kill_live_groups;
+pub use subreaper::adopt_orphans;
 
 use crate::record::Record;
 
@@ -78,6 +79,9 @@ pub enum HandlerError {
         program: String,
         source: std::io::Error,
     },
+    /// A handler in Rust panicked: its record was not answered, and the tick stops.
+    #[error("the handler panicked: {0}")]
+    Panicked(String),
 }
 
 /// The handler a schedule file's `[handler]` section describes.

@@ -22,13 +22,18 @@
 //!   handler is reserved before its spawn, so a child whose spawn is under way on
 //!   another thread is spared too.
 //!
+//! Only the `backlog` program itself adopts orphans (`adopt_orphans`, called by the
+//! commands that run ticks): a program that embeds the library may have children of
+//! its own in other process groups, which a sweep cannot tell from a handler's
+//! orphans, so it keeps init as their reaper and its children are never touched.
+//!
 //! A child is reaped by its own pid (`waitid(P_PID, …)`), and it is still our unreaped
 //! child when it is judged, so its pid cannot have been reused in between. A sweep
 //! costs a read of the task folder and of each child's `stat`: it runs at most once a
 //! second, after a handler ends, and when the last handler is dropped (the tick's end).
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::group::{live_snapshot, signal_group};
@@ -38,8 +43,20 @@ use super::watchdog;
 /// The least time between two sweeps after handlers end.
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
-/// Makes this process the reaper of its handlers' orphans, once.
+/// Whether this process adopts and sweeps its handlers' orphans.
+static ADOPTING: AtomicBool = AtomicBool::new(false);
+
+/// Makes this process the reaper of its handlers' orphans from the next handler on:
+/// for the `backlog` program, whose only children are its handlers and its watchdog.
+pub fn adopt_orphans() {
+    ADOPTING.store(true, Ordering::Relaxed);
+}
+
+/// Makes this process the reaper of its handlers' orphans, once, if it adopts them.
 pub(super) fn become_subreaper() {
+    if !ADOPTING.load(Ordering::Relaxed) {
+        return;
+    }
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         // SAFETY: prctl with integer arguments changes an attribute of this process only.
@@ -54,6 +71,9 @@ pub(super) fn become_subreaper() {
 
 /// After a handler ended: sweeps, if the last sweep was long enough ago.
 pub(super) fn after_handler() {
+    if !ADOPTING.load(Ordering::Relaxed) {
+        return;
+    }
     static LAST: AtomicU64 = AtomicU64::new(0);
     let now = boot_ticks_now();
     let every = SWEEP_EVERY.as_secs() * ticks_per_second();
@@ -120,6 +140,9 @@ pub(super) fn sweep() -> usize {
 
 /// The tick ends (its last handler is dropped): kills every orphan, and reaps them.
 pub(super) fn sweep_at_end() {
+    if !ADOPTING.load(Ordering::Relaxed) {
+        return;
+    }
     for _ in 0..5 {
         if sweep() == 0 {
             break;

@@ -80,9 +80,13 @@ CREATE INDEX IF NOT EXISTS backlog_claims_by_owner ON {s}.backlog_claims (owner)
 /// `ensure_own_tables`. Version 1 had no `lost` count in the run log.
 const SCHEMA_VERSION: i64 = 2;
 
-/// The owner of a claim kept on a record that failed, until the end of its tier's
-/// slot: no runner takes it before then (see `Mark::keep_until`), and no tick's
-/// `release` or heartbeat touches it. Expired, it is taken over like any other claim.
+/// The owner of a claim kept on a record that failed, until the schedule's next try of
+/// it: no runner takes it before then (see `Mark::keep_until`), and no tick's
+/// `release` or heartbeat touches it. Such a claim's `claimed_at` is that next try by
+/// the clock of the tick that failed it, and its `expires_at` the same wait on the
+/// database's clock: a tick takes the record once its own clock reaches the first, or
+/// the database's the second (so a tick run with a pinned clock, `--now`, keeps
+/// nothing from the real ticks for long).
 const TRIED: &str = "backlog: failed in this slot";
 
 /// The key of the advisory lock that serialises the creation of the tool's tables, so
@@ -363,6 +367,8 @@ struct Prepared {
     bytea: Vec<String>,
     first_page: [Statement; 2],
     next_page: Statement,
+    /// Locks a group's rows before its marks read the claims (see `mark`).
+    lock_rows: Statement,
     /// The statements that use the tool's own tables (claim, unclaim, and the status
     /// update, which writes only where this tick claims), prepared once
     /// `ensure_own_tables` made sure they exist (a dry run or `doctor` never creates them).
@@ -627,7 +633,7 @@ impl PostgresStore {
              ON CONFLICT (table_name, record_id) DO UPDATE SET owner = excluded.owner,
                  claimed_at = excluded.claimed_at, expires_at = excluded.expires_at
              WHERE (c.owner <> $7 AND c.expires_at < excluded.claimed_at)
-                OR (c.owner = $7 AND ($6 OR c.expires_at <= $8))
+                OR (c.owner = $7 AND ($6 OR c.claimed_at <= $8 OR c.expires_at < excluded.claimed_at))
              RETURNING record_id"
         );
         // $1 status, $2 ids, $3 table name, $4 owner, then $5 the `[retry]` time: only
@@ -647,11 +653,15 @@ impl PostgresStore {
         let unclaim_sql = format!(
             "DELETE FROM {claims} WHERE table_name = $1 AND owner = $2 AND record_id = ANY ($3)"
         );
+        let lock_rows_sql = format!(
+            "SELECT 1 FROM {table} t WHERE t.{idq} = ANY ($1::text[]::{idt}[]) FOR NO KEY UPDATE OF t"
+        );
         let context = format!("preparing the queries on {}", self.table.name);
         let mut prepare = |sql: &str| self.client.prepare(sql).map_err(pg(context.clone()));
         Ok(Prepared {
             first_page: [prepare(&first_page_sql)?, prepare(&first("<="))?],
             next_page: prepare(&next_page_sql)?,
+            lock_rows: prepare(&lock_rows_sql)?,
             claim_sql,
             unclaim_sql,
             set_status_sql,
@@ -1023,7 +1033,13 @@ impl Store for PostgresStore {
         let context = format!("writing statuses to {}", self.table.name);
         let (_, unclaim, set_status) = self.claims();
         let claims = self.own("backlog_claims");
+        let lock_rows = self.prepared().lock_rows.clone();
+        let all = ids_text(marks.iter().map(|m| &m.id));
         let mut tx = self.client.transaction().map_err(pg(context.clone()))?;
+        // The rows first, then the claims: a runner that claims a record locks its row
+        // before it writes the claim, so once the rows are ours the claims read below
+        // (a new snapshot) show any takeover, and none can happen until we commit.
+        tx.query(&lock_rows, &[&all]).map_err(pg(context.clone()))?;
         let mut written = std::collections::HashSet::with_capacity(marks.len());
         for ((status, since), ids) in &groups {
             let ids = ids_text(ids.iter().copied());
@@ -1047,17 +1063,22 @@ impl Store for PostgresStore {
                 .iter()
                 .map(|(m, _)| m.keep_until.expect("kept marks have a time"))
                 .collect();
+            let wait: Vec<f64> = kept
+                .iter()
+                .zip(&until)
+                .map(|((m, _), u)| (*u - m.at).num_milliseconds() as f64 / 1000.0)
+                .collect();
             tx.execute(
                 &format!(
-                    "UPDATE {claims} c SET owner = $4, expires_at = k.until
-                     FROM unnest($3::text[], $5::timestamptz[]) AS k(id, until)
+                    "UPDATE {claims} c SET owner = $4, claimed_at = k.until,
+                         expires_at = now() + make_interval(secs => k.wait)
+                     FROM unnest($3::text[], $5::timestamptz[], $6::float8[]) AS k(id, until, wait)
                      WHERE c.table_name = $1 AND c.owner = $2 AND c.record_id = k.id"
                 ),
-                &[&self.table.name, &owner, &ids, &TRIED, &until],
+                &[&self.table.name, &owner, &ids, &TRIED, &until, &wait],
             )
             .map_err(pg(context.clone()))?;
         }
-        let all = ids_text(marks.iter().map(|m| &m.id));
         tx.execute(&unclaim, &[&self.table.name, &owner, &all])
             .map_err(pg(context.clone()))?;
         tx.commit().map_err(pg(context))?;
@@ -1255,11 +1276,11 @@ impl Store for PostgresStore {
             .map_err(pg("writing the run log"))?;
         // Failures kept past the end of their slot are collected.
         let collect = format!(
-            "DELETE FROM {} WHERE table_name = $1 AND owner = $2 AND expires_at <= $3",
+            "DELETE FROM {} WHERE table_name = $1 AND owner = $2 AND expires_at < now()",
             self.own("backlog_claims")
         );
         self.client
-            .execute(&collect, &[&self.table.name, &TRIED, &run.now])
+            .execute(&collect, &[&self.table.name, &TRIED])
             .map_err(pg("dropping failures kept past their slot"))?;
         let sql = format!(
             "INSERT INTO {} (table_name, window_secs, tier, band_from_secs, band_to_secs, bands, clock, started_at, heartbeat_at, outcome, owner)

@@ -73,6 +73,7 @@ CREATE TABLE IF NOT EXISTS backlog_tried (
     table_name TEXT NOT NULL,
     record_id NOT NULL,
     until_ms INTEGER NOT NULL,
+    expires_ms INTEGER NOT NULL,
     PRIMARY KEY (table_name, record_id)
 ) WITHOUT ROWID;
 ";
@@ -99,14 +100,15 @@ const HOLD: &str = "INSERT INTO backlog_holds (table_name, owner, low, high, exp
 const MOVE_HOLD: &str = "UPDATE backlog_holds SET low = ?3, expires_at = ?5
     WHERE table_name = ?1 AND owner = ?2 AND expires_at > ?6 AND ?4 IS NOT NULL";
 
-/// Whether a record of table ?1 failed and is kept until after ?2 (the tick's clock,
-/// unix milliseconds).
-const TRIED: &str =
-    "SELECT EXISTS (SELECT 1 FROM backlog_tried WHERE table_name = ?1 AND until_ms > ?2)";
+/// Whether a record of table ?1 failed and is kept from a tick whose clock is ?2 at
+/// the real time ?3 (unix milliseconds). A failure is kept until its next try by the
+/// clock of the tick that failed it, and for no longer than that in real time, so a
+/// tick run with a pinned clock (`--now`) keeps nothing from the real ticks for long.
+const TRIED: &str = "SELECT EXISTS (SELECT 1 FROM backlog_tried WHERE table_name = ?1 AND until_ms > ?2 AND expires_ms > ?3)";
 
-/// Keeps a record that failed from every tick until ?3: ?1 table, ?2 id.
-const KEEP_TRIED: &str =
-    "INSERT OR REPLACE INTO backlog_tried (table_name, record_id, until_ms) VALUES (?1, ?2, ?3)";
+/// Keeps a record that failed from every tick: ?1 table, ?2 id, ?3 until (by the
+/// tick's clock), ?4 the same wait in real time.
+const KEEP_TRIED: &str = "INSERT OR REPLACE INTO backlog_tried (table_name, record_id, until_ms, expires_ms) VALUES (?1, ?2, ?3, ?4)";
 
 /// Whether tick ?2 still holds its span of table ?1 at ?3 (unix milliseconds).
 const HOLDS: &str = "SELECT EXISTS (SELECT 1 FROM backlog_holds WHERE table_name = ?1 AND owner = ?2 AND expires_at > ?3)";
@@ -363,7 +365,7 @@ impl SqliteStore {
         }
         if tried {
             checks.push(format!(
-                "EXISTS (SELECT 1 FROM backlog_tried k WHERE k.table_name = ?5 AND k.record_id = +{t}.{id} AND k.until_ms > ?8)",
+                "EXISTS (SELECT 1 FROM backlog_tried k WHERE k.table_name = ?5 AND k.record_id = +{t}.{id} AND k.until_ms > ?8 AND k.expires_ms > ?7)",
                 t = q.table,
                 id = q.id
             ));
@@ -788,9 +790,11 @@ impl Store for SqliteStore {
         // span is looked for only when one exists (rarely): the plain query costs
         // nothing beyond the band's own.
         let context = "taking a page of records";
-        let now = Utc::now().timestamp_millis();
         let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
             .map_err(db(context))?;
+        // Read once the write lock is ours: a span that ran out while this tick waited
+        // for the lock must be seen as run out.
+        let now = Utc::now().timestamp_millis();
         let others: bool = tx
             .prepare_cached(OTHERS_HOLD)
             .and_then(|mut s| s.query_row(params![self.table.name, owner, now], |r| r.get(0)))
@@ -800,7 +804,7 @@ impl Store for SqliteStore {
                 .prepare_cached(TRIED)
                 .and_then(|mut s| {
                     s.query_row(
-                        params![self.table.name, band.clock.timestamp_millis()],
+                        params![self.table.name, band.clock.timestamp_millis(), now],
                         |r| r.get(0),
                     )
                 })
@@ -872,7 +876,13 @@ impl Store for SqliteStore {
             let mut keep = tx.prepare_cached(KEEP_TRIED)?;
             for m in marks {
                 if let Some(until) = m.keep_until {
-                    keep.execute(params![self.table.name, m.id, until.timestamp_millis()])?;
+                    let expires = now + (until - m.at).num_milliseconds();
+                    keep.execute(params![
+                        self.table.name,
+                        m.id,
+                        until.timestamp_millis(),
+                        expires
+                    ])?;
                 }
             }
             Ok(true)
@@ -958,8 +968,8 @@ impl Store for SqliteStore {
             .map_err(db("dropping spans that ran out"))?;
         self.conn
             .execute(
-                "DELETE FROM backlog_tried WHERE table_name = ?1 AND until_ms <= ?2",
-                params![self.table.name, run.now.timestamp_millis()],
+                "DELETE FROM backlog_tried WHERE table_name = ?1 AND expires_ms <= ?2",
+                params![self.table.name, now_ms],
             )
             .map_err(db("dropping failures kept past their slot"))?;
         self.conn

@@ -12,7 +12,7 @@ use chrono::Utc;
 
 use super::breaker::Breaker;
 use super::heartbeat::HeartbeatThread;
-use super::lanes::{Done, Lanes};
+use super::lanes::{Done, Lanes, catch_panic};
 use super::marks::Marks;
 use super::options::{Event, TickOptions};
 use super::pace::Pace;
@@ -90,6 +90,10 @@ pub(super) fn hand_out<'c>(
             }
             // Pace, then check the holds right before handing out.
             let n = batch.min(queue.len());
+            let wait = pace.delay();
+            if !wait.is_zero() {
+                marks.write_before(wait, store).map_err(&store_err)?;
+            }
             if !pace.wait(n, &opts.stop) {
                 marks.tally.stopped = true;
                 break;
@@ -103,7 +107,7 @@ pub(super) fn hand_out<'c>(
                 // One record at a time on this thread, settled at once: no vectors.
                 let record = queue.pop_front().expect("the queue is not empty");
                 let started = Instant::now();
-                match handler.handle(&record, &context(&record)) {
+                match catch_panic(|| handler.handle(&record, &context(&record))) {
                     Ok(handled) => {
                         size.observe(1, started.elapsed());
                         breaker.count(&handled);

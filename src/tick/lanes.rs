@@ -52,21 +52,37 @@ pub(super) enum Lanes<'h, 'c> {
     Pool(Pool<'c>),
 }
 
-/// Handles one batch on the calling thread.
+/// Handles one batch on the calling thread. A panic in the handler (a library user's
+/// closure) becomes an error that stops the tick, instead of a worker that never
+/// answers while the others wait on it.
 fn handle(handler: &mut dyn Handler, records: &[Record], contexts: &[Context<'_>]) -> Done {
     let started = Instant::now();
-    let results = match (records, contexts) {
+    let results = catch_panic(|| match (records, contexts) {
         ([one], [ctx]) => handler.handle(one, ctx).map(|h| vec![h]),
         _ => {
             let refs: Vec<&Record> = records.iter().collect();
             handler.handle_batch(&refs, contexts)
         }
-    };
+    });
     Done {
         records: Vec::new(),
         results,
         latency: started.elapsed(),
     }
+}
+
+/// Runs `f`, turning a panic into `HandlerError::Panicked` with its message.
+pub(super) fn catch_panic<T>(
+    f: impl FnOnce() -> Result<T, HandlerError>,
+) -> Result<T, HandlerError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let message = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "(no message)".into());
+        Err(HandlerError::Panicked(message))
+    })
 }
 
 impl<'h, 'c> Lanes<'h, 'c> {
@@ -221,7 +237,10 @@ impl<'c> Pool<'c> {
                 for job in jobs {
                     let mut d = handle(handler.as_mut(), &job.records, &job.contexts);
                     d.records = job.records;
-                    if done_tx.send((i, d)).is_err() {
+                    // A handler that panicked may be in any state: this worker ends,
+                    // and the tick, told so, hands out no more.
+                    let panicked = matches!(d.results, Err(HandlerError::Panicked(_)));
+                    if done_tx.send((i, d)).is_err() || panicked {
                         return;
                     }
                 }
@@ -251,7 +270,7 @@ impl<'c> Pool<'c> {
         if self.idle.len() == self.workers.len() {
             return None;
         }
-        // A worker that panicked drops its sender; the scope reports the panic.
+        // Every worker answers each batch it took, a panic included (see `handle`).
         let (worker, done) = self.done.recv().ok()?;
         self.idle.push(worker);
         Some(done)

@@ -37,8 +37,10 @@ pub(super) struct Tally {
 pub(super) struct Marks<'o> {
     pub(super) tally: Tally,
     owner: &'o str,
-    /// Handled, not yet written.
+    /// Handled, not yet written, and whether each was a success (a lost mark is taken
+    /// back out of the count it went into, whatever its status).
     marks: Vec<Mark>,
+    succeeded: Vec<bool>,
     /// Shared with the marks: a status is allocated once a tick, not once a record.
     success: Arc<str>,
     error: Arc<str>,
@@ -68,6 +70,7 @@ impl<'o> Marks<'o> {
             tally: Tally::default(),
             owner,
             marks: Vec::new(),
+            succeeded: Vec::new(),
             success: table.success.as_str().into(),
             error: table.error.as_str().into(),
             now,
@@ -110,6 +113,7 @@ impl<'o> Marks<'o> {
             status: &status,
         });
         *tally.statuses.entry(Arc::clone(&status)).or_default() += 1;
+        self.succeeded.push(handled.outcome == Outcome::Success);
         let failed_and_pending =
             handled.outcome != Outcome::Success && self.pending.iter().any(|p| **p == *status);
         self.marks.push(Mark {
@@ -128,6 +132,19 @@ impl<'o> Marks<'o> {
         Ok(())
     }
 
+    /// Writes the marks now if they would otherwise wait past their interval for the
+    /// next answer (a tick about to sleep `wait` to keep to its rate).
+    pub(super) fn write_before(
+        &mut self,
+        wait: Duration,
+        store: &mut dyn Store,
+    ) -> Result<(), StoreError> {
+        if self.last_write.elapsed() + wait >= self.interval {
+            self.write(store)?;
+        }
+        Ok(())
+    }
+
     /// Writes the marks not yet written; those the tick no longer held are lost.
     pub(super) fn write(&mut self, store: &mut dyn Store) -> Result<(), StoreError> {
         if self.marks.is_empty() {
@@ -138,7 +155,7 @@ impl<'o> Marks<'o> {
             let mut ids = Vec::new();
             for &i in &lost {
                 let status = Arc::clone(&self.marks[i].status);
-                self.uncount(&status);
+                self.uncount(&status, self.succeeded[i]);
                 if ids.len() < 10 {
                     ids.push(self.marks[i].id.to_string());
                 }
@@ -151,15 +168,16 @@ impl<'o> Marks<'o> {
             );
         }
         self.marks.clear();
+        self.succeeded.clear();
         self.last_write = Instant::now();
         Ok(())
     }
 
     /// Takes a lost mark back out of the counts.
-    fn uncount(&mut self, status: &Arc<str>) {
+    fn uncount(&mut self, status: &Arc<str>, succeeded: bool) {
         let tally = &mut self.tally;
         tally.lost += 1;
-        if *status == self.success {
+        if succeeded {
             tally.succeeded -= 1;
         } else {
             tally.failed -= 1;

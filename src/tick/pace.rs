@@ -26,6 +26,14 @@ impl Pace {
         }
     }
 
+    /// How long until the next start may be.
+    pub(super) fn delay(&self) -> Duration {
+        match self.interval {
+            None => Duration::ZERO,
+            Some(_) => self.next.saturating_duration_since(Instant::now()),
+        }
+    }
+
     /// Waits until `records` more may start. Returns false, at once, if `stop` is set
     /// meanwhile: a rate of a few an hour must not hold a stopping tick.
     pub(super) fn wait(&mut self, records: usize, stop: &AtomicBool) -> bool {

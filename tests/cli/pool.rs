@@ -220,3 +220,35 @@ fn a_closure_handler_runs_on_several_threads() {
     let peak = peak.load(Ordering::SeqCst);
     assert!((2..=8).contains(&peak), "{peak} at once");
 }
+
+/// A closure that panics on one record, with workers beside it: the tick does not
+/// wait for ever on the worker that panicked; it stops handing out, marks what was
+/// answered, and says the handler panicked.
+#[test]
+fn a_panicking_closure_stops_the_tick_without_hanging() {
+    let env = slow_backlog(Backend::Sqlite, 40, "");
+    let config = backlog::Config::load(&env.path("backlog.toml")).unwrap();
+    let now = chrono::DateTime::parse_from_rfc3339(NOW).unwrap().to_utc();
+    let mut store = backlog::store::open(&config.database, &config.table).unwrap();
+    let mut handler = backlog::FnHandler(|record: &backlog::Record| {
+        assert!(record.id.to_string() != "5", "record 5 is poison");
+        std::thread::sleep(Duration::from_millis(5));
+        backlog::Outcome::Success
+    });
+    let mut opts = backlog::TickOptions::new(Duration::from_secs(86_400), now);
+    opts.concurrency = 2;
+    let e = backlog::process_backlog(
+        &config.schedule,
+        &config.table,
+        store.as_mut(),
+        &mut handler,
+        &opts,
+        &mut |_| {},
+    )
+    .unwrap_err();
+    assert_eq!(e.to_string(), "the handler panicked: record 5 is poison");
+    let marked = env.with_status("SUCCESS");
+    assert!((4..40).contains(&marked), "{marked} marked");
+    assert_eq!(env.with_status("NEW"), 40 - marked, "record 5 among them");
+    assert_eq!(env.holds_left(), 0);
+}
