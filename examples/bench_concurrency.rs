@@ -11,7 +11,7 @@
 //! The yardstick is GNU `xargs -P N` over the same work.
 //!
 //! 1. 200 records, a handler of 100 ms, concurrency 1 / 8 / 32 / 64, against the ideal
-//!    N / 0.1 s and against `seq 200 | xargs -P N -n1 …` of the same handler. Two
+//!    N / 0.1 s and against `xargs -P N -n1` of the same handler over 200 lines. Two
 //!    handlers: `["sleep", "0.1"]`, the same program xargs runs, so the two differ only
 //!    in who starts it; and `handler.sh`, what a user writes (bash: it reads its record
 //!    from stdin, sleeps 100 ms and appends "id start end" to a log with `$EPOCHREALTIME`,
@@ -378,7 +378,7 @@ fn ready(bench: &Bench, source: &str, schedule: &str, ready: &str) {
 fn sleeps(bench: &Bench) {
     const N: u64 = 200;
     println!(
-        "1. {N} records, a 100 ms handler per record, against the ideal N / 0.1 s and `seq {N} | xargs -P N -n1` of the same handler"
+        "1. {N} records, a 100 ms handler per record, against the ideal N / 0.1 s and `xargs -P N -n1` of the same handler over {N} lines"
     );
     println!(
         "   N  handler        backlog rec/s (of ideal)   xargs rec/s (of ideal)   backlog/xargs   handler log (backlog run)"
@@ -400,17 +400,31 @@ fn sleeps(bench: &Bench) {
             ready(bench, "sleep.db", &sleep_file, "sleep-ready.db");
         }
         let ideal = concurrency as f64 / 0.1;
-        for (name, file, program) in [
-            ("sleep 0.1 ", &sleep_file, "sleep 0.1"),
-            ("handler.sh", &script_file, "./handler.sh"),
+        // 200 records are whole waves of N only for N = 1 and 8: at 32, 7 waves of
+        // 100 ms (0.89 of N / 0.1 s); at 64, 4 waves (0.78).
+        let waves = N.div_ceil(concurrency as u64) as f64 * 0.1;
+        println!(
+            "  {concurrency:>2}  ideal {ideal:.0}/s; in whole waves of {concurrency}, {N} records take {waves:.1} s: {:.1}/s ({:.2} of the ideal)",
+            N as f64 / waves,
+            N as f64 / waves / ideal
+        );
+        // `xargs -n1 sleep 0.1` appends its argument, and sleep adds up its arguments:
+        // fed zeros, each is `sleep 0.1 0`, 100 ms. handler.sh takes the id as $1.
+        for (name, file, pipeline) in [
+            (
+                "sleep 0.1 ",
+                &sleep_file,
+                format!("yes 0 | head -n {N} | xargs -P {concurrency} -n1 sleep 0.1"),
+            ),
+            (
+                "handler.sh",
+                &script_file,
+                format!("seq {N} | xargs -P {concurrency} -n1 ./handler.sh"),
+            ),
         ] {
             let (rps, n) = backlog_run(bench, "sleep-ready.db", file);
             let log = bench.log();
-            let xargs = xargs_run(
-                bench,
-                &format!("seq {N} | xargs -P {concurrency} -n1 {program}"),
-                N,
-            );
+            let xargs = xargs_run(bench, &pipeline, N);
             let log_text = if log.runs.is_empty() {
                 format!("({n} succeeded)")
             } else {
