@@ -56,6 +56,9 @@ pub(super) fn hand_out<'c>(
     let mut breaker = Breaker::new(opts.stop_after_failures);
     let mut queue: VecDeque<Record> = VecDeque::new();
     let mut taken: u64 = 0;
+    // Records handled inline since the last page, and since when: their latency is
+    // observed a page at a time, not with two clock readings a record.
+    let mut inline_run: (usize, Instant) = (0, Instant::now());
     // Why the tick hands out no more: the batches already out are still settled, then
     // the tick ends with this error.
     let mut halt: Option<Error> = None;
@@ -71,12 +74,16 @@ pub(super) fn hand_out<'c>(
             }
             // Take: a page when the queue is short of a batch.
             if queue.len() < batch && !pager.done && taken < plan.limit {
+                if inline_run.0 > 0 {
+                    size.observe(inline_run.0, inline_run.1.elapsed());
+                }
                 let want = size.next().min((plan.limit - taken) as usize);
                 let lease_until = Utc::now() + opts.lease;
                 match pager.take(store, plan.owner, want, lease_until, plan.takes) {
                     Err(e) => halt = Some(store_err(e)),
                     Ok(None) => pager.done = true,
                     Ok(Some(page)) => {
+                        inline_run = (0, Instant::now());
                         marks.tally.deferred += page.deferred;
                         marks.tally.skipped += page.skipped;
                         taken += page.taken.len() as u64;
@@ -106,10 +113,9 @@ pub(super) fn hand_out<'c>(
             if let Some(handler) = lanes.inline() {
                 // One record at a time on this thread, settled at once: no vectors.
                 let record = queue.pop_front().expect("the queue is not empty");
-                let started = Instant::now();
                 match catch_panic(|| handler.handle(&record, &context(&record))) {
                     Ok(handled) => {
-                        size.observe(1, started.elapsed());
+                        inline_run.0 += 1;
                         breaker.count(&handled);
                         marks
                             .settle(&record, handled, store, on_event)

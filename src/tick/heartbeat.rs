@@ -20,13 +20,30 @@ use chrono::Utc;
 use crate::duration;
 use crate::store::{Heartbeat, StoreError};
 
+/// The monotonic clock in nanoseconds: `CLOCK_MONOTONIC`, or its coarse reading (a
+/// few milliseconds behind, at a fraction of the cost) for the check before each
+/// record, where a millisecond is nothing next to half a lease and the precise
+/// reading was a tenth of a fast tick's time per record.
+fn monotonic_ns(coarse: bool) -> u64 {
+    let clock = if coarse {
+        libc::CLOCK_MONOTONIC_COARSE
+    } else {
+        libc::CLOCK_MONOTONIC
+    };
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec into the one we pass.
+    unsafe { libc::clock_gettime(clock, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
 /// What the heartbeat thread and the tick share.
 struct State {
-    /// The origin of `renewed`.
-    origin: Instant,
-    /// When the holds were last renewed by a beat, in nanoseconds after `origin` (the
-    /// time the beat started, so it never looks fresher than it is). Taking a page does
-    /// not count: on PostgreSQL it renews only that page's claims.
+    /// When the holds were last renewed by a beat (`monotonic_ns`, the time the beat
+    /// started, so it never looks fresher than it is). Taking a page does not count:
+    /// on PostgreSQL it renews only that page's claims.
     renewed: AtomicU64,
     /// Set once the holds may have run out; never cleared.
     lapsed: AtomicBool,
@@ -49,12 +66,10 @@ pub(super) struct HeartbeatThread {
 }
 
 impl State {
-    fn since_origin(&self, at: Instant) -> u64 {
-        at.saturating_duration_since(self.origin).as_nanos() as u64
-    }
-
-    fn renewed_at(&self) -> Instant {
-        self.origin + Duration::from_nanos(self.renewed.load(Ordering::Acquire))
+    /// How long ago the holds were last renewed.
+    fn age(&self, coarse: bool) -> Duration {
+        let renewed = self.renewed.load(Ordering::Acquire);
+        Duration::from_nanos(monotonic_ns(coarse).saturating_sub(renewed))
     }
 
     fn lapse(&self, why: String) {
@@ -75,8 +90,7 @@ impl HeartbeatThread {
     pub(super) fn start(mut heartbeat: Box<dyn Heartbeat>, lease: Duration) -> Self {
         let (stop, stopped) = mpsc::channel::<()>();
         let state = Arc::new(State {
-            origin: Instant::now(),
-            renewed: AtomicU64::new(0),
+            renewed: AtomicU64::new(monotonic_ns(false)),
             lapsed: AtomicBool::new(false),
             why: Mutex::new(Why::default()),
         });
@@ -84,8 +98,8 @@ impl HeartbeatThread {
         let thread = thread::spawn(move || {
             let state = shared;
             while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(lease / 4) {
-                let started = Instant::now();
-                let gap = started.saturating_duration_since(state.renewed_at());
+                let started = monotonic_ns(false);
+                let gap = state.age(false);
                 match heartbeat.beat(Utc::now() + lease) {
                     Ok(()) if gap >= lease * 3 / 4 => state.lapse(format!(
                         "this tick's holds went {} without renewal (its lease is {}): the tick was paused or cut off, and another tick may have taken its records; it hands out no more",
@@ -93,7 +107,7 @@ impl HeartbeatThread {
                         duration::compact(lease)
                     )),
                     Ok(()) => {
-                        state.renewed.fetch_max(state.since_origin(started), Ordering::AcqRel);
+                        state.renewed.fetch_max(started, Ordering::AcqRel);
                         state.why.lock().expect("never poisoned").failing = None;
                     }
                     Err(StoreError::HoldLapsed(why)) => state.lapse(format!(
@@ -102,7 +116,7 @@ impl HeartbeatThread {
                     Err(e) => {
                         tracing::warn!("cannot renew this tick's claims: {e}");
                         let mut why = state.why.lock().expect("never poisoned");
-                        let since = why.failing.as_ref().map_or(started, |(t, _)| *t);
+                        let since = why.failing.as_ref().map_or_else(Instant::now, |(t, _)| *t);
                         why.failing = Some((since, e.to_string()));
                     }
                 }
@@ -119,7 +133,7 @@ impl HeartbeatThread {
     /// Why the tick must hand out no more records, if it must: its holds lapsed, or
     /// were last renewed half a lease ago or more (beats failing, or the tick paused).
     pub(super) fn stale(&self) -> Option<String> {
-        let age = self.state.renewed_at().elapsed();
+        let age = self.state.age(true);
         if !self.state.lapsed.load(Ordering::Acquire) && age < self.lease / 2 {
             return None;
         }
