@@ -35,6 +35,10 @@ pub enum Error {
     /// times in a row. The tick ran and marked what it handled; the rest waits.
     #[error("the tick stopped after {0}")]
     Tripped(String),
+    /// A tick ran, but stopped because its hold on its records lapsed: it was paused
+    /// (SIGSTOP, a frozen VM, a write lock held by another process) past its lease.
+    #[error("the tick stopped: {0}")]
+    Lapsed(String),
     /// A command-line value that does not make sense.
     #[error("{0}")]
     Usage(String),
@@ -66,6 +70,9 @@ pub enum ExitCode {
     /// A tick ran, but its breaker stopped it (`handler.stop_after_failures` failures
     /// in a row): the counterpart is likely down.
     Tripped = 7,
+    /// A tick ran, but its hold on its records lapsed and it stopped handing them out:
+    /// it was paused past `database.claim_lease`.
+    Lapsed = 8,
 }
 
 impl Error {
@@ -87,6 +94,7 @@ impl Error {
             Error::Crontab(_) => ExitCode::Crontab,
             Error::Usage(_) => ExitCode::Usage,
             Error::Tripped(_) => ExitCode::Tripped,
+            Error::Lapsed(_) => ExitCode::Lapsed,
             Error::Io { .. } | Error::Unhealthy(_) => ExitCode::Failure,
         }
     }

@@ -330,9 +330,10 @@ pub fn run(args: &RunArgs, verbose: u8) -> Result<(), Error> {
         text.push_str(&format!("{}\n", summary.line(&config.table)));
     }
     print(&text)?;
-    match summary.breaker {
-        Some(why) => Err(Error::Tripped(why)),
-        None => Ok(()),
+    match (summary.lapsed, summary.breaker) {
+        (Some(why), _) => Err(Error::Lapsed(why)),
+        (None, Some(why)) => Err(Error::Tripped(why)),
+        (None, None) => Ok(()),
     }
 }
 

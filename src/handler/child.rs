@@ -17,6 +17,7 @@ use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::group::LiveGroup;
@@ -32,12 +33,16 @@ const KILL_GRACE: Duration = Duration::from_secs(2);
 pub(super) const OUTPUT_GRACE: Duration = Duration::from_millis(50);
 /// How often the exit is looked for where there is no pidfd (Linux before 5.3).
 const NO_PIDFD_POLL: Duration = Duration::from_millis(10);
+/// How often a running handler looks at its tick's cancel flag.
+const CANCEL_POLL: Duration = Duration::from_millis(100);
 
 /// How a handler process ended.
 pub(super) struct Ended {
     pub status: ExitStatus,
     /// It ran out of time and was killed.
     pub timed_out: bool,
+    /// It was stopped because its tick asked (`cancel`): the tick's hold lapsed.
+    pub cancelled: bool,
     /// `[stdout] …` and `[stderr] …`, bounded.
     pub output: String,
 }
@@ -92,8 +97,14 @@ impl Tail {
 }
 
 /// Runs `cmd` (its stdio is set here) with `input` on its stdin, for at most `timeout`
-/// before its group gets SIGTERM, then SIGKILL after `KILL_GRACE`.
-pub(super) fn run(cmd: &mut Command, input: &[u8], timeout: Duration) -> std::io::Result<Ended> {
+/// before its group gets SIGTERM, then SIGKILL after `KILL_GRACE`; the same once
+/// `cancel` is set.
+pub(super) fn run(
+    cmd: &mut Command,
+    input: &[u8],
+    timeout: Duration,
+    cancel: Option<&AtomicBool>,
+) -> std::io::Result<Ended> {
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -101,7 +112,7 @@ pub(super) fn run(cmd: &mut Command, input: &[u8], timeout: Duration) -> std::io
     let mut group = LiveGroup::reserve();
     let mut child = cmd.spawn()?;
     group.started(child.id());
-    let ended = watch(&mut child, &mut group, input, timeout);
+    let ended = watch(&mut child, &mut group, input, timeout, cancel);
     drop(group);
     subreaper::after_handler();
     Ok(ended)
@@ -139,7 +150,13 @@ fn set_nonblocking(fd: libc::c_int) {
     }
 }
 
-fn watch(child: &mut Child, group: &mut LiveGroup, input: &[u8], timeout: Duration) -> Ended {
+fn watch(
+    child: &mut Child,
+    group: &mut LiveGroup,
+    input: &[u8],
+    timeout: Duration,
+    cancel: Option<&AtomicBool>,
+) -> Ended {
     let pid = child.id();
     let pidfd = pidfd_open(pid);
     let mut stdin = child.stdin.take();
@@ -175,7 +192,12 @@ fn watch(child: &mut Child, group: &mut LiveGroup, input: &[u8], timeout: Durati
     // 0: running; 1: SIGTERM sent; 2: SIGKILL sent.
     let mut stage = 0;
     let mut status: Option<(ExitStatus, Instant)> = None;
+    let mut cancelled = false;
     loop {
+        if stage == 0 && status.is_none() && cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+            cancelled = true;
+            deadline = Instant::now();
+        }
         if status.is_none() && has_exited(pid) {
             // Whatever the handler left in its group goes with it, before it is reaped.
             group.end();
@@ -237,6 +259,9 @@ fn watch(child: &mut Child, group: &mut LiveGroup, input: &[u8], timeout: Durati
         if pidfd.is_none() && status.is_none() {
             wait = Some(wait.map_or(NO_PIDFD_POLL, |w| w.min(NO_PIDFD_POLL)));
         }
+        if cancel.is_some() && stage == 0 && status.is_none() {
+            wait = Some(wait.map_or(CANCEL_POLL, |w| w.min(CANCEL_POLL)));
+        }
         // Rounded up, so that a wait never ends just short of its deadline.
         let ms = wait.map_or(-1, |w| {
             w.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32
@@ -287,7 +312,8 @@ fn watch(child: &mut Child, group: &mut LiveGroup, input: &[u8], timeout: Durati
     output.truncate(output.trim_end().len());
     Ended {
         status,
-        timed_out: stage > 0,
+        timed_out: stage > 0 && !cancelled,
+        cancelled,
         output,
     }
 }
@@ -297,7 +323,13 @@ mod tests {
     use super::*;
 
     fn sh(script: &str, input: &[u8], timeout: Duration) -> Ended {
-        run(Command::new("sh").args(["-c", script]), input, timeout).unwrap()
+        run(
+            Command::new("sh").args(["-c", script]),
+            input,
+            timeout,
+            None,
+        )
+        .unwrap()
     }
 
     #[test]

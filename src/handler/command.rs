@@ -123,13 +123,19 @@ impl Handler for CommandHandler {
             None => cmd.env_remove("BACKLOG_RECORD_AGE_SECONDS"),
         };
         let json = record.to_json();
-        let ended = child::run(&mut cmd, json.as_bytes(), self.timeout).map_err(|source| {
-            HandlerError::Spawn {
-                program: self.program.display().to_string(),
-                source,
-            }
-        })?;
-        let mut handled = if ended.timed_out {
+        let ended =
+            child::run(&mut cmd, json.as_bytes(), self.timeout, ctx.cancel).map_err(|source| {
+                HandlerError::Spawn {
+                    program: self.program.display().to_string(),
+                    source,
+                }
+            })?;
+        let mut handled = if ended.cancelled {
+            Handled::new(
+                Outcome::Error,
+                "stopped: the tick's hold on the record lapsed, another tick may have it",
+            )
+        } else if ended.timed_out {
             Handled::new(
                 Outcome::Error,
                 format!(

@@ -67,6 +67,10 @@ pub struct Context<'a> {
     pub window: Duration,
     /// The record's age at the tick's `now`, if its inserted-at value could be read.
     pub age: Option<Duration>,
+    /// Set when the tick's hold on its records lapsed (it was paused past its lease):
+    /// another tick may have this record now, so a handler still working on it should
+    /// stop. A command handler's process group is then stopped as at its timeout.
+    pub cancel: Option<&'a std::sync::atomic::AtomicBool>,
 }
 
 /// A handler could not run at all.

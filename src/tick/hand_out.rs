@@ -11,7 +11,7 @@ use std::time::Instant;
 use chrono::Utc;
 
 use super::breaker::Breaker;
-use super::heartbeat::HeartbeatThread;
+use super::heartbeat::{HeartbeatThread, Stale};
 use super::lanes::{Done, Lanes, catch_panic};
 use super::marks::Marks;
 use super::options::{Event, TickOptions};
@@ -67,7 +67,11 @@ pub(super) fn hand_out<'c>(
         ..plan.ctx
     };
     loop {
-        while lanes.free() > 0 && halt.is_none() && breaker.tripped.is_none() {
+        while lanes.free() > 0
+            && halt.is_none()
+            && breaker.tripped.is_none()
+            && marks.tally.lapsed.is_none()
+        {
             if opts.stop.load(Ordering::Relaxed) {
                 marks.tally.stopped = true;
                 break;
@@ -80,6 +84,11 @@ pub(super) fn hand_out<'c>(
                 let want = size.next().min((plan.limit - taken) as usize);
                 let lease_until = Utc::now() + opts.lease;
                 match pager.take(store, plan.owner, want, lease_until, plan.takes) {
+                    Err(StoreError::HoldLapsed(why)) => {
+                        let why = format!("this tick's hold lapsed ({why}); it hands out no more");
+                        plan.heartbeat.lapse(why.clone());
+                        marks.tally.lapsed = Some(why);
+                    }
                     Err(e) => halt = Some(store_err(e)),
                     Ok(None) => pager.done = true,
                     Ok(Some(page)) => {
@@ -105,9 +114,16 @@ pub(super) fn hand_out<'c>(
                 marks.tally.stopped = true;
                 break;
             }
-            if let Some(why) = plan.heartbeat.stale() {
-                halt = Some(store_err(StoreError::HoldLapsed(why)));
-                break;
+            match plan.heartbeat.stale() {
+                None => {}
+                Some(Stale::Lapsed(why)) => {
+                    marks.tally.lapsed = Some(why);
+                    break;
+                }
+                Some(Stale::Failing(why)) => {
+                    halt = Some(store_err(StoreError::HoldLapsed(why)));
+                    break;
+                }
             }
             // Hand out.
             if let Some(handler) = lanes.inline() {

@@ -130,26 +130,54 @@ impl HeartbeatThread {
         }
     }
 
-    /// Why the tick must hand out no more records, if it must: its holds lapsed, or
-    /// were last renewed half a lease ago or more (beats failing, or the tick paused).
-    pub(super) fn stale(&self) -> Option<String> {
+    /// Set once the holds may have run out: handlers still running then stop.
+    pub(super) fn lapsed_flag(&self) -> &AtomicBool {
+        &self.state.lapsed
+    }
+
+    /// The holds may have run out (a store said so, or the tick found it out): from
+    /// now on the tick hands out nothing, and its running handlers stop.
+    pub(super) fn lapse(&self, why: String) {
+        self.state.lapse(why);
+    }
+
+    /// Why the tick must hand out no more records, if it must: its holds lapsed (a
+    /// renewal came, or would come, three quarters of a lease or more after the one
+    /// before), or were last renewed half a lease ago or more (beats failing).
+    pub(super) fn stale(&self) -> Option<Stale> {
         let age = self.state.age(true);
         if !self.state.lapsed.load(Ordering::Acquire) && age < self.lease / 2 {
             return None;
         }
+        let seconds = |d: Duration| duration::compact(Duration::from_secs(d.as_secs().max(1)));
+        if age >= self.lease * 3 / 4 && !self.state.lapsed.load(Ordering::Acquire) {
+            self.state.lapse(format!(
+                "this tick's holds went {} without renewal (its lease is {}): the tick was paused or cut off, and another tick may have taken its records; it hands out no more",
+                seconds(age),
+                duration::compact(self.lease)
+            ));
+        }
         let why = self.state.why.lock().expect("never poisoned");
         if let Some(lapsed) = &why.lapsed {
-            return Some(lapsed.clone());
+            return Some(Stale::Lapsed(lapsed.clone()));
         }
         let cause = match &why.failing {
             Some((_, e)) => format!(" ({e})"),
             None => " (the tick was paused, or its heartbeat could not run)".into(),
         };
-        Some(format!(
+        Some(Stale::Failing(format!(
             "claims not renewed for {}{cause}; stopped taking records before they run out",
-            duration::compact(Duration::from_secs(age.as_secs().max(1)))
-        ))
+            seconds(age)
+        )))
     }
+}
+
+/// Why a tick hands out no more records.
+pub(super) enum Stale {
+    /// Its holds may have run out: another tick may have its records.
+    Lapsed(String),
+    /// Its heartbeat has failed for half a lease (the database): before they run out.
+    Failing(String),
 }
 
 impl Drop for HeartbeatThread {

@@ -30,6 +30,8 @@ pub(super) struct Tally {
     pub(super) statuses: BTreeMap<Arc<str>, u64>,
     pub(super) stopped: bool,
     pub(super) breaker: Option<String>,
+    /// Why the tick stopped because its holds lapsed, if it did.
+    pub(super) lapsed: Option<String>,
 }
 
 /// Writes a tick's marks in groups: a group goes when it is full, or when it has

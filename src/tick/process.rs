@@ -152,6 +152,7 @@ pub fn process_backlog(
         limit_reached: false,
         stopped: false,
         breaker: None,
+        lapsed: None,
         concurrency: opts.concurrency.max(1),
         seconds: 0.0,
     };
@@ -218,6 +219,7 @@ pub fn process_backlog(
             table: &table.name,
             window: opts.window,
             age: None,
+            cancel: Some(heartbeat.lapsed_flag()),
         },
         takes: &takes,
         heartbeat: &heartbeat,
@@ -247,15 +249,16 @@ pub fn process_backlog(
         failed: tally.failed,
         skipped: tally.skipped,
         lost: tally.lost,
-        outcome: match (&result, tally.stopped, &tally.breaker) {
-            (Err(_), _, _) => "failed",
-            (Ok(()), _, Some(_)) => "tripped",
-            (Ok(()), true, None) => "stopped",
-            (Ok(()), false, None) => "done",
+        outcome: match (&result, &tally.lapsed, &tally.breaker, tally.stopped) {
+            (Err(_), ..) => "failed",
+            (Ok(()), Some(_), ..) => "lapsed",
+            (Ok(()), None, Some(_), _) => "tripped",
+            (Ok(()), None, None, true) => "stopped",
+            (Ok(()), None, None, false) => "done",
         },
         error: match &result {
             Err(e) => Some(e.to_string()),
-            Ok(()) => tally.breaker.clone(),
+            Ok(()) => tally.lapsed.clone().or_else(|| tally.breaker.clone()),
         },
     };
     let logged = store.finish_run(run_id, &end).map_err(&store_err);
@@ -275,6 +278,7 @@ pub fn process_backlog(
         .collect();
     summary.stopped = tally.stopped;
     summary.breaker = tally.breaker;
+    summary.lapsed = tally.lapsed;
     summary.limit_reached = tally.selected == limit;
     summary.seconds = started.elapsed().as_secs_f64();
     Ok(summary)

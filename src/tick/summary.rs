@@ -58,6 +58,9 @@ pub struct TickSummary {
     pub stopped: bool,
     /// Why the breaker stopped the tick (`handler.stop_after_failures`), if it did.
     pub breaker: Option<String>,
+    /// Why the tick stopped because its holds lapsed (it was paused past its lease),
+    /// if it did.
+    pub lapsed: Option<String>,
     /// Records in their handlers at once, at most.
     pub concurrency: usize,
     pub seconds: f64,
@@ -125,6 +128,9 @@ impl TickSummary {
         }
         if self.stopped {
             line.push_str("; stopped early by a signal");
+        }
+        if self.lapsed.is_some() {
+            line.push_str("; stopped: its hold on its records lapsed");
         }
         if self.breaker.is_some() {
             line.push_str("; stopped by the breaker (handler.stop_after_failures)");
