@@ -5,6 +5,12 @@
 //! arrival window), then retries as its strategy says; every attempt before the outage
 //! ends fails, the first one after succeeds. Randomness comes from the seed, one stream
 //! per record, so a run is reproduced exactly.
+//!
+//! A schedule may carry its breaker (`handler.stop_after_failures`): a tick then calls
+//! the counterpart for the first K records of its band (newest first) and stops, and
+//! the rest wait for their next tick. The schedule, not the outcome, says when a record
+//! is tried next, so the breaker changes how many calls a down counterpart gets, not
+//! when a record gets through.
 
 use std::collections::HashMap;
 
@@ -31,8 +37,9 @@ pub struct Scenario {
 /// A way of retrying to compare.
 pub enum Contender<'a> {
     Strategy(&'a dyn Strategy),
-    /// A progressive schedule: records are tried on its tiers' ticks.
-    Schedule(&'a Schedule),
+    /// A progressive schedule: records are tried on its tiers' ticks; with a breaker,
+    /// a tick stops after that many failures in a row.
+    Schedule(&'a Schedule, Option<u32>),
 }
 
 /// How a contender did.
@@ -103,7 +110,7 @@ fn attempts(
                 planned *= 2;
             }
         }
-        Contender::Schedule(schedule) => {
+        Contender::Schedule(schedule, _) => {
             let inserted = epoch() + chrono::Duration::milliseconds((first * 1000.0) as i64);
             let id = record.to_string();
             let mut from = inserted + chrono::Duration::milliseconds(1);
@@ -158,15 +165,42 @@ fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
     Some(sorted[rank - 1])
 }
 
+/// Takes out the calls a breaker spares the counterpart: at each tick during the
+/// outage, all but the first `limit` records due (newest first, the band's order).
+fn trip_breakers(runs: &mut [(f64, Vec<f64>, Option<bool>)], outage: f64, limit: usize) {
+    let mut due: HashMap<u64, Vec<(f64, usize)>> = HashMap::new();
+    for (record, (first, times, _)) in runs.iter().enumerate() {
+        for t in times.iter().filter(|t| **t < outage) {
+            due.entry(t.to_bits()).or_default().push((*first, record));
+        }
+    }
+    let mut spared: std::collections::HashSet<(usize, u64)> = std::collections::HashSet::new();
+    for (tick, mut records) in due {
+        records.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        spared.extend(records.into_iter().skip(limit).map(|(_, r)| (r, tick)));
+    }
+    for (record, (_, times, _)) in runs.iter_mut().enumerate() {
+        times.retain(|t| !spared.contains(&(record, t.to_bits())));
+    }
+}
+
 /// Runs the scenario for one contender.
 pub fn simulate(name: &str, contender: &Contender, scenario: &Scenario) -> Report {
     let mut arrivals = fastrand::Rng::with_seed(scenario.seed);
     let mut per_minute: HashMap<i64, u64> = HashMap::new();
     let (mut calls, mut gave_up, mut never) = (0usize, 0usize, 0usize);
     let mut to_success = Vec::with_capacity(scenario.records);
-    for record in 0..scenario.records {
-        let first = scenario.arrival * arrivals.f64();
-        let (times, ended) = attempts(contender, scenario, record, first);
+    let mut runs: Vec<(f64, Vec<f64>, Option<bool>)> = (0..scenario.records)
+        .map(|record| {
+            let first = scenario.arrival * arrivals.f64();
+            let (times, ended) = attempts(contender, scenario, record, first);
+            (first, times, ended)
+        })
+        .collect();
+    if let Contender::Schedule(_, Some(limit)) = contender {
+        trip_breakers(&mut runs, scenario.outage, *limit as usize);
+    }
+    for (first, times, ended) in runs {
         calls += times.len();
         for t in &times {
             *per_minute.entry((t / 60.0).floor() as i64).or_default() += 1;
@@ -254,8 +288,8 @@ mod tests {
         };
         let (plain, spread) = (schedule(1), schedule(4));
         let s = scenario(400, 3600.0);
-        let a = simulate("plain", &Contender::Schedule(&plain), &s);
-        let b = simulate("spread", &Contender::Schedule(&spread), &s);
+        let a = simulate("plain", &Contender::Schedule(&plain, None), &s);
+        let b = simulate("spread", &Contender::Schedule(&spread, None), &s);
         assert_eq!(a.peak_calls_per_minute, 400, "every record on every tick");
         assert!(
             b.peak_calls_per_minute < 200,
@@ -264,5 +298,29 @@ mod tests {
         );
         assert!(b.calls_per_record < a.calls_per_record);
         assert_eq!(a.p50, Some(0.0));
+    }
+
+    #[test]
+    fn a_breaker_spares_a_down_counterpart_without_delaying_anyone() {
+        let schedule = Schedule {
+            tiers: vec![Tier {
+                window: Duration::from_secs(86_400),
+                cadence: Cadence::Every(Duration::from_secs(300)),
+                limit: None,
+                jitter: Duration::ZERO,
+                spread: 1,
+            }],
+            bands: BandMode::Disjoint,
+            limit: 1000,
+            timezone: chrono_tz::Tz::UTC,
+        };
+        let s = scenario(400, 3600.0);
+        let plain = simulate("plain", &Contender::Schedule(&schedule, None), &s);
+        let breaker = simulate("breaker", &Contender::Schedule(&schedule, Some(10)), &s);
+        // Eleven ticks in the outage (every 5 minutes from 300 s): 400 calls each, or
+        // 10 with the breaker; then the tick at the recovery, where all get through.
+        assert_eq!(plain.calls_per_record, 12.0);
+        assert_eq!(breaker.calls_per_record, (11.0 * 10.0 + 400.0) / 400.0);
+        assert_eq!((breaker.p50, breaker.max), (plain.p50, plain.max));
     }
 }

@@ -421,7 +421,7 @@ pub fn backoff_plot(args: &PlotArgs) -> Result<(), Error> {
     for path in &args.contenders.schedules {
         let config = Config::load(path)?;
         let retries = retry_times(
-            &Contender::Schedule(&config.schedule),
+            &Contender::Schedule(&config.schedule, None),
             args.records,
             horizon,
             args.seed,
@@ -494,9 +494,15 @@ pub fn backoff_simulate(args: &SimulateArgs) -> Result<(), Error> {
     }
     for path in &args.contenders.schedules {
         let config = Config::load(path)?;
+        // The file's breaker comes with it: a down counterpart gets that many calls a tick.
+        let breaker = config.handler.stop_after_failures;
+        let name = match breaker {
+            Some(k) => format!("{} (stop after {k})", path.display()),
+            None => path.display().to_string(),
+        };
         reports.push(simulate(
-            &path.display().to_string(),
-            &Contender::Schedule(&config.schedule),
+            &name,
+            &Contender::Schedule(&config.schedule, breaker),
             &scenario,
         ));
     }
