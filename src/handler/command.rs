@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
+use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -44,7 +45,13 @@ impl CommandHandler {
             .command
             .split_first()
             .expect("config checked the command is not empty");
-        let program = resolve(program, dir, std::env::var_os("PATH"))?;
+        // The handler's PATH: its own from `handler.env`, else the tool's.
+        let path_var = config
+            .env
+            .get("PATH")
+            .map(OsString::from)
+            .or_else(|| std::env::var_os("PATH"));
+        let program = resolve(program, dir, path_var)?;
         Ok(CommandHandler {
             program,
             args: args.to_vec(),
@@ -90,7 +97,7 @@ pub(super) fn resolve(
                 "{} is not an executable file (chmod +x it, or run it through an interpreter: [\"sh\", {program:?}])",
                 path.display()
             ))),
-            Ok(_) => Ok(path),
+            Ok(_) => runnable(path, path_var),
         };
     }
     let found = path_var
@@ -98,11 +105,62 @@ pub(super) fn resolve(
         .flat_map(std::env::split_paths)
         .map(|d| d.join(program))
         .find(|p| executable(p));
-    found.ok_or_else(|| {
+    if let Some(found) = found {
+        return runnable(found, path_var);
+    }
+    Err(HandlerError::NotFound(format!(
+        "{program:?} not found in PATH (cron's PATH is /usr/bin:/bin; give an absolute path, or ./{program} for a file beside the schedule file)"
+    )))
+}
+
+/// Checks that the kernel can start `path`: a binary, or a script whose `#!` line names
+/// an interpreter that is there. A script with no `#!` line, or one naming a missing
+/// interpreter, would fail every record ("No such file or directory" on the script
+/// itself, for the second): better said once, before the tick takes anything.
+fn runnable(path: PathBuf, path_var: Option<OsString>) -> Result<PathBuf, HandlerError> {
+    let mut head = [0u8; 256];
+    let n = match std::fs::File::open(&path).and_then(|mut f| f.read(&mut head)) {
+        Ok(n) => n,
+        // Unreadable but executable: the kernel may still run it; let it try.
+        Err(_) => return Ok(path),
+    };
+    let head = &head[..n];
+    if head.starts_with(b"\x7fELF") {
+        return Ok(path);
+    }
+    let Some(line) = head.strip_prefix(b"#!") else {
+        return Err(HandlerError::NotFound(format!(
+            "{} has no #! line and is not a program, so it cannot be started: add one, like #!/bin/sh, as its first line",
+            path.display()
+        )));
+    };
+    let line = String::from_utf8_lossy(line.split(|b| *b == b'\n').next().unwrap_or_default())
+        .trim()
+        .to_string();
+    let mut words = line.split_whitespace();
+    let interpreter = words.next().unwrap_or_default();
+    let missing = |what: &str| {
         HandlerError::NotFound(format!(
-            "{program:?} not found in PATH (cron's PATH is /usr/bin:/bin; give an absolute path, or ./{program} for a file beside the schedule file)"
+            "{} starts with \"#!{line}\", and {what} is not there: fix its #! line, or install the interpreter",
+            path.display()
         ))
-    })
+    };
+    if !executable(Path::new(interpreter)) {
+        return Err(missing(interpreter));
+    }
+    // `#!/usr/bin/env python3`: env looks the program up in PATH when the script runs.
+    if interpreter.ends_with("/env") {
+        if let Some(program) = words.find(|w| !w.starts_with('-')) {
+            let in_path = path_var
+                .iter()
+                .flat_map(std::env::split_paths)
+                .any(|d| executable(&d.join(program)));
+            if !in_path && !program.contains('/') {
+                return Err(missing(&format!("{program} (looked up in PATH)")));
+            }
+        }
+    }
+    Ok(path)
 }
 
 impl Handler for CommandHandler {

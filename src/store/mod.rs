@@ -43,6 +43,10 @@ pub enum StoreError {
         available: Vec<String>,
     },
     #[error(
+        "{table:?} is a {kind}, not a table: a status written to it would not stick, and every tick would hand out the same rows again; set table.name to the table it reads"
+    )]
+    NotATable { table: String, kind: &'static str },
+    #[error(
         "table {table:?} has no column {column:?} (set {key} in the schedule file){}",
         list("columns", available)
     )]

@@ -467,7 +467,7 @@ impl PostgresStore {
         let row = self
             .client
             .query_opt(
-                "SELECT c.oid, n.nspname::text, c.relname::text
+                "SELECT c.oid, n.nspname::text, c.relname::text, c.relkind::text
                  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
                  WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND lower(c.relname) = lower($1)
                    AND CASE WHEN $2::text IS NULL THEN n.nspname = ANY (current_schemas(false))
@@ -481,6 +481,15 @@ impl PostgresStore {
         if let Some(row) = row {
             let oid: u32 = row.get(0);
             let (nsp, rel): (String, String) = (row.get(1), row.get(2));
+            // A foreign table takes UPDATEs where its wrapper does (postgres_fdw).
+            let kind = match row.get::<_, String>(3).as_str() {
+                "v" => Some("view"),
+                "m" => Some("materialized view"),
+                _ => None,
+            };
+            if let Some(kind) = kind {
+                return Err(StoreError::NotATable { table: rel, kind });
+            }
             return Ok((oid, format!("{}.{}", quote(&nsp), quote(&rel))));
         }
         let available = self

@@ -236,16 +236,24 @@ impl SqliteStore {
 
     /// Resolves the table's real name and columns, case-insensitively as SQLite does.
     fn resolve_names(&self) -> Result<(String, [String; 3]), StoreError> {
-        let found: Option<String> = self
+        let found: Option<(String, String)> = self
             .conn
             .query_row(
-                "SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') AND name = ?1 COLLATE NOCASE",
+                "SELECT name, type FROM sqlite_schema WHERE type IN ('table', 'view') AND name = ?1 COLLATE NOCASE",
                 [&self.table.name],
-                |r| r.get(0),
+                |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .optional()
             .map_err(db("reading the schema"))?;
-        let Some(table) = found else {
+        if let Some((name, kind)) = &found
+            && kind == "view"
+        {
+            return Err(StoreError::NotATable {
+                table: name.clone(),
+                kind: "view",
+            });
+        }
+        let Some((table, _)) = found else {
             let mut stmt = self
                 .conn
                 .prepare("SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') AND name NOT GLOB 'sqlite_*'

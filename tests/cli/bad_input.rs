@@ -183,6 +183,41 @@ const CASES: &[Case] = &[
         stderr: "backlog: backlog.toml: handler.stop_after_failures: 0 is out of range; use a number of failures in a row from 1 to 4294967295, or leave it out to never stop\n",
         sqlite_only: false,
     },
+    Case {
+        name: "handler script without a #! line",
+        setup: |env| env.write_handler("handler.sh", "echo no shebang\n"),
+        args: &[],
+        code: 5,
+        stderr: "backlog: backlog.toml: handler.command: {dir}/./handler.sh has no #! line and is not a program, so it cannot be started: add one, like #!/bin/sh, as its first line\n",
+        sqlite_only: false,
+    },
+    Case {
+        name: "handler script naming a missing interpreter",
+        setup: |env| env.write_handler("handler.sh", "#!/usr/bin/pyhton3\nprint()\n"),
+        args: &[],
+        code: 5,
+        stderr: "backlog: backlog.toml: handler.command: {dir}/./handler.sh starts with \"#!/usr/bin/pyhton3\", and /usr/bin/pyhton3 is not there: fix its #! line, or install the interpreter\n",
+        sqlite_only: false,
+    },
+    Case {
+        name: "handler script whose env interpreter is not in PATH",
+        setup: |env| env.write_handler("handler.sh", "#!/usr/bin/env pyhton3\nprint()\n"),
+        args: &[],
+        code: 5,
+        stderr: "backlog: backlog.toml: handler.command: {dir}/./handler.sh starts with \"#!/usr/bin/env pyhton3\", and pyhton3 (looked up in PATH) is not there: fix its #! line, or install the interpreter\n",
+        sqlite_only: false,
+    },
+    Case {
+        name: "a view as the table",
+        setup: |env| {
+            env.execute(r#"CREATE VIEW "PENDING_BACKLOG" AS SELECT * FROM "BACKLOG""#);
+            rewrite_schedule(env, "name = \"BACKLOG\"", "name = \"PENDING_BACKLOG\"");
+        },
+        args: &[],
+        code: 4,
+        stderr: "backlog: {db}: \"PENDING_BACKLOG\" is a view, not a table: a status written to it would not stick, and every tick would hand out the same rows again; set table.name to the table it reads\n",
+        sqlite_only: false,
+    },
 ];
 
 fn each_bad_input_gets_its_message_and_exit_code_and_changes_nothing(backend: Backend) {
