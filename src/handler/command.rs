@@ -149,15 +149,15 @@ fn runnable(path: PathBuf, path_var: Option<OsString>) -> Result<PathBuf, Handle
         return Err(missing(interpreter));
     }
     // `#!/usr/bin/env python3`: env looks the program up in PATH when the script runs.
-    if interpreter.ends_with("/env") {
-        if let Some(program) = words.find(|w| !w.starts_with('-')) {
-            let in_path = path_var
-                .iter()
-                .flat_map(std::env::split_paths)
-                .any(|d| executable(&d.join(program)));
-            if !in_path && !program.contains('/') {
-                return Err(missing(&format!("{program} (looked up in PATH)")));
-            }
+    if interpreter.ends_with("/env")
+        && let Some(program) = words.find(|w| !w.starts_with('-'))
+    {
+        let in_path = path_var
+            .iter()
+            .flat_map(std::env::split_paths)
+            .any(|d| executable(&d.join(program)));
+        if !in_path && !program.contains('/') {
+            return Err(missing(&format!("{program} (looked up in PATH)")));
         }
     }
     Ok(path)
