@@ -78,6 +78,10 @@ pub fn doctor(path: &std::path::Path) -> Vec<Check> {
         )),
         Err(e) => fail(format!("{database}: {e}")),
     });
+    checks.push(match store.count_by_status(&store::Range::default()) {
+        Ok(counts) => statuses(&config, &counts),
+        Err(e) => fail(format!("{database}: {e}")),
+    });
     checks.push(match store.band_plan() {
         Ok(plan) if plan.uses_index => ok(format!("the band query reads an index range: {}", plan.detail)),
         Ok(plan) => fail(format!(
@@ -89,4 +93,63 @@ pub fn doctor(path: &std::path::Path) -> Vec<Check> {
         Err(e) => fail(format!("{database}: {e}")),
     });
     checks
+}
+
+/// Whether the statuses the file names are the table's: statuses are compared exactly,
+/// so `pending = ["new"]` over a table of `NEW` selects nothing, silently. Fails when no
+/// record has a pending status but some have statuses the file does not name; says,
+/// either way, which named values never occur and which values it does not name.
+fn statuses(config: &Config, counts: &[(String, u64)]) -> Check {
+    let t = &config.table;
+    let mapped: Vec<&String> = config.handler.exit_codes.values().collect();
+    let named = |s: &str| {
+        t.is_pending(s) || s == t.success || s == t.error || mapped.iter().any(|m| *m == s)
+    };
+    let count = |s: &str| counts.iter().find(|(v, _)| v == s).map_or(0, |(_, n)| *n);
+    let show = |list: &[(String, u64)]| {
+        list.iter()
+            .map(|(s, n)| format!("{s:?} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let unknown: Vec<(String, u64)> = counts.iter().filter(|(s, _)| !named(s)).cloned().collect();
+    let mut never: Vec<String> = Vec::new();
+    for s in t
+        .pending
+        .iter()
+        .chain([&t.success, &t.error])
+        .chain(mapped.iter().copied())
+    {
+        if count(s) == 0 && !never.contains(s) {
+            never.push(s.clone());
+        }
+    }
+    if counts.is_empty() {
+        return ok(format!("table {} is empty", t.name));
+    }
+    let pending_seen = t.pending.iter().any(|p| count(p) > 0);
+    let mut message = format!("statuses in {}: {}", t.name, show(counts));
+    if !unknown.is_empty() {
+        message.push_str(&format!(
+            "; the file names none of {} (never selected)",
+            show(&unknown)
+        ));
+    }
+    if !never.is_empty() {
+        message.push_str(&format!(
+            "; no record has {}",
+            never
+                .iter()
+                .map(|s| format!("{s:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if !pending_seen && !unknown.is_empty() {
+        message.push_str(&format!(
+            "; no record is pending: set table.pending, success and error to the table's own values (statuses are compared exactly, case included)"
+        ));
+        return fail(message);
+    }
+    ok(message)
 }

@@ -64,4 +64,41 @@ fn doctor_reports_unreadable_values_and_a_missing_handler(backend: Backend) {
     );
 }
 
-crate::on_both_backends!(doctor_reports_unreadable_values_and_a_missing_handler);
+/// Statuses are compared exactly: a file whose pending values are none of the table's
+/// fails the check, naming what the table has; a status the file does not name is
+/// reported, and a table with pending records still passes.
+fn doctor_checks_the_statuses_against_the_table(backend: Backend) {
+    let env = Env::on(backend);
+    env.classic();
+    env.write_handler("handler.sh", &recording_handler(&[]));
+    env.execute(r#"UPDATE "BACKLOG" SET "STATUS" = 'CANCELLED' WHERE "ID" = 4"#);
+    env.write_schedule(&Schedule::default());
+    let out = env.backlog(&["doctor"]).assert().success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        stdout.contains(
+            "ok   statuses in BACKLOG: \"CANCELLED\" 1, \"NEW\" 3; the file names none of \"CANCELLED\" 1 (never selected); no record has \"ERROR\", \"SUCCESS\"\n"
+        ),
+        "{stdout}"
+    );
+
+    let text = std::fs::read_to_string(env.path("backlog.toml")).unwrap();
+    std::fs::write(
+        env.path("backlog.toml"),
+        text.replace("[table]\n", "[table]\npending = [\"new\", \"error\"]\n"),
+    )
+    .unwrap();
+    let out = env.backlog(&["doctor"]).assert().code(1);
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        stdout.contains(
+            "FAIL statuses in BACKLOG: \"CANCELLED\" 1, \"NEW\" 3; the file names none of \"CANCELLED\" 1, \"NEW\" 3 (never selected); no record has \"new\", \"error\", \"SUCCESS\", \"ERROR\"; no record is pending: set table.pending, success and error to the table's own values (statuses are compared exactly, case included)\n"
+        ),
+        "{stdout}"
+    );
+}
+
+crate::on_both_backends!(
+    doctor_reports_unreadable_values_and_a_missing_handler,
+    doctor_checks_the_statuses_against_the_table,
+);
