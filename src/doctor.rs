@@ -146,9 +146,9 @@ fn statuses(config: &Config, counts: &[(String, u64)]) -> Check {
         ));
     }
     if !pending_seen && !unknown.is_empty() {
-        message.push_str(&format!(
-            "; no record is pending: set table.pending, success and error to the table's own values (statuses are compared exactly, case included)"
-        ));
+        message.push_str(
+            "; no record is pending: set table.pending, success and error to the table's own values (statuses are compared exactly, case included)",
+        );
         return fail(message);
     }
     ok(message)
