@@ -310,8 +310,10 @@ impl Config {
                 message: e.message().trim_end().replace('\n', "; "),
             }
         })?;
-        // Absolute, so the database and handler resolve the same wherever the tool runs.
-        let dir = std::path::absolute(path)
+        // Absolute, and through any symlink to the real file, so the database and
+        // handler resolve the same wherever the tool runs and however the file is named.
+        let dir = std::fs::canonicalize(path)
+            .or_else(|_| std::path::absolute(path))
             .ok()
             .and_then(|p| p.parent().map(Path::to_path_buf))
             .unwrap_or_else(|| PathBuf::from("."));

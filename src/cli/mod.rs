@@ -401,7 +401,9 @@ pub fn crontab(args: &CrontabArgs) -> Result<(), Error> {
             source,
         })
     };
-    let schedule = absolute(&args.schedule)?;
+    // The real path, links resolved: a file reached through a symlink is the same
+    // file, with the same block.
+    let schedule = std::fs::canonicalize(&args.schedule).or_else(|_| absolute(&args.schedule))?;
     let binary = match &args.binary {
         Some(b) => absolute(b)?,
         None => std::env::current_exe().map_err(|source| Error::Io {

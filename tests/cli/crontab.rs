@@ -92,6 +92,25 @@ fn install_and_uninstall_round_trip_on_the_real_crontab() {
 
     install();
     assert_eq!(crontab_l(), once, "installing twice leaves one block");
+    // The same file through a symlink is the same block.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let link = elsewhere.path().join("linked.toml");
+    std::os::unix::fs::symlink(env.path("backlog.toml"), &link).unwrap();
+    env.backlog(&[
+        "crontab",
+        "--install",
+        "--user",
+        USER,
+        "--schedule",
+        link.to_str().unwrap(),
+    ])
+    .assert()
+    .success();
+    assert_eq!(
+        crontab_l(),
+        once,
+        "a symlink to the file installs the same block"
+    );
 
     env.backlog(&["crontab", "--uninstall", "--user", USER])
         .assert()
