@@ -96,7 +96,15 @@ pub(super) fn hand_out<'c>(
                         marks.tally.deferred += page.deferred;
                         marks.tally.skipped += page.skipped;
                         taken += page.taken.len() as u64;
-                        queue.extend(page.taken);
+                        // A record whose inserted-at value cannot be read has no age:
+                        // no band is really its own, so it is left alone, and said.
+                        for record in page.taken {
+                            if record.inserted_time.is_some() {
+                                queue.push_back(record);
+                            } else {
+                                marks.tally.unreadable(&record);
+                            }
+                        }
                     }
                 }
                 continue;

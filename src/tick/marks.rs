@@ -32,6 +32,23 @@ pub(super) struct Tally {
     pub(super) breaker: Option<String>,
     /// Why the tick stopped because its holds lapsed, if it did.
     pub(super) lapsed: Option<String>,
+    /// Records left alone because their inserted-at value cannot be read, and the first.
+    pub(super) unreadable: u64,
+    pub(super) unreadable_sample: Option<String>,
+}
+
+impl Tally {
+    /// Counts a record left alone for its unreadable inserted-at value.
+    pub(super) fn unreadable(&mut self, record: &Record) {
+        self.unreadable += 1;
+        self.unreadable_sample.get_or_insert_with(|| {
+            format!(
+                "record {}: {:?}",
+                record.id,
+                record.inserted_at().to_string()
+            )
+        });
+    }
 }
 
 /// Writes a tick's marks in groups: a group goes when it is full, or when it has

@@ -153,6 +153,8 @@ pub fn process_backlog(
         stopped: false,
         breaker: None,
         lapsed: None,
+        unreadable: 0,
+        unreadable_sample: None,
         concurrency: opts.concurrency.max(1),
         seconds: 0.0,
     };
@@ -165,6 +167,17 @@ pub fn process_backlog(
                 break;
             };
             for record in page.iter().filter(|r| takes(r)) {
+                if record.inserted_time.is_none() {
+                    summary.unreadable += 1;
+                    summary.unreadable_sample.get_or_insert_with(|| {
+                        format!(
+                            "record {}: {:?}",
+                            record.id,
+                            record.inserted_at().to_string()
+                        )
+                    });
+                    continue;
+                }
                 on_event(Event::WouldHandle { record });
                 summary.selected += 1;
             }
@@ -279,6 +292,8 @@ pub fn process_backlog(
     summary.stopped = tally.stopped;
     summary.breaker = tally.breaker;
     summary.lapsed = tally.lapsed;
+    summary.unreadable = tally.unreadable;
+    summary.unreadable_sample = tally.unreadable_sample;
     summary.limit_reached = tally.selected == limit;
     summary.seconds = started.elapsed().as_secs_f64();
     Ok(summary)

@@ -61,6 +61,10 @@ pub struct TickSummary {
     /// Why the tick stopped because its holds lapsed (it was paused past its lease),
     /// if it did.
     pub lapsed: Option<String>,
+    /// Records of the band left alone because their inserted-at value cannot be read
+    /// (they have no age, so no band is really theirs), and the first of them.
+    pub unreadable: u64,
+    pub unreadable_sample: Option<String>,
     /// Records in their handlers at once, at most.
     pub concurrency: usize,
     pub seconds: f64,
@@ -118,6 +122,14 @@ impl TickSummary {
             line.push_str(&format!(
                 "; limit {} reached, the rest waits for the next tick",
                 self.limit
+            ));
+        }
+        if self.unreadable > 0 {
+            line.push_str(&format!(
+                "; left alone {} with an unreadable {} value ({}; fix them, `backlog doctor` lists them)",
+                self.unreadable,
+                table.inserted_at,
+                self.unreadable_sample.as_deref().unwrap_or_default()
             ));
         }
         if self.lost > 0 {

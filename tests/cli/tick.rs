@@ -429,7 +429,40 @@ fn a_spread_tier_takes_its_share_of_the_band_per_tick(backend: Backend) {
     );
 }
 
+/// A record whose inserted-at value cannot be read has no age: the tick leaves it
+/// alone, counts it and names the first, in a dry run too; the others go through.
+fn a_record_with_an_unreadable_inserted_at_value_is_left_alone(backend: Backend) {
+    let env = classic_env(
+        backend,
+        Schedule {
+            format: "sqlite",
+            ..Schedule::default()
+        },
+        &[],
+    );
+    // Sorts between the band's bounds as text, but is no time.
+    env.execute(r#"UPDATE "BACKLOG" SET "DATE_INSERTED" = '2026-11-21 06:61:00' WHERE "ID" = 2"#);
+    let out = env
+        .backlog(&["run", "--window", "1d", "--now", NOW, "--dry-run"])
+        .assert()
+        .success();
+    let dry = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        dry.contains("would hand over 1 records; left alone 1 with an unreadable DATE_INSERTED value (record 2: \"2026-11-21 06:61:00\"; fix them, `backlog doctor` lists them)"),
+        "{dry}"
+    );
+    let out = env.run_window("1d");
+    assert!(
+        out.contains("selected 1, succeeded 1, failed 0, skipped 0")
+            && out.contains("; left alone 1 with an unreadable DATE_INSERTED value (record 2: \"2026-11-21 06:61:00\""),
+        "{out}"
+    );
+    assert_eq!(env.take_calls(), [1]);
+    assert_eq!(env.statuses()[1], (2, "NEW".to_string()));
+}
+
 crate::on_both_backends!(
+    a_record_with_an_unreadable_inserted_at_value_is_left_alone,
     disjoint_bands_select_each_record_in_one_tier_and_mark_it_by_exit_code,
     cumulative_bands_select_everything_younger_than_the_window,
     a_window_no_tier_has_runs_from_age_zero_and_says_so,
