@@ -704,8 +704,10 @@ impl PostgresStore {
                     }
                 };
                 for name in bytea {
-                    if let Some(Value::String(hex)) = columns.get_mut(name) {
-                        *hex = base64_of_hex(hex);
+                    if let Some(Value::String(hex)) = columns.get_mut(name)
+                        && let Some(b64) = base64_of_hex(hex)
+                    {
+                        *hex = b64;
                     }
                 }
                 let id: String = row.get(1);
@@ -803,15 +805,19 @@ fn select_records(
     )
 }
 
-/// PostgreSQL's hex form of bytes (`\x00ff10`) as base64 (`AP8Q`).
-fn base64_of_hex(hex: &str) -> String {
+/// PostgreSQL's hex form of bytes (`\x00ff10`) as base64 (`AP8Q`); none for text
+/// that is not whole hex pairs, which is then left as it is rather than losing bytes.
+fn base64_of_hex(hex: &str) -> Option<String> {
     use base64::Engine as _;
-    let digits = hex.strip_prefix("\\x").unwrap_or(hex).as_bytes();
-    let bytes: Vec<u8> = digits
+    let digits = hex.strip_prefix("\\x")?.as_bytes();
+    if digits.len() % 2 != 0 {
+        return None;
+    }
+    let bytes = digits
         .chunks(2)
-        .filter_map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
-        .collect();
-    base64::engine::general_purpose::STANDARD.encode(bytes)
+        .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
+        .collect::<Option<Vec<u8>>>()?;
+    Some(base64::engine::general_purpose::STANDARD.encode(bytes))
 }
 
 /// Seconds from now to `until`, for a lease measured on the database's clock.
@@ -1390,5 +1396,19 @@ impl Heartbeat for PostgresHeartbeat {
         )
         .map_err(pg(context))?;
         tx.commit().map_err(pg(context))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::base64_of_hex;
+
+    #[test]
+    fn bytea_hex_becomes_base64_and_anything_else_stays_as_it_is() {
+        assert_eq!(base64_of_hex("\\x00ff10").as_deref(), Some("AP8Q"));
+        assert_eq!(base64_of_hex("\\x").as_deref(), Some(""));
+        for bad in ["\\x0g", "\\x0", "00ff", "\\xzz10"] {
+            assert_eq!(base64_of_hex(bad), None, "{bad}");
+        }
     }
 }
