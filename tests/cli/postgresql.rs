@@ -556,6 +556,43 @@ fn ids_of_each_type_are_claimed_marked_and_found() {
     }
 }
 
+/// A status column of an enum type: selected, claimed, marked (success and error),
+/// kept after a failure, and counted by `status` and `doctor`, all through casts.
+#[test]
+fn an_enum_status_column_works_like_text() {
+    let env = Env::on(Backend::Postgres);
+    env.execute(
+        r#"CREATE TYPE delivery AS ENUM ('NEW', 'ERROR', 'SUCCESS', 'DEAD');
+           CREATE TABLE "BACKLOG" ("ID" bigint PRIMARY KEY, "STATUS" delivery NOT NULL, "DATE_INSERTED" timestamptz NOT NULL);
+           CREATE INDEX "BACKLOG_BY_DATE" ON "BACKLOG" ("DATE_INSERTED");
+           INSERT INTO "BACKLOG" VALUES (1, 'NEW', '2026-11-21 11:00:00Z'), (2, 'NEW', '2026-11-21 10:00:00Z'), (3, 'ERROR', '2026-11-21 09:00:00Z')"#,
+    );
+    env.write_schedule(&Schedule::default());
+    env.write_handler("handler.sh", &recording_handler(&[2]));
+    let out = env.run_window("1d");
+    assert!(out.contains("selected 3, succeeded 2, failed 1"), "{out}");
+    assert_eq!(
+        env.lines(r#"SELECT "STATUS"::text FROM "BACKLOG" ORDER BY "ID""#),
+        ["SUCCESS", "ERROR", "SUCCESS"]
+    );
+    let out = env.backlog(&["doctor"]).assert().success();
+    assert!(
+        String::from_utf8_lossy(&out.get_output().stdout).contains(
+            "ok   statuses in BACKLOG: \"ERROR\" 1, \"SUCCESS\" 2; no record has \"NEW\""
+        ),
+        "{out:?}"
+    );
+    // The failure is kept until the next slot; `--retry-failed` takes it now.
+    assert!(
+        env.run_window("1d")
+            .contains("selected 0, succeeded 0, failed 0, skipped 1")
+    );
+    env.backlog(&["run", "--window", "1d", "--now", NOW, "--retry-failed"])
+        .assert()
+        .success();
+    assert_eq!(env.take_calls(), [1, 2, 3, 2]);
+}
+
 /// `inserted_at_timezone` concerns the inserted-at column only: a `[retry]` section's
 /// text `since` column beside a Paris `timestamp` column is read as text. The zone on
 /// a column of another type is an error naming it.
