@@ -83,25 +83,25 @@ pub enum CronLine {
 }
 
 impl Cadence {
-    /// Whether a tick is due at `now` when the tier's previous tick ran at `last`. An
-    /// interval is due once it has passed (less `DUE_SLACK`); a cron expression when one
-    /// of its times lies after `last`, up to `now`. A tier that never ran is due.
+    /// Whether a tick is due at `now` when the tier's previous tick ran at `last`: its
+    /// next slot after the one that tick belonged to has come (less `DUE_SLACK`). A
+    /// tier that never ran is due. See `next_due`.
     pub fn is_due(&self, last: Option<DateTime<Utc>>, now: DateTime<Utc>) -> bool {
         let Some(last) = last else { return true };
-        match self {
-            Cadence::Every(d) => (now - last).to_std().is_ok_and(|age| age + DUE_SLACK >= *d),
-            Cadence::Cron(cron, _, tz) => {
-                cron_after(cron, *tz, last, false).is_some_and(|next| next <= now)
-            }
-        }
+        let slack = chrono::Duration::from_std(DUE_SLACK).expect("30 s fits");
+        self.next_due(last).is_some_and(|due| due <= now + slack)
     }
 
-    /// When the tier is next due after a tick at `last`.
+    /// When the tier is next due after a tick at `last`: the first of its slots after
+    /// the slot that tick belonged to. The one answer `--if-due`, `status`, `explain`
+    /// and the daemon all give: slots are the cron times, or for an interval its
+    /// multiples from the Unix epoch (as cron's own `*/5` lines fire), so a tick that
+    /// ran late, or by hand, does not move the tier's later ticks. A tick up to
+    /// `DUE_SLACK` before a slot (a clock a little ahead) counts for that slot.
     pub fn next_due(&self, last: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        match self {
-            Cadence::Every(d) => chrono::Duration::from_std(*d).ok().map(|d| last + d),
-            Cadence::Cron(cron, _, tz) => cron_after(cron, *tz, last, false),
-        }
+        let slack = chrono::Duration::from_std(DUE_SLACK).expect("30 s fits");
+        let slot = self.previous_slot(last + slack)?;
+        self.next_slot(slot)
     }
 
     /// The first time the tier fires strictly after `t`. Intervals are anchored to the
@@ -540,16 +540,29 @@ mod tests {
     }
 
     #[test]
-    fn intervals_are_due_once_passed_give_or_take_the_slack() {
+    fn intervals_are_due_at_their_next_epoch_slot_give_or_take_the_slack() {
+        // 96-hour slots from the Unix epoch fall on 2026-11-19 and 2026-11-23 at midnight.
         let every = Cadence::Every(Duration::from_secs(96 * 3600));
-        let last = at("2026-11-17T00:00:01Z");
+        let last = at("2026-11-19T00:00:01Z");
         assert!(every.is_due(None, last));
-        assert!(!every.is_due(Some(last), at("2026-11-20T23:00:00Z")));
+        assert!(!every.is_due(Some(last), at("2026-11-22T23:00:00Z")));
         assert!(
-            every.is_due(Some(last), at("2026-11-21T00:00:00Z")),
-            "cron fired a second earlier than last time"
+            every.is_due(Some(last), at("2026-11-22T23:59:40Z")),
+            "within the slack of cron's start-up"
         );
-        assert_eq!(every.next_due(last), Some(at("2026-11-21T00:00:01Z")));
+        assert_eq!(every.next_due(last), Some(at("2026-11-23T00:00:00Z")));
+        assert_eq!(
+            every.next_due(at("2026-11-21T15:00:00Z")),
+            Some(at("2026-11-23T00:00:00Z")),
+            "a tick that ran late, or by hand, does not move the next one"
+        );
+        assert_eq!(
+            every.next_due(at("2026-11-22T23:59:50Z")),
+            Some(at("2026-11-27T00:00:00Z")),
+            "a clock a little ahead counts for the coming slot"
+        );
+        // The same instant as `explain` and the daemon name: the next slot.
+        assert_eq!(every.next_due(last), every.next_slot(last));
     }
 
     #[test]

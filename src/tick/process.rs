@@ -216,11 +216,15 @@ pub fn process_backlog(
     // (by the tick's clock): one try per slot, however many runners or overlapping
     // ticks. In cumulative bands that is the shortest tier's next slot, not the longer
     // tier's that failed it.
+    // A tick that starts up to `DUE_SLACK` early (cron a moment ahead) counts for the
+    // slot, as `--if-due` judges it, so the keep ends that much before the slot.
     let after_now = opts.now + chrono::Duration::milliseconds(1);
+    let slack = chrono::Duration::from_std(crate::schedule::DUE_SLACK).expect("30 s fits");
     let keep = |r: &Record| {
         let inserted = r.inserted_time?;
         let id = r.id.to_string();
-        crate::explain::next_attempt(schedule, inserted, Some(&id), after_now).map(|(_, at)| at)
+        crate::explain::next_attempt(schedule, inserted, Some(&id), after_now)
+            .map(|(_, at)| (at - slack).max(after_now))
     };
     let mut marks = Marks::new(table, &owner, opts.now, group, opts.mark_interval, &keep);
     let plan = Plan {

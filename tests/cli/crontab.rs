@@ -170,13 +170,15 @@ fn if_due_runs_a_tier_once_per_interval_by_the_run_log() {
         "never ran: due"
     );
     assert_eq!(env.take_calls(), [4]);
+    // Its slots are 96-hour steps from the Unix epoch, as `explain` and the daemon
+    // count them: the tick at 12:00 on the 21st belongs to the slot of the 19th.
     assert_eq!(
         run_at("2026-11-21T13:00:00Z"),
-        "tier 5 (180d every 4d): not due, last tick at 2026-11-21T12:00:00Z, next due at 2026-11-25T12:00:00Z\n"
+        "tier 5 (180d every 4d): not due, last tick at 2026-11-21T12:00:00Z, next due at 2026-11-23T00:00:00Z\n"
     );
     assert!(env.take_calls().is_empty());
     assert!(
-        run_at("2026-11-25T11:59:40Z").starts_with("tier 5 (180d every 4d)"),
+        run_at("2026-11-22T23:59:40Z").starts_with("tier 5 (180d every 4d)"),
         "due within cron's start-up slack"
     );
     assert_eq!(env.take_calls(), [4]);

@@ -58,7 +58,7 @@ fn disjoint_bands_select_each_record_in_one_tier_and_mark_it_by_exit_code(backen
         env.take_calls()
     };
     assert_eq!(
-        at("2026-11-21T12:04:59Z", &[]),
+        at("2026-11-21T12:04:00Z", &[]),
         Vec::<i64>::new(),
         "same slot"
     );
