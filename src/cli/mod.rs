@@ -6,7 +6,7 @@
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -224,13 +224,52 @@ pub fn init_logging(level: tracing::Level, format: LogFormat) {
         .with_target("backlog", level)
         .with_default(tracing::Level::WARN);
     let builder = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        .with_writer(|| LogWriter)
+        // Its own complaint about a failed write would go to stderr through
+        // `eprintln!`, which panics when stderr is a closed pipe.
+        .log_internal_errors(false)
         .with_max_level(level)
         .with_target(false)
         .with_ansi(std::io::stderr().is_terminal());
     match format {
         LogFormat::Text => builder.finish().with(ours).init(),
         LogFormat::Json => builder.json().finish().with(ours).init(),
+    }
+}
+
+/// Set once stderr's reader has gone away: logs stop there, the work goes on.
+static STDERR_GONE: AtomicBool = AtomicBool::new(false);
+
+/// Stderr for logs. A write that fails (a closed pipe: `backlog run -v 2>&1 | head
+/// -1`; a full disk under a crontab line's log file) is dropped, never an error that
+/// could end a tick before its marks and run log are written; after a broken pipe,
+/// nothing more is written.
+struct LogWriter;
+
+impl std::io::Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if !STDERR_GONE.load(Ordering::Relaxed) {
+            if let Err(e) = std::io::stderr().write_all(buf) {
+                if e.kind() == std::io::ErrorKind::BrokenPipe {
+                    STDERR_GONE.store(true, Ordering::Relaxed);
+                }
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let _ = std::io::stderr().flush();
+        Ok(())
+    }
+}
+
+/// Writes the line that says why a command failed to stderr, if anyone still reads
+/// it: the exit code says it too.
+pub fn report(error: &Error) {
+    use std::io::Write as _;
+    if !STDERR_GONE.load(Ordering::Relaxed) {
+        let _ = writeln!(std::io::stderr().lock(), "backlog: {error}");
     }
 }
 
@@ -256,14 +295,12 @@ pub fn daemon(args: &DaemonArgs) -> Result<(), Error> {
 /// `backlog init`.
 pub fn init(args: &InitArgs) -> Result<(), Error> {
     let written = demo::write(&args.dir, args.force, args.now.unwrap_or_else(Utc::now))?;
-    for line in written {
-        println!("{line}");
-    }
-    println!(
-        "next: backlog run --window 7d --schedule {}",
+    let mut text: String = written.iter().map(|line| format!("{line}\n")).collect();
+    text.push_str(&format!(
+        "next: backlog run --window 7d --schedule {}\n",
         args.dir.join(demo::SCHEDULE_FILE).display()
-    );
-    Ok(())
+    ));
+    print(&text)
 }
 
 /// `backlog run`.
