@@ -64,7 +64,7 @@ pub struct ExplainArgs {
     #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
     pub schedule: PathBuf,
     /// Say when a record of this age is tried next, like 3d.
-    #[arg(long, value_parser = duration::parse, conflicts_with = "id")]
+    #[arg(long, value_parser = duration::parse_span, conflicts_with = "id")]
     pub age: Option<Duration>,
     /// Say when this record is tried next (reads its inserted-at value).
     #[arg(long)]
@@ -187,12 +187,16 @@ pub struct RunArgs {
     #[arg(long)]
     pub json: bool,
     /// Hand over at most this many records (overrides the tier's limit).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_parser = parse_limit)]
     pub limit: Option<u64>,
     /// Exit at once unless the tier's cadence says a tick is due, judged by its last
     /// tick in the run log (for cadences cron cannot state; `backlog crontab` adds it).
     #[arg(long)]
     pub if_due: bool,
+    /// Run a window no tier of the file has, over ages 0 to it, once (otherwise such
+    /// a window is refused: a typo would run a band nobody scheduled).
+    #[arg(long)]
+    pub ad_hoc: bool,
     /// Hand over records that failed earlier in this tier's slot too. A failure is
     /// otherwise kept from every tick until the slot ends, so a failing counterpart
     /// sees one try per slot, whatever the number of runners.
@@ -201,10 +205,19 @@ pub struct RunArgs {
 }
 
 fn parse_window(text: &str) -> Result<Duration, String> {
-    match duration::parse(text)? {
-        d if d.is_zero() => Err("a window must be longer than 0s".into()),
-        d => Ok(d),
+    match crate::config::SPAN.parse(text) {
+        Err(e) if e.starts_with("must") => Err(format!("a window {e}")),
+        result => result,
     }
+}
+
+fn parse_limit(text: &str) -> Result<u64, String> {
+    use crate::config::MAX_LIMIT;
+    text.trim()
+        .parse::<u64>()
+        .ok()
+        .filter(|n| (1..=MAX_LIMIT).contains(n))
+        .ok_or_else(|| format!("use a number of records from 1 to {MAX_LIMIT}"))
 }
 
 pub(crate) fn parse_now(text: &str) -> Result<DateTime<Utc>, String> {
@@ -308,6 +321,15 @@ pub fn run(args: &RunArgs, verbose: u8) -> Result<(), Error> {
     // This process's only children are its handlers: it may reap their orphans.
     crate::handler::adopt_orphans();
     let config = Config::load(&args.schedule)?;
+    // `--if-due` refuses such a window itself, `--ad-hoc` or not: no cadence is due.
+    if config.schedule.tier(args.window).is_none() && !args.ad_hoc && !args.if_due {
+        return Err(Error::Usage(format!(
+            "--window {window} is no tier's window in {} (its windows: {}); give one of them, or add --ad-hoc to run ages 0 to {window} once",
+            config.path.display(),
+            windows(&config),
+            window = duration::compact(args.window),
+        )));
+    }
     let mut opts = TickOptions::for_config(&config, args.window, args.now.unwrap_or_else(Utc::now));
     if args.if_due {
         let mut store = open_store(&config)?;
@@ -385,6 +407,17 @@ fn listing(record: &crate::Record, now: DateTime<Utc>) -> serde_json::Value {
     })
 }
 
+/// The windows of the file's tiers, as a list for a message: `1d, 7d, 14d`.
+fn windows(config: &Config) -> String {
+    let windows: Vec<String> = config
+        .schedule
+        .tiers
+        .iter()
+        .map(|t| duration::compact(t.window))
+        .collect();
+    windows.join(", ")
+}
+
 /// For `--if-due`: whether the tier is due, printing why not when it is not.
 fn due(
     config: &Config,
@@ -394,16 +427,10 @@ fn due(
 ) -> Result<bool, Error> {
     let window = duration::compact(args.window);
     let Some((n, tier)) = config.schedule.tier(args.window) else {
-        let windows: Vec<String> = config
-            .schedule
-            .tiers
-            .iter()
-            .map(|t| duration::compact(t.window))
-            .collect();
         return Err(Error::Usage(format!(
             "--if-due needs the window of a tier; {window} is none of {}'s ({})",
             config.path.display(),
-            windows.join(", ")
+            windows(config)
         )));
     };
     let last = store
