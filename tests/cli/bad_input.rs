@@ -409,3 +409,33 @@ fn a_bad_window_on_the_command_line_is_a_usage_error() {
 }
 
 crate::on_both_backends!(each_bad_input_gets_its_message_and_exit_code_and_changes_nothing);
+
+/// A file with a span out of range is refused by every command that reads it, with
+/// the same line, and none panics.
+#[test]
+fn every_command_refuses_a_span_out_of_range() {
+    let env = Env::new();
+    env.classic();
+    env.write_schedule(&Schedule::default());
+    env.write_handler("handler.sh", &recording_handler(&[]));
+    rewrite_schedule(&env, "window = \"360d\"", "window = \"99999999d\"");
+    let line = "backlog: backlog.toml: tier 6: window: \"99999999d\" is out of range; use at most 36500d\n";
+    for args in [
+        &["status", "--now", NOW][..],
+        &["explain", "--now", NOW, "--age", "3d"],
+        &["crontab"],
+        &["run", "--window", "360d", "--if-due", "--now", NOW],
+    ] {
+        env.backlog(args).assert().code(3).stderr(line);
+    }
+    env.backlog(&["doctor"])
+        .assert()
+        .code(1)
+        .stdout(predicates::str::contains("tier 6: window: \"99999999d\" is out of range"));
+    env.backlog(&["explain", "--age", "99999999d"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "\"99999999d\" is out of range; use at most 36500d",
+        ));
+}
