@@ -261,12 +261,11 @@ struct LogWriter;
 
 impl std::io::Write for LogWriter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if !STDERR_GONE.load(Ordering::Relaxed) {
-            if let Err(e) = std::io::stderr().write_all(buf) {
-                if e.kind() == std::io::ErrorKind::BrokenPipe {
-                    STDERR_GONE.store(true, Ordering::Relaxed);
-                }
-            }
+        if !STDERR_GONE.load(Ordering::Relaxed)
+            && let Err(e) = std::io::stderr().write_all(buf)
+            && e.kind() == std::io::ErrorKind::BrokenPipe
+        {
+            STDERR_GONE.store(true, Ordering::Relaxed);
         }
         Ok(buf.len())
     }

@@ -431,7 +431,9 @@ fn every_command_refuses_a_span_out_of_range() {
     env.backlog(&["doctor"])
         .assert()
         .code(1)
-        .stdout(predicates::str::contains("tier 6: window: \"99999999d\" is out of range"));
+        .stdout(predicates::str::contains(
+            "tier 6: window: \"99999999d\" is out of range",
+        ));
     env.backlog(&["explain", "--age", "99999999d"])
         .assert()
         .code(2)
