@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::duration;
+use crate::duration::{self, Range};
 use crate::rate::Rate;
 use crate::schedule::{BandMode, Cadence, Schedule, Tier, parse_cron};
 use crate::timestamp::FormatSetting;
@@ -340,22 +340,50 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
-fn positive(key: &str, text: &str) -> Result<Duration, String> {
-    let d = duration::parse(text).map_err(|e| format!("{key}: {e}"))?;
-    if d.is_zero() {
-        return Err(format!("{key}: must be longer than 0s"));
+/// Windows and cadences: longer than zero, up to 100 years.
+pub const SPAN: Range = Range::positive(duration::LONGEST);
+/// `database.busy_timeout`: a write that waits an hour for a lock waits for nothing.
+const BUSY_TIMEOUT: Range = Range::positive(Duration::from_secs(3_600));
+/// `database.claim_lease`: heartbeats come every quarter lease, so a second is the
+/// least that leaves them time; past a day, a killed tick's records wait too long.
+const CLAIM_LEASE: Range = Range {
+    min: Duration::from_secs(1),
+    max: Duration::from_secs(86_400),
+};
+/// `handler.timeout`: one record's handler, up to a day.
+const HANDLER_TIMEOUT: Range = Range::positive(Duration::from_secs(86_400));
+/// `jitter`: none, up to 100 years (a tier's ticks are delayed by up to that).
+const JITTER: Range = Range::up_to(duration::LONGEST);
+
+/// The most records one tick selects (`limit`, a tier's `limit`, `--limit`).
+pub const MAX_LIMIT: u64 = 1_000_000_000;
+/// The most records a batch handler gets at once: they are held in memory.
+pub const MAX_BATCH_SIZE: usize = 10_000;
+/// The most ticks a spread tier divides its band over.
+pub const MAX_SPREAD: u32 = 1_000;
+
+fn span(key: &str, text: &str, range: Range) -> Result<Duration, String> {
+    range.parse(text).map_err(|e| format!("{key}: {e}"))
+}
+
+/// A record count of the file: `limit` or a tier's `limit`.
+fn check_limit(key: &str, n: Option<u64>) -> Result<Option<u64>, String> {
+    match n {
+        Some(n) if !(1..=MAX_LIMIT).contains(&n) => Err(format!(
+            "{key}: {n} is out of range; use 1 to {MAX_LIMIT} records a tick"
+        )),
+        n => Ok(n),
     }
-    Ok(d)
 }
 
 fn resolve_database(raw: RawDatabase, dir: &Path) -> Result<DatabaseConfig, String> {
     let url = raw.url.trim();
     let busy_timeout = match raw.busy_timeout {
-        Some(t) => positive("database.busy_timeout", &t)?,
+        Some(t) => span("database.busy_timeout", &t, BUSY_TIMEOUT)?,
         None => Duration::from_secs(30),
     };
     let claim_lease = match raw.claim_lease {
-        Some(t) => positive("database.claim_lease", &t)?,
+        Some(t) => span("database.claim_lease", &t, CLAIM_LEASE)?,
         None => Duration::from_secs(60),
     };
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
@@ -375,6 +403,15 @@ fn resolve_database(raw: RawDatabase, dir: &Path) -> Result<DatabaseConfig, Stri
             claim_lease,
             schema,
         });
+    }
+    if let Some(scheme) = foreign_scheme(url) {
+        let what = match scheme.to_ascii_lowercase().as_str() {
+            "mysql" | "mariadb" => format!("{scheme}:// is not supported yet"),
+            _ => format!("{scheme:?} is not a scheme backlog knows"),
+        };
+        return Err(format!(
+            "database.url: {what}; give a path or sqlite:… for SQLite, postgres:// or postgresql:// for PostgreSQL"
+        ));
     }
     for (key, set) in [
         ("password_file", raw.password_file.is_some()),
@@ -401,6 +438,36 @@ fn resolve_database(raw: RawDatabase, dir: &Path) -> Result<DatabaseConfig, Stri
         claim_lease,
         schema: DEFAULT_SCHEMA.to_string(),
     })
+}
+
+/// The scheme of a URL that is neither PostgreSQL's nor SQLite's (`mysql://…`,
+/// `http://…`, `postgresql+psycopg://…`), which would otherwise be taken for the name
+/// of a SQLite file. Only the scheme is returned: the rest may hold a password.
+fn foreign_scheme(url: &str) -> Option<&str> {
+    let (scheme, rest) = url.split_once(':')?;
+    let is_scheme = scheme
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
+    let known = ["sqlite", "postgres", "postgresql"];
+    let database = [
+        "mysql",
+        "mariadb",
+        "jdbc",
+        "mssql",
+        "sqlserver",
+        "oracle",
+        "mongodb",
+        "redis",
+    ];
+    let lower = scheme.to_ascii_lowercase();
+    (is_scheme
+        && !known.contains(&scheme)
+        && (rest.starts_with("//") || database.contains(&lower.as_str())))
+    .then_some(scheme)
 }
 
 /// Parses a `postgres://` URL and settles its password: in the URL, or from
@@ -625,7 +692,7 @@ fn resolve_handler(raw: RawHandler) -> Result<HandlerConfig, String> {
         );
     }
     let timeout = match raw.timeout {
-        Some(t) => positive("handler.timeout", &t)?,
+        Some(t) => span("handler.timeout", &t, HANDLER_TIMEOUT)?,
         None => Duration::from_secs(30),
     };
     let mut exit_codes = BTreeMap::new();
@@ -641,8 +708,10 @@ fn resolve_handler(raw: RawHandler) -> Result<HandlerConfig, String> {
             })?;
         exit_codes.insert(n, status);
     }
-    if raw.batch_size == Some(0) {
-        return Err("handler.batch_size: must be at least 1".into());
+    if let Some(n) = raw.batch_size.filter(|n| !(1..=MAX_BATCH_SIZE).contains(n)) {
+        return Err(format!(
+            "handler.batch_size: {n} is out of range; use 1 to {MAX_BATCH_SIZE} records a batch"
+        ));
     }
     let concurrency = match raw.concurrency {
         None => 1,
@@ -695,13 +764,11 @@ fn resolve_schedule(
     if raw.is_empty() {
         return Err("no [[tier]] sections; a schedule needs at least one tier, like schedules/progressive.toml".into());
     }
-    if limit == Some(0) {
-        return Err("limit: must be at least 1".into());
-    }
+    let limit = check_limit("limit", limit)?;
     let mut tiers: Vec<Tier> = Vec::with_capacity(raw.len());
     for (i, t) in raw.into_iter().enumerate() {
         let n = i + 1;
-        let window = positive(&format!("tier {n}: window"), &t.window)?;
+        let window = span(&format!("tier {n}: window"), &t.window, SPAN)?;
         if let Some(prev) = tiers.last() {
             if window == prev.window {
                 return Err(format!(
@@ -720,7 +787,7 @@ fn resolve_schedule(
             }
         }
         let cadence = match (t.every, t.cron) {
-            (Some(every), None) => Cadence::Every(positive(&format!("tier {n}: every"), &every)?),
+            (Some(every), None) => Cadence::Every(span(&format!("tier {n}: every"), &every, SPAN)?),
             (None, Some(cron)) => Cadence::Cron(
                 Box::new(parse_cron(&cron).map_err(|e| format!("tier {n}: cron: {e}"))?),
                 cron,
@@ -735,22 +802,20 @@ fn resolve_schedule(
                 ));
             }
         };
-        if t.limit == Some(0) {
-            return Err(format!("tier {n}: limit: must be at least 1"));
-        }
+        let tier_limit = check_limit(&format!("tier {n}: limit"), t.limit)?;
         let jitter = match t.jitter {
-            Some(j) => duration::parse(&j).map_err(|e| format!("tier {n}: jitter: {e}"))?,
+            Some(j) => span(&format!("tier {n}: jitter"), &j, JITTER)?,
             None => Duration::ZERO,
         };
-        if t.spread == Some(0) {
+        if let Some(k) = t.spread.filter(|k| !(1..=MAX_SPREAD).contains(k)) {
             return Err(format!(
-                "tier {n}: spread: must be at least 1 (1 takes the whole band every tick)"
+                "tier {n}: spread: {k} is out of range; use 1 (the whole band every tick) to {MAX_SPREAD}"
             ));
         }
         tiers.push(Tier {
             window,
             cadence,
-            limit: t.limit,
+            limit: tier_limit,
             jitter,
             spread: t.spread.unwrap_or(1),
         });

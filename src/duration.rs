@@ -15,6 +15,72 @@ pub fn parse(text: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// The longest window, cadence, jitter or age the tool takes: 100 years. Every span
+/// in a schedule meets clock arithmetic (`now - window`, `last tick + every`), which
+/// has limits of its own; bounding spans here keeps that arithmetic far from them.
+pub const LONGEST: Duration = Duration::from_secs(36_500 * 86_400);
+
+/// The range a duration of the schedule file or the command line must lie in.
+#[derive(Debug, Clone, Copy)]
+pub struct Range {
+    /// The shortest, inclusive; zero lets `0s` through.
+    pub min: Duration,
+    /// The longest, inclusive.
+    pub max: Duration,
+}
+
+impl Range {
+    /// Longer than zero, up to `max`.
+    pub const fn positive(max: Duration) -> Range {
+        Range {
+            min: Duration::from_millis(1),
+            max,
+        }
+    }
+
+    /// Zero, or longer up to `max`.
+    pub const fn up_to(max: Duration) -> Range {
+        Range {
+            min: Duration::ZERO,
+            max,
+        }
+    }
+
+    /// Checks `d`, parsed from `text`, or says what the range is in words that fit
+    /// after a key name: `"99999999d" is out of range; use at most 36500d`.
+    pub fn check(&self, text: &str, d: Duration) -> Result<Duration, String> {
+        if d.is_zero() && !self.min.is_zero() {
+            return Err("must be longer than 0s".into());
+        }
+        if d < self.min || (d > self.max && self.min > Duration::from_millis(1)) {
+            return Err(format!(
+                "{:?} is out of range; use {} to {}",
+                text.trim(),
+                compact(self.min),
+                compact(self.max)
+            ));
+        }
+        if d > self.max {
+            return Err(format!(
+                "{:?} is out of range; use at most {}",
+                text.trim(),
+                compact(self.max)
+            ));
+        }
+        Ok(d)
+    }
+
+    /// Parses `text` and checks it.
+    pub fn parse(&self, text: &str) -> Result<Duration, String> {
+        self.check(text, parse(text)?)
+    }
+}
+
+/// A span on the command line (`--age`, `--horizon`): up to [`LONGEST`].
+pub fn parse_span(text: &str) -> Result<Duration, String> {
+    Range::up_to(LONGEST).parse(text)
+}
+
 /// Prints a duration in the largest unit that divides it exactly: `7d`, `96h` → `4d`,
 /// `90m`, `1500ms`.
 pub fn compact(d: Duration) -> String {
@@ -74,6 +140,30 @@ mod tests {
         let e = parse("7 dayz").unwrap_err();
         assert!(e.starts_with("\"7 dayz\" is not a duration"), "{e}");
         assert!(e.ends_with("write it like 5m, 1h, 7d or 96h"), "{e}");
+    }
+
+    #[test]
+    fn ranges_name_the_value_and_the_bounds() {
+        let window = Range::positive(LONGEST);
+        assert_eq!(window.parse("36500d"), Ok(LONGEST));
+        assert_eq!(
+            window.parse("99999999d").unwrap_err(),
+            "\"99999999d\" is out of range; use at most 36500d"
+        );
+        assert_eq!(window.parse("0s").unwrap_err(), "must be longer than 0s");
+        let lease = Range {
+            min: Duration::from_secs(1),
+            max: Duration::from_secs(86_400),
+        };
+        assert_eq!(
+            lease.parse("100ms").unwrap_err(),
+            "\"100ms\" is out of range; use 1s to 1d"
+        );
+        assert_eq!(
+            lease.parse("2d").unwrap_err(),
+            "\"2d\" is out of range; use 1s to 1d"
+        );
+        assert_eq!(Range::up_to(LONGEST).parse("0s"), Ok(Duration::ZERO));
     }
 
     #[test]

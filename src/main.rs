@@ -26,7 +26,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => backlog::ExitCode::Success.into(),
         Err(e) => {
-            eprintln!("backlog: {e}");
+            cli::report(&e);
             e.exit_code().into()
         }
     }

@@ -50,11 +50,11 @@ impl Contenders {
 pub struct PlotArgs {
     #[command(flatten)]
     pub contenders: Contenders,
-    /// How many jobs fail at the same moment.
-    #[arg(long, default_value_t = 100)]
+    /// How many jobs fail at the same moment (up to 1000: each retry is a dot).
+    #[arg(long, default_value_t = 100, value_parser = parse_plotted)]
     pub records: usize,
-    /// How far the time axis goes.
-    #[arg(long, value_parser = duration::parse, default_value = "24h")]
+    /// How far the time axis goes (up to 400d).
+    #[arg(long, value_parser = parse_plot_horizon, default_value = "24h")]
     pub horizon: Duration,
     /// The unit of the time axis.
     #[arg(long, value_enum, default_value_t = Unit::H)]
@@ -71,17 +71,17 @@ pub struct PlotArgs {
 pub struct SimulateArgs {
     #[command(flatten)]
     pub contenders: Contenders,
-    /// How many records hit the outage.
-    #[arg(long, default_value_t = 1000)]
+    /// How many records hit the outage (up to 1000000).
+    #[arg(long, default_value_t = 1000, value_parser = parse_records)]
     pub records: usize,
     /// How long the outage lasts: 2h, or a range to draw it from: 30m..4h.
     #[arg(long, default_value = "2h")]
     pub outage: String,
     /// Spread the records' first failures over this.
-    #[arg(long, value_parser = duration::parse, default_value = "0s")]
+    #[arg(long, value_parser = duration::parse_span, default_value = "0s")]
     pub arrival: Duration,
     /// A record not through after this counts as never.
-    #[arg(long, value_parser = duration::parse, default_value = "400d")]
+    #[arg(long, value_parser = duration::parse_span, default_value = "400d")]
     pub horizon: Duration,
     /// Seed of every random draw.
     #[arg(long, default_value_t = 1)]
@@ -105,7 +105,7 @@ pub struct StrategyArgs {
     #[arg(long)]
     pub max_attempts: Option<usize>,
     /// Give up once the waits add up to more than this, like 1h.
-    #[arg(long, value_parser = duration::parse)]
+    #[arg(long, value_parser = duration::parse_span)]
     pub max_total: Option<Duration>,
     /// Spread each delay uniformly over [d(1−j), d(1+j)], like 0.1.
     #[arg(long)]
@@ -169,7 +169,7 @@ pub struct BudgetArgs {
     #[command(flatten)]
     pub strategy: StrategyArgs,
     /// Count the retries that fit in this, like 30s.
-    #[arg(long, value_parser = duration::parse, required_unless_present = "retries", conflicts_with = "retries")]
+    #[arg(long, value_parser = duration::parse_span, required_unless_present = "retries", conflicts_with = "retries")]
     pub timeout: Option<Duration>,
     /// Add up the waits of this many retries instead.
     #[arg(long)]
@@ -177,6 +177,29 @@ pub struct BudgetArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// The most records `plot` and `simulate` follow: each is kept in memory.
+const MAX_RECORDS: usize = 1_000_000;
+
+fn parse_records(text: &str) -> Result<usize, String> {
+    text.trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|n| (1..=MAX_RECORDS).contains(n))
+        .ok_or_else(|| format!("use a number of records from 1 to {MAX_RECORDS}"))
+}
+
+fn parse_plotted(text: &str) -> Result<usize, String> {
+    text.trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|n| (1..=1000).contains(n))
+        .ok_or_else(|| "use a number of jobs from 1 to 1000 (each retry is a dot)".to_string())
+}
+
+fn parse_plot_horizon(text: &str) -> Result<Duration, String> {
+    duration::Range::positive(Duration::from_secs(400 * 86_400)).parse(text)
 }
 
 /// A strategy from the command line, with its limits; the closed form only when no
@@ -455,8 +478,8 @@ pub fn backoff_simulate(args: &SimulateArgs) -> Result<(), Error> {
     let outage = match args.outage.split_once("..") {
         Some((low, high)) => {
             let (low, high) = (
-                duration::parse(low).map_err(Error::Usage)?,
-                duration::parse(high).map_err(Error::Usage)?,
+                duration::parse_span(low).map_err(Error::Usage)?,
+                duration::parse_span(high).map_err(Error::Usage)?,
             );
             if high < low {
                 return Err(Error::Usage(format!(
@@ -466,7 +489,7 @@ pub fn backoff_simulate(args: &SimulateArgs) -> Result<(), Error> {
             }
             low.as_secs_f64() + (high - low).as_secs_f64() * rng.f64()
         }
-        None => duration::parse(&args.outage)
+        None => duration::parse_span(&args.outage)
             .map_err(Error::Usage)?
             .as_secs_f64(),
     };

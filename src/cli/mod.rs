@@ -6,7 +6,7 @@
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -64,7 +64,7 @@ pub struct ExplainArgs {
     #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
     pub schedule: PathBuf,
     /// Say when a record of this age is tried next, like 3d.
-    #[arg(long, value_parser = duration::parse, conflicts_with = "id")]
+    #[arg(long, value_parser = duration::parse_span, conflicts_with = "id")]
     pub age: Option<Duration>,
     /// Say when this record is tried next (reads its inserted-at value).
     #[arg(long)]
@@ -187,12 +187,16 @@ pub struct RunArgs {
     #[arg(long)]
     pub json: bool,
     /// Hand over at most this many records (overrides the tier's limit).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_parser = parse_limit)]
     pub limit: Option<u64>,
     /// Exit at once unless the tier's cadence says a tick is due, judged by its last
     /// tick in the run log (for cadences cron cannot state; `backlog crontab` adds it).
     #[arg(long)]
     pub if_due: bool,
+    /// Run a window no tier of the file has, over ages 0 to it, once (otherwise such
+    /// a window is refused: a typo would run a band nobody scheduled).
+    #[arg(long)]
+    pub ad_hoc: bool,
     /// Hand over records that failed earlier in this tier's slot too. A failure is
     /// otherwise kept from every tick until the slot ends, so a failing counterpart
     /// sees one try per slot, whatever the number of runners.
@@ -201,10 +205,19 @@ pub struct RunArgs {
 }
 
 fn parse_window(text: &str) -> Result<Duration, String> {
-    match duration::parse(text)? {
-        d if d.is_zero() => Err("a window must be longer than 0s".into()),
-        d => Ok(d),
+    match crate::config::SPAN.parse(text) {
+        Err(e) if e.starts_with("must") => Err(format!("a window {e}")),
+        result => result,
     }
+}
+
+fn parse_limit(text: &str) -> Result<u64, String> {
+    use crate::config::MAX_LIMIT;
+    text.trim()
+        .parse::<u64>()
+        .ok()
+        .filter(|n| (1..=MAX_LIMIT).contains(n))
+        .ok_or_else(|| format!("use a number of records from 1 to {MAX_LIMIT}"))
 }
 
 pub(crate) fn parse_now(text: &str) -> Result<DateTime<Utc>, String> {
@@ -224,13 +237,51 @@ pub fn init_logging(level: tracing::Level, format: LogFormat) {
         .with_target("backlog", level)
         .with_default(tracing::Level::WARN);
     let builder = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        .with_writer(|| LogWriter)
+        // Its own complaint about a failed write would go to stderr through
+        // `eprintln!`, which panics when stderr is a closed pipe.
+        .log_internal_errors(false)
         .with_max_level(level)
         .with_target(false)
         .with_ansi(std::io::stderr().is_terminal());
     match format {
         LogFormat::Text => builder.finish().with(ours).init(),
         LogFormat::Json => builder.json().finish().with(ours).init(),
+    }
+}
+
+/// Set once stderr's reader has gone away: logs stop there, the work goes on.
+static STDERR_GONE: AtomicBool = AtomicBool::new(false);
+
+/// Stderr for logs. A write that fails (a closed pipe: `backlog run -v 2>&1 | head
+/// -1`; a full disk under a crontab line's log file) is dropped, never an error that
+/// could end a tick before its marks and run log are written; after a broken pipe,
+/// nothing more is written.
+struct LogWriter;
+
+impl std::io::Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if !STDERR_GONE.load(Ordering::Relaxed)
+            && let Err(e) = std::io::stderr().write_all(buf)
+            && e.kind() == std::io::ErrorKind::BrokenPipe
+        {
+            STDERR_GONE.store(true, Ordering::Relaxed);
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let _ = std::io::stderr().flush();
+        Ok(())
+    }
+}
+
+/// Writes the line that says why a command failed to stderr, if anyone still reads
+/// it: the exit code says it too.
+pub fn report(error: &Error) {
+    use std::io::Write as _;
+    if !STDERR_GONE.load(Ordering::Relaxed) {
+        let _ = writeln!(std::io::stderr().lock(), "backlog: {error}");
     }
 }
 
@@ -256,14 +307,12 @@ pub fn daemon(args: &DaemonArgs) -> Result<(), Error> {
 /// `backlog init`.
 pub fn init(args: &InitArgs) -> Result<(), Error> {
     let written = demo::write(&args.dir, args.force, args.now.unwrap_or_else(Utc::now))?;
-    for line in written {
-        println!("{line}");
-    }
-    println!(
-        "next: backlog run --window 7d --schedule {}",
+    let mut text: String = written.iter().map(|line| format!("{line}\n")).collect();
+    text.push_str(&format!(
+        "next: backlog run --window 7d --schedule {}\n",
         args.dir.join(demo::SCHEDULE_FILE).display()
-    );
-    Ok(())
+    ));
+    print(&text)
 }
 
 /// `backlog run`.
@@ -271,6 +320,15 @@ pub fn run(args: &RunArgs, verbose: u8) -> Result<(), Error> {
     // This process's only children are its handlers: it may reap their orphans.
     crate::handler::adopt_orphans();
     let config = Config::load(&args.schedule)?;
+    // `--if-due` refuses such a window itself, `--ad-hoc` or not: no cadence is due.
+    if config.schedule.tier(args.window).is_none() && !args.ad_hoc && !args.if_due {
+        return Err(Error::Usage(format!(
+            "--window {window} is no tier's window in {} (its windows: {}); give one of them, or add --ad-hoc to run ages 0 to {window} once",
+            config.path.display(),
+            windows(&config),
+            window = duration::compact(args.window),
+        )));
+    }
     let mut opts = TickOptions::for_config(&config, args.window, args.now.unwrap_or_else(Utc::now));
     if args.if_due {
         let mut store = open_store(&config)?;
@@ -348,6 +406,17 @@ fn listing(record: &crate::Record, now: DateTime<Utc>) -> serde_json::Value {
     })
 }
 
+/// The windows of the file's tiers, as a list for a message: `1d, 7d, 14d`.
+fn windows(config: &Config) -> String {
+    let windows: Vec<String> = config
+        .schedule
+        .tiers
+        .iter()
+        .map(|t| duration::compact(t.window))
+        .collect();
+    windows.join(", ")
+}
+
 /// For `--if-due`: whether the tier is due, printing why not when it is not.
 fn due(
     config: &Config,
@@ -357,16 +426,10 @@ fn due(
 ) -> Result<bool, Error> {
     let window = duration::compact(args.window);
     let Some((n, tier)) = config.schedule.tier(args.window) else {
-        let windows: Vec<String> = config
-            .schedule
-            .tiers
-            .iter()
-            .map(|t| duration::compact(t.window))
-            .collect();
         return Err(Error::Usage(format!(
             "--if-due needs the window of a tier; {window} is none of {}'s ({})",
             config.path.display(),
-            windows.join(", ")
+            windows(config)
         )));
     };
     let last = store

@@ -23,7 +23,166 @@ fn rewrite_schedule(env: &Env, from: &str, to: &str) {
     std::fs::write(path, text.replacen(from, to, 1)).unwrap();
 }
 
+/// Points `database.url` at `url`, on either backend.
+fn set_url(env: &Env, url: &str) {
+    let path = env.path("backlog.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let text: Vec<String> = text
+        .lines()
+        .map(|l| {
+            if l.starts_with("url = ") {
+                format!("url = \"{url}\"")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    std::fs::write(path, text.join("\n")).unwrap();
+}
+
+/// A case that sets one key of the schedule file out of its range.
+macro_rules! out_of_range {
+    ($name:expr, $from:expr, $to:expr, $stderr:expr) => {
+        Case {
+            name: $name,
+            setup: |env| rewrite_schedule(env, $from, $to),
+            args: &[],
+            code: 3,
+            stderr: $stderr,
+            sqlite_only: false,
+        }
+    };
+}
+
 const CASES: &[Case] = &[
+    out_of_range!(
+        "claim_lease too long",
+        "[database]",
+        "[database]\nclaim_lease = \"99999999d\"",
+        "backlog: backlog.toml: database.claim_lease: \"99999999d\" is out of range; use 1s to 1d\n"
+    ),
+    out_of_range!(
+        "claim_lease too short for its heartbeats",
+        "[database]",
+        "[database]\nclaim_lease = \"100ms\"",
+        "backlog: backlog.toml: database.claim_lease: \"100ms\" is out of range; use 1s to 1d\n"
+    ),
+    out_of_range!(
+        "busy_timeout too long",
+        "[database]",
+        "[database]\nbusy_timeout = \"99999999d\"",
+        "backlog: backlog.toml: database.busy_timeout: \"99999999d\" is out of range; use at most 1h\n"
+    ),
+    out_of_range!(
+        "handler timeout too long",
+        "timeout = \"10s\"",
+        "timeout = \"99999999d\"",
+        "backlog: backlog.toml: handler.timeout: \"99999999d\" is out of range; use at most 1d\n"
+    ),
+    out_of_range!(
+        "window too long",
+        "window = \"360d\"",
+        "window = \"99999999d\"",
+        "backlog: backlog.toml: tier 6: window: \"99999999d\" is out of range; use at most 36500d\n"
+    ),
+    out_of_range!(
+        "cadence too long",
+        "every = \"96h\"",
+        "every = \"99999999d\"",
+        "backlog: backlog.toml: tier 5: every: \"99999999d\" is out of range; use at most 36500d\n"
+    ),
+    out_of_range!(
+        "jitter too long",
+        "every = \"96h\"",
+        "every = \"96h\"\njitter = \"99999999d\"",
+        "backlog: backlog.toml: tier 5: jitter: \"99999999d\" is out of range; use at most 36500d\n"
+    ),
+    out_of_range!(
+        "limit of the file zero",
+        "bands = \"disjoint\"",
+        "bands = \"disjoint\"\nlimit = 0",
+        "backlog: backlog.toml: limit: 0 is out of range; use 1 to 1000000000 records a tick\n"
+    ),
+    out_of_range!(
+        "limit of a tier too large",
+        "every = \"96h\"",
+        "every = \"96h\"\nlimit = 99999999999",
+        "backlog: backlog.toml: tier 5: limit: 99999999999 is out of range; use 1 to 1000000000 records a tick\n"
+    ),
+    out_of_range!(
+        "batch_size too large",
+        "timeout = \"10s\"",
+        "timeout = \"10s\"\nmode = \"batch\"\nbatch_size = 99999999",
+        "backlog: backlog.toml: handler.batch_size: 99999999 is out of range; use 1 to 10000 records a batch\n"
+    ),
+    out_of_range!(
+        "batch_size zero",
+        "timeout = \"10s\"",
+        "timeout = \"10s\"\nbatch_size = 0",
+        "backlog: backlog.toml: handler.batch_size: 0 is out of range; use 1 to 10000 records a batch\n"
+    ),
+    out_of_range!(
+        "spread too large",
+        "every = \"5m\"",
+        "every = \"5m\"\nspread = 99999",
+        "backlog: backlog.toml: tier 1: spread: 99999 is out of range; use 1 (the whole band every tick) to 1000\n"
+    ),
+    Case {
+        name: "--limit zero",
+        setup: |_| {},
+        args: &["--limit", "0"],
+        code: 2,
+        stderr: "error: invalid value '0' for '--limit <LIMIT>': use a number of records from 1 to 1000000000\n\nFor more information, try '--help'.\n",
+        sqlite_only: false,
+    },
+    Case {
+        name: "--limit too large",
+        setup: |_| {},
+        args: &["--limit", "99999999999"],
+        code: 2,
+        stderr: "error: invalid value '99999999999' for '--limit <LIMIT>': use a number of records from 1 to 1000000000\n\nFor more information, try '--help'.\n",
+        sqlite_only: false,
+    },
+    Case {
+        name: "--window too long",
+        setup: |_| {},
+        args: &["--window", "99999999d", "--ad-hoc"],
+        code: 2,
+        stderr: "error: invalid value '99999999d' for '--window <WINDOW>': \"99999999d\" is out of range; use at most 36500d\n\nFor more information, try '--help'.\n",
+        sqlite_only: false,
+    },
+    Case {
+        name: "--window no tier has",
+        setup: |_| {},
+        args: &["--window", "10d"],
+        code: 2,
+        stderr: "backlog: --window 10d is no tier's window in backlog.toml (its windows: 1d, 7d, 14d, 30d, 180d, 360d); give one of them, or add --ad-hoc to run ages 0 to 10d once\n",
+        sqlite_only: false,
+    },
+    Case {
+        name: "MySQL URL",
+        setup: |env| set_url(env, "mysql://app:secret@db/shop"),
+        args: &[],
+        code: 3,
+        stderr: "backlog: backlog.toml: database.url: mysql:// is not supported yet; give a path or sqlite:… for SQLite, postgres:// or postgresql:// for PostgreSQL\n",
+        sqlite_only: false,
+    },
+    Case {
+        name: "SQLAlchemy URL",
+        setup: |env| set_url(env, "postgresql+psycopg://app:secret@db/shop"),
+        args: &[],
+        code: 3,
+        stderr: "backlog: backlog.toml: database.url: \"postgresql+psycopg\" is not a scheme backlog knows; give a path or sqlite:… for SQLite, postgres:// or postgresql:// for PostgreSQL\n",
+        sqlite_only: false,
+    },
+    Case {
+        name: "HTTP URL",
+        setup: |env| set_url(env, "http://db.internal/backlog"),
+        args: &[],
+        code: 3,
+        stderr: "backlog: backlog.toml: database.url: \"http\" is not a scheme backlog knows; give a path or sqlite:… for SQLite, postgres:// or postgresql:// for PostgreSQL\n",
+        sqlite_only: false,
+    },
     Case {
         name: "no schedule file",
         setup: |_| {},
@@ -231,7 +390,10 @@ fn each_bad_input_gets_its_message_and_exit_code_and_changes_nothing(backend: Ba
         env.write_handler("handler.sh", &recording_handler(&[]));
         (case.setup)(&env);
         let before = env.dump();
-        let mut args = vec!["run", "--window", "1d", "--now", NOW];
+        let mut args = vec!["run", "--now", NOW];
+        if !case.args.contains(&"--window") {
+            args.extend(["--window", "1d"]);
+        }
         args.extend(case.args);
         let out = env.backlog(&args).assert().code(case.code);
         let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
@@ -282,3 +444,35 @@ fn a_bad_window_on_the_command_line_is_a_usage_error() {
 }
 
 crate::on_both_backends!(each_bad_input_gets_its_message_and_exit_code_and_changes_nothing);
+
+/// A file with a span out of range is refused by every command that reads it, with
+/// the same line, and none panics.
+#[test]
+fn every_command_refuses_a_span_out_of_range() {
+    let env = Env::new();
+    env.classic();
+    env.write_schedule(&Schedule::default());
+    env.write_handler("handler.sh", &recording_handler(&[]));
+    rewrite_schedule(&env, "window = \"360d\"", "window = \"99999999d\"");
+    let line = "backlog: backlog.toml: tier 6: window: \"99999999d\" is out of range; use at most 36500d\n";
+    for args in [
+        &["status", "--now", NOW][..],
+        &["explain", "--now", NOW, "--age", "3d"],
+        &["crontab"],
+        &["run", "--window", "360d", "--if-due", "--now", NOW],
+    ] {
+        env.backlog(args).assert().code(3).stderr(line);
+    }
+    env.backlog(&["doctor"])
+        .assert()
+        .code(1)
+        .stdout(predicates::str::contains(
+            "tier 6: window: \"99999999d\" is out of range",
+        ));
+    env.backlog(&["explain", "--age", "99999999d"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "\"99999999d\" is out of range; use at most 36500d",
+        ));
+}

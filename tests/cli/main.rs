@@ -13,6 +13,7 @@ mod explain;
 mod formats;
 mod harness;
 mod lapse;
+mod pipes;
 mod pool;
 mod postgresql;
 mod process_tree;

@@ -102,9 +102,13 @@ fn cumulative_bands_select_everything_younger_than_the_window(backend: Backend) 
     );
 }
 
-fn a_window_no_tier_has_runs_from_age_zero_and_says_so(backend: Backend) {
+fn an_ad_hoc_window_runs_from_age_zero_and_says_so(backend: Backend) {
     let env = classic_env(backend, Schedule::default(), &[]);
-    let out = env.run_window("10d");
+    let out = env
+        .backlog(&["run", "--window", "10d", "--now", NOW, "--ad-hoc"])
+        .assert()
+        .success();
+    let out = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     assert!(
         out.starts_with("window 10d (no tier has it), ages 0 to 10d: selected 3"),
         "{out}"
@@ -465,7 +469,7 @@ crate::on_both_backends!(
     a_record_with_an_unreadable_inserted_at_value_is_left_alone,
     disjoint_bands_select_each_record_in_one_tier_and_mark_it_by_exit_code,
     cumulative_bands_select_everything_younger_than_the_window,
-    a_window_no_tier_has_runs_from_age_zero_and_says_so,
+    an_ad_hoc_window_runs_from_age_zero_and_says_so,
     a_dry_run_lists_the_records_and_changes_nothing,
     json_summary_and_run_log_agree,
     verbose_logs_each_outcome,
