@@ -363,9 +363,88 @@ fn a_handler_flooding_its_stderr_costs_the_tick_no_memory_and_few_log_lines(back
     assert!(stderr.len() < 1 << 20, "{} bytes of log", stderr.len());
 }
 
+/// Closes its stdout without answering and runs on.
+const STDOUT_CLOSING_HANDLER: &str = "#!/bin/sh\nexec 1>&-\nsleep 60\n";
+
+fn a_handler_that_closes_its_stdout_and_runs_on_is_stopped_at_once(backend: Backend) {
+    let env = Env::on(backend);
+    env.create_table("TEXT");
+    env.insert_aged(&[(1, 60)], |t| {
+        t.format("%Y-%m-%d %H:%M:%S").to_string().into()
+    });
+    env.write_schedule(&Schedule {
+        command: r#"["./closing.sh"]"#,
+        timeout: "30s",
+        handler_extra: "mode = \"batch\"",
+        ..Schedule::default()
+    });
+    env.write_handler("closing.sh", STDOUT_CLOSING_HANDLER);
+    let started = Instant::now();
+    let out = env
+        .backlog(&["run", "--window", "1d", "--now", NOW, "-v"])
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains(
+            "record 1: ERROR (the batch handler closed its stdout before answering; it was stopped)"
+        ),
+        "{stderr}"
+    );
+}
+
+/// Never reads its stdin, never answers.
+const DEAF_HANDLER: &str = "#!/bin/sh\nsleep 60\n";
+
+fn a_handler_that_never_reads_its_stdin_times_out(backend: Backend) {
+    let env = Env::on(backend);
+    env.create_table("TEXT");
+    let aged: Vec<(i64, i64)> = (1..=40).map(|id| (id, id * 60)).collect();
+    env.insert_aged(&aged, |t| t.format("%Y-%m-%d %H:%M:%S").to_string().into());
+    // Lines of 10 kB: a batch of 20 is more than a pipe holds.
+    env.execute(&format!(
+        r#"UPDATE "BACKLOG" SET "PAYLOAD" = '{}'"#,
+        "p".repeat(10_000)
+    ));
+    env.write_schedule(&Schedule {
+        command: r#"["./deaf.sh"]"#,
+        timeout: "1s",
+        handler_extra: "mode = \"batch\"\nbatch_size = 20",
+        ..Schedule::default()
+    });
+    env.write_handler("deaf.sh", DEAF_HANDLER);
+    let started = Instant::now();
+    let stdout = env.run_window("1d");
+    assert!(
+        stdout.contains("selected 40, succeeded 0, failed 40"),
+        "{stdout}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(2 * 5),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
 // The batch handler's reading does not depend on the database: SQLite only.
 mod sqlite_only {
     use crate::harness::Backend;
+
+    #[test]
+    fn a_handler_that_closes_its_stdout_and_runs_on_is_stopped_at_once() {
+        super::a_handler_that_closes_its_stdout_and_runs_on_is_stopped_at_once(Backend::Sqlite)
+    }
+
+    #[test]
+    fn a_handler_that_never_reads_its_stdin_times_out() {
+        super::a_handler_that_never_reads_its_stdin_times_out(Backend::Sqlite)
+    }
 
     #[test]
     fn a_handler_flooding_junk_lines_times_out_and_its_junk_is_logged_once_a_batch() {
