@@ -18,6 +18,12 @@
 //! When the process is stopped (a timeout) or dies, the oldest batch's unanswered
 //! records are errors; the records of the batch queued behind it were never its
 //! turn, and are sent to the new process.
+//!
+//! What the process writes costs the tick bounded memory and cannot stretch its time:
+//! the tick looks at the clock after every read, so a flood does not push a batch's
+//! deadline back; a line longer than `MAX_LINE` is dropped as it arrives; junk (lines
+//! that are no answers) is counted and logged once a batch (`bounded_lines`); stderr is
+//! logged at a bounded rate, and dropped unread when debug is off.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, VecDeque};
