@@ -18,18 +18,26 @@
 //! When the process is stopped (a timeout) or dies, the oldest batch's unanswered
 //! records are errors; the records of the batch queued behind it were never its
 //! turn, and are sent to the new process.
+//!
+//! What the process writes costs the tick bounded memory and cannot stretch its time:
+//! the tick looks at the clock after every read, so a flood does not push a batch's
+//! deadline back; a line longer than `MAX_LINE` is dropped as it arrives; junk (lines
+//! that are no answers) is counted and logged once a batch (`bounded_lines`); stderr is
+//! logged at a bounded rate, and dropped unread when debug is off.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStderr, ChildStdout, Command, Stdio};
 use std::sync::{Arc, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::bounded_lines::{Junk, JunkKind, MAX_LINE, Splitter, sample, truncated};
+use super::child::{OUTPUT_GRACE, OUTPUT_TAIL};
 use super::command::resolve;
 use super::group::LiveGroup;
 use super::subreaper;
@@ -65,6 +73,8 @@ struct Running {
     /// that stops reading cannot block the tick past the timeout.
     input: mpsc::Sender<Arc<[u8]>>,
     answers: Answers,
+    /// Closed when the thread logging its stderr is done.
+    stderr_logged: mpsc::Receiver<()>,
 }
 
 /// The process's stdout, read by the tick itself when it waits for answers: by then
@@ -73,28 +83,36 @@ struct Running {
 /// cost more than the rest of the batch handler's work.
 struct Answers {
     stdout: ChildStdout,
-    /// Read, not yet a whole line.
-    partial: Vec<u8>,
+    /// Cuts what is read into lines of at most `MAX_LINE` bytes.
+    splitter: Splitter,
     buffer: Vec<u8>,
-    /// Stdout closed: the process ended.
+    /// Whole lines read and not yet filed.
+    lines: Vec<u8>,
+    /// Stdout closed: the process ended, or will not answer again.
     ended: bool,
 }
 
 /// What the process said by a deadline.
 enum Said {
-    /// Whole lines (invalid UTF-8 replaced); a last line without its newline counts.
-    Lines(String),
+    /// What one read brought: the whole lines it ended are in `Answers::lines` (none,
+    /// when it only added to a line). After the end of stdout, the last line without
+    /// its newline counts.
+    Read,
     Ended,
     Nothing,
 }
 
 impl Answers {
-    /// The whole lines that arrive before `deadline`.
-    fn read(&mut self, deadline: Instant) -> Said {
+    /// Waits for the process to write, until `deadline`, and reads once: one read at
+    /// most, so that the caller looks at the clock after each, however much the
+    /// process writes. A line longer than `MAX_LINE` is dropped as it arrives and
+    /// noted in `junk`.
+    fn read(&mut self, deadline: Instant, junk: &mut Junk) -> Said {
+        if self.ended {
+            return Said::Ended;
+        }
+        let mut too_long = |start: &[u8]| junk.note(JunkKind::TooLong, start);
         loop {
-            if self.ended {
-                return Said::Ended;
-            }
             let left = deadline.saturating_duration_since(Instant::now());
             // Rounded up, so that a wait never ends just short of the deadline.
             let ms = left.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32;
@@ -106,38 +124,27 @@ impl Answers {
             match unsafe { libc::poll(&mut poll, 1, ms) } {
                 0 => return Said::Nothing,
                 n if n < 0 => {
-                    if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-                        self.ended = true;
+                    if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                        continue;
                     }
-                    continue;
+                    break;
                 }
                 _ => {}
             }
             match self.stdout.read(&mut self.buffer) {
-                Ok(0) => {
-                    self.ended = true;
-                    if !self.partial.is_empty() {
-                        let last = String::from_utf8_lossy(&self.partial).into_owned();
-                        self.partial.clear();
-                        return Said::Lines(last);
-                    }
-                }
+                Ok(0) => break,
                 Ok(n) => {
-                    let read = &self.buffer[..n];
-                    let Some(last) = read.iter().rposition(|&b| b == b'\n') else {
-                        self.partial.extend_from_slice(read);
-                        continue;
-                    };
-                    self.partial.extend_from_slice(&read[..=last]);
-                    let lines = String::from_utf8_lossy(&self.partial).into_owned();
-                    self.partial.clear();
-                    self.partial.extend_from_slice(&read[last + 1..]);
-                    return Said::Lines(lines);
+                    self.splitter
+                        .feed(&self.buffer[..n], &mut self.lines, &mut too_long);
+                    return Said::Read;
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => self.ended = true,
+                Err(_) => break,
             }
         }
+        self.ended = true;
+        self.splitter.finish(&mut self.lines);
+        Said::Read
     }
 }
 
@@ -179,6 +186,8 @@ pub struct BatchHandler {
     running: Option<Running>,
     /// Batches sent, oldest first.
     sent: VecDeque<Sent>,
+    /// What the process wrote that was no answer, while the oldest batch was awaited.
+    junk: Junk,
     /// The process tree's set-up, held while the handler lives (`tree`).
     _tree: Tree,
 }
@@ -198,6 +207,7 @@ impl BatchHandler {
             batch_size: config.batch_size,
             running: None,
             sent: VecDeque::new(),
+            junk: Junk::default(),
             _tree: Tree::new(),
         })
     }
@@ -221,10 +231,10 @@ impl BatchHandler {
             group.started(child.id());
             let stdout = child.stdout.take().expect("stdout is piped");
             let stderr = child.stderr.take().expect("stderr is piped");
+            let (stderr_done, done) = mpsc::channel::<()>();
             thread::spawn(move || {
-                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                    tracing::debug!("batch handler: {line}");
-                }
+                log_stderr(stderr);
+                drop(stderr_done);
             });
             let mut stdin = child.stdin.take().expect("stdin is piped");
             let (input, batches) = mpsc::channel::<Arc<[u8]>>();
@@ -248,10 +258,12 @@ impl BatchHandler {
                 input,
                 answers: Answers {
                     stdout,
-                    partial: Vec::new(),
+                    splitter: Splitter::new(MAX_LINE),
                     buffer: vec![0; 64 * 1024],
+                    lines: Vec::new(),
                     ended: false,
                 },
+                stderr_logged: done,
             });
         }
         Ok(self.running.as_mut().expect("started above"))
@@ -270,12 +282,26 @@ impl BatchHandler {
             Err(e) => e.to_string(),
         };
         subreaper::after_handler();
+        // The end of its stderr (and the count of lines not logged) is logged before
+        // the tick goes on, unless a process that left the group holds the pipe.
+        let _ = running.stderr_logged.recv_timeout(OUTPUT_GRACE);
         status
     }
 
+    /// Files each of the whole lines read (see `file_answer`).
+    fn file_lines(&mut self, lines: &[u8]) {
+        match std::str::from_utf8(lines) {
+            Ok(text) => text.lines().for_each(|line| self.file_answer(line)),
+            Err(_) => String::from_utf8_lossy(lines)
+                .lines()
+                .for_each(|line| self.file_answer(line)),
+        }
+    }
+
     /// Reads one answer line and files it with the batch waiting for its record. A
-    /// line that is not a JSON object, or names no record still waiting, is logged and
-    /// skipped; one without a numeric code is that record's error.
+    /// line that is not a JSON object, or names no record still waiting, is junk:
+    /// counted, and logged once with the batch; one without a numeric code is that
+    /// record's error.
     fn file_answer(&mut self, line: &str) {
         let parsed = line
             .trim_start()
@@ -283,7 +309,7 @@ impl BatchHandler {
             .then(|| serde_json::from_str::<Answer>(line).ok())
             .flatten();
         let Some(answer) = parsed else {
-            tracing::warn!("the batch handler wrote a line that is not a JSON answer: {line:?}");
+            self.junk.note(JunkKind::NotAnswer, line.as_bytes());
             return;
         };
         let id = match answer.id {
@@ -298,14 +324,17 @@ impl BatchHandler {
                 .find_map(|(b, sent)| sent.waiting.remove(&id).map(|i| (b, i)))
         });
         let Some((batch, i)) = place else {
-            tracing::warn!("the batch handler answered for no record it is working on: {line:?}");
+            self.junk.note(JunkKind::Stray, line.as_bytes());
             return;
         };
         let handled = match answer.code.as_ref().and_then(serde_json::Value::as_i64) {
             Some(code) => self.answer(code, answer.message.as_ref().and_then(|m| m.as_str())),
             None => Handled::new(
                 Outcome::Error,
-                format!("garbled answer line {line:?} (wanted {{\"id\": …, \"code\": 0}})"),
+                format!(
+                    "garbled answer line {:?} (wanted {{\"id\": …, \"code\": 0}})",
+                    sample(line.as_bytes())
+                ),
             ),
         };
         self.sent[batch].answers[i] = Some(handled);
@@ -345,7 +374,7 @@ impl BatchHandler {
             },
             Err(_) => Handled::new(Outcome::Error, detail),
         };
-        handled.output = message.unwrap_or_default().to_string();
+        handled.output = truncated(message.unwrap_or_default(), OUTPUT_TAIL);
         handled
     }
 }
@@ -392,6 +421,7 @@ impl Handler for BatchHandler {
             batch_size: self.batch_size,
             running: None,
             sent: VecDeque::new(),
+            junk: Junk::default(),
             _tree: self._tree.clone(),
         }))
     }
@@ -438,6 +468,9 @@ impl Pipelined for BatchHandler {
             let oldest = self.sent.front().expect("receive follows a send");
             if oldest.waiting.is_empty() || oldest.ended.is_some() {
                 let done = self.sent.pop_front().expect("looked at just above");
+                if let Some(summary) = std::mem::take(&mut self.junk).summary() {
+                    tracing::warn!("{summary}");
+                }
                 let ended = done.ended.unwrap_or_default();
                 return Ok(done
                     .answers
@@ -449,27 +482,150 @@ impl Pipelined for BatchHandler {
                 .running
                 .as_mut()
                 .expect("running while answers are due");
-            let why = match running.answers.read(deadline) {
-                Said::Lines(lines) => {
-                    for line in lines.lines() {
-                        self.file_answer(line);
+            let mut why = match running.answers.read(deadline, &mut self.junk) {
+                Said::Read => {
+                    let mut lines = std::mem::take(&mut running.answers.lines);
+                    self.file_lines(&lines);
+                    lines.clear();
+                    let running = self.running.as_mut().expect("filing stops nothing");
+                    running.answers.lines = lines;
+                    // The deadline holds however much the process writes.
+                    if Instant::now() < deadline || self.sent[0].waiting.is_empty() {
+                        continue;
                     }
-                    continue;
+                    self.timed_out()
                 }
-                Said::Ended => format!(
+                Said::Ended if self.exited() => format!(
                     "the batch handler exited ({}) before answering",
                     self.stop()
                 ),
-                Said::Nothing => {
+                Said::Ended => {
                     self.stop();
-                    format!(
-                        "no answer within {}; the batch handler was restarted",
-                        duration::compact(self.timeout)
-                    )
+                    "the batch handler closed its stdout before answering; it was stopped"
+                        .to_string()
                 }
+                Said::Nothing => self.timed_out(),
             };
+            if let Some(summary) = self.junk.summary() {
+                why = format!("{why}; {summary}");
+            }
             self.sent[0].ended = Some(why);
             self.resend_queued()?;
+        }
+    }
+}
+
+impl BatchHandler {
+    fn timed_out(&mut self) -> String {
+        self.stop();
+        format!(
+            "no answer within {}; the batch handler was restarted",
+            duration::compact(self.timeout)
+        )
+    }
+
+    /// After its stdout closed: whether the process exited (given `OUTPUT_GRACE` to),
+    /// rather than closed it and ran on. It is not reaped: `stop` ends its group first.
+    fn exited(&self) -> bool {
+        let Some(running) = &self.running else {
+            return true;
+        };
+        let until = Instant::now() + OUTPUT_GRACE;
+        loop {
+            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+            let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
+            let pid = running.child.id();
+            // An error (reaped by someone else) counts as exited.
+            if unsafe { libc::waitid(libc::P_PID, pid, &mut info, flags) } != 0
+                || unsafe { info.si_pid() } != 0
+            {
+                return true;
+            }
+            if Instant::now() >= until {
+                return false;
+            }
+            thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+/// At most this many lines of a batch process's stderr are logged a second; the rest
+/// are counted, and the count logged.
+const STDERR_LINES_A_SECOND: u32 = 100;
+/// A longer stderr line is logged cut at this length.
+const STDERR_LINE: usize = OUTPUT_TAIL;
+
+/// Reads a batch process's stderr to its end and logs it at debug, bounded: lines cut
+/// at `STDERR_LINE`, at most `STDERR_LINES_A_SECOND` a second. When debug is off, what
+/// is read is dropped unread, so a flood costs a read a 64 KiB and no memory.
+fn log_stderr(mut stderr: ChildStderr) {
+    let logging = tracing::enabled!(tracing::Level::DEBUG);
+    let mut buffer = vec![0; 64 * 1024];
+    let mut splitter = Splitter::new(STDERR_LINE);
+    let mut lines = Vec::new();
+    let mut log = StderrLog {
+        second: Instant::now(),
+        logged: 0,
+        unlogged: 0,
+    };
+    loop {
+        let n = match stderr.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        if !logging {
+            continue;
+        }
+        splitter.feed(&buffer[..n], &mut lines, &mut |start| log.line(start, true));
+        for line in lines.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            log.line(line, false);
+        }
+        lines.clear();
+    }
+    splitter.finish(&mut lines);
+    for line in lines.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        log.line(line, false);
+    }
+    log.flush();
+}
+
+/// The budget of stderr lines logged in the current second.
+struct StderrLog {
+    second: Instant,
+    logged: u32,
+    unlogged: u64,
+}
+
+impl StderrLog {
+    fn line(&mut self, line: &[u8], cut: bool) {
+        if self.second.elapsed() >= Duration::from_secs(1) {
+            self.flush();
+            self.second = Instant::now();
+            self.logged = 0;
+        }
+        if self.logged >= STDERR_LINES_A_SECOND {
+            self.unlogged += 1;
+            return;
+        }
+        self.logged += 1;
+        let line = String::from_utf8_lossy(line);
+        let line = line.trim_end_matches('\r');
+        if cut {
+            tracing::debug!("batch handler: {line}… (a line cut at {STDERR_LINE} bytes)");
+        } else {
+            tracing::debug!("batch handler: {line}");
+        }
+    }
+
+    fn flush(&mut self) {
+        if self.unlogged > 0 {
+            tracing::debug!(
+                "batch handler: {} more lines of stderr not logged (at most {STDERR_LINES_A_SECOND} a second)",
+                self.unlogged
+            );
+            self.unlogged = 0;
         }
     }
 }
