@@ -6,6 +6,7 @@
 //! then the tick stops and leaves the record unmarked, because nothing was tried.
 
 mod batch;
+mod batch_output;
 mod bounded_lines;
 mod child;
 mod closure;

@@ -1,0 +1,165 @@
+//! What a batch process writes: its answers on stdout, which the tick reads itself
+//! when it waits for them, and its stderr, which a thread of its own logs. Both are
+//! bounded whatever the process writes: a line has at most `MAX_LINE` bytes, a read
+//! at most 64 KiB, and the caller looks at its deadline after each read, so neither a
+//! flood nor a line without end can hold the tick past its timeout or fill its memory.
+
+use std::io::Read;
+use std::os::fd::AsRawFd;
+use std::process::{ChildStderr, ChildStdout};
+use std::time::{Duration, Instant};
+
+use super::bounded_lines::{Junk, JunkKind, Splitter};
+use super::child::OUTPUT_TAIL;
+
+/// The process's stdout, read by the tick itself when it waits for answers: by then
+/// most of a batch's answers are in the pipe, and one read takes them all. A thread
+/// reading each answer as it came woke the tick once per line, and the task switches
+/// cost more than the rest of the batch handler's work.
+pub(super) struct Answers {
+    pub(super) stdout: ChildStdout,
+    /// Cuts what is read into lines of at most `MAX_LINE` bytes.
+    pub(super) splitter: Splitter,
+    pub(super) buffer: Vec<u8>,
+    /// Whole lines read and not yet filed.
+    pub(super) lines: Vec<u8>,
+    /// Stdout closed: the process ended, or will not answer again.
+    pub(super) ended: bool,
+}
+
+/// What the process said by a deadline.
+pub(super) enum Said {
+    /// What one read brought: the whole lines it ended are in `Answers::lines` (none,
+    /// when it only added to a line). After the end of stdout, the last line without
+    /// its newline counts.
+    Read,
+    Ended,
+    Nothing,
+}
+
+impl Answers {
+    /// Waits for the process to write, until `deadline`, and reads once: one read at
+    /// most, so that the caller looks at the clock after each, however much the
+    /// process writes. A line longer than `MAX_LINE` is dropped as it arrives and
+    /// noted in `junk`.
+    pub(super) fn read(&mut self, deadline: Instant, junk: &mut Junk) -> Said {
+        if self.ended {
+            return Said::Ended;
+        }
+        let mut too_long = |start: &[u8]| junk.note(JunkKind::TooLong, start);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            // Rounded up, so that a wait never ends just short of the deadline.
+            let ms = left.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32;
+            let mut poll = libc::pollfd {
+                fd: self.stdout.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            match unsafe { libc::poll(&mut poll, 1, ms) } {
+                0 => return Said::Nothing,
+                n if n < 0 => {
+                    if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                        continue;
+                    }
+                    break;
+                }
+                _ => {}
+            }
+            match self.stdout.read(&mut self.buffer) {
+                Ok(0) => break,
+                Ok(n) => {
+                    self.splitter
+                        .feed(&self.buffer[..n], &mut self.lines, &mut too_long);
+                    return Said::Read;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        self.ended = true;
+        self.splitter.finish(&mut self.lines);
+        Said::Read
+    }
+}
+
+/// At most this many lines of a batch process's stderr are logged a second; the rest
+/// are counted, and the count logged.
+const STDERR_LINES_A_SECOND: u32 = 100;
+/// A longer stderr line is logged cut at this length.
+const STDERR_LINE: usize = OUTPUT_TAIL;
+
+/// Reads a batch process's stderr to its end and logs it at debug, bounded: lines cut
+/// at `STDERR_LINE`, at most `STDERR_LINES_A_SECOND` a second. When debug is off, what
+/// is read is dropped unread, so a flood costs a read a 64 KiB and no memory.
+pub(super) fn log_stderr(mut stderr: ChildStderr) {
+    let logging = tracing::enabled!(tracing::Level::DEBUG);
+    let mut buffer = vec![0; 64 * 1024];
+    let mut splitter = Splitter::new(STDERR_LINE);
+    let mut lines = Vec::new();
+    let mut log = StderrLog {
+        second: Instant::now(),
+        logged: 0,
+        unlogged: 0,
+    };
+    loop {
+        let n = match stderr.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        if !logging {
+            continue;
+        }
+        splitter.feed(&buffer[..n], &mut lines, &mut |start| log.line(start, true));
+        for line in lines.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            log.line(line, false);
+        }
+        lines.clear();
+    }
+    splitter.finish(&mut lines);
+    for line in lines.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        log.line(line, false);
+    }
+    log.flush();
+}
+
+/// The budget of stderr lines logged in the current second.
+struct StderrLog {
+    second: Instant,
+    logged: u32,
+    unlogged: u64,
+}
+
+impl StderrLog {
+    fn line(&mut self, line: &[u8], cut: bool) {
+        if self.second.elapsed() >= Duration::from_secs(1) {
+            self.flush();
+            self.second = Instant::now();
+            self.logged = 0;
+        }
+        if self.logged >= STDERR_LINES_A_SECOND {
+            self.unlogged += 1;
+            return;
+        }
+        self.logged += 1;
+        let line = String::from_utf8_lossy(line);
+        let line = line.trim_end_matches('\r');
+        if cut {
+            tracing::debug!("batch handler: {line}… (a line cut at {STDERR_LINE} bytes)");
+        } else {
+            tracing::debug!("batch handler: {line}");
+        }
+    }
+
+    fn flush(&mut self) {
+        if self.unlogged > 0 {
+            tracing::debug!(
+                "batch handler: {} more lines of stderr not logged (at most {STDERR_LINES_A_SECOND} a second)",
+                self.unlogged
+            );
+            self.unlogged = 0;
+        }
+    }
+}
