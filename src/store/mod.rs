@@ -88,6 +88,40 @@ fn check_version(found: &str, known: i64, place: &str) -> Result<(), StoreError>
     )))
 }
 
+/// The tool's own tables and a column each has that a table of the same name made by
+/// someone else is unlikely to have: how a backend tells its tables from a user's.
+const OWN_TABLE_MARKS: [(&str, &str); 5] = [
+    ("backlog_meta", "value"),
+    ("backlog_runs", "window_secs"),
+    ("backlog_holds", "low"),
+    ("backlog_claims", "record_id"),
+    ("backlog_tried", "until_ms"),
+];
+
+/// Refuses a table named like one of the tool's own that is not the tool's: `columns`
+/// says which columns a table of that name has, if it exists; `fix` says how to keep
+/// the tool's tables apart on that backend.
+fn not_ours(
+    tables: &[&str],
+    columns: &mut dyn FnMut(&str) -> Result<Option<Vec<String>>, StoreError>,
+    fix: &str,
+) -> Result<(), StoreError> {
+    for (table, mark) in OWN_TABLE_MARKS
+        .into_iter()
+        .filter(|(t, _)| tables.contains(t))
+    {
+        if let Some(found) = columns(table)?
+            && !found.iter().any(|c| c == mark)
+        {
+            return Err(StoreError::Schema(format!(
+                "a table {table} is there but it is not backlog's (it has no column {mark}; its columns: {}): {fix}",
+                found.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// A name quoted as an SQL identifier (both backends quote with double quotes).
 fn quote(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))

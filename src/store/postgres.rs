@@ -32,7 +32,7 @@ use serde_json::Value;
 
 use super::{
     BandQuery, Cursor, Heartbeat, Mark, Page, QueryPlan, Range, RunEnd, RunRow, RunStart, Store,
-    StoreError, check_version, group_marks, index_name, quote,
+    StoreError, check_version, group_marks, index_name, not_ours, quote,
 };
 use crate::config::{PostgresUrl, TableConfig};
 use crate::record::{Record, Scalar, Statuses};
@@ -930,6 +930,22 @@ impl Store for PostgresStore {
                 .map(|r| r.get(0)))
         };
         let mut tx = self.client.transaction().map_err(pg(context))?;
+        let schema = self.schema.trim_matches('"').replace("\"\"", "\"");
+        not_ours(
+            &["backlog_meta", "backlog_runs", "backlog_claims"],
+            &mut |table| {
+                let rows = tx
+                    .query(
+                        "SELECT column_name::text FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2",
+                        &[&schema, &table],
+                    )
+                    .map_err(pg(context))?;
+                Ok((!rows.is_empty()).then(|| rows.iter().map(|r| r.get(0)).collect()))
+            },
+            &format!(
+                "rename that table, or give the tool a schema of its own with database.schema (now {schema:?})"
+            ),
+        )?;
         // Tables made by an administrator (or an earlier run) need no DDL, so a runner
         // may work without the right to create anything.
         let mut found = version(&mut tx)?;

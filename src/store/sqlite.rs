@@ -30,7 +30,7 @@ use rusqlite::{
 
 use super::{
     BandQuery, Cursor, Heartbeat, Mark, Page, QueryPlan, Range, RunEnd, RunRow, RunStart, Store,
-    StoreError, check_version, index_name, quote,
+    StoreError, check_version, index_name, not_ours, quote,
 };
 use crate::config::TableConfig;
 use crate::record::{Cell, Columns, Record, RowBuffer, Scalar, Statuses};
@@ -555,6 +555,23 @@ impl Store for SqliteStore {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(db("creating the tool's own tables"))?;
+        not_ours(
+            &[
+                "backlog_meta",
+                "backlog_runs",
+                "backlog_holds",
+                "backlog_claims",
+                "backlog_tried",
+            ],
+            &mut |table| {
+                let columns: Vec<String> = tx
+                    .prepare("SELECT name FROM pragma_table_info(?1)")
+                    .and_then(|mut s| s.query_map([table], |r| r.get(0))?.collect())
+                    .map_err(db("reading the schema"))?;
+                Ok((!columns.is_empty()).then_some(columns))
+            },
+            "rename that table, or keep the backlog in another database file",
+        )?;
         tx.execute_batch(OWN_TABLES)
             .map_err(db("creating the tool's own tables"))?;
         let mut version: String = tx

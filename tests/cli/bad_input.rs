@@ -377,6 +377,22 @@ const CASES: &[Case] = &[
         stderr: "backlog: {db}: \"PENDING_BACKLOG\" is a view, not a table: a status written to it would not stick, and every tick would hand out the same rows again; set table.name to the table it reads\n",
         sqlite_only: false,
     },
+    Case {
+        name: "a table of the user's named like one of the tool's",
+        setup: |env| {
+            if env.backend == Backend::Postgres {
+                env.execute("CREATE SCHEMA backlog");
+            }
+            env.execute(&format!(
+                "CREATE TABLE {} (id integer, note text)",
+                env.own("backlog_runs")
+            ))
+        },
+        args: &[],
+        code: 4,
+        stderr: "backlog: {db}: a table backlog_runs is there but it is not backlog's (it has no column window_secs; its columns: id, note): {own_fix}\n",
+        sqlite_only: false,
+    },
 ];
 
 fn each_bad_input_gets_its_message_and_exit_code_and_changes_nothing(backend: Backend) {
@@ -412,7 +428,11 @@ fn each_bad_input_gets_its_message_and_exit_code_and_changes_nothing(backend: Ba
             case.stderr
                 .replace("{dir}", &dir)
                 .replace("{db}", &db)
-                .replace("{line}", &line.to_string()),
+                .replace("{line}", &line.to_string())
+                .replace("{own_fix}", match backend {
+                    Backend::Sqlite => "rename that table, or keep the backlog in another database file",
+                    Backend::Postgres => "rename that table, or give the tool a schema of its own with database.schema (now \"backlog\")",
+                }),
             "case {:?}",
             case.name
         );
