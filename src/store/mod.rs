@@ -98,14 +98,13 @@ const OWN_TABLE_MARKS: [(&str, &str); 5] = [
     ("backlog_tried", "until_ms"),
 ];
 
+/// The columns of a table, if there is one of that name.
+type ColumnsOf<'a> = dyn FnMut(&str) -> Result<Option<Vec<String>>, StoreError> + 'a;
+
 /// Refuses a table named like one of the tool's own that is not the tool's: `columns`
 /// says which columns a table of that name has, if it exists; `fix` says how to keep
 /// the tool's tables apart on that backend.
-fn not_ours(
-    tables: &[&str],
-    columns: &mut dyn FnMut(&str) -> Result<Option<Vec<String>>, StoreError>,
-    fix: &str,
-) -> Result<(), StoreError> {
+fn not_ours(tables: &[&str], columns: &mut ColumnsOf<'_>, fix: &str) -> Result<(), StoreError> {
     for (table, mark) in OWN_TABLE_MARKS
         .into_iter()
         .filter(|(t, _)| tables.contains(t))
