@@ -37,9 +37,14 @@
 //! re-exported: [`chrono`] (times, [`TickOptions::new`]), [`chrono_tz`]
 //! ([`Schedule::timezone`]) and [`serde_json`] (the values of [`Columns`]), so a user
 //! needs no version of them in step with this one. See `examples/rust_handler.rs`.
+//!
+//! The `cli` feature, on by default, adds the `backlog` command and the `cli` module
+//! with what only it needs (clap, progress bars, log output, signal handling, SVG
+//! plots); with `default-features = false` a tick builds without them.
 
 pub mod backoff;
 pub mod causes;
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod config;
 pub mod crontab;
