@@ -3,15 +3,19 @@
 //! Builds a small backlog in a temporary SQLite file, then runs the 1-day tier of a
 //! two-tier schedule over it with a closure that "delivers" even ids and fails odd ones.
 //! Run it with `cargo run --example rust_handler`.
+//!
+//! Only `rusqlite`, to create the demo table, is not reached through `backlog`: `chrono`
+//! and `chrono_tz` are re-exported (`backlog::chrono`, `backlog::chrono_tz`).
 
 use std::time::Duration;
 
+use backlog::chrono::Utc;
 use backlog::schedule::{Cadence, Schedule, Tier};
 use backlog::store::SqliteStore;
 use backlog::{BandMode, FnHandler, Outcome, Scalar, TableConfig, TickOptions, process_backlog};
-use chrono::Utc;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // The backlog table; yours already exists.
     let dir = tempfile_dir()?;
     let path = dir.join("orders.db");
     let db = rusqlite::Connection::open(&path)?;
@@ -25,7 +29,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "INSERT INTO orders VALUES (?1, 'NEW', ?2, ?3)",
             rusqlite::params![
                 id,
-                (now - chrono::Duration::hours(id * 3)).timestamp(),
+                (now - backlog::chrono::Duration::hours(id * 3)).timestamp(),
                 id * 1250
             ],
         )?;
@@ -51,7 +55,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ],
         bands: BandMode::Disjoint,
         limit: 1000,
-        timezone: chrono_tz::Tz::UTC,
+        timezone: backlog::chrono_tz::Tz::UTC,
     };
     let table = TableConfig::new("orders", "id", "state", "created_at");
     let mut store = SqliteStore::open(&path, Duration::from_secs(5), table.clone())?;

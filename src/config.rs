@@ -17,6 +17,9 @@ use crate::rate::Rate;
 use crate::schedule::{BandMode, Cadence, Schedule, Tier, parse_cron};
 use crate::timestamp::FormatSetting;
 
+mod keys;
+mod toml_error;
+
 /// The schedule file could not be read or is not valid.
 #[derive(Debug, thiserror::Error)]
 #[error("{}: {message}", file.display())]
@@ -301,14 +304,22 @@ impl Config {
 
     /// Validates the text of a schedule file read from `path`.
     pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
-        let raw: RawFile = toml::from_str(text).map_err(|e| {
-            let (line, col) = e.span().map(|s| line_col(text, s.start)).unwrap_or((1, 1));
+        let at = |span: Option<std::ops::Range<usize>>, message: String| {
+            let (line, col) = span.map(|s| line_col(text, s.start)).unwrap_or((1, 1));
             let mut file = path.as_os_str().to_owned();
             file.push(format!(":{line}:{col}"));
             ConfigError {
                 file: file.into(),
-                message: e.message().trim_end().replace('\n', "; "),
+                message,
             }
+        };
+        let document = toml::Deserializer::parse(text).map_err(|e| {
+            let (span, message) = toml_error::describe_syntax(&e, text);
+            at(span, message)
+        })?;
+        let raw: RawFile = serde_path_to_error::deserialize(document).map_err(|e| {
+            let (span, message) = toml_error::describe(e, text);
+            at(span, message)
         })?;
         // Absolute, and through any symlink to the real file, so the database and
         // handler resolve the same wherever the tool runs and however the file is named.
@@ -1018,7 +1029,22 @@ cron = "0 * * * *"
             (
                 "inserted_at = \"DATE_INSERTED\"",
                 "inserted_at = \"DATE_INSERTED\"\ninserted_at_format = \"iso\"",
-                "/etc/backlog.toml:10:22: unknown variant `iso`, expected one of `auto`, `sqlite`, `rfc3339`, `unix`, `unix_ms`, `native`",
+                "/etc/backlog.toml:10:22: table.inserted_at_format: found the string \"iso\" where one of \"auto\", \"sqlite\", \"rfc3339\", \"unix\", \"unix_ms\" or \"native\" is expected; write it like inserted_at_format = \"auto\"",
+            ),
+            (
+                "inserted_at = \"DATE_INSERTED\"",
+                "",
+                "/etc/backlog.toml:5:1: table.inserted_at is missing; write it like inserted_at = \"DATE_INSERTED\"",
+            ),
+            (
+                "window = \"7d\"",
+                "",
+                "/etc/backlog.toml:18:1: tier 2: window is missing; write it like window = \"1d\"",
+            ),
+            (
+                "[handler]\ncommand = [\"./handler.sh\"]",
+                "",
+                "/etc/backlog.toml:1:1: the file has no [handler] section; write it like [handler] on a line of its own, with command = [\"./handler.sh\"] below",
             ),
             (
                 "[database]",
@@ -1030,6 +1056,51 @@ cron = "0 * * * *"
             assert!(GOOD.contains(from), "{from}");
             let text = GOOD.replacen(from, to, 1);
             assert_eq!(error_of(&text), *expected, "replacing {from:?} with {to:?}");
+        }
+    }
+
+    /// A value of the wrong type is named by its key, with what the key takes and a
+    /// line that sets it.
+    #[test]
+    fn a_value_of_the_wrong_type_gets_its_key_and_an_example() {
+        let without_handler = GOOD.replace("[handler]\ncommand = [\"./handler.sh\"]\n", "");
+        let cases = [
+            (
+                format!("handler = 3\n{without_handler}"),
+                "/etc/backlog.toml:1:11: handler: found the number 3 where a section is expected; write it like [handler] on a line of its own, with command = [\"./handler.sh\"] below",
+            ),
+            (
+                format!(
+                    "tier = [\"1d\"]\n{}",
+                    &GOOD[..GOOD.find("[[tier]]").unwrap()]
+                ),
+                "/etc/backlog.toml:1:9: tier 1: found the string \"1d\" where a [[tier]] section is expected; write it like [[tier]] on a line of its own, with window = \"1d\" and every = \"5m\" below",
+            ),
+            (
+                GOOD.replace(
+                    "command = [\"./handler.sh\"]",
+                    "command = [\"./handler.sh\", 2]",
+                ),
+                "/etc/backlog.toml:12:28: handler.command: found the number 2 (item 2) where a list of strings (the program and its arguments) is expected; write it like command = [\"./handler.sh\"]",
+            ),
+            (
+                GOOD.replace(
+                    "command = [\"./handler.sh\"]",
+                    "command = [\"./handler.sh\"]\nexit_codes = { 75 = 1 }",
+                ),
+                "/etc/backlog.toml:13:21: handler.exit_codes.75: found the number 1 where a status in quotes is expected; write it like 75 = \"1\"",
+            ),
+            (
+                GOOD.replace("every = \"5m\"", "every = 5"),
+                "/etc/backlog.toml:16:9: tier 1: every: found the number 5 where a duration in quotes is expected; write it like every = \"5m\"",
+            ),
+            (
+                GOOD.replace("name = \"BACKLOG\"", "name = [\"BACKLOG\"]"),
+                "/etc/backlog.toml:6:8: table.name: found the list [\"BACKLOG\"] where a column name in quotes is expected; write it like name = \"BACKLOG\"",
+            ),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(error_of(&text), expected, "{text}");
         }
     }
 

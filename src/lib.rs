@@ -2,22 +2,49 @@
 //! are retried often, old ones rarely, with no extra columns in the user's table.
 //!
 //! The pieces a Rust user needs: load a [`Config`] (or build a [`Schedule`] and a
-//! [`TableConfig`]), open a [`Store`], and call [`process_backlog`] with a [`Handler`],
-//! such as a closure wrapped in [`FnHandler`]. See `examples/rust_handler.rs`.
+//! [`TableConfig`]), open a [`Store`] ([`open_store`], or [`store::SqliteStore::open`]),
+//! and call [`process_backlog`] with a [`Handler`], such as a closure wrapped in
+//! [`FnHandler`]. Every fallible call returns [`Error`] or an error that converts into
+//! it, so `?` works in a function returning `Result<_, backlog::Error>`.
 //!
 //! ```no_run
-//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let config = backlog::Config::load("backlog.toml".as_ref())?;
-//! let mut store = backlog::store::open(&config.database, &config.table)?;
-//! let mut handler = backlog::FnHandler(|record: &backlog::Record| backlog::Outcome::Success);
-//! let opts = backlog::TickOptions::new(std::time::Duration::from_secs(7 * 86_400), chrono::Utc::now());
-//! let summary = backlog::process_backlog(&config.schedule, &config.table, store.as_mut(), &mut handler, &opts, &mut |_| {})?;
-//! # Ok(())
-//! # }
+//! fn main() -> Result<(), backlog::Error> {
+//!     let config = backlog::Config::load("backlog.toml".as_ref())?;
+//!     let mut store = backlog::open_store(&config)?;
+//!     let mut handler = backlog::FnHandler(|record: &backlog::Record| {
+//!         println!("{} {}", record.id, record.columns["PAYLOAD"]);
+//!         backlog::Outcome::Success
+//!     });
+//!     let week = std::time::Duration::from_secs(7 * 86_400);
+//!     let opts = backlog::TickOptions::for_config(&config, week, backlog::chrono::Utc::now());
+//!     let summary = backlog::process_backlog(
+//!         &config.schedule,
+//!         &config.table,
+//!         store.as_mut(),
+//!         &mut handler,
+//!         &opts,
+//!         &mut |_| {},
+//!     )?;
+//!     println!("{}", summary.line(&config.table));
+//!     Ok(())
+//! }
 //! ```
+//!
+//! A handler sees a [`Record`] (its id as a [`Scalar`], its status, its inserted-at
+//! time and its [`Columns`]) and a [`Context`] (the tier's window, the record's
+//! age, and a `cancel` flag), and answers with an [`Outcome`] ([`Handled`] with a
+//! detail, for a [`Handler`] of its own). The crates the public API names are
+//! re-exported: [`chrono`] (times, [`TickOptions::new`]), [`chrono_tz`]
+//! ([`Schedule::timezone`]) and [`serde_json`] (the values of [`Columns`]), so a user
+//! needs no version of them in step with this one. See `examples/rust_handler.rs`.
+//!
+//! The `cli` feature, on by default, adds the `backlog` command and the `cli` module
+//! with what only it needs (clap, progress bars, log output, signal handling, SVG
+//! plots); with `default-features = false` a tick builds without them.
 
 pub mod backoff;
 pub mod causes;
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod config;
 pub mod crontab;
@@ -36,10 +63,14 @@ pub mod store;
 pub mod tick;
 pub mod timestamp;
 
+pub use chrono;
+pub use chrono_tz;
+pub use serde_json;
+
 pub use config::{Config, TableConfig};
 pub use error::{Error, ExitCode};
-pub use handler::{CommandHandler, FnHandler, Handled, Handler, Outcome};
+pub use handler::{CommandHandler, Context, FnHandler, Handled, Handler, HandlerError, Outcome};
 pub use record::{Columns, Record, Scalar};
 pub use schedule::{BandMode, Schedule};
 pub use store::Store;
-pub use tick::{TickOptions, TickSummary, process_backlog};
+pub use tick::{TickOptions, TickSummary, open_store, process_backlog};

@@ -12,11 +12,23 @@ use chrono::{DateTime, NaiveDateTime, SecondsFormat, Utc};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
-/// A single database value of the kinds ids and inserted-at columns hold.
+/// A single database value of the kinds ids and inserted-at columns hold, in the
+/// column's own type: a handler matches on it (`Scalar::Int(id)`) or prints it (its
+/// `Display` is the value as the database holds it).
+///
+/// ```
+/// use backlog::Scalar;
+///
+/// let id = Scalar::Int(42);
+/// assert_eq!(id.to_string(), "42");
+/// assert!(matches!(id, Scalar::Int(n) if n % 2 == 0));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(untagged)]
 pub enum Scalar {
+    /// An integer column (SQLite `INTEGER`, PostgreSQL `integer`, `bigint`).
     Int(i64),
+    /// A text column (a UUID or a code as text, a timestamp written as text).
     Text(String),
     /// A native instant (PostgreSQL `timestamptz`).
     Time(DateTime<Utc>),
@@ -35,9 +47,14 @@ impl fmt::Display for Scalar {
     }
 }
 
-/// One pending record, selected for a tick.
+/// One pending record, selected for a tick: what a handler is given.
+///
+/// `columns` holds the whole row (`record.columns["total"]` is a
+/// [`serde_json::Value`]); `id`, `status` and `inserted_time` are the three columns the
+/// schedule file names, read for the tick.
 #[derive(Debug, Clone)]
 pub struct Record {
+    /// The id column's value, in its own type.
     pub id: Scalar,
     /// The status as text. The records of a page that share a status share its text
     /// (see `Statuses`): a table holds few distinct ones.

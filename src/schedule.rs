@@ -17,7 +17,7 @@ use crate::duration;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum BandMode {
-    /// Tier k covers ages in (window[k-1], window[k]]; tier 1 from age 0.
+    /// Tier k covers ages in `(window[k-1], window[k]]`; tier 1 from age 0.
     #[default]
     Disjoint,
     /// Every tier covers ages in [0, window]: the literal reading of the schedule.

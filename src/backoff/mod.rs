@@ -10,6 +10,7 @@ mod adaptive;
 mod budget;
 pub mod catalog;
 mod exponential;
+#[cfg(feature = "cli")]
 mod plot;
 mod progressive;
 mod sequence;
@@ -18,6 +19,7 @@ mod simulation;
 pub use adaptive::{Adaptive, Step};
 pub use budget::{Budget, budget};
 pub use exponential::{Exponential, Jitter};
+#[cfg(feature = "cli")]
 pub use plot::{Panel, plot};
 pub use progressive::Progressive;
 pub use sequence::{Sequence, SequenceKind};

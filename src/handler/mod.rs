@@ -29,7 +29,7 @@ pub use subreaper::adopt_orphans;
 
 use crate::record::Record;
 
-/// What became of a record.
+/// What became of a record: what a handler answers, and the status the tick writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     /// Mark it with the success status.
@@ -40,9 +40,11 @@ pub enum Outcome {
     Status(String),
 }
 
-/// An outcome and what the handler said on the way.
+/// An outcome and what the handler said on the way: what [`Handler::handle`] returns
+/// for a record. `backlog show` and the run log keep the detail and the output.
 #[derive(Debug, Clone)]
 pub struct Handled {
+    /// The status the record gets.
     pub outcome: Outcome,
     /// A short account: `exit 0`, `exit 3`, `killed by signal 11`, `timed out after 30s`.
     /// Usually a fixed text, which costs no allocation per record.
@@ -52,6 +54,7 @@ pub struct Handled {
 }
 
 impl Handled {
+    /// An outcome with its detail and no output.
     pub fn new(outcome: Outcome, detail: impl Into<Cow<'static, str>>) -> Self {
         Handled {
             outcome,
@@ -61,9 +64,14 @@ impl Handled {
     }
 }
 
-/// Where a record is in the schedule when it is handed over.
+/// Where a record is in the schedule when it is handed over: the second argument of
+/// [`Handler::handle`]. A closure in an [`FnHandler`] does not see it.
+///
+/// A handler that works long on a record should look at `cancel` now and then and
+/// give up (answer [`Outcome::Error`]) once it is set.
 #[derive(Debug, Clone, Copy)]
 pub struct Context<'a> {
+    /// The table the record is in, as the schedule file names it.
     pub table: &'a str,
     /// The window of the tick's tier.
     pub window: Duration,
@@ -131,7 +139,13 @@ pub fn describe(config: &crate::config::HandlerConfig) -> String {
 }
 
 /// Takes records one at a time and says what became of each.
+///
+/// [`FnHandler`] makes one of a closure; a type of its own implements `handle` and, to
+/// run with `concurrency` above 1, `worker`.
 pub trait Handler {
+    /// Handles one record. An `Err` stops the tick and leaves the record unmarked: it
+    /// means the handler could not run at all, not that the record failed (that is
+    /// `Ok` with [`Outcome::Error`]).
     fn handle(&mut self, record: &Record, ctx: &Context<'_>) -> Result<Handled, HandlerError>;
 
     /// How many records the tick hands over at once (1: one at a time).

@@ -74,6 +74,45 @@ pub fn run_tick(
 
 /// Runs one tick of the tier with `opts.window` over `store`, handing records to
 /// `handler` (`opts.concurrency` at once), and returns what it did.
+///
+/// A record's failure is an outcome, counted in the summary, not an error: the error,
+/// a [`crate::Error`], says the tick could not run or was stopped (the database is
+/// unusable, the handler cannot start, the breaker tripped, the tick's hold on its
+/// records lapsed). Every call below returns `backlog::Error` or converts into it.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use backlog::chrono::Utc;
+/// use backlog::{Config, FnHandler, Outcome, Record, Scalar, TickOptions};
+///
+/// fn main() -> Result<(), backlog::Error> {
+///     // What `backlog init` writes: a schedule file and a SQLite backlog beside it.
+///     let dir = std::env::temp_dir().join(format!("backlog-doc-{}", std::process::id()));
+///     backlog::demo::write(&dir, true, Utc::now())?;
+///     let config = Config::load(&dir.join("backlog.toml"))?;
+///     let mut store = backlog::open_store(&config)?;
+///     // Even ids succeed; the others stay pending, to be tried on a later tick.
+///     let mut handler = FnHandler(|record: &Record| match record.id {
+///         Scalar::Int(id) if id % 2 == 0 => Outcome::Success,
+///         _ => Outcome::Error,
+///     });
+///     let day = Duration::from_secs(86_400);
+///     let opts = TickOptions::for_config(&config, day, Utc::now());
+///     let summary = backlog::process_backlog(
+///         &config.schedule,
+///         &config.table,
+///         store.as_mut(),
+///         &mut handler,
+///         &opts,
+///         &mut |_| {},
+///     )?;
+///     assert_eq!(summary.selected, summary.succeeded + summary.failed);
+///     println!("{}", summary.line(&config.table));
+///     # std::fs::remove_dir_all(&dir).ok();
+///     Ok(())
+/// }
+/// ```
 pub fn process_backlog(
     schedule: &Schedule,
     table: &TableConfig,

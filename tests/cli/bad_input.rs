@@ -10,7 +10,8 @@ struct Case {
     args: &'static [&'static str],
     code: i32,
     /// The exact stderr, with `{dir}` for the temp folder, `{db}` for the database as
-    /// messages name it, `{line}` for the line of the schedule file the case changed.
+    /// messages name it, `{line}` for the first line of the schedule file the case
+    /// changed.
     stderr: &'static str,
     /// The case is about a SQLite file.
     sqlite_only: bool,
@@ -51,6 +52,13 @@ macro_rules! out_of_range {
             stderr: $stderr,
             sqlite_only: false,
         }
+    };
+}
+
+/// A case that gives one key of the schedule file a value of the wrong type.
+macro_rules! type_error {
+    ($name:expr, $from:expr, $to:expr, $stderr:expr) => {
+        out_of_range!($name, $from, $to, $stderr)
     };
 }
 
@@ -199,6 +207,72 @@ const CASES: &[Case] = &[
         stderr: "backlog: backlog.toml:{line}:1: unknown field `evry`, expected one of `window`, `every`, `cron`, `limit`, `jitter`, `spread`\n",
         sqlite_only: false,
     },
+    type_error!(
+        "a string where a list of arguments is expected",
+        "command = [\"./handler.sh\"]",
+        "command = \"./handler.sh\"",
+        "backlog: backlog.toml:{line}:11: handler.command: found the string \"./handler.sh\" where a list of strings (the program and its arguments) is expected; write it like command = [\"./handler.sh\"]\n"
+    ),
+    type_error!(
+        "a string where a list of statuses is expected",
+        "inserted_at_format = \"auto\"",
+        "inserted_at_format = \"auto\"\npending = \"NEW\"",
+        "backlog: backlog.toml:{line}:11: table.pending: found the string \"NEW\" where a list of statuses is expected; write it like pending = [\"NEW\"]\n"
+    ),
+    type_error!(
+        "a number where a duration is expected",
+        "timeout = \"10s\"",
+        "timeout = 10",
+        "backlog: backlog.toml:{line}:11: handler.timeout: found the number 10 where a duration in quotes is expected; write it like timeout = \"30s\"\n"
+    ),
+    type_error!(
+        "a string where a number is expected",
+        "timeout = \"10s\"",
+        "timeout = \"10s\"\nconcurrency = \"8\"",
+        "backlog: backlog.toml:{line}:15: handler.concurrency: found the string \"8\" where a number of records at once from 1 to 1024 is expected; write it like concurrency = 8\n"
+    ),
+    type_error!(
+        "a string where a number is expected in a tier",
+        "every = \"1h\"",
+        "every = \"1h\"\nspread = \"2\"",
+        "backlog: backlog.toml:{line}:10: tier 2: spread: found the string \"2\" where a number of ticks from 1 to 1000 is expected; write it like spread = 2\n"
+    ),
+    type_error!(
+        "a number where one of a few words is expected",
+        "inserted_at_format = \"auto\"",
+        "inserted_at_format = 1",
+        "backlog: backlog.toml:{line}:22: table.inserted_at_format: found the number 1 where one of \"auto\", \"sqlite\", \"rfc3339\", \"unix\", \"unix_ms\" or \"native\" is expected; write it like inserted_at_format = \"auto\"\n"
+    ),
+    type_error!(
+        "a list where a table is expected",
+        "timeout = \"10s\"",
+        "timeout = \"10s\"\nenv = [\"API_URL=https://erp.example\"]",
+        "backlog: backlog.toml:{line}:7: handler.env: found the list [\"API_URL=https://erp.example\"] where a table of variable names and values is expected; write it like env = { API_URL = \"https://erp.example\" }\n"
+    ),
+    type_error!(
+        "a number where a string is expected in a table",
+        "timeout = \"10s\"",
+        "timeout = \"10s\"\nenv = { RETRIES = 3 }",
+        "backlog: backlog.toml:{line}:19: handler.env.RETRIES: found the number 3 where a string is expected; write it like RETRIES = \"3\"\n"
+    ),
+    type_error!(
+        "a string where a section is expected",
+        "bands = \"disjoint\"",
+        "bands = \"disjoint\"\nretry = \"exponential\"",
+        "backlog: backlog.toml:{line}:9: retry: found the string \"exponential\" where a section is expected; write it like [retry] on a line of its own, with strategy = \"exponential\" below\n"
+    ),
+    type_error!(
+        "a list of sections where a section is expected",
+        "[handler]",
+        "[[handler]]",
+        "backlog: backlog.toml:{line}:1: handler: found a list of sections ([[handler]]) where a section is expected; write it like [handler] on a line of its own, with command = [\"./handler.sh\"] below\n"
+    ),
+    type_error!(
+        "a key set twice",
+        "timeout = \"10s\"",
+        "timeout = \"10s\"\ntimeout = \"20s\"",
+        "backlog: backlog.toml:{line}:1: timeout is set twice; keep one\n"
+    ),
     Case {
         name: "unsorted tiers",
         setup: |env| rewrite_schedule(env, "window = \"30d\"", "window = \"10d\""),
@@ -404,6 +478,7 @@ fn each_bad_input_gets_its_message_and_exit_code_and_changes_nothing(backend: Ba
         env.classic();
         env.write_schedule(&Schedule::default());
         env.write_handler("handler.sh", &recording_handler(&[]));
+        let written = std::fs::read_to_string(env.path("backlog.toml")).unwrap();
         (case.setup)(&env);
         let before = env.dump();
         let mut args = vec!["run", "--now", NOW];
@@ -418,10 +493,11 @@ fn each_bad_input_gets_its_message_and_exit_code_and_changes_nothing(backend: Ba
             Backend::Sqlite => format!("sqlite:{dir}/backlog.db"),
             Backend::Postgres => env.url(),
         };
-        let line = std::fs::read_to_string(env.path("backlog.toml"))
-            .unwrap_or_default()
+        let changed = std::fs::read_to_string(env.path("backlog.toml")).unwrap_or_default();
+        let line = written
             .lines()
-            .position(|l| l.starts_with("evry"))
+            .zip(changed.lines())
+            .position(|(was, is)| was != is)
             .map_or(0, |i| i + 1);
         assert_eq!(
             stderr,
