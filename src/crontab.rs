@@ -3,12 +3,15 @@
 //!
 //! The invariant: whatever is outside our block is written back byte for byte, and a
 //! crontab we cannot read unambiguously (a begin marker without its end) is left alone
-//! with an error rather than repaired by guess.
+//! with an error rather than repaired by guess. Before installing, [`check`] makes sure
+//! the crontab's user can run the lines (binary, schedule file, log folder): a block
+//! cron cannot run would fail silently every few minutes, far from anyone's eyes.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use crate::account::{self, Account, Denied};
 use crate::config::Config;
 use crate::duration;
 use crate::schedule::CronLine;
@@ -114,6 +117,116 @@ pub fn render(config: &Config, target: &Target) -> Result<String, CrontabError> 
     }
     out.push(end_marker(&target.schedule));
     Ok(out.join("\n") + "\n")
+}
+
+/// The user whose crontab it is: `--user`, else the one running this. An unknown
+/// `--user` is named here, before `crontab -u` says so in its own words.
+pub fn owner(user: Option<&str>) -> Result<Account, CrontabError> {
+    let found = match user {
+        Some(name) => Account::named(name),
+        None => Account::current().map(Some),
+    };
+    match found {
+        Ok(Some(account)) => Ok(account),
+        Ok(None) => Err(CrontabError(format!(
+            "there is no user {:?} on this machine; give --user an existing user (getent passwd lists them)",
+            user.unwrap_or_default()
+        ))),
+        Err(e) => Err(CrontabError(format!(
+            "cannot look up the user {}: {e}",
+            user.unwrap_or("running backlog")
+        ))),
+    }
+}
+
+/// Checks that cron, running the lines as `account`, can start the binary, read the
+/// schedule file and append to the log file: one line per problem, each naming the
+/// path and the fix. Nothing is written here.
+pub fn check(target: &Target, account: &Account) -> Result<(), CrontabError> {
+    let user = &account.name;
+    let mut problems = Vec::new();
+    let blocked = |what: &str, path: &Path, verb: &str, denied: Denied, alt: &str| match denied {
+        Denied::Missing(_) => format!("{what} {} does not exist; {alt}", path.display()),
+        Denied::Blocked {
+            path: ref blocker,
+            ref mode,
+            ref owner,
+            ref group,
+            ..
+        } => format!(
+            "{what} {} is not {verb} by {user} ({} is {mode} {owner}:{group}); {}, or {alt}",
+            path.display(),
+            if blocker == path {
+                "it".to_string()
+            } else {
+                blocker.display().to_string()
+            },
+            denied.chmod().unwrap_or_default()
+        ),
+    };
+
+    let binary = &target.binary;
+    let run_it = format!("give --binary the path of a backlog binary {user} can run");
+    match std::fs::metadata(binary) {
+        Ok(meta) if !meta.is_file() => problems.push(format!(
+            "the binary {} is not a file; {run_it}",
+            binary.display()
+        )),
+        _ => {
+            if let Err(denied) = account.may(binary, account::EXECUTE) {
+                problems.push(blocked("the binary", binary, "executable", denied, &run_it));
+            }
+        }
+    }
+
+    if let Err(denied) = account.may(&target.schedule, account::READ) {
+        let alt = format!("keep the schedule file where {user} can read it");
+        problems.push(blocked(
+            "the schedule file",
+            &target.schedule,
+            "readable",
+            denied,
+            &alt,
+        ));
+    }
+
+    let log = &target.log;
+    let write_it = format!("give --log a file {user} can write");
+    match std::fs::metadata(log) {
+        Ok(meta) if meta.is_dir() => problems.push(format!(
+            "the log file {} is a folder; give --log a file in it",
+            log.display()
+        )),
+        Ok(_) => {
+            if let Err(denied) = account.may(log, account::WRITE) {
+                problems.push(blocked("the log file", log, "writable", denied, &write_it));
+            }
+        }
+        Err(_) => {
+            let folder = log.parent().unwrap_or(Path::new("/"));
+            match account.may(folder, account::WRITE | account::EXECUTE) {
+                Ok(()) => {}
+                Err(Denied::Missing(_)) => problems.push(format!(
+                    "the log file's folder {} does not exist; create it (mkdir -p {}), or give --log a file in a folder that exists",
+                    folder.display(),
+                    folder.display()
+                )),
+                Err(denied) => problems.push(blocked(
+                    "the log file's folder",
+                    folder,
+                    "writable",
+                    denied,
+                    &write_it,
+                )),
+            }
+        }
+    }
+
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(CrontabError(problems.join("\n")))
+    }
 }
 
 /// Where our block is in a crontab: the byte range of its lines, if there is one.

@@ -16,6 +16,7 @@
 //! # }
 //! ```
 
+pub mod account;
 pub mod backoff;
 pub mod causes;
 pub mod cli;

@@ -281,7 +281,13 @@ impl std::io::Write for LogWriter {
 pub fn report(error: &Error) {
     use std::io::Write as _;
     if !STDERR_GONE.load(Ordering::Relaxed) {
-        let _ = writeln!(std::io::stderr().lock(), "backlog: {error}");
+        // An error of several problems (a crontab check) says each on its own line.
+        let text: String = error
+            .to_string()
+            .lines()
+            .map(|line| format!("backlog: {line}\n"))
+            .collect();
+        let _ = std::io::stderr().lock().write_all(text.as_bytes());
     }
 }
 
@@ -479,14 +485,12 @@ pub fn crontab(args: &CrontabArgs) -> Result<(), Error> {
             .as_deref()
             .unwrap_or(&config.dir.join("backlog.log")),
     )?;
-    let block = crontab::render(
-        &config,
-        &crontab::Target {
-            binary,
-            schedule: schedule.clone(),
-            log,
-        },
-    )?;
+    let target = crontab::Target {
+        binary,
+        schedule: schedule.clone(),
+        log,
+    };
+    let block = crontab::render(&config, &target)?;
     let whose = args
         .user
         .as_deref()
@@ -494,6 +498,8 @@ pub fn crontab(args: &CrontabArgs) -> Result<(), Error> {
             format!("the crontab of {u}")
         });
     if args.install {
+        // Before anything is written: a block cron cannot run fails unseen.
+        crontab::check(&target, &crontab::owner(args.user.as_deref())?)?;
         let current = crontab::read(args.user.as_deref())?;
         crontab::write(
             args.user.as_deref(),
@@ -506,6 +512,7 @@ pub fn crontab(args: &CrontabArgs) -> Result<(), Error> {
             schedule.display()
         ))
     } else if args.uninstall {
+        crontab::owner(args.user.as_deref())?;
         let current = crontab::read(args.user.as_deref())?;
         let (text, removed) = crontab::uninstall(&current, &schedule)?;
         if !removed {
