@@ -2,6 +2,9 @@
 //!
 //! Commands print results on stdout and nothing else; logs, progress and errors go to
 //! stderr, so `backlog run --json | jq` and a crontab line's log file both stay clean.
+//! With `--json`, stdout holds one JSON object whatever happens: the result, or, when
+//! the command failed before it had one, `{"error": …, "exit_code": …}` (the error's
+//! line still goes to stderr, for a person reading along).
 
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
@@ -117,6 +120,37 @@ pub enum LogFormat {
 }
 
 impl Cli {
+    /// The command line, parsed; a bad one ends the process with clap's message and
+    /// exit code 2, and, when it asked for `--json`, the same as a JSON error on stdout.
+    pub fn parse_or_exit() -> Cli {
+        Cli::try_parse().unwrap_or_else(|e| {
+            let asked_json = std::env::args()
+                .skip(1)
+                .take_while(|a| a != "--")
+                .any(|a| a == "--json");
+            if e.use_stderr() && asked_json {
+                let text = e.render().to_string();
+                let line = text.lines().next().unwrap_or_default();
+                let message = line.strip_prefix("error: ").unwrap_or(line);
+                print_json_error(message, e.exit_code());
+            }
+            e.exit()
+        })
+    }
+
+    /// Whether the command was asked for JSON (`--json`), so its failure is JSON too.
+    pub fn json(&self) -> bool {
+        match &self.command {
+            Command::Run(args) => args.json,
+            Command::Explain(args) => args.json,
+            Command::Status(args) => args.json,
+            Command::Backoff(command) => command.json(),
+            Command::Init(_) | Command::Crontab(_) | Command::Daemon(_) | Command::Doctor(_) => {
+                false
+            }
+        }
+    }
+
     /// The log level and format the command calls for: the daemon logs each tick by
     /// default; other commands only warnings, unless `-v`.
     pub fn logging(&self) -> (tracing::Level, LogFormat) {
@@ -277,9 +311,14 @@ impl std::io::Write for LogWriter {
 }
 
 /// Writes the line that says why a command failed to stderr, if anyone still reads
-/// it: the exit code says it too.
-pub fn report(error: &Error) {
+/// it: the exit code says it too. With `json`, the error is also a JSON object on
+/// stdout, unless the command already printed its result there (a tick that ran and
+/// was stopped by its breaker: its summary says so).
+pub fn report(error: &Error, json: bool) {
     use std::io::Write as _;
+    if json && !STDOUT_USED.load(Ordering::Relaxed) {
+        print_json_error(&error.to_string(), error.exit_code() as i32);
+    }
     if !STDERR_GONE.load(Ordering::Relaxed) {
         // An error of several problems (a crontab check) says each on its own line.
         let text: String = error
@@ -369,11 +408,21 @@ pub fn run(args: &RunArgs, verbose: u8) -> Result<(), Error> {
     })?;
     progress.finish_and_clear();
 
+    let failure = match (&summary.lapsed, &summary.breaker) {
+        (Some(why), _) => Some(Error::Lapsed(why.clone())),
+        (None, Some(why)) => Some(Error::Tripped(why.clone())),
+        (None, None) => None,
+    };
     let mut text = String::new();
     if args.json {
         let mut value = serde_json::to_value(&summary).expect("a summary always serialises");
         if args.dry_run {
             value["would_handle"] = serde_json::Value::Array(listed);
+        }
+        // The one object on stdout says it failed, as an error object would.
+        if let Some(e) = &failure {
+            value["error"] = e.to_string().into();
+            value["exit_code"] = (e.exit_code() as i32).into();
         }
         text.push_str(&format!("{value}\n"));
     } else {
@@ -394,11 +443,7 @@ pub fn run(args: &RunArgs, verbose: u8) -> Result<(), Error> {
         text.push_str(&format!("{}\n", summary.line(&config.table)));
     }
     print(&text)?;
-    match (summary.lapsed, summary.breaker) {
-        (Some(why), _) => Err(Error::Lapsed(why)),
-        (None, Some(why)) => Err(Error::Tripped(why)),
-        (None, None) => Ok(()),
-    }
+    failure.map_or(Ok(()), Err)
 }
 
 /// A record as a dry run lists it.
@@ -549,10 +594,13 @@ pub fn explain(args: &ExplainArgs) -> Result<(), Error> {
                 ))
             })?;
             if !config.table.is_pending(&record.status) {
-                return print(&format!(
-                    "record {id} is {}, not pending: no tier tries it\n",
-                    record.status
-                ));
+                let status = &*record.status;
+                return print(&if args.json {
+                    let value = serde_json::json!({"id": id, "status": status, "pending": false, "next_try": null});
+                    format!("{value}\n")
+                } else {
+                    format!("record {id} is {status}, not pending: no tier tries it\n")
+                });
             }
             Some(
                 record
@@ -640,10 +688,20 @@ pub fn status(args: &StatusArgs) -> Result<(), Error> {
     }
 }
 
+/// `{"error": "…", "exit_code": N}` and a newline on stdout.
+fn print_json_error(message: &str, exit_code: i32) {
+    let value = serde_json::json!({"error": message, "exit_code": exit_code});
+    let _ = print(&format!("{value}\n"));
+}
+
+/// Set once a command printed something on stdout.
+static STDOUT_USED: AtomicBool = AtomicBool::new(false);
+
 /// Writes command output to stdout. A reader that went away (`backlog run --dry-run |
 /// head`) is not an error, as with any Unix tool.
 pub(crate) fn print(text: &str) -> Result<(), Error> {
     use std::io::Write as _;
+    STDOUT_USED.store(true, Ordering::Relaxed);
     match std::io::stdout().lock().write_all(text.as_bytes()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::Io {
             context: "cannot write to stdout".into(),
