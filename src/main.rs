@@ -11,7 +11,7 @@ fn main() -> ExitCode {
     cli::init_logging(level, format);
     let result = match &cli.command {
         Command::Init(args) => cli::init(args),
-        Command::Run(args) => cli::run(args, cli.verbose),
+        Command::Run(args) => cli::run(args),
         Command::Crontab(args) => cli::crontab(args),
         Command::Daemon(args) => cli::daemon(args),
         Command::Explain(args) => cli::explain(args),

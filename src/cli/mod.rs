@@ -33,11 +33,17 @@ use crate::{crontab, demo, store};
     about = "Works through a database backlog on a progressive schedule"
 )]
 pub struct Cli {
-    /// Log more: -v each record's outcome, -vv handlers' output too.
-    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
-    pub verbose: u8,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// `-v`, on the commands that log what they do (`run`, `daemon`): the others print
+/// their result and log only warnings, so it is not offered there.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct Verbosity {
+    /// Log more: -v each record's outcome, -vv handlers' output too.
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    pub verbose: u8,
 }
 
 #[derive(Debug, Subcommand)]
@@ -72,7 +78,7 @@ pub struct ExplainArgs {
     /// Say when this record is tried next (reads its inserted-at value).
     #[arg(long)]
     pub id: Option<String>,
-    /// Pin the clock (RFC 3339).
+    /// Pin the clock (RFC 3339) [default: now].
     #[arg(long, value_parser = parse_now)]
     pub now: Option<DateTime<Utc>>,
     /// Print JSON.
@@ -92,7 +98,7 @@ pub struct StatusArgs {
     /// The schedule file.
     #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
     pub schedule: PathBuf,
-    /// Pin the clock (RFC 3339).
+    /// Pin the clock (RFC 3339) [default: now].
     #[arg(long, value_parser = parse_now)]
     pub now: Option<DateTime<Utc>>,
     /// Print JSON.
@@ -105,6 +111,8 @@ pub struct DaemonArgs {
     /// The schedule file; a change to it, or SIGHUP, reloads it.
     #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
     pub schedule: PathBuf,
+    #[command(flatten)]
+    pub verbosity: Verbosity,
     /// How log lines are written: text, or json for log collectors.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -154,11 +162,12 @@ impl Cli {
     /// The log level and format the command calls for: the daemon logs each tick by
     /// default; other commands only warnings, unless `-v`.
     pub fn logging(&self) -> (tracing::Level, LogFormat) {
-        let (base, format) = match &self.command {
-            Command::Daemon(args) => (1, args.log_format),
-            _ => (0, LogFormat::Text),
+        let (base, verbose, format) = match &self.command {
+            Command::Daemon(args) => (1, args.verbosity.verbose, args.log_format),
+            Command::Run(args) => (0, args.verbosity.verbose, LogFormat::Text),
+            _ => (0, 0, LogFormat::Text),
         };
-        let level = match (base, self.verbose) {
+        let level = match (base, verbose) {
             (0, 0) => tracing::Level::WARN,
             (_, 0) => tracing::Level::INFO,
             (_, 1) => tracing::Level::DEBUG,
@@ -198,7 +207,7 @@ pub struct InitArgs {
     /// Overwrite the demo files if they exist.
     #[arg(long)]
     pub force: bool,
-    /// Age the demo records from this instant instead of the real time (RFC 3339).
+    /// Age the demo records from this instant (RFC 3339) [default: now].
     #[arg(long, value_parser = parse_now)]
     pub now: Option<DateTime<Utc>>,
 }
@@ -211,7 +220,8 @@ pub struct RunArgs {
     /// The schedule file.
     #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
     pub schedule: PathBuf,
-    /// Pin the clock (RFC 3339, like 2026-11-21T08:30:00Z) to reproduce a tick.
+    /// Pin the clock (RFC 3339, like 2026-11-21T08:30:00Z) to reproduce a tick
+    /// [default: now].
     #[arg(long, value_parser = parse_now)]
     pub now: Option<DateTime<Utc>>,
     /// List what the tick would hand over; claim, run and change nothing.
@@ -220,6 +230,8 @@ pub struct RunArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub verbosity: Verbosity,
     /// Hand over at most this many records (overrides the tier's limit).
     #[arg(long, value_parser = parse_limit)]
     pub limit: Option<u64>,
@@ -361,7 +373,7 @@ pub fn init(args: &InitArgs) -> Result<(), Error> {
 }
 
 /// `backlog run`.
-pub fn run(args: &RunArgs, verbose: u8) -> Result<(), Error> {
+pub fn run(args: &RunArgs) -> Result<(), Error> {
     // This process's only children are its handlers: it may reap their orphans.
     crate::handler::adopt_orphans();
     let config = Config::load(&args.schedule)?;
@@ -386,8 +398,10 @@ pub fn run(args: &RunArgs, verbose: u8) -> Result<(), Error> {
     opts.retry_failed = args.retry_failed;
     opts.stop = stop_on_signals()?;
 
-    let show_progress =
-        std::io::stderr().is_terminal() && verbose == 0 && !args.json && !args.dry_run;
+    let show_progress = std::io::stderr().is_terminal()
+        && args.verbosity.verbose == 0
+        && !args.json
+        && !args.dry_run;
     let progress = if show_progress {
         ProgressBar::new_spinner()
     } else {
