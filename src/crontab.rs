@@ -140,9 +140,10 @@ pub fn owner(user: Option<&str>) -> Result<Account, CrontabError> {
 }
 
 /// Checks that cron, running the lines as `account`, can start the binary, read the
-/// schedule file and append to the log file: one line per problem, each naming the
-/// path and the fix. Nothing is written here.
-pub fn check(target: &Target, account: &Account) -> Result<(), CrontabError> {
+/// schedule file, append to the log file, and, where they exist, write the SQLite
+/// database and start the handler: one line per problem, each naming the path and the
+/// fix. Nothing is written here.
+pub fn check(target: &Target, config: &Config, account: &Account) -> Result<(), CrontabError> {
     let user = &account.name;
     let mut problems = Vec::new();
     let blocked = |what: &str, path: &Path, verb: &str, denied: Denied, alt: &str| match denied {
@@ -222,11 +223,83 @@ pub fn check(target: &Target, account: &Account) -> Result<(), CrontabError> {
         }
     }
 
+    problems.extend(check_config(config, account));
     if problems.is_empty() {
         Ok(())
     } else {
         Err(CrontabError(problems.join("\n")))
     }
+}
+
+/// What the schedule file points at, as the crontab's user would meet it on every
+/// tick: the SQLite file (written, with its journal beside it) and a handler given as
+/// a path. What does not exist is left to `run` and `doctor`, which say so. The fix
+/// named first is to hand the file to the user, not to open it to everyone.
+fn check_config(config: &Config, account: &Account) -> Vec<String> {
+    let user = &account.name;
+    let mut problems = Vec::new();
+    let give = |path: &Path| format!("chown {user} {}", path.display());
+    let line = |what: &str, path: &Path, verb: &str, denied: &Denied, why: &str| {
+        let Denied::Blocked {
+            path: blocker,
+            mode,
+            owner,
+            group,
+            ..
+        } = denied
+        else {
+            return None;
+        };
+        let shown = if blocker == path {
+            "it".to_string()
+        } else {
+            blocker.display().to_string()
+        };
+        Some(format!(
+            "{what} {} is not {verb} by {user}{why} ({shown} is {mode} {owner}:{group}); {}, or {}",
+            path.display(),
+            give(blocker),
+            denied.chmod().unwrap_or_default()
+        ))
+    };
+    if let crate::config::DatabaseUrl::Sqlite(db) = &config.database.url
+        && db.exists()
+    {
+        let db = &std::path::absolute(db).unwrap_or(db.clone());
+        if let Err(denied) = account.may(db, account::READ | account::WRITE) {
+            problems.extend(line("the database", db, "writable", &denied, ""));
+        } else if let Some(folder) = std::fs::canonicalize(db)
+            .ok()
+            .and_then(|d| d.parent().map(Path::to_path_buf))
+            && let Err(denied) = account.may(&folder, account::WRITE | account::EXECUTE)
+        {
+            problems.extend(line(
+                "the database's folder",
+                &folder,
+                "writable",
+                &denied,
+                " (SQLite writes its journal there)",
+            ));
+        }
+    }
+    if let Some(program) = config.handler.command.first()
+        && program.contains('/')
+    {
+        let path = config.dir.join(program);
+        let path = std::path::absolute(&path).unwrap_or(path);
+        if path.is_file() {
+            // A script is read by its interpreter, as the user.
+            let mut start = [0; 2];
+            let script = std::fs::File::open(&path)
+                .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut start))
+                .is_ok_and(|()| &start == b"#!");
+            let wanted = account::EXECUTE | if script { account::READ } else { 0 };
+            if let Err(denied) = account.may(&path, wanted) {
+                problems.extend(line("the handler", &path, "executable", &denied, ""));
+            }
+        }
+    }
+    problems
 }
 
 /// Where our block is in a crontab: the byte range of its lines, if there is one.

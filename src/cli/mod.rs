@@ -558,7 +558,7 @@ pub fn crontab(args: &CrontabArgs) -> Result<(), Error> {
         });
     if args.install {
         // Before anything is written: a block cron cannot run fails unseen.
-        crontab::check(&target, &crontab::owner(args.user.as_deref())?)?;
+        crontab::check(&target, &config, &crontab::owner(args.user.as_deref())?)?;
         let current = crontab::read(args.user.as_deref())?;
         crontab::write(
             args.user.as_deref(),

@@ -243,6 +243,36 @@ fn install_refuses_a_block_its_user_could_not_run_and_leaves_the_crontab() {
     );
     std::fs::set_permissions(&schedule, std::fs::Permissions::from_mode(0o644)).unwrap();
 
+    // What the schedule file points at: the SQLite file the ticks write, the handler
+    // they start.
+    env.classic();
+    env.write_handler("handler.sh", "#!/bin/sh\nexit 0\n");
+    std::fs::set_permissions(
+        env.path("handler.sh"),
+        std::fs::Permissions::from_mode(0o700),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        env.path("backlog.db"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    let (db, handler) = (env.path("backlog.db"), env.path("handler.sh"));
+    let (db, handler) = (db.display(), handler.display());
+    refused(
+        &["--user", USER, "--binary", &binary],
+        &[
+            format!(
+                "the database {db} is not writable by {USER} (it is -rw-r--r-- root:root); chown {USER} {db}, or chmod o+w {db}"
+            ),
+            format!(
+                "the handler {handler} is not executable by {USER} (it is -rwx------ root:root); chown {USER} {handler}, or chmod o+rx {handler}"
+            ),
+        ],
+    );
+    std::fs::remove_file(env.path("handler.sh")).unwrap();
+    std::fs::remove_file(env.path("backlog.db")).unwrap();
+
     let unknown = "there is no user \"no-such-user-here\" on this machine; give --user an existing user (getent passwd lists them)";
     refused(
         &["--user", "no-such-user-here", "--binary", &binary],
@@ -253,6 +283,10 @@ fn install_refuses_a_block_its_user_could_not_run_and_leaves_the_crontab() {
         .code(6)
         .stderr(format!("backlog: {unknown}\n"));
     assert_eq!(crontab_l(), mine);
+    let _ = Command::new("crontab")
+        .args(["-u", USER, "-r"])
+        .stderr(Stdio::null())
+        .status();
 }
 
 #[test]
