@@ -139,6 +139,39 @@ pub fn owner(user: Option<&str>) -> Result<Account, CrontabError> {
     }
 }
 
+/// One line for a path the crontab's user cannot use: what it is, what stands in the
+/// way (the path itself or a folder on the way, with its mode and owner), and `fix`.
+fn refusal(what: &str, path: &Path, verb: &str, user: &str, denied: &Denied, fix: &str) -> String {
+    match denied {
+        Denied::Missing(_) => format!("{what} {} does not exist; {fix}", path.display()),
+        Denied::Blocked {
+            path: blocker,
+            mode,
+            owner,
+            group,
+            ..
+        } => {
+            let shown = if blocker == path {
+                "it".to_string()
+            } else {
+                blocker.display().to_string()
+            };
+            format!(
+                "{what} {} is not {verb} by {user} ({shown} is {mode} {owner}:{group}); {fix}",
+                path.display()
+            )
+        }
+    }
+}
+
+/// `chmod …, or {alt}`; just `alt` for what does not exist.
+fn chmod_or(denied: &Denied, alt: &str) -> String {
+    match denied.chmod() {
+        Some(chmod) => format!("{chmod}, or {alt}"),
+        None => alt.to_string(),
+    }
+}
+
 /// Checks that cron, running the lines as `account`, can start the binary, read the
 /// schedule file, append to the log file, and, where they exist, write the SQLite
 /// database and start the handler: one line per problem, each naming the path and the
@@ -146,25 +179,6 @@ pub fn owner(user: Option<&str>) -> Result<Account, CrontabError> {
 pub fn check(target: &Target, config: &Config, account: &Account) -> Result<(), CrontabError> {
     let user = &account.name;
     let mut problems = Vec::new();
-    let blocked = |what: &str, path: &Path, verb: &str, denied: Denied, alt: &str| match denied {
-        Denied::Missing(_) => format!("{what} {} does not exist; {alt}", path.display()),
-        Denied::Blocked {
-            path: ref blocker,
-            ref mode,
-            ref owner,
-            ref group,
-            ..
-        } => format!(
-            "{what} {} is not {verb} by {user} ({} is {mode} {owner}:{group}); {}, or {alt}",
-            path.display(),
-            if blocker == path {
-                "it".to_string()
-            } else {
-                blocker.display().to_string()
-            },
-            denied.chmod().unwrap_or_default()
-        ),
-    };
 
     let binary = &target.binary;
     let run_it = format!("give --binary the path of a backlog binary {user} can run");
@@ -175,19 +189,32 @@ pub fn check(target: &Target, config: &Config, account: &Account) -> Result<(), 
         )),
         _ => {
             if let Err(denied) = account.may(binary, account::EXECUTE) {
-                problems.push(blocked("the binary", binary, "executable", denied, &run_it));
+                let fix = chmod_or(&denied, &run_it);
+                problems.push(refusal(
+                    "the binary",
+                    binary,
+                    "executable",
+                    user,
+                    &denied,
+                    &fix,
+                ));
             }
         }
     }
 
-    if let Err(denied) = account.may(&target.schedule, account::READ) {
-        let alt = format!("keep the schedule file where {user} can read it");
-        problems.push(blocked(
+    let schedule = &target.schedule;
+    if let Err(denied) = account.may(schedule, account::READ) {
+        let fix = chmod_or(
+            &denied,
+            &format!("keep the schedule file where {user} can read it"),
+        );
+        problems.push(refusal(
             "the schedule file",
-            &target.schedule,
+            schedule,
             "readable",
-            denied,
-            &alt,
+            user,
+            &denied,
+            &fix,
         ));
     }
 
@@ -200,7 +227,15 @@ pub fn check(target: &Target, config: &Config, account: &Account) -> Result<(), 
         )),
         Ok(_) => {
             if let Err(denied) = account.may(log, account::WRITE) {
-                problems.push(blocked("the log file", log, "writable", denied, &write_it));
+                let fix = chmod_or(&denied, &write_it);
+                problems.push(refusal(
+                    "the log file",
+                    log,
+                    "writable",
+                    user,
+                    &denied,
+                    &fix,
+                ));
             }
         }
         Err(_) => {
@@ -212,13 +247,10 @@ pub fn check(target: &Target, config: &Config, account: &Account) -> Result<(), 
                     folder.display(),
                     folder.display()
                 )),
-                Err(denied) => problems.push(blocked(
-                    "the log file's folder",
-                    folder,
-                    "writable",
-                    denied,
-                    &write_it,
-                )),
+                Err(denied) => {
+                    let fix = chmod_or(&denied, &write_it);
+                    problems.push(refusal("the log file's folder", folder, "writable", user, &denied, &fix));
+                }
             }
         }
     }
@@ -238,47 +270,38 @@ pub fn check(target: &Target, config: &Config, account: &Account) -> Result<(), 
 fn check_config(config: &Config, account: &Account) -> Vec<String> {
     let user = &account.name;
     let mut problems = Vec::new();
-    let give = |path: &Path| format!("chown {user} {}", path.display());
-    let line = |what: &str, path: &Path, verb: &str, denied: &Denied, why: &str| {
-        let Denied::Blocked {
-            path: blocker,
-            mode,
-            owner,
-            group,
-            ..
-        } = denied
-        else {
-            return None;
-        };
-        let shown = if blocker == path {
-            "it".to_string()
-        } else {
-            blocker.display().to_string()
-        };
-        Some(format!(
-            "{what} {} is not {verb} by {user}{why} ({shown} is {mode} {owner}:{group}); {}, or {}",
-            path.display(),
-            give(blocker),
-            denied.chmod().unwrap_or_default()
-        ))
+    let give = |denied: &Denied| match (denied, denied.chmod()) {
+        (Denied::Blocked { path, .. }, Some(chmod)) => {
+            format!("chown {user} {}, or {chmod}", path.display())
+        }
+        _ => String::new(),
     };
     if let crate::config::DatabaseUrl::Sqlite(db) = &config.database.url
         && db.exists()
     {
         let db = &std::path::absolute(db).unwrap_or(db.clone());
         if let Err(denied) = account.may(db, account::READ | account::WRITE) {
-            problems.extend(line("the database", db, "writable", &denied, ""));
+            problems.push(refusal(
+                "the database",
+                db,
+                "writable",
+                user,
+                &denied,
+                &give(&denied),
+            ));
         } else if let Some(folder) = std::fs::canonicalize(db)
             .ok()
             .and_then(|d| d.parent().map(Path::to_path_buf))
             && let Err(denied) = account.may(&folder, account::WRITE | account::EXECUTE)
         {
-            problems.extend(line(
+            let fix = format!("{} (SQLite writes its journal there)", give(&denied));
+            problems.push(refusal(
                 "the database's folder",
                 &folder,
                 "writable",
+                user,
                 &denied,
-                " (SQLite writes its journal there)",
+                &fix,
             ));
         }
     }
@@ -295,7 +318,14 @@ fn check_config(config: &Config, account: &Account) -> Vec<String> {
                 .is_ok_and(|()| &start == b"#!");
             let wanted = account::EXECUTE | if script { account::READ } else { 0 };
             if let Err(denied) = account.may(&path, wanted) {
-                problems.extend(line("the handler", &path, "executable", &denied, ""));
+                problems.push(refusal(
+                    "the handler",
+                    &path,
+                    "executable",
+                    user,
+                    &denied,
+                    &give(&denied),
+                ));
             }
         }
     }
