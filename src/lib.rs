@@ -42,6 +42,7 @@
 //! with what only it needs (clap, progress bars, log output, signal handling, SVG
 //! plots); with `default-features = false` a tick builds without them.
 
+pub mod account;
 pub mod backoff;
 pub mod causes;
 #[cfg(feature = "cli")]

@@ -4,15 +4,14 @@
 use std::process::ExitCode;
 
 use backlog::cli::{self, Cli, Command};
-use clap::Parser as _;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_or_exit();
     let (level, format) = cli.logging();
     cli::init_logging(level, format);
     let result = match &cli.command {
         Command::Init(args) => cli::init(args),
-        Command::Run(args) => cli::run(args, cli.verbose),
+        Command::Run(args) => cli::run(args),
         Command::Crontab(args) => cli::crontab(args),
         Command::Daemon(args) => cli::daemon(args),
         Command::Explain(args) => cli::explain(args),
@@ -26,7 +25,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => backlog::ExitCode::Success.into(),
         Err(e) => {
-            cli::report(&e);
+            cli::report(&e, cli.json());
             e.exit_code().into()
         }
     }

@@ -23,6 +23,18 @@ pub enum BackoffCommand {
     Plot(PlotArgs),
 }
 
+impl BackoffCommand {
+    /// Whether the command prints JSON (`--json`).
+    pub fn json(&self) -> bool {
+        match self {
+            BackoffCommand::Delays(args) => args.json,
+            BackoffCommand::Budget(args) => args.json,
+            BackoffCommand::Simulate(args) => args.json,
+            BackoffCommand::Plot(_) => false,
+        }
+    }
+}
+
 /// What `plot` and `simulate` compare.
 #[derive(Debug, Args)]
 pub struct Contenders {

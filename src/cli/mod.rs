@@ -2,6 +2,9 @@
 //!
 //! Commands print results on stdout and nothing else; logs, progress and errors go to
 //! stderr, so `backlog run --json | jq` and a crontab line's log file both stay clean.
+//! With `--json`, stdout holds one JSON object whatever happens: the result, or, when
+//! the command failed before it had one, `{"error": …, "exit_code": …}` (the error's
+//! line still goes to stderr, for a person reading along).
 
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
@@ -30,11 +33,17 @@ use crate::{crontab, demo, store};
     about = "Works through a database backlog on a progressive schedule"
 )]
 pub struct Cli {
-    /// Log more: -v each record's outcome, -vv handlers' output too.
-    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
-    pub verbose: u8,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// `-v`, on the commands that log what they do (`run`, `daemon`): the others print
+/// their result and log only warnings, so it is not offered there.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct Verbosity {
+    /// Log more: -v each record's outcome, -vv handlers' output too.
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    pub verbose: u8,
 }
 
 #[derive(Debug, Subcommand)]
@@ -69,7 +78,7 @@ pub struct ExplainArgs {
     /// Say when this record is tried next (reads its inserted-at value).
     #[arg(long)]
     pub id: Option<String>,
-    /// Pin the clock (RFC 3339).
+    /// Pin the clock (RFC 3339) [default: now].
     #[arg(long, value_parser = parse_now)]
     pub now: Option<DateTime<Utc>>,
     /// Print JSON.
@@ -89,7 +98,7 @@ pub struct StatusArgs {
     /// The schedule file.
     #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
     pub schedule: PathBuf,
-    /// Pin the clock (RFC 3339).
+    /// Pin the clock (RFC 3339) [default: now].
     #[arg(long, value_parser = parse_now)]
     pub now: Option<DateTime<Utc>>,
     /// Print JSON.
@@ -102,6 +111,8 @@ pub struct DaemonArgs {
     /// The schedule file; a change to it, or SIGHUP, reloads it.
     #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
     pub schedule: PathBuf,
+    #[command(flatten)]
+    pub verbosity: Verbosity,
     /// How log lines are written: text, or json for log collectors.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -117,14 +128,46 @@ pub enum LogFormat {
 }
 
 impl Cli {
+    /// The command line, parsed; a bad one ends the process with clap's message and
+    /// exit code 2, and, when it asked for `--json`, the same as a JSON error on stdout.
+    pub fn parse_or_exit() -> Cli {
+        Cli::try_parse().unwrap_or_else(|e| {
+            let asked_json = std::env::args()
+                .skip(1)
+                .take_while(|a| a != "--")
+                .any(|a| a == "--json");
+            if e.use_stderr() && asked_json {
+                let text = e.render().to_string();
+                let line = text.lines().next().unwrap_or_default();
+                let message = line.strip_prefix("error: ").unwrap_or(line);
+                print_json_error(message, e.exit_code());
+            }
+            e.exit()
+        })
+    }
+
+    /// Whether the command was asked for JSON (`--json`), so its failure is JSON too.
+    pub fn json(&self) -> bool {
+        match &self.command {
+            Command::Run(args) => args.json,
+            Command::Explain(args) => args.json,
+            Command::Status(args) => args.json,
+            Command::Backoff(command) => command.json(),
+            Command::Init(_) | Command::Crontab(_) | Command::Daemon(_) | Command::Doctor(_) => {
+                false
+            }
+        }
+    }
+
     /// The log level and format the command calls for: the daemon logs each tick by
     /// default; other commands only warnings, unless `-v`.
     pub fn logging(&self) -> (tracing::Level, LogFormat) {
-        let (base, format) = match &self.command {
-            Command::Daemon(args) => (1, args.log_format),
-            _ => (0, LogFormat::Text),
+        let (base, verbose, format) = match &self.command {
+            Command::Daemon(args) => (1, args.verbosity.verbose, args.log_format),
+            Command::Run(args) => (0, args.verbosity.verbose, LogFormat::Text),
+            _ => (0, 0, LogFormat::Text),
         };
-        let level = match (base, self.verbose) {
+        let level = match (base, verbose) {
             (0, 0) => tracing::Level::WARN,
             (_, 0) => tracing::Level::INFO,
             (_, 1) => tracing::Level::DEBUG,
@@ -164,7 +207,7 @@ pub struct InitArgs {
     /// Overwrite the demo files if they exist.
     #[arg(long)]
     pub force: bool,
-    /// Age the demo records from this instant instead of the real time (RFC 3339).
+    /// Age the demo records from this instant (RFC 3339) [default: now].
     #[arg(long, value_parser = parse_now)]
     pub now: Option<DateTime<Utc>>,
 }
@@ -177,7 +220,8 @@ pub struct RunArgs {
     /// The schedule file.
     #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
     pub schedule: PathBuf,
-    /// Pin the clock (RFC 3339, like 2026-11-21T08:30:00Z) to reproduce a tick.
+    /// Pin the clock (RFC 3339, like 2026-11-21T08:30:00Z) to reproduce a tick
+    /// [default: now].
     #[arg(long, value_parser = parse_now)]
     pub now: Option<DateTime<Utc>>,
     /// List what the tick would hand over; claim, run and change nothing.
@@ -186,6 +230,8 @@ pub struct RunArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub verbosity: Verbosity,
     /// Hand over at most this many records (overrides the tier's limit).
     #[arg(long, value_parser = parse_limit)]
     pub limit: Option<u64>,
@@ -277,11 +323,22 @@ impl std::io::Write for LogWriter {
 }
 
 /// Writes the line that says why a command failed to stderr, if anyone still reads
-/// it: the exit code says it too.
-pub fn report(error: &Error) {
+/// it: the exit code says it too. With `json`, the error is also a JSON object on
+/// stdout, unless the command already printed its result there (a tick that ran and
+/// was stopped by its breaker: its summary says so).
+pub fn report(error: &Error, json: bool) {
     use std::io::Write as _;
+    if json && !STDOUT_USED.load(Ordering::Relaxed) {
+        print_json_error(&error.to_string(), error.exit_code() as i32);
+    }
     if !STDERR_GONE.load(Ordering::Relaxed) {
-        let _ = writeln!(std::io::stderr().lock(), "backlog: {error}");
+        // An error of several problems (a crontab check) says each on its own line.
+        let text: String = error
+            .to_string()
+            .lines()
+            .map(|line| format!("backlog: {line}\n"))
+            .collect();
+        let _ = std::io::stderr().lock().write_all(text.as_bytes());
     }
 }
 
@@ -316,7 +373,7 @@ pub fn init(args: &InitArgs) -> Result<(), Error> {
 }
 
 /// `backlog run`.
-pub fn run(args: &RunArgs, verbose: u8) -> Result<(), Error> {
+pub fn run(args: &RunArgs) -> Result<(), Error> {
     // This process's only children are its handlers: it may reap their orphans.
     crate::handler::adopt_orphans();
     let config = Config::load(&args.schedule)?;
@@ -341,8 +398,10 @@ pub fn run(args: &RunArgs, verbose: u8) -> Result<(), Error> {
     opts.retry_failed = args.retry_failed;
     opts.stop = stop_on_signals()?;
 
-    let show_progress =
-        std::io::stderr().is_terminal() && verbose == 0 && !args.json && !args.dry_run;
+    let show_progress = std::io::stderr().is_terminal()
+        && args.verbosity.verbose == 0
+        && !args.json
+        && !args.dry_run;
     let progress = if show_progress {
         ProgressBar::new_spinner()
     } else {
@@ -363,11 +422,21 @@ pub fn run(args: &RunArgs, verbose: u8) -> Result<(), Error> {
     })?;
     progress.finish_and_clear();
 
+    let failure = match (&summary.lapsed, &summary.breaker) {
+        (Some(why), _) => Some(Error::Lapsed(why.clone())),
+        (None, Some(why)) => Some(Error::Tripped(why.clone())),
+        (None, None) => None,
+    };
     let mut text = String::new();
     if args.json {
         let mut value = serde_json::to_value(&summary).expect("a summary always serialises");
         if args.dry_run {
             value["would_handle"] = serde_json::Value::Array(listed);
+        }
+        // The one object on stdout says it failed, as an error object would.
+        if let Some(e) = &failure {
+            value["error"] = e.to_string().into();
+            value["exit_code"] = (e.exit_code() as i32).into();
         }
         text.push_str(&format!("{value}\n"));
     } else {
@@ -388,11 +457,7 @@ pub fn run(args: &RunArgs, verbose: u8) -> Result<(), Error> {
         text.push_str(&format!("{}\n", summary.line(&config.table)));
     }
     print(&text)?;
-    match (summary.lapsed, summary.breaker) {
-        (Some(why), _) => Err(Error::Lapsed(why)),
-        (None, Some(why)) => Err(Error::Tripped(why)),
-        (None, None) => Ok(()),
-    }
+    failure.map_or(Ok(()), Err)
 }
 
 /// A record as a dry run lists it.
@@ -479,14 +544,12 @@ pub fn crontab(args: &CrontabArgs) -> Result<(), Error> {
             .as_deref()
             .unwrap_or(&config.dir.join("backlog.log")),
     )?;
-    let block = crontab::render(
-        &config,
-        &crontab::Target {
-            binary,
-            schedule: schedule.clone(),
-            log,
-        },
-    )?;
+    let target = crontab::Target {
+        binary,
+        schedule: schedule.clone(),
+        log,
+    };
+    let block = crontab::render(&config, &target)?;
     let whose = args
         .user
         .as_deref()
@@ -494,6 +557,8 @@ pub fn crontab(args: &CrontabArgs) -> Result<(), Error> {
             format!("the crontab of {u}")
         });
     if args.install {
+        // Before anything is written: a block cron cannot run fails unseen.
+        crontab::check(&target, &config, &crontab::owner(args.user.as_deref())?)?;
         let current = crontab::read(args.user.as_deref())?;
         crontab::write(
             args.user.as_deref(),
@@ -506,6 +571,7 @@ pub fn crontab(args: &CrontabArgs) -> Result<(), Error> {
             schedule.display()
         ))
     } else if args.uninstall {
+        crontab::owner(args.user.as_deref())?;
         let current = crontab::read(args.user.as_deref())?;
         let (text, removed) = crontab::uninstall(&current, &schedule)?;
         if !removed {
@@ -542,10 +608,13 @@ pub fn explain(args: &ExplainArgs) -> Result<(), Error> {
                 ))
             })?;
             if !config.table.is_pending(&record.status) {
-                return print(&format!(
-                    "record {id} is {}, not pending: no tier tries it\n",
-                    record.status
-                ));
+                let status = &*record.status;
+                return print(&if args.json {
+                    let value = serde_json::json!({"id": id, "status": status, "pending": false, "next_try": null});
+                    format!("{value}\n")
+                } else {
+                    format!("record {id} is {status}, not pending: no tier tries it\n")
+                });
             }
             Some(
                 record
@@ -633,10 +702,20 @@ pub fn status(args: &StatusArgs) -> Result<(), Error> {
     }
 }
 
+/// `{"error": "…", "exit_code": N}` and a newline on stdout.
+fn print_json_error(message: &str, exit_code: i32) {
+    let value = serde_json::json!({"error": message, "exit_code": exit_code});
+    let _ = print(&format!("{value}\n"));
+}
+
+/// Set once a command printed something on stdout.
+static STDOUT_USED: AtomicBool = AtomicBool::new(false);
+
 /// Writes command output to stdout. A reader that went away (`backlog run --dry-run |
 /// head`) is not an error, as with any Unix tool.
 pub(crate) fn print(text: &str) -> Result<(), Error> {
     use std::io::Write as _;
+    STDOUT_USED.store(true, Ordering::Relaxed);
     match std::io::stdout().lock().write_all(text.as_bytes()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::Io {
             context: "cannot write to stdout".into(),

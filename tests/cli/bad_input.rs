@@ -519,7 +519,88 @@ fn each_bad_input_gets_its_message_and_exit_code_and_changes_nothing(backend: Ba
             "case {:?} ran the handler",
             case.name
         );
+
+        // With --json, the same failure is also one JSON object on stdout.
+        args.push("--json");
+        let out = env.backlog(&args).assert().code(case.code);
+        // Ours is `backlog: …`; clap's own refusals start `error: …` and go on.
+        let first = stderr.lines().next().unwrap_or_default();
+        let message = first
+            .strip_prefix("backlog: ")
+            .or_else(|| first.strip_prefix("error: "))
+            .unwrap_or_else(|| panic!("case {:?}: {stderr}", case.name));
+        assert_eq!(
+            json_of(&out.get_output().stdout),
+            serde_json::json!({"error": message, "exit_code": case.code}),
+            "case {:?} with --json",
+            case.name
+        );
+        assert_eq!(env.dump(), before, "case {:?} changed the table", case.name);
     }
+}
+
+/// Stdout as the one JSON value it must hold.
+fn json_of(stdout: &[u8]) -> serde_json::Value {
+    let text = String::from_utf8_lossy(stdout);
+    assert_eq!(text.lines().count(), 1, "one line of JSON: {text}");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+/// Every command that takes `--json` answers a failure with one JSON object on stdout
+/// (`error`, `exit_code`) besides its line on stderr, a bad command line included.
+#[test]
+fn with_json_a_failure_is_a_json_object_on_stdout_too() {
+    let env = Env::new();
+    env.classic();
+    env.write_schedule(&Schedule::default());
+    env.write_handler("handler.sh", &recording_handler(&[]));
+    rewrite_schedule(&env, "name = \"BACKLOG\"", "name = \"BACKLGO\"");
+    let db = format!("sqlite:{}/backlog.db", env.dir.path().display());
+    let no_table = format!(
+        "{db}: no table \"BACKLGO\" (set table.name in the schedule file); tables: BACKLOG"
+    );
+    let no_file = "nope.toml: no such schedule file; pass --schedule FILE, or run `backlog init` to write one";
+    for (args, code, message) in [
+        (
+            &["run", "--window", "1d", "--json"][..],
+            4,
+            no_table.as_str(),
+        ),
+        (&["status", "--json"], 4, &no_table),
+        (&["explain", "--json", "-s", "nope.toml"], 3, no_file),
+        (
+            &["backoff", "delays", "nosuch", "--json"],
+            2,
+            "no strategy \"nosuch\"; the strategies are constant, exponential, httpx, fibonacci, arctan, sidekiq, buckets, lild, limd, mild, mimd (and progressive, with --schedule)",
+        ),
+    ] {
+        let out = env.backlog(args).assert().code(code);
+        let output = out.get_output();
+        assert_eq!(
+            json_of(&output.stdout),
+            serde_json::json!({"error": message, "exit_code": code}),
+            "{args:?}"
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&output.stderr),
+            format!("backlog: {message}\n"),
+            "{args:?}: the line on stderr stays"
+        );
+    }
+    // A command line clap refuses: its message, and its exit code 2.
+    let out = env
+        .backlog(&["run", "--json", "--window", "7x"])
+        .assert()
+        .code(2);
+    let value = json_of(&out.get_output().stdout);
+    assert_eq!(value["exit_code"], 2);
+    assert!(
+        value["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("invalid value '7x' for '--window <WINDOW>': \"7x\" is not a duration"),
+        "{value}"
+    );
 }
 
 #[test]

@@ -79,6 +79,38 @@ fn the_breaker_stops_a_tick_after_failures_in_a_row(backend: Backend) {
     assert_eq!(env.with_status("NEW"), 0, "every record tried");
 }
 
+/// With `--json`, a tripped tick prints its summary as the one object on stdout, and
+/// the summary carries the error and exit code as a failure's object does.
+#[test]
+fn with_json_a_tripped_tick_is_one_object_with_its_error() {
+    let env = backlog(
+        Backend::Sqlite,
+        5,
+        "stop_after_failures = 3",
+        FAILING_HANDLER,
+    );
+    let out = env
+        .backlog(&["run", "--window", "1d", "--now", NOW, "--json"])
+        .assert()
+        .code(7);
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert_eq!(text.lines().count(), 1, "one object: {text}");
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        (value["selected"].as_u64(), value["failed"].as_u64()),
+        (Some(3), Some(3)),
+        "{value}"
+    );
+    assert_eq!(value["exit_code"], 7);
+    assert!(
+        value["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("the tick stopped after 3 failures in a row"),
+        "{value}"
+    );
+}
+
 /// With four handlers at once, the records in flight when the breaker trips still
 /// finish and are marked; nothing more is started.
 fn the_breaker_lets_the_records_in_flight_finish(backend: Backend) {

@@ -1,12 +1,22 @@
 //! `backlog crontab`: rendering (a reviewed snapshot) and install/uninstall on the real
 //! `crontab` command, on the crontab of the backlog-ci user that `.ci/run` creates.
 
+use std::os::unix::fs::PermissionsExt as _;
 use std::process::{Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
 
 use crate::harness::{Env, NOW, Schedule, recording_handler};
 
 /// The user whose crontab the tests write (never the invoking user's own).
 const USER: &str = "backlog-ci";
+
+/// The tests that write the test user's one crontab take turns.
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    static CRONTAB: Mutex<()> = Mutex::new(());
+    CRONTAB
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 fn crontab_l() -> String {
     let out = Command::new("crontab")
@@ -40,6 +50,19 @@ fn env_with_schedule() -> Env {
     env
 }
 
+/// A schedule in a folder of the test user's, as a real install has it: the user
+/// reads the file, writes the log beside it, and runs a `backlog` there (a stand-in:
+/// the build's own may sit where the user cannot reach, and the tests never run it).
+fn env_of_the_user() -> Env {
+    let env = env_with_schedule();
+    let user = backlog::account::Account::named(USER)
+        .unwrap()
+        .expect(".ci/run creates the user");
+    std::os::unix::fs::chown(env.dir.path(), Some(user.uid), Some(user.gid)).unwrap();
+    env.write_handler("backlog", "#!/bin/sh\n");
+    env
+}
+
 #[test]
 fn the_default_schedule_renders_as_reviewed() {
     let env = env_with_schedule();
@@ -61,13 +84,15 @@ fn the_default_schedule_renders_as_reviewed() {
 /// One test for every crontab case: they share the one crontab of the test user.
 #[test]
 fn install_and_uninstall_round_trip_on_the_real_crontab() {
-    let env = env_with_schedule();
+    let _turn = one_at_a_time();
+    let env = env_of_the_user();
     let schedule = env.path("backlog.toml").display().to_string();
+    let binary = env.path("backlog").display().to_string();
     let mine = "MAILTO=ops@example.com\n# my own jobs\n17 3 * * * /usr/bin/true   # keep me, spacing and all\n";
     set_crontab(mine);
 
     let install = || {
-        env.backlog(&["crontab", "--install", "--user", USER])
+        env.backlog(&["crontab", "--install", "--user", USER, "--binary", &binary])
             .assert()
             .success()
     };
@@ -101,6 +126,8 @@ fn install_and_uninstall_round_trip_on_the_real_crontab() {
         "--install",
         "--user",
         USER,
+        "--binary",
+        &binary,
         "--schedule",
         link.to_str().unwrap(),
     ])
@@ -133,7 +160,7 @@ fn install_and_uninstall_round_trip_on_the_real_crontab() {
     // A begin marker without its end: an error, and the crontab is left as it was.
     let broken = format!("{mine}# BEGIN backlog {schedule}\n*/5 * * * * something\n");
     set_crontab(&broken);
-    env.backlog(&["crontab", "--install", "--user", USER])
+    env.backlog(&["crontab", "--install", "--user", USER, "--binary", &binary])
         .assert()
         .code(6)
         .stderr(format!("backlog: the crontab has `# BEGIN backlog {schedule}` but no `# END backlog {schedule}`; fix it with `crontab -e`\n"));
@@ -150,6 +177,116 @@ fn install_and_uninstall_round_trip_on_the_real_crontab() {
         .assert()
         .success();
     assert_eq!(crontab_l(), "");
+}
+
+/// Each thing cron would trip over, as the crontab's user, is refused with a line that
+/// names it and the fix, before anything is written.
+#[test]
+fn install_refuses_a_block_its_user_could_not_run_and_leaves_the_crontab() {
+    let _turn = one_at_a_time();
+    let env = env_of_the_user();
+    let schedule = env.path("backlog.toml");
+    let binary = env.path("backlog").display().to_string();
+    let mine = "MAILTO=ops@example.com\n17 3 * * * /usr/bin/true\n";
+    set_crontab(mine);
+    let refused = |args: &[&str], lines: &[String]| {
+        let mut all = vec!["crontab", "--install"];
+        all.extend(args);
+        let expected: String = lines.iter().map(|l| format!("backlog: {l}\n")).collect();
+        env.backlog(&all)
+            .assert()
+            .code(6)
+            .stdout("")
+            .stderr(expected);
+        assert_eq!(crontab_l(), mine, "a refused install leaves the crontab");
+    };
+    let no_binary = format!(
+        "the binary /nonexistent does not exist; give --binary the path of a backlog binary {USER} can run"
+    );
+    refused(
+        &["--user", USER, "--binary", "/nonexistent"],
+        std::slice::from_ref(&no_binary),
+    );
+    let no_log_folder = "the log file's folder /nonexistent does not exist; create it (mkdir -p /nonexistent), or give --log a file in a folder that exists".to_string();
+    refused(
+        &[
+            "--user",
+            USER,
+            "--binary",
+            &binary,
+            "--log",
+            "/nonexistent/x.log",
+        ],
+        std::slice::from_ref(&no_log_folder),
+    );
+    // Every problem at once, one line each.
+    refused(
+        &[
+            "--user",
+            USER,
+            "--binary",
+            "/nonexistent",
+            "--log",
+            "/nonexistent/x.log",
+        ],
+        &[no_binary, no_log_folder],
+    );
+
+    // Root reads the file; the crontab's user would not.
+    std::fs::set_permissions(&schedule, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let path = schedule.display();
+    refused(
+        &["--user", USER, "--binary", &binary],
+        &[format!(
+            "the schedule file {path} is not readable by {USER} (it is -rw------- root:root); chmod o+r {path}, or keep the schedule file where {USER} can read it"
+        )],
+    );
+    std::fs::set_permissions(&schedule, std::fs::Permissions::from_mode(0o644)).unwrap();
+
+    // What the schedule file points at: the SQLite file the ticks write, the handler
+    // they start.
+    env.classic();
+    env.write_handler("handler.sh", "#!/bin/sh\nexit 0\n");
+    std::fs::set_permissions(
+        env.path("handler.sh"),
+        std::fs::Permissions::from_mode(0o700),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        env.path("backlog.db"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    let (db, handler) = (env.path("backlog.db"), env.path("handler.sh"));
+    let (db, handler) = (db.display(), handler.display());
+    refused(
+        &["--user", USER, "--binary", &binary],
+        &[
+            format!(
+                "the database {db} is not writable by {USER} (it is -rw-r--r-- root:root); chown {USER} {db}, or chmod o+w {db}"
+            ),
+            format!(
+                "the handler {handler} is not executable by {USER} (it is -rwx------ root:root); chown {USER} {handler}, or chmod o+rx {handler}"
+            ),
+        ],
+    );
+    std::fs::remove_file(env.path("handler.sh")).unwrap();
+    std::fs::remove_file(env.path("backlog.db")).unwrap();
+
+    let unknown = "there is no user \"no-such-user-here\" on this machine; give --user an existing user (getent passwd lists them)";
+    refused(
+        &["--user", "no-such-user-here", "--binary", &binary],
+        &[unknown.to_string()],
+    );
+    env.backlog(&["crontab", "--uninstall", "--user", "no-such-user-here"])
+        .assert()
+        .code(6)
+        .stderr(format!("backlog: {unknown}\n"));
+    assert_eq!(crontab_l(), mine);
+    let _ = Command::new("crontab")
+        .args(["-u", USER, "-r"])
+        .stderr(Stdio::null())
+        .status();
 }
 
 #[test]

@@ -99,6 +99,10 @@ fn explain_reads_a_record_by_id(backend: Backend) {
         .assert()
         .success()
         .stdout("record 4 is SUCCESS, not pending: no tier tries it\n");
+    env.backlog(&["explain", "--id", "4", "--json"])
+        .assert()
+        .success()
+        .stdout("{\"id\":\"4\",\"status\":\"SUCCESS\",\"pending\":false,\"next_try\":null}\n");
     env.backlog(&["explain", "--id", "99"])
         .assert()
         .code(2)

@@ -12,6 +12,7 @@ mod doctor;
 mod explain;
 mod formats;
 mod harness;
+mod help;
 mod lapse;
 mod pipes;
 mod pool;

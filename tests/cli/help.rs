@@ -1,0 +1,75 @@
+//! `--help`: each command offers the options that do something there, and an option
+//! with a default says it (`[default: …]`) instead of looking required.
+
+use crate::harness::Env;
+
+const COMMANDS: &[&[&str]] = &[
+    &["init"],
+    &["run"],
+    &["crontab"],
+    &["daemon"],
+    &["explain"],
+    &["status"],
+    &["doctor"],
+    &["backoff", "delays"],
+    &["backoff", "budget"],
+    &["backoff", "simulate"],
+    &["backoff", "plot"],
+];
+
+fn help(env: &Env, command: &[&str]) -> String {
+    let mut args = command.to_vec();
+    args.push("--help");
+    let out = env.backlog(&args).assert().success();
+    String::from_utf8_lossy(&out.get_output().stdout).into_owned()
+}
+
+/// `-v` logs more where a command logs what it does: `run` and `daemon`. Elsewhere it
+/// would be accepted and do nothing, so it is not offered.
+#[test]
+fn verbose_is_offered_only_where_it_logs_more() {
+    let env = Env::new();
+    for command in COMMANDS {
+        let logs = matches!(command, ["run"] | ["daemon"]);
+        assert_eq!(
+            help(&env, command).contains("-v, --verbose..."),
+            logs,
+            "{command:?}"
+        );
+    }
+    assert!(
+        !help(&env, &[]).contains("--verbose"),
+        "not on backlog itself"
+    );
+    env.backlog(&["status", "-v"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("unexpected argument '-v'"));
+}
+
+/// The usage line names as required only what has no default (`run --window`); every
+/// option with a default shows it.
+#[test]
+fn usage_lines_require_only_what_has_no_default() {
+    let env = Env::new();
+    for command in COMMANDS {
+        let text = help(&env, command);
+        let usage = text.lines().find(|l| l.starts_with("Usage: ")).unwrap();
+        let required: Vec<&str> = usage.split(' ').filter(|w| w.starts_with("--")).collect();
+        let expected: &[&str] = if command == &["run"] {
+            &["--window"]
+        } else {
+            &[]
+        };
+        assert_eq!(required, expected, "{command:?}: {usage}");
+        for line in text.lines().filter(|l| l.contains("The schedule file")) {
+            assert!(
+                line.contains("[default: backlog.toml]"),
+                "{command:?}: {line}"
+            );
+        }
+        for line in text.lines().filter(|l| l.contains("--now <NOW>")) {
+            assert!(line.ends_with("[default: now]"), "{command:?}: {line}");
+        }
+    }
+}
