@@ -1,0 +1,260 @@
+//! The command tree: what a user types, as clap parses it, and the few value parsers
+//! that make a bad value one clear line (`--window`, `--limit`, `--now`).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use clap::{Args, Parser, Subcommand};
+
+use super::backoff;
+use super::output::print_json_error;
+use crate::duration;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "backlog",
+    version,
+    about = "Works through a database backlog on a progressive schedule"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// `-v`, on the commands that log what they do (`run`, `daemon`): the others print
+/// their result and log only warnings, so it is not offered there.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct Verbosity {
+    /// Log more: -v each record's outcome, -vv handlers' output too.
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Write a schedule file, a demo SQLite backlog and a demo handler into DIR.
+    Init(InitArgs),
+    /// Run one tick of one tier, then exit: what a crontab line runs.
+    Run(RunArgs),
+    /// Print one crontab line per tier, or install them in your crontab.
+    Crontab(CrontabArgs),
+    /// Fire every tier on its cadence until SIGTERM, for hosts without cron.
+    Daemon(DaemonArgs),
+    /// What the schedule means: bands, tries per record, when a record is tried next.
+    Explain(ExplainArgs),
+    /// Where the backlog stands: records by status and band, each tier's last tick.
+    Status(StatusArgs),
+    /// Check a schedule file against its database: table, columns, values, index, handler.
+    Doctor(DoctorArgs),
+    /// Retry strategies: their delays, and how many retries fit a timeout.
+    #[command(subcommand)]
+    Backoff(backoff::BackoffCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// The schedule file.
+    #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
+    pub schedule: PathBuf,
+    /// Say when a record of this age is tried next, like 3d.
+    #[arg(long, value_parser = duration::parse_span, conflicts_with = "id")]
+    pub age: Option<Duration>,
+    /// Say when this record is tried next (reads its inserted-at value).
+    #[arg(long)]
+    pub id: Option<String>,
+    /// Pin the clock (RFC 3339) [default: now].
+    #[arg(long, value_parser = parse_now)]
+    pub now: Option<DateTime<Utc>>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// The schedule file.
+    #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
+    pub schedule: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The schedule file.
+    #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
+    pub schedule: PathBuf,
+    /// Pin the clock (RFC 3339) [default: now].
+    #[arg(long, value_parser = parse_now)]
+    pub now: Option<DateTime<Utc>>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DaemonArgs {
+    /// The schedule file; a change to it, or SIGHUP, reloads it.
+    #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
+    pub schedule: PathBuf,
+    #[command(flatten)]
+    pub verbosity: Verbosity,
+    /// How log lines are written: text, or json for log collectors.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// Seed of the jitter's random delays [default: from the clock].
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+impl Cli {
+    /// The command line, parsed; a bad one ends the process with clap's message and
+    /// exit code 2, and, when it asked for `--json`, the same as a JSON error on stdout.
+    pub fn parse_or_exit() -> Cli {
+        Cli::try_parse().unwrap_or_else(|e| {
+            let asked_json = std::env::args()
+                .skip(1)
+                .take_while(|a| a != "--")
+                .any(|a| a == "--json");
+            if e.use_stderr() && asked_json {
+                let text = e.render().to_string();
+                let line = text.lines().next().unwrap_or_default();
+                let message = line.strip_prefix("error: ").unwrap_or(line);
+                print_json_error(message, e.exit_code());
+            }
+            e.exit()
+        })
+    }
+
+    /// Whether the command was asked for JSON (`--json`), so its failure is JSON too.
+    pub fn json(&self) -> bool {
+        match &self.command {
+            Command::Run(args) => args.json,
+            Command::Explain(args) => args.json,
+            Command::Status(args) => args.json,
+            Command::Backoff(command) => command.json(),
+            Command::Init(_) | Command::Crontab(_) | Command::Daemon(_) | Command::Doctor(_) => {
+                false
+            }
+        }
+    }
+
+    /// The log level and format the command calls for: the daemon logs each tick by
+    /// default; other commands only warnings, unless `-v`.
+    pub fn logging(&self) -> (tracing::Level, LogFormat) {
+        let (base, verbose, format) = match &self.command {
+            Command::Daemon(args) => (1, args.verbosity.verbose, args.log_format),
+            Command::Run(args) => (0, args.verbosity.verbose, LogFormat::Text),
+            _ => (0, 0, LogFormat::Text),
+        };
+        let level = match (base, verbose) {
+            (0, 0) => tracing::Level::WARN,
+            (_, 0) => tracing::Level::INFO,
+            (_, 1) => tracing::Level::DEBUG,
+            _ => tracing::Level::TRACE,
+        };
+        (level, format)
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct CrontabArgs {
+    /// The schedule file.
+    #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
+    pub schedule: PathBuf,
+    /// Where the lines append their output [default: backlog.log beside the schedule file].
+    #[arg(long)]
+    pub log: Option<PathBuf>,
+    /// The backlog binary the lines run [default: this one].
+    #[arg(long)]
+    pub binary: Option<PathBuf>,
+    /// Put the lines in the crontab, replacing this schedule file's earlier block.
+    #[arg(long, conflicts_with = "uninstall")]
+    pub install: bool,
+    /// Remove this schedule file's block from the crontab.
+    #[arg(long)]
+    pub uninstall: bool,
+    /// Whose crontab (passed to `crontab -u`; needs root).
+    #[arg(long)]
+    pub user: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The folder to write into (created if missing).
+    #[arg(default_value = ".")]
+    pub dir: PathBuf,
+    /// Overwrite the demo files if they exist.
+    #[arg(long)]
+    pub force: bool,
+    /// Age the demo records from this instant (RFC 3339) [default: now].
+    #[arg(long, value_parser = parse_now)]
+    pub now: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The window of the tier to run, like 1d or 7d.
+    #[arg(long, short, value_parser = parse_window)]
+    pub window: Duration,
+    /// The schedule file.
+    #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
+    pub schedule: PathBuf,
+    /// Pin the clock (RFC 3339, like 2026-11-21T08:30:00Z) to reproduce a tick
+    /// [default: now].
+    #[arg(long, value_parser = parse_now)]
+    pub now: Option<DateTime<Utc>>,
+    /// List what the tick would hand over; claim, run and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub verbosity: Verbosity,
+    /// Hand over at most this many records (overrides the tier's limit).
+    #[arg(long, value_parser = parse_limit)]
+    pub limit: Option<u64>,
+    /// Exit at once unless the tier's cadence says a tick is due, judged by its last
+    /// tick in the run log (for cadences cron cannot state; `backlog crontab` adds it).
+    #[arg(long)]
+    pub if_due: bool,
+    /// Run a window no tier of the file has, over ages 0 to it, once (otherwise such
+    /// a window is refused: a typo would run a band nobody scheduled).
+    #[arg(long)]
+    pub ad_hoc: bool,
+    /// Hand over records that failed earlier in this tier's slot too. A failure is
+    /// otherwise kept from every tick until the slot ends, so a failing counterpart
+    /// sees one try per slot, whatever the number of runners.
+    #[arg(long)]
+    pub retry_failed: bool,
+}
+
+fn parse_window(text: &str) -> Result<Duration, String> {
+    match crate::config::SPAN.parse(text) {
+        Err(e) if e.starts_with("must") => Err(format!("a window {e}")),
+        result => result,
+    }
+}
+
+fn parse_limit(text: &str) -> Result<u64, String> {
+    use crate::config::MAX_LIMIT;
+    text.trim()
+        .parse::<u64>()
+        .ok()
+        .filter(|n| (1..=MAX_LIMIT).contains(n))
+        .ok_or_else(|| format!("use a number of records from 1 to {MAX_LIMIT}"))
+}
+
+pub(crate) fn parse_now(text: &str) -> Result<DateTime<Utc>, String> {
+    DateTime::parse_from_rfc3339(text)
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|e| {
+            format!("{text:?} is not an RFC 3339 time ({e}); write it like 2026-11-21T08:30:00Z")
+        })
+}

@@ -1,0 +1,100 @@
+//! Where a command's words go: results on stdout, logs and the error line on stderr,
+//! and neither a closed pipe nor a full disk ends a tick. With `--json`, stdout holds
+//! one JSON object whatever happens.
+
+use std::io::IsTerminal as _;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::args::LogFormat;
+use crate::error::Error;
+
+/// Sends logs to stderr: this tool's at `level`, its libraries' (the PostgreSQL
+/// client logs every statement at debug) only from warnings up.
+pub fn init_logging(level: tracing::Level, format: LogFormat) {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let ours = tracing_subscriber::filter::Targets::new()
+        .with_target("backlog", level)
+        .with_default(tracing::Level::WARN);
+    let builder = tracing_subscriber::fmt()
+        .with_writer(|| LogWriter)
+        // Its own complaint about a failed write would go to stderr through
+        // `eprintln!`, which panics when stderr is a closed pipe.
+        .log_internal_errors(false)
+        .with_max_level(level)
+        .with_target(false)
+        .with_ansi(std::io::stderr().is_terminal());
+    match format {
+        LogFormat::Text => builder.finish().with(ours).init(),
+        LogFormat::Json => builder.json().finish().with(ours).init(),
+    }
+}
+
+/// Set once stderr's reader has gone away: logs stop there, the work goes on.
+static STDERR_GONE: AtomicBool = AtomicBool::new(false);
+
+/// Stderr for logs. A write that fails (a closed pipe: `backlog run -v 2>&1 | head
+/// -1`; a full disk under a crontab line's log file) is dropped, never an error that
+/// could end a tick before its marks and run log are written; after a broken pipe,
+/// nothing more is written.
+struct LogWriter;
+
+impl std::io::Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if !STDERR_GONE.load(Ordering::Relaxed)
+            && let Err(e) = std::io::stderr().write_all(buf)
+            && e.kind() == std::io::ErrorKind::BrokenPipe
+        {
+            STDERR_GONE.store(true, Ordering::Relaxed);
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let _ = std::io::stderr().flush();
+        Ok(())
+    }
+}
+
+/// Writes the line that says why a command failed to stderr, if anyone still reads
+/// it: the exit code says it too. With `json`, the error is also a JSON object on
+/// stdout, unless the command already printed its result there (a tick that ran and
+/// was stopped by its breaker: its summary says so).
+pub fn report(error: &Error, json: bool) {
+    use std::io::Write as _;
+    if json && !STDOUT_USED.load(Ordering::Relaxed) {
+        print_json_error(&error.to_string(), error.exit_code() as i32);
+    }
+    if !STDERR_GONE.load(Ordering::Relaxed) {
+        // An error of several problems (a crontab check) says each on its own line.
+        let text: String = error
+            .to_string()
+            .lines()
+            .map(|line| format!("backlog: {line}\n"))
+            .collect();
+        let _ = std::io::stderr().lock().write_all(text.as_bytes());
+    }
+}
+
+/// `{"error": "…", "exit_code": N}` and a newline on stdout.
+pub(super) fn print_json_error(message: &str, exit_code: i32) {
+    let value = serde_json::json!({"error": message, "exit_code": exit_code});
+    let _ = print(&format!("{value}\n"));
+}
+
+/// Set once a command printed something on stdout.
+static STDOUT_USED: AtomicBool = AtomicBool::new(false);
+
+/// Writes command output to stdout. A reader that went away (`backlog run --dry-run |
+/// head`) is not an error, as with any Unix tool.
+pub(crate) fn print(text: &str) -> Result<(), Error> {
+    use std::io::Write as _;
+    STDOUT_USED.store(true, Ordering::Relaxed);
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::Io {
+            context: "cannot write to stdout".into(),
+            source: e,
+        }),
+        _ => Ok(()),
+    }
+}
