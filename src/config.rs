@@ -964,7 +964,7 @@ cron = "0 * * * *"
             (
                 "window = \"7d\"",
                 "window = \"7 dayz\"",
-                "/etc/backlog.toml: tier 2: window: \"7 dayz\" is not a duration (unknown time unit \"dayz\", supported units: ns, us/µs, ms, sec, min, hours, days, weeks, months, years (and few variations)); write it like 5m, 1h, 7d or 96h",
+                "/etc/backlog.toml: tier 2: window: \"7 dayz\" is not a duration; write a number and a unit (s, m, h, d), like 30s, 5m, 1h, 7d or 96h",
             ),
             (
                 "window = \"7d\"",

@@ -105,7 +105,7 @@ pub struct SimulateArgs {
 
 #[derive(Debug, Args)]
 pub struct StrategyArgs {
-    /// constant, exponential, httpx, fibonacci, arctan, sidekiq, buckets, lild, limd, mild or mimd.
+    /// constant, exponential, httpx, fibonacci, arctan, sidekiq, buckets, lild, limd, mild, mimd, or progressive (with --schedule).
     pub strategy: String,
     /// A parameter as name=value, repeatable: -p initial=3 -p failure=2.
     #[arg(short = 'p', long = "param")]

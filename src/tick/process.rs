@@ -55,13 +55,20 @@ pub fn run_tick(
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> Result<TickSummary, Error> {
     let mut store = open_store(config)?;
-    let mut handler =
+    // A dry run hands nothing over: it needs no handler, and a missing one is no reason
+    // not to preview a tick.
+    let mut handler: Box<dyn Handler> = if opts.dry_run {
+        Box::new(crate::handler::FnHandler(|_: &Record| {
+            unreachable!("a dry run hands no record over")
+        }))
+    } else {
         crate::handler::from_config(&config.handler, &config.dir).map_err(|source| {
             Error::Handler {
                 file: Some(config.path.display().to_string()),
                 source,
             }
-        })?;
+        })?
+    };
     process_backlog(
         &config.schedule,
         &config.table,

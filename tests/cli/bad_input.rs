@@ -286,7 +286,7 @@ const CASES: &[Case] = &[
         setup: |env| rewrite_schedule(env, "timeout = \"10s\"", "timeout = \"ten seconds\""),
         args: &[],
         code: 3,
-        stderr: "backlog: backlog.toml: handler.timeout: \"ten seconds\" is not a duration (expected number at 0); write it like 5m, 1h, 7d or 96h\n",
+        stderr: "backlog: backlog.toml: handler.timeout: \"ten seconds\" is not a duration; write a number and a unit (s, m, h, d), like 30s, 5m, 1h, 7d or 96h\n",
         sqlite_only: false,
     },
     Case {

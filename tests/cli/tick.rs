@@ -131,6 +131,14 @@ fn a_dry_run_lists_the_records_and_changes_nothing(backend: Backend) {
     assert!(env.take_calls().is_empty());
     assert_eq!(env.dump(), before);
     assert!(!env.has_own_tables(), "a dry run creates no tables");
+
+    // A dry run needs no handler: a missing one does not stop the preview.
+    std::fs::remove_file(env.path("handler.sh")).unwrap();
+    let out = env
+        .backlog(&["run", "--window", "1d", "--now", NOW, "--dry-run"])
+        .assert()
+        .success();
+    assert_eq!(String::from_utf8_lossy(&out.get_output().stdout), stdout);
 }
 
 fn json_summary_and_run_log_agree(backend: Backend) {
