@@ -9,7 +9,6 @@
 use std::io::IsTerminal as _;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -153,7 +152,7 @@ fn listing(record: &crate::Record, now: DateTime<Utc>) -> serde_json::Value {
     serde_json::json!({
         "id": record.id,
         "inserted_at": record.inserted_at().to_string(),
-        "age": age.map(|a| humantime::format_duration(Duration::from_secs(a.as_secs())).to_string()),
+        "age": age.map(duration::rough),
         "status": &*record.status,
     })
 }
