@@ -276,6 +276,9 @@ pub struct Range {
     pub from_exclusive: bool,
     pub to: Option<Scalar>,
     pub to_inclusive: bool,
+    /// Count only this many records of the range (any), a sample: what a tick looks at
+    /// when its band held nothing pending, at a cost that does not grow with the band.
+    pub sample: Option<usize>,
 }
 
 /// The last tick of one window, from the run log.

@@ -1161,12 +1161,20 @@ impl Store for PostgresStore {
             bounds.push(Bound(to));
             clauses.push(format!("{} {op} ${}", p.inserted_at, bounds.len()));
         }
-        let sql = format!(
-            "SELECT {st}::text, count(*) FROM {t} WHERE {} GROUP BY 1 ORDER BY 1",
-            clauses.join(" AND "),
-            st = p.status.quoted,
-            t = p.table
-        );
+        let sql = match range.sample {
+            None => format!(
+                "SELECT {st}::text, count(*) FROM {t} WHERE {} GROUP BY 1 ORDER BY 1",
+                clauses.join(" AND "),
+                st = p.status.quoted,
+                t = p.table
+            ),
+            Some(n) => format!(
+                "SELECT s::text, count(*) FROM (SELECT {st} AS s FROM {t} WHERE {} LIMIT {n}) x GROUP BY 1 ORDER BY 1",
+                clauses.join(" AND "),
+                st = p.status.quoted,
+                t = p.table
+            ),
+        };
         let params: Vec<&(dyn ToSql + Sync)> =
             bounds.iter().map(|b| b as &(dyn ToSql + Sync)).collect();
         Ok(self

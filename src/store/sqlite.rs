@@ -651,12 +651,20 @@ impl Store for SqliteStore {
             params.push(to);
             clauses.push(format!("{} {op} ?{}", sql.inserted_at, params.len()));
         }
-        let query = format!(
-            "SELECT {st}, count(*) FROM {t} WHERE {} GROUP BY {st} ORDER BY {st}",
-            clauses.join(" AND "),
-            st = sql.status,
-            t = sql.table
-        );
+        let query = match range.sample {
+            None => format!(
+                "SELECT {st}, count(*) FROM {t} WHERE {} GROUP BY {st} ORDER BY {st}",
+                clauses.join(" AND "),
+                st = sql.status,
+                t = sql.table
+            ),
+            Some(n) => format!(
+                "SELECT {st}, count(*) FROM (SELECT {st} FROM {t} WHERE {} LIMIT {n}) GROUP BY {st} ORDER BY {st}",
+                clauses.join(" AND "),
+                st = sql.status,
+                t = sql.table
+            ),
+        };
         let context = format!("counting the records of {}", self.table.name);
         let mut stmt = self.conn.prepare(&query).map_err(db(context.clone()))?;
         stmt.query_map(params_from_iter(params), |r| {

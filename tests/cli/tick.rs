@@ -473,7 +473,28 @@ fn a_record_with_an_unreadable_inserted_at_value_is_left_alone(backend: Backend)
     assert_eq!(env.statuses()[1], (2, "NEW".to_string()));
 }
 
+/// A band whose records have a pending status in another case (`new` where the file
+/// says `NEW`) selects nothing: the tick says why, once, instead of nothing.
+fn a_band_of_statuses_in_another_case_is_warned_of(backend: Backend) {
+    let env = classic_env(backend, Schedule::default(), &[]);
+    env.execute(r#"UPDATE "BACKLOG" SET "STATUS" = 'new'"#);
+    let out = env
+        .backlog(&["run", "--window", "1d", "--now", NOW])
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains(
+            "WARN no record of this band is pending, yet a sample of it holds statuses that differ from a pending value only in case: 2 \"new\" (the file says \"NEW\"); statuses are compared exactly"
+        ),
+        "{stderr}"
+    );
+    assert!(env.take_calls().is_empty());
+}
+
 crate::on_both_backends!(
+    a_band_of_statuses_in_another_case_is_warned_of,
     a_record_with_an_unreadable_inserted_at_value_is_left_alone,
     disjoint_bands_select_each_record_in_one_tier_and_mark_it_by_exit_code,
     cumulative_bands_select_everything_younger_than_the_window,
