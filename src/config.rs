@@ -566,7 +566,14 @@ fn take_verify(url: &str) -> Result<(String, Option<Verify>), String> {
     for pair in query.split('&') {
         match pair.split_once('=') {
             Some(("sslmode", m @ ("verify-ca" | "verify-full"))) => mode = Some(m),
-            Some(("sslrootcert", path)) => root = Some(path.replace("%2F", "/")),
+            Some(("sslrootcert", path)) => {
+                let decoded = percent_encoding::percent_decode_str(path)
+                    .decode_utf8()
+                    .map_err(|_| {
+                        format!("database.url: sslrootcert is not a path once decoded ({path}); write it like sslrootcert=/etc/ssl/root.crt")
+                    })?;
+                root = Some(decoded.into_owned());
+            }
             _ => kept.push(pair),
         }
     }
@@ -1139,6 +1146,42 @@ cron = "0 * * * *"
         assert_eq!(
             error_of(text),
             "/etc/backlog.toml: no [[tier]] sections; a schedule needs at least one tier, like schedules/progressive.toml"
+        );
+    }
+}
+
+#[cfg(test)]
+mod url_tests {
+    use super::*;
+
+    /// A password with `%40` or `+` and a root certificate path with `%2F` or `%20`
+    /// come out as written before they were encoded.
+    #[test]
+    fn url_parts_are_percent_decoded() {
+        let u = resolve_postgres(
+            "postgres://u:p%40ss%2Bw+x@h/db?sslmode=verify-full&sslrootcert=%2Ftmp%2Fmy%20ca.crt",
+            None,
+            None,
+        )
+        .unwrap();
+        assert_eq!(u.config.get_password(), Some(&b"p@ss+w+x"[..]));
+        assert_eq!(
+            u.verify,
+            Some(Verify {
+                root_cert: PathBuf::from("/tmp/my ca.crt"),
+                check_name: true
+            })
+        );
+        assert!(!u.shown.contains("p@ss"), "{}", u.shown);
+        let e = resolve_postgres(
+            "postgres://h/db?sslmode=verify-ca&sslrootcert=%FF%FE",
+            None,
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "database.url: sslrootcert is not a path once decoded (%FF%FE); write it like sslrootcert=/etc/ssl/root.crt"
         );
     }
 }
