@@ -69,13 +69,30 @@ pub fn doctor(path: &std::path::Path) -> Vec<Check> {
         Ok((_, bad)) if bad.is_empty() => {
             ok(format!("the newest and oldest {SAMPLE} {} values are all readable", t.inserted_at))
         }
-        Ok((read, bad)) => fail(format!(
-            "{} of {read} {} values read are not {} timestamps, like {:?}: fix them, or they are never selected",
-            bad.len(),
-            t.inserted_at,
-            format.setting_name(),
-            bad[0]
-        )),
+        Ok((read, bad)) => {
+            // Readable ones carry another UTC offset than the column's.
+            let (offsets, unreadable): (Vec<String>, Vec<String>) = bad.into_iter().partition(|v| {
+                crate::timestamp::read_any(&crate::record::Scalar::Text(v.clone())).is_some()
+            });
+            let mut problems = Vec::new();
+            if let Some(first) = unreadable.first() {
+                problems.push(format!(
+                    "{} of {read} {} values read are not {} timestamps, like {first:?}: fix them, or they are never selected",
+                    unreadable.len(),
+                    t.inserted_at,
+                    format.setting_name(),
+                ));
+            }
+            if let Some(first) = offsets.first() {
+                problems.push(format!(
+                    "{} of {read} {} values read carry another UTC offset than the column's {}, like {first:?}: text compares them as written, so they land in the wrong band; store every value in one offset (UTC), or use a timestamp column",
+                    offsets.len(),
+                    t.inserted_at,
+                    format.offset_written().unwrap_or_default(),
+                ));
+            }
+            fail(problems.join("; "))
+        }
         Err(e) => fail(format!("{database}: {e}")),
     });
     checks.push(match store.count_by_status(&store::Range::default()) {

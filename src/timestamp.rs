@@ -163,7 +163,63 @@ impl TimestampFormat {
     }
 }
 
+impl Offset {
+    /// Seconds east of UTC: `Z` and `+00:00` are the same offset.
+    fn seconds(self) -> i32 {
+        match self {
+            Offset::Zulu => 0,
+            Offset::Numeric(secs) => secs,
+        }
+    }
+
+    fn written(self) -> String {
+        match self {
+            Offset::Zulu => "Z".into(),
+            Offset::Numeric(secs) => {
+                let sign = if secs < 0 { '-' } else { '+' };
+                format!(
+                    "{sign}{:02}:{:02}",
+                    secs.abs() / 3600,
+                    secs.abs() % 3600 / 60
+                )
+            }
+        }
+    }
+}
+
+/// Why text values with different UTC offsets cannot share a column: a band is a
+/// range of text, and text compares wall-clock digits, not instants.
+pub fn offsets_problem(a: Offset, b: Offset) -> Option<String> {
+    (a.seconds() != b.seconds()).then(|| {
+        format!(
+            "mixes UTC offsets ({} and {}): text compares them as written, so records would land in the wrong band and be handed out in the wrong order; store every value in one offset (UTC, like 2026-11-21T08:30:00Z), or use a timestamp column",
+            a.written(),
+            b.written()
+        )
+    })
+}
+
 impl TimestampFormat {
+    /// The UTC offset the column's text is written in (`Z`, `-05:00`), if it is text
+    /// with one.
+    pub fn offset_written(&self) -> Option<String> {
+        match self {
+            TimestampFormat::Text(layout) => layout.offset.map(Offset::written),
+            _ => None,
+        }
+    }
+
+    /// Whether `value` is RFC 3339 text in another UTC offset than the column's.
+    pub fn other_offset(&self, value: &Scalar) -> bool {
+        let (TimestampFormat::Text(layout), Scalar::Text(text)) = (self, value) else {
+            return false;
+        };
+        match (layout.offset, parse_text(text).and_then(|(_, l)| l.offset)) {
+            (Some(ours), Some(theirs)) => ours.seconds() != theirs.seconds(),
+            _ => false,
+        }
+    }
+
     /// Reads a value where a row buffer holds it, without copying it out.
     pub fn decode_cell(&self, value: Cell<'_>) -> Option<DateTime<Utc>> {
         match (self, value) {
@@ -346,6 +402,12 @@ pub fn detect(setting: FormatSetting, samples: &[Sample]) -> Result<TimestampFor
                 prev.setting_name(),
                 format.setting_name()
             ));
+        }
+        if let (Some(TimestampFormat::Text(prev)), TimestampFormat::Text(this)) = (found, format)
+            && let (Some(a), Some(b)) = (prev.offset, this.offset)
+            && let Some(problem) = offsets_problem(a, b)
+        {
+            return Err(problem);
         }
         found = found.or(Some(format));
     }

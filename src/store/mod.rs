@@ -389,7 +389,8 @@ pub trait Store {
     fn band_plan(&mut self) -> Result<QueryPlan, StoreError>;
 
     /// Reads up to `n` inserted-at values from each end of the column and returns how
-    /// many were read and the ones the detected format cannot read.
+    /// many were read and the ones the detected format cannot read, or that carry
+    /// another UTC offset than the column's (text compares them wrongly).
     fn unreadable_inserted_at(&mut self, n: usize) -> Result<(usize, Vec<String>), StoreError>;
 
     /// The last run of each window on this table, newest first.

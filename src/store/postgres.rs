@@ -1276,7 +1276,7 @@ impl Store for PostgresStore {
                 values
                     .iter()
                     .map(Record::inserted_at)
-                    .filter(|v| format.decode(v).is_none())
+                    .filter(|v| format.decode(v).is_none() || format.other_offset(v))
                     .map(|v| v.to_string()),
             );
         }

@@ -766,7 +766,7 @@ impl Store for SqliteStore {
             bad.extend(
                 values
                     .iter()
-                    .filter(|v| format.decode(v).is_none())
+                    .filter(|v| format.decode(v).is_none() || format.other_offset(v))
                     .map(ToString::to_string),
             );
         }

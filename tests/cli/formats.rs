@@ -112,7 +112,44 @@ fn nulls_and_blobs_reach_the_handler_as_json(backend: Backend) {
     );
 }
 
+/// RFC 3339 text in different UTC offsets in one column compares wrongly as text:
+/// a tick refuses it when the column's ends disagree, and `doctor` finds it anywhere in
+/// what it reads.
+fn rfc3339_text_with_mixed_offsets_is_refused_and_found(backend: Backend) {
+    let env = Env::on(backend);
+    env.create_table("TEXT");
+    env.insert_aged(&[(1, 480), (2, 18_000), (3, 259_200)], |t| {
+        t.format("%Y-%m-%dT%H:%M:%SZ").to_string().into()
+    });
+    env.write_schedule(&Schedule::default());
+    env.write_handler("handler.sh", &recording_handler(&[]));
+    // In the middle: a tick reads only the column's ends; doctor finds it.
+    env.execute(
+        r#"UPDATE "BACKLOG" SET "DATE_INSERTED" = '2026-11-21T02:00:00-05:00' WHERE "ID" = 2"#,
+    );
+    let out = env.backlog(&["doctor"]).assert().code(1);
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        stdout.contains(
+            "FAIL 1 of 6 DATE_INSERTED values read carry another UTC offset than the column's Z, like \"2026-11-21T02:00:00-05:00\": text compares them as written"
+        ),
+        "{stdout}"
+    );
+    // At an end: every command refuses the column.
+    env.execute(
+        r#"UPDATE "BACKLOG" SET "DATE_INSERTED" = '2026-11-18T07:00:00-05:00' WHERE "ID" = 3"#,
+    );
+    env.backlog(&["run", "--window", "7d", "--now", NOW])
+        .assert()
+        .code(4)
+        .stderr(predicates::str::ends_with(
+            ": column \"DATE_INSERTED\" of table \"BACKLOG\" mixes UTC offsets (Z and -05:00): text compares them as written, so records would land in the wrong band and be handed out in the wrong order; store every value in one offset (UTC, like 2026-11-21T08:30:00Z), or use a timestamp column\n",
+        ));
+    assert!(env.take_calls().is_empty());
+}
+
 crate::on_both_backends!(
+    rfc3339_text_with_mixed_offsets_is_refused_and_found,
     each_format_selects_the_same_bands_detected_or_declared,
     the_handler_is_told_the_record_age_and_window,
     nulls_and_blobs_reach_the_handler_as_json,
