@@ -163,7 +163,9 @@ pub fn status(
                 .as_ref()
                 .and_then(|r| tier.cadence.next_due(r.clock));
             let period = plan.tiers[i].period_seconds;
-            let grace = chrono::Duration::seconds((period / 10.0).max(60.0) as i64);
+            // A daemon's tick comes up to the tier's jitter after its slot: not late.
+            let grace = chrono::Duration::seconds((period / 10.0).max(60.0) as i64)
+                + chrono::Duration::from_std(tier.jitter).unwrap_or_default();
             let overdue_seconds = next_due
                 .filter(|due| now > *due + grace)
                 .map(|due| (now - due).num_seconds() as u64);

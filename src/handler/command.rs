@@ -150,7 +150,7 @@ fn runnable(path: PathBuf, path_var: Option<OsString>) -> Result<PathBuf, Handle
     }
     // `#!/usr/bin/env python3`: env looks the program up in PATH when the script runs.
     if interpreter.ends_with("/env")
-        && let Some(program) = words.find(|w| !w.starts_with('-'))
+        && let Some(program) = words.find(|w| !w.starts_with('-') && !w.contains('='))
     {
         let in_path = path_var
             .iter()
@@ -238,5 +238,14 @@ mod tests {
                 .starts_with("handler.command: \"no-such-handler\" not found in PATH"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn an_env_line_with_settings_looks_up_the_program_it_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("h.sh");
+        std::fs::write(&script, "#!/usr/bin/env LC_ALL=C sh\nexit 0\n").unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(runnable(script, Some("/bin:/usr/bin".into())).is_ok());
     }
 }

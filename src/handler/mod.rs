@@ -79,7 +79,9 @@ pub struct Context<'a> {
     pub age: Option<Duration>,
     /// Set when the tick's hold on its records lapsed (it was paused past its lease):
     /// another tick may have this record now, so a handler still working on it should
-    /// stop. A command handler's process group is then stopped as at its timeout.
+    /// stop. A command handler's process group is then stopped as at its timeout; the
+    /// batch handler does not look at it (its batch runs to its answers or its
+    /// timeout, and their marks are not written, the hold being gone).
     pub cancel: Option<&'a std::sync::atomic::AtomicBool>,
 }
 

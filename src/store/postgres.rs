@@ -1137,7 +1137,7 @@ impl Store for PostgresStore {
             return Ok(None);
         }
         let sql = format!(
-            "SELECT clock FROM {} WHERE table_name = $1 AND window_secs = $2 AND outcome <> 'failed' ORDER BY id DESC LIMIT 1",
+            "SELECT clock FROM {} WHERE table_name = $1 AND window_secs = $2 AND outcome NOT IN ('failed', 'lapsed') ORDER BY id DESC LIMIT 1",
             self.own("backlog_runs")
         );
         Ok(self

@@ -960,7 +960,7 @@ impl Store for SqliteStore {
         let clock: Option<String> = self
             .conn
             .query_row(
-                "SELECT clock FROM backlog_runs WHERE table_name = ?1 AND window_secs = ?2 AND outcome <> 'failed' ORDER BY id DESC LIMIT 1",
+                "SELECT clock FROM backlog_runs WHERE table_name = ?1 AND window_secs = ?2 AND outcome NOT IN ('failed', 'lapsed') ORDER BY id DESC LIMIT 1",
                 params![self.table.name, window.as_secs() as i64],
                 |r| r.get(0),
             )

@@ -2,9 +2,10 @@
 //! whether they are fresh enough to hand out another record.
 //!
 //! A hold lives one lease past its last renewal. The tick hands a record out only
-//! while the last renewal is less than half a lease old, measured on the monotonic
-//! clock: a tick that was paused (SIGSTOP, a frozen VM, a write lock another process
-//! held for longer than the lease) may find on waking that another tick has taken its
+//! while the last renewal is less than half a lease old, measured on a clock that no
+//! setting of the wall clock moves and that goes on during a suspend (`clock_ns`): a
+//! tick that was paused (SIGSTOP, a frozen or suspended VM, a write lock another
+//! process held for longer than the lease) may find on waking that another tick has taken its
 //! records, and must not trust the page it read before. A renewal that comes after a
 //! gap of three quarters of a lease or more does not make the holds fresh again: they
 //! may have run out in between, so the tick stops for good (its marks then land only
@@ -20,16 +21,16 @@ use chrono::Utc;
 use crate::duration;
 use crate::store::{Heartbeat, StoreError};
 
-/// The monotonic clock in nanoseconds: `CLOCK_MONOTONIC`, or its coarse reading (a
-/// few milliseconds behind, at a fraction of the cost) for the check before each
-/// record, where a millisecond is nothing next to half a lease and the precise
-/// reading was a tenth of a fast tick's time per record.
-fn monotonic_ns(coarse: bool) -> u64 {
-    let clock = if coarse {
-        libc::CLOCK_MONOTONIC_COARSE
-    } else {
-        libc::CLOCK_MONOTONIC
-    };
+/// The clock holds are judged by, in nanoseconds: `CLOCK_BOOTTIME` on Linux, which,
+/// unlike the monotonic clock, goes on while the machine is suspended (a laptop's lid,
+/// a VM paused by its host): a tick that wakes from a suspend longer than its lease
+/// must see that its holds ran out by the wall clock, as the database does. Elsewhere
+/// the monotonic clock.
+fn clock_ns() -> u64 {
+    #[cfg(target_os = "linux")]
+    let clock = libc::CLOCK_BOOTTIME;
+    #[cfg(not(target_os = "linux"))]
+    let clock = libc::CLOCK_MONOTONIC;
     let mut t = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -41,7 +42,7 @@ fn monotonic_ns(coarse: bool) -> u64 {
 
 /// What the heartbeat thread and the tick share.
 struct State {
-    /// When the holds were last renewed by a beat (`monotonic_ns`, the time the beat
+    /// When the holds were last renewed by a beat (`clock_ns`, the time the beat
     /// started, so it never looks fresher than it is). Taking a page does not count:
     /// on PostgreSQL it renews only that page's claims.
     renewed: AtomicU64,
@@ -67,9 +68,9 @@ pub(super) struct HeartbeatThread {
 
 impl State {
     /// How long ago the holds were last renewed.
-    fn age(&self, coarse: bool) -> Duration {
+    fn age(&self) -> Duration {
         let renewed = self.renewed.load(Ordering::Acquire);
-        Duration::from_nanos(monotonic_ns(coarse).saturating_sub(renewed))
+        Duration::from_nanos(clock_ns().saturating_sub(renewed))
     }
 
     fn lapse(&self, why: String) {
@@ -90,7 +91,7 @@ impl HeartbeatThread {
     pub(super) fn start(mut heartbeat: Box<dyn Heartbeat>, lease: Duration) -> Self {
         let (stop, stopped) = mpsc::channel::<()>();
         let state = Arc::new(State {
-            renewed: AtomicU64::new(monotonic_ns(false)),
+            renewed: AtomicU64::new(clock_ns()),
             lapsed: AtomicBool::new(false),
             why: Mutex::new(Why::default()),
         });
@@ -98,8 +99,8 @@ impl HeartbeatThread {
         let thread = thread::spawn(move || {
             let state = shared;
             while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(lease / 4) {
-                let started = monotonic_ns(false);
-                let gap = state.age(false);
+                let started = clock_ns();
+                let gap = state.age();
                 match heartbeat.beat(Utc::now() + lease) {
                     Ok(()) if gap >= lease * 3 / 4 => state.lapse(format!(
                         "this tick's holds went {} without renewal (its lease is {}): the tick was paused or cut off, and another tick may have taken its records; it hands out no more",
@@ -145,7 +146,7 @@ impl HeartbeatThread {
     /// renewal came, or would come, three quarters of a lease or more after the one
     /// before), or were last renewed half a lease ago or more (beats failing).
     pub(super) fn stale(&self) -> Option<Stale> {
-        let age = self.state.age(true);
+        let age = self.state.age();
         if !self.state.lapsed.load(Ordering::Acquire) && age < self.lease / 2 {
             return None;
         }

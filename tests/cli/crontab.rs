@@ -307,6 +307,19 @@ fn if_due_runs_a_tier_once_per_interval_by_the_run_log() {
         "never ran: due"
     );
     assert_eq!(env.take_calls(), [4]);
+    // A tick that lapsed (paused past its lease) did not do the tier's work: it does
+    // not count as the tier's last tick.
+    env.execute("UPDATE backlog_runs SET outcome = 'lapsed'");
+    let out = run_at("2026-11-21T12:30:00Z");
+    assert!(
+        out.starts_with("tier 5 (180d every 4d), ages over 30d up to 180d: selected 0"),
+        "a lapsed tick leaves the tier due: {out}"
+    );
+    assert!(
+        env.take_calls().is_empty(),
+        "record 4 failed at 12:00: kept until the schedule's next try"
+    );
+    env.execute("UPDATE backlog_runs SET clock = '2026-11-21T12:00:00Z' WHERE outcome = 'done'");
     // Its slots are 96-hour steps from the Unix epoch, as `explain` and the daemon
     // count them: the tick at 12:00 on the 21st belongs to the slot of the 19th.
     assert_eq!(
