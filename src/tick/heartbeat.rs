@@ -3,7 +3,7 @@
 //!
 //! A hold lives one lease past its last renewal. The tick hands a record out only
 //! while the last renewal is less than half a lease old, measured on a clock that no
-//! setting of the wall clock moves and that goes on during a suspend (`clock_ns`): a
+//! setting of the wall clock moves nor a suspend stops (see `Reading`): a
 //! tick that was paused (SIGSTOP, a frozen or suspended VM, a write lock another
 //! process held for longer than the lease) may find on waking that another tick has taken its
 //! records, and must not trust the page it read before. A renewal that comes after a
@@ -21,16 +21,21 @@ use chrono::Utc;
 use crate::duration;
 use crate::store::{Heartbeat, StoreError};
 
-/// The clock holds are judged by, in nanoseconds: `CLOCK_BOOTTIME` on Linux, which,
-/// unlike the monotonic clock, goes on while the machine is suspended (a laptop's lid,
-/// a VM paused by its host): a tick that wakes from a suspend longer than its lease
-/// must see that its holds ran out by the wall clock, as the database does. Elsewhere
-/// the monotonic clock.
-fn clock_ns() -> u64 {
-    #[cfg(target_os = "linux")]
-    let clock = libc::CLOCK_BOOTTIME;
-    #[cfg(not(target_os = "linux"))]
-    let clock = libc::CLOCK_MONOTONIC;
+/// A reading of two clocks, in nanoseconds: the monotonic one, which no setting of
+/// the wall clock moves, and the wall clock, which goes on while the machine is
+/// suspended (a laptop's lid, a VM paused by its host) where the monotonic one stops.
+/// A hold's age is the larger of the two spans, so a tick that wakes from a SIGSTOP or
+/// from a suspend longer than its lease sees its holds ran out, as the database does;
+/// a wall clock set back costs nothing, one set forward only stops a tick early. The
+/// check before each record reads the coarse clocks (a few ms behind, at a seventh of
+/// the cost: a precise reading was over a percent of a fast tick's time per record).
+#[derive(Debug, Clone, Copy)]
+struct Reading {
+    monotonic: u64,
+    wall: u64,
+}
+
+fn read_clock(clock: libc::clockid_t) -> u64 {
     let mut t = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -40,12 +45,44 @@ fn clock_ns() -> u64 {
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
+impl Reading {
+    fn now() -> Reading {
+        Reading {
+            monotonic: read_clock(libc::CLOCK_MONOTONIC),
+            wall: read_clock(libc::CLOCK_REALTIME),
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    fn coarse() -> Reading {
+        Reading {
+            monotonic: read_clock(libc::CLOCK_MONOTONIC_COARSE),
+            wall: read_clock(libc::CLOCK_REALTIME_COARSE),
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn coarse() -> Reading {
+        Reading::now()
+    }
+
+    /// The span since `earlier`, by whichever clock says it is longer.
+    fn since(self, earlier: Reading) -> Duration {
+        Duration::from_nanos(
+            self.monotonic
+                .saturating_sub(earlier.monotonic)
+                .max(self.wall.saturating_sub(earlier.wall)),
+        )
+    }
+}
+
 /// What the heartbeat thread and the tick share.
 struct State {
-    /// When the holds were last renewed by a beat (`clock_ns`, the time the beat
+    /// When the holds were last renewed by a beat (a `Reading`, taken when the beat
     /// started, so it never looks fresher than it is). Taking a page does not count:
     /// on PostgreSQL it renews only that page's claims.
-    renewed: AtomicU64,
+    renewed_monotonic: AtomicU64,
+    renewed_wall: AtomicU64,
     /// Set once the holds may have run out; never cleared.
     lapsed: AtomicBool,
     /// Why they lapsed, or why beats fail (and since when).
@@ -67,10 +104,23 @@ pub(super) struct HeartbeatThread {
 }
 
 impl State {
-    /// How long ago the holds were last renewed.
-    fn age(&self) -> Duration {
-        let renewed = self.renewed.load(Ordering::Acquire);
-        Duration::from_nanos(clock_ns().saturating_sub(renewed))
+    fn renewed(&self) -> Reading {
+        Reading {
+            monotonic: self.renewed_monotonic.load(Ordering::Acquire),
+            wall: self.renewed_wall.load(Ordering::Acquire),
+        }
+    }
+
+    /// Records a renewal that started at `at` (never moving back).
+    fn renew(&self, at: Reading) {
+        self.renewed_monotonic
+            .fetch_max(at.monotonic, Ordering::AcqRel);
+        self.renewed_wall.fetch_max(at.wall, Ordering::AcqRel);
+    }
+
+    /// How long ago the holds were last renewed, read precisely or coarsely.
+    fn age(&self, now: Reading) -> Duration {
+        now.since(self.renewed())
     }
 
     fn lapse(&self, why: String) {
@@ -90,8 +140,12 @@ impl HeartbeatThread {
     /// Starts beating every quarter lease; the holds count as renewed now.
     pub(super) fn start(mut heartbeat: Box<dyn Heartbeat>, lease: Duration) -> Self {
         let (stop, stopped) = mpsc::channel::<()>();
+        // The holds count as renewed now: the coarse reading, a little behind, so the
+        // first check never finds them renewed in its future.
+        let start = Reading::coarse();
         let state = Arc::new(State {
-            renewed: AtomicU64::new(clock_ns()),
+            renewed_monotonic: AtomicU64::new(start.monotonic),
+            renewed_wall: AtomicU64::new(start.wall),
             lapsed: AtomicBool::new(false),
             why: Mutex::new(Why::default()),
         });
@@ -99,8 +153,8 @@ impl HeartbeatThread {
         let thread = thread::spawn(move || {
             let state = shared;
             while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(lease / 4) {
-                let started = clock_ns();
-                let gap = state.age();
+                let started = Reading::now();
+                let gap = state.age(started);
                 match heartbeat.beat(Utc::now() + lease) {
                     Ok(()) if gap >= lease * 3 / 4 => state.lapse(format!(
                         "this tick's holds went {} without renewal (its lease is {}): the tick was paused or cut off, and another tick may have taken its records; it hands out no more",
@@ -108,7 +162,7 @@ impl HeartbeatThread {
                         duration::compact(lease)
                     )),
                     Ok(()) => {
-                        state.renewed.fetch_max(started, Ordering::AcqRel);
+                        state.renew(started);
                         state.why.lock().expect("never poisoned").failing = None;
                     }
                     Err(StoreError::HoldLapsed(why)) => state.lapse(format!(
@@ -146,7 +200,7 @@ impl HeartbeatThread {
     /// renewal came, or would come, three quarters of a lease or more after the one
     /// before), or were last renewed half a lease ago or more (beats failing).
     pub(super) fn stale(&self) -> Option<Stale> {
-        let age = self.state.age();
+        let age = self.state.age(Reading::coarse());
         if !self.state.lapsed.load(Ordering::Acquire) && age < self.lease / 2 {
             return None;
         }
