@@ -11,10 +11,13 @@ use std::time::Duration;
 pub fn parse(text: &str) -> Result<Duration, String> {
     // humantime's own reason ("expected number at 10") points into the text by byte
     // offset, which says little to a person: say what a duration looks like instead.
-    let d = humantime::parse_duration(text.trim()).map_err(|_| {
-        format!(
+    let d = humantime::parse_duration(text.trim()).map_err(|e| match e {
+        humantime::DurationError::NumberOverflow => format!(
+            "{text:?} is out of range: far longer than any key takes (docs/ranges.md gives each key's range)"
+        ),
+        _ => format!(
             "{text:?} is not a duration; write a number and a unit (s, m, h, d), like 30s, 5m, 1h, 7d or 96h"
-        )
+        ),
     })?;
     Ok(d)
 }
@@ -141,6 +144,10 @@ mod tests {
 
     #[test]
     fn rejects_what_is_not_a_duration() {
+        assert_eq!(
+            parse("1000000000000000000000s").unwrap_err(),
+            "\"1000000000000000000000s\" is out of range: far longer than any key takes (docs/ranges.md gives each key's range)"
+        );
         for text in ["7 dayz", "ten seconds", "5", ""] {
             assert_eq!(
                 parse(text).unwrap_err(),
