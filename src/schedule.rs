@@ -63,10 +63,15 @@ fn cron_before(cron: &croner::Cron, tz: Tz, t: DateTime<Utc>) -> Option<DateTime
         .map(|n| n.with_timezone(&Utc))
 }
 
-/// How late a tick may find its previous one and still count it one interval old: cron
-/// starts a job a moment after the minute, so the previous tick's clock is that moment
-/// later too.
+/// How early a tick may come and still count for its slot: cron starts a job a moment
+/// after the minute, so one tick's clock is that moment later than the next one's slot
+/// would suggest, and a clock a little ahead must not make a tier skip its slot.
 pub const DUE_SLACK: Duration = Duration::from_secs(30);
+
+/// `DUE_SLACK` as chrono counts spans.
+pub fn due_slack() -> chrono::Duration {
+    chrono::Duration::seconds(DUE_SLACK.as_secs() as i64)
+}
 
 /// The periods cron states exactly that a check for a due tick can run at, largest
 /// first (minutes). Each divides an hour, so a check line is a plain `*/m` line.
@@ -88,8 +93,8 @@ impl Cadence {
     /// tier that never ran is due. See `next_due`.
     pub fn is_due(&self, last: Option<DateTime<Utc>>, now: DateTime<Utc>) -> bool {
         let Some(last) = last else { return true };
-        let slack = chrono::Duration::from_std(DUE_SLACK).expect("30 s fits");
-        self.next_due(last).is_some_and(|due| due <= now + slack)
+        self.next_due(last)
+            .is_some_and(|due| due <= now + due_slack())
     }
 
     /// When the tier is next due after a tick at `last`: the first of its slots after
@@ -99,8 +104,7 @@ impl Cadence {
     /// ran late, or by hand, does not move the tier's later ticks. A tick up to
     /// `DUE_SLACK` before a slot (a clock a little ahead) counts for that slot.
     pub fn next_due(&self, last: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        let slack = chrono::Duration::from_std(DUE_SLACK).expect("30 s fits");
-        let slot = self.previous_slot(last + slack)?;
+        let slot = self.previous_slot(last + due_slack())?;
         self.next_slot(slot)
     }
 

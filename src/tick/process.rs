@@ -13,7 +13,7 @@ use chrono::Utc;
 use super::hand_out::{Plan, hand_out};
 use super::heartbeat::HeartbeatThread;
 use super::lanes::Lanes;
-use super::marks::Marks;
+use super::marks::{Marks, Tally};
 use super::options::{Event, TickOptions};
 use super::pager::Pager;
 use super::summary::{BandSummary, TickSummary};
@@ -83,9 +83,10 @@ pub fn run_tick(
 /// `handler` (`opts.concurrency` at once), and returns what it did.
 ///
 /// A record's failure is an outcome, counted in the summary, not an error: the error,
-/// a [`crate::Error`], says the tick could not run or was stopped (the database is
-/// unusable, the handler cannot start, the breaker tripped, the tick's hold on its
-/// records lapsed). Every call below returns `backlog::Error` or converts into it.
+/// a [`crate::Error`], says the tick could not run (the database is unusable, the
+/// handler cannot start). A tick the breaker or a lapsed hold stopped returns its
+/// summary, which says so (`breaker`, `lapsed`). Every call below returns
+/// `backlog::Error` or converts into it.
 ///
 /// ```
 /// use std::time::Duration;
@@ -206,6 +207,7 @@ pub fn process_backlog(
     };
 
     if opts.dry_run {
+        let mut unreadable = Tally::default();
         let mut pager = Pager::new(&query);
         while summary.selected < limit {
             let want = opts.page_size.min((limit - summary.selected) as usize);
@@ -214,14 +216,7 @@ pub fn process_backlog(
             };
             for record in page.iter().filter(|r| takes(r)) {
                 if record.inserted_time.is_none() {
-                    summary.unreadable += 1;
-                    summary.unreadable_sample.get_or_insert_with(|| {
-                        format!(
-                            "record {}: {:?}",
-                            record.id,
-                            record.inserted_at().to_string()
-                        )
-                    });
+                    unreadable.unreadable(record);
                     continue;
                 }
                 on_event(Event::WouldHandle { record });
@@ -229,6 +224,8 @@ pub fn process_backlog(
             }
             summary.deferred += page.iter().filter(|r| !takes(r)).count() as u64;
         }
+        summary.unreadable = unreadable.unreadable;
+        summary.unreadable_sample = unreadable.unreadable_sample;
         summary.limit_reached = summary.selected == limit;
         summary.seconds = started.elapsed().as_secs_f64();
         return Ok(summary);
@@ -265,7 +262,7 @@ pub fn process_backlog(
     // A tick that starts up to `DUE_SLACK` early (cron a moment ahead) counts for the
     // slot, as `--if-due` judges it, so the keep ends that much before the slot.
     let after_now = opts.now + chrono::Duration::milliseconds(1);
-    let slack = chrono::Duration::from_std(crate::schedule::DUE_SLACK).expect("30 s fits");
+    let slack = crate::schedule::due_slack();
     let keep = |r: &Record| {
         let inserted = r.inserted_time?;
         let id = r.id.to_string();

@@ -1,0 +1,436 @@
+//! The `[database]` section: where the backlog lives. A SQLite path resolved against
+//! the schedule file's folder, or a PostgreSQL URL with its password settled (from the
+//! URL, `database.password_file` or `PGPASSWORD`) and its TLS mode read; a URL of
+//! another kind is refused by its scheme alone, since the rest may hold a password.
+//! Nothing here ever prints a password: what is shown is `PostgresUrl::shown`.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::{BUSY_TIMEOUT, CLAIM_LEASE, RawDatabase, span};
+
+/// Where the backlog lives.
+#[derive(Clone, PartialEq, Eq)]
+pub enum DatabaseUrl {
+    /// A SQLite file, already resolved against the schedule file's folder.
+    Sqlite(PathBuf),
+    /// A PostgreSQL server.
+    Postgres(Box<PostgresUrl>),
+}
+
+/// A PostgreSQL connection, with its password resolved from wherever it came. Only
+/// `shown` (the URL without its password) is ever printed: the `Debug` and `Display`
+/// of this type and of `DatabaseUrl` both use it.
+#[derive(Clone)]
+pub struct PostgresUrl {
+    pub config: postgres::Config,
+    /// `postgres://user@host:port/dbname?sslmode=…`, never with the password.
+    pub shown: String,
+    /// With `sslmode=verify-ca` or `verify-full`: the server's certificate must chain to
+    /// these roots.
+    pub verify: Option<Verify>,
+}
+
+/// How a server certificate is checked (libpq's `verify-ca` and `verify-full`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verify {
+    /// The PEM file of trusted roots (`sslrootcert`, else `~/.postgresql/root.crt`).
+    pub root_cert: PathBuf,
+    /// `verify-full`: the certificate must also name the host connected to.
+    pub check_name: bool,
+}
+
+/// Two connections are the same when they reach the same place as the same user.
+impl PartialEq for PostgresUrl {
+    fn eq(&self, other: &Self) -> bool {
+        self.shown == other.shown
+    }
+}
+
+impl Eq for PostgresUrl {}
+
+impl fmt::Debug for PostgresUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.shown)
+    }
+}
+
+impl fmt::Display for DatabaseUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DatabaseUrl::Sqlite(p) => write!(f, "sqlite:{}", p.display()),
+            DatabaseUrl::Postgres(pg) => f.write_str(&pg.shown),
+        }
+    }
+}
+
+impl fmt::Debug for DatabaseUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// The `[database]` section, resolved.
+#[derive(Debug, Clone)]
+pub struct DatabaseConfig {
+    pub url: DatabaseUrl,
+    /// How long a write waits for another writer's lock before giving up.
+    pub busy_timeout: Duration,
+    /// How long a tick's claim on a record outlives the tick's last heartbeat: the
+    /// longest a killed tick's records wait before another tick may take them.
+    pub claim_lease: Duration,
+    /// The PostgreSQL schema of the tool's own tables (run log, claims, version).
+    pub schema: String,
+}
+
+/// The schema of the tool's own tables on PostgreSQL when the file names none.
+pub const DEFAULT_SCHEMA: &str = "backlog";
+
+pub(super) fn resolve_database(raw: RawDatabase, dir: &Path) -> Result<DatabaseConfig, String> {
+    let url = raw.url.trim();
+    let busy_timeout = match raw.busy_timeout {
+        Some(t) => span("database.busy_timeout", &t, BUSY_TIMEOUT)?,
+        None => Duration::from_secs(30),
+    };
+    let claim_lease = match raw.claim_lease {
+        Some(t) => span("database.claim_lease", &t, CLAIM_LEASE)?,
+        None => Duration::from_secs(60),
+    };
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        let schema = raw.schema.unwrap_or_else(|| DEFAULT_SCHEMA.to_string());
+        if schema.trim().is_empty() {
+            return Err("database.schema is empty; name the schema for the tool's own tables, like \"backlog\"".into());
+        }
+        let password_file = raw.password_file.map(|f| dir.join(f));
+        let url = resolve_postgres(
+            url,
+            password_file.as_deref(),
+            std::env::var("PGPASSWORD").ok(),
+        )?;
+        return Ok(DatabaseConfig {
+            url: DatabaseUrl::Postgres(Box::new(url)),
+            busy_timeout,
+            claim_lease,
+            schema,
+        });
+    }
+    if let Some(scheme) = foreign_scheme(url) {
+        let what = match scheme.to_ascii_lowercase().as_str() {
+            "mysql" | "mariadb" => format!("{scheme}:// is not supported yet"),
+            _ => format!("{scheme:?} is not a scheme backlog knows"),
+        };
+        return Err(format!(
+            "database.url: {what}; give a path or sqlite:… for SQLite, postgres:// or postgresql:// for PostgreSQL"
+        ));
+    }
+    for (key, set) in [
+        ("password_file", raw.password_file.is_some()),
+        ("schema", raw.schema.is_some()),
+    ] {
+        if set {
+            return Err(format!(
+                "database.{key} applies to PostgreSQL only; remove it, or give a postgres:// url"
+            ));
+        }
+    }
+    let path = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))
+        .unwrap_or(url);
+    if path.is_empty() {
+        return Err(
+            "database.url is empty; give the path of a SQLite file, like \"backlog.db\"".into(),
+        );
+    }
+    Ok(DatabaseConfig {
+        url: DatabaseUrl::Sqlite(dir.join(path)),
+        busy_timeout,
+        claim_lease,
+        schema: DEFAULT_SCHEMA.to_string(),
+    })
+}
+
+/// The scheme of a URL that is neither PostgreSQL's nor SQLite's (`mysql://…`,
+/// `http://…`, `postgresql+psycopg://…`), which would otherwise be taken for the name
+/// of a SQLite file. Only the scheme is returned: the rest may hold a password.
+fn foreign_scheme(url: &str) -> Option<&str> {
+    let (scheme, rest) = url.split_once(':')?;
+    let is_scheme = scheme
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
+    let known = ["sqlite", "postgres", "postgresql"];
+    let database = [
+        "mysql",
+        "mariadb",
+        "jdbc",
+        "mssql",
+        "sqlserver",
+        "oracle",
+        "mongodb",
+        "redis",
+    ];
+    let lower = scheme.to_ascii_lowercase();
+    (is_scheme
+        && !known.contains(&scheme)
+        && (rest.starts_with("//") || database.contains(&lower.as_str())))
+    .then_some(scheme)
+}
+
+/// Parses a `postgres://` URL and settles its password: in the URL, or from
+/// `database.password_file`, or from `PGPASSWORD`, in that order, as libpq does with
+/// its URL and environment. Messages never repeat the URL, which may hold a password.
+fn resolve_postgres(
+    url: &str,
+    password_file: Option<&Path>,
+    env_password: Option<String>,
+) -> Result<PostgresUrl, String> {
+    let (url, verify) = take_verify(url)?;
+    let url = url.as_str();
+    let mut config: postgres::Config = url.parse().map_err(|e| {
+        format!("database.url is not a valid PostgreSQL URL ({}); write it like \"postgres://user@host:5432/dbname?sslmode=require\"", crate::causes::chain(&e))
+    })?;
+    if config.get_hosts().is_empty() {
+        return Err(
+            "database.url names no host; write it like \"postgres://user@host:5432/dbname\"".into(),
+        );
+    }
+    match (config.get_password().is_some(), password_file) {
+        (true, Some(_)) => {
+            return Err("database.url holds a password and database.password_file is set too; keep one (the file is the safer)".into());
+        }
+        (false, Some(file)) => {
+            let text = std::fs::read_to_string(file).map_err(|e| {
+                format!(
+                    "database.password_file: cannot read {}: {e}",
+                    file.display()
+                )
+            })?;
+            // The file's first line, as written by `echo secret > file`.
+            let password = text.lines().next().unwrap_or("");
+            if password.is_empty() {
+                return Err(format!(
+                    "database.password_file: {} is empty; write the password on its first line",
+                    file.display()
+                ));
+            }
+            config.password(password);
+        }
+        (false, None) => {
+            if let Some(password) = env_password.filter(|p| !p.is_empty()) {
+                config.password(password);
+            }
+        }
+        (true, None) => {}
+    }
+    if config.get_application_name().is_none() {
+        config.application_name("backlog");
+    }
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(Duration::from_secs(10));
+    }
+    // A server that vanishes mid-tick (a dead host, a cut link) is noticed in about a
+    // minute instead of the kernel's two hours.
+    config.keepalives_idle(Duration::from_secs(30));
+    config.tcp_user_timeout(Duration::from_secs(60));
+    let mut shown = show_postgres(&config);
+    if let Some(v) = &verify {
+        let mode = if v.check_name {
+            "verify-full"
+        } else {
+            "verify-ca"
+        };
+        shown = shown.replace("sslmode=require", &format!("sslmode={mode}"));
+    }
+    Ok(PostgresUrl {
+        shown,
+        config,
+        verify,
+    })
+}
+
+/// Takes libpq's `sslmode=verify-ca|verify-full` and `sslrootcert` out of a URL (the
+/// PostgreSQL client library knows neither): the connection then requires TLS, and
+/// the store checks the certificate against the roots.
+fn take_verify(url: &str) -> Result<(String, Option<Verify>), String> {
+    let Some((base, query)) = url.split_once('?') else {
+        return Ok((url.to_string(), None));
+    };
+    let mut mode = None;
+    let mut root = None;
+    let mut kept = Vec::new();
+    for pair in query.split('&') {
+        match pair.split_once('=') {
+            Some(("sslmode", m @ ("verify-ca" | "verify-full"))) => mode = Some(m),
+            Some(("sslrootcert", path)) => {
+                let decoded = percent_encoding::percent_decode_str(path)
+                    .decode_utf8()
+                    .map_err(|_| {
+                        format!("database.url: sslrootcert is not a path once decoded ({path}); write it like sslrootcert=/etc/ssl/root.crt")
+                    })?;
+                root = Some(decoded.into_owned());
+            }
+            _ => kept.push(pair),
+        }
+    }
+    let Some(mode) = mode else {
+        if root.is_some() {
+            return Err("database.url: sslrootcert is used only with sslmode=verify-ca or verify-full; add one".into());
+        }
+        return Ok((url.to_string(), None));
+    };
+    kept.push("sslmode=require");
+    let root_cert = match root {
+        Some(path) => PathBuf::from(path),
+        None => std::env::var_os("HOME")
+            .map(|home| PathBuf::from(home).join(".postgresql/root.crt"))
+            .ok_or("database.url: sslmode={mode} needs the server's root certificate; add sslrootcert=/path/to/root.crt")?,
+    };
+    Ok((
+        format!("{base}?{}", kept.join("&")),
+        Some(Verify {
+            root_cert,
+            check_name: mode == "verify-full",
+        }),
+    ))
+}
+
+/// The connection as `postgres://user@host:port/dbname?sslmode=…`, without the password.
+fn show_postgres(config: &postgres::Config) -> String {
+    use postgres::config::{Host, SslMode};
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let host = match h {
+                Host::Tcp(name) => name.clone(),
+                Host::Unix(path) => path.display().to_string(),
+            };
+            match config.get_ports().get(i).or(config.get_ports().first()) {
+                Some(port) => format!("{host}:{port}"),
+                None => host,
+            }
+        })
+        .collect();
+    let user = config
+        .get_user()
+        .map(|u| format!("{u}@"))
+        .unwrap_or_default();
+    let dbname = config.get_dbname().unwrap_or("");
+    let ssl = match config.get_ssl_mode() {
+        SslMode::Disable => "?sslmode=disable",
+        SslMode::Require => "?sslmode=require",
+        _ => "",
+    };
+    format!("postgres://{user}{}/{dbname}{ssl}", hosts.join(","))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A password with `%40` or `+` and a root certificate path with `%2F` or `%20`
+    /// come out as written before they were encoded.
+    #[test]
+    fn url_parts_are_percent_decoded() {
+        let u = resolve_postgres(
+            "postgres://u:p%40ss%2Bw+x@h/db?sslmode=verify-full&sslrootcert=%2Ftmp%2Fmy%20ca.crt",
+            None,
+            None,
+        )
+        .unwrap();
+        assert_eq!(u.config.get_password(), Some(&b"p@ss+w+x"[..]));
+        assert_eq!(
+            u.verify,
+            Some(Verify {
+                root_cert: PathBuf::from("/tmp/my ca.crt"),
+                check_name: true
+            })
+        );
+        assert!(!u.shown.contains("p@ss"), "{}", u.shown);
+        let e = resolve_postgres(
+            "postgres://h/db?sslmode=verify-ca&sslrootcert=%FF%FE",
+            None,
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "database.url: sslrootcert is not a path once decoded (%FF%FE); write it like sslrootcert=/etc/ssl/root.crt"
+        );
+    }
+
+    #[test]
+    fn a_postgres_password_comes_from_the_url_a_file_or_the_environment_and_is_never_shown() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pw");
+        std::fs::write(&file, "from-file\nignored\n").unwrap();
+        let url = "postgres://app@db.internal:6432/orders?sslmode=require";
+        let cases = [
+            (
+                "postgres://app:in-url@db.internal:6432/orders?sslmode=require",
+                None,
+                Some("from-env"),
+                "in-url",
+            ),
+            (url, Some(file.as_path()), Some("from-env"), "from-file"),
+            (url, None, Some("from-env"), "from-env"),
+        ];
+        for (url, file, env, expected) in cases {
+            let pg = resolve_postgres(url, file, env.map(String::from)).unwrap();
+            assert_eq!(pg.config.get_password(), Some(expected.as_bytes()));
+            assert_eq!(
+                pg.shown,
+                "postgres://app@db.internal:6432/orders?sslmode=require"
+            );
+            let debug = format!("{:?}", DatabaseUrl::Postgres(Box::new(pg)));
+            assert!(!debug.contains(expected), "{debug}");
+        }
+        let none = resolve_postgres(url, None, None).unwrap();
+        assert_eq!(none.config.get_password(), None);
+        let empty = dir.path().join("empty");
+        std::fs::write(&empty, "").unwrap();
+        let err = resolve_postgres(url, Some(&empty), None).unwrap_err();
+        assert!(
+            err.ends_with("is empty; write the password on its first line"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn verify_modes_are_taken_out_of_the_url_and_shown() {
+        let pg = resolve_postgres(
+            "postgres://app@db:5432/shop?sslmode=verify-full&sslrootcert=/etc/ssl/pg-root.crt&connect_timeout=5",
+            None,
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            pg.verify,
+            Some(Verify {
+                root_cert: "/etc/ssl/pg-root.crt".into(),
+                check_name: true
+            })
+        );
+        assert_eq!(pg.config.get_ssl_mode(), postgres::config::SslMode::Require);
+        assert_eq!(pg.shown, "postgres://app@db:5432/shop?sslmode=verify-full");
+        let ca = resolve_postgres(
+            "postgres://app@db/shop?sslmode=verify-ca&sslrootcert=r.crt",
+            None,
+            None,
+        )
+        .unwrap();
+        assert!(!ca.verify.unwrap().check_name);
+        let err =
+            resolve_postgres("postgres://app@db/shop?sslrootcert=r.crt", None, None).unwrap_err();
+        assert_eq!(
+            err,
+            "database.url: sslrootcert is used only with sslmode=verify-ca or verify-full; add one"
+        );
+    }
+}
