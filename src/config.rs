@@ -17,11 +17,13 @@ use crate::schedule::{BandMode, Cadence, Schedule, Tier, parse_cron};
 use crate::timestamp::FormatSetting;
 
 mod database;
+mod history;
 mod keys;
 mod toml_error;
 
 use database::resolve_database;
 pub use database::{DEFAULT_SCHEMA, DatabaseConfig, DatabaseUrl, PostgresUrl, Verify};
+pub use history::{HistoryConfig, HistoryRecord};
 
 /// The schedule file could not be read or is not valid.
 #[derive(Debug, thiserror::Error)]
@@ -46,6 +48,7 @@ struct RawFile {
     table: RawTable,
     handler: RawHandler,
     retry: Option<RawRetry>,
+    history: Option<history::RawHistory>,
     #[serde(default, rename = "tier")]
     tiers: Vec<RawTier>,
 }
@@ -211,6 +214,7 @@ pub struct Config {
     pub table: TableConfig,
     pub handler: HandlerConfig,
     pub schedule: Schedule,
+    pub history: HistoryConfig,
 }
 
 impl Config {
@@ -263,10 +267,39 @@ impl Config {
             database: resolve_database(raw.database, &dir).map_err(fail)?,
             table: resolve_table(raw.table, raw.retry).map_err(fail)?,
             handler: resolve_handler(raw.handler).map_err(fail)?,
+            history: history::resolve(raw.history).map_err(fail)?,
             schedule: resolve_schedule(raw.bands, raw.limit, raw.timezone, raw.tiers)
                 .map_err(fail)?,
             dir,
         })
+    }
+}
+
+impl Config {
+    /// The database, the table and the tiers' windows of a schedule file that does
+    /// not load as a whole (a bad edit elsewhere in it), if those parts do: where a tick
+    /// that cannot start records why, so `status` shows the cause rather than a tier
+    /// gone quiet.
+    pub fn database_of(path: &Path) -> Option<(DatabaseConfig, TableConfig, Vec<Duration>)> {
+        let text = std::fs::read_to_string(path).ok()?;
+        let mut document: toml::Table = toml::from_str(&text).ok()?;
+        let database: RawDatabase = document.remove("database")?.try_into().ok()?;
+        let table: RawTable = document.remove("table")?.try_into().ok()?;
+        let windows = match document.remove("tier") {
+            Some(toml::Value::Array(tiers)) => tiers
+                .iter()
+                .filter_map(|t| SPAN.parse(t.get("window")?.as_str()?).ok())
+                .collect(),
+            _ => Vec::new(),
+        };
+        let dir = std::fs::canonicalize(path)
+            .ok()
+            .and_then(|p| p.parent().map(Path::to_path_buf))?;
+        Some((
+            resolve_database(database, &dir).ok()?,
+            resolve_table(table, None).ok()?,
+            windows,
+        ))
     }
 }
 

@@ -42,6 +42,9 @@ pub enum Error {
     /// A command-line value that does not make sense.
     #[error("{0}")]
     Usage(String),
+    /// `status --check` found the backlog in trouble (it printed why on stdout).
+    #[error("the check found the backlog {0:?}")]
+    Check(crate::status::CheckLevel),
     #[error("{context}: {source}")]
     Io {
         context: String,
@@ -55,9 +58,10 @@ pub enum Error {
 pub enum ExitCode {
     /// The command did what it was asked (a tick ran, whatever its records' outcomes).
     Success = 0,
-    /// Something unexpected: an I/O error, a bug.
+    /// Something unexpected: an I/O error, a bug. From `status --check`: WARNING.
     Failure = 1,
-    /// The command line is wrong (clap uses 2 as well).
+    /// The command line is wrong (clap uses 2 as well). From `status --check`:
+    /// CRITICAL.
     Usage = 2,
     /// The schedule file is missing or invalid.
     Schedule = 3,
@@ -93,6 +97,9 @@ impl Error {
             Error::Handler { .. } => ExitCode::Handler,
             Error::Crontab(_) => ExitCode::Crontab,
             Error::Usage(_) => ExitCode::Usage,
+            // The monitoring-plugin convention: 1 warning, 2 critical.
+            Error::Check(crate::status::CheckLevel::Critical) => ExitCode::Usage,
+            Error::Check(_) => ExitCode::Failure,
             Error::Tripped(_) => ExitCode::Tripped,
             Error::Lapsed(_) => ExitCode::Lapsed,
             Error::Io { .. } | Error::Unhealthy(_) => ExitCode::Failure,

@@ -70,7 +70,9 @@ pub use serde_json;
 
 pub use config::{Config, TableConfig};
 pub use error::{Error, ExitCode};
-pub use handler::{CommandHandler, Context, FnHandler, Handled, Handler, HandlerError, Outcome};
+pub use handler::{
+    CommandHandler, Context, Ending, FnHandler, Handled, Handler, HandlerError, Outcome,
+};
 pub use record::{Columns, Record, Scalar};
 pub use schedule::{BandMode, Schedule};
 pub use store::Store;

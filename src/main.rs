@@ -21,6 +21,10 @@ fn main() -> ExitCode {
         Command::Backoff(cli::BackoffCommand::Budget(args)) => cli::backoff_budget(args),
         Command::Backoff(cli::BackoffCommand::Simulate(args)) => cli::backoff_simulate(args),
         Command::Backoff(cli::BackoffCommand::Plot(args)) => cli::backoff_plot(args),
+        Command::Show(args) => cli::show(args),
+        Command::Retry(args) => cli::retry(args),
+        Command::Pause(args) => cli::pause(args),
+        Command::Resume(args) => cli::resume(args),
     };
     match result {
         Ok(()) => backlog::ExitCode::Success.into(),

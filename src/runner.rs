@@ -169,6 +169,9 @@ fn fire(config: &Config, window: Duration, stop: &Arc<AtomicBool>) -> JoinHandle
                 if let Some(why) = &s.breaker {
                     tracing::warn!(window = %s.window, "the tick stopped after {why}");
                 }
+                if let Some(why) = &s.handler_broken {
+                    tracing::error!(window = %s.window, "tick failed: {why}");
+                }
                 if let Some(why) = &s.lapsed {
                     tracing::warn!(window = %s.window, "the tick stopped: {why}");
                 }

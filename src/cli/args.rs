@@ -50,6 +50,14 @@ pub enum Command {
     /// Retry strategies: their delays, and how many retries fit a timeout.
     #[command(subcommand)]
     Backoff(backoff::BackoffCommand),
+    /// One record: its columns, band, next try, hold, and its attempts.
+    Show(super::ShowArgs),
+    /// Hand records to the handler now (by id, or pending ones by status and age).
+    Retry(super::RetryArgs),
+    /// Pause a tier (or every tier) on every runner, until `backlog resume`.
+    Pause(super::PauseArgs),
+    /// Lift a pause.
+    Resume(super::ResumeArgs),
 }
 
 #[derive(Debug, Args)]
@@ -89,6 +97,16 @@ pub struct StatusArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    /// One line for a monitoring system, and its exit code: 0 OK, 1 WARNING,
+    /// 2 CRITICAL (a tier overdue, its last tick failed, a pause past its end…).
+    #[arg(long)]
+    pub check: bool,
+    /// With --check: warn past this many failed attempts in the last 24 hours.
+    #[arg(long, value_name = "N", requires = "check")]
+    pub warn_failures: Option<u64>,
+    /// With --check: critical past this many failed attempts in the last 24 hours.
+    #[arg(long, value_name = "N", requires = "check")]
+    pub critical_failures: Option<u64>,
 }
 
 #[derive(Debug, Args)]
@@ -138,6 +156,10 @@ impl Cli {
             Command::Explain(args) => args.json,
             Command::Status(args) => args.json,
             Command::Backoff(command) => command.json(),
+            Command::Show(args) => args.json,
+            Command::Retry(args) => args.json,
+            Command::Pause(args) => args.json,
+            Command::Resume(args) => args.json,
             Command::Init(_) | Command::Crontab(_) | Command::Daemon(_) | Command::Doctor(_) => {
                 false
             }
@@ -150,6 +172,7 @@ impl Cli {
         let (base, verbose, format) = match &self.command {
             Command::Daemon(args) => (1, args.verbosity.verbose, args.log_format),
             Command::Run(args) => (0, args.verbosity.verbose, LogFormat::Text),
+            Command::Retry(args) => (0, args.verbosity.verbose, LogFormat::Text),
             _ => (0, 0, LogFormat::Text),
         };
         let level = match (base, verbose) {

@@ -15,10 +15,12 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 mod args;
 mod backoff;
+mod operate;
 mod output;
 
 pub use args::*;
 pub use backoff::{BackoffCommand, backoff_budget, backoff_delays, backoff_plot, backoff_simulate};
+pub use operate::{PauseArgs, ResumeArgs, RetryArgs, ShowArgs, pause, resume, retry, show};
 pub(crate) use output::print;
 pub use output::{init_logging, report};
 
@@ -62,6 +64,19 @@ pub fn init(args: &InitArgs) -> Result<(), Error> {
 pub fn run(args: &RunArgs) -> Result<(), Error> {
     // This process's only children are its handlers: it may reap their orphans.
     crate::handler::adopt_orphans();
+    let result = run_tier(args);
+    // A file that does not load: the tick did not start (a handler that cannot be
+    // started is recorded by the tick itself).
+    if let Err(e @ Error::Config(_)) = &result
+        && !args.dry_run
+    {
+        let now = args.now.unwrap_or_else(Utc::now);
+        crate::tick::record_failed_start(&args.schedule, args.window, now, e);
+    }
+    result
+}
+
+fn run_tier(args: &RunArgs) -> Result<(), Error> {
     let config = Config::load(&args.schedule)?;
     // `--if-due` refuses such a window itself, `--ad-hoc` or not: no cadence is due.
     if config.schedule.tier(args.window).is_none() && !args.ad_hoc && !args.if_due {
@@ -108,10 +123,14 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
     })?;
     progress.finish_and_clear();
 
-    let failure = match (&summary.lapsed, &summary.breaker) {
-        (Some(why), _) => Some(Error::Lapsed(why.clone())),
-        (None, Some(why)) => Some(Error::Tripped(why.clone())),
-        (None, None) => None,
+    let failure = match (&summary.handler_broken, &summary.lapsed, &summary.breaker) {
+        (Some(why), ..) => Some(Error::Handler {
+            file: Some(config.path.display().to_string()),
+            source: crate::handler::HandlerError::CannotRun(why.clone()),
+        }),
+        (None, Some(why), _) => Some(Error::Lapsed(why.clone())),
+        (None, None, Some(why)) => Some(Error::Tripped(why.clone())),
+        (None, None, None) => None,
     };
     let mut text = String::new();
     if args.json {
@@ -378,6 +397,27 @@ pub fn status(args: &StatusArgs) -> Result<(), Error> {
     let now = args.now.unwrap_or_else(Utc::now);
     let status = crate::status::status(&config, store.as_mut(), now)
         .map_err(Error::store(&config.database.url))?;
+    if args.check {
+        let check = crate::status::check(
+            &status,
+            crate::status::Thresholds {
+                warn_failures: args.warn_failures,
+                critical_failures: args.critical_failures,
+            },
+        );
+        let line = check.line(&config.table.name);
+        print(&if args.json {
+            let mut value = serde_json::to_value(&check).expect("a check serialises");
+            value["line"] = line.into();
+            format!("{value}\n")
+        } else {
+            format!("{line}\n")
+        })?;
+        return match check.level {
+            crate::status::CheckLevel::Ok => Ok(()),
+            level => Err(Error::Check(level)),
+        };
+    }
     if args.json {
         print(&format!(
             "{}\n",

@@ -62,6 +62,10 @@ impl std::io::Write for LogWriter {
 /// was stopped by its breaker: its summary says so).
 pub fn report(error: &Error, json: bool) {
     use std::io::Write as _;
+    // Its line is the check's result, already on stdout.
+    if matches!(error, Error::Check(_)) {
+        return;
+    }
     if json && !STDOUT_USED.load(Ordering::Relaxed) {
         print_json_error(&error.to_string(), error.exit_code() as i32);
     }

@@ -148,6 +148,21 @@ pub(super) fn key(path: &str) -> Option<Key> {
             "exit_codes = { 75 = \"RETRY\" }".into(),
         ),
         "handler.exit_codes.*" => (Text, "a status in quotes", "75 = \"RETRY\"".into()),
+        "history" => (Table, "a section", section("history", "keep = \"30d\"")),
+        "history.keep" => duration("keep", "30d"),
+        "history.max_per_record" => {
+            return Some(number(
+                "max_per_record",
+                "attempts",
+                super::history::MAX_PER_RECORD.into(),
+                20,
+            ));
+        }
+        "history.record" => (
+            Text,
+            "\"failures\" or \"all\"",
+            "record = \"failures\"".into(),
+        ),
         "retry" => (
             Table,
             "a section",

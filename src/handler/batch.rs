@@ -42,7 +42,7 @@ use super::command::resolve;
 use super::group::LiveGroup;
 use super::subreaper;
 use super::tree::Tree;
-use super::{Context, Handled, Handler, HandlerError, Outcome, Pipelined};
+use super::{Context, Ending, Handled, Handler, HandlerError, Outcome, Pipelined};
 use crate::config::HandlerConfig;
 use crate::duration;
 use crate::record::{Columns, Record, Scalar};
@@ -86,8 +86,8 @@ struct Sent {
     /// The place in the batch of each record still waiting, by its id.
     waiting: HashMap<Scalar, usize>,
     answers: Vec<Option<Handled>>,
-    /// Why the records still waiting will get no answer.
-    ended: Option<String>,
+    /// Why the records still waiting will get no answer, and how their work ended.
+    ended: Option<(String, Ending)>,
 }
 
 impl Sent {
@@ -295,7 +295,7 @@ impl BatchHandler {
             0 => "code 0".into(),
             _ => format!("code {code}").into(),
         };
-        let mut handled = match i32::try_from(code) {
+        let handled = match i32::try_from(code) {
             Ok(0) => Handled::new(Outcome::Success, detail),
             Ok(c) => match self.exit_codes.get(&c) {
                 Some(status) => Handled::new(Outcome::Status(status.clone()), detail),
@@ -303,8 +303,9 @@ impl BatchHandler {
             },
             Err(_) => Handled::new(Outcome::Error, detail),
         };
-        handled.output = truncated(message.unwrap_or_default(), OUTPUT_TAIL);
         handled
+            .with_code(code)
+            .with_output(truncated(message.unwrap_or_default(), OUTPUT_TAIL))
     }
 }
 
@@ -400,17 +401,20 @@ impl Pipelined for BatchHandler {
                 if let Some(summary) = std::mem::take(&mut self.junk).summary() {
                     tracing::warn!("{summary}");
                 }
-                let ended = done.ended.unwrap_or_default();
+                let (why, ending) = done.ended.unwrap_or((String::new(), Ending::Crashed(None)));
                 return Ok(done
                     .answers
                     .into_iter()
-                    .map(|a| a.unwrap_or_else(|| Handled::new(Outcome::Error, ended.clone())))
+                    .map(|a| {
+                        a.unwrap_or_else(|| Handled::new(Outcome::Error, why.clone()).ended(ending))
+                    })
                     .collect());
             }
             let running = self
                 .running
                 .as_mut()
                 .expect("running while answers are due");
+            let mut ending = Ending::Crashed(None);
             let mut why = match running.answers.read(deadline, &mut self.junk) {
                 Said::Read => {
                     let mut lines = std::mem::take(&mut running.answers.lines);
@@ -422,6 +426,7 @@ impl Pipelined for BatchHandler {
                     if Instant::now() < deadline || self.sent[0].waiting.is_empty() {
                         continue;
                     }
+                    ending = Ending::TimedOut;
                     self.timed_out()
                 }
                 Said::Ended if self.exited() => format!(
@@ -433,12 +438,15 @@ impl Pipelined for BatchHandler {
                     "the batch handler closed its stdout before answering; it was stopped"
                         .to_string()
                 }
-                Said::Nothing => self.timed_out(),
+                Said::Nothing => {
+                    ending = Ending::TimedOut;
+                    self.timed_out()
+                }
             };
             if let Some(summary) = self.junk.summary() {
                 why = format!("{why}; {summary}");
             }
-            self.sent[0].ended = Some(why);
+            self.sent[0].ended = Some((why, ending));
             self.resend_queued()?;
         }
     }

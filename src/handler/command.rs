@@ -18,7 +18,7 @@ use std::process::{Command, ExitStatus};
 use std::time::Duration;
 
 use super::tree::Tree;
-use super::{Context, Handled, Handler, HandlerError, Outcome, child};
+use super::{Context, Ending, Handled, Handler, HandlerError, Outcome, child};
 use crate::config::HandlerConfig;
 use crate::duration;
 use crate::record::Record;
@@ -65,13 +65,17 @@ impl CommandHandler {
 
     fn outcome(&self, status: ExitStatus) -> Handled {
         match (status.code(), status.signal()) {
-            (Some(0), _) => Handled::new(Outcome::Success, "exit 0"),
+            (Some(0), _) => Handled::new(Outcome::Success, "exit 0").with_code(0),
             (Some(code), _) => match self.exit_codes.get(&code) {
                 Some(s) => Handled::new(Outcome::Status(s.clone()), format!("exit {code}")),
                 None => Handled::new(Outcome::Error, format!("exit {code}")),
-            },
-            (None, Some(sig)) => Handled::new(Outcome::Error, format!("killed by signal {sig}")),
-            (None, None) => Handled::new(Outcome::Error, "ended without a status"),
+            }
+            .with_code(code.into()),
+            (None, Some(sig)) => Handled::new(Outcome::Error, format!("killed by signal {sig}"))
+                .ended(Ending::Crashed(Some(sig))),
+            (None, None) => {
+                Handled::new(Outcome::Error, "ended without a status").ended(Ending::Crashed(None))
+            }
         }
     }
 }
@@ -193,6 +197,7 @@ impl Handler for CommandHandler {
                 Outcome::Error,
                 "stopped: the tick's hold on the record lapsed, another tick may have it",
             )
+            .ended(Ending::Stopped)
         } else if ended.timed_out {
             Handled::new(
                 Outcome::Error,
@@ -201,6 +206,7 @@ impl Handler for CommandHandler {
                     duration::compact(self.timeout)
                 ),
             )
+            .ended(Ending::TimedOut)
         } else {
             self.outcome(ended.status)
         };

@@ -51,15 +51,68 @@ pub struct Handled {
     pub detail: Cow<'static, str>,
     /// The end of what the handler wrote (stdout, then stderr), bounded.
     pub output: String,
+    /// The exit code, or the code of a batch handler's answer; none for a closure, a
+    /// signal or a timeout.
+    pub code: Option<i64>,
+    /// How the work on the record ended.
+    pub ending: Ending,
+}
+
+/// How a handler's work on a record ended, beyond the status it earned: what the
+/// attempts keep and the breaker and the logs tell apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// The handler answered: an exit code, a batch answer, a closure's return.
+    Answered,
+    /// It ran past `handler.timeout` and was killed.
+    TimedOut,
+    /// It died without an answer: killed by this signal (if one), or its batch process
+    /// ended before answering.
+    Crashed(Option<i32>),
+    /// The tick stopped it: its hold on the record lapsed.
+    Stopped,
 }
 
 impl Handled {
-    /// An outcome with its detail and no output.
+    /// An answered outcome with its detail and no output.
     pub fn new(outcome: Outcome, detail: impl Into<Cow<'static, str>>) -> Self {
         Handled {
             outcome,
             detail: detail.into(),
             output: String::new(),
+            code: None,
+            ending: Ending::Answered,
+        }
+    }
+
+    /// The same, with the code the handler answered.
+    pub fn with_code(mut self, code: i64) -> Self {
+        self.code = Some(code);
+        self
+    }
+
+    /// The same, ended otherwise than by an answer.
+    pub fn ended(mut self, ending: Ending) -> Self {
+        self.ending = ending;
+        self
+    }
+
+    /// The same, with what the handler said (a message, the tail of its output).
+    pub fn with_output(mut self, output: impl Into<String>) -> Self {
+        self.output = output.into();
+        self
+    }
+
+    /// What the attempts call this ending: `success`, `error`, `mapped` (a status from
+    /// `handler.exit_codes`), `timeout`, `crash` or `stopped`.
+    pub fn kind(&self) -> &'static str {
+        match (self.ending, &self.outcome) {
+            (Ending::TimedOut, _) => "timeout",
+            (Ending::Crashed(_), _) => "crash",
+            (Ending::Stopped, _) => "stopped",
+            (Ending::Answered, Outcome::Success) => "success",
+            (Ending::Answered, Outcome::Error) => "error",
+            (Ending::Answered, Outcome::Status(_)) => "mapped",
         }
     }
 }
@@ -98,6 +151,10 @@ pub enum HandlerError {
     /// A handler in Rust panicked: its record was not answered, and the tick stops.
     #[error("the handler panicked: {0}")]
     Panicked(String),
+    /// The handler ran, but could not do anything: every record it was given failed
+    /// with exit 126 or 127 (a wrapper whose command is missing or not executable).
+    #[error("{0}")]
+    CannotRun(String),
 }
 
 /// The handler a schedule file's `[handler]` section describes.

@@ -12,7 +12,10 @@
 //! renews; a tick that dies stops renewing, and its records are free again once the
 //! lease runs out.
 
+mod attempts;
+mod pauses;
 mod postgres;
+mod sql;
 mod sqlite;
 
 use std::collections::BTreeMap;
@@ -20,6 +23,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+pub use attempts::{Attempt, AttemptQuery};
+pub use pauses::Pause;
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
@@ -90,12 +95,14 @@ fn check_version(found: &str, known: i64, place: &str) -> Result<(), StoreError>
 
 /// The tool's own tables and a column each has that a table of the same name made by
 /// someone else is unlikely to have: how a backend tells its tables from a user's.
-const OWN_TABLE_MARKS: [(&str, &str); 5] = [
+const OWN_TABLE_MARKS: [(&str, &str); 7] = [
     ("backlog_meta", "value"),
     ("backlog_runs", "window_secs"),
     ("backlog_holds", "low"),
     ("backlog_claims", "record_id"),
     ("backlog_tried", "until_ms"),
+    ("backlog_attempts", "took_ms"),
+    ("backlog_pauses", "by_whom"),
 ];
 
 /// The columns of a table, if there is one of that name.
@@ -252,6 +259,9 @@ pub struct RunStart {
     /// killed or cut off (its claims have run out), and `begin_run` closes it as
     /// `abandoned`.
     pub lease: Duration,
+    /// How long attempts are kept, and how many a record: `begin_run` deletes a step
+    /// of those past `keep`, and the marks keep each record's newest.
+    pub history: crate::config::HistoryConfig,
 }
 
 /// How a tick ended, for the run log.
@@ -322,6 +332,32 @@ pub struct Mark {
     /// time (the end of its tier's slot, by the tick's clock) takes it again, so a
     /// failing counterpart sees one try per slot whatever the number of runners.
     pub keep_until: Option<DateTime<Utc>>,
+    /// The attempt to keep in `backlog_attempts` with the mark (in its transaction),
+    /// when `[history]` keeps this one.
+    pub attempt: Option<Box<Attempt>>,
+}
+
+/// Who holds a record, and until when.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Held {
+    /// The tick that holds it (host/pid/…); none when it is kept after a failure, so
+    /// no tick takes it before the schedule's next try.
+    pub owner: Option<String>,
+    /// When the hold runs out, unless renewed.
+    pub until: DateTime<Utc>,
+}
+
+/// The tool's own tables as the statements the backends share see them: a connection
+/// (or the transaction a mark is written in), the prefix that names the tables there
+/// (`` or `"schema".`), and the user's table they are about.
+#[doc(hidden)]
+pub struct Own<'a> {
+    pub sql: &'a mut dyn sql::Sql,
+    pub prefix: String,
+    pub table: &'a str,
+    /// Whether the tool's tables are there at all (a dry run or a new database has
+    /// none): the readers below then find nothing, and create nothing.
+    pub exists: bool,
 }
 
 /// A backend holding the backlog table and the tool's own tables.
@@ -380,7 +416,22 @@ pub trait Store {
     fn count_by_status(&mut self, range: &Range) -> Result<Vec<(String, u64)>, StoreError>;
 
     /// The pending record with the oldest inserted-at value.
-    fn oldest_pending(&mut self) -> Result<Option<Record>, StoreError>;
+    fn oldest_pending(&mut self) -> Result<Option<Record>, StoreError> {
+        let pending = self.table().pending.clone();
+        Ok(self.oldest_of(&pending, None, 1)?.pop())
+    }
+
+    /// Up to `limit` records of these statuses, oldest first, inserted before `before`
+    /// if given (after `inspect`).
+    fn oldest_of(
+        &mut self,
+        statuses: &[String],
+        before: Option<DateTime<Utc>>,
+        limit: usize,
+    ) -> Result<Vec<Record>, StoreError>;
+
+    /// The table the store was opened on, as the schedule file describes it.
+    fn table(&self) -> &TableConfig;
 
     /// The record with this id (given as text, as a user types it).
     fn find(&mut self, id: &str) -> Result<Option<Record>, StoreError>;
@@ -406,6 +457,121 @@ pub trait Store {
     /// A handle, on a connection of its own, that extends the owner's leases while the
     /// tick's own connection waits on a handler.
     fn heartbeat(&self, owner: &str, run_id: i64) -> Result<Box<dyn Heartbeat>, StoreError>;
+
+    /// Holds for `owner`, until `lease_until`, those of `records` that are still
+    /// pending and that no live tick holds, and returns them (`backlog retry`). A
+    /// failure kept from the ticks until its slot ends is taken all the same: a
+    /// person asked for it.
+    fn take_records(
+        &mut self,
+        owner: &str,
+        records: Vec<Record>,
+        lease_until: DateTime<Utc>,
+    ) -> Result<Vec<Record>, StoreError>;
+
+    /// Who holds a record now, if anyone: a tick, or the keep of a failure until its
+    /// slot ends.
+    fn holder(&mut self, record: &Record) -> Result<Option<Held>, StoreError>;
+
+    /// The tool's own tables, for what every backend does alike (see [`Own`]).
+    #[doc(hidden)]
+    fn own(&mut self) -> Result<Own<'_>, StoreError>;
+}
+
+/// What the backends share, written once: attempts and pauses.
+impl dyn Store + '_ {
+    /// The attempts `query` asks for, newest first.
+    pub fn attempts(&mut self, query: &AttemptQuery) -> Result<Vec<Attempt>, StoreError> {
+        let own = self.own()?;
+        if !own.exists {
+            return Ok(Vec::new());
+        }
+        attempts::read(own.sql, &own.prefix, own.table, query)
+    }
+
+    /// How many attempts ended in each outcome since `since`.
+    pub fn attempt_counts(
+        &mut self,
+        since: DateTime<Utc>,
+    ) -> Result<Vec<(String, u64)>, StoreError> {
+        let own = self.own()?;
+        if !own.exists {
+            return Ok(Vec::new());
+        }
+        attempts::count_since(own.sql, &own.prefix, own.table, since)
+    }
+
+    /// The pauses of the table's tiers.
+    pub fn pauses(&mut self) -> Result<Vec<Pause>, StoreError> {
+        let own = self.own()?;
+        if !own.exists {
+            return Ok(Vec::new());
+        }
+        pauses::list(own.sql, &own.prefix, own.table)
+    }
+
+    /// The pause that stops a tick of `window`, if any: the tier's own, or the one of
+    /// every tier.
+    pub fn paused(&mut self, window: Duration) -> Result<Option<Pause>, StoreError> {
+        let secs = window.as_secs();
+        Ok(self
+            .pauses()?
+            .into_iter()
+            .filter(|p| p.window_secs == 0 || p.window_secs == secs)
+            .min_by_key(|p| p.window_secs))
+    }
+
+    /// Pauses a tier (`window_secs` 0: every tier); creates the tool's tables first.
+    pub fn pause(&mut self, pause: &Pause) -> Result<(), StoreError> {
+        self.ensure_own_tables()?;
+        let own = self.own()?;
+        pauses::pause(own.sql, &own.prefix, own.table, pause)
+    }
+
+    /// Lifts a tier's pause (`None`: every pause of the table); returns how many.
+    pub fn resume(&mut self, window_secs: Option<u64>) -> Result<u64, StoreError> {
+        let own = self.own()?;
+        if !own.exists {
+            return Ok(0);
+        }
+        pauses::resume(own.sql, &own.prefix, own.table, window_secs)
+    }
+}
+
+/// Deletes a step of the attempts older than `history.keep` (all of them when the
+/// history is off: turning it off empties it, a step a tick).
+fn prune_attempts(
+    sql: &mut dyn sql::Sql,
+    prefix: &str,
+    table: &str,
+    history: &crate::config::HistoryConfig,
+) -> Result<(), StoreError> {
+    let keep = chrono::Duration::from_std(history.keep).unwrap_or(chrono::Duration::MAX);
+    let before = Utc::now()
+        .checked_sub_signed(keep)
+        .unwrap_or(DateTime::<Utc>::MIN_UTC);
+    attempts::prune(sql, prefix, table, before).map(drop)
+}
+
+/// Writes the attempts of `marks` (those the store could not write are `lost`), in
+/// the marks' transaction, keeping each record's newest `max_per_record`.
+fn write_attempts(
+    sql: &mut dyn sql::Sql,
+    prefix: &str,
+    table: &str,
+    marks: &[Mark],
+    lost: &dyn Fn(usize) -> bool,
+    max_per_record: u32,
+) -> Result<(), StoreError> {
+    let rows: Vec<(&Attempt, bool)> = marks
+        .iter()
+        .enumerate()
+        .filter_map(|(i, m)| m.attempt.as_deref().map(|a| (a, lost(i))))
+        .collect();
+    if rows.is_empty() {
+        return Ok(());
+    }
+    attempts::write(sql, prefix, table, &rows, max_per_record)
 }
 
 /// Extends a tick's claims from another thread.

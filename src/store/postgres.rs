@@ -42,7 +42,7 @@ use crate::timestamp::{self, FormatSetting, Sample, TimestampFormat};
 const OWN_TABLES: &str = "
 CREATE SCHEMA IF NOT EXISTS {s};
 CREATE TABLE IF NOT EXISTS {s}.backlog_meta (key text PRIMARY KEY, value text NOT NULL);
-INSERT INTO {s}.backlog_meta (key, value) VALUES ('schema_version', '2') ON CONFLICT DO NOTHING;
+INSERT INTO {s}.backlog_meta (key, value) VALUES ('schema_version', '3') ON CONFLICT DO NOTHING;
 CREATE TABLE IF NOT EXISTS {s}.backlog_runs (
     id bigserial PRIMARY KEY,
     table_name text NOT NULL,
@@ -77,8 +77,17 @@ CREATE INDEX IF NOT EXISTS backlog_claims_by_owner ON {s}.backlog_claims (owner)
 ";
 
 /// The version of the tables above; a release that changes them adds a migration to
-/// `ensure_own_tables`. Version 1 had no `lost` count in the run log.
-const SCHEMA_VERSION: i64 = 2;
+/// `ensure_own_tables`. Version 1 had no `lost` count in the run log; version 2 no
+/// `backlog_attempts` and no `backlog_pauses`.
+const SCHEMA_VERSION: i64 = 3;
+
+/// The shared tables (attempts, pauses), as PostgreSQL writes them in schema `s`
+/// (quoted).
+fn shared_tables(s: &str) -> String {
+    format!("{}{}", super::attempts::DDL, super::pauses::DDL)
+        .replace("{s}", &format!("{s}."))
+        .replace("{id}", "bigserial PRIMARY KEY")
+}
 
 /// The owner of a claim kept on a record that failed, until the schedule's next try of
 /// it: no runner takes it before then (see `Mark::keep_until`), and no tick's
@@ -389,6 +398,8 @@ pub struct PostgresStore {
     format: Option<TimestampFormat>,
     since_format: Option<TimestampFormat>,
     prepared: Option<Prepared>,
+    /// How many attempts a record keeps (`history.max_per_record`, from `begin_run`).
+    max_per_record: u32,
 }
 
 impl PostgresStore {
@@ -403,6 +414,7 @@ impl PostgresStore {
             format: None,
             since_format: None,
             prepared: None,
+            max_per_record: crate::config::HistoryConfig::default().max_per_record,
         })
     }
 
@@ -453,7 +465,7 @@ impl PostgresStore {
         Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 
-    fn own(&self, table: &str) -> String {
+    fn own_table(&self, table: &str) -> String {
         format!("{}.{table}", self.schema)
     }
 
@@ -627,7 +639,7 @@ impl PostgresStore {
         let next_page_sql = format!(
             "{select} WHERE t.{ins} >= $1 AND t.{ins} <= $2 AND (t.{ins}, t.{idq}) < ($2, $5::text::{idt}) AND {pending} {order}"
         );
-        let claims = self.own("backlog_claims");
+        let claims = self.own_table("backlog_claims");
         // $1 ids, $2 pending statuses, $3 table name, $4 owner, $5 lease in seconds, $6
         // whether to take records kept after a failure in this slot, $7 their owner, $8
         // the tick's clock (a kept failure's expiry is the end of its slot by that clock).
@@ -908,7 +920,7 @@ impl Store for PostgresStore {
     fn ensure_own_tables(&mut self) -> Result<(), StoreError> {
         let context = "creating the tool's own tables";
         let [meta, runs, claims] =
-            ["backlog_meta", "backlog_runs", "backlog_claims"].map(|t| self.own(t));
+            ["backlog_meta", "backlog_runs", "backlog_claims"].map(|t| self.own_table(t));
         // The version, or none while any of the three tables is missing.
         let version = |tx: &mut postgres::Transaction<'_>| -> Result<Option<String>, StoreError> {
             let exists: bool = tx
@@ -932,7 +944,13 @@ impl Store for PostgresStore {
         let mut tx = self.client.transaction().map_err(pg(context))?;
         let schema = self.schema.trim_matches('"').replace("\"\"", "\"");
         not_ours(
-            &["backlog_meta", "backlog_runs", "backlog_claims"],
+            &[
+                "backlog_meta",
+                "backlog_runs",
+                "backlog_claims",
+                "backlog_attempts",
+                "backlog_pauses",
+            ],
             &mut |table| {
                 let rows = tx
                     .query(
@@ -954,6 +972,8 @@ impl Store for PostgresStore {
                 .map_err(pg(context))?;
             tx.batch_execute(&OWN_TABLES.replace("{s}", &self.schema))
                 .map_err(pg(context))?;
+            tx.batch_execute(&shared_tables(&self.schema))
+                .map_err(pg(context))?;
             found = version(&mut tx)?;
         }
         if found.as_deref() == Some("1") {
@@ -966,6 +986,18 @@ impl Store for PostgresStore {
                      UPDATE {meta} SET value = '2' WHERE key = 'schema_version';"
                 ))
                 .map_err(pg("moving the tool's tables to version 2 (this needs the right to alter them: run one tick as their owner)"))?;
+            }
+            found = version(&mut tx)?;
+        }
+        if found.as_deref() == Some("2") {
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&OWN_TABLES_LOCK])
+                .map_err(pg(context))?;
+            if version(&mut tx)?.as_deref() == Some("2") {
+                tx.batch_execute(&format!(
+                    "{} UPDATE {meta} SET value = '3' WHERE key = 'schema_version';",
+                    shared_tables(&self.schema)
+                ))
+                .map_err(pg("moving the tool's tables to version 3 (this needs the right to create tables in the tool's schema: run one tick as their owner)"))?;
             }
             found = version(&mut tx)?;
         }
@@ -1063,7 +1095,7 @@ impl Store for PostgresStore {
         let groups = group_marks(marks, self.since_format);
         let context = format!("writing statuses to {}", self.table.name);
         let (_, unclaim, set_status) = self.claims();
-        let claims = self.own("backlog_claims");
+        let claims = self.own_table("backlog_claims");
         let lock_rows = self.prepared().lock_rows.clone();
         let all = ids_text(marks.iter().map(|m| &m.id));
         let mut tx = self.client.transaction().map_err(pg(context.clone()))?;
@@ -1112,6 +1144,15 @@ impl Store for PostgresStore {
         }
         tx.execute(&unclaim, &[&self.table.name, &owner, &all])
             .map_err(pg(context.clone()))?;
+        let prefix = format!("{}.", self.schema);
+        super::write_attempts(
+            &mut tx,
+            &prefix,
+            &self.table.name,
+            marks,
+            &|i| !written.contains(&all[i]),
+            self.max_per_record,
+        )?;
         tx.commit().map_err(pg(context))?;
         Ok(all
             .iter()
@@ -1124,7 +1165,7 @@ impl Store for PostgresStore {
     fn release(&mut self, owner: &str) -> Result<(), StoreError> {
         let sql = format!(
             "DELETE FROM {} WHERE table_name = $1 AND owner = $2",
-            self.own("backlog_claims")
+            self.own_table("backlog_claims")
         );
         self.client
             .execute(&sql, &[&self.table.name, &owner])
@@ -1138,7 +1179,7 @@ impl Store for PostgresStore {
         }
         let sql = format!(
             "SELECT clock FROM {} WHERE table_name = $1 AND window_secs = $2 AND outcome NOT IN ('failed', 'lapsed') ORDER BY id DESC LIMIT 1",
-            self.own("backlog_runs")
+            self.own_table("backlog_runs")
         );
         Ok(self
             .client
@@ -1191,16 +1232,31 @@ impl Store for PostgresStore {
             .collect())
     }
 
-    fn oldest_pending(&mut self) -> Result<Option<Record>, StoreError> {
+    fn oldest_of(
+        &mut self,
+        statuses: &[String],
+        before: Option<DateTime<Utc>>,
+        limit: usize,
+    ) -> Result<Vec<Record>, StoreError> {
         let p = self.prepared();
+        let before = before.map(|t| self.format().encode(t));
         let clause = format!(
-            "WHERE t.{st} = ANY ($1::text[]::{stt}[]) AND t.{ins} IS NOT NULL ORDER BY t.{ins} ASC LIMIT 1",
+            "WHERE t.{st} = ANY ($1::text[]::{stt}[]) AND t.{ins} IS NOT NULL {before} ORDER BY t.{ins} ASC LIMIT $2",
             st = p.status.quoted,
             stt = p.status.sql_type,
-            ins = p.inserted_at
+            ins = p.inserted_at,
+            before = if before.is_some() {
+                format!("AND t.{} < $3", p.inserted_at)
+            } else {
+                String::new()
+            }
         );
-        let pending = self.table.pending.clone();
-        Ok(self.query_records(&clause, &[&pending])?.pop())
+        let statuses = statuses.to_vec();
+        let limit = limit as i64;
+        match &before {
+            Some(b) => self.query_records(&clause, &[&statuses, &limit, &Bound(b)]),
+            None => self.query_records(&clause, &[&statuses, &limit]),
+        }
     }
 
     fn find(&mut self, id: &str) -> Result<Option<Record>, StoreError> {
@@ -1288,11 +1344,11 @@ impl Store for PostgresStore {
         if !self.has_run_log()? {
             return Ok(Vec::new());
         }
-        let runs = self.own("backlog_runs");
+        let runs = self.own_table("backlog_runs");
         let sql = format!(
             "SELECT id, window_secs, clock, started_at, finished_at, selected, succeeded, failed, skipped, outcome, error
              FROM {runs}
-             WHERE id IN (SELECT max(id) FROM {runs} WHERE table_name = $1 GROUP BY window_secs)
+             WHERE id IN (SELECT max(id) FROM {runs} WHERE table_name = $1 AND window_secs > 0 GROUP BY window_secs)
              ORDER BY window_secs"
         );
         Ok(self
@@ -1308,7 +1364,7 @@ impl Store for PostgresStore {
         let close = format!(
             "UPDATE {} SET outcome = 'abandoned', error = 'no heartbeat since ' || heartbeat_at || ': the tick was killed or lost its database'
              WHERE table_name = $1 AND outcome = 'running' AND heartbeat_at < now() - make_interval(secs => $2)",
-            self.own("backlog_runs")
+            self.own_table("backlog_runs")
         );
         self.client
             .execute(&close, &[&self.table.name, &run.lease.as_secs_f64()])
@@ -1316,15 +1372,18 @@ impl Store for PostgresStore {
         // Failures kept past the end of their slot are collected.
         let collect = format!(
             "DELETE FROM {} WHERE table_name = $1 AND owner = $2 AND expires_at < now()",
-            self.own("backlog_claims")
+            self.own_table("backlog_claims")
         );
         self.client
             .execute(&collect, &[&self.table.name, &TRIED])
             .map_err(pg("dropping failures kept past their slot"))?;
+        self.max_per_record = run.history.max_per_record;
+        let prefix = format!("{}.", self.schema);
+        super::prune_attempts(&mut self.client, &prefix, &self.table.name, &run.history)?;
         let sql = format!(
             "INSERT INTO {} (table_name, window_secs, tier, band_from_secs, band_to_secs, bands, clock, started_at, heartbeat_at, outcome, owner)
              VALUES ($1, $2, $3, $4, $5, $6, $7, now(), now(), 'running', $8) RETURNING id",
-            self.own("backlog_runs")
+            self.own_table("backlog_runs")
         );
         let row = self
             .client
@@ -1348,7 +1407,7 @@ impl Store for PostgresStore {
     fn finish_run(&mut self, run_id: i64, end: &RunEnd) -> Result<(), StoreError> {
         let sql = format!(
             "UPDATE {} SET finished_at = now(), selected = $2, succeeded = $3, failed = $4, skipped = $5, outcome = $6, error = $7, lost = $8 WHERE id = $1",
-            self.own("backlog_runs")
+            self.own_table("backlog_runs")
         );
         self.client
             .execute(
@@ -1368,6 +1427,77 @@ impl Store for PostgresStore {
         Ok(())
     }
 
+    fn take_records(
+        &mut self,
+        owner: &str,
+        records: Vec<Record>,
+        lease_until: DateTime<Utc>,
+    ) -> Result<Vec<Record>, StoreError> {
+        let ids: Vec<Scalar> = records.iter().map(|r| r.id.clone()).collect();
+        // A failure kept until its slot ends is taken (`take_tried`); the band's
+        // bounds play no part in a claim.
+        let band = BandQuery {
+            from: Scalar::Int(0),
+            to: Scalar::Int(0),
+            to_inclusive: false,
+            take_tried: true,
+            clock: Utc::now(),
+        };
+        let claimed = self.claim(owner, &ids, lease_until, &band)?;
+        Ok(records
+            .into_iter()
+            .filter(|r| claimed.contains(&r.id.to_string()))
+            .collect())
+    }
+
+    fn holder(&mut self, record: &Record) -> Result<Option<super::Held>, StoreError> {
+        if !self.has_run_log()? {
+            return Ok(None);
+        }
+        let sql = format!(
+            "SELECT owner, claimed_at, expires_at FROM {} WHERE table_name = $1 AND record_id = $2 AND expires_at > now()",
+            self.own_table("backlog_claims")
+        );
+        let row = self
+            .client
+            .query_opt(&sql, &[&self.table.name, &record.id.to_string()])
+            .map_err(pg("reading the tool's claims"))?;
+        Ok(row.map(|r| {
+            let owner: String = r.get(0);
+            if owner == TRIED {
+                super::Held {
+                    owner: None,
+                    until: r.get(1),
+                }
+            } else {
+                super::Held {
+                    owner: Some(owner),
+                    until: r.get(2),
+                }
+            }
+        }))
+    }
+
+    fn table(&self) -> &TableConfig {
+        &self.table
+    }
+
+    fn own(&mut self) -> Result<super::Own<'_>, StoreError> {
+        // Made together, by version 3: a schema of an earlier one has neither.
+        let pauses = self.own_table("backlog_pauses");
+        let exists: bool = self
+            .client
+            .query_one("SELECT to_regclass($1) IS NOT NULL", &[&pauses])
+            .map_err(pg("reading the tool's tables"))?
+            .get(0);
+        Ok(super::Own {
+            sql: &mut self.client,
+            prefix: format!("{}.", self.schema),
+            table: &self.table.name,
+            exists,
+        })
+    }
+
     fn heartbeat(&self, owner: &str, run_id: i64) -> Result<Box<dyn Heartbeat>, StoreError> {
         // Named apart in pg_stat_activity, for whoever looks at the server.
         let mut url = self.url.clone();
@@ -1377,8 +1507,8 @@ impl Store for PostgresStore {
         Ok(Box::new(PostgresHeartbeat {
             client: connect(&url)?,
             url,
-            claims: self.own("backlog_claims"),
-            runs: self.own("backlog_runs"),
+            claims: self.own_table("backlog_claims"),
+            runs: self.own_table("backlog_runs"),
             owner: owner.to_string(),
             run_id,
         }))

@@ -38,7 +38,7 @@ use crate::timestamp::{self, Sample, TimestampFormat};
 
 const OWN_TABLES: &str = "
 CREATE TABLE IF NOT EXISTS backlog_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-INSERT OR IGNORE INTO backlog_meta (key, value) VALUES ('schema_version', '3');
+INSERT OR IGNORE INTO backlog_meta (key, value) VALUES ('schema_version', '4');
 CREATE TABLE IF NOT EXISTS backlog_runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     table_name TEXT NOT NULL,
@@ -81,8 +81,16 @@ CREATE TABLE IF NOT EXISTS backlog_tried (
 /// The version of the tables above; `ensure_own_tables` migrates the earlier ones.
 /// Version 1 claimed records one by one in `backlog_claims`; version 2 had no `lost`
 /// count in the run log, and no `backlog_tried` (records that failed, kept from the
-/// other ticks until the end of their tier's slot).
-const SCHEMA_VERSION: i64 = 3;
+/// other ticks until the end of their tier's slot); version 3 no `backlog_attempts`
+/// and no `backlog_pauses`.
+const SCHEMA_VERSION: i64 = 4;
+
+/// The shared tables (attempts, pauses), as SQLite writes them.
+fn shared_tables() -> String {
+    format!("{}{}", super::attempts::DDL, super::pauses::DDL)
+        .replace("{s}", "")
+        .replace("{id}", "INTEGER PRIMARY KEY AUTOINCREMENT")
+}
 
 /// Whether a tick other than ?2 holds a span of table ?1 at ?3 (unix milliseconds).
 const OTHERS_HOLD: &str = "SELECT EXISTS (SELECT 1 FROM backlog_holds WHERE table_name = ?1 AND owner <> ?2 AND expires_at > ?3)";
@@ -139,6 +147,8 @@ pub struct SqliteStore {
     sql: Option<Statements>,
     /// The row buffer of the last query, kept to lend its memory to the next.
     spare: std::cell::Cell<Option<Arc<RowBuffer>>>,
+    /// How many attempts a record keeps (`history.max_per_record`, from `begin_run`).
+    max_per_record: u32,
 }
 
 /// Records a query read and, for a page read with the `held` flag, whether another
@@ -223,6 +233,7 @@ impl SqliteStore {
             since_format: None,
             sql: None,
             spare: std::cell::Cell::new(None),
+            max_per_record: crate::config::HistoryConfig::default().max_per_record,
         })
     }
 
@@ -504,14 +515,18 @@ impl SqliteStore {
 
     /// Whether the tool's run log exists yet (a dry run or a fresh database has none).
     fn has_run_log(&self) -> Result<bool, StoreError> {
+        self.has_table("backlog_runs")
+    }
+
+    fn has_table(&self, name: &str) -> Result<bool, StoreError> {
         let n: i64 = self
             .conn
             .query_row(
-                "SELECT count(*) FROM sqlite_schema WHERE name = 'backlog_runs'",
-                [],
+                "SELECT count(*) FROM sqlite_schema WHERE name = ?1",
+                [name],
                 |r| r.get(0),
             )
-            .map_err(db("reading the run log"))?;
+            .map_err(db("reading the tool's tables"))?;
         Ok(n > 0)
     }
 }
@@ -562,6 +577,8 @@ impl Store for SqliteStore {
                 "backlog_holds",
                 "backlog_claims",
                 "backlog_tried",
+                "backlog_attempts",
+                "backlog_pauses",
             ],
             &mut |table| {
                 let columns: Vec<String> = tx
@@ -573,6 +590,7 @@ impl Store for SqliteStore {
             "rename that table, or keep the backlog in another database file",
         )?;
         tx.execute_batch(OWN_TABLES)
+            .and_then(|()| tx.execute_batch(&shared_tables()))
             .map_err(db("creating the tool's own tables"))?;
         let mut version: String = tx
             .query_row(
@@ -623,6 +641,12 @@ impl Store for SqliteStore {
             ))
             .map_err(db("moving the tool's tables to version 3"))?;
             version = "3".into();
+        }
+        if version == "3" {
+            // The CREATE above made the attempts and the pauses.
+            tx.execute_batch("UPDATE backlog_meta SET value = '4' WHERE key = 'schema_version';")
+                .map_err(db("moving the tool's tables to version 4"))?;
+            version = "4".into();
         }
         check_version(&version, SCHEMA_VERSION, &self.path.display().to_string())?;
         tx.commit().map_err(db("creating the tool's own tables"))
@@ -677,20 +701,28 @@ impl Store for SqliteStore {
         .map_err(db(context))
     }
 
-    fn oldest_pending(&mut self) -> Result<Option<Record>, StoreError> {
+    fn oldest_of(
+        &mut self,
+        statuses: &[String],
+        before: Option<DateTime<Utc>>,
+        limit: usize,
+    ) -> Result<Vec<Record>, StoreError> {
         let sql = self.sql();
-        let pending = (0..self.table.pending.len())
-            .map(|i| format!("?{}", i + 1))
+        let list = (0..statuses.len())
+            .map(|i| format!("?{}", i + 3))
             .collect::<Vec<_>>()
             .join(", ");
         let query = format!(
-            "SELECT * FROM {t} WHERE {st} IN ({pending}) AND {ins} IS NOT NULL ORDER BY {ins} ASC LIMIT 1",
+            "SELECT * FROM {t} WHERE {st} IN ({list}) AND {ins} IS NOT NULL AND (?2 IS NULL OR {ins} < ?2) ORDER BY {ins} ASC LIMIT ?1",
             t = sql.table,
             st = sql.status,
             ins = sql.inserted_at
         );
-        let params: Vec<&dyn ToSql> = self.table.pending.iter().map(|p| p as &dyn ToSql).collect();
-        Ok(self.records(&query, &params)?.pop())
+        let limit = limit as i64;
+        let before = before.map(|t| self.format().encode(t));
+        let mut params: Vec<&dyn ToSql> = vec![&limit, &before];
+        params.extend(statuses.iter().map(|p| p as &dyn ToSql));
+        self.records(&query, &params)
     }
 
     fn find(&mut self, id: &str) -> Result<Option<Record>, StoreError> {
@@ -783,7 +815,7 @@ impl Store for SqliteStore {
             .prepare(
                 "SELECT id, window_secs, clock, started_at, finished_at, selected, succeeded, failed, skipped, outcome, error
                  FROM backlog_runs
-                 WHERE id IN (SELECT max(id) FROM backlog_runs WHERE table_name = ?1 GROUP BY window_secs)
+                 WHERE id IN (SELECT max(id) FROM backlog_runs WHERE table_name = ?1 AND window_secs > 0 GROUP BY window_secs)
                  ORDER BY window_secs",
             )
             .map_err(db("reading the run log"))?;
@@ -886,6 +918,16 @@ impl Store for SqliteStore {
             let holds: bool = tx
                 .prepare_cached(HOLDS)?
                 .query_row(params![self.table.name, owner, now], |r| r.get(0))?;
+            let mut conn: &Connection = tx;
+            super::write_attempts(
+                &mut conn,
+                "",
+                &self.table.name,
+                marks,
+                &|_| !holds,
+                self.max_per_record,
+            )
+            .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
             if !holds {
                 return Ok(false);
             }
@@ -1005,6 +1047,8 @@ impl Store for SqliteStore {
                 params![self.table.name, now_ms],
             )
             .map_err(db("dropping failures kept past their slot"))?;
+        self.max_per_record = run.history.max_per_record;
+        super::prune_attempts(&mut self.conn, "", &self.table.name, &run.history)?;
         self.conn
             .execute(
                 "INSERT INTO backlog_runs (table_name, window_secs, tier, band_from_secs, band_to_secs, bands, clock, started_at, heartbeat_at, outcome, owner)
@@ -1034,6 +1078,117 @@ impl Store for SqliteStore {
             )
             .map_err(db("writing the run log"))?;
         Ok(())
+    }
+
+    fn take_records(
+        &mut self,
+        owner: &str,
+        records: Vec<Record>,
+        lease_until: DateTime<Utc>,
+    ) -> Result<Vec<Record>, StoreError> {
+        let context = "holding the records to retry";
+        let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
+            .map_err(db(context))?;
+        let now = Utc::now().timestamp_millis();
+        let mut taken = Vec::new();
+        for record in records {
+            // Read again under the write lock: its status now, and whether a live span
+            // of another tick covers it.
+            let status: Option<String> = tx
+                .query_row(
+                    &format!(
+                        "SELECT {status} FROM {table} WHERE {id} = ?1",
+                        status = self.sql().status,
+                        table = self.sql().table,
+                        id = self.sql().id
+                    ),
+                    [&record.id],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(db(context))?;
+            let held: bool = tx
+                .query_row(
+                    "SELECT EXISTS (SELECT 1 FROM backlog_holds WHERE table_name = ?1 AND owner <> ?2 AND expires_at > ?3 AND ?4 BETWEEN low AND high)",
+                    params![self.table.name, owner, now, record.inserted_at()],
+                    |r| r.get(0),
+                )
+                .map_err(db(context))?;
+            if status.is_some_and(|s| self.table.is_pending(&s)) && !held {
+                taken.push(record);
+            }
+        }
+        // One span from the lowest to the highest: marks are written while it is live.
+        let low = taken.iter().map(Record::inserted_at).min();
+        let high = taken.iter().map(Record::inserted_at).max();
+        if let (Some(low), Some(high)) = (low, high) {
+            tx.execute(
+                HOLD,
+                params![
+                    self.table.name,
+                    owner,
+                    low,
+                    high,
+                    lease_until.timestamp_millis(),
+                    now
+                ],
+            )
+            .map_err(db(context))?;
+        }
+        tx.commit().map_err(db(context))?;
+        Ok(taken)
+    }
+
+    fn holder(&mut self, record: &Record) -> Result<Option<super::Held>, StoreError> {
+        if !self.has_run_log()? {
+            return Ok(None);
+        }
+        let context = "reading the tool's holds";
+        let now = Utc::now().timestamp_millis();
+        let at = |ms: i64| DateTime::from_timestamp_millis(ms).unwrap_or_default();
+        let tick: Option<(String, i64)> = self
+            .conn
+            .query_row(
+                "SELECT owner, expires_at FROM backlog_holds WHERE table_name = ?1 AND expires_at > ?2 AND ?3 BETWEEN low AND high ORDER BY expires_at DESC LIMIT 1",
+                params![self.table.name, now, record.inserted_at()],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .map_err(db(context))?;
+        if let Some((owner, until)) = tick {
+            return Ok(Some(super::Held {
+                owner: Some(owner),
+                until: at(until),
+            }));
+        }
+        let kept: Option<i64> = self
+            .conn
+            .query_row(
+                "SELECT until_ms FROM backlog_tried WHERE table_name = ?1 AND record_id = ?2 AND expires_ms > ?3",
+                params![self.table.name, record.id, now],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(db(context))?;
+        Ok(kept.map(|until| super::Held {
+            owner: None,
+            until: at(until),
+        }))
+    }
+
+    fn table(&self) -> &TableConfig {
+        &self.table
+    }
+
+    fn own(&mut self) -> Result<super::Own<'_>, StoreError> {
+        // Made together, by version 4: a database of an earlier one has neither.
+        let exists = self.has_table("backlog_pauses")?;
+        Ok(super::Own {
+            sql: &mut self.conn,
+            prefix: String::new(),
+            table: &self.table.name,
+            exists,
+        })
     }
 
     fn heartbeat(&self, owner: &str, run_id: i64) -> Result<Box<dyn Heartbeat>, StoreError> {

@@ -14,6 +14,8 @@ use crate::handler::{Handled, Outcome};
 pub(super) struct Breaker {
     limit: Option<u32>,
     in_a_row: u32,
+    /// The account the failures of the current run share, while they share one.
+    same: Option<std::borrow::Cow<'static, str>>,
     /// Why it tripped, once it has.
     pub(super) tripped: Option<String>,
 }
@@ -23,6 +25,7 @@ impl Breaker {
         Breaker {
             limit,
             in_a_row: 0,
+            same: None,
             tripped: None,
         }
     }
@@ -34,13 +37,24 @@ impl Breaker {
             return;
         }
         self.in_a_row += 1;
+        if self.in_a_row == 1 {
+            self.same = Some(handled.detail.clone());
+        } else if self.same.as_deref() != Some(&*handled.detail) {
+            self.same = None;
+        }
         if let Some(limit) = self.limit
             && self.in_a_row >= limit
             && self.tripped.is_none()
         {
+            let which = if self.same.is_some() {
+                "each"
+            } else {
+                "the last"
+            };
             self.tripped = Some(format!(
-                "{limit} failures in a row (handler.stop_after_failures), the last: {}; the rest of the band waits for the next tick",
-                handled.detail
+                "{limit} failures in a row (handler.stop_after_failures), {which}: {}{}; the rest of the band waits for the next tick",
+                handled.detail,
+                super::marks::tail_for_log(&handled.output)
             ));
         }
     }
@@ -63,7 +77,20 @@ mod tests {
         assert_eq!(
             breaker.tripped.as_deref(),
             Some(
-                "3 failures in a row (handler.stop_after_failures), the last: exit 1; the rest of the band waits for the next tick"
+                "3 failures in a row (handler.stop_after_failures), each: exit 1; the rest of the band waits for the next tick"
+            )
+        );
+    }
+
+    #[test]
+    fn names_the_last_failure_when_they_differ_and_its_output() {
+        let mut breaker = Breaker::new(Some(2));
+        breaker.count(&Handled::new(Outcome::Error, "exit 1"));
+        breaker.count(&Handled::new(Outcome::Error, "exit 2").with_output("\nboom\n"));
+        assert_eq!(
+            breaker.tripped.as_deref(),
+            Some(
+                "2 failures in a row (handler.stop_after_failures), the last: exit 2: boom; the rest of the band waits for the next tick"
             )
         );
     }

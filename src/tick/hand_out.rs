@@ -137,12 +137,13 @@ pub(super) fn hand_out<'c>(
             if let Some(handler) = lanes.inline() {
                 // One record at a time on this thread, settled at once: no vectors.
                 let record = queue.pop_front().expect("the queue is not empty");
+                let started = Instant::now();
                 match catch_panic(|| handler.handle(&record, &context(&record))) {
                     Ok(handled) => {
                         inline_run.0 += 1;
                         breaker.count(&handled);
                         marks
-                            .settle(&record, handled, store, on_event)
+                            .settle(&record, handled, started.elapsed(), store, on_event)
                             .map_err(&store_err)?;
                     }
                     Err(e) => halt = Some(handler_err(e)),
@@ -170,7 +171,7 @@ pub(super) fn hand_out<'c>(
                 for (record, handled) in records.iter().zip(results) {
                     breaker.count(&handled);
                     marks
-                        .settle(record, handled, store, on_event)
+                        .settle(record, handled, latency, store, on_event)
                         .map_err(&store_err)?;
                 }
             }

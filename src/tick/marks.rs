@@ -13,9 +13,14 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 
 use super::options::Event;
-use crate::handler::{Handled, Outcome};
+use crate::config::{HistoryConfig, HistoryRecord};
+use crate::handler::{Ending, Handled, Outcome};
 use crate::record::Record;
-use crate::store::{Mark, Store, StoreError};
+use crate::store::{Attempt, Mark, Store, StoreError};
+
+/// How many failures a tick logs at WARN, one line each; the rest are counted in one
+/// line at its end (the attempts keep them all).
+const WARN_CAP: u64 = 10;
 
 /// The running counts of a tick.
 #[derive(Debug, Default)]
@@ -35,9 +40,28 @@ pub(super) struct Tally {
     /// Records left alone because their inserted-at value cannot be read, and the first.
     pub(super) unreadable: u64,
     pub(super) unreadable_sample: Option<String>,
+    /// Failures logged at WARN, and those past the cap, only counted.
+    pub(super) warned: u64,
+    /// Failures whose handler could not run at all: exit 126 (not executable) or 127
+    /// (not found), as a shell or `env` reports a command it cannot start.
+    pub(super) cannot_run: u64,
+    /// The account of the last of them.
+    pub(super) cannot_run_sample: Option<String>,
 }
 
 impl Tally {
+    /// Why the tick failed although it ran: every record it handled failed because its
+    /// handler could not run at all (a wrapper whose command is missing).
+    pub(super) fn handler_broken(&self) -> Option<String> {
+        (self.selected > 0 && self.cannot_run == self.selected).then(|| {
+            format!(
+                "the handler could not run for any of the {} records ({}); they are marked failed and kept from the ticks until their next slot: fix the handler, then run the tick again with --retry-failed",
+                self.selected,
+                self.cannot_run_sample.as_deref().unwrap_or_default()
+            )
+        })
+    }
+
     /// Counts a record left alone for its unreadable inserted-at value.
     pub(super) fn unreadable(&mut self, record: &Record) {
         self.unreadable += 1;
@@ -74,17 +98,37 @@ pub(super) struct Marks<'o> {
     /// Marks per transaction, at most.
     group: usize,
     interval: Duration,
+    /// Which attempts are kept, and the run and tier they are of.
+    history: HistoryConfig,
+    run_id: i64,
+    window_secs: u64,
+}
+
+/// Where the marks of a tick go: its owner and clock, its run-log row and tier, and
+/// what `[history]` keeps.
+pub(super) struct MarkPlan<'o> {
+    pub(super) owner: &'o str,
+    pub(super) now: DateTime<Utc>,
+    pub(super) run_id: i64,
+    pub(super) window: Duration,
+    pub(super) history: HistoryConfig,
 }
 
 impl<'o> Marks<'o> {
     pub(super) fn new(
         table: &crate::TableConfig,
-        owner: &'o str,
-        now: DateTime<Utc>,
+        plan: MarkPlan<'o>,
         group: usize,
         interval: Duration,
         keep: &'o dyn Fn(&Record) -> Option<DateTime<Utc>>,
     ) -> Self {
+        let MarkPlan {
+            owner,
+            now,
+            run_id,
+            window,
+            history,
+        } = plan;
         Marks {
             tally: Tally::default(),
             owner,
@@ -98,6 +142,9 @@ impl<'o> Marks<'o> {
             last_write: Instant::now(),
             group: group.max(1),
             interval,
+            history,
+            run_id,
+            window_secs: window.as_secs(),
         }
     }
 
@@ -106,6 +153,7 @@ impl<'o> Marks<'o> {
         &mut self,
         record: &Record,
         handled: Handled,
+        took: Duration,
         store: &mut dyn Store,
         on_event: &mut dyn FnMut(Event<'_>),
     ) -> Result<(), StoreError> {
@@ -125,7 +173,21 @@ impl<'o> Marks<'o> {
                 Arc::from(s.as_str())
             }
         };
-        log_outcome(record, &handled, &status);
+        if handled.outcome != Outcome::Success {
+            if handled.ending == Ending::Answered && matches!(handled.code, Some(126 | 127)) {
+                tally.cannot_run += 1;
+                tally.cannot_run_sample = Some(format!(
+                    "record {}: {}{}",
+                    record.id,
+                    handled.detail,
+                    tail_for_log(&handled.output)
+                ));
+            }
+            if matches!(handled.outcome, Outcome::Error) {
+                tally.warned += 1;
+            }
+        }
+        log_outcome(record, &handled, &status, tally.warned);
         on_event(Event::Handled {
             record,
             handled: &handled,
@@ -135,6 +197,9 @@ impl<'o> Marks<'o> {
         self.succeeded.push(handled.outcome == Outcome::Success);
         let failed_and_pending =
             handled.outcome != Outcome::Success && self.pending.iter().any(|p| **p == *status);
+        let attempt = (self.history.on()
+            && (handled.outcome != Outcome::Success || self.history.record == HistoryRecord::All))
+            .then(|| self.attempt(record, &handled, &status, took));
         self.marks.push(Mark {
             at: self.now,
             id: record.id.clone(),
@@ -144,11 +209,42 @@ impl<'o> Marks<'o> {
                 None
             },
             status,
+            attempt,
         });
         if self.marks.len() >= self.group || self.last_write.elapsed() >= self.interval {
             self.write(store)?;
         }
         Ok(())
+    }
+
+    /// The attempt `backlog_attempts` keeps of a handled record.
+    fn attempt(
+        &self,
+        record: &Record,
+        handled: &Handled,
+        status: &str,
+        took: Duration,
+    ) -> Box<Attempt> {
+        let now = Utc::now();
+        Box::new(Attempt {
+            record_id: record.id.to_string(),
+            run_id: self.run_id,
+            window_secs: self.window_secs,
+            started: chrono::Duration::from_std(took)
+                .ok()
+                .and_then(|t| now.checked_sub_signed(t))
+                .unwrap_or(now),
+            took_ms: took.as_millis() as u64,
+            status: status.to_string(),
+            outcome: handled.kind().to_string(),
+            code: handled.code,
+            signal: match handled.ending {
+                Ending::Crashed(signal) => signal.map(i64::from),
+                _ => None,
+            },
+            detail: handled.detail.to_string(),
+            output: handled.output.clone(),
+        })
     }
 
     /// Writes the marks now if they would otherwise wait past their interval for the
@@ -210,9 +306,20 @@ impl<'o> Marks<'o> {
     }
 }
 
-fn log_outcome(record: &Record, handled: &Handled, status: &str) {
+/// Logs a record's outcome: a failure at WARN (the first `WARN_CAP` of a tick; the
+/// rest at DEBUG, counted in one line at the tick's end), so a crontab line's log and
+/// a cron mail show why without `-v`; a success or a mapped status (an answer) at
+/// DEBUG.
+fn log_outcome(record: &Record, handled: &Handled, status: &str, warned: u64) {
     if handled.outcome == Outcome::Success {
         tracing::debug!("record {}: {status} ({})", record.id, handled.detail);
+    } else if handled.outcome == Outcome::Error && warned <= WARN_CAP {
+        tracing::warn!(
+            "record {}: {status} ({}){}",
+            record.id,
+            handled.detail,
+            tail_for_log(&handled.output)
+        );
     } else {
         tracing::debug!(
             "record {}: {status} ({}){}",
@@ -226,12 +333,29 @@ fn log_outcome(record: &Record, handled: &Handled, status: &str) {
     }
 }
 
-/// The last line of a failed handler's output, so `-v` shows why without `-vv`.
-fn tail_for_log(output: &str) -> String {
+/// The last line of a failed handler's output (what a program that fails usually
+/// says last is why), at most 200 characters, so a log line shows why without `-vv`.
+pub(super) fn tail_for_log(output: &str) -> String {
     output
         .lines()
         .rev()
         .find(|l| !l.trim().is_empty())
-        .map(|l| format!(": {l}"))
+        .map(|l| {
+            let l = l.trim();
+            match l.char_indices().nth(200) {
+                Some((cut, _)) => format!(": {}…", &l[..cut]),
+                None => format!(": {l}"),
+            }
+        })
         .unwrap_or_default()
+}
+
+/// The line that ends a tick's failures at WARN, when there were more than it showed.
+pub(super) fn log_unshown(tally: &Tally) {
+    if tally.warned > WARN_CAP {
+        tracing::warn!(
+            "{} more records failed in this tick (not shown; `backlog show ID` lists a record's attempts)",
+            tally.warned - WARN_CAP
+        );
+    }
 }

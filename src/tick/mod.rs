@@ -17,9 +17,11 @@
 //! Its parts, one file each: `process` (setup and cleanup), `hand_out` (the loop),
 //! `pager` (pages and their size), `lanes` (inline, pipelined, a pool of workers),
 //! `pace` (the rate), `breaker`, `heartbeat`, `marks` (counts and status writes),
-//! `wanted` (spread and `[retry]` delays), `summary`, `options`.
+//! `wanted` (spread and `[retry]` delays), `summary`, `options`; `retry` hands chosen
+//! records over outside the schedule (`backlog retry`).
 
 mod breaker;
+mod failed_start;
 mod hand_out;
 mod heartbeat;
 mod lanes;
@@ -28,9 +30,12 @@ mod options;
 mod pace;
 mod pager;
 mod process;
+mod retry;
 mod summary;
 mod wanted;
 
+pub use failed_start::record_failed_start;
 pub use options::{Event, TickOptions};
 pub use process::{open_store, process_backlog, run_tick};
+pub use retry::{RetrySummary, retry_records};
 pub use summary::{BandSummary, TickSummary};

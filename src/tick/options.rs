@@ -47,6 +47,8 @@ pub struct TickOptions {
     /// Take records that failed earlier in this tier's slot too (`--retry-failed`); a
     /// failure is otherwise kept from every tick until its slot ends.
     pub retry_failed: bool,
+    /// Which attempts are kept in `backlog_attempts`, and for how long.
+    pub history: crate::config::HistoryConfig,
 }
 
 impl TickOptions {
@@ -65,6 +67,7 @@ impl TickOptions {
             rate: None,
             stop_after_failures: None,
             retry_failed: false,
+            history: Default::default(),
         }
     }
 
@@ -75,6 +78,7 @@ impl TickOptions {
             concurrency: config.handler.concurrency,
             rate: config.handler.rate,
             stop_after_failures: config.handler.stop_after_failures,
+            history: config.history.clone(),
             ..TickOptions::new(window, now)
         }
     }

@@ -13,7 +13,7 @@ use chrono::Utc;
 use super::hand_out::{Plan, hand_out};
 use super::heartbeat::HeartbeatThread;
 use super::lanes::Lanes;
-use super::marks::{Marks, Tally};
+use super::marks::{MarkPlan, Marks, Tally, log_unshown};
 use super::options::{Event, TickOptions};
 use super::pager::Pager;
 use super::summary::{BandSummary, TickSummary};
@@ -30,7 +30,7 @@ static TICKS_IN_PROCESS: AtomicU64 = AtomicU64::new(0);
 
 /// A name for this tick in the tool's holds and claims: host, process, and a count for ticks run
 /// by one process.
-fn owner_name() -> String {
+pub(super) fn owner_name() -> String {
     let host = hostname::get()
         .map(|h| h.to_string_lossy().into_owned())
         .unwrap_or_else(|_| "localhost".into());
@@ -62,12 +62,17 @@ pub fn run_tick(
             unreachable!("a dry run hands no record over")
         }))
     } else {
-        crate::handler::from_config(&config.handler, &config.dir).map_err(|source| {
-            Error::Handler {
-                file: Some(config.path.display().to_string()),
-                source,
+        match crate::handler::from_config(&config.handler, &config.dir) {
+            Ok(handler) => handler,
+            Err(source) => {
+                let e = Error::Handler {
+                    file: Some(config.path.display().to_string()),
+                    source,
+                };
+                super::record_failed_start(&config.path, opts.window, opts.now, &e);
+                return Err(e);
             }
-        })?
+        }
     };
     process_backlog(
         &config.schedule,
@@ -200,11 +205,22 @@ pub fn process_backlog(
         stopped: false,
         breaker: None,
         lapsed: None,
+        handler_broken: None,
         unreadable: 0,
         unreadable_sample: None,
         concurrency: opts.concurrency.max(1),
         seconds: 0.0,
+        paused: None,
     };
+
+    // A person paused this tier (or every tier): every runner obeys, on every host.
+    if !opts.dry_run {
+        summary.paused = store.paused(opts.window).map_err(&store_err)?;
+        if summary.paused.is_some() {
+            summary.seconds = started.elapsed().as_secs_f64();
+            return Ok(summary);
+        }
+    }
 
     if opts.dry_run {
         let mut unreadable = Tally::default();
@@ -246,6 +262,7 @@ pub fn process_backlog(
             now: opts.now,
             owner: owner.clone(),
             lease: opts.lease,
+            history: opts.history.clone(),
         })
         .map_err(&store_err)?;
     summary.run_id = Some(run_id);
@@ -269,7 +286,14 @@ pub fn process_backlog(
         crate::explain::next_attempt(schedule, inserted, Some(&id), after_now)
             .map(|(_, at)| (at - slack).max(after_now))
     };
-    let mut marks = Marks::new(table, &owner, opts.now, group, opts.mark_interval, &keep);
+    let mark_plan = MarkPlan {
+        owner: &owner,
+        now: opts.now,
+        run_id,
+        window: opts.window,
+        history: opts.history.clone(),
+    };
+    let mut marks = Marks::new(table, mark_plan, group, opts.mark_interval, &keep);
     let plan = Plan {
         opts,
         query: &query,
@@ -303,6 +327,8 @@ pub fn process_backlog(
     }
     let result = result.and(cleanup);
     let tally = marks.tally;
+    log_unshown(&tally);
+    let broken = tally.handler_broken();
     let end = RunEnd {
         selected: tally.selected,
         succeeded: tally.succeeded,
@@ -311,6 +337,7 @@ pub fn process_backlog(
         lost: tally.lost,
         outcome: match (&result, &tally.lapsed, &tally.breaker, tally.stopped) {
             (Err(_), ..) => "failed",
+            _ if broken.is_some() => "failed",
             (Ok(()), Some(_), ..) => "lapsed",
             (Ok(()), None, Some(_), _) => "tripped",
             (Ok(()), None, None, true) => "stopped",
@@ -318,7 +345,10 @@ pub fn process_backlog(
         },
         error: match &result {
             Err(e) => Some(e.to_string()),
-            Ok(()) => tally.lapsed.clone().or_else(|| tally.breaker.clone()),
+            Ok(()) => broken
+                .clone()
+                .or_else(|| tally.lapsed.clone())
+                .or_else(|| tally.breaker.clone()),
         },
     };
     let logged = store.finish_run(run_id, &end).map_err(&store_err);
@@ -342,6 +372,7 @@ pub fn process_backlog(
     summary.stopped = tally.stopped;
     summary.breaker = tally.breaker;
     summary.lapsed = tally.lapsed;
+    summary.handler_broken = broken;
     summary.unreadable = tally.unreadable;
     summary.unreadable_sample = tally.unreadable_sample;
     summary.limit_reached = tally.selected == limit;

@@ -61,6 +61,9 @@ pub struct TickSummary {
     /// Why the tick stopped because its holds lapsed (it was paused past its lease),
     /// if it did.
     pub lapsed: Option<String>,
+    /// Why the tick failed although it ran: its handler could not run for any record
+    /// (each exited 126 or 127, as a shell does for a command it cannot start).
+    pub handler_broken: Option<String>,
     /// Records of the band left alone because their inserted-at value cannot be read
     /// (they have no age, so no band is really theirs), and the first of them.
     pub unreadable: u64,
@@ -68,6 +71,9 @@ pub struct TickSummary {
     /// Records in their handlers at once, at most.
     pub concurrency: usize,
     pub seconds: f64,
+    /// The pause that kept the tick from running (`backlog pause`), if one did: it
+    /// then handled nothing and wrote nothing.
+    pub paused: Option<crate::store::Pause>,
 }
 
 impl TickSummary {
@@ -81,6 +87,16 @@ impl TickSummary {
             ),
             None => format!("window {} (no tier has it)", self.window),
         };
+        if let Some(p) = &self.paused {
+            let (whose, resume) = match p.window_secs {
+                0 => ("every tier is ", "backlog resume".to_string()),
+                _ => ("", format!("backlog resume --window {}", self.window)),
+            };
+            return format!(
+                "{tier}: not ticking, {whose}{}; `{resume}` lifts it",
+                p.describe()
+            );
+        }
         let band = if self.band.younger == "0s" {
             format!("ages 0 to {}", self.band.older)
         } else {

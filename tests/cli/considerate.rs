@@ -49,9 +49,11 @@ fn the_breaker_stops_a_tick_after_failures_in_a_row(backend: Backend) {
         .stdout(predicates::str::contains(
             "; stopped by the breaker (handler.stop_after_failures)\n",
         ))
-        .stderr(
-            "backlog: the tick stopped after 3 failures in a row (handler.stop_after_failures), the last: exit 1; the rest of the band waits for the next tick\n",
-        );
+        // Each failure at WARN, then why the tick stopped.
+        .stderr(predicates::str::contains("WARN record 1: ERROR (exit 1)\n"))
+        .stderr(predicates::str::ends_with(
+            "\nbacklog: the tick stopped after 3 failures in a row (handler.stop_after_failures), each: exit 1; the rest of the band waits for the next tick\n",
+        ));
     assert_eq!(starts(&env).len(), 3);
     assert_eq!((env.with_status("ERROR"), env.with_status("NEW")), (3, 7));
     let runs = env.lines(&format!(

@@ -15,6 +15,10 @@ const COMMANDS: &[&[&str]] = &[
     &["backoff", "budget"],
     &["backoff", "simulate"],
     &["backoff", "plot"],
+    &["show"],
+    &["retry"],
+    &["pause"],
+    &["resume"],
 ];
 
 fn help(env: &Env, command: &[&str]) -> String {
@@ -30,7 +34,7 @@ fn help(env: &Env, command: &[&str]) -> String {
 fn verbose_is_offered_only_where_it_logs_more() {
     let env = Env::new();
     for command in COMMANDS {
-        let logs = matches!(command, ["run"] | ["daemon"]);
+        let logs = matches!(command, ["run"] | ["daemon"] | ["retry"]);
         assert_eq!(
             help(&env, command).contains("-v, --verbose..."),
             logs,

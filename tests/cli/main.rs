@@ -14,6 +14,7 @@ mod formats;
 mod harness;
 mod help;
 mod lapse;
+mod operate;
 mod pipes;
 mod pool;
 mod postgresql;

@@ -688,30 +688,44 @@ fn own_tables_live_in_the_named_schema_with_a_version() {
     let tables = env.lines(
         "SELECT table_name::text FROM information_schema.tables WHERE table_schema = 'jobs_meta' ORDER BY 1",
     );
-    assert_eq!(tables, ["backlog_claims", "backlog_meta", "backlog_runs"]);
+    assert_eq!(
+        tables,
+        [
+            "backlog_attempts",
+            "backlog_claims",
+            "backlog_meta",
+            "backlog_pauses",
+            "backlog_runs"
+        ]
+    );
     assert!(!env.has_own_tables(), "nothing in the default schema");
     assert_eq!(
         env.text("SELECT value FROM jobs_meta.backlog_meta WHERE key = 'schema_version'"),
         "2"
     );
-    // Version 1 (no `lost` count in the run log) moves to version 2 on the next tick.
+    // Version 1 (no `lost` count in the run log, no attempts, no pauses) moves to
+    // version 3 on the next tick.
     env.execute(
-        "ALTER TABLE jobs_meta.backlog_runs DROP COLUMN lost; UPDATE jobs_meta.backlog_meta SET value = '1' WHERE key = 'schema_version'",
+        "ALTER TABLE jobs_meta.backlog_runs DROP COLUMN lost; DROP TABLE jobs_meta.backlog_attempts, jobs_meta.backlog_pauses; UPDATE jobs_meta.backlog_meta SET value = '1' WHERE key = 'schema_version'",
     );
     env.run_window("1d");
     assert_eq!(
         env.text("SELECT value FROM jobs_meta.backlog_meta WHERE key = 'schema_version'"),
-        "2"
+        "3"
     );
     assert_eq!(
         env.text("SELECT sum(lost)::text FROM jobs_meta.backlog_runs"),
         "0"
     );
-    env.execute("UPDATE jobs_meta.backlog_meta SET value = '3' WHERE key = 'schema_version'");
+    assert_eq!(
+        env.text("SELECT count(*)::text FROM jobs_meta.backlog_attempts"),
+        "0"
+    );
+    env.execute("UPDATE jobs_meta.backlog_meta SET value = '4' WHERE key = 'schema_version'");
     env.backlog(&["run", "--window", "1d", "--now", NOW])
         .assert()
         .code(4)
         .stderr(predicates::str::ends_with(
-            ": the tool's tables in schema \"jobs_meta\" are at schema version 3, this backlog knows version 2; use the backlog release that made them\n",
+            ": the tool's tables in schema \"jobs_meta\" are at schema version 4, this backlog knows version 3; use the backlog release that made them\n",
         ));
 }

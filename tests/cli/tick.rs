@@ -510,7 +510,7 @@ crate::on_both_backends!(
 );
 
 /// A database whose tool tables an earlier release made (version 1, records claimed
-/// one by one) moves to version 3 (spans, then a `lost` count) on the first tick, but not while a tick of that
+/// one by one) moves to version 4 (spans, a `lost` count, then attempts and pauses) on the first tick, but not while a tick of that
 /// release still holds claims: it would not see the new spans.
 #[test]
 fn sqlite_tables_of_version_one_move_to_spans() {
@@ -532,7 +532,7 @@ fn sqlite_tables_of_version_one_move_to_spans() {
             ": a tick of an earlier backlog release holds 1 record in backlog_claims of ",
         ))
         .stderr(predicates::str::ends_with(
-            "; let it finish (or wait for its lease to run out), then run again to move the tool's tables to version 3\n",
+            "; let it finish (or wait for its lease to run out), then run again to move the tool's tables to version 4\n",
         ));
     assert_eq!(env.with_status("SUCCESS"), 0, "nothing handled");
 
@@ -541,10 +541,17 @@ fn sqlite_tables_of_version_one_move_to_spans() {
     assert!(out.contains("selected 2, succeeded 2"), "{out}");
     assert_eq!(
         env.text("SELECT value FROM backlog_meta WHERE key = 'schema_version'"),
-        "3"
+        "4"
     );
     assert_eq!(
         env.lines("SELECT name FROM sqlite_schema WHERE name LIKE 'backlog_%' AND type = 'table' ORDER BY 1"),
-        ["backlog_holds", "backlog_meta", "backlog_runs", "backlog_tried"]
+        [
+            "backlog_attempts",
+            "backlog_holds",
+            "backlog_meta",
+            "backlog_pauses",
+            "backlog_runs",
+            "backlog_tried"
+        ]
     );
 }

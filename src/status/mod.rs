@@ -12,7 +12,11 @@ use serde::Serialize;
 
 use crate::config::Config;
 use crate::duration;
-use crate::store::{Range, RunRow, Store, StoreError};
+use crate::store::{Pause, Range, RunRow, Store, StoreError};
+
+mod check;
+
+pub use check::{Check, CheckLevel, Thresholds, check};
 
 /// Records of one age range, by status.
 #[derive(Debug, Clone, Serialize)]
@@ -43,6 +47,10 @@ pub struct TierStatus {
     pub next_due: Option<DateTime<Utc>>,
     /// How late the tier is, past a grace of a minute or a tenth of its period.
     pub overdue_seconds: Option<u64>,
+    /// The tier's period (its cadence's interval, or the mean gap of its cron).
+    pub period_seconds: f64,
+    /// Why it does not tick, if a person paused it (or every tier).
+    pub paused: Option<Pause>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -55,6 +63,11 @@ pub struct Status {
     pub ages: Vec<AgeRow>,
     pub oldest_pending: Option<OldestPending>,
     pub tiers: Vec<TierStatus>,
+    /// The pause of every tier, if there is one.
+    pub paused: Option<Pause>,
+    /// Attempts of the last 24 hours that did not succeed, by outcome (from the
+    /// attempts, so none when `[history]` is off).
+    pub failures_24h: BTreeMap<String, u64>,
 }
 
 /// Reads where the backlog of `config` stands at `now`. Reads only.
@@ -148,6 +161,13 @@ pub fn status(
     });
 
     let runs = store.last_runs()?;
+    let pauses = store.pauses()?;
+    let pause_of = |window: u64| pauses.iter().find(|p| p.window_secs == window).cloned();
+    let failures_24h = store
+        .attempt_counts(now - chrono::Duration::hours(24))?
+        .into_iter()
+        .filter(|(outcome, _)| outcome != "success")
+        .collect();
     let plan = crate::explain::explain(&config.schedule);
     let tiers = config
         .schedule
@@ -166,8 +186,10 @@ pub fn status(
             // A daemon's tick comes up to the tier's jitter after its slot: not late.
             let grace = chrono::Duration::seconds((period / 10.0).max(60.0) as i64)
                 + chrono::Duration::from_std(tier.jitter).unwrap_or_default();
+            // A paused tier is not late: a person stopped it.
+            let paused = pause_of(tier.window.as_secs()).is_some() || pause_of(0).is_some();
             let overdue_seconds = next_due
-                .filter(|due| now > *due + grace)
+                .filter(|due| !paused && now > *due + grace)
                 .map(|due| (now - due).num_seconds() as u64);
             TierStatus {
                 tier: i + 1,
@@ -176,6 +198,8 @@ pub fn status(
                 last_tick,
                 next_due,
                 overdue_seconds,
+                period_seconds: period,
+                paused: pause_of(tier.window.as_secs()),
             }
         })
         .collect();
@@ -188,6 +212,8 @@ pub fn status(
         ages,
         oldest_pending,
         tiers,
+        paused: pause_of(0),
+        failures_24h,
     })
 }
 
@@ -286,7 +312,15 @@ impl Status {
                     t.tier, t.window, t.cadence
                 )),
             }
-            if let (Some(secs), Some(due)) = (t.overdue_seconds, t.next_due) {
+            if let Some(p) = &t.paused {
+                overdue.push(format!(
+                    "paused: tier {} ({}) {}",
+                    t.tier,
+                    t.window,
+                    p.describe()
+                ));
+            }
+            if let (Some(secs), Some(due), None) = (t.overdue_seconds, t.next_due, &t.paused) {
                 overdue.push(format!(
                     "overdue: tier {} ({} {}) was due at {}, {} ago; is its crontab line or daemon running?",
                     t.tier,
@@ -297,8 +331,22 @@ impl Status {
                 ));
             }
         }
+        if let Some(p) = &self.paused {
+            overdue.push(format!("paused: every tier, {}", p.describe()));
+        }
         for line in overdue {
             out.push_str(&format!("{line}\n"));
+        }
+        if !self.failures_24h.is_empty() {
+            let counts: Vec<String> = self
+                .failures_24h
+                .iter()
+                .map(|(outcome, n)| format!("{n} {outcome}"))
+                .collect();
+            out.push_str(&format!(
+                "failed attempts in the last 24 hours: {} (`backlog show ID` for a record's)\n",
+                counts.join(", ")
+            ));
         }
         out
     }

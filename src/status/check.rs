@@ -1,0 +1,153 @@
+//! `backlog status --check`: one line and an exit code for a monitoring system, after
+//! the monitoring-plugin convention (Nagios, Icinga, Sensu): 0 OK, 1 WARNING,
+//! 2 CRITICAL. A check that cannot read the database exits with the tool's own code for
+//! that (3 and up), which such systems show as UNKNOWN.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use super::Status;
+use crate::duration;
+
+/// How bad it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum CheckLevel {
+    Ok = 0,
+    Warning = 1,
+    Critical = 2,
+}
+
+/// The failures (attempts of the last 24 hours that did not succeed) past which the
+/// check warns, or is critical.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Thresholds {
+    pub warn_failures: Option<u64>,
+    pub critical_failures: Option<u64>,
+}
+
+/// The verdict, and why: the worst finding first.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Check {
+    pub level: CheckLevel,
+    /// Each finding, with its own level.
+    pub findings: Vec<(CheckLevel, String)>,
+}
+
+impl Check {
+    /// `BACKLOG CRITICAL: tier 2 (7d) …; tier 3 …`, as a monitoring system shows it.
+    pub fn line(&self, table: &str) -> String {
+        let word = match self.level {
+            CheckLevel::Ok => "OK",
+            CheckLevel::Warning => "WARNING",
+            CheckLevel::Critical => "CRITICAL",
+        };
+        let why: Vec<&str> = self
+            .findings
+            .iter()
+            .filter(|(level, _)| *level == self.level)
+            .map(|(_, text)| text.as_str())
+            .collect();
+        let why = if why.is_empty() {
+            "every tier ticks on time".to_string()
+        } else {
+            why.join("; ")
+        };
+        format!("BACKLOG {word}: table {table}: {why}")
+    }
+}
+
+/// Judges a status:
+/// - critical: a tier whose last tick is older than twice its period (or that never
+///   ticked while its table has records for it), a last tick that failed or was
+///   abandoned, failures past `critical_failures`;
+/// - warning: a last tick the breaker stopped or whose hold lapsed, a pause past the
+///   end its author gave (`--until`), failures past `warn_failures`.
+///
+/// A paused tier is not late.
+pub fn check(status: &Status, thresholds: Thresholds) -> Check {
+    let mut findings = Vec::new();
+    let now = status.now;
+    let show = |t: DateTime<Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let everything_paused = status.paused.as_ref();
+    let mut never = Vec::new();
+    for t in &status.tiers {
+        let name = format!("tier {} ({})", t.tier, t.window);
+        if let Some(p) = t.paused.as_ref().or(everything_paused) {
+            if let Some(until) = p.until.filter(|u| *u < now) {
+                findings.push((
+                    CheckLevel::Warning,
+                    format!(
+                        "{name} is still paused, past the end its pause gave ({}); `backlog resume` lifts it",
+                        show(until)
+                    ),
+                ));
+            }
+            continue;
+        }
+        let period = Duration::from_secs_f64(t.period_seconds.max(1.0));
+        match &t.last_tick {
+            None => never.push(t.tier.to_string()),
+            Some(run) => {
+                let age = (now - run.clock).to_std().unwrap_or_default();
+                if age > 2 * period {
+                    findings.push((
+                        CheckLevel::Critical,
+                        format!(
+                            "{name} last ticked {} ago, over twice its period of {}; is its crontab line or daemon running?",
+                            duration::rough(age),
+                            duration::rough(period)
+                        ),
+                    ));
+                }
+                let error = run.error.as_deref().unwrap_or("no error recorded");
+                match run.outcome.as_str() {
+                    "failed" | "abandoned" => findings.push((
+                        CheckLevel::Critical,
+                        format!("{name}'s last tick {}: {error}", run.outcome),
+                    )),
+                    "tripped" => findings.push((
+                        CheckLevel::Warning,
+                        format!("{name}'s last tick was stopped by the breaker: {error}"),
+                    )),
+                    "lapsed" => findings.push((
+                        CheckLevel::Warning,
+                        format!("{name}'s last tick lost its hold: {error}"),
+                    )),
+                    _ => {}
+                }
+            }
+        }
+    }
+    if !never.is_empty() {
+        findings.push((
+            CheckLevel::Warning,
+            format!(
+                "{} {} never ticked; are its crontab lines or daemon running?",
+                if never.len() == 1 { "tier" } else { "tiers" },
+                never.join(", ")
+            ),
+        ));
+    }
+    let failures: u64 = status.failures_24h.values().sum();
+    let over = |limit: Option<u64>| limit.is_some_and(|l| failures > l);
+    let text =
+        |limit: u64| format!("{failures} failed attempts in the last 24 hours, over {limit}");
+    if over(thresholds.critical_failures) {
+        findings.push((
+            CheckLevel::Critical,
+            text(thresholds.critical_failures.unwrap_or_default()),
+        ));
+    } else if over(thresholds.warn_failures) {
+        findings.push((
+            CheckLevel::Warning,
+            text(thresholds.warn_failures.unwrap_or_default()),
+        ));
+    }
+    findings.sort_by_key(|f| std::cmp::Reverse(f.0));
+    Check {
+        level: findings.first().map_or(CheckLevel::Ok, |f| f.0),
+        findings,
+    }
+}

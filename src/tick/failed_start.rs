@@ -1,0 +1,72 @@
+//! A tick that could not start (a bad edit of the schedule file, a handler that is
+//! not executable) still leaves a row in the run log when the database can be
+//! reached: `status`, `status --check` and the metrics then show why a tier went quiet,
+//! instead of asking whether cron runs at all.
+
+use std::path::Path;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use super::process::owner_name;
+use crate::config::{Config, HistoryConfig};
+use crate::error::Error;
+use crate::store::{RunEnd, RunStart};
+
+/// Records, as best it can, that a tick of `window` on the schedule file at `path`
+/// could not start because of `error`. Only the file's and the handler's faults are
+/// recorded: a database that cannot be reached has no run log to write to, and a
+/// wrong command line names no tier. Says nothing when it cannot: the error itself is
+/// what the caller reports.
+pub fn record_failed_start(path: &Path, window: Duration, now: DateTime<Utc>, error: &Error) {
+    if !matches!(error, Error::Config(_) | Error::Handler { .. }) {
+        return;
+    }
+    let (database, table, windows) = match Config::load(path) {
+        Ok(config) => {
+            let windows = config.schedule.tiers.iter().map(|t| t.window).collect();
+            (config.database, config.table, windows)
+        }
+        Err(_) => match Config::database_of(path) {
+            Some(found) => found,
+            None => return,
+        },
+    };
+    // Only a window of the file: a typo would invent a tier.
+    if !windows.contains(&window) {
+        return;
+    }
+    let lease = database.claim_lease;
+    let Ok(mut store) = crate::store::open(&database, &table) else {
+        return;
+    };
+    let recorded = store
+        .inspect()
+        .and_then(|_| store.ensure_own_tables())
+        .and_then(|()| {
+            store.begin_run(&RunStart {
+                window,
+                tier: None,
+                younger: Duration::ZERO,
+                older: Duration::ZERO,
+                bands: "not started",
+                now,
+                owner: owner_name(),
+                lease,
+                history: HistoryConfig::default(),
+            })
+        })
+        .and_then(|run_id| {
+            store.finish_run(
+                run_id,
+                &RunEnd {
+                    outcome: "failed",
+                    error: Some(format!("the tick could not start: {error}")),
+                    ..RunEnd::default()
+                },
+            )
+        });
+    if let Err(e) = recorded {
+        tracing::debug!("could not record the failed start in the run log: {e}");
+    }
+}
