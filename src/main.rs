@@ -21,6 +21,8 @@ fn main() -> ExitCode {
         Command::Backoff(cli::BackoffCommand::Budget(args)) => cli::backoff_budget(args),
         Command::Backoff(cli::BackoffCommand::Simulate(args)) => cli::backoff_simulate(args),
         Command::Backoff(cli::BackoffCommand::Plot(args)) => cli::backoff_plot(args),
+        Command::Completions(args) => cli::completions(args),
+        Command::Man(args) => cli::man(args),
     };
     match result {
         Ok(()) => backlog::ExitCode::Success.into(),

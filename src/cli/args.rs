@@ -8,6 +8,8 @@ use chrono::{DateTime, Utc};
 use clap::{Args, Parser, Subcommand};
 
 use super::backoff;
+use super::completions::CompletionsArgs;
+use super::man_page::ManArgs;
 use super::output::print_json_error;
 use crate::duration;
 
@@ -50,6 +52,10 @@ pub enum Command {
     /// Retry strategies: their delays, and how many retries fit a timeout.
     #[command(subcommand)]
     Backoff(backoff::BackoffCommand),
+    /// Print shell completions: `source <(backlog completions bash)`.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff): `backlog man | man -l -`.
+    Man(ManArgs),
 }
 
 #[derive(Debug, Args)]
@@ -138,9 +144,12 @@ impl Cli {
             Command::Explain(args) => args.json,
             Command::Status(args) => args.json,
             Command::Backoff(command) => command.json(),
-            Command::Init(_) | Command::Crontab(_) | Command::Daemon(_) | Command::Doctor(_) => {
-                false
-            }
+            Command::Init(_)
+            | Command::Crontab(_)
+            | Command::Daemon(_)
+            | Command::Doctor(_)
+            | Command::Completions(_)
+            | Command::Man(_) => false,
         }
     }
 

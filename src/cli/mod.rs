@@ -15,10 +15,14 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 mod args;
 mod backoff;
+mod completions;
+mod man_page;
 mod output;
 
 pub use args::*;
 pub use backoff::{BackoffCommand, backoff_budget, backoff_delays, backoff_plot, backoff_simulate};
+pub use completions::{CompletionsArgs, Shell, completions};
+pub use man_page::{ManArgs, man};
 pub(crate) use output::print;
 pub use output::{init_logging, report};
 

@@ -15,6 +15,8 @@ const COMMANDS: &[&[&str]] = &[
     &["backoff", "budget"],
     &["backoff", "simulate"],
     &["backoff", "plot"],
+    &["completions"],
+    &["man"],
 ];
 
 fn help(env: &Env, command: &[&str]) -> String {

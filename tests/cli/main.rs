@@ -4,6 +4,7 @@
 mod backoff;
 mod bad_input;
 mod batch;
+mod completions;
 mod concurrency;
 mod considerate;
 mod crontab;
