@@ -158,7 +158,7 @@ impl Cli {
     pub fn logging(&self) -> (tracing::Level, LogFormat) {
         let (base, verbose, format) = match &self.command {
             Command::Daemon(args) => (1, args.verbosity.verbose, args.log_format),
-            Command::Run(args) => (0, args.verbosity.verbose, LogFormat::Text),
+            Command::Run(args) => (0, args.verbosity.verbose, args.log_format),
             _ => (0, 0, LogFormat::Text),
         };
         let level = match (base, verbose) {
@@ -226,6 +226,9 @@ pub struct RunArgs {
     pub json: bool,
     #[command(flatten)]
     pub verbosity: Verbosity,
+    /// How log lines are written: text, or json for log collectors.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
     /// Hand over at most this many records (overrides the tier's limit).
     #[arg(long, value_parser = parse_limit)]
     pub limit: Option<u64>,

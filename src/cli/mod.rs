@@ -90,6 +90,7 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
 
     let show_progress = std::io::stderr().is_terminal()
         && args.verbosity.verbose == 0
+        && args.log_format == LogFormat::Text
         && !args.json
         && !args.dry_run;
     let progress = if show_progress {

@@ -13,6 +13,7 @@ use crate::error::Error;
 pub fn init_logging(level: tracing::Level, format: LogFormat) {
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
+    let _ = LOG_FORMAT.set(format);
     let ours = tracing_subscriber::filter::Targets::new()
         .with_target("backlog", level)
         .with_default(tracing::Level::WARN);
@@ -29,6 +30,10 @@ pub fn init_logging(level: tracing::Level, format: LogFormat) {
         LogFormat::Json => builder.json().finish().with(ours).init(),
     }
 }
+
+/// The log format `init_logging` set up, for the error line: with JSON logs it is a
+/// log line too, so every line on stderr parses.
+static LOG_FORMAT: std::sync::OnceLock<LogFormat> = std::sync::OnceLock::new();
 
 /// Set once stderr's reader has gone away: logs stop there, the work goes on.
 static STDERR_GONE: AtomicBool = AtomicBool::new(false);
@@ -60,19 +65,29 @@ impl std::io::Write for LogWriter {
 /// it: the exit code says it too. With `json`, the error is also a JSON object on
 /// stdout, unless the command already printed its result there (a tick that ran and
 /// was stopped by its breaker: its summary says so).
+///
+/// On stderr it is `backlog: …`, one line per problem (a crontab check can find
+/// several); with `--log-format json`, one JSON log line with the message and the
+/// exit code.
 pub fn report(error: &Error, json: bool) {
     use std::io::Write as _;
+    let exit_code = error.exit_code() as i32;
     if json && !STDOUT_USED.load(Ordering::Relaxed) {
-        print_json_error(&error.to_string(), error.exit_code() as i32);
+        print_json_error(&error.to_string(), exit_code);
     }
-    if !STDERR_GONE.load(Ordering::Relaxed) {
-        // An error of several problems (a crontab check) says each on its own line.
-        let text: String = error
-            .to_string()
-            .lines()
-            .map(|line| format!("backlog: {line}\n"))
-            .collect();
-        let _ = std::io::stderr().lock().write_all(text.as_bytes());
+    if STDERR_GONE.load(Ordering::Relaxed) {
+        return;
+    }
+    let message = error.to_string();
+    match LOG_FORMAT.get() {
+        Some(LogFormat::Json) => tracing::error!(exit_code, "{message}"),
+        _ => {
+            let text: String = message
+                .lines()
+                .map(|line| format!("backlog: {line}\n"))
+                .collect();
+            let _ = std::io::stderr().lock().write_all(text.as_bytes());
+        }
     }
 }
 

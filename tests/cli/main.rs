@@ -15,6 +15,7 @@ mod formats;
 mod harness;
 mod help;
 mod lapse;
+mod logging;
 mod pipes;
 mod pool;
 mod postgresql;
