@@ -1,4 +1,8 @@
-//! What `run` writes on stderr: JSON lines with `--log-format json`.
+//! What `run` writes on stderr: log lines that start with their time (UTC), JSON lines
+//! with `--log-format json`, colours only on a terminal and never with `NO_COLOR`, and
+//! an error line a log file can date.
+
+use std::process::{Command, Stdio};
 
 use crate::harness::{Env, NOW};
 
@@ -92,4 +96,85 @@ fn a_failure_is_a_json_log_line_with_json_logs() {
         "nope.toml: no such schedule file; pass --schedule FILE, or run `backlog init` to write one"
     );
     assert!(is_utc_time(line["timestamp"].as_str().unwrap()), "{line}");
+}
+
+/// On a pipe, each text log line starts with its time and level, uncoloured.
+#[test]
+fn text_log_lines_on_a_pipe_start_with_their_time() {
+    let env = demo();
+    let stderr = run_verbose(&env, &[]);
+    assert_eq!(stderr.lines().count(), 61, "{stderr}");
+    for line in stderr.lines() {
+        let (time, rest) = line.split_once(' ').unwrap();
+        assert!(is_utc_time(time), "{line}");
+        assert!(rest.starts_with("DEBUG "), "{line}");
+    }
+    assert!(!stderr.contains('\x1b'), "no colours on a pipe: {stderr:?}");
+}
+
+/// A crontab line appends stderr to a log file: there the error line carries its
+/// time as the log lines do. On a pipe it stays `backlog: …`.
+#[test]
+fn the_error_line_in_a_log_file_starts_with_its_time() {
+    let env = Env::new();
+    let log = env.path("backlog.log");
+    let status = Command::new(assert_cmd::cargo::cargo_bin("backlog"))
+        .current_dir(env.dir.path())
+        .args(["run", "--window", "7d", "--schedule", "nope.toml"])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(3));
+    let text = std::fs::read_to_string(&log).unwrap();
+    let (time, rest) = text.split_once(' ').unwrap();
+    assert!(is_utc_time(time), "{text}");
+    assert_eq!(
+        rest,
+        "ERROR backlog: nope.toml: no such schedule file; pass --schedule FILE, or run `backlog init` to write one\n"
+    );
+    env.backlog(&["run", "--window", "7d", "--schedule", "nope.toml"])
+        .assert()
+        .code(3)
+        .stderr("backlog: nope.toml: no such schedule file; pass --schedule FILE, or run `backlog init` to write one\n");
+}
+
+/// On a terminal (a pseudo-terminal `script` opens) log lines are coloured, unless
+/// `NO_COLOR` is set to something (an empty one does not count, per no-color.org).
+#[test]
+fn colours_only_on_a_terminal_and_never_with_no_color() {
+    let env = demo();
+    let backlog = assert_cmd::cargo::cargo_bin("backlog");
+    let on_a_terminal = |no_color: Option<&str>| {
+        let mut cmd = Command::new("script");
+        cmd.current_dir(env.dir.path())
+            .args(["-qec"])
+            .arg(format!(
+                "{} run -v --window 7d --schedule demo/backlog.toml --now {NOW} --dry-run",
+                backlog.display()
+            ))
+            .arg("/dev/null")
+            .stdin(Stdio::null())
+            .env_remove("NO_COLOR");
+        if let Some(value) = no_color {
+            cmd.env("NO_COLOR", value);
+        }
+        let out = cmd.output().expect("script (util-linux) runs");
+        assert!(out.status.success(), "{out:?}");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(text.contains("DEBUG"), "{text}");
+        text
+    };
+    assert!(
+        on_a_terminal(None).contains("\x1b["),
+        "coloured on a terminal"
+    );
+    assert!(
+        on_a_terminal(Some("")).contains("\x1b["),
+        "an empty NO_COLOR is unset"
+    );
+    let plain = on_a_terminal(Some("1"));
+    assert!(!plain.contains('\x1b'), "{plain:?}");
+    let first = plain.lines().next().unwrap();
+    assert!(is_utc_time(first.split(' ').next().unwrap()), "{first}");
 }
