@@ -82,6 +82,9 @@ pub struct DoctorArgs {
     /// The schedule file.
     #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
     pub schedule: PathBuf,
+    /// Print the checks as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -143,13 +146,12 @@ impl Cli {
             Command::Run(args) => args.json,
             Command::Explain(args) => args.json,
             Command::Status(args) => args.json,
+            Command::Doctor(args) => args.json,
+            Command::Crontab(args) => args.json,
             Command::Backoff(command) => command.json(),
-            Command::Init(_)
-            | Command::Crontab(_)
-            | Command::Daemon(_)
-            | Command::Doctor(_)
-            | Command::Completions(_)
-            | Command::Man(_) => false,
+            Command::Init(_) | Command::Daemon(_) | Command::Completions(_) | Command::Man(_) => {
+                false
+            }
         }
     }
 
@@ -191,6 +193,9 @@ pub struct CrontabArgs {
     /// Whose crontab (passed to `crontab -u`; needs root).
     #[arg(long)]
     pub user: Option<String>,
+    /// Print JSON: the block, or what was installed or removed.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -125,10 +125,7 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
             value["would_handle"] = serde_json::Value::Array(listed);
         }
         // The one object on stdout says it failed, as an error object would.
-        if let Some(e) = &failure {
-            value["error"] = e.to_string().into();
-            value["exit_code"] = (e.exit_code() as i32).into();
-        }
+        with_error(&mut value, failure.as_ref());
         text.push_str(&format!("{value}\n"));
     } else {
         for r in &listed {
@@ -247,6 +244,13 @@ pub fn crontab(args: &CrontabArgs) -> Result<(), Error> {
         .map_or("your crontab".to_string(), |u| {
             format!("the crontab of {u}")
         });
+    // With --json: what was done, the schedule file, and the crontab's user (null:
+    // the invoking user's).
+    let json = |mut value: serde_json::Value| {
+        value["schedule"] = schedule.display().to_string().into();
+        value["user"] = args.user.clone().into();
+        print(&format!("{value}\n"))
+    };
     if args.install {
         // Before anything is written: a block cron cannot run fails unseen.
         crontab::check(&target, &config, &crontab::owner(args.user.as_deref())?)?;
@@ -255,9 +259,13 @@ pub fn crontab(args: &CrontabArgs) -> Result<(), Error> {
             args.user.as_deref(),
             &crontab::install(&current, &block, &schedule)?,
         )?;
+        if args.json {
+            return json(serde_json::json!({
+                "installed": true, "tiers": config.schedule.tiers.len(), "block": block,
+            }));
+        }
         print(&format!(
-            "installed {} of {} in {whose}
-",
+            "installed {} of {} in {whose}\n",
             config.schedule.tier_count(),
             schedule.display()
         ))
@@ -265,17 +273,22 @@ pub fn crontab(args: &CrontabArgs) -> Result<(), Error> {
         crontab::owner(args.user.as_deref())?;
         let current = crontab::read(args.user.as_deref())?;
         let (text, removed) = crontab::uninstall(&current, &schedule)?;
-        if !removed {
-            return print(&format!(
+        if removed {
+            crontab::write(args.user.as_deref(), &text)?;
+        }
+        if args.json {
+            return json(serde_json::json!({"removed": removed}));
+        }
+        print(&if removed {
+            format!("removed the block of {} from {whose}\n", schedule.display())
+        } else {
+            format!(
                 "{whose} has no block for {}; nothing to remove\n",
                 schedule.display()
-            ));
-        }
-        crontab::write(args.user.as_deref(), &text)?;
-        print(&format!(
-            "removed the block of {} from {whose}\n",
-            schedule.display()
-        ))
+            )
+        })
+    } else if args.json {
+        json(serde_json::json!({"block": block}))
     } else {
         print(&block)
     }
@@ -362,17 +375,34 @@ pub fn explain(args: &ExplainArgs) -> Result<(), Error> {
     print(&text)
 }
 
-/// `backlog doctor`.
+/// `backlog doctor`. Failing checks exit 1, after the checks are printed (with
+/// `--json`, the one object carries them and the error).
 pub fn doctor(args: &DoctorArgs) -> Result<(), Error> {
     let checks = crate::doctor::doctor(&args.schedule);
-    let text: String = checks
-        .iter()
-        .map(|c| format!("{} {}\n", if c.ok { "ok  " } else { "FAIL" }, c.message))
-        .collect();
+    let failure = match checks.iter().filter(|c| !c.ok).count() {
+        0 => None,
+        n => Some(Error::Unhealthy(n)),
+    };
+    let text = if args.json {
+        let mut value = serde_json::json!({"ok": failure.is_none(), "checks": checks});
+        with_error(&mut value, failure.as_ref());
+        format!("{value}\n")
+    } else {
+        checks
+            .iter()
+            .map(|c| format!("{} {}\n", if c.ok { "ok  " } else { "FAIL" }, c.message))
+            .collect()
+    };
     print(&text)?;
-    match checks.iter().filter(|c| !c.ok).count() {
-        0 => Ok(()),
-        n => Err(Error::Unhealthy(n)),
+    failure.map_or(Ok(()), Err)
+}
+
+/// Adds a command's failure to the one JSON object it prints, as an error object
+/// would say it.
+fn with_error(value: &mut serde_json::Value, failure: Option<&Error>) {
+    if let Some(e) = failure {
+        value["error"] = e.to_string().into();
+        value["exit_code"] = (e.exit_code() as i32).into();
     }
 }
 
