@@ -25,6 +25,8 @@ fn main() -> ExitCode {
         Command::Retry(args) => cli::retry(args),
         Command::Pause(args) => cli::pause(args),
         Command::Resume(args) => cli::resume(args),
+        Command::Completions(args) => cli::completions(args),
+        Command::Man(args) => cli::man(args),
     };
     match result {
         Ok(()) => backlog::ExitCode::Success.into(),

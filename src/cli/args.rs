@@ -8,6 +8,8 @@ use chrono::{DateTime, Utc};
 use clap::{Args, Parser, Subcommand};
 
 use super::backoff;
+use super::completions::CompletionsArgs;
+use super::man_page::ManArgs;
 use super::output::print_json_error;
 use crate::duration;
 
@@ -58,6 +60,10 @@ pub enum Command {
     Pause(super::PauseArgs),
     /// Lift a pause.
     Resume(super::ResumeArgs),
+    /// Print shell completions: `source <(backlog completions bash)`.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff): `backlog man | man -l -`.
+    Man(ManArgs),
 }
 
 #[derive(Debug, Args)]
@@ -84,6 +90,9 @@ pub struct DoctorArgs {
     /// The schedule file.
     #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
     pub schedule: PathBuf,
+    /// Print the checks as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -155,12 +164,14 @@ impl Cli {
             Command::Run(args) => args.json,
             Command::Explain(args) => args.json,
             Command::Status(args) => args.json,
+            Command::Doctor(args) => args.json,
+            Command::Crontab(args) => args.json,
             Command::Backoff(command) => command.json(),
             Command::Show(args) => args.json,
             Command::Retry(args) => args.json,
             Command::Pause(args) => args.json,
             Command::Resume(args) => args.json,
-            Command::Init(_) | Command::Crontab(_) | Command::Daemon(_) | Command::Doctor(_) => {
+            Command::Init(_) | Command::Daemon(_) | Command::Completions(_) | Command::Man(_) => {
                 false
             }
         }
@@ -171,7 +182,7 @@ impl Cli {
     pub fn logging(&self) -> (tracing::Level, LogFormat) {
         let (base, verbose, format) = match &self.command {
             Command::Daemon(args) => (1, args.verbosity.verbose, args.log_format),
-            Command::Run(args) => (0, args.verbosity.verbose, LogFormat::Text),
+            Command::Run(args) => (0, args.verbosity.verbose, args.log_format),
             Command::Retry(args) => (0, args.verbosity.verbose, LogFormat::Text),
             _ => (0, 0, LogFormat::Text),
         };
@@ -205,6 +216,9 @@ pub struct CrontabArgs {
     /// Whose crontab (passed to `crontab -u`; needs root).
     #[arg(long)]
     pub user: Option<String>,
+    /// Print JSON: the block, or what was installed or removed.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -240,6 +254,9 @@ pub struct RunArgs {
     pub json: bool,
     #[command(flatten)]
     pub verbosity: Verbosity,
+    /// How log lines are written: text, or json for log collectors.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
     /// Hand over at most this many records (overrides the tier's limit).
     #[arg(long, value_parser = parse_limit)]
     pub limit: Option<u64>,

@@ -15,11 +15,15 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 mod args;
 mod backoff;
+mod completions;
+mod man_page;
 mod operate;
 mod output;
 
 pub use args::*;
 pub use backoff::{BackoffCommand, backoff_budget, backoff_delays, backoff_plot, backoff_simulate};
+pub use completions::{CompletionsArgs, Shell, completions};
+pub use man_page::{ManArgs, man};
 pub use operate::{PauseArgs, ResumeArgs, RetryArgs, ShowArgs, pause, resume, retry, show};
 pub(crate) use output::print;
 pub use output::{init_logging, report};
@@ -101,6 +105,7 @@ fn run_tier(args: &RunArgs) -> Result<(), Error> {
 
     let show_progress = std::io::stderr().is_terminal()
         && args.verbosity.verbose == 0
+        && args.log_format == LogFormat::Text
         && !args.json
         && !args.dry_run;
     let progress = if show_progress {
@@ -139,10 +144,7 @@ fn run_tier(args: &RunArgs) -> Result<(), Error> {
             value["would_handle"] = serde_json::Value::Array(listed);
         }
         // The one object on stdout says it failed, as an error object would.
-        if let Some(e) = &failure {
-            value["error"] = e.to_string().into();
-            value["exit_code"] = (e.exit_code() as i32).into();
-        }
+        with_error(&mut value, failure.as_ref());
         text.push_str(&format!("{value}\n"));
     } else {
         for r in &listed {
@@ -261,6 +263,13 @@ pub fn crontab(args: &CrontabArgs) -> Result<(), Error> {
         .map_or("your crontab".to_string(), |u| {
             format!("the crontab of {u}")
         });
+    // With --json: what was done, the schedule file, and the crontab's user (null:
+    // the invoking user's).
+    let json = |mut value: serde_json::Value| {
+        value["schedule"] = schedule.display().to_string().into();
+        value["user"] = args.user.clone().into();
+        print(&format!("{value}\n"))
+    };
     if args.install {
         // Before anything is written: a block cron cannot run fails unseen.
         crontab::check(&target, &config, &crontab::owner(args.user.as_deref())?)?;
@@ -269,9 +278,13 @@ pub fn crontab(args: &CrontabArgs) -> Result<(), Error> {
             args.user.as_deref(),
             &crontab::install(&current, &block, &schedule)?,
         )?;
+        if args.json {
+            return json(serde_json::json!({
+                "installed": true, "tiers": config.schedule.tiers.len(), "block": block,
+            }));
+        }
         print(&format!(
-            "installed {} of {} in {whose}
-",
+            "installed {} of {} in {whose}\n",
             config.schedule.tier_count(),
             schedule.display()
         ))
@@ -279,17 +292,22 @@ pub fn crontab(args: &CrontabArgs) -> Result<(), Error> {
         crontab::owner(args.user.as_deref())?;
         let current = crontab::read(args.user.as_deref())?;
         let (text, removed) = crontab::uninstall(&current, &schedule)?;
-        if !removed {
-            return print(&format!(
+        if removed {
+            crontab::write(args.user.as_deref(), &text)?;
+        }
+        if args.json {
+            return json(serde_json::json!({"removed": removed}));
+        }
+        print(&if removed {
+            format!("removed the block of {} from {whose}\n", schedule.display())
+        } else {
+            format!(
                 "{whose} has no block for {}; nothing to remove\n",
                 schedule.display()
-            ));
-        }
-        crontab::write(args.user.as_deref(), &text)?;
-        print(&format!(
-            "removed the block of {} from {whose}\n",
-            schedule.display()
-        ))
+            )
+        })
+    } else if args.json {
+        json(serde_json::json!({"block": block}))
     } else {
         print(&block)
     }
@@ -376,17 +394,34 @@ pub fn explain(args: &ExplainArgs) -> Result<(), Error> {
     print(&text)
 }
 
-/// `backlog doctor`.
+/// `backlog doctor`. Failing checks exit 1, after the checks are printed (with
+/// `--json`, the one object carries them and the error).
 pub fn doctor(args: &DoctorArgs) -> Result<(), Error> {
     let checks = crate::doctor::doctor(&args.schedule);
-    let text: String = checks
-        .iter()
-        .map(|c| format!("{} {}\n", if c.ok { "ok  " } else { "FAIL" }, c.message))
-        .collect();
+    let failure = match checks.iter().filter(|c| !c.ok).count() {
+        0 => None,
+        n => Some(Error::Unhealthy(n)),
+    };
+    let text = if args.json {
+        let mut value = serde_json::json!({"ok": failure.is_none(), "checks": checks});
+        with_error(&mut value, failure.as_ref());
+        format!("{value}\n")
+    } else {
+        checks
+            .iter()
+            .map(|c| format!("{} {}\n", if c.ok { "ok  " } else { "FAIL" }, c.message))
+            .collect()
+    };
     print(&text)?;
-    match checks.iter().filter(|c| !c.ok).count() {
-        0 => Ok(()),
-        n => Err(Error::Unhealthy(n)),
+    failure.map_or(Ok(()), Err)
+}
+
+/// Adds a command's failure to the one JSON object it prints, as an error object
+/// would say it.
+fn with_error(value: &mut serde_json::Value, failure: Option<&Error>) {
+    if let Some(e) = failure {
+        value["error"] = e.to_string().into();
+        value["exit_code"] = (e.exit_code() as i32).into();
     }
 }
 

@@ -9,13 +9,17 @@ use super::args::LogFormat;
 use crate::error::Error;
 
 /// Sends logs to stderr: this tool's at `level`, its libraries' (the PostgreSQL
-/// client logs every statement at debug) only from warnings up.
+/// client logs every statement at debug) only from warnings up. Each line starts with
+/// its time (UTC); colours only on a terminal, and not when `NO_COLOR` is set
+/// (no-color.org).
 pub fn init_logging(level: tracing::Level, format: LogFormat) {
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
+    let _ = LOG_FORMAT.set(format);
     let ours = tracing_subscriber::filter::Targets::new()
         .with_target("backlog", level)
         .with_default(tracing::Level::WARN);
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let builder = tracing_subscriber::fmt()
         .with_writer(|| LogWriter)
         // Its own complaint about a failed write would go to stderr through
@@ -23,11 +27,28 @@ pub fn init_logging(level: tracing::Level, format: LogFormat) {
         .log_internal_errors(false)
         .with_max_level(level)
         .with_target(false)
-        .with_ansi(std::io::stderr().is_terminal());
+        .with_ansi(std::io::stderr().is_terminal() && !no_color);
     match format {
         LogFormat::Text => builder.finish().with(ours).init(),
         LogFormat::Json => builder.json().finish().with(ours).init(),
     }
+}
+
+/// The log format `init_logging` set up, for the error line: with JSON logs it is a
+/// log line too, so every line on stderr parses.
+static LOG_FORMAT: std::sync::OnceLock<LogFormat> = std::sync::OnceLock::new();
+
+/// Whether stderr is a file (a crontab line's `>> backlog.log 2>&1`): there the error
+/// line needs the time a log line has, or nobody can tell when a tick failed. A
+/// terminal shows it as it happens; a pipe's reader (journald, docker) stamps lines
+/// itself, and a script reading `backlog: …` keeps the line it knows.
+fn stderr_is_a_file() -> bool {
+    use std::os::fd::AsFd as _;
+    std::io::stderr()
+        .as_fd()
+        .try_clone_to_owned()
+        .and_then(|fd| std::fs::File::from(fd).metadata())
+        .is_ok_and(|m| m.is_file())
 }
 
 /// Set once stderr's reader has gone away: logs stop there, the work goes on.
@@ -60,23 +81,38 @@ impl std::io::Write for LogWriter {
 /// it: the exit code says it too. With `json`, the error is also a JSON object on
 /// stdout, unless the command already printed its result there (a tick that ran and
 /// was stopped by its breaker: its summary says so).
+///
+/// On stderr it is `backlog: …`, one line per problem (a crontab check can find
+/// several); in a file, each such line is a log line with its time; with
+/// `--log-format json`, one JSON log line with the message and the exit code.
 pub fn report(error: &Error, json: bool) {
     use std::io::Write as _;
     // Its line is the check's result, already on stdout.
     if matches!(error, Error::Check(_)) {
         return;
     }
+    let exit_code = error.exit_code() as i32;
     if json && !STDOUT_USED.load(Ordering::Relaxed) {
-        print_json_error(&error.to_string(), error.exit_code() as i32);
+        print_json_error(&error.to_string(), exit_code);
     }
-    if !STDERR_GONE.load(Ordering::Relaxed) {
-        // An error of several problems (a crontab check) says each on its own line.
-        let text: String = error
-            .to_string()
-            .lines()
-            .map(|line| format!("backlog: {line}\n"))
-            .collect();
-        let _ = std::io::stderr().lock().write_all(text.as_bytes());
+    if STDERR_GONE.load(Ordering::Relaxed) {
+        return;
+    }
+    let message = error.to_string();
+    match LOG_FORMAT.get() {
+        Some(LogFormat::Json) => tracing::error!(exit_code, "{message}"),
+        Some(LogFormat::Text) if stderr_is_a_file() => {
+            for line in message.lines() {
+                tracing::error!("backlog: {line}");
+            }
+        }
+        _ => {
+            let text: String = message
+                .lines()
+                .map(|line| format!("backlog: {line}\n"))
+                .collect();
+            let _ = std::io::stderr().lock().write_all(text.as_bytes());
+        }
     }
 }
 

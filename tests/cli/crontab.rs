@@ -337,3 +337,88 @@ fn if_due_runs_a_tier_once_per_interval_by_the_run_log() {
         .code(2)
         .stderr(predicates::str::contains("--if-due needs the window of a tier; 10d is none of backlog.toml's (1d, 7d, 14d, 30d, 180d, 360d)"));
 }
+
+/// `--json`: the block, what was installed or removed, or the error, as one object.
+#[test]
+fn crontab_json_says_what_it_printed_installed_or_removed() {
+    let json = |out: &assert_cmd::assert::Assert| {
+        let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+        assert_eq!(stdout.lines().count(), 1, "{stdout}");
+        serde_json::from_str::<serde_json::Value>(&stdout).unwrap()
+    };
+    let env = env_with_schedule();
+    let schedule = std::fs::canonicalize(env.path("backlog.toml"))
+        .unwrap()
+        .display()
+        .to_string();
+    let printed = json(&env.backlog(&["crontab", "--json"]).assert().success());
+    assert_eq!(printed["schedule"], schedule.as_str());
+    assert_eq!(printed["user"], serde_json::Value::Null);
+    let block = printed["block"].as_str().unwrap();
+    assert!(
+        block.starts_with(&format!("# BEGIN backlog {schedule}\n")),
+        "{block}"
+    );
+    assert_eq!(
+        block
+            .lines()
+            .filter(|l| l.contains(" run --window "))
+            .count(),
+        6
+    );
+
+    let missing = json(
+        &env.backlog(&["crontab", "--json", "--schedule", "nope.toml"])
+            .assert()
+            .code(3),
+    );
+    assert_eq!(missing["exit_code"], 3);
+    assert!(
+        missing["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("nope.toml: no such schedule file")
+    );
+
+    let _turn = one_at_a_time();
+    let env = env_of_the_user();
+    let binary = env.path("backlog").display().to_string();
+    let schedule = env.path("backlog.toml").display().to_string();
+    let _ = Command::new("crontab")
+        .args(["-u", USER, "-r"])
+        .stderr(Stdio::null())
+        .status();
+    let install = |more: &[&str]| {
+        let mut args = vec!["crontab", "--json", "--install", "--user", USER];
+        args.extend(more);
+        env.backlog(&args).assert()
+    };
+    let installed = json(&install(&["--binary", &binary]).success());
+    assert_eq!(installed["installed"], true);
+    assert_eq!(installed["tiers"], 6);
+    assert_eq!(installed["user"], USER);
+    assert_eq!(installed["block"].as_str().unwrap(), crontab_l());
+
+    // A refused install: every problem in the one error, exit 6, nothing written.
+    let refused =
+        json(&install(&["--binary", "/nonexistent", "--log", "/nonexistent/x.log"]).code(6));
+    assert_eq!(refused["exit_code"], 6);
+    assert_eq!(
+        refused["error"].as_str().unwrap().lines().count(),
+        2,
+        "{refused}"
+    );
+
+    let uninstall = || {
+        json(
+            &env.backlog(&["crontab", "--json", "--uninstall", "--user", USER])
+                .assert()
+                .success(),
+        )
+    };
+    let removed = uninstall();
+    assert_eq!(removed["removed"], true);
+    assert_eq!(removed["schedule"], schedule.as_str());
+    assert_eq!(crontab_l(), "");
+    assert_eq!(uninstall()["removed"], false);
+}

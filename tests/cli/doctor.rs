@@ -102,3 +102,55 @@ crate::on_both_backends!(
     doctor_reports_unreadable_values_and_a_missing_handler,
     doctor_checks_the_statuses_against_the_table,
 );
+
+/// `--json`: one object on stdout carrying every check, passing or not; failing
+/// checks add the error and exit 1, as without it.
+#[test]
+fn doctor_json_carries_the_checks_and_the_exit_code() {
+    let env = Env::new();
+    env.classic();
+    env.write_schedule(&Schedule::default());
+    let doctor = |code: i32| {
+        let out = env.backlog(&["doctor", "--json"]).assert().code(code);
+        let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+        assert_eq!(stdout.lines().count(), 1, "{stdout}");
+        serde_json::from_str::<serde_json::Value>(&stdout).unwrap()
+    };
+    let failed = doctor(1);
+    assert_eq!(failed["ok"], false);
+    assert_eq!(failed["error"], "1 of the checks failed");
+    assert_eq!(failed["exit_code"], 1);
+    let checks = failed["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), 6, "{failed}");
+    let failing: Vec<&serde_json::Value> = checks.iter().filter(|c| c["ok"] == false).collect();
+    assert_eq!(failing.len(), 1, "{failed}");
+    assert!(
+        failing[0]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("handler.command: \"./handler.sh\" not found"),
+        "{failed}"
+    );
+
+    env.write_handler("handler.sh", &recording_handler(&[]));
+    let passed = doctor(0);
+    assert_eq!(passed["ok"], true);
+    assert!(passed.get("error").is_none(), "{passed}");
+    assert!(
+        passed["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["ok"] == true),
+        "{passed}"
+    );
+
+    // A schedule file that does not load is the one failing check.
+    let out = env
+        .backlog(&["doctor", "--json", "--schedule", "nope.toml"])
+        .assert()
+        .code(1);
+    let value: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(value["checks"][0]["ok"], false);
+    assert_eq!(value["exit_code"], 1);
+}

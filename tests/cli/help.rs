@@ -19,6 +19,8 @@ const COMMANDS: &[&[&str]] = &[
     &["retry"],
     &["pause"],
     &["resume"],
+    &["completions"],
+    &["man"],
 ];
 
 fn help(env: &Env, command: &[&str]) -> String {

@@ -4,6 +4,7 @@
 mod backoff;
 mod bad_input;
 mod batch;
+mod completions;
 mod concurrency;
 mod considerate;
 mod crontab;
@@ -14,6 +15,7 @@ mod formats;
 mod harness;
 mod help;
 mod lapse;
+mod logging;
 mod operate;
 mod pipes;
 mod pool;

@@ -701,7 +701,7 @@ fn own_tables_live_in_the_named_schema_with_a_version() {
     assert!(!env.has_own_tables(), "nothing in the default schema");
     assert_eq!(
         env.text("SELECT value FROM jobs_meta.backlog_meta WHERE key = 'schema_version'"),
-        "2"
+        "3"
     );
     // Version 1 (no `lost` count in the run log, no attempts, no pauses) moves to
     // version 3 on the next tick.

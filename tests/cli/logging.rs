@@ -1,0 +1,186 @@
+//! What `run` writes on stderr: log lines that start with their time (UTC), JSON lines
+//! with `--log-format json`, colours only on a terminal and never with `NO_COLOR`, and
+//! an error line a log file can date.
+
+use std::process::{Command, Stdio};
+
+use crate::harness::{Env, NOW};
+
+/// The demo `backlog init` writes, in the test's folder, its clock at `NOW`.
+fn demo() -> Env {
+    let env = Env::new();
+    env.backlog(&["init", "demo", "--now", NOW])
+        .assert()
+        .success();
+    env
+}
+
+/// `backlog run -v` over the demo's 7d tier (13 of its 60 records fail) and its
+/// stderr.
+fn run_verbose(env: &Env, extra: &[&str]) -> String {
+    let mut args = vec![
+        "run",
+        "-v",
+        "--window",
+        "7d",
+        "--schedule",
+        "demo/backlog.toml",
+        "--now",
+        NOW,
+    ];
+    args.extend(extra);
+    let out = env.backlog(&args).assert().success();
+    String::from_utf8(out.get_output().stderr.clone()).unwrap()
+}
+
+/// Whether `text` is an RFC 3339 time in UTC (`2026-11-21T12:00:00.123456Z`).
+fn is_utc_time(text: &str) -> bool {
+    text.ends_with('Z') && chrono::DateTime::parse_from_rfc3339(text).is_ok()
+}
+
+#[test]
+fn run_logs_one_json_object_per_line() {
+    let env = demo();
+    let stderr = run_verbose(&env, &["--log-format", "json"]);
+    let lines: Vec<serde_json::Value> = stderr
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}")))
+        .collect();
+    assert_eq!(
+        lines.len(),
+        62,
+        "the tick's line, one per record, one for the failures past the cap:\n{stderr}"
+    );
+    for line in &lines {
+        assert!(is_utc_time(line["timestamp"].as_str().unwrap()), "{line}");
+        assert!(
+            ["DEBUG", "WARN"].contains(&line["level"].as_str().unwrap()),
+            "{line}"
+        );
+        assert!(line["fields"]["message"].is_string(), "{line}");
+    }
+    let failed = lines
+        .iter()
+        .filter(|l| {
+            l["fields"]["message"]
+                .as_str()
+                .unwrap()
+                .contains(": ERROR (exit 1)")
+        })
+        .count();
+    assert_eq!(failed, 13, "{stderr}");
+}
+
+/// With JSON logs, the line saying why the command failed is a JSON log line too,
+/// carrying the exit code.
+#[test]
+fn a_failure_is_a_json_log_line_with_json_logs() {
+    let env = Env::new();
+    let out = env
+        .backlog(&[
+            "run",
+            "--window",
+            "7d",
+            "--schedule",
+            "nope.toml",
+            "--log-format",
+            "json",
+        ])
+        .assert()
+        .code(3)
+        .stdout("");
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let line: serde_json::Value = serde_json::from_str(&stderr).unwrap();
+    assert_eq!(line["level"], "ERROR");
+    assert_eq!(line["fields"]["exit_code"], 3);
+    assert_eq!(
+        line["fields"]["message"],
+        "nope.toml: no such schedule file; pass --schedule FILE, or run `backlog init` to write one"
+    );
+    assert!(is_utc_time(line["timestamp"].as_str().unwrap()), "{line}");
+}
+
+/// On a pipe, each text log line starts with its time and level, uncoloured.
+#[test]
+fn text_log_lines_on_a_pipe_start_with_their_time() {
+    let env = demo();
+    let stderr = run_verbose(&env, &[]);
+    assert_eq!(stderr.lines().count(), 62, "{stderr}");
+    for line in stderr.lines() {
+        let (time, rest) = line.split_once(' ').unwrap();
+        assert!(is_utc_time(time), "{line}");
+        assert!(
+            rest.starts_with("DEBUG ") || rest.starts_with(" WARN "),
+            "{line}"
+        );
+    }
+    assert!(!stderr.contains('\x1b'), "no colours on a pipe: {stderr:?}");
+}
+
+/// A crontab line appends stderr to a log file: there the error line carries its
+/// time as the log lines do. On a pipe it stays `backlog: …`.
+#[test]
+fn the_error_line_in_a_log_file_starts_with_its_time() {
+    let env = Env::new();
+    let log = env.path("backlog.log");
+    let status = Command::new(assert_cmd::cargo::cargo_bin("backlog"))
+        .current_dir(env.dir.path())
+        .args(["run", "--window", "7d", "--schedule", "nope.toml"])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(3));
+    let text = std::fs::read_to_string(&log).unwrap();
+    let (time, rest) = text.split_once(' ').unwrap();
+    assert!(is_utc_time(time), "{text}");
+    assert_eq!(
+        rest,
+        "ERROR backlog: nope.toml: no such schedule file; pass --schedule FILE, or run `backlog init` to write one\n"
+    );
+    env.backlog(&["run", "--window", "7d", "--schedule", "nope.toml"])
+        .assert()
+        .code(3)
+        .stderr("backlog: nope.toml: no such schedule file; pass --schedule FILE, or run `backlog init` to write one\n");
+}
+
+/// On a terminal (a pseudo-terminal `script` opens) log lines are coloured, unless
+/// `NO_COLOR` is set to something (an empty one does not count, per no-color.org).
+#[test]
+fn colours_only_on_a_terminal_and_never_with_no_color() {
+    let env = demo();
+    let backlog = assert_cmd::cargo::cargo_bin("backlog");
+    let on_a_terminal = |no_color: Option<&str>| {
+        let mut cmd = Command::new("script");
+        cmd.current_dir(env.dir.path())
+            .args(["-qec"])
+            .arg(format!(
+                "{} run -v --window 7d --schedule demo/backlog.toml --now {NOW} --dry-run",
+                backlog.display()
+            ))
+            .arg("/dev/null")
+            .stdin(Stdio::null())
+            .env_remove("NO_COLOR");
+        if let Some(value) = no_color {
+            cmd.env("NO_COLOR", value);
+        }
+        let out = cmd.output().expect("script (util-linux) runs");
+        assert!(out.status.success(), "{out:?}");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(text.contains("DEBUG"), "{text}");
+        text
+    };
+    assert!(
+        on_a_terminal(None).contains("\x1b["),
+        "coloured on a terminal"
+    );
+    assert!(
+        on_a_terminal(Some("")).contains("\x1b["),
+        "an empty NO_COLOR is unset"
+    );
+    let plain = on_a_terminal(Some("1"));
+    assert!(!plain.contains('\x1b'), "{plain:?}");
+    let first = plain.lines().next().unwrap();
+    assert!(is_utc_time(first.split(' ').next().unwrap()), "{first}");
+}
