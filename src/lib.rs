@@ -55,6 +55,7 @@ pub mod duration;
 pub mod error;
 pub mod explain;
 pub mod handler;
+pub mod metrics;
 pub mod rate;
 pub mod record;
 pub mod runner;

@@ -131,6 +131,10 @@ pub struct DaemonArgs {
     /// Seed of the jitter's random delays [default: from the clock].
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Serve the metrics (Prometheus text format) at http://ADDR/metrics, like
+    /// 127.0.0.1:9464.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -268,6 +272,10 @@ pub struct RunArgs {
     /// a window is refused: a typo would run a band nobody scheduled).
     #[arg(long)]
     pub ad_hoc: bool,
+    /// After the tick, write the backlog's metrics (Prometheus text format) to this
+    /// file, atomically: for node_exporter's textfile collector.
+    #[arg(long, value_name = "PATH")]
+    pub metrics_file: Option<PathBuf>,
     /// Hand over records that failed earlier in this tier's slot too. A failure is
     /// otherwise kept from every tick until the slot ends, so a failing counterpart
     /// sees one try per slot, whatever the number of runners.

@@ -17,6 +17,7 @@ mod args;
 mod backoff;
 mod completions;
 mod man_page;
+mod metrics_server;
 mod operate;
 mod output;
 
@@ -47,6 +48,9 @@ pub fn daemon(args: &DaemonArgs) -> Result<(), Error> {
             source,
         },
     )?;
+    if let Some(addr) = args.metrics {
+        metrics_server::start(addr, args.schedule.clone())?;
+    }
     let seed = args.seed.unwrap_or_else(|| {
         Utc::now().timestamp_nanos_opt().unwrap_or_default() as u64 ^ u64::from(std::process::id())
     });
@@ -69,6 +73,18 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
     // This process's only children are its handlers: it may reap their orphans.
     crate::handler::adopt_orphans();
     let result = run_tier(args);
+    if let Some(path) = &args.metrics_file
+        && !args.dry_run
+    {
+        let written = write_metrics(&args.schedule, path);
+        if let Err(e) = written {
+            // The tick's own outcome comes first; a tick that went well fails on it.
+            if result.is_ok() {
+                return Err(e);
+            }
+            tracing::warn!("{e}");
+        }
+    }
     // A file that does not load: the tick did not start (a handler that cannot be
     // started is recorded by the tick itself).
     if let Err(e @ Error::Config(_)) = &result
@@ -78,6 +94,19 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
         crate::tick::record_failed_start(&args.schedule, args.window, now, e);
     }
     result
+}
+
+/// Writes the metrics of the schedule file's backlog to `path`, atomically.
+fn write_metrics(schedule: &std::path::Path, path: &std::path::Path) -> Result<(), Error> {
+    let config = Config::load(schedule)?;
+    let mut store = open_store(&config)?;
+    let text = crate::metrics::collect(&config, store.as_mut(), Utc::now())
+        .map_err(Error::store(&config.database.url))?
+        .render();
+    crate::metrics::write_file(path, &text).map_err(|source| Error::Io {
+        context: format!("--metrics-file {}: cannot write it", path.display()),
+        source,
+    })
 }
 
 fn run_tier(args: &RunArgs) -> Result<(), Error> {

@@ -217,15 +217,15 @@ pub fn status(
     })
 }
 
-fn took(run: &RunRow) -> String {
+/// How long a finished tick took, in seconds.
+pub fn seconds_taken(run: &RunRow) -> Option<f64> {
     let parse = |s: &str| DateTime::parse_from_rfc3339(s).ok();
-    match (
-        parse(&run.started_at),
-        run.finished_at.as_deref().and_then(parse),
-    ) {
-        (Some(a), Some(b)) => format!("{:.1}s", (b - a).num_milliseconds() as f64 / 1000.0),
-        _ => "-".to_string(),
-    }
+    let (a, b) = (parse(&run.started_at)?, parse(run.finished_at.as_deref()?)?);
+    Some((b - a).num_milliseconds() as f64 / 1000.0)
+}
+
+fn took(run: &RunRow) -> String {
+    seconds_taken(run).map_or_else(|| "-".to_string(), |s| format!("{s:.1}s"))
 }
 
 impl Status {

@@ -17,6 +17,7 @@ mod pauses;
 mod postgres;
 mod sql;
 mod sqlite;
+mod totals;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -27,6 +28,7 @@ pub use attempts::{Attempt, AttemptQuery};
 pub use pauses::Pause;
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
+pub use totals::{DURATION_BUCKETS, DurationHistogram, RunTotals};
 
 use crate::config::{DatabaseConfig, DatabaseUrl, TableConfig};
 use crate::record::{Record, Scalar};
@@ -473,6 +475,10 @@ pub trait Store {
     /// slot ends.
     fn holder(&mut self, record: &Record) -> Result<Option<Held>, StoreError>;
 
+    /// How many records live ticks hold now, and how many failures are kept from the
+    /// ticks until their slot ends.
+    fn held_counts(&mut self) -> Result<(u64, u64), StoreError>;
+
     /// The tool's own tables, for what every backend does alike (see [`Own`]).
     #[doc(hidden)]
     fn own(&mut self) -> Result<Own<'_>, StoreError>;
@@ -526,6 +532,24 @@ impl dyn Store + '_ {
         self.ensure_own_tables()?;
         let own = self.own()?;
         pauses::pause(own.sql, &own.prefix, own.table, pause)
+    }
+
+    /// The run log summed by tier and outcome.
+    pub fn run_totals(&mut self) -> Result<Vec<RunTotals>, StoreError> {
+        let own = self.own()?;
+        if !own.exists {
+            return Ok(Vec::new());
+        }
+        totals::runs(own.sql, &own.prefix, own.table)
+    }
+
+    /// The durations of the attempts kept, by tier, as histograms.
+    pub fn attempt_durations(&mut self) -> Result<Vec<DurationHistogram>, StoreError> {
+        let own = self.own()?;
+        if !own.exists {
+            return Ok(Vec::new());
+        }
+        totals::durations(own.sql, &own.prefix, own.table)
     }
 
     /// Lifts a tier's pause (`None`: every pause of the table); returns how many.

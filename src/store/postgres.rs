@@ -1478,6 +1478,21 @@ impl Store for PostgresStore {
         }))
     }
 
+    fn held_counts(&mut self) -> Result<(u64, u64), StoreError> {
+        if !self.has_run_log()? {
+            return Ok((0, 0));
+        }
+        let sql = format!(
+            "SELECT count(*) FILTER (WHERE owner <> $2), count(*) FILTER (WHERE owner = $2) FROM {} WHERE table_name = $1 AND expires_at > now()",
+            self.own_table("backlog_claims")
+        );
+        let row = self
+            .client
+            .query_one(&sql, &[&self.table.name, &TRIED])
+            .map_err(pg("counting the records held"))?;
+        Ok((row.get::<_, i64>(0) as u64, row.get::<_, i64>(1) as u64))
+    }
+
     fn table(&self) -> &TableConfig {
         &self.table
     }

@@ -1176,6 +1176,37 @@ impl Store for SqliteStore {
         }))
     }
 
+    fn held_counts(&mut self) -> Result<(u64, u64), StoreError> {
+        if !self.has_run_log()? {
+            return Ok((0, 0));
+        }
+        let context = "counting the records held";
+        let now = Utc::now().timestamp_millis();
+        let q = self.sql();
+        // An index range of the table per live span (a tick or two at a time).
+        let held: i64 = self
+            .conn
+            .query_row(
+                &format!(
+                    "SELECT count(*) FROM backlog_holds h JOIN {t} ON {t}.{ins} BETWEEN h.low AND h.high WHERE h.table_name = ?1 AND h.expires_at > ?2",
+                    t = q.table,
+                    ins = q.inserted_at
+                ),
+                params![self.table.name, now],
+                |r| r.get(0),
+            )
+            .map_err(db(context))?;
+        let kept: i64 = self
+            .conn
+            .query_row(
+                "SELECT count(*) FROM backlog_tried WHERE table_name = ?1 AND expires_ms > ?2",
+                params![self.table.name, now],
+                |r| r.get(0),
+            )
+            .map_err(db(context))?;
+        Ok((held as u64, kept as u64))
+    }
+
     fn table(&self) -> &TableConfig {
         &self.table
     }

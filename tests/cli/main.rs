@@ -16,6 +16,7 @@ mod harness;
 mod help;
 mod lapse;
 mod logging;
+mod metrics;
 mod operate;
 mod pipes;
 mod pool;

@@ -1,0 +1,323 @@
+//! Metrics in the Prometheus text format, for the monitoring people already run:
+//! `backlog run --metrics-file PATH` writes them for node_exporter's textfile
+//! collector, `backlog daemon --metrics ADDR` serves them at `/metrics`.
+//!
+//! Every figure is read from the database at the moment it is asked for (the run log,
+//! the attempts, the table's bands, the holds), not counted in the process: a crontab
+//! line's process lives for one tick, and the counters must agree with the run log
+//! whichever process writes them. Counters are sums over the run log, so they only
+//! grow while it does; the handler-duration histogram covers the attempts kept
+//! (`[history]`), so it drops as old attempts are pruned, which Prometheus reads as
+//! a counter reset.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use crate::config::Config;
+use crate::duration;
+use crate::status::{Status, seconds_taken};
+use crate::store::{DURATION_BUCKETS, DurationHistogram, RunTotals, Store, StoreError};
+
+/// What the metrics are made of, read at one moment.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub status: Status,
+    pub runs: Vec<RunTotals>,
+    pub durations: Vec<DurationHistogram>,
+    /// Records live ticks hold, and failures kept from the ticks until their slot ends.
+    pub held: u64,
+    pub kept: u64,
+    /// The statuses that are pending (`table.pending`).
+    pub pending: Vec<String>,
+}
+
+/// Reads a snapshot of the backlog of `config` at `now`.
+pub fn collect(
+    config: &Config,
+    store: &mut dyn Store,
+    now: DateTime<Utc>,
+) -> Result<Snapshot, StoreError> {
+    let status = crate::status::status(config, store, now)?;
+    let (held, kept) = store.held_counts()?;
+    Ok(Snapshot {
+        status,
+        runs: store.run_totals()?,
+        durations: store.attempt_durations()?,
+        held,
+        kept,
+        pending: config.table.pending.clone(),
+    })
+}
+
+/// A label value as the text format writes it: backslash, quote and newline escaped.
+fn escape(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// The tier label of a window in seconds: `1d`, or `retry` for `backlog retry`.
+fn tier(window_secs: u64) -> String {
+    match window_secs {
+        0 => "retry".into(),
+        w => duration::compact(Duration::from_secs(w)),
+    }
+}
+
+/// Writes the metrics, one family at a time, each with its HELP and TYPE.
+struct Families {
+    out: String,
+    table: String,
+}
+
+impl Families {
+    fn family(&mut self, name: &str, kind: &str, help: &str) {
+        let _ = writeln!(self.out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+    }
+
+    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
+        let mut text = format!("table=\"{}\"", escape(&self.table));
+        for (k, v) in labels {
+            let _ = write!(text, ",{k}=\"{}\"", escape(v));
+        }
+        let _ = writeln!(self.out, "{name}{{{text}}} {value}");
+    }
+}
+
+impl Snapshot {
+    /// The metrics in the Prometheus text format (version 0.0.4).
+    pub fn render(&self) -> String {
+        let mut f = Families {
+            out: String::new(),
+            table: self.status.table.clone(),
+        };
+        f.family(
+            "backlog_records_handled_total",
+            "counter",
+            "Records handed to the handler, by tier and what became of them: succeeded, failed (an error, a timeout, a crash or a mapped status), lost (handled after the tick's hold lapsed, not marked). From the run log.",
+        );
+        for (outcome, pick) in [
+            (
+                "succeeded",
+                (|r: &RunTotals| r.succeeded) as fn(&RunTotals) -> u64,
+            ),
+            ("failed", |r| r.failed),
+            ("lost", |r| r.lost),
+        ] {
+            for (window, n) in self.per_tier(pick) {
+                f.sample(
+                    "backlog_records_handled_total",
+                    &[("tier", &tier(window)), ("outcome", outcome)],
+                    n as f64,
+                );
+            }
+        }
+        f.family(
+            "backlog_records_skipped_total",
+            "counter",
+            "Records a tick left because another tick held them, by tier. From the run log.",
+        );
+        for (window, n) in self.per_tier(|r| r.skipped) {
+            f.sample(
+                "backlog_records_skipped_total",
+                &[("tier", &tier(window))],
+                n as f64,
+            );
+        }
+        f.family(
+            "backlog_ticks_total",
+            "counter",
+            "Ticks by tier and result (done, stopped, tripped, lapsed, failed, abandoned, running). From the run log.",
+        );
+        for r in &self.runs {
+            f.sample(
+                "backlog_ticks_total",
+                &[("tier", &tier(r.window_secs)), ("result", &r.outcome)],
+                r.ticks as f64,
+            );
+        }
+        self.render_tiers(&mut f);
+        self.render_backlog(&mut f);
+        self.render_durations(&mut f);
+        f.out
+    }
+
+    /// Sums a run-log column by tier.
+    fn per_tier(&self, pick: fn(&RunTotals) -> u64) -> Vec<(u64, u64)> {
+        let mut sums: std::collections::BTreeMap<u64, u64> = Default::default();
+        for r in &self.runs {
+            *sums.entry(r.window_secs).or_default() += pick(r);
+        }
+        sums.into_iter().collect()
+    }
+
+    fn render_tiers(&self, f: &mut Families) {
+        let tiers = &self.status.tiers;
+        let last = |t: &crate::status::TierStatus| t.last_tick.clone();
+        f.family(
+            "backlog_last_tick_timestamp_seconds",
+            "gauge",
+            "The clock of each tier's last tick, in Unix seconds.",
+        );
+        for t in tiers {
+            if let Some(run) = last(t) {
+                f.sample(
+                    "backlog_last_tick_timestamp_seconds",
+                    &[("tier", &t.window)],
+                    run.clock.timestamp() as f64,
+                );
+            }
+        }
+        f.family(
+            "backlog_last_tick_duration_seconds",
+            "gauge",
+            "How long each tier's last finished tick took.",
+        );
+        for t in tiers {
+            if let Some(seconds) = last(t).as_ref().and_then(seconds_taken) {
+                f.sample(
+                    "backlog_last_tick_duration_seconds",
+                    &[("tier", &t.window)],
+                    seconds,
+                );
+            }
+        }
+        f.family(
+            "backlog_last_tick_success",
+            "gauge",
+            "1 when a tier's last tick ran to its end (done, or stopped by a signal), 0 when it failed, was abandoned, tripped its breaker or lost its hold.",
+        );
+        for t in tiers {
+            if let Some(run) = last(t) {
+                let ok = matches!(run.outcome.as_str(), "done" | "stopped" | "running");
+                f.sample(
+                    "backlog_last_tick_success",
+                    &[("tier", &t.window)],
+                    if ok { 1.0 } else { 0.0 },
+                );
+            }
+        }
+        f.family(
+            "backlog_tier_overdue_seconds",
+            "gauge",
+            "How late each tier's next tick is (0 when on time or paused).",
+        );
+        for t in tiers {
+            f.sample(
+                "backlog_tier_overdue_seconds",
+                &[("tier", &t.window)],
+                t.overdue_seconds.unwrap_or(0) as f64,
+            );
+        }
+        f.family(
+            "backlog_tier_paused",
+            "gauge",
+            "1 while a tier is paused (backlog pause), on its own or with every tier.",
+        );
+        for t in tiers {
+            let paused = t.paused.is_some() || self.status.paused.is_some();
+            f.sample(
+                "backlog_tier_paused",
+                &[("tier", &t.window)],
+                if paused { 1.0 } else { 0.0 },
+            );
+        }
+    }
+
+    fn render_backlog(&self, f: &mut Families) {
+        f.family(
+            "backlog_records",
+            "gauge",
+            "Records of the table by age band and status.",
+        );
+        for row in &self.status.ages {
+            for (status, n) in &row.counts {
+                f.sample(
+                    "backlog_records",
+                    &[("band", &row.label), ("status", status)],
+                    *n as f64,
+                );
+            }
+        }
+        f.family(
+            "backlog_pending_records",
+            "gauge",
+            "Pending records (of the statuses table.pending names) by age band.",
+        );
+        for row in &self.status.ages {
+            let n: u64 = self.pending.iter().filter_map(|s| row.counts.get(s)).sum();
+            f.sample("backlog_pending_records", &[("band", &row.label)], n as f64);
+        }
+        f.family(
+            "backlog_records_held",
+            "gauge",
+            "Records live ticks hold now (in their handlers, or about to be).",
+        );
+        f.sample("backlog_records_held", &[], self.held as f64);
+        f.family(
+            "backlog_records_kept_after_failure",
+            "gauge",
+            "Records that failed and are kept from the ticks until their next slot.",
+        );
+        f.sample("backlog_records_kept_after_failure", &[], self.kept as f64);
+        f.family(
+            "backlog_failed_attempts_last_day",
+            "gauge",
+            "Attempts of the last 24 hours that did not succeed, by outcome (from the attempts kept).",
+        );
+        for (outcome, n) in &self.status.failures_24h {
+            f.sample(
+                "backlog_failed_attempts_last_day",
+                &[("outcome", outcome)],
+                *n as f64,
+            );
+        }
+    }
+
+    fn render_durations(&self, f: &mut Families) {
+        let name = "backlog_attempt_duration_seconds";
+        f.family(
+            name,
+            "histogram",
+            "How long the handler took for the attempts kept (failures, or every attempt with [history] record = \"all\"), by tier.",
+        );
+        for h in &self.durations {
+            let t = tier(h.window_secs);
+            for (bound, n) in DURATION_BUCKETS.iter().zip(&h.buckets) {
+                f.sample(
+                    &format!("{name}_bucket"),
+                    &[("tier", &t), ("le", &bound.to_string())],
+                    *n as f64,
+                );
+            }
+            f.sample(
+                &format!("{name}_bucket"),
+                &[("tier", &t), ("le", "+Inf")],
+                h.count as f64,
+            );
+            f.sample(&format!("{name}_sum"), &[("tier", &t)], h.sum_seconds);
+            f.sample(&format!("{name}_count"), &[("tier", &t)], h.count as f64);
+        }
+    }
+}
+
+/// Writes `text` to `path` atomically: a file beside it, then a rename, so a
+/// collector never reads half a file.
+pub fn write_file(path: &Path, text: &str) -> std::io::Result<()> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::other("the path names no file"))?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".{}.tmp", std::process::id()));
+    let tmp = dir.map_or_else(|| tmp_name.clone().into(), |d| d.join(&tmp_name));
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}

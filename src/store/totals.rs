@@ -1,0 +1,98 @@
+//! Totals over the tool's own tables, for the metrics: the run log summed by tier and
+//! outcome, and the attempts' durations in histogram buckets. Both backends keep these
+//! tables alike, so the statements are written once.
+
+use super::StoreError;
+use super::sql::{Sql, failed};
+
+/// The ticks of one tier that ended one way, summed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RunTotals {
+    pub window_secs: u64,
+    /// `done`, `stopped`, `tripped`, `lapsed`, `failed`, `abandoned`, `running`.
+    pub outcome: String,
+    pub ticks: u64,
+    pub selected: u64,
+    pub succeeded: u64,
+    pub failed: u64,
+    pub skipped: u64,
+    pub lost: u64,
+}
+
+/// The run log of `table`, summed by tier (retries are window 0) and outcome.
+pub(super) fn runs(sql: &mut dyn Sql, s: &str, table: &str) -> Result<Vec<RunTotals>, StoreError> {
+    let rows = sql
+        .query(
+            &format!(
+                "SELECT window_secs, outcome, count(*), CAST(sum(selected) AS BIGINT), CAST(sum(succeeded) AS BIGINT), CAST(sum(failed) AS BIGINT), CAST(sum(skipped) AS BIGINT), CAST(sum(lost) AS BIGINT)
+                 FROM {s}backlog_runs WHERE table_name = ?1 GROUP BY window_secs, outcome ORDER BY window_secs, outcome"
+            ),
+            &[table.into()],
+        )
+        .map_err(failed("reading the run log"))?;
+    let n = |v: &super::sql::Value| v.int().unwrap_or(0).max(0) as u64;
+    Ok(rows
+        .iter()
+        .map(|r| RunTotals {
+            window_secs: n(&r[0]),
+            outcome: r[1].text().unwrap_or_default(),
+            ticks: n(&r[2]),
+            selected: n(&r[3]),
+            succeeded: n(&r[4]),
+            failed: n(&r[5]),
+            skipped: n(&r[6]),
+            lost: n(&r[7]),
+        })
+        .collect())
+}
+
+/// The upper bounds, in seconds, of the handler-duration histogram's buckets.
+pub const DURATION_BUCKETS: [f64; 12] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
+
+/// The attempts kept of one tier in histogram form: how many took at most each
+/// bound of `DURATION_BUCKETS` (cumulative), all of them, and their summed seconds.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct DurationHistogram {
+    pub window_secs: u64,
+    pub buckets: Vec<u64>,
+    pub count: u64,
+    pub sum_seconds: f64,
+}
+
+/// The attempts kept of `table`, by tier, as histograms.
+pub(super) fn durations(
+    sql: &mut dyn Sql,
+    s: &str,
+    table: &str,
+) -> Result<Vec<DurationHistogram>, StoreError> {
+    let buckets: Vec<String> = DURATION_BUCKETS
+        .iter()
+        .map(|b| {
+            format!(
+                "CAST(sum(CASE WHEN took_ms <= {} THEN 1 ELSE 0 END) AS BIGINT)",
+                (b * 1000.0) as i64
+            )
+        })
+        .collect();
+    let rows = sql
+        .query(
+            &format!(
+                "SELECT window_secs, count(*), CAST(sum(took_ms) AS BIGINT), {} FROM {s}backlog_attempts WHERE table_name = ?1 GROUP BY window_secs ORDER BY window_secs",
+                buckets.join(", ")
+            ),
+            &[table.into()],
+        )
+        .map_err(failed("reading backlog_attempts"))?;
+    let n = |v: &super::sql::Value| v.int().unwrap_or(0).max(0) as u64;
+    Ok(rows
+        .iter()
+        .map(|r| DurationHistogram {
+            window_secs: n(&r[0]),
+            count: n(&r[1]),
+            sum_seconds: n(&r[2]) as f64 / 1000.0,
+            buckets: r[3..].iter().map(n).collect(),
+        })
+        .collect())
+}
