@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::io::{Read as _, Write as _};
 use std::process::{Command, Stdio};
 
-use crate::harness::{Backend, Env, NOW, PROGRESSIVE_TIERS, Running, Schedule, recording_handler};
+use crate::harness::{Backend, Env, NOW, Running, Schedule, recording_handler};
 use crate::on_both_backends;
 use crate::tick::wait_for;
 
