@@ -175,9 +175,8 @@ impl Cli {
             Command::Retry(args) => args.json,
             Command::Pause(args) => args.json,
             Command::Resume(args) => args.json,
-            Command::Init(_) | Command::Daemon(_) | Command::Completions(_) | Command::Man(_) => {
-                false
-            }
+            Command::Init(args) => args.json,
+            Command::Daemon(_) | Command::Completions(_) | Command::Man(_) => false,
         }
     }
 
@@ -236,6 +235,9 @@ pub struct InitArgs {
     /// Age the demo records from this instant (RFC 3339) [default: now].
     #[arg(long, value_parser = parse_now)]
     pub now: Option<DateTime<Utc>>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

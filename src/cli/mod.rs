@@ -60,11 +60,16 @@ pub fn daemon(args: &DaemonArgs) -> Result<(), Error> {
 /// `backlog init`.
 pub fn init(args: &InitArgs) -> Result<(), Error> {
     let written = demo::write(&args.dir, args.force, args.now.unwrap_or_else(Utc::now))?;
-    let mut text: String = written.iter().map(|line| format!("{line}\n")).collect();
-    text.push_str(&format!(
-        "next: backlog run --window 7d --schedule {}\n",
+    let next = format!(
+        "backlog run --window 7d --schedule {}",
         args.dir.join(demo::SCHEDULE_FILE).display()
-    ));
+    );
+    if args.json {
+        let value = serde_json::json!({"written": written, "next": next});
+        return print(&format!("{value}\n"));
+    }
+    let mut text: String = written.iter().map(|line| format!("{line}\n")).collect();
+    text.push_str(&format!("next: {next}\n"));
     print(&text)
 }
 

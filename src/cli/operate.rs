@@ -252,7 +252,10 @@ pub fn show(args: &ShowArgs) -> Result<(), Error> {
             a.outcome,
             a.status,
             a.detail,
-            duration::rough(Duration::from_millis(a.took_ms)),
+            match a.took_ms {
+                ms @ 0..1000 => format!("{ms}ms"),
+                ms => duration::rough(Duration::from_millis(ms)),
+            },
             a.run_id
         ));
         for line in a.output.lines().filter(|l| !l.trim().is_empty()) {
@@ -351,8 +354,15 @@ pub fn retry(args: &RetryArgs) -> Result<(), Error> {
         return print(&format!("{value}\n"));
     }
     let mut line = format!(
-        "retried {} records: succeeded {}, failed {}",
-        summary.selected, summary.succeeded, summary.failed
+        "retried {} {}: succeeded {}, failed {}",
+        summary.selected,
+        if summary.selected == 1 {
+            "record"
+        } else {
+            "records"
+        },
+        summary.succeeded,
+        summary.failed
     );
     if summary.skipped > 0 {
         line.push_str(&format!(

@@ -49,15 +49,15 @@ impl Pause {
         }
     }
 
-    /// One line: `paused since … by … (reason), meant to end at …`.
+    /// One line: `paused since … by …: reason; meant to end at …`.
     pub fn describe(&self) -> String {
         let show = |t: DateTime<Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
         let mut text = format!("paused since {} by {}", show(self.since), self.by);
         if let Some(reason) = &self.reason {
-            text.push_str(&format!(" ({reason})"));
+            text.push_str(&format!(": {reason}"));
         }
         if let Some(until) = self.until {
-            text.push_str(&format!(", meant to end at {}", show(until)));
+            text.push_str(&format!("; meant to end at {}", show(until)));
         }
         text
     }

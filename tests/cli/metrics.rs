@@ -229,7 +229,7 @@ fn the_daemon_serves_metrics_and_obeys_a_pause() {
     );
     let daemon_log = || std::fs::read_to_string(env.path("daemon.log")).unwrap_or_default();
     wait_for(|| daemon_log().contains("not ticking, every tier is paused since"));
-    assert!(daemon_log().contains("(partner down)"), "{}", daemon_log());
+    assert!(daemon_log().contains(": partner down;"), "{}", daemon_log());
     assert!(!env.path("calls.log").exists(), "nothing handed over");
     let (head, body) = get(port, "/metrics");
     assert!(

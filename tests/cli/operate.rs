@@ -88,7 +88,7 @@ fn a_failure_is_kept_shown_and_retried(backend: Backend) {
     env.write_handler("handler.sh", &FLAKY_HANDLER.replace("= 2 ]", "= 99 ]"));
     let text = stdout(env.backlog(&["retry", "2"]).assert().success());
     assert!(
-        text.starts_with("retried 1 records: succeeded 1, failed 0; run "),
+        text.starts_with("retried 1 record: succeeded 1, failed 0; run "),
         "{text}"
     );
     assert_eq!(env.with_status("SUCCESS"), 3);
@@ -171,7 +171,7 @@ fn retry_a_set_by_status(backend: Backend) {
     .assert()
     .success()
     .stdout(predicates::str::starts_with(
-        "retried 1 records: succeeded 1, failed 0",
+        "retried 1 record: succeeded 1, failed 0",
     ));
     assert_eq!(env.with_status("SUCCESS"), 1, "only record 3 is that old");
     env.backlog(&["retry", "--status", "DONE"])
@@ -201,7 +201,7 @@ fn a_pause_stops_the_tier_on_every_runner(backend: Backend) {
             "tier 1 (1d every 5m): not ticking, paused since ",
         ))
         .stdout(predicates::str::contains(
-            "(partner maintenance); `backlog resume --window 1d` lifts it\n",
+            ": partner maintenance; `backlog resume --window 1d` lifts it\n",
         ));
     assert_eq!(calls(&env), 0);
     let status = stdout(env.backlog(&["status", "--now", NOW]).assert().success());
@@ -408,4 +408,21 @@ fn the_history_is_bounded() {
         0,
         "turned off, the history empties"
     );
+}
+
+/// `init --json` says what it wrote as one object, like every command that prints.
+#[test]
+fn init_prints_json_when_asked() {
+    let env = Env::new();
+    let out = env.backlog(&["init", "demo", "--json"]).assert().success();
+    let json: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(json["written"].as_array().unwrap().len(), 3, "{json}");
+    assert_eq!(
+        json["next"],
+        "backlog run --window 7d --schedule demo/backlog.toml"
+    );
+    env.backlog(&["init", "demo", "--json"])
+        .assert()
+        .code(2)
+        .stdout(predicates::str::contains("\"exit_code\":2"));
 }
