@@ -534,6 +534,22 @@ impl dyn Store + '_ {
         pauses::pause(own.sql, &own.prefix, own.table, pause)
     }
 
+    /// Writes attempts outside a mark's transaction: those of marks that were lost
+    /// and that the history would not have kept otherwise (a success handled after its
+    /// hold lapsed is news too).
+    pub fn record_attempts(
+        &mut self,
+        attempts: &[Attempt],
+        max_per_record: u32,
+    ) -> Result<(), StoreError> {
+        let own = self.own()?;
+        if !own.exists || attempts.is_empty() {
+            return Ok(());
+        }
+        let rows: Vec<(&Attempt, bool)> = attempts.iter().map(|a| (a, false)).collect();
+        attempts::write(own.sql, &own.prefix, own.table, &rows, max_per_record)
+    }
+
     /// The run log summed by tier and outcome.
     pub fn run_totals(&mut self) -> Result<Vec<RunTotals>, StoreError> {
         let own = self.own()?;

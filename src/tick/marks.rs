@@ -267,6 +267,7 @@ impl<'o> Marks<'o> {
         }
         let lost = store.mark(self.owner, &self.marks)?;
         if !lost.is_empty() {
+            self.keep_lost(&lost, store);
             let mut ids = Vec::new();
             for &i in &lost {
                 let status = Arc::clone(&self.marks[i].status);
@@ -286,6 +287,35 @@ impl<'o> Marks<'o> {
         self.succeeded.clear();
         self.last_write = Instant::now();
         Ok(())
+    }
+
+    /// Keeps an attempt of each lost mark the history did not keep already (a lost
+    /// success): a mark that landed nowhere is worth a row whatever `record` says.
+    fn keep_lost(&self, lost: &[usize], store: &mut dyn Store) {
+        if !self.history.on() {
+            return;
+        }
+        let attempts: Vec<Attempt> = lost
+            .iter()
+            .map(|&i| &self.marks[i])
+            .filter(|m| m.attempt.is_none())
+            .map(|m| Attempt {
+                record_id: m.id.to_string(),
+                run_id: self.run_id,
+                window_secs: self.window_secs,
+                started: Utc::now(),
+                took_ms: 0,
+                status: m.status.to_string(),
+                outcome: "lost".into(),
+                code: None,
+                signal: None,
+                detail: "handled after this tick's hold lapsed; not marked".into(),
+                output: String::new(),
+            })
+            .collect();
+        if let Err(e) = store.record_attempts(&attempts, self.history.max_per_record) {
+            tracing::warn!("cannot keep the attempts of the lost marks: {e}");
+        }
     }
 
     /// Takes a lost mark back out of the counts.

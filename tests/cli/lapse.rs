@@ -157,6 +157,12 @@ fn a_handler_running_through_a_lapse_is_stopped(backend: Backend) {
         "{summary}"
     );
     assert_eq!(env.with_status("SUCCESS"), 0);
+    // Its attempt is kept: stopped, or lost where its mark landed nowhere.
+    let kept = env.lines(&format!(
+        "SELECT record_id || ' ' || outcome FROM {}",
+        env.own("backlog_attempts")
+    ));
+    assert!(kept == ["1 stopped"] || kept == ["1 lost"], "{kept:?}");
 }
 
 crate::on_both_backends!(
