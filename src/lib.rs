@@ -56,6 +56,7 @@ pub mod error;
 pub mod explain;
 pub mod handler;
 pub mod metrics;
+pub mod operate;
 pub mod rate;
 pub mod record;
 pub mod runner;

@@ -13,8 +13,7 @@ use super::output::print;
 use crate::config::Config;
 use crate::duration;
 use crate::error::Error;
-use crate::store::{AttemptQuery, Pause, Store};
-use crate::tick::{TickOptions, open_store};
+use crate::operate::{RecordView, RetryPlan, Selection, inspected};
 
 #[derive(Debug, Args)]
 pub struct ShowArgs {
@@ -113,79 +112,22 @@ fn show_time(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
-/// A store ready for reading records: opened and its table inspected.
-fn inspected(config: &Config) -> Result<Box<dyn Store>, Error> {
-    let mut store = open_store(config)?;
-    store.inspect().map_err(Error::store(store.describe()))?;
-    Ok(store)
-}
-
-/// The window of a tier of the file, or a usage error listing them.
-fn tier_window(config: &Config, window: Duration) -> Result<u64, Error> {
-    if config.schedule.tier(window).is_some() {
-        return Ok(window.as_secs());
-    }
-    let windows: Vec<String> = config
-        .schedule
-        .tiers
-        .iter()
-        .map(|t| duration::compact(t.window))
-        .collect();
-    Err(Error::Usage(format!(
-        "--window {} is no tier's window in {} (its windows: {})",
-        duration::compact(window),
-        config.path.display(),
-        windows.join(", ")
-    )))
-}
-
 /// `backlog show`.
 pub fn show(args: &ShowArgs) -> Result<(), Error> {
     let config = Config::load(&args.schedule)?;
     let mut store = inspected(&config)?;
-    let store_err = Error::store(store.describe());
     let now = args.now.unwrap_or_else(Utc::now);
-    let record = store.find(&args.id).map_err(&store_err)?.ok_or_else(|| {
-        Error::Usage(format!(
-            "table {} has no record with {} = {}",
-            config.table.name, config.table.id, args.id
-        ))
-    })?;
-    let age = record.age(now).and_then(|a| a.to_std().ok());
-    let pending = config.table.is_pending(&record.status);
-    let held = store.holder(&record).map_err(&store_err)?;
-    // A failure kept from the ticks is tried at the first slot after the keep ends.
-    let from = match &held {
-        Some(h) if h.owner.is_none() => (h.until + crate::schedule::due_slack()).max(now),
-        _ => now,
-    };
-    let next = age.filter(|_| pending).map(|a| {
-        let later = (from - now).to_std().unwrap_or_default();
-        crate::explain::next_try(&config.schedule, a + later, from)
-    });
-
-    let attempts = store
-        .attempts(&AttemptQuery {
-            record_id: Some(record.id.to_string()),
-            limit: args.attempts,
-            successes: true,
-            ..AttemptQuery::default()
-        })
-        .map_err(&store_err)?;
+    let view = crate::operate::record_view(&config, store.as_mut(), &args.id, now, args.attempts)?;
+    let RecordView {
+        record,
+        age,
+        pending,
+        next,
+        held,
+        attempts,
+    } = &view;
     if args.json {
-        let value = serde_json::json!({
-            "id": record.id,
-            "status": &*record.status,
-            "pending": pending,
-            "inserted_at": record.inserted_at().to_string(),
-            "age": age.map(duration::rough),
-            "age_seconds": age.map(|a| a.as_secs()),
-            "columns": serde_json::to_value(&record.columns).unwrap_or_default(),
-            "next_try": next,
-            "held": held,
-            "attempts": attempts,
-        });
-        return print(&format!("{value}\n"));
+        return print(&format!("{}\n", view.to_json()));
     }
     let mut text = format!(
         "record {} of {}: {}, inserted {}{}\n",
@@ -200,7 +142,7 @@ pub fn show(args: &ShowArgs) -> Result<(), Error> {
         "columns: {}\n",
         serde_json::to_value(&record.columns).unwrap_or_default()
     ));
-    match (&next, pending) {
+    match (next, pending) {
         (_, false) => text.push_str("not pending: no tier tries it again\n"),
         (Some(next), true) => {
             let band = next
@@ -219,7 +161,7 @@ pub fn show(args: &ShowArgs) -> Result<(), Error> {
         }
         (None, true) => text.push_str("its inserted-at value cannot be read: no tier takes it\n"),
     }
-    match &held {
+    match held {
         Some(h) => match &h.owner {
             Some(owner) => text.push_str(&format!(
                 "held now by the tick {owner}, until {}\n",
@@ -240,7 +182,7 @@ pub fn show(args: &ShowArgs) -> Result<(), Error> {
     } else {
         text.push_str(&format!("attempts, newest first ({}):\n", attempts.len()));
     }
-    for a in &attempts {
+    for a in attempts {
         let tier = match a.window_secs {
             0 => "retry".to_string(),
             w => duration::compact(Duration::from_secs(w)),
@@ -270,38 +212,21 @@ pub fn retry(args: &RetryArgs) -> Result<(), Error> {
     crate::handler::adopt_orphans();
     let config = Config::load(&args.schedule)?;
     let mut store = inspected(&config)?;
-    let store_err = Error::store(store.describe());
     let now = args.now.unwrap_or_else(Utc::now);
-    let mut records = Vec::new();
-    let mut refused = Vec::new();
-    if let Some(status) = &args.status {
-        if !config.table.is_pending(status) {
-            return Err(Error::Usage(format!(
-                "--status {status:?} is not one of table.pending ({}): a retry takes pending records only",
-                config.table.pending.join(", ")
-            )));
-        }
-        let before = args
-            .older_than
-            .and_then(|d| chrono::Duration::from_std(d).ok())
-            .and_then(|d| now.checked_sub_signed(d))
-            .unwrap_or(now);
-        records = store
-            .oldest_of(std::slice::from_ref(status), Some(before), args.limit)
-            .map_err(&store_err)?;
-    } else {
-        for id in &args.ids {
-            match store.find(id).map_err(&store_err)? {
-                None => refused.push(format!("{id}: no such record")),
-                Some(r) if !config.table.is_pending(&r.status) => refused.push(format!(
-                    "{id}: {} is not pending (a retry takes records of {})",
-                    r.status,
-                    config.table.pending.join(", ")
-                )),
-                Some(r) => records.push(r),
-            }
-        }
-    }
+    let selection = match &args.status {
+        Some(status) => Selection::Status {
+            status: status.clone(),
+            before: args
+                .older_than
+                .and_then(|d| chrono::Duration::from_std(d).ok())
+                .and_then(|d| now.checked_sub_signed(d))
+                .unwrap_or(now),
+            limit: args.limit,
+        },
+        None => Selection::Ids(args.ids.clone()),
+    };
+    let RetryPlan { records, refused } =
+        crate::operate::plan_retry(&config, store.as_mut(), &selection)?;
     for why in &refused {
         tracing::warn!("not retried: {why}");
     }
@@ -331,28 +256,23 @@ pub fn retry(args: &RetryArgs) -> Result<(), Error> {
             }
         )));
     }
-    let mut handler =
-        crate::handler::from_config(&config.handler, &config.dir).map_err(|source| {
-            Error::Handler {
-                file: Some(config.path.display().to_string()),
-                source,
-            }
-        })?;
-    let mut opts = TickOptions::for_config(&config, Duration::ZERO, now);
-    opts.stop = super::stop_on_signals()?;
-    let summary = crate::tick::retry_records(
-        &config.table,
+    let summary = crate::operate::run_retry(
+        &config,
         store.as_mut(),
-        handler.as_mut(),
         records,
-        &opts,
-        &mut |_| {},
+        now,
+        super::stop_on_signals()?,
     )?;
     if args.json {
         let mut value = serde_json::to_value(&summary).expect("a summary serialises");
         value["refused"] = refused.into();
         return print(&format!("{value}\n"));
     }
+    print(&format!("{}\n", retry_line(&summary)))
+}
+
+/// One line for a retry: `retried 2 records: succeeded 1, failed 1; run 7`.
+pub(crate) fn retry_line(summary: &crate::tick::RetrySummary) -> String {
     let mut line = format!(
         "retried {} {}: succeeded {}, failed {}",
         summary.selected,
@@ -379,50 +299,27 @@ pub fn retry(args: &RetryArgs) -> Result<(), Error> {
     if let Some(why) = &summary.stopped {
         line.push_str(&format!("; stopped early: {why}"));
     }
-    print(&format!("{line}; run {}\n", summary.run_id))
-}
-
-/// Who is pausing: user@host.
-fn whoami() -> String {
-    let user = crate::account::Account::current()
-        .map(|a| a.name)
-        .unwrap_or_else(|_| "unknown".into());
-    let host = hostname::get()
-        .map(|h| h.to_string_lossy().into_owned())
-        .unwrap_or_else(|_| "localhost".into());
-    format!("{user}@{host}")
+    format!("{line}; run {}", summary.run_id)
 }
 
 /// `backlog pause`.
 pub fn pause(args: &PauseArgs) -> Result<(), Error> {
     let config = Config::load(&args.schedule)?;
-    let window_secs = args
-        .window
-        .map(|w| tier_window(&config, w))
-        .transpose()?
-        .unwrap_or(0);
-    let pause = Pause {
-        window_secs,
-        since: Utc::now(),
-        until: args.until,
-        reason: args.reason.clone(),
-        by: whoami(),
-    };
     let mut store = inspected(&config)?;
-    store
-        .pause(&pause)
-        .map_err(Error::store(store.describe()))?;
+    let pause = crate::operate::pause(
+        &config,
+        store.as_mut(),
+        args.window,
+        args.until,
+        args.reason.clone(),
+        crate::operate::whoami(),
+    )?;
     if args.json {
         return print(&format!("{}\n", serde_json::json!({"pause": pause})));
     }
-    let what = match config.schedule.tier(Duration::from_secs(window_secs)) {
-        Some((n, tier)) if window_secs > 0 => {
-            format!("tier {n} ({})", duration::compact(tier.window))
-        }
-        _ => "every tier".to_string(),
-    };
     print(&format!(
-        "{what} of {}: {}; its ticks exit 0 without running until `backlog resume{}`\n",
+        "{} of {}: {}; its ticks exit 0 without running until `backlog resume{}`\n",
+        crate::operate::pause_target(&config, pause.window_secs),
         config.table.name,
         pause.describe(),
         args.window
@@ -434,12 +331,10 @@ pub fn pause(args: &PauseArgs) -> Result<(), Error> {
 /// `backlog resume`.
 pub fn resume(args: &ResumeArgs) -> Result<(), Error> {
     let config = Config::load(&args.schedule)?;
-    let window_secs = args.window.map(|w| tier_window(&config, w)).transpose()?;
     let mut store = inspected(&config)?;
-    let store_err = Error::store(store.describe());
-    let before = store.pauses().map_err(&store_err)?;
-    let lifted = store.resume(window_secs).map_err(&store_err)?;
-    let still: Vec<Pause> = store.pauses().map_err(&store_err)?;
+    let before = store.pauses().map_err(Error::store(store.describe()))?;
+    let (lifted, still) = crate::operate::resume(&config, store.as_mut(), args.window)?;
+    let window_secs = args.window.map(|w| w.as_secs());
     if args.json {
         return print(&format!(
             "{}\n",

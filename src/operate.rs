@@ -1,0 +1,271 @@
+//! What a person on call does, as the library does it: read one record with its
+//! attempts, retry records now, pause and resume tiers. `backlog show|retry|pause|
+//! resume` and the web dashboard both go through here, so an action is the same
+//! wherever it is taken.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use crate::config::Config;
+use crate::duration;
+use crate::error::Error;
+use crate::explain::NextTry;
+use crate::record::Record;
+use crate::store::{Attempt, AttemptQuery, Held, Pause, Store};
+use crate::tick::{RetrySummary, TickOptions, open_store};
+
+/// A store ready for reading records: opened and its table inspected.
+pub fn inspected(config: &Config) -> Result<Box<dyn Store>, Error> {
+    let mut store = open_store(config)?;
+    store.inspect().map_err(Error::store(store.describe()))?;
+    Ok(store)
+}
+
+/// One record as `backlog show` tells it.
+#[derive(Debug, Clone)]
+pub struct RecordView {
+    pub record: Record,
+    pub age: Option<Duration>,
+    /// Its status is one of `table.pending`.
+    pub pending: bool,
+    /// When a tier tries it next (pending records whose age can be read).
+    pub next: Option<NextTry>,
+    /// Who holds it now, if anyone.
+    pub held: Option<Held>,
+    /// Its attempts, newest first.
+    pub attempts: Vec<Attempt>,
+}
+
+impl RecordView {
+    /// As `show --json` prints it.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "id": self.record.id,
+            "status": &*self.record.status,
+            "pending": self.pending,
+            "inserted_at": self.record.inserted_at().to_string(),
+            "age": self.age.map(duration::rough),
+            "age_seconds": self.age.map(|a| a.as_secs()),
+            "columns": serde_json::to_value(&self.record.columns).unwrap_or_default(),
+            "next_try": self.next,
+            "held": self.held,
+            "attempts": self.attempts,
+        })
+    }
+}
+
+/// The record with this id, at `now`, with its newest `attempts` attempts; a usage
+/// error when the table has none.
+pub fn record_view(
+    config: &Config,
+    store: &mut dyn Store,
+    id: &str,
+    now: DateTime<Utc>,
+    attempts: usize,
+) -> Result<RecordView, Error> {
+    let store_err = Error::store(store.describe());
+    let record = store.find(id).map_err(&store_err)?.ok_or_else(|| {
+        Error::Usage(format!(
+            "table {} has no record with {} = {id}",
+            config.table.name, config.table.id
+        ))
+    })?;
+    let age = record.age(now).and_then(|a| a.to_std().ok());
+    let pending = config.table.is_pending(&record.status);
+    let held = store.holder(&record).map_err(&store_err)?;
+    // A failure kept from the ticks is tried at the first slot after the keep ends.
+    let from = match &held {
+        Some(h) if h.owner.is_none() => (h.until + crate::schedule::due_slack()).max(now),
+        _ => now,
+    };
+    let next = age.filter(|_| pending).map(|a| {
+        let later = (from - now).to_std().unwrap_or_default();
+        crate::explain::next_try(&config.schedule, a + later, from)
+    });
+    let attempts = store
+        .attempts(&AttemptQuery {
+            record_id: Some(record.id.to_string()),
+            limit: attempts,
+            successes: true,
+            ..AttemptQuery::default()
+        })
+        .map_err(&store_err)?;
+    Ok(RecordView {
+        record,
+        age,
+        pending,
+        next,
+        held,
+        attempts,
+    })
+}
+
+/// Which records to retry.
+#[derive(Debug, Clone)]
+pub enum Selection {
+    /// These ids.
+    Ids(Vec<String>),
+    /// The pending records of a status inserted before a time, oldest first, at most
+    /// `limit`.
+    Status {
+        status: String,
+        before: DateTime<Utc>,
+        limit: usize,
+    },
+}
+
+/// The records a retry would hand over, and why the others are not retried.
+#[derive(Debug, Clone, Default)]
+pub struct RetryPlan {
+    pub records: Vec<Record>,
+    pub refused: Vec<String>,
+}
+
+/// Looks the records of a selection up: only pending ones are retried.
+pub fn plan_retry(
+    config: &Config,
+    store: &mut dyn Store,
+    selection: &Selection,
+) -> Result<RetryPlan, Error> {
+    let store_err = Error::store(store.describe());
+    let mut plan = RetryPlan::default();
+    match selection {
+        Selection::Status {
+            status,
+            before,
+            limit,
+        } => {
+            if !config.table.is_pending(status) {
+                return Err(Error::Usage(format!(
+                    "--status {status:?} is not one of table.pending ({}): a retry takes pending records only",
+                    config.table.pending.join(", ")
+                )));
+            }
+            plan.records = store
+                .oldest_of(std::slice::from_ref(status), Some(*before), *limit)
+                .map_err(&store_err)?;
+        }
+        Selection::Ids(ids) => {
+            for id in ids {
+                match store.find(id).map_err(&store_err)? {
+                    None => plan.refused.push(format!("{id}: no such record")),
+                    Some(r) if !config.table.is_pending(&r.status) => plan.refused.push(format!(
+                        "{id}: {} is not pending (a retry takes records of {})",
+                        r.status,
+                        config.table.pending.join(", ")
+                    )),
+                    Some(r) => plan.records.push(r),
+                }
+            }
+        }
+    }
+    Ok(plan)
+}
+
+/// Hands the planned records to the schedule file's handler now (see
+/// [`crate::tick::retry_records`]); `stop` ends it early when set.
+pub fn run_retry(
+    config: &Config,
+    store: &mut dyn Store,
+    records: Vec<Record>,
+    now: DateTime<Utc>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Result<RetrySummary, Error> {
+    let mut handler =
+        crate::handler::from_config(&config.handler, &config.dir).map_err(|source| {
+            Error::Handler {
+                file: Some(config.path.display().to_string()),
+                source,
+            }
+        })?;
+    let mut opts = TickOptions::for_config(config, Duration::ZERO, now);
+    opts.stop = stop;
+    crate::tick::retry_records(
+        &config.table,
+        store,
+        handler.as_mut(),
+        records,
+        &opts,
+        &mut |_| {},
+    )
+}
+
+/// The window of a tier of the file in seconds, or a usage error listing them.
+pub fn tier_window(config: &Config, window: Duration) -> Result<u64, Error> {
+    if config.schedule.tier(window).is_some() {
+        return Ok(window.as_secs());
+    }
+    let windows: Vec<String> = config
+        .schedule
+        .tiers
+        .iter()
+        .map(|t| duration::compact(t.window))
+        .collect();
+    Err(Error::Usage(format!(
+        "--window {} is no tier's window in {} (its windows: {})",
+        duration::compact(window),
+        config.path.display(),
+        windows.join(", ")
+    )))
+}
+
+/// `tier 2 (7d)` for a pause of one tier, `every tier` for a pause of all.
+pub fn pause_target(config: &Config, window_secs: u64) -> String {
+    match config.schedule.tier(Duration::from_secs(window_secs)) {
+        Some((n, tier)) if window_secs > 0 => {
+            format!("tier {n} ({})", duration::compact(tier.window))
+        }
+        _ => "every tier".to_string(),
+    }
+}
+
+/// Pauses a tier of the file (`None`: every tier) on every runner.
+pub fn pause(
+    config: &Config,
+    store: &mut dyn Store,
+    window: Option<Duration>,
+    until: Option<DateTime<Utc>>,
+    reason: Option<String>,
+    by: String,
+) -> Result<Pause, Error> {
+    let window_secs = window
+        .map(|w| tier_window(config, w))
+        .transpose()?
+        .unwrap_or(0);
+    let pause = Pause {
+        window_secs,
+        since: Utc::now(),
+        until,
+        reason: reason.filter(|r| !r.trim().is_empty()),
+        by,
+    };
+    store
+        .pause(&pause)
+        .map_err(Error::store(store.describe()))?;
+    Ok(pause)
+}
+
+/// Lifts the pause of a tier of the file (`None`: every pause of the table); returns
+/// how many were lifted and the pauses left.
+pub fn resume(
+    config: &Config,
+    store: &mut dyn Store,
+    window: Option<Duration>,
+) -> Result<(u64, Vec<Pause>), Error> {
+    let window_secs = window.map(|w| tier_window(config, w)).transpose()?;
+    let store_err = Error::store(store.describe());
+    let lifted = store.resume(window_secs).map_err(&store_err)?;
+    Ok((lifted, store.pauses().map_err(&store_err)?))
+}
+
+/// Who is acting: user@host.
+pub fn whoami() -> String {
+    let user = crate::account::Account::current()
+        .map(|a| a.name)
+        .unwrap_or_else(|_| "unknown".into());
+    let host = hostname::get()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "localhost".into());
+    format!("{user}@{host}")
+}
