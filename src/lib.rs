@@ -65,6 +65,8 @@ pub mod status;
 pub mod store;
 pub mod tick;
 pub mod timestamp;
+#[cfg(feature = "cli")]
+pub mod web;
 
 pub use chrono;
 pub use chrono_tz;

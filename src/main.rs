@@ -25,6 +25,7 @@ fn main() -> ExitCode {
         Command::Retry(args) => cli::retry(args),
         Command::Pause(args) => cli::pause(args),
         Command::Resume(args) => cli::resume(args),
+        Command::Serve(args) => cli::serve(args),
         Command::Completions(args) => cli::completions(args),
         Command::Man(args) => cli::man(args),
     };

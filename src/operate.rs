@@ -259,6 +259,21 @@ pub fn resume(
     Ok((lifted, store.pauses().map_err(&store_err)?))
 }
 
+/// When a pause is meant to end: an RFC 3339 time, or a span from now (`2h`).
+pub fn parse_until(text: &str) -> Result<DateTime<Utc>, String> {
+    if let Ok(span) = duration::parse_span(text) {
+        return chrono::Duration::from_std(span)
+            .ok()
+            .and_then(|span| Utc::now().checked_add_signed(span))
+            .ok_or_else(|| format!("{text:?} is too far ahead"));
+    }
+    DateTime::parse_from_rfc3339(text.trim())
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|_| {
+            format!("{text:?} is neither a time nor a span; write 2026-11-21T18:00:00Z or 2h")
+        })
+}
+
 /// Who is acting: user@host.
 pub fn whoami() -> String {
     let user = crate::account::Account::current()

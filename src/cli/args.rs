@@ -60,6 +60,8 @@ pub enum Command {
     Pause(super::PauseArgs),
     /// Lift a pause.
     Resume(super::ResumeArgs),
+    /// Serve the web dashboard: tiers, bands, failures, records; retry, pause, resume.
+    Serve(ServeArgs),
     /// Print shell completions: `source <(backlog completions bash)`.
     Completions(CompletionsArgs),
     /// Print the man page (roff): `backlog man | man -l -`.
@@ -135,6 +137,27 @@ pub struct DaemonArgs {
     /// 127.0.0.1:9464.
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<std::net::SocketAddr>,
+    /// Serve the web dashboard too, like 127.0.0.1:8080 (see `backlog serve`).
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<std::net::SocketAddr>,
+    /// The dashboard's token, on the file's first line [default: $BACKLOG_TOKEN];
+    /// needed to listen beyond loopback.
+    #[arg(long, value_name = "FILE", requires = "http")]
+    pub token_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The schedule file; it is read afresh for every page.
+    #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
+    pub schedule: PathBuf,
+    /// Where to listen. Beyond loopback a token is needed (--token-file).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    pub listen: std::net::SocketAddr,
+    /// The token every request must carry, on the file's first line
+    /// [default: $BACKLOG_TOKEN]: a browser opens /login?token=… once.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -176,7 +199,9 @@ impl Cli {
             Command::Pause(args) => args.json,
             Command::Resume(args) => args.json,
             Command::Init(args) => args.json,
-            Command::Daemon(_) | Command::Completions(_) | Command::Man(_) => false,
+            Command::Daemon(_) | Command::Serve(_) | Command::Completions(_) | Command::Man(_) => {
+                false
+            }
         }
     }
 

@@ -51,10 +51,22 @@ pub fn daemon(args: &DaemonArgs) -> Result<(), Error> {
     if let Some(addr) = args.metrics {
         metrics_server::start(addr, args.schedule.clone())?;
     }
+    if let Some(addr) = args.http {
+        let token = crate::web::load_token(args.token_file.as_deref())?;
+        crate::web::start(args.schedule.clone(), addr, token)?;
+    }
     let seed = args.seed.unwrap_or_else(|| {
         Utc::now().timestamp_nanos_opt().unwrap_or_default() as u64 ^ u64::from(std::process::id())
     });
     crate::runner::run_daemon(&args.schedule, &signals, seed)
+}
+
+/// `backlog serve`.
+pub fn serve(args: &ServeArgs) -> Result<(), Error> {
+    // Fails now on a file that does not load, rather than on the first page.
+    Config::load(&args.schedule)?;
+    let token = crate::web::load_token(args.token_file.as_deref())?;
+    crate::web::serve(args.schedule.clone(), args.listen, token)
 }
 
 /// `backlog init`.

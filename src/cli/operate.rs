@@ -70,7 +70,7 @@ pub struct PauseArgs {
     pub window: Option<Duration>,
     /// When the pause is meant to end: a time (RFC 3339) or a span from now (2h).
     /// It lasts until `backlog resume` all the same; past it, `status --check` warns.
-    #[arg(long, value_parser = parse_until)]
+    #[arg(long, value_parser = crate::operate::parse_until)]
     pub until: Option<DateTime<Utc>>,
     /// Why, for whoever reads `status` next.
     #[arg(long)]
@@ -94,18 +94,6 @@ pub struct ResumeArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
-}
-
-fn parse_until(text: &str) -> Result<DateTime<Utc>, String> {
-    if let Ok(span) = duration::parse_span(text) {
-        return chrono::Duration::from_std(span)
-            .ok()
-            .and_then(|span| Utc::now().checked_add_signed(span))
-            .ok_or_else(|| format!("{text:?} is too far ahead"));
-    }
-    parse_now(text).map_err(|_| {
-        format!("{text:?} is neither a time nor a span; write 2026-11-21T18:00:00Z or 2h")
-    })
 }
 
 fn show_time(t: DateTime<Utc>) -> String {
@@ -268,38 +256,7 @@ pub fn retry(args: &RetryArgs) -> Result<(), Error> {
         value["refused"] = refused.into();
         return print(&format!("{value}\n"));
     }
-    print(&format!("{}\n", retry_line(&summary)))
-}
-
-/// One line for a retry: `retried 2 records: succeeded 1, failed 1; run 7`.
-pub(crate) fn retry_line(summary: &crate::tick::RetrySummary) -> String {
-    let mut line = format!(
-        "retried {} {}: succeeded {}, failed {}",
-        summary.selected,
-        if summary.selected == 1 {
-            "record"
-        } else {
-            "records"
-        },
-        summary.succeeded,
-        summary.failed
-    );
-    if summary.skipped > 0 {
-        line.push_str(&format!(
-            ", skipped {} (no longer pending, or held by a tick now)",
-            summary.skipped
-        ));
-    }
-    if summary.lost > 0 {
-        line.push_str(&format!(
-            ", lost {} (the hold lapsed; not marked)",
-            summary.lost
-        ));
-    }
-    if let Some(why) = &summary.stopped {
-        line.push_str(&format!("; stopped early: {why}"));
-    }
-    format!("{line}; run {}", summary.run_id)
+    print(&format!("{}\n", summary.line()))
 }
 
 /// `backlog pause`.

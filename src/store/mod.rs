@@ -28,7 +28,7 @@ pub use attempts::{Attempt, AttemptQuery};
 pub use pauses::Pause;
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
-pub use totals::{DURATION_BUCKETS, DurationHistogram, RunTotals};
+pub use totals::{DURATION_BUCKETS, DurationHistogram, RecentRun, RunTotals};
 
 use crate::config::{DatabaseConfig, DatabaseUrl, TableConfig};
 use crate::record::{Record, Scalar};
@@ -557,6 +557,15 @@ impl dyn Store + '_ {
             return Ok(Vec::new());
         }
         totals::runs(own.sql, &own.prefix, own.table)
+    }
+
+    /// The newest `limit` ticks (retries left out), oldest first.
+    pub fn recent_runs(&mut self, limit: usize) -> Result<Vec<RecentRun>, StoreError> {
+        let own = self.own()?;
+        if !own.exists {
+            return Ok(Vec::new());
+        }
+        totals::recent(own.sql, &own.prefix, own.table, limit)
     }
 
     /// The durations of the attempts kept, by tier, as histograms.

@@ -96,3 +96,57 @@ pub(super) fn durations(
         })
         .collect())
 }
+
+/// One tick of the run log, as a plot of ticks over time needs it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RecentRun {
+    pub run_id: i64,
+    pub window_secs: u64,
+    /// The tick's clock.
+    pub clock: chrono::DateTime<chrono::Utc>,
+    pub selected: u64,
+    pub succeeded: u64,
+    pub failed: u64,
+    pub outcome: String,
+}
+
+/// The newest `limit` ticks of `table` (retries left out), oldest first.
+pub(super) fn recent(
+    sql: &mut dyn Sql,
+    s: &str,
+    table: &str,
+    limit: usize,
+) -> Result<Vec<RecentRun>, StoreError> {
+    // The clock is text on SQLite and a timestamptz on PostgreSQL: read as text, both.
+    let rows = sql
+        .query(
+            &format!(
+                "SELECT id, window_secs, CAST(clock AS TEXT), selected, succeeded, failed, outcome
+                 FROM {s}backlog_runs WHERE table_name = ?1 AND window_secs > 0 ORDER BY id DESC LIMIT ?2"
+            ),
+            &[table.into(), (limit as i64).into()],
+        )
+        .map_err(failed("reading the run log"))?;
+    let n = |v: &super::sql::Value| v.int().unwrap_or(0).max(0) as u64;
+    let mut runs: Vec<RecentRun> = rows
+        .iter()
+        .filter_map(|r| {
+            let text = r[2].text()?;
+            let clock = chrono::DateTime::parse_from_rfc3339(&text)
+                .or_else(|_| chrono::DateTime::parse_from_str(&text, "%Y-%m-%d %H:%M:%S%.f%#z"))
+                .ok()?
+                .with_timezone(&chrono::Utc);
+            Some(RecentRun {
+                run_id: r[0].int().unwrap_or(0),
+                window_secs: n(&r[1]),
+                clock,
+                selected: n(&r[3]),
+                succeeded: n(&r[4]),
+                failed: n(&r[5]),
+                outcome: r[6].text().unwrap_or_default(),
+            })
+        })
+        .collect();
+    runs.reverse();
+    Ok(runs)
+}

@@ -39,6 +39,39 @@ pub struct RetrySummary {
     pub stopped: Option<String>,
 }
 
+impl RetrySummary {
+    /// One line: `retried 2 records: succeeded 1, failed 1; run 7`.
+    pub fn line(&self) -> String {
+        let mut line = format!(
+            "retried {} {}: succeeded {}, failed {}",
+            self.selected,
+            if self.selected == 1 {
+                "record"
+            } else {
+                "records"
+            },
+            self.succeeded,
+            self.failed
+        );
+        if self.skipped > 0 {
+            line.push_str(&format!(
+                ", skipped {} (no longer pending, or held by a tick now)",
+                self.skipped
+            ));
+        }
+        if self.lost > 0 {
+            line.push_str(&format!(
+                ", lost {} (the hold lapsed; not marked)",
+                self.lost
+            ));
+        }
+        if let Some(why) = &self.stopped {
+            line.push_str(&format!("; stopped early: {why}"));
+        }
+        format!("{line}; run {}", self.run_id)
+    }
+}
+
 /// Hands `records` to `handler` now, one at a time, each only while this process
 /// holds it; see the module's doc.
 pub fn retry_records(

@@ -19,6 +19,7 @@ const COMMANDS: &[&[&str]] = &[
     &["retry"],
     &["pause"],
     &["resume"],
+    &["serve"],
     &["completions"],
     &["man"],
 ];

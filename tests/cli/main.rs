@@ -9,6 +9,7 @@ mod concurrency;
 mod considerate;
 mod crontab;
 mod daemon;
+mod dashboard;
 mod doctor;
 mod explain;
 mod formats;

@@ -1,0 +1,92 @@
+//! Who may read and act. On loopback, anyone who can reach the port (the machine's own
+//! users). Beyond it, only requests that carry the token: an `Authorization: Bearer`
+//! header (a script, a reverse proxy), or the cookie `GET /login?token=…` sets for a
+//! browser. Tokens are compared in constant time. Actions are POSTs that carry the
+//! page's CSRF token, so another site cannot make a browser post to this one.
+
+use std::path::Path;
+
+use subtle::ConstantTimeEq as _;
+
+use crate::error::Error;
+
+/// The cookie a browser keeps the token in.
+pub(crate) const COOKIE: &str = "backlog_token";
+
+/// The token from `--token-file` (its first line), else `BACKLOG_TOKEN`, if either.
+pub fn load_token(file: Option<&Path>) -> Result<Option<String>, Error> {
+    let token = match file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+                context: format!("--token-file {}: cannot read it", path.display()),
+                source,
+            })?;
+            Some(text.lines().next().unwrap_or_default().trim().to_string())
+        }
+        None => std::env::var("BACKLOG_TOKEN").ok(),
+    };
+    match token {
+        Some(t) if t.len() < 16 => Err(Error::Usage(
+            "the token is shorter than 16 characters; use a long random one, like the output of `openssl rand -hex 32`".into(),
+        )),
+        other => Ok(other),
+    }
+}
+
+/// Whether `given` is the token, in time that does not depend on where they differ.
+pub(crate) fn same(given: &str, token: &str) -> bool {
+    given.as_bytes().ct_eq(token.as_bytes()).into()
+}
+
+/// A fresh random secret: 32 hex digits.
+pub(crate) fn new_secret() -> String {
+    (0..32)
+        .map(|_| char::from_digit(fastrand::u32(0..16), 16).expect("a hex digit"))
+        .collect()
+}
+
+/// The token a request carries, from its header or its cookie.
+pub(crate) fn carried(headers: &axum::http::HeaderMap) -> Option<String> {
+    use axum::http::header;
+    if let Some(bearer) = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+    {
+        return Some(bearer.trim().to_string());
+    }
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == COOKIE)
+        .map(|(_, value)| value.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(same("0123456789abcdef", "0123456789abcdef"));
+        assert!(!same("0123456789abcdeF", "0123456789abcdef"));
+        assert!(!same("0123456789abcde", "0123456789abcdef"));
+        assert_eq!(new_secret().len(), 32);
+    }
+
+    #[test]
+    fn a_short_token_is_refused() {
+        let dir = std::env::temp_dir().join(format!("backlog-token-{}", std::process::id()));
+        std::fs::write(&dir, "short\n").unwrap();
+        assert!(load_token(Some(&dir)).is_err());
+        std::fs::write(&dir, "0123456789abcdef0123\n").unwrap();
+        assert_eq!(
+            load_token(Some(&dir)).unwrap().as_deref(),
+            Some("0123456789abcdef0123")
+        );
+        std::fs::remove_file(&dir).ok();
+    }
+}

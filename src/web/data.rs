@@ -1,0 +1,82 @@
+//! What the pages read: the status of the backlog, the ticks over time, the latest
+//! failures, one record. Blocking calls, run on the blocking threads.
+
+use chrono::{DateTime, Utc};
+
+use crate::config::Config;
+use crate::error::Error;
+use crate::status::Status;
+use crate::store::{Attempt, AttemptQuery};
+
+/// The overview page's data.
+pub(crate) struct Overview {
+    pub(crate) config: Config,
+    pub(crate) status: Status,
+    pub(crate) failures: Vec<Attempt>,
+}
+
+pub(crate) fn overview(config: Config, now: DateTime<Utc>) -> Result<Overview, Error> {
+    let mut store = crate::operate::inspected(&config)?;
+    let store_err = Error::store(store.describe());
+    let status = crate::status::status(&config, store.as_mut(), now).map_err(&store_err)?;
+    let failures = store
+        .attempts(&AttemptQuery {
+            limit: 8,
+            ..AttemptQuery::default()
+        })
+        .map_err(&store_err)?;
+    Ok(Overview {
+        config,
+        status,
+        failures,
+    })
+}
+
+/// The failures page's filter.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+pub(crate) struct FailureFilter {
+    /// A tier's window, like `7d`, or `retry`; empty: every tier.
+    #[serde(default)]
+    pub(crate) tier: String,
+    /// An outcome (`error`, `timeout`…); empty: any but success.
+    #[serde(default)]
+    pub(crate) outcome: String,
+}
+
+impl FailureFilter {
+    /// The query it stands for, or why it stands for none.
+    pub(crate) fn query(&self, limit: usize) -> Result<AttemptQuery, String> {
+        let window_secs = match self.tier.trim() {
+            "" => None,
+            "retry" => Some(0),
+            tier => Some(
+                crate::duration::parse_span(tier)
+                    .map_err(|e| format!("tier {tier:?}: {e}"))?
+                    .as_secs(),
+            ),
+        };
+        let outcomes = match self.outcome.trim() {
+            "" => Vec::new(),
+            o => vec![o.to_string()],
+        };
+        Ok(AttemptQuery {
+            window_secs,
+            outcomes,
+            limit,
+            ..AttemptQuery::default()
+        })
+    }
+}
+
+/// The latest failed attempts that `filter` picks, at most `limit`.
+pub(crate) fn failures(
+    config: &Config,
+    filter: &FailureFilter,
+    limit: usize,
+) -> Result<Vec<Attempt>, Error> {
+    let query = filter.query(limit).map_err(Error::Usage)?;
+    let mut store = crate::operate::inspected(config)?;
+    store
+        .attempts(&query)
+        .map_err(Error::store(store.describe()))
+}

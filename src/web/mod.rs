@@ -1,0 +1,119 @@
+//! The web dashboard: `backlog serve`, and `backlog daemon --http ADDR`.
+//!
+//! Server-rendered HTML (maud escapes everything it writes, so no value from the
+//! database reaches a page raw), readable without JavaScript; one small script
+//! refreshes the page's content every few seconds. Reads and actions go through the
+//! same library calls as the commands (`status`, `show`, `retry`, `pause`,
+//! `resume`). Every request reads the schedule file and the database afresh, on a
+//! blocking thread, at most a few at once, each with a deadline: a slow database
+//! gives an error page, never a hung server.
+//!
+//! Parts: `auth` (the token and the CSRF token), `data` (what a page reads),
+//! `pages` (the HTML), `plots` (the SVGs), `routes` (the handlers).
+
+mod auth;
+mod data;
+mod pages;
+mod plots;
+mod routes;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::error::Error;
+
+pub use auth::load_token;
+
+/// How long a page may take to read the database before it is an error page.
+const DEADLINE: Duration = Duration::from_secs(15);
+
+/// How many requests read the database at once; the others wait their turn.
+const READERS: usize = 4;
+
+/// What every request shares.
+pub(crate) struct Shared {
+    pub(crate) schedule: PathBuf,
+    /// The token every request must carry, when the server listens beyond loopback.
+    pub(crate) token: Option<String>,
+    /// The token every form carries, so another site cannot post to this one.
+    pub(crate) csrf: String,
+    pub(crate) readers: tokio::sync::Semaphore,
+}
+
+/// Binds `addr` now (a busy port is the caller's error, at once). Listening beyond
+/// loopback needs a token.
+fn bind(addr: SocketAddr, token: &Option<String>) -> Result<std::net::TcpListener, Error> {
+    if !addr.ip().is_loopback() && token.is_none() {
+        return Err(Error::Usage(format!(
+            "{addr} is not a loopback address: give --token-file FILE (or BACKLOG_TOKEN) so that only those who hold the token can read and act"
+        )));
+    }
+    std::net::TcpListener::bind(addr)
+        .and_then(|l| l.set_nonblocking(true).map(|()| l))
+        .map_err(|source| Error::Io {
+            context: format!("{addr}: cannot listen there"),
+            source,
+        })
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, Error> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(READERS * 2)
+        .enable_io()
+        .enable_time()
+        .build()
+        .map_err(|source| Error::Io {
+            context: "cannot start the web server".into(),
+            source,
+        })
+}
+
+async fn serve_on(listener: std::net::TcpListener, shared: Arc<Shared>) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::from_std(listener)?;
+    axum::serve(listener, routes::router(shared)).await
+}
+
+fn shared(schedule: PathBuf, token: Option<String>) -> Arc<Shared> {
+    Arc::new(Shared {
+        schedule,
+        token,
+        csrf: auth::new_secret(),
+        readers: tokio::sync::Semaphore::new(READERS),
+    })
+}
+
+/// `backlog serve`: serves the dashboard until the process is stopped.
+pub fn serve(schedule: PathBuf, addr: SocketAddr, token: Option<String>) -> Result<(), Error> {
+    let listener = bind(addr, &token)?;
+    let runtime = runtime()?;
+    tracing::warn!("serving the dashboard at http://{addr}/");
+    runtime
+        .block_on(serve_on(listener, shared(schedule, token)))
+        .map_err(|source| Error::Io {
+            context: "the web server stopped".into(),
+            source,
+        })
+}
+
+/// `backlog daemon --http`: serves the dashboard from a thread of its own, beside the
+/// daemon's ticks.
+pub fn start(schedule: PathBuf, addr: SocketAddr, token: Option<String>) -> Result<(), Error> {
+    let listener = bind(addr, &token)?;
+    let runtime = runtime()?;
+    tracing::info!("serving the dashboard at http://{addr}/");
+    std::thread::Builder::new()
+        .name("web".into())
+        .spawn(move || {
+            if let Err(e) = runtime.block_on(serve_on(listener, shared(schedule, token))) {
+                tracing::error!("the dashboard stopped: {e}");
+            }
+        })
+        .map_err(|source| Error::Io {
+            context: "cannot start the web server".into(),
+            source,
+        })?;
+    Ok(())
+}

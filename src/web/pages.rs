@@ -1,0 +1,401 @@
+//! The HTML of the dashboard, written with maud: every value is escaped as it is
+//! written, so ids, statuses and a handler's output (which may hold `<script>`) show
+//! as text. Each page is complete without JavaScript; `refresh.js` only swaps the
+//! content of `<main>` for a fresh copy every few seconds.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use maud::{DOCTYPE, Markup, PreEscaped, html};
+
+use super::data::{FailureFilter, Overview};
+use crate::duration;
+use crate::operate::RecordView;
+use crate::store::Attempt;
+
+const STYLE: &str = include_str!("style.css");
+
+fn when(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
+}
+
+fn ago(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
+    match (now - t).to_std() {
+        Ok(d) => format!("{} ago", duration::rough(d)),
+        Err(_) => format!(
+            "in {}",
+            duration::rough((t - now).to_std().unwrap_or_default())
+        ),
+    }
+}
+
+fn tier_of(window_secs: u64) -> String {
+    match window_secs {
+        0 => "retry".into(),
+        w => duration::compact(Duration::from_secs(w)),
+    }
+}
+
+fn took(ms: u64) -> String {
+    match ms {
+        0..1000 => format!("{ms} ms"),
+        ms => duration::rough(Duration::from_millis(ms)),
+    }
+}
+
+/// A status or outcome as a coloured badge.
+fn badge(text: &str) -> Markup {
+    let class = match text {
+        "SUCCESS" | "success" | "done" => "ok",
+        "error" | "ERROR" | "timeout" | "crash" | "failed" | "abandoned" | "lost" => "bad",
+        "tripped" | "lapsed" | "stopped" | "mapped" | "paused" => "warn",
+        _ => "plain",
+    };
+    html! { span class={ "badge " (class) } { (text) } }
+}
+
+/// The frame of every page: the header with its search, a message, the content.
+pub(crate) fn layout(title: &str, notice: Option<&str>, refresh: bool, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " · backlog" }
+                style { (PreEscaped(STYLE)) }
+                @if refresh {
+                    noscript { meta http-equiv="refresh" content="10"; }
+                    script src="/assets/refresh.js" defer {}
+                }
+            }
+            body {
+                header {
+                    a.brand href="/" { "backlog" }
+                    nav {
+                        a href="/" { "Overview" }
+                        a href="/failures" { "Failures" }
+                    }
+                    form.search method="get" action="/record" {
+                        input type="search" name="id" placeholder="record id" aria-label="record id" required;
+                        button type="submit" { "Find" }
+                    }
+                }
+                main id="content" data-refresh=(if refresh { "yes" } else { "no" }) {
+                    @if let Some(notice) = notice {
+                        p.notice role="status" { (notice) }
+                    }
+                    (body)
+                }
+            }
+        }
+    }
+}
+
+/// The page of an error: what went wrong, in one line, and a way back.
+pub(crate) fn error(title: &str, message: &str) -> Markup {
+    layout(
+        title,
+        None,
+        false,
+        html! {
+            h1 { (title) }
+            p.error { (message) }
+            p { a href="/" { "Back to the overview" } }
+        },
+    )
+}
+
+fn csrf_field(csrf: &str) -> Markup {
+    html! { input type="hidden" name="csrf" value=(csrf); }
+}
+
+/// The overview: tiers, records by band, the plots, the latest failures.
+pub(crate) fn overview(o: &Overview, csrf: &str, notice: Option<&str>) -> Markup {
+    let s = &o.status;
+    let now = s.now;
+    let failed_24h: u64 = s.failures_24h.values().sum();
+    let pending: u64 = s
+        .ages
+        .iter()
+        .flat_map(|row| {
+            o.config
+                .table
+                .pending
+                .iter()
+                .filter_map(|p| row.counts.get(p))
+        })
+        .sum();
+    let body = html! {
+        h1 { (s.table) small { " in " (s.database) } }
+        p.meta { "As of " (when(now)) ". " (o.config.schedule.tier_count()) " from " code { (o.config.path.display()) } "." }
+        @if let Some(p) = &s.paused {
+            p.warning { "Every tier is " (badge("paused")) " " (p.describe()) "." }
+        }
+        @for t in s.tiers.iter().filter(|t| t.overdue_seconds.is_some()) {
+            p.warning { "Tier " (t.tier) " (" (t.window) ") is overdue by "
+                (duration::rough(Duration::from_secs(t.overdue_seconds.unwrap_or(0))))
+                ": is its crontab line or daemon running?" }
+        }
+        section.cards {
+            div.card { div.figure { (s.tiers.len()) } div.label { "tiers" } }
+            div.card { div.figure { (pending) } div.label { "pending records" } }
+            div class=(if failed_24h > 0 { "card bad" } else { "card" }) {
+                div.figure { (failed_24h) } div.label { "failed attempts, last 24 h" } }
+            div.card { div.figure { (s.oldest_pending.as_ref().and_then(|p| p.age.clone()).unwrap_or_else(|| "–".into())) } div.label { "oldest pending" } }
+        }
+        h2 { "Tiers" }
+        table {
+            thead { tr { th { "tier" } th { "window" } th { "cadence" } th { "last tick" } th { "result" } th.num { "handled" } th.num { "failed" } th { "took" } th { "next" } th { "" } } }
+            tbody {
+                @for t in &s.tiers {
+                    tr {
+                        td { (t.tier) }
+                        td { (t.window) }
+                        td { (t.cadence) }
+                        @if let Some(r) = &t.last_tick {
+                            td title=(when(r.clock)) { (ago(r.clock, now)) }
+                            td { (badge(&r.outcome)) @if let Some(e) = &r.error { div.detail { (e) } } }
+                            td.num { (r.selected) }
+                            td.num { (r.failed) }
+                            td { (crate::status::seconds_taken(r).map(|s| format!("{s:.1} s")).unwrap_or_else(|| "–".into())) }
+                        } @else {
+                            td colspan="5" { span.muted { "never ticked" } }
+                        }
+                        td { @if let Some(p) = &t.paused { (badge("paused")) div.detail { (p.describe()) } }
+                             @else if let Some(n) = t.next_due { (ago(n, now)) } @else { "–" } }
+                        td {
+                            @if t.paused.is_some() {
+                                form method="post" action="/resume" {
+                                    (csrf_field(csrf))
+                                    input type="hidden" name="window" value=(t.window);
+                                    button type="submit" { "Resume" }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        details.pause {
+            summary { "Pause a tier" }
+            form method="post" action="/pause" {
+                (csrf_field(csrf))
+                label { "Tier " select name="window" {
+                    option value="" { "every tier" }
+                    @for t in &s.tiers { option value=(t.window) { "tier " (t.tier) " (" (t.window) ")" } }
+                } }
+                label { "Reason " input type="text" name="reason" placeholder="partner API down" required; }
+                label { "Meant to end " input type="text" name="until" placeholder="2h, or 2026-11-23T18:00:00Z"; }
+                button type="submit" { "Pause" }
+            }
+            p.muted { "A pause is kept in the database: every runner obeys it until it is resumed." }
+            @if s.paused.is_some() {
+                form method="post" action="/resume" {
+                    (csrf_field(csrf))
+                    input type="hidden" name="window" value="";
+                    button type="submit" { "Resume every tier" }
+                }
+            }
+        }
+        h2 { "Records by age and status" }
+        table {
+            thead { tr { th { "ages" } @for st in &s.statuses { th.num { (st) } } } }
+            tbody {
+                @for row in &s.ages {
+                    tr {
+                        td { (row.label) @if let Some(n) = row.tier { span.muted { " tier " (n) } } }
+                        @for st in &s.statuses { td.num { (row.counts.get(st).copied().unwrap_or(0)) } }
+                    }
+                }
+            }
+        }
+        div.plots {
+            figure { img src="/plots/ticks.svg" alt="records handled and failed per tick"; figcaption { "Records handled and failed per tick" } }
+            figure { img src="/plots/backlog.svg" alt="pending records by age"; figcaption { "Pending records by age" } }
+        }
+        h2 { "Latest failures" a.more href="/failures" { "all failures →" } }
+        (attempts_table(&o.failures, true))
+    };
+    layout(&s.table, notice, true, body)
+}
+
+/// Attempts, newest first; with `records`, each links to its record.
+fn attempts_table(attempts: &[Attempt], records: bool) -> Markup {
+    html! {
+        @if attempts.is_empty() {
+            p.muted { "None kept." }
+        } @else {
+            table.attempts {
+                thead { tr { th { "started" } @if records { th { "record" } } th { "tier" } th { "outcome" } th { "status" } th { "detail" } th { "took" } } }
+                tbody {
+                    @for a in attempts {
+                        tr {
+                            td { (when(a.started)) }
+                            @if records { td { a href={ "/record?id=" (urlencode(&a.record_id)) } { (a.record_id) } } }
+                            td { (tier_of(a.window_secs)) }
+                            td { (badge(&a.outcome)) }
+                            td { (a.status) }
+                            td { (a.detail)
+                                @if !a.output.is_empty() {
+                                    @if records {
+                                        div.detail { (a.output.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default()) }
+                                    } @else {
+                                        pre { (a.output) }
+                                    }
+                                }
+                            }
+                            td { (took(a.took_ms)) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A query value, percent-encoded.
+pub(crate) fn urlencode(text: &str) -> String {
+    percent_encoding::utf8_percent_encode(text, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
+/// The failures page: a filter, the attempts, and a retry of their records.
+pub(crate) fn failures(
+    attempts: &[Attempt],
+    filter: &FailureFilter,
+    tiers: &[String],
+    csrf: &str,
+    notice: Option<&str>,
+) -> Markup {
+    let outcomes = ["error", "timeout", "crash", "mapped", "stopped", "lost"];
+    let mut ids: Vec<&str> = attempts.iter().map(|a| a.record_id.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let body = html! {
+        h1 { "Failures" }
+        form.filter method="get" action="/failures" {
+            label { "Tier " select name="tier" {
+                option value="" selected[filter.tier.is_empty()] { "every tier" }
+                @for t in tiers { option value=(t) selected[filter.tier == *t] { (t) } }
+                option value="retry" selected[filter.tier == "retry"] { "retries" }
+            } }
+            label { "Outcome " select name="outcome" {
+                option value="" selected[filter.outcome.is_empty()] { "any failure" }
+                @for o in outcomes { option value=(o) selected[filter.outcome == o] { (o) } }
+            } }
+            button type="submit" { "Filter" }
+        }
+        @if !ids.is_empty() {
+            form method="post" action="/failures/retry" {
+                (csrf_field(csrf))
+                input type="hidden" name="tier" value=(filter.tier);
+                input type="hidden" name="outcome" value=(filter.outcome);
+                button type="submit" { "Retry the " (ids.len()) " records of these failures…" }
+            }
+        }
+        (attempts_table(attempts, true))
+    };
+    layout("Failures", notice, true, body)
+}
+
+/// The confirm step of a retry of a set.
+pub(crate) fn confirm_retry(
+    ids: &[String],
+    refused: usize,
+    filter: &FailureFilter,
+    csrf: &str,
+) -> Markup {
+    let body = html! {
+        h1 { "Retry " (ids.len()) " records?" }
+        p { "Each is handed to the handler now, one at a time, through the same holds as a tick: a record a tick holds now is skipped." }
+        @if refused > 0 { p.muted { (refused) " more are no longer pending and are left alone." } }
+        p.ids { @for id in ids.iter().take(50) { code { (id) } " " } @if ids.len() > 50 { "…" } }
+        @if !ids.is_empty() {
+            form method="post" action="/failures/retry" {
+                (csrf_field(csrf))
+                input type="hidden" name="tier" value=(filter.tier);
+                input type="hidden" name="outcome" value=(filter.outcome);
+                input type="hidden" name="confirm" value="yes";
+                button.danger type="submit" { "Retry " (ids.len()) " records" }
+                " "
+                a href={ "/failures?tier=" (urlencode(&filter.tier)) "&outcome=" (urlencode(&filter.outcome)) } { "Cancel" }
+            }
+        }
+    };
+    layout("Retry", None, false, body)
+}
+
+/// A record: its status, where it is in the schedule, its columns, its attempts.
+pub(crate) fn record(
+    view: &RecordView,
+    now: DateTime<Utc>,
+    csrf: &str,
+    notice: Option<&str>,
+) -> Markup {
+    let r = &view.record;
+    let id = r.id.to_string();
+    let columns = serde_json::to_value(&r.columns).unwrap_or_default();
+    let body = html! {
+        h1 { "Record " (id) " " (badge(&r.status)) }
+        p.meta {
+            "Inserted " (r.inserted_at().to_string())
+            @if let Some(age) = view.age { ", " (duration::rough(age)) " old" }
+            "."
+        }
+        @if view.pending {
+            @match &view.next {
+                Some(next) => {
+                    p { @match next.in_tier { Some(n) => { "In tier " (n) "'s band; " }, None => { "In no band; " } }
+                        @match (next.by_tier, next.at) {
+                            (Some(n), Some(at)) => { "tried next " (ago(at, now)) " (" (when(at)) "), by tier " (n) "." },
+                            _ => { "never tried again: it is older than the last window." },
+                        }
+                    }
+                },
+                None => { p.warning { "Its inserted-at value cannot be read: no tier takes it." } },
+            }
+            form method="post" action="/record/retry" {
+                (csrf_field(csrf))
+                input type="hidden" name="id" value=(id);
+                button type="submit" { "Retry now" }
+            }
+        } @else {
+            p.muted { "Not pending: no tier tries it again." }
+        }
+        @match &view.held {
+            Some(h) => {
+                @match &h.owner {
+                    Some(owner) => { p { "Held now by the tick " code { (owner) } ", until " (when(h.until)) "." } },
+                    None => { p { "Failed in its tier's slot: kept from the ticks until " (when(h.until)) "." } },
+                }
+            },
+            None => { p.muted { "Held by no tick now." } },
+        }
+        h2 { "Columns" }
+        table.columns {
+            tbody {
+                @if let Some(map) = columns.as_object() {
+                    @for (k, v) in map {
+                        tr { th { (k) } td { code { (match v { serde_json::Value::String(s) => s.clone(), other => other.to_string() }) } } }
+                    }
+                }
+            }
+        }
+        h2 { "Attempts" small { " newest first" } }
+        (attempts_table(&view.attempts, false))
+    };
+    layout(&format!("Record {id}"), notice, true, body)
+}
+
+/// The page for a request without the token.
+pub(crate) fn unauthorized() -> Markup {
+    layout(
+        "Token needed",
+        None,
+        false,
+        html! {
+            h1 { "This dashboard needs its token" }
+            p { "Open " code { "/login?token=…" } " once with the token from the server's --token-file, or send it as " code { "Authorization: Bearer …" } "." }
+        },
+    )
+}

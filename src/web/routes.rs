@@ -1,0 +1,487 @@
+//! The dashboard's addresses: pages and pictures are GETs that change nothing; actions
+//! are POSTs that carry the CSRF token and answer with a redirect (303) to the page that
+//! shows their result, so a reload never repeats one.
+
+use std::sync::Arc;
+
+use axum::extract::{Form, Query, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use chrono::Utc;
+use serde::Deserialize;
+
+use super::data::{self, FailureFilter};
+use super::{DEADLINE, Shared, auth, pages, plots};
+use crate::config::Config;
+use crate::error::Error;
+use crate::operate::{self, Selection};
+
+type Shared_ = State<Arc<Shared>>;
+
+pub(crate) fn router(shared: Arc<Shared>) -> axum::Router {
+    axum::Router::new()
+        .route("/", get(overview))
+        .route("/failures", get(failures))
+        .route("/record", get(record))
+        .route("/record/retry", post(retry_record))
+        .route("/failures/retry", post(retry_failures))
+        .route("/pause", post(pause))
+        .route("/resume", post(resume))
+        .route("/plots/ticks.svg", get(plot_ticks))
+        .route("/plots/backlog.svg", get(plot_backlog))
+        .route("/assets/refresh.js", get(script))
+        .route("/metrics", get(metrics))
+        .route("/login", get(login))
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(Arc::clone(&shared), guard))
+        .with_state(shared)
+}
+
+/// A page that is an error, with its status code.
+fn error_page(code: StatusCode, title: &str, message: &str) -> Response {
+    (code, Html(pages::error(title, message).into_string())).into_response()
+}
+
+async fn not_found() -> Response {
+    error_page(
+        StatusCode::NOT_FOUND,
+        "Not found",
+        "There is no such page here.",
+    )
+}
+
+/// Every request but `/login` carries the token when the server has one.
+async fn guard(State(shared): Shared_, request: Request, next: Next) -> Response {
+    if let Some(token) = &shared.token
+        && request.uri().path() != "/login"
+        && !auth::carried(request.headers()).is_some_and(|t| auth::same(&t, token))
+    {
+        return (
+            StatusCode::UNAUTHORIZED,
+            Html(pages::unauthorized().into_string()),
+        )
+            .into_response();
+    }
+    let mut response = next.run(request).await;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        "nosniff".parse().expect("a header value"),
+    );
+    headers.insert(
+        header::X_FRAME_OPTIONS,
+        "DENY".parse().expect("a header value"),
+    );
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self'; frame-ancestors 'none'"
+            .parse()
+            .expect("a header value"),
+    );
+    response
+}
+
+#[derive(Deserialize)]
+struct Login {
+    token: String,
+}
+
+/// Sets the token's cookie for a browser, then goes to the overview.
+async fn login(State(shared): Shared_, Query(login): Query<Login>) -> Response {
+    match &shared.token {
+        Some(token) if auth::same(&login.token, token) => (
+            StatusCode::SEE_OTHER,
+            [
+                (
+                    header::SET_COOKIE,
+                    format!(
+                        "{}={}; Path=/; HttpOnly; SameSite=Strict",
+                        auth::COOKIE,
+                        login.token
+                    ),
+                ),
+                (header::LOCATION, "/".to_string()),
+            ],
+        )
+            .into_response(),
+        Some(_) => (
+            StatusCode::UNAUTHORIZED,
+            Html(pages::unauthorized().into_string()),
+        )
+            .into_response(),
+        None => Redirect::to("/").into_response(),
+    }
+}
+
+/// Runs `work` on a blocking thread, one of a few at once, within the deadline; an
+/// error or a late answer becomes an error page.
+async fn blocking<T: Send + 'static>(
+    shared: &Shared,
+    work: impl FnOnce(Config) -> Result<T, Error> + Send + 'static,
+) -> Result<T, Response> {
+    let _turn = shared.readers.acquire().await.map_err(|_| {
+        error_page(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Stopping",
+            "The server is stopping.",
+        )
+    })?;
+    let schedule = shared.schedule.clone();
+    let job = tokio::task::spawn_blocking(move || work(Config::load(&schedule)?));
+    match tokio::time::timeout(DEADLINE, job).await {
+        Err(_) => Err(error_page(
+            StatusCode::GATEWAY_TIMEOUT,
+            "The database is slow",
+            &format!(
+                "It did not answer within {} s; try again in a moment.",
+                DEADLINE.as_secs()
+            ),
+        )),
+        Ok(Err(_)) => Err(error_page(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "Something broke",
+            "Reading this page failed; the server's log says more.",
+        )),
+        Ok(Ok(Err(e))) => {
+            let code = match e {
+                Error::Usage(_) => StatusCode::BAD_REQUEST,
+                _ => StatusCode::SERVICE_UNAVAILABLE,
+            };
+            Err(error_page(code, "Cannot read the backlog", &e.to_string()))
+        }
+        Ok(Ok(Ok(value))) => Ok(value),
+    }
+}
+
+#[derive(Deserialize, Default)]
+struct Notice {
+    done: Option<String>,
+}
+
+async fn overview(State(shared): Shared_, Query(notice): Query<Notice>) -> Response {
+    let csrf = shared.csrf.clone();
+    match blocking(&shared, |config| data::overview(config, Utc::now())).await {
+        Ok(o) => {
+            Html(pages::overview(&o, &csrf, notice.done.as_deref()).into_string()).into_response()
+        }
+        Err(page) => page,
+    }
+}
+
+#[derive(Deserialize)]
+struct FailuresQuery {
+    #[serde(flatten)]
+    filter: FailureFilter,
+    done: Option<String>,
+}
+
+/// The failures shown on a page, at most.
+const LISTED: usize = 200;
+
+async fn failures(State(shared): Shared_, Query(q): Query<FailuresQuery>) -> Response {
+    let filter = q.filter.clone();
+    let result = blocking(&shared, move |config| {
+        let tiers: Vec<String> = config
+            .schedule
+            .tiers
+            .iter()
+            .map(|t| crate::duration::compact(t.window))
+            .collect();
+        Ok((data::failures(&config, &filter, LISTED)?, tiers))
+    })
+    .await;
+    match result {
+        Ok((attempts, tiers)) => Html(
+            pages::failures(
+                &attempts,
+                &q.filter,
+                &tiers,
+                &shared.csrf,
+                q.done.as_deref(),
+            )
+            .into_string(),
+        )
+        .into_response(),
+        Err(page) => page,
+    }
+}
+
+#[derive(Deserialize)]
+struct RecordQuery {
+    id: String,
+    done: Option<String>,
+}
+
+async fn record(State(shared): Shared_, Query(q): Query<RecordQuery>) -> Response {
+    let id = q.id.trim().to_string();
+    let now = Utc::now();
+    let result = blocking(&shared, move |config| {
+        let mut store = operate::inspected(&config)?;
+        operate::record_view(&config, store.as_mut(), &id, now, 50)
+    })
+    .await;
+    match result {
+        Ok(view) => Html(pages::record(&view, now, &shared.csrf, q.done.as_deref()).into_string())
+            .into_response(),
+        Err(page) if page.status() == StatusCode::BAD_REQUEST => error_page(
+            StatusCode::NOT_FOUND,
+            "No such record",
+            &format!("The table has no record with id {}.", q.id.trim()),
+        ),
+        Err(page) => page,
+    }
+}
+
+/// An action's form refused for a missing or wrong CSRF token.
+fn forged() -> Response {
+    error_page(
+        StatusCode::FORBIDDEN,
+        "Refused",
+        "This form is not from this dashboard (its CSRF token is missing or stale): reload the page and try again.",
+    )
+}
+
+fn csrf_ok(shared: &Shared, given: &str) -> bool {
+    auth::same(given, &shared.csrf)
+}
+
+/// A redirect to `to` with a message for the page that shows the result.
+fn done(to: &str, message: &str) -> Response {
+    let sep = if to.contains('?') { '&' } else { '?' };
+    Redirect::to(&format!("{to}{sep}done={}", pages::urlencode(message))).into_response()
+}
+
+#[derive(Deserialize)]
+struct RetryRecord {
+    id: String,
+    #[serde(default)]
+    csrf: String,
+}
+
+async fn retry_record(State(shared): Shared_, Form(form): Form<RetryRecord>) -> Response {
+    if !csrf_ok(&shared, &form.csrf) {
+        return forged();
+    }
+    let id = form.id.clone();
+    let result = blocking(&shared, move |config| {
+        let mut store = operate::inspected(&config)?;
+        let plan = operate::plan_retry(&config, store.as_mut(), &Selection::Ids(vec![id]))?;
+        if plan.records.is_empty() {
+            return Ok(format!("Not retried: {}", plan.refused.join("; ")));
+        }
+        let summary = operate::run_retry(
+            &config,
+            store.as_mut(),
+            plan.records,
+            Utc::now(),
+            Default::default(),
+        )?;
+        Ok(summary.line())
+    })
+    .await;
+    match result {
+        Ok(message) => done(
+            &format!("/record?id={}", pages::urlencode(&form.id)),
+            &message,
+        ),
+        Err(page) => page,
+    }
+}
+
+#[derive(Deserialize)]
+struct RetryFailures {
+    #[serde(flatten)]
+    filter: FailureFilter,
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    confirm: String,
+}
+
+async fn retry_failures(State(shared): Shared_, Form(form): Form<RetryFailures>) -> Response {
+    if !csrf_ok(&shared, &form.csrf) {
+        return forged();
+    }
+    let filter = form.filter.clone();
+    let confirmed = form.confirm == "yes";
+    let result = blocking(&shared, move |config| {
+        let mut ids: Vec<String> = data::failures(&config, &filter, LISTED)?
+            .into_iter()
+            .map(|a| a.record_id)
+            .collect();
+        ids.sort();
+        ids.dedup();
+        let mut store = operate::inspected(&config)?;
+        let plan = operate::plan_retry(&config, store.as_mut(), &Selection::Ids(ids))?;
+        if !confirmed || plan.records.is_empty() {
+            let ids: Vec<String> = plan.records.iter().map(|r| r.id.to_string()).collect();
+            return Ok(Err((ids, plan.refused.len())));
+        }
+        let summary = operate::run_retry(
+            &config,
+            store.as_mut(),
+            plan.records,
+            Utc::now(),
+            Default::default(),
+        )?;
+        Ok(Ok(summary.line()))
+    })
+    .await;
+    let back = format!(
+        "/failures?tier={}&outcome={}",
+        pages::urlencode(&form.filter.tier),
+        pages::urlencode(&form.filter.outcome)
+    );
+    match result {
+        Ok(Ok(message)) => done(&back, &message),
+        Ok(Err((ids, refused))) => {
+            Html(pages::confirm_retry(&ids, refused, &form.filter, &shared.csrf).into_string())
+                .into_response()
+        }
+        Err(page) => page,
+    }
+}
+
+#[derive(Deserialize)]
+struct PauseForm {
+    #[serde(default)]
+    window: String,
+    #[serde(default)]
+    reason: String,
+    #[serde(default)]
+    until: String,
+    #[serde(default)]
+    csrf: String,
+}
+
+/// A tier's window from a form: empty for every tier.
+fn window_of(text: &str) -> Result<Option<std::time::Duration>, Error> {
+    match text.trim() {
+        "" => Ok(None),
+        w => crate::duration::parse_span(w)
+            .map(Some)
+            .map_err(|e| Error::Usage(format!("tier {w:?}: {e}"))),
+    }
+}
+
+async fn pause(State(shared): Shared_, Form(form): Form<PauseForm>) -> Response {
+    if !csrf_ok(&shared, &form.csrf) {
+        return forged();
+    }
+    let result = blocking(&shared, move |config| {
+        let until = match form.until.trim() {
+            "" => None,
+            text => Some(operate::parse_until(text).map_err(Error::Usage)?),
+        };
+        let mut store = operate::inspected(&config)?;
+        let pause = operate::pause(
+            &config,
+            store.as_mut(),
+            window_of(&form.window)?,
+            until,
+            Some(form.reason),
+            format!("{} (dashboard)", operate::whoami()),
+        )?;
+        Ok(format!(
+            "Paused {}: {}",
+            operate::pause_target(&config, pause.window_secs),
+            pause.describe()
+        ))
+    })
+    .await;
+    match result {
+        Ok(message) => done("/", &message),
+        Err(page) => page,
+    }
+}
+
+#[derive(Deserialize)]
+struct ResumeForm {
+    #[serde(default)]
+    window: String,
+    #[serde(default)]
+    csrf: String,
+}
+
+async fn resume(State(shared): Shared_, Form(form): Form<ResumeForm>) -> Response {
+    if !csrf_ok(&shared, &form.csrf) {
+        return forged();
+    }
+    let result = blocking(&shared, move |config| {
+        let mut store = operate::inspected(&config)?;
+        let (lifted, _) = operate::resume(&config, store.as_mut(), window_of(&form.window)?)?;
+        Ok(match lifted {
+            0 => "Nothing was paused there.".to_string(),
+            1 => "Lifted 1 pause.".to_string(),
+            n => format!("Lifted {n} pauses."),
+        })
+    })
+    .await;
+    match result {
+        Ok(message) => done("/", &message),
+        Err(page) => page,
+    }
+}
+
+fn svg(text: String) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "image/svg+xml"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        text,
+    )
+        .into_response()
+}
+
+async fn plot_ticks(State(shared): Shared_) -> Response {
+    let result = blocking(&shared, |config| {
+        let mut store = operate::inspected(&config)?;
+        store
+            .recent_runs(300)
+            .map_err(Error::store(store.describe()))
+    })
+    .await;
+    match result {
+        Ok(runs) => svg(plots::ticks(&runs)),
+        Err(page) => page,
+    }
+}
+
+async fn plot_backlog(State(shared): Shared_) -> Response {
+    let result = blocking(&shared, |config| {
+        let mut store = operate::inspected(&config)?;
+        let status = crate::status::status(&config, store.as_mut(), Utc::now())
+            .map_err(Error::store(store.describe()))?;
+        Ok(plots::backlog(&status, &config.table.pending))
+    })
+    .await;
+    match result {
+        Ok(text) => svg(text),
+        Err(page) => page,
+    }
+}
+
+async fn script() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        include_str!("refresh.js"),
+    )
+        .into_response()
+}
+
+async fn metrics(State(shared): Shared_) -> Response {
+    let result = blocking(&shared, |config| {
+        let mut store = crate::tick::open_store(&config)?;
+        crate::metrics::collect(&config, store.as_mut(), Utc::now())
+            .map(|s| s.render())
+            .map_err(Error::store(&config.database.url))
+    })
+    .await;
+    match result {
+        Ok(text) => ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response(),
+        Err(page) => page,
+    }
+}

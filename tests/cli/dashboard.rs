@@ -1,0 +1,510 @@
+//! The web dashboard (`backlog serve`): plain HTTP for status codes, the token, CSRF,
+//! escaping and load; a real headless Chromium (through chromedriver) for what a
+//! person does: find a failed record, retry it, pause a tier.
+
+use std::io::{Read as _, Write as _};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::harness::{Backend, Env, PROGRESSIVE_TIERS, Running, Schedule};
+
+/// Fails record 2 with an XSS payload on stderr; succeeds the others.
+const HOSTILE_HANDLER: &str = r#"#!/bin/sh
+cat > /dev/null
+if [ "$BACKLOG_RECORD_ID" = 2 ] && [ ! -e fixed ]; then
+  echo '<script>alert("owned")</script>' >&2
+  exit 1
+fi
+exit 0
+"#;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn wait_for_port(port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "nothing listens on {port}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A backlog with a failure kept, ticked once, and `backlog serve` on a free port.
+fn served(backend: Backend, extra: &[&str]) -> (Env, Running, u16) {
+    let env = Env::on(backend);
+    env.create_table("TEXT");
+    env.insert_aged_at(chrono::Utc::now(), &[(1, 60), (2, 120), (3, 180)], |t| {
+        t.format("%Y-%m-%d %H:%M:%S").to_string().into()
+    });
+    env.write_schedule(&Schedule {
+        tiers: PROGRESSIVE_TIERS,
+        ..Schedule::default()
+    });
+    env.write_handler("handler.sh", HOSTILE_HANDLER);
+    env.backlog(&["run", "--window", "1d"]).assert().success();
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut args = vec!["serve", "--listen", &listen];
+    args.extend_from_slice(extra);
+    let log = std::fs::File::create(env.path("serve.log")).unwrap();
+    let server = Running::spawn(
+        Command::new(assert_cmd::cargo::cargo_bin("backlog"))
+            .current_dir(env.dir.path())
+            .args(&args)
+            .env_remove("BACKLOG_TOKEN")
+            .stdout(Stdio::null())
+            .stderr(log),
+    );
+    wait_for_port(port);
+    (env, server, port)
+}
+
+/// A response: its status code, headers (lowercased) and body.
+struct Response {
+    code: u16,
+    head: String,
+    body: String,
+}
+
+fn request(port: u16, method: &str, path: &str, headers: &[&str], body: &str) -> Response {
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let mut text = format!("{method} {path} HTTP/1.0\r\nHost: localhost\r\n");
+    for h in headers {
+        text.push_str(&format!("{h}\r\n"));
+    }
+    if method == "POST" {
+        text.push_str(&format!(
+            "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n",
+            body.len()
+        ));
+    }
+    text.push_str("\r\n");
+    text.push_str(body);
+    stream.write_all(text.as_bytes()).unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    let code = head.split(' ').nth(1).unwrap().parse().unwrap();
+    Response {
+        code,
+        head: head.to_ascii_lowercase(),
+        body: body.to_string(),
+    }
+}
+
+fn get(port: u16, path: &str) -> Response {
+    request(port, "GET", path, &[], "")
+}
+
+/// The CSRF token the pages' forms carry.
+fn csrf(page: &str) -> String {
+    let at = page
+        .find("name=\"csrf\" value=\"")
+        .expect("a form with its token")
+        + 19;
+    page[at..at + 32].to_string()
+}
+
+/// Pages answer with the right codes; nothing from the database reaches a page raw;
+/// actions need POST and the page's CSRF token; a retry and a pause go through.
+fn pages_escape_what_they_show_and_actions_need_their_token(backend: Backend) {
+    let (env, _server, port) = served(backend, &[]);
+    let overview = get(port, "/");
+    assert_eq!(overview.code, 200, "{}", overview.body);
+    assert!(
+        overview.head.contains("content-type: text/html"),
+        "{}",
+        overview.head
+    );
+    assert!(
+        overview
+            .head
+            .contains("content-security-policy: default-src 'self'")
+    );
+    for page in [
+        &overview.body,
+        &get(port, "/failures").body,
+        &get(port, "/record?id=2").body,
+    ] {
+        assert!(
+            !page.contains("<script>alert"),
+            "a payload reached a page raw:\n{page}"
+        );
+        assert!(
+            page.contains("&lt;script&gt;alert(&quot;owned&quot;)&lt;/script&gt;"),
+            "{page}"
+        );
+    }
+    assert!(
+        get(port, "/failures?outcome=timeout")
+            .body
+            .contains("None kept.")
+    );
+    assert_eq!(get(port, "/record?id=999").code, 404);
+    assert_eq!(get(port, "/no/such/page").code, 404);
+    assert_eq!(get(port, "/pause").code, 405, "GET never acts");
+    assert_eq!(get(port, "/plots/ticks.svg").code, 200);
+    let plot = get(port, "/plots/backlog.svg");
+    assert!(plot.head.contains("content-type: image/svg+xml"));
+    assert!(plot.body.len() < 50_000, "{} bytes", plot.body.len());
+
+    let token = csrf(&overview.body);
+    let refused = request(port, "POST", "/pause", &[], "window=1d&reason=x");
+    assert_eq!(refused.code, 403, "no CSRF token");
+    let refused = request(
+        port,
+        "POST",
+        "/pause",
+        &[],
+        "window=1d&reason=x&csrf=0123456789abcdef0123456789abcdef",
+    );
+    assert_eq!(refused.code, 403, "a wrong CSRF token");
+    let paused = request(
+        port,
+        "POST",
+        "/pause",
+        &[],
+        &format!("window=1d&reason=maintenance+%3Cb%3E&until=2h&csrf={token}"),
+    );
+    assert_eq!(paused.code, 303, "{}", paused.body);
+    assert!(
+        paused
+            .head
+            .contains("location: /?done=paused%20tier%201%20%281d%29"),
+        "{}",
+        paused.head
+    );
+    env.backlog(&["run", "--window", "1d"])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("not ticking, paused since"))
+        .stdout(predicates::str::contains("maintenance <b>"));
+    assert!(get(port, "/").body.contains("maintenance &lt;b&gt;"));
+    let resumed = request(
+        port,
+        "POST",
+        "/resume",
+        &[],
+        &format!("window=1d&csrf={token}"),
+    );
+    assert_eq!(resumed.code, 303);
+
+    std::fs::write(env.path("fixed"), "").unwrap();
+    let retried = request(
+        port,
+        "POST",
+        "/record/retry",
+        &[],
+        &format!("id=2&csrf={token}"),
+    );
+    assert_eq!(retried.code, 303, "{}", retried.body);
+    assert!(
+        retried
+            .head
+            .contains("location: /record?id=2&done=retried%201%20record"),
+        "{}",
+        retried.head
+    );
+    assert_eq!(env.with_status("SUCCESS"), 3);
+    let page = get(port, "/record?id=2").body;
+    assert!(
+        page.contains(">success<") && page.contains(">error<"),
+        "{page}"
+    );
+}
+
+/// A set of failures is retried only after a confirm step that says how many.
+fn a_set_is_retried_after_a_confirm_step(backend: Backend) {
+    let (env, _server, port) = served(backend, &[]);
+    let token = csrf(&get(port, "/failures").body);
+    std::fs::write(env.path("fixed"), "").unwrap();
+    let confirm = request(
+        port,
+        "POST",
+        "/failures/retry",
+        &[],
+        &format!("tier=1d&outcome=&csrf={token}"),
+    );
+    assert_eq!(confirm.code, 200);
+    assert!(
+        confirm.body.contains("Retry 1 records?"),
+        "{}",
+        confirm.body
+    );
+    assert_eq!(
+        env.with_status("SUCCESS"),
+        2,
+        "nothing done before the confirm"
+    );
+    let done = request(
+        port,
+        "POST",
+        "/failures/retry",
+        &[],
+        &format!("tier=1d&outcome=&confirm=yes&csrf={token}"),
+    );
+    assert_eq!(done.code, 303);
+    assert_eq!(env.with_status("SUCCESS"), 3);
+}
+
+crate::on_both_backends!(
+    pages_escape_what_they_show_and_actions_need_their_token,
+    a_set_is_retried_after_a_confirm_step,
+);
+
+/// With a token, every request needs it: a header, or the cookie `/login` sets.
+#[test]
+fn a_token_guards_every_page() {
+    let env_token = "0123456789abcdef0123456789abcdef";
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("token");
+    std::fs::write(&file, format!("{env_token}\n")).unwrap();
+    let (_env, _server, port) = served(Backend::Sqlite, &["--token-file", file.to_str().unwrap()]);
+    assert_eq!(get(port, "/").code, 401);
+    assert_eq!(get(port, "/metrics").code, 401);
+    assert_eq!(get(port, "/plots/ticks.svg").code, 401);
+    let bearer = format!("Authorization: Bearer {env_token}");
+    assert_eq!(request(port, "GET", "/", &[&bearer], "").code, 200);
+    assert_eq!(
+        request(port, "GET", "/", &["Authorization: Bearer nope"], "").code,
+        401
+    );
+    assert_eq!(get(port, "/login?token=wrong").code, 401);
+    let login = get(port, &format!("/login?token={env_token}"));
+    assert_eq!(login.code, 303);
+    assert!(
+        login.head.contains("set-cookie: backlog_token="),
+        "{}",
+        login.head
+    );
+    assert!(login.head.contains("httponly") && login.head.contains("samesite=strict"));
+    let cookie = format!("Cookie: backlog_token={env_token}");
+    assert_eq!(request(port, "GET", "/failures", &[&cookie], "").code, 200);
+}
+
+/// Beyond loopback a token is required; a token too short is refused.
+#[test]
+fn listening_beyond_loopback_needs_a_token() {
+    let env = Env::new();
+    env.classic();
+    env.write_schedule(&Schedule::default());
+    env.backlog(&["serve", "--listen", "0.0.0.0:0"])
+        .env_remove("BACKLOG_TOKEN")
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "0.0.0.0:0 is not a loopback address: give --token-file FILE (or BACKLOG_TOKEN)",
+        ));
+    env.backlog(&["serve", "--listen", "0.0.0.0:0"])
+        .env("BACKLOG_TOKEN", "short")
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "the token is shorter than 16 characters",
+        ));
+}
+
+/// A hundred requests at once are all served; a locked database gives an error page
+/// in time, and the server goes on.
+#[test]
+fn many_clients_and_a_locked_database() {
+    let (env, _server, port) = served(Backend::Sqlite, &[]);
+    let clients: Vec<_> = (0..100)
+        .map(|i| {
+            std::thread::spawn(move || {
+                let path = if i % 2 == 0 { "/" } else { "/record?id=1" };
+                get(port, path).code
+            })
+        })
+        .collect();
+    let codes: Vec<u16> = clients.into_iter().map(|c| c.join().unwrap()).collect();
+    assert!(codes.iter().all(|c| *c == 200), "{codes:?}");
+
+    // Another process holds the database's lock: readers wait busy_timeout (1 s here).
+    let schedule = std::fs::read_to_string(env.path("backlog.toml")).unwrap();
+    std::fs::write(
+        env.path("backlog.toml"),
+        schedule.replace("[database]\n", "[database]\nbusy_timeout = \"1s\"\n"),
+    )
+    .unwrap();
+    let lock = rusqlite::Connection::open(env.path("backlog.db")).unwrap();
+    lock.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let started = Instant::now();
+    let page = get(port, "/");
+    assert_eq!(page.code, 503, "{}", page.body);
+    assert!(
+        page.body.contains("Cannot read the backlog"),
+        "{}",
+        page.body
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+    lock.execute_batch("ROLLBACK").unwrap();
+    assert_eq!(get(port, "/").code, 200);
+}
+
+/// A password in the database URL never appears on a page.
+#[test]
+fn a_password_never_reaches_a_page() {
+    let env = Env::on(Backend::Postgres);
+    env.classic();
+    let pg = env.pg.as_ref().unwrap();
+    let url = pg.schedule_url().replacen(
+        "postgres://postgres@",
+        &format!("postgres://postgres:{}@", pg.password()),
+        1,
+    );
+    let schedule = Schedule::default()
+        .render_for(&url)
+        .replace("password_file = \"pgpass\"", "");
+    std::fs::write(env.path("backlog.toml"), schedule).unwrap();
+    env.write_handler("handler.sh", HOSTILE_HANDLER);
+    env.backlog(&["run", "--window", "1d"]).assert().success();
+    let port = free_port();
+    let _server = Running::spawn(
+        Command::new(assert_cmd::cargo::cargo_bin("backlog"))
+            .current_dir(env.dir.path())
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    wait_for_port(port);
+    for path in ["/", "/failures", "/record?id=1", "/metrics"] {
+        let page = get(port, path);
+        assert_eq!(page.code, 200, "{path}: {}", page.body);
+        assert!(
+            !page.body.contains(&pg.password()),
+            "{path} shows the password"
+        );
+    }
+}
+
+/// What a person does, in a real browser: find a failed record through the search,
+/// retry it and see it become SUCCESS with one more attempt; pause a tier from the
+/// overview and see `backlog run` refuse to tick it. Saves a screenshot of the
+/// overview to target/dashboard-overview.png.
+#[test]
+fn in_a_real_browser() {
+    let (env, _server, port) = served(Backend::Sqlite, &[]);
+    let driver_port = free_port();
+    let _driver = Running::spawn(
+        Command::new("chromedriver")
+            .arg(format!("--port={driver_port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    wait_for_port(driver_port);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    // fantoccini's client carries TLS it does not need here; rustls wants a provider.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let screenshot = runtime.block_on(async {
+        use fantoccini::{ClientBuilder, Locator};
+        let mut caps = serde_json::Map::new();
+        caps.insert(
+            "goog:chromeOptions".into(),
+            serde_json::json!({"args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,1700"]}),
+        );
+        let browser = ClientBuilder::rustls()
+            .expect("a TLS setup")
+            .capabilities(caps)
+            .connect(&format!("http://127.0.0.1:{driver_port}"))
+            .await
+            .expect("chromedriver answers");
+        let base = format!("http://127.0.0.1:{port}");
+        browser.goto(&base).await.unwrap();
+        let search = browser.find(Locator::Css("input[name=id]")).await.unwrap();
+        search.send_keys("2").await.unwrap();
+        browser
+            .find(Locator::Css("form.search button"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        // A click returns before the next page is there: wait for what only it has.
+        browser
+            .wait()
+            .for_element(Locator::Css("form[action='/record/retry']"))
+            .await
+            .unwrap();
+        let heading = browser.find(Locator::Css("h1")).await.unwrap().text().await.unwrap();
+        assert_eq!(heading, "Record 2 ERROR");
+        let rows = browser.find_all(Locator::Css("table.attempts tbody tr")).await.unwrap();
+        assert_eq!(rows.len(), 1);
+        std::fs::write(env.path("fixed"), "").unwrap();
+        browser
+            .find(Locator::XPath("//button[text()='Retry now']"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let notice = browser
+            .wait()
+            .for_element(Locator::Css(".notice"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(notice.starts_with("retried 1 record: succeeded 1"), "{notice}");
+        let heading = browser.find(Locator::Css("h1")).await.unwrap().text().await.unwrap();
+        assert_eq!(heading, "Record 2 SUCCESS");
+        let rows = browser.find_all(Locator::Css("table.attempts tbody tr")).await.unwrap();
+        assert_eq!(rows.len(), 2, "the retry's attempt is kept");
+
+        browser.goto(&base).await.unwrap();
+        browser.find(Locator::Css("details.pause summary")).await.unwrap().click().await.unwrap();
+        browser
+            .find(Locator::Css("details.pause option[value='1d']"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        browser
+            .find(Locator::Css("details.pause input[name=reason]"))
+            .await
+            .unwrap()
+            .send_keys("partner maintenance")
+            .await
+            .unwrap();
+        browser
+            .find(Locator::XPath("//details//button[text()='Pause']"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let notice = browser
+            .wait()
+            .for_element(Locator::Css(".notice"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(notice.starts_with("Paused tier 1 (1d): paused since"), "{notice}");
+        let png = browser.screenshot().await.unwrap();
+        browser.close().await.unwrap();
+        png
+    });
+    env.backlog(&["run", "--window", "1d"])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("not ticking, paused since"))
+        .stdout(predicates::str::contains(": partner maintenance;"));
+    let target = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
+    std::fs::create_dir_all(&target).unwrap();
+    std::fs::write(target.join("dashboard-overview.png"), screenshot).unwrap();
+}
