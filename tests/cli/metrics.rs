@@ -199,8 +199,9 @@ fn get(port: u16, path: &str) -> (String, String) {
     (head.to_string(), body.to_string())
 }
 
-/// The daemon serves `/metrics`; a pause made by another process stops its ticks
-/// (each says so in one line) and shows in the metrics; a resume starts them again.
+/// The daemon serves `/metrics` (and, with `--http`, the dashboard); a pause made by
+/// another process stops its ticks (each says so in one line) and shows in the
+/// metrics; a resume starts them again.
 #[test]
 fn the_daemon_serves_metrics_and_obeys_a_pause() {
     let env = Env::new();
@@ -219,11 +220,22 @@ fn the_daemon_serves_metrics_and_obeys_a_pause() {
         .local_addr()
         .unwrap()
         .port();
+    let http = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let log = std::fs::File::create(env.path("daemon.log")).unwrap();
     let daemon = Running::spawn(
         Command::new(assert_cmd::cargo::cargo_bin("backlog"))
             .current_dir(env.dir.path())
-            .args(["daemon", "--metrics", &format!("127.0.0.1:{port}")])
+            .args([
+                "daemon",
+                "--metrics",
+                &format!("127.0.0.1:{port}"),
+                "--http",
+                &format!("127.0.0.1:{http}"),
+            ])
             .stdout(Stdio::null())
             .stderr(log),
     );
@@ -262,6 +274,10 @@ fn the_daemon_serves_metrics_and_obeys_a_pause() {
     });
     let (head, _) = get(port, "/nothing");
     assert!(head.contains(" 404 "), "{head}");
+    // The dashboard, served beside the ticks.
+    let (head, body) = get(http, "/");
+    assert!(head.contains(" 200 "), "{head}");
+    assert!(body.contains("<h2>Tiers</h2>"), "{body}");
     let out = daemon.terminate();
     assert!(out.status.success(), "{}", daemon_log());
 }
