@@ -134,6 +134,12 @@ struct Statements {
     first_page: String,
     next_page: String,
     set_status: String,
+    /// Whether a page is read one pending status at a time and merged: where an index
+    /// on (status, inserted-at) serves the band, a query for several statuses at once
+    /// is several index ranges whose union SQLite sorts in a temporary B-tree, the
+    /// rest of the band at every page; one query per status is an index range each,
+    /// already in order.
+    by_status: bool,
 }
 
 pub struct SqliteStore {
@@ -339,10 +345,6 @@ impl SqliteStore {
         let (t, id, st, ins) = (quote(table), quote(id), quote(status), quote(inserted_at));
         // ?1 from, ?2 to, ?3 limit, ?4 the cursor's id, ?5 table, ?6 owner, ?7 the time
         // and ?8 the tick's clock for `{held}` (see `page_sql`), ?9… the pending statuses.
-        let pending = (0..self.table.pending.len())
-            .map(|i| format!("?{}", i + 9))
-            .collect::<Vec<_>>()
-            .join(", ");
         let order = format!("ORDER BY {ins} DESC, {id} DESC LIMIT ?3");
         Statements {
             table: t.clone(),
@@ -350,10 +352,10 @@ impl SqliteStore {
             status: st.clone(),
             inserted_at: ins.clone(),
             first_page: format!(
-                "SELECT *{{held}} FROM {t} WHERE {ins} >= ?1 AND {ins} <{{to}} ?2 AND {st} IN ({pending}) {order}"
+                "SELECT *{{held}} FROM {t} WHERE {ins} >= ?1 AND {ins} <{{to}} ?2 AND {st} {{pending}} {order}"
             ),
             next_page: format!(
-                "SELECT *{{held}} FROM {t} WHERE {ins} >= ?1 AND {ins} <= ?2 AND ({ins} < ?2 OR {id} < ?4) AND {st} IN ({pending}) {order}"
+                "SELECT *{{held}} FROM {t} WHERE {ins} >= ?1 AND {ins} <= ?2 AND ({ins} < ?2 OR {id} < ?4) AND {st} {{pending}} {order}"
             ),
             set_status: match &self.table.retry {
                 // The attempt count and time go with the status, in the same statement.
@@ -364,7 +366,28 @@ impl SqliteStore {
                 ),
                 None => format!("UPDATE {t} SET {st} = ?1 WHERE {id} = ?2"),
             },
+            by_status: false,
         }
+    }
+
+    /// Whether the band query for all pending statuses at once sorts in a temporary
+    /// B-tree (see `Statements::by_status`), by SQLite's own plan of it.
+    fn sorts_the_band(&self) -> Result<bool, StoreError> {
+        if self.table.pending.len() < 2 {
+            return Ok(false);
+        }
+        let sql = self.page_sql(true, false, false, false);
+        let mut stmt = self
+            .conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .map_err(db("planning the band query"))?;
+        // Unbound values are NULL: the plan does not depend on them.
+        let unbound = vec![rusqlite::types::Null; stmt.parameter_count()];
+        let details: Vec<String> = stmt
+            .query_map(params_from_iter(unbound), |r| r.get::<_, String>(3))
+            .and_then(Iterator::collect)
+            .map_err(db("planning the band query"))?;
+        Ok(details.iter().any(|d| d.contains("TEMP B-TREE")))
     }
 
     /// The SQL a page query runs, for tests that check the plan. With `held`, each row
@@ -394,8 +417,17 @@ impl SqliteStore {
         } else {
             format!(", ({})", checks.join(" OR "))
         };
+        let pending = if q.by_status {
+            "= ?9".to_string()
+        } else {
+            let list: Vec<String> = (0..self.table.pending.len())
+                .map(|i| format!("?{}", i + 9))
+                .collect();
+            format!("IN ({})", list.join(", "))
+        };
         sql.replace("{to}", if to_inclusive { "=" } else { "" })
             .replace("{held}", &held)
+            .replace("{pending}", &pending)
     }
 
     /// A page of the band: the records and, with `held`, whether another tick holds
@@ -426,8 +458,30 @@ impl SqliteStore {
             &now_ms,
             &clock_ms,
         ];
-        params.extend(self.table.pending.iter().map(|p| p as &dyn ToSql));
-        self.rows(&sql, &params, held || tried, limit as usize)
+        let flagged = held || tried;
+        if !self.sql().by_status {
+            params.extend(self.table.pending.iter().map(|p| p as &dyn ToSql));
+            return self.rows(&sql, &params, flagged, limit as usize);
+        }
+        // One index range per status, each in band order, merged: the first `limit`
+        // of the merge are the page.
+        let mut merged: Vec<(Record, bool)> = Vec::new();
+        for status in &self.table.pending {
+            params.truncate(8);
+            params.push(status);
+            let read = self.rows(&sql, &params, flagged, limit as usize)?;
+            let held = read.held.into_iter().chain(std::iter::repeat(false));
+            merged.extend(read.records.into_iter().zip(held));
+        }
+        merged.sort_unstable_by(|(a, _), (b, _)| {
+            (b.inserted_at(), &b.id).cmp(&(a.inserted_at(), &a.id))
+        });
+        merged.truncate(limit as usize);
+        let (records, held) = merged.into_iter().unzip();
+        Ok(Read {
+            records,
+            held: if flagged { held } else { Vec::new() },
+        })
     }
 
     /// Runs a `SELECT *` on the table and reads its rows as records.
@@ -561,6 +615,10 @@ impl Store for SqliteStore {
             self.since_format = Some(if samples.is_empty() { format } else { since });
         }
         self.sql = Some(self.statements(&table, &columns));
+        let by_status = self.sorts_the_band()?;
+        if let Some(q) = self.sql.as_mut() {
+            q.by_status = by_status;
+        }
         self.format = Some(format);
         Ok(format)
     }
