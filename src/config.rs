@@ -758,6 +758,29 @@ cron = "0 * * * *"
         }
     }
 
+    /// `[tier]` for `[[tier]]` is one bracket short: the message says so.
+    #[test]
+    fn a_single_bracket_tier_is_told_to_double_them() {
+        let head = &GOOD[..GOOD.find("[[tier]]").unwrap()];
+        let cases = [
+            (
+                format!("{head}[tier]\nwindow = \"1d\"\nevery = \"5m\"\n"),
+                "/etc/backlog.toml:14:1: tier: found a section ([tier]) in single brackets; use [[tier]] (double brackets), one per tier: write it like [[tier]] on a line of its own, with window = \"1d\" and every = \"5m\" below",
+            ),
+            (
+                format!("tier = {{ window = \"1d\", every = \"5m\" }}\n{head}"),
+                "/etc/backlog.toml:1:8: tier: found the table { window = \"1d\", every = \"5m\" }; use [[tier]] (double brackets), one per tier: write it like [[tier]] on a line of its own, with window = \"1d\" and every = \"5m\" below",
+            ),
+            (
+                format!("tier = \"1d\"\n{head}"),
+                "/etc/backlog.toml:1:8: tier: found the string \"1d\" where a list of [[tier]] sections is expected; write it like [[tier]] on a line of its own, with window = \"1d\" and every = \"5m\" below",
+            ),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(error_of(&text), expected, "{text}");
+        }
+    }
+
     #[test]
     fn a_time_zone_is_an_iana_name() {
         let text = format!("timezone = \"Europe/Paris\"\n{GOOD}");

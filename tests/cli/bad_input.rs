@@ -267,6 +267,23 @@ const CASES: &[Case] = &[
         "[[handler]]",
         "backlog: backlog.toml:{line}:1: handler: found a list of sections ([[handler]]) where a section is expected; write it like [handler] on a line of its own, with command = [\"./handler.sh\"] below\n"
     ),
+    Case {
+        name: "[tier] for [[tier]]",
+        setup: |env| {
+            let path = env.path("backlog.toml");
+            let text = std::fs::read_to_string(&path).unwrap();
+            let head = &text[..text.find("[[tier]]").unwrap()];
+            std::fs::write(
+                &path,
+                format!("{head}[tier]\nwindow = \"1d\"\nevery = \"5m\"\n"),
+            )
+            .unwrap();
+        },
+        args: &[],
+        code: 3,
+        stderr: "backlog: backlog.toml:{line}:1: tier: found a section ([tier]) in single brackets; use [[tier]] (double brackets), one per tier: write it like [[tier]] on a line of its own, with window = \"1d\" and every = \"5m\" below\n",
+        sqlite_only: false,
+    },
     type_error!(
         "a key set twice",
         "timeout = \"10s\"",
