@@ -89,13 +89,14 @@ pub const DEFAULT_SCHEMA: &str = "backlog";
 
 pub(super) fn resolve_database(raw: RawDatabase, dir: &Path) -> Result<DatabaseConfig, String> {
     let url = raw.url.trim();
-    let busy_timeout = match raw.busy_timeout {
-        Some(t) => span("database.busy_timeout", &t, BUSY_TIMEOUT)?,
-        None => Duration::from_secs(30),
-    };
     let claim_lease = match raw.claim_lease {
         Some(t) => span("database.claim_lease", &t, CLAIM_LEASE)?,
         None => Duration::from_secs(60),
+    };
+    let busy_timeout = match raw.busy_timeout {
+        Some(t) => span("database.busy_timeout", &t, BUSY_TIMEOUT)?,
+        // Half the lease at most, so that a short lease alone makes a valid file.
+        None => Duration::from_secs(30).min(claim_lease / 2),
     };
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         let schema = raw.schema.unwrap_or_else(|| DEFAULT_SCHEMA.to_string());
@@ -143,12 +144,32 @@ pub(super) fn resolve_database(raw: RawDatabase, dir: &Path) -> Result<DatabaseC
             "database.url is empty; give the path of a SQLite file, like \"backlog.db\"".into(),
         );
     }
+    lease_outlives_lock_waits(claim_lease, busy_timeout)?;
     Ok(DatabaseConfig {
         url: DatabaseUrl::Sqlite(dir.join(path)),
         busy_timeout,
         claim_lease,
         schema: DEFAULT_SCHEMA.to_string(),
     })
+}
+
+/// On SQLite a write, the heartbeat's renewal of a tick's holds among them, may wait up
+/// to `busy_timeout` for another writer's lock. Renewals come every quarter lease; one
+/// that waits longer than half a lease lets the holds lapse, so another tick takes the
+/// records while this one is still handing them out, and this one ends as lapsed (its
+/// marks lost). PostgreSQL does not use `busy_timeout`.
+fn lease_outlives_lock_waits(claim_lease: Duration, busy_timeout: Duration) -> Result<(), String> {
+    use crate::duration::compact;
+    if claim_lease >= busy_timeout * 2 {
+        return Ok(());
+    }
+    Err(format!(
+        "database.claim_lease {} is shorter than twice database.busy_timeout {}: a tick waiting that long for SQLite's write lock would lose its hold on its records; make claim_lease at least {}, or busy_timeout at most {}",
+        compact(claim_lease),
+        compact(busy_timeout),
+        compact(busy_timeout * 2),
+        compact(claim_lease / 2),
+    ))
 }
 
 /// The scheme of a URL that is neither PostgreSQL's nor SQLite's (`mysql://…`,
