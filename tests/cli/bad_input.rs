@@ -90,6 +90,12 @@ const CASES: &[Case] = &[
         sqlite_only: true,
     },
     out_of_range!(
+        "a retry parameter out of its range",
+        "[handler]",
+        "[retry]\nstrategy = \"exponential\"\nparams = { initial = \"1h\", factor = 0.5 }\ncount = \"FAILURES\"\nsince = \"LAST_TRY\"\n\n[handler]",
+        "backlog: backlog.toml: retry: exponential: factor: 0.5 is out of range; use 1 to 1000\n"
+    ),
+    out_of_range!(
         "handler timeout too long",
         "timeout = \"10s\"",
         "timeout = \"99999999d\"",
