@@ -82,6 +82,10 @@ pub struct DatabaseConfig {
     pub claim_lease: Duration,
     /// The PostgreSQL schema of the tool's own tables (run log, claims, version).
     pub schema: String,
+    /// `database.password_file`, resolved against the schedule file's folder: read
+    /// when the file is loaded, by whoever loads it (`crontab --install` checks that
+    /// the crontab's user can).
+    pub password_file: Option<PathBuf>,
 }
 
 /// The schema of the tool's own tables on PostgreSQL when the file names none.
@@ -114,6 +118,7 @@ pub(super) fn resolve_database(raw: RawDatabase, dir: &Path) -> Result<DatabaseC
             busy_timeout,
             claim_lease,
             schema,
+            password_file,
         });
     }
     if let Some(scheme) = foreign_scheme(url) {
@@ -150,6 +155,7 @@ pub(super) fn resolve_database(raw: RawDatabase, dir: &Path) -> Result<DatabaseC
         busy_timeout,
         claim_lease,
         schema: DEFAULT_SCHEMA.to_string(),
+        password_file: None,
     })
 }
 
