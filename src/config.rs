@@ -758,6 +758,61 @@ cron = "0 * * * *"
         }
     }
 
+    /// On SQLite a lease shorter than two lock waits is refused; a short lease alone
+    /// shortens the lock wait it would otherwise default to, and PostgreSQL, which has
+    /// no such wait, takes any pair.
+    #[test]
+    fn a_sqlite_lease_outlives_two_lock_waits() {
+        let with = |url: &str, extra: &str| {
+            GOOD.replace("url = \"backlog.db\"", &format!("url = \"{url}\"\n{extra}"))
+        };
+        assert_eq!(
+            error_of(&with("backlog.db", "busy_timeout = \"45s\"")),
+            "/etc/backlog.toml: database.claim_lease 1m is shorter than twice database.busy_timeout 45s: a tick waiting that long for SQLite's write lock would lose its hold on its records; make claim_lease at least 90s, or busy_timeout at most 30s"
+        );
+        assert_eq!(
+            error_of(&with(
+                "backlog.db",
+                "busy_timeout = \"2s\"\nclaim_lease = \"3s\""
+            )),
+            "/etc/backlog.toml: database.claim_lease 3s is shorter than twice database.busy_timeout 2s: a tick waiting that long for SQLite's write lock would lose its hold on its records; make claim_lease at least 4s, or busy_timeout at most 1500ms"
+        );
+        let short = Config::parse(
+            &with("backlog.db", "claim_lease = \"2s\""),
+            Path::new("/etc/backlog.toml"),
+        )
+        .unwrap();
+        assert_eq!(short.database.busy_timeout, Duration::from_secs(1));
+        let pg = Config::parse(
+            &with("postgres://app@db/shop", "busy_timeout = \"45s\""),
+            Path::new("/etc/backlog.toml"),
+        );
+        assert!(pg.is_ok(), "{pg:?}");
+    }
+
+    /// `[tier]` for `[[tier]]` is one bracket short: the message says so.
+    #[test]
+    fn a_single_bracket_tier_is_told_to_double_them() {
+        let head = &GOOD[..GOOD.find("[[tier]]").unwrap()];
+        let cases = [
+            (
+                format!("{head}[tier]\nwindow = \"1d\"\nevery = \"5m\"\n"),
+                "/etc/backlog.toml:14:1: tier: found a section ([tier]) in single brackets; use [[tier]] (double brackets), one per tier: write it like [[tier]] on a line of its own, with window = \"1d\" and every = \"5m\" below",
+            ),
+            (
+                format!("tier = {{ window = \"1d\", every = \"5m\" }}\n{head}"),
+                "/etc/backlog.toml:1:8: tier: found the table { window = \"1d\", every = \"5m\" }; use [[tier]] (double brackets), one per tier: write it like [[tier]] on a line of its own, with window = \"1d\" and every = \"5m\" below",
+            ),
+            (
+                format!("tier = \"1d\"\n{head}"),
+                "/etc/backlog.toml:1:8: tier: found the string \"1d\" where a list of [[tier]] sections is expected; write it like [[tier]] on a line of its own, with window = \"1d\" and every = \"5m\" below",
+            ),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(error_of(&text), expected, "{text}");
+        }
+    }
+
     #[test]
     fn a_time_zone_is_an_iana_name() {
         let text = format!("timezone = \"Europe/Paris\"\n{GOOD}");

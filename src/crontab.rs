@@ -264,8 +264,8 @@ pub fn check(target: &Target, config: &Config, account: &Account) -> Result<(), 
 }
 
 /// What the schedule file points at, as the crontab's user would meet it on every
-/// tick: the SQLite file (written, with its journal beside it) and a handler given as
-/// a path. What does not exist is left to `run` and `doctor`, which say so. The fix
+/// tick: the SQLite file (written, with its journal beside it), PostgreSQL's password
+/// file (read) and a handler given as a path. What does not exist is left to `run` and `doctor`, which say so. The fix
 /// named first is to hand the file to the user, not to open it to everyone.
 fn check_config(config: &Config, account: &Account) -> Vec<String> {
     let user = &account.name;
@@ -299,6 +299,30 @@ fn check_config(config: &Config, account: &Account) -> Vec<String> {
                 "the database's folder",
                 &folder,
                 "writable",
+                user,
+                &denied,
+                &fix,
+            ));
+        }
+    }
+    if let Some(file) = &config.database.password_file {
+        let file = &std::path::absolute(file).unwrap_or(file.clone());
+        if let Err(denied) = account.may(file, account::READ) {
+            // Opening a password file to everyone is no fix: hand it to the user.
+            let fix = match &denied {
+                Denied::Blocked { path, .. } if path == file => format!(
+                    "chown {user} {} and keep it unreadable to others (it holds a password)",
+                    file.display()
+                ),
+                Denied::Missing(_) => {
+                    format!("set database.password_file to a file {user} can read")
+                }
+                _ => give(&denied),
+            };
+            problems.push(refusal(
+                "the password file (database.password_file)",
+                file,
+                "readable",
                 user,
                 &denied,
                 &fix,

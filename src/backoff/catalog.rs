@@ -34,7 +34,7 @@ impl Params<'_> {
             .map(|(_, v)| v.clone())
     }
 
-    fn number(&mut self, key: &'static str, default: f64) -> Result<f64, String> {
+    fn parsed(&mut self, key: &'static str, default: f64) -> Result<f64, String> {
         match self.text(key) {
             None => Ok(default),
             Some(v) if v == "inf" => Ok(f64::INFINITY),
@@ -44,8 +44,36 @@ impl Params<'_> {
         }
     }
 
-    /// A number in the chosen unit, or a duration like `1h`, returned in seconds.
-    fn delay(&mut self, key: &'static str, default: f64) -> Result<f64, String> {
+    /// A factor, within `range`.
+    fn number(&mut self, key: &'static str, default: f64, range: Factor) -> Result<f64, String> {
+        let n = self.parsed(key, default)?;
+        if (range.0..=range.1).contains(&n) {
+            return Ok(n);
+        }
+        Err(format!(
+            "{}: {key}: {} is out of range; use {} to {}",
+            self.strategy,
+            self.written(key),
+            range.0,
+            range.1
+        ))
+    }
+
+    /// A number in the chosen unit, or a duration like `1h`, returned in seconds,
+    /// within `range`.
+    fn delay(&mut self, key: &'static str, default: f64, range: Span) -> Result<f64, String> {
+        let secs = self.seconds(key, default)?;
+        if range.contains(secs) {
+            return Ok(secs);
+        }
+        Err(format!(
+            "{}: {key}: {} is out of range; use {range}",
+            self.strategy,
+            self.written(key)
+        ))
+    }
+
+    fn seconds(&mut self, key: &'static str, default: f64) -> Result<f64, String> {
         if let Some(text) = self
             .given
             .iter()
@@ -55,11 +83,20 @@ impl Params<'_> {
             && text != "inf"
         {
             self.used.push(key);
-            return crate::duration::parse(&text)
-                .map(|d| d.as_secs_f64())
-                .map_err(|e| format!("{}: {key}: {e}", self.strategy));
+            let negative = text.strip_prefix('-');
+            let d = crate::duration::parse(negative.unwrap_or(&text))
+                .map_err(|e| format!("{}: {key}: {e}", self.strategy))?;
+            return Ok(d.as_secs_f64() * if negative.is_some() { -1.0 } else { 1.0 });
         }
-        Ok(self.number(key, default)? * self.unit)
+        Ok(self.parsed(key, default)? * self.unit)
+    }
+
+    /// The value as given, for messages.
+    fn written(&self, key: &str) -> String {
+        self.given
+            .iter()
+            .find(|(k, _)| k == key)
+            .map_or_else(String::new, |(_, v)| v.clone())
     }
 
     fn finish(self) -> Result<(), String> {
@@ -75,6 +112,47 @@ impl Params<'_> {
             )),
             None => Ok(()),
         }
+    }
+}
+
+/// The range of a factor, bounds included. NaN is in none.
+#[derive(Clone, Copy)]
+struct Factor(f64, f64);
+
+/// How much a delay grows on a failure: from staying as it is to a thousandfold.
+const GROWTH: Factor = Factor(1.0, 1000.0);
+/// How much it shrinks on a success: from zero to staying as it is.
+const SHRINK: Factor = Factor(0.0, 1.0);
+
+/// The range of a delay parameter, in seconds. NaN is in none.
+#[derive(Clone, Copy)]
+enum Span {
+    /// `0s` to `36500d`, or `inf` (a cap that never binds).
+    Cap,
+    /// `0s` to `36500d`.
+    Delay,
+    /// `-36500d` to `0s`: a step taken off the delay.
+    Decrease,
+}
+
+impl Span {
+    fn contains(self, secs: f64) -> bool {
+        let longest = crate::duration::LONGEST.as_secs_f64();
+        match self {
+            Span::Cap => (0.0..=longest).contains(&secs) || secs == f64::INFINITY,
+            Span::Delay => (0.0..=longest).contains(&secs),
+            Span::Decrease => (-longest..=0.0).contains(&secs),
+        }
+    }
+}
+
+impl std::fmt::Display for Span {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Span::Cap => "0s to 36500d, or inf",
+            Span::Delay => "0s to 36500d",
+            Span::Decrease => "-36500d to 0s (a step taken off the delay)",
+        })
     }
 }
 
@@ -96,7 +174,7 @@ pub fn build(name: &str, params: &[String], unit: f64) -> Result<Built, String> 
     };
     let built = match name {
         "constant" => {
-            let d = p.delay("delay", 1.0)?;
+            let d = p.delay("delay", 1.0, Span::Delay)?;
             Built {
                 strategy: Box::new(Adaptive::constant(d)),
                 closed_form: Some(Box::new(move |t| {
@@ -106,9 +184,9 @@ pub fn build(name: &str, params: &[String], unit: f64) -> Result<Built, String> 
         }
         "exponential" => {
             let (a, f, max) = (
-                p.delay("initial", 1.0)?,
-                p.number("factor", 2.0)?,
-                p.delay("max", f64::INFINITY)?,
+                p.delay("initial", 1.0, Span::Delay)?,
+                p.number("factor", 2.0, GROWTH)?,
+                p.delay("max", f64::INFINITY, Span::Cap)?,
             );
             let jitter = match p.text("jitter").as_deref() {
                 None | Some("none") => Jitter::None,
@@ -138,7 +216,10 @@ pub fn build(name: &str, params: &[String], unit: f64) -> Result<Built, String> 
             }
         }
         "httpx" => {
-            let (b, max) = (p.delay("factor", 0.5)?, p.delay("max", 120.0)?);
+            let (b, max) = (
+                p.delay("factor", 0.5, Span::Delay)?,
+                p.delay("max", 120.0, Span::Cap)?,
+            );
             Built {
                 strategy: Box::new(Exponential::httpx(b, max)),
                 closed_form: Some(Box::new(move |t| {
@@ -152,8 +233,8 @@ pub fn build(name: &str, params: &[String], unit: f64) -> Result<Built, String> 
         "fibonacci" | "arctan" | "sidekiq" | "buckets" => {
             let kind = match name {
                 "fibonacci" => SequenceKind::Fibonacci {
-                    first: p.delay("first", 1.0)?,
-                    second: p.delay("second", 1.0)?,
+                    first: p.delay("first", 1.0, Span::Delay)?,
+                    second: p.delay("second", 1.0, Span::Delay)?,
                 },
                 "arctan" => SequenceKind::Arctan,
                 "sidekiq" => SequenceKind::Sidekiq,
@@ -161,8 +242,8 @@ pub fn build(name: &str, params: &[String], unit: f64) -> Result<Built, String> 
             };
             let seq = Sequence {
                 kind,
-                max: p.delay("max", f64::INFINITY)?,
-                on_success: p.delay("success", 0.0)?,
+                max: p.delay("max", f64::INFINITY, Span::Cap)?,
+                on_success: p.delay("success", 0.0, Span::Delay)?,
             };
             Built {
                 strategy: Box::new(seq),
@@ -171,35 +252,24 @@ pub fn build(name: &str, params: &[String], unit: f64) -> Result<Built, String> 
         }
         "lild" | "limd" | "mild" | "mimd" => {
             let bytes = name.as_bytes();
-            let step = |p: &mut Params,
-                        key: &'static str,
-                        multiplicative: bool,
-                        default: f64|
-             -> Result<Step, String> {
-                Ok(if multiplicative {
-                    Step::Mul(p.number(key, default)?)
-                } else {
-                    Step::Add(p.delay(key, default)?)
-                })
+            // A failure lengthens the delay, a success shortens it: by a factor
+            // (m) or a step (l).
+            let on_failure = if bytes[0] == b'm' {
+                Step::Mul(p.number("failure", 2.0, GROWTH)?)
+            } else {
+                Step::Add(p.delay("failure", 1.0, Span::Delay)?)
             };
-            let on_failure = step(
-                &mut p,
-                "failure",
-                bytes[0] == b'm',
-                if bytes[0] == b'm' { 2.0 } else { 1.0 },
-            )?;
-            let on_success = step(
-                &mut p,
-                "success",
-                bytes[2] == b'm',
-                if bytes[2] == b'm' { 0.5 } else { -1.0 },
-            )?;
+            let on_success = if bytes[2] == b'm' {
+                Step::Mul(p.number("success", 0.5, SHRINK)?)
+            } else {
+                Step::Add(p.delay("success", -1.0, Span::Decrease)?)
+            };
             let strategy = Adaptive {
-                initial: p.delay("initial", 1.0)?,
+                initial: p.delay("initial", 1.0, Span::Delay)?,
                 on_failure,
                 on_success,
-                min: p.delay("min", 0.0)?,
-                max: p.delay("max", f64::INFINITY)?,
+                min: p.delay("min", 0.0, Span::Delay)?,
+                max: p.delay("max", f64::INFINITY, Span::Cap)?,
             };
             Built {
                 strategy: Box::new(strategy),
@@ -210,4 +280,124 @@ pub fn build(name: &str, params: &[String], unit: f64) -> Result<Built, String> 
     };
     p.finish()?;
     Ok(built)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(name: &str, params: &[&str]) -> String {
+        let params: Vec<String> = params.iter().map(|p| p.to_string()).collect();
+        match build(name, &params, 1.0) {
+            Ok(_) => panic!("{name} {params:?} was accepted"),
+            Err(e) => e,
+        }
+    }
+
+    /// Every parameter has a range, and a value outside it (NaN included) is named
+    /// with its strategy, its value and the range.
+    #[test]
+    fn each_parameter_is_refused_outside_its_range() {
+        let cases = [
+            (
+                "constant",
+                "delay=-5",
+                "constant: delay: -5 is out of range; use 0s to 36500d",
+            ),
+            (
+                "constant",
+                "delay=nan",
+                "constant: delay: nan is out of range; use 0s to 36500d",
+            ),
+            (
+                "constant",
+                "delay=1e300",
+                "constant: delay: 1e300 is out of range; use 0s to 36500d",
+            ),
+            (
+                "constant",
+                "delay=inf",
+                "constant: delay: inf is out of range; use 0s to 36500d",
+            ),
+            (
+                "exponential",
+                "initial=-1",
+                "exponential: initial: -1 is out of range; use 0s to 36500d",
+            ),
+            (
+                "exponential",
+                "factor=0.5",
+                "exponential: factor: 0.5 is out of range; use 1 to 1000",
+            ),
+            (
+                "exponential",
+                "factor=1e300",
+                "exponential: factor: 1e300 is out of range; use 1 to 1000",
+            ),
+            (
+                "exponential",
+                "max=-1h",
+                "exponential: max: -1h is out of range; use 0s to 36500d, or inf",
+            ),
+            (
+                "httpx",
+                "factor=99999999d",
+                "httpx: factor: 99999999d is out of range; use 0s to 36500d",
+            ),
+            (
+                "fibonacci",
+                "second=-1",
+                "fibonacci: second: -1 is out of range; use 0s to 36500d",
+            ),
+            (
+                "sidekiq",
+                "success=nan",
+                "sidekiq: success: nan is out of range; use 0s to 36500d",
+            ),
+            (
+                "mimd",
+                "failure=0.1",
+                "mimd: failure: 0.1 is out of range; use 1 to 1000",
+            ),
+            (
+                "mimd",
+                "success=5",
+                "mimd: success: 5 is out of range; use 0 to 1",
+            ),
+            (
+                "lild",
+                "failure=-1",
+                "lild: failure: -1 is out of range; use 0s to 36500d",
+            ),
+            (
+                "lild",
+                "success=1e308",
+                "lild: success: 1e308 is out of range; use -36500d to 0s (a step taken off the delay)",
+            ),
+            (
+                "limd",
+                "min=-1",
+                "limd: min: -1 is out of range; use 0s to 36500d",
+            ),
+        ];
+        for (name, param, expected) in cases {
+            assert_eq!(error(name, &[param]), expected, "{name} {param}");
+        }
+    }
+
+    #[test]
+    fn the_edges_of_each_range_are_taken() {
+        for (name, params) in [
+            ("constant", &["delay=0"][..]),
+            ("constant", &["delay=36500d"]),
+            ("exponential", &["factor=1", "max=inf"]),
+            ("exponential", &["factor=1000", "initial=0"]),
+            ("mimd", &["failure=1", "success=0"]),
+            ("lild", &["success=-36500d", "failure=0"]),
+            ("lild", &["success=-1h"]),
+        ] {
+            let params: Vec<String> = params.iter().map(|p| p.to_string()).collect();
+            assert!(build(name, &params, 1.0).is_ok(), "{name} {params:?}");
+        }
+    }
 }

@@ -82,6 +82,10 @@ pub struct DatabaseConfig {
     pub claim_lease: Duration,
     /// The PostgreSQL schema of the tool's own tables (run log, claims, version).
     pub schema: String,
+    /// `database.password_file`, resolved against the schedule file's folder: read
+    /// when the file is loaded, by whoever loads it (`crontab --install` checks that
+    /// the crontab's user can).
+    pub password_file: Option<PathBuf>,
 }
 
 /// The schema of the tool's own tables on PostgreSQL when the file names none.
@@ -89,13 +93,14 @@ pub const DEFAULT_SCHEMA: &str = "backlog";
 
 pub(super) fn resolve_database(raw: RawDatabase, dir: &Path) -> Result<DatabaseConfig, String> {
     let url = raw.url.trim();
-    let busy_timeout = match raw.busy_timeout {
-        Some(t) => span("database.busy_timeout", &t, BUSY_TIMEOUT)?,
-        None => Duration::from_secs(30),
-    };
     let claim_lease = match raw.claim_lease {
         Some(t) => span("database.claim_lease", &t, CLAIM_LEASE)?,
         None => Duration::from_secs(60),
+    };
+    let busy_timeout = match raw.busy_timeout {
+        Some(t) => span("database.busy_timeout", &t, BUSY_TIMEOUT)?,
+        // Half the lease at most, so that a short lease alone makes a valid file.
+        None => Duration::from_secs(30).min(claim_lease / 2),
     };
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         let schema = raw.schema.unwrap_or_else(|| DEFAULT_SCHEMA.to_string());
@@ -113,6 +118,7 @@ pub(super) fn resolve_database(raw: RawDatabase, dir: &Path) -> Result<DatabaseC
             busy_timeout,
             claim_lease,
             schema,
+            password_file,
         });
     }
     if let Some(scheme) = foreign_scheme(url) {
@@ -143,12 +149,33 @@ pub(super) fn resolve_database(raw: RawDatabase, dir: &Path) -> Result<DatabaseC
             "database.url is empty; give the path of a SQLite file, like \"backlog.db\"".into(),
         );
     }
+    lease_outlives_lock_waits(claim_lease, busy_timeout)?;
     Ok(DatabaseConfig {
         url: DatabaseUrl::Sqlite(dir.join(path)),
         busy_timeout,
         claim_lease,
         schema: DEFAULT_SCHEMA.to_string(),
+        password_file: None,
     })
+}
+
+/// On SQLite a write, the heartbeat's renewal of a tick's holds among them, may wait up
+/// to `busy_timeout` for another writer's lock. Renewals come every quarter lease; one
+/// that waits longer than half a lease lets the holds lapse, so another tick takes the
+/// records while this one is still handing them out, and this one ends as lapsed (its
+/// marks lost). PostgreSQL does not use `busy_timeout`.
+fn lease_outlives_lock_waits(claim_lease: Duration, busy_timeout: Duration) -> Result<(), String> {
+    use crate::duration::compact;
+    if claim_lease >= busy_timeout * 2 {
+        return Ok(());
+    }
+    Err(format!(
+        "database.claim_lease {} is shorter than twice database.busy_timeout {}: a tick waiting that long for SQLite's write lock would lose its hold on its records; make claim_lease at least {}, or busy_timeout at most {}",
+        compact(claim_lease),
+        compact(busy_timeout),
+        compact(busy_timeout * 2),
+        compact(claim_lease / 2),
+    ))
 }
 
 /// The scheme of a URL that is neither PostgreSQL's nor SQLite's (`mysql://…`,
@@ -189,9 +216,8 @@ fn resolve_postgres(
     password_file: Option<&Path>,
     env_password: Option<String>,
 ) -> Result<PostgresUrl, String> {
-    let (url, verify) = take_verify(url)?;
-    let url = url.as_str();
-    let mut config: postgres::Config = url.parse().map_err(|e| {
+    let (conninfo, verify) = conninfo(url)?;
+    let mut config: postgres::Config = conninfo.parse().map_err(|e| {
         format!("database.url is not a valid PostgreSQL URL ({}); write it like \"postgres://user@host:5432/dbname?sslmode=require\"", crate::causes::chain(&e))
     })?;
     if config.get_hosts().is_empty() {
@@ -253,50 +279,105 @@ fn resolve_postgres(
     })
 }
 
-/// Takes libpq's `sslmode=verify-ca|verify-full` and `sslrootcert` out of a URL (the
-/// PostgreSQL client library knows neither): the connection then requires TLS, and
-/// the store checks the certificate against the roots.
-fn take_verify(url: &str) -> Result<(String, Option<Verify>), String> {
-    let Some((base, query)) = url.split_once('?') else {
-        return Ok((url.to_string(), None));
+/// How to write what a URL cannot hold as it is, for messages.
+const ENCODE: &str = "percent-encode @ : / # ? in the user name and password (@ as %40, : as %3A, / as %2F, # as %23, ? as %3F)";
+
+/// A part of the URL that is not text once decoded, named and never shown.
+fn not_utf8(part: &str) -> String {
+    format!(
+        "database.url: the {part} is not UTF-8 once percent-decoded; percent-encode it from UTF-8 text"
+    )
+}
+
+/// Reads a `postgres://` URL with the `url` crate and writes it out as libpq's
+/// `key='value'` connection string, every part percent-decoded once (`+` stays a plus,
+/// as libpq reads it, in the password and in the query alike). libpq's
+/// `sslmode=verify-ca|verify-full` and `sslrootcert` are taken out (the PostgreSQL
+/// client library knows neither): the connection then requires TLS, and the store
+/// checks the certificate against the roots.
+fn conninfo(text: &str) -> Result<(String, Option<Verify>), String> {
+    let url = url::Url::parse(text).map_err(|e| {
+        let hint = if text.split('?').next().unwrap_or("").contains(',') {
+            "several hosts go in the query: postgres://user@/dbname?host=h1,h2&port=5432,5433"
+                .to_string()
+        } else {
+            ENCODE.to_string()
+        };
+        format!("database.url is not a valid PostgreSQL URL ({e}); {hint}")
+    })?;
+    let decode = |key: &str, part: &str| {
+        percent_encoding::percent_decode_str(part)
+            .decode_utf8()
+            .map(|d| d.into_owned())
+            .map_err(|_| not_utf8(key))
     };
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    if !url.username().is_empty() {
+        pairs.push(("user".into(), decode("user name", url.username())?));
+    }
+    if let Some(password) = url.password() {
+        pairs.push(("password".into(), decode("password", password)?));
+    }
+    match url.host() {
+        None => {}
+        Some(url::Host::Domain("")) => {}
+        // A socket folder: `postgres://%2Fvar%2Frun%2Fpostgresql/db`.
+        Some(url::Host::Domain(name)) => pairs.push(("host".into(), decode("host", name)?)),
+        Some(url::Host::Ipv4(ip)) => pairs.push(("host".into(), ip.to_string())),
+        Some(url::Host::Ipv6(ip)) => pairs.push(("host".into(), ip.to_string())),
+    }
+    if let Some(port) = url.port() {
+        pairs.push(("port".into(), port.to_string()));
+    }
+    let dbname = url.path().trim_start_matches('/');
+    if !dbname.is_empty() {
+        pairs.push(("dbname".into(), decode("database name", dbname)?));
+    }
     let mut mode = None;
     let mut root = None;
-    let mut kept = Vec::new();
-    for pair in query.split('&') {
-        match pair.split_once('=') {
-            Some(("sslmode", m @ ("verify-ca" | "verify-full"))) => mode = Some(m),
-            Some(("sslrootcert", path)) => {
-                let decoded = percent_encoding::percent_decode_str(path)
-                    .decode_utf8()
-                    .map_err(|_| {
-                        format!("database.url: sslrootcert is not a path once decoded ({path}); write it like sslrootcert=/etc/ssl/root.crt")
-                    })?;
-                root = Some(decoded.into_owned());
-            }
-            _ => kept.push(pair),
+    // `+` is a plus to libpq, not the space of an HTML form.
+    let query = url.query().unwrap_or("").replace('+', "%2B");
+    for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
+        // Keys are written bare into the connection string: only a name is one.
+        if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(format!(
+                "database.url: {key:?} in the query is not a connection parameter; write parameters like ?sslmode=require&connect_timeout=5"
+            ));
+        }
+        // The decoder puts U+FFFD where the bytes are not UTF-8.
+        if value.contains('\u{FFFD}') {
+            return Err(not_utf8(&key));
+        }
+        match (key.as_ref(), value.as_ref()) {
+            ("sslmode", "verify-ca" | "verify-full") => mode = Some(value.into_owned()),
+            ("sslrootcert", _) => root = Some(value.into_owned()),
+            _ => pairs.push((key.into_owned(), value.into_owned())),
         }
     }
-    let Some(mode) = mode else {
-        if root.is_some() {
+    let verify = match (mode, root) {
+        (None, Some(_)) => {
             return Err("database.url: sslrootcert is used only with sslmode=verify-ca or verify-full; add one".into());
         }
-        return Ok((url.to_string(), None));
+        (None, None) => None,
+        (Some(mode), root) => {
+            pairs.push(("sslmode".into(), "require".into()));
+            let root_cert = match root {
+                Some(path) => PathBuf::from(path),
+                None => std::env::var_os("HOME")
+                    .map(|home| PathBuf::from(home).join(".postgresql/root.crt"))
+                    .ok_or(format!("database.url: sslmode={mode} needs the server's root certificate; add sslrootcert=/path/to/root.crt"))?,
+            };
+            Some(Verify {
+                root_cert,
+                check_name: mode == "verify-full",
+            })
+        }
     };
-    kept.push("sslmode=require");
-    let root_cert = match root {
-        Some(path) => PathBuf::from(path),
-        None => std::env::var_os("HOME")
-            .map(|home| PathBuf::from(home).join(".postgresql/root.crt"))
-            .ok_or("database.url: sslmode={mode} needs the server's root certificate; add sslrootcert=/path/to/root.crt")?,
-    };
-    Ok((
-        format!("{base}?{}", kept.join("&")),
-        Some(Verify {
-            root_cert,
-            check_name: mode == "verify-full",
-        }),
-    ))
+    let conninfo: Vec<String> = pairs
+        .iter()
+        .map(|(k, v)| format!("{k}='{}'", v.replace('\\', "\\\\").replace('\'', "\\'")))
+        .collect();
+    Ok((conninfo.join(" "), verify))
 }
 
 /// The connection as `postgres://user@host:port/dbname?sslmode=…`, without the password.
@@ -361,8 +442,89 @@ mod tests {
         .unwrap_err();
         assert_eq!(
             e,
-            "database.url: sslrootcert is not a path once decoded (%FF%FE); write it like sslrootcert=/etc/ssl/root.crt"
+            "database.url: the sslrootcert is not UTF-8 once percent-decoded; percent-encode it from UTF-8 text"
         );
+    }
+
+    /// Each part of the URL is decoded once, as libpq does: `%40` is `@`, `+` and
+    /// `%2B` are `+`, a `:` after the first is part of the password.
+    #[test]
+    fn passwords_are_read_as_libpq_reads_them() {
+        for (url, password) in [
+            ("postgres://app:p%40ss@db/shop", "p@ss"),
+            ("postgres://app:a+b@db/shop", "a+b"),
+            ("postgres://app:a%2Bb@db/shop", "a+b"),
+            ("postgres://app:a:b@db/shop", "a:b"),
+            ("postgres://app:a%3Ab%2F%23%3F%25@db/shop", "a:b/#?%"),
+            ("postgres://app:%C3%A9t%C3%A9@db/shop", "été"),
+            ("postgres://app@db/shop?password=a+b%40c%26d", "a+b@c&d"),
+        ] {
+            let pg = resolve_postgres(url, None, None).unwrap();
+            assert_eq!(pg.config.get_password(), Some(password.as_bytes()), "{url}");
+            assert_eq!(pg.config.get_user(), Some("app"), "{url}");
+            assert_eq!(pg.shown, "postgres://app@db/shop", "{url}");
+        }
+    }
+
+    #[test]
+    fn every_parameter_of_the_query_is_read() {
+        use postgres::config::{Host, SslMode, TargetSessionAttrs};
+        let pg = resolve_postgres(
+            "postgresql://us%40er@[::1]:6432/my%20db?sslmode=disable&connect_timeout=5&application_name=shop+sync%20job&target_session_attrs=read-write&options=-c%20search_path%3Dx",
+            None,
+            None,
+        )
+        .unwrap();
+        let c = &pg.config;
+        assert_eq!(c.get_user(), Some("us@er"));
+        assert_eq!(c.get_hosts(), [Host::Tcp("::1".into())]);
+        assert_eq!(c.get_ports(), [6432]);
+        assert_eq!(c.get_dbname(), Some("my db"));
+        assert_eq!(c.get_ssl_mode(), SslMode::Disable);
+        assert_eq!(c.get_connect_timeout(), Some(&Duration::from_secs(5)));
+        assert_eq!(c.get_application_name(), Some("shop+sync job"));
+        assert_eq!(c.get_target_session_attrs(), TargetSessionAttrs::ReadWrite);
+        assert_eq!(c.get_options(), Some("-c search_path=x"));
+        let socket =
+            resolve_postgres("postgres://%2Fvar%2Frun%2Fpostgresql/shop", None, None).unwrap();
+        assert_eq!(
+            socket.config.get_hosts(),
+            [Host::Unix("/var/run/postgresql".into())]
+        );
+        let in_query =
+            resolve_postgres("postgres:///shop?host=h1,h2&port=5432,5433", None, None).unwrap();
+        assert_eq!(in_query.shown, "postgres://h1:5432,h2:5433/shop");
+    }
+
+    /// A message names `database.url` and the fix, and never the password.
+    #[test]
+    fn a_bad_url_is_named_without_its_password() {
+        for (url, expected) in [
+            (
+                "postgres://app:se/cret@db/shop",
+                "database.url is not a valid PostgreSQL URL (invalid port number); percent-encode @ : / # ? in the user name and password (@ as %40, : as %3A, / as %2F, # as %23, ? as %3F)",
+            ),
+            (
+                "postgres://app:secret@db:5432,db2:5432/shop",
+                "database.url is not a valid PostgreSQL URL (invalid port number); several hosts go in the query: postgres://user@/dbname?host=h1,h2&port=5432,5433",
+            ),
+            (
+                "postgres://app:secret@db/shop?sslmode=sometimes",
+                "database.url is not a valid PostgreSQL URL (invalid connection string: invalid value for option `sslmode`); write it like \"postgres://user@host:5432/dbname?sslmode=require\"",
+            ),
+            (
+                "postgres://app:secret@db/shop?x%27%20password=y",
+                "database.url: \"x' password\" in the query is not a connection parameter; write parameters like ?sslmode=require&connect_timeout=5",
+            ),
+            (
+                "postgres://app:secret%FF@db/shop",
+                "database.url: the password is not UTF-8 once percent-decoded; percent-encode it from UTF-8 text",
+            ),
+        ] {
+            let e = resolve_postgres(url, None, None).unwrap_err();
+            assert_eq!(e, expected, "{url}");
+            assert!(!e.contains("secret") && !e.contains("cret"), "{e}");
+        }
     }
 
     #[test]

@@ -182,7 +182,7 @@ pub(super) fn key(path: &str) -> Option<Key> {
         "retry.since" => column("since", "LAST_TRY"),
         "tier" => (
             Tiers,
-            "[[tier]] sections",
+            "a list of [[tier]] sections",
             section("[tier]", "window = \"1d\" and every = \"5m\""),
         ),
         "tier[]" => (

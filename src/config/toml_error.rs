@@ -62,6 +62,26 @@ pub(super) fn describe(
         return (span, format!("{}: {message}", at.name()));
     };
     let key = keys::key(&at.pattern());
+    // `[tier]` is read as one table where the tiers are a list of them: the fix is a
+    // bracket, which the generic message leaves to be guessed.
+    if let Some(key) = key.as_ref().filter(|k| k.shape == Shape::Tiers)
+        && found.kind == Kind::Table
+    {
+        let brackets = if found.raw.starts_with('[') {
+            " in single brackets"
+        } else {
+            ""
+        };
+        return (
+            span,
+            format!(
+                "{}: found {}{brackets}; use [[tier]] (double brackets), one per tier: write it like {}",
+                at.name(),
+                found.what,
+                key.example
+            ),
+        );
+    }
     // An item of a list is named by its number; `[[handler]]` read as a list of one
     // `handler` is only the wrong shape.
     let item = item.filter(|_| key.as_ref().is_none_or(|k| k.shape == Shape::List));

@@ -7,9 +7,10 @@
 //! record that was not tried) and the next tick tries again. Failures are errors,
 //! timeouts and crashes; a status the user mapped from an exit code is an answer (the
 //! counterpart is up and said something about that record) and ends a run of failures
-//! like a success does.
+//! like a success does. A handler the tick stopped because its hold lapsed says nothing
+//! about the counterpart either way: it is neither counted nor ends a run.
 
-use crate::handler::{Handled, Outcome};
+use crate::handler::{Ending, Handled, Outcome};
 
 pub(super) struct Breaker {
     limit: Option<u32>,
@@ -32,6 +33,9 @@ impl Breaker {
 
     /// Counts an outcome, in the order the answers came back.
     pub(super) fn count(&mut self, handled: &Handled) {
+        if handled.ending == Ending::Stopped {
+            return;
+        }
         if handled.outcome != Outcome::Error {
             self.in_a_row = 0;
             return;
@@ -92,6 +96,22 @@ mod tests {
             Some(
                 "2 failures in a row (handler.stop_after_failures), the last: exit 2: boom; the rest of the band waits for the next tick"
             )
+        );
+    }
+
+    #[test]
+    fn a_handler_the_tick_stopped_is_not_counted() {
+        let error = Handled::new(Outcome::Error, "exit 1");
+        let stopped = Handled::new(Outcome::Error, "stopped").ended(Ending::Stopped);
+        let mut breaker = Breaker::new(Some(2));
+        for h in [&stopped, &stopped, &error, &stopped] {
+            breaker.count(h);
+        }
+        assert!(breaker.tripped.is_none(), "only one failure counted");
+        breaker.count(&error);
+        assert!(
+            breaker.tripped.is_some(),
+            "a stop does not end the run either"
         );
     }
 

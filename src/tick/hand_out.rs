@@ -32,6 +32,8 @@ pub(super) struct Plan<'a> {
     /// Whether the tick wants a record of its band (spread, `[retry]` delay).
     pub(super) takes: &'a dyn Fn(&Record) -> bool,
     pub(super) heartbeat: &'a HeartbeatThread,
+    /// The inserted-at column's format, to leave alone what the band cannot place.
+    pub(super) format: &'a crate::timestamp::TimestampFormat,
 }
 
 pub(super) fn hand_out<'c>(
@@ -96,13 +98,11 @@ pub(super) fn hand_out<'c>(
                         marks.tally.deferred += page.deferred;
                         marks.tally.skipped += page.skipped;
                         taken += page.taken.len() as u64;
-                        // A record whose inserted-at value cannot be read has no age:
-                        // no band is really its own, so it is left alone, and said.
+                        // A record whose inserted-at value cannot be placed in a band
+                        // is left alone, and said.
                         for record in page.taken {
-                            if record.inserted_time.is_some() {
+                            if !marks.tally.left_alone(&record, plan.format) {
                                 queue.push_back(record);
-                            } else {
-                                marks.tally.unreadable(&record);
                             }
                         }
                     }

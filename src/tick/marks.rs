@@ -17,6 +17,7 @@ use crate::config::{HistoryConfig, HistoryRecord};
 use crate::handler::{Ending, Handled, Outcome};
 use crate::record::Record;
 use crate::store::{Attempt, Mark, Store, StoreError};
+use crate::timestamp::{TextLayout, TimestampFormat};
 
 /// How many failures a tick logs at WARN, one line each; the rest are counted in one
 /// line at its end (the attempts keep them all).
@@ -40,6 +41,11 @@ pub(super) struct Tally {
     /// Records left alone because their inserted-at value cannot be read, and the first.
     pub(super) unreadable: u64,
     pub(super) unreadable_sample: Option<String>,
+    /// Records left alone because their RFC 3339 text carries another UTC offset than
+    /// the column's (a band is a range of text, so theirs is not where they sort), and
+    /// the first.
+    pub(super) other_offset: u64,
+    pub(super) other_offset_sample: Option<String>,
     /// Failures logged at WARN, and those past the cap, only counted.
     pub(super) warned: u64,
     /// Failures whose handler could not run at all: exit 126 (not executable) or 127
@@ -65,13 +71,47 @@ impl Tally {
     /// Counts a record left alone for its unreadable inserted-at value.
     pub(super) fn unreadable(&mut self, record: &Record) {
         self.unreadable += 1;
-        self.unreadable_sample.get_or_insert_with(|| {
-            format!(
-                "record {}: {:?}",
-                record.id,
-                record.inserted_at().to_string()
-            )
-        });
+        self.unreadable_sample
+            .get_or_insert_with(|| Self::sample(record));
+    }
+
+    /// Whether a record of the band is left alone for its inserted-at value: one that
+    /// cannot be read has no age, and one in another UTC offset than the column's
+    /// sorts, as text, where its instant is not, so no band is surely its own. Counted
+    /// either way; the first of another offset is warned of, once a tick.
+    pub(super) fn left_alone(&mut self, record: &Record, format: &TimestampFormat) -> bool {
+        if record.inserted_time.is_none() {
+            self.unreadable(record);
+            return true;
+        }
+        // Only RFC 3339 text has an offset to differ in; other columns pay nothing.
+        let TimestampFormat::Text(TextLayout {
+            offset: Some(_), ..
+        }) = format
+        else {
+            return false;
+        };
+        if !format.other_offset(&record.inserted_at()) {
+            return false;
+        }
+        self.other_offset += 1;
+        if self.other_offset_sample.is_none() {
+            let sample = Self::sample(record);
+            tracing::warn!(
+                "{sample} carries another UTC offset than the column's {}: text compares it as written, so it is left alone (counted in the summary); store every value in one offset",
+                format.offset_written().unwrap_or_default()
+            );
+            self.other_offset_sample = Some(sample);
+        }
+        true
+    }
+
+    fn sample(record: &Record) -> String {
+        format!(
+            "record {}: {:?}",
+            record.id,
+            record.inserted_at().to_string()
+        )
     }
 }
 

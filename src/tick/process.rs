@@ -208,6 +208,8 @@ pub fn process_backlog(
         handler_broken: None,
         unreadable: 0,
         unreadable_sample: None,
+        other_offset: 0,
+        other_offset_sample: None,
         concurrency: opts.concurrency.max(1),
         seconds: 0.0,
         paused: None,
@@ -231,8 +233,7 @@ pub fn process_backlog(
                 break;
             };
             for record in page.iter().filter(|r| takes(r)) {
-                if record.inserted_time.is_none() {
-                    unreadable.unreadable(record);
+                if unreadable.left_alone(record, &format) {
                     continue;
                 }
                 on_event(Event::WouldHandle { record });
@@ -242,6 +243,8 @@ pub fn process_backlog(
         }
         summary.unreadable = unreadable.unreadable;
         summary.unreadable_sample = unreadable.unreadable_sample;
+        summary.other_offset = unreadable.other_offset;
+        summary.other_offset_sample = unreadable.other_offset_sample;
         summary.limit_reached = summary.selected == limit;
         summary.seconds = started.elapsed().as_secs_f64();
         return Ok(summary);
@@ -307,6 +310,7 @@ pub fn process_backlog(
         },
         takes: &takes,
         heartbeat: &heartbeat,
+        format: &format,
     };
     // The pool's workers live in this scope: they may borrow the handler, and they are
     // all joined (their records answered) before the marks are written below.
@@ -375,6 +379,8 @@ pub fn process_backlog(
     summary.handler_broken = broken;
     summary.unreadable = tally.unreadable;
     summary.unreadable_sample = tally.unreadable_sample;
+    summary.other_offset = tally.other_offset;
+    summary.other_offset_sample = tally.other_offset_sample;
     summary.limit_reached = tally.selected == limit;
     summary.seconds = started.elapsed().as_secs_f64();
     Ok(summary)

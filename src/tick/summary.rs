@@ -68,6 +68,11 @@ pub struct TickSummary {
     /// (they have no age, so no band is really theirs), and the first of them.
     pub unreadable: u64,
     pub unreadable_sample: Option<String>,
+    /// Records of the band left alone because their RFC 3339 text carries another UTC
+    /// offset than the column's (text compares them as written, so the band they sort
+    /// in may not be theirs), and the first of them.
+    pub other_offset: u64,
+    pub other_offset_sample: Option<String>,
     /// Records in their handlers at once, at most.
     pub concurrency: usize,
     pub seconds: f64,
@@ -146,6 +151,14 @@ impl TickSummary {
                 self.unreadable,
                 table.inserted_at,
                 self.unreadable_sample.as_deref().unwrap_or_default()
+            ));
+        }
+        if self.other_offset > 0 {
+            line.push_str(&format!(
+                "; left alone {} whose {} carries another UTC offset than the column's ({}; store every value in one offset, `backlog doctor` lists them)",
+                self.other_offset,
+                table.inserted_at,
+                self.other_offset_sample.as_deref().unwrap_or_default()
             ));
         }
         if self.lost > 0 {

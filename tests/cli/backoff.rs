@@ -200,6 +200,22 @@ fn unknown_strategies_and_parameters_are_usage_errors() {
         .stderr(
             "backlog: mimd: no parameter \"fail\"; it takes failure, success, initial, min, max\n",
         );
+    env.backlog(&["backoff", "delays", "constant", "-p", "delay=nan"])
+        .assert()
+        .code(2)
+        .stderr("backlog: constant: delay: nan is out of range; use 0s to 36500d\n");
+    env.backlog(&[
+        "backoff",
+        "budget",
+        "mimd",
+        "-p",
+        "success=5",
+        "--timeout",
+        "1h",
+    ])
+    .assert()
+    .code(2)
+    .stderr("backlog: mimd: success: 5 is out of range; use 0 to 1\n");
     env.backlog(&["backoff", "delays", "constant", "2"])
         .assert()
         .code(2)

@@ -81,6 +81,20 @@ const CASES: &[Case] = &[
         "[database]\nbusy_timeout = \"99999999d\"",
         "backlog: backlog.toml: database.busy_timeout: \"99999999d\" is out of range; use at most 1h\n"
     ),
+    Case {
+        name: "claim_lease shorter than twice busy_timeout",
+        setup: |env| rewrite_schedule(env, "[database]", "[database]\nbusy_timeout = \"45s\""),
+        args: &[],
+        code: 3,
+        stderr: "backlog: backlog.toml: database.claim_lease 1m is shorter than twice database.busy_timeout 45s: a tick waiting that long for SQLite's write lock would lose its hold on its records; make claim_lease at least 90s, or busy_timeout at most 30s\n",
+        sqlite_only: true,
+    },
+    out_of_range!(
+        "a retry parameter out of its range",
+        "[handler]",
+        "[retry]\nstrategy = \"exponential\"\nparams = { initial = \"1h\", factor = 0.5 }\ncount = \"FAILURES\"\nsince = \"LAST_TRY\"\n\n[handler]",
+        "backlog: backlog.toml: retry: exponential: factor: 0.5 is out of range; use 1 to 1000\n"
+    ),
     out_of_range!(
         "handler timeout too long",
         "timeout = \"10s\"",
@@ -267,6 +281,23 @@ const CASES: &[Case] = &[
         "[[handler]]",
         "backlog: backlog.toml:{line}:1: handler: found a list of sections ([[handler]]) where a section is expected; write it like [handler] on a line of its own, with command = [\"./handler.sh\"] below\n"
     ),
+    Case {
+        name: "[tier] for [[tier]]",
+        setup: |env| {
+            let path = env.path("backlog.toml");
+            let text = std::fs::read_to_string(&path).unwrap();
+            let head = &text[..text.find("[[tier]]").unwrap()];
+            std::fs::write(
+                &path,
+                format!("{head}[tier]\nwindow = \"1d\"\nevery = \"5m\"\n"),
+            )
+            .unwrap();
+        },
+        args: &[],
+        code: 3,
+        stderr: "backlog: backlog.toml:{line}:1: tier: found a section ([tier]) in single brackets; use [[tier]] (double brackets), one per tier: write it like [[tier]] on a line of its own, with window = \"1d\" and every = \"5m\" below\n",
+        sqlite_only: false,
+    },
     type_error!(
         "a key set twice",
         "timeout = \"10s\"",

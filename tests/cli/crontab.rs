@@ -273,6 +273,26 @@ fn install_refuses_a_block_its_user_could_not_run_and_leaves_the_crontab() {
     std::fs::remove_file(env.path("handler.sh")).unwrap();
     std::fs::remove_file(env.path("backlog.db")).unwrap();
 
+    // PostgreSQL's password file, read on every tick: handed to the user, not opened
+    // to everyone.
+    let written = std::fs::read_to_string(&schedule).unwrap();
+    std::fs::write(
+        &schedule,
+        Schedule::default().render_for("postgres://app@127.0.0.1:1/shop"),
+    )
+    .unwrap();
+    let pgpass = env.path("pgpass");
+    std::fs::write(&pgpass, "secret\n").unwrap();
+    std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let pgpass = pgpass.display();
+    refused(
+        &["--user", USER, "--binary", &binary],
+        &[format!(
+            "the password file (database.password_file) {pgpass} is not readable by {USER} (it is -rw------- root:root); chown {USER} {pgpass} and keep it unreadable to others (it holds a password)"
+        )],
+    );
+    std::fs::write(&schedule, written).unwrap();
+
     let unknown = "there is no user \"no-such-user-here\" on this machine; give --user an existing user (getent passwd lists them)";
     refused(
         &["--user", "no-such-user-here", "--binary", &binary],

@@ -393,6 +393,45 @@ fn the_password_comes_from_the_environment_a_file_or_the_url_and_is_never_printe
     assert!(!stderr.contains(&real), "{stderr}");
 }
 
+/// A password with the characters a URL gives meaning to (`@ : / # ? % +`) connects
+/// when written percent-encoded in the URL, in its user part or its query, where `+`
+/// is a plus as libpq reads it.
+#[test]
+fn a_password_with_url_characters_connects() {
+    let (env, _) = classic_pg(|url| url.to_string(), None);
+    env.execute(
+        "DROP ROLE IF EXISTS url_chars; CREATE ROLE url_chars LOGIN SUPERUSER PASSWORD 'p@ss+w:rd/#?%é'",
+    );
+    let base = env.url();
+    let encoded = "p%40ss+w:rd%2F%23%3F%25%C3%A9";
+    for url in [
+        base.replacen("postgres@", &format!("url_chars:{encoded}@"), 1),
+        base.replacen("postgres@", "url_chars@", 1).replace(
+            "?sslmode=disable",
+            &format!("?connect_timeout=5&password={encoded}&sslmode=disable&application_name=a+b"),
+        ),
+    ] {
+        let path = env.path("backlog.toml");
+        std::fs::write(
+            &path,
+            Schedule::default()
+                .render_for(&url)
+                .replace("password_file = \"pgpass\"\n", ""),
+        )
+        .unwrap();
+        let out = env
+            .backlog(&["run", "--window", "1d", "--now", NOW, "--dry-run"])
+            .env_remove("PGPASSWORD")
+            .assert()
+            .success();
+        let stdout = String::from_utf8_lossy(&out.get_output().stdout);
+        assert!(
+            stdout.contains("would hand over 2 records"),
+            "{url}: {stdout}"
+        );
+    }
+}
+
 /// The role `tls_only` (made by .ci/postgres.sh) may connect over TLS only.
 #[test]
 fn sslmode_require_connects_over_tls() {

@@ -92,7 +92,15 @@ fn a_status_and_date_index_is_read_one_status_at_a_time() {
     });
     env.write_handler("handler.sh", &crate::harness::recording_handler(&[]));
     let out = env
-        .backlog(&["run", "--window", "400d", "--now", crate::harness::NOW, "--limit", "3"])
+        .backlog(&[
+            "run",
+            "--window",
+            "400d",
+            "--now",
+            crate::harness::NOW,
+            "--limit",
+            "3",
+        ])
         .assert()
         .success();
     let out = String::from_utf8_lossy(&out.get_output().stdout).into_owned();

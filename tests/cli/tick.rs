@@ -473,6 +473,51 @@ fn a_record_with_an_unreadable_inserted_at_value_is_left_alone(backend: Backend)
     assert_eq!(env.statuses()[1], (2, "NEW".to_string()));
 }
 
+/// RFC 3339 text in another UTC offset than the rest of the column, in the middle of
+/// the table where the format check of its two ends does not look: text compares it
+/// as written, so the band it sorts in may not be its own. The tick leaves it alone,
+/// counts it, names the first and warns once, in a dry run too.
+fn a_record_in_another_utc_offset_is_left_alone(backend: Backend) {
+    let env = classic_env(backend, Schedule::default(), &[]);
+    env.execute(
+        r#"UPDATE "BACKLOG" SET "DATE_INSERTED" = replace("DATE_INSERTED", ' ', 'T') || 'Z'"#,
+    );
+    // 07:00Z, written five hours behind: the same instant, other text.
+    env.execute(
+        r#"UPDATE "BACKLOG" SET "DATE_INSERTED" = '2026-11-21T02:00:00-05:00' WHERE "ID" = 2"#,
+    );
+    let said = "left alone 1 whose DATE_INSERTED carries another UTC offset than the column's (record 2: \"2026-11-21T02:00:00-05:00\"; store every value in one offset, `backlog doctor` lists them)";
+    let out = env
+        .backlog(&["run", "--window", "1d", "--now", NOW, "--dry-run"])
+        .assert()
+        .success();
+    let dry = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        dry.contains(&format!("would hand over 1 records; {said}")),
+        "{dry}"
+    );
+    let out = env
+        .backlog(&["run", "--window", "1d", "--now", NOW])
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        stdout.contains("selected 1, succeeded 1, failed 0, skipped 0") && stdout.contains(said),
+        "{stdout}"
+    );
+    assert_eq!(
+        stderr
+            .lines()
+            .filter(|l| l.contains("carries another UTC offset"))
+            .count(),
+        1,
+        "{stderr}"
+    );
+    assert_eq!(env.take_calls(), [1]);
+    assert_eq!(env.statuses()[1], (2, "NEW".to_string()));
+}
+
 /// A band whose records have a pending status in another case (`new` where the file
 /// says `NEW`) selects nothing: the tick says why, once, instead of nothing.
 fn a_band_of_statuses_in_another_case_is_warned_of(backend: Backend) {
@@ -494,6 +539,7 @@ fn a_band_of_statuses_in_another_case_is_warned_of(backend: Backend) {
 }
 
 crate::on_both_backends!(
+    a_record_in_another_utc_offset_is_left_alone,
     a_band_of_statuses_in_another_case_is_warned_of,
     a_record_with_an_unreadable_inserted_at_value_is_left_alone,
     disjoint_bands_select_each_record_in_one_tier_and_mark_it_by_exit_code,
