@@ -1241,16 +1241,24 @@ impl Store for SqliteStore {
         let context = "counting the records held";
         let now = Utc::now().timestamp_millis();
         let q = self.sql();
-        // An index range of the table per live span (a tick or two at a time).
+        // An index range of the table per live span (a tick or two at a time); a span
+        // covers the records its tick read, of which the pending ones are still its.
+        let pending: Vec<String> = (0..self.table.pending.len())
+            .map(|i| format!("?{}", i + 3))
+            .collect();
+        let mut values: Vec<&dyn ToSql> = vec![&self.table.name, &now];
+        values.extend(self.table.pending.iter().map(|p| p as &dyn ToSql));
         let held: i64 = self
             .conn
             .query_row(
                 &format!(
-                    "SELECT count(*) FROM backlog_holds h JOIN {t} ON {t}.{ins} BETWEEN h.low AND h.high WHERE h.table_name = ?1 AND h.expires_at > ?2",
+                    "SELECT count(*) FROM backlog_holds h JOIN {t} ON {t}.{ins} BETWEEN h.low AND h.high WHERE h.table_name = ?1 AND h.expires_at > ?2 AND {t}.{st} IN ({})",
+                    pending.join(", "),
                     t = q.table,
-                    ins = q.inserted_at
+                    ins = q.inserted_at,
+                    st = q.status
                 ),
-                params![self.table.name, now],
+                params_from_iter(values),
                 |r| r.get(0),
             )
             .map_err(db(context))?;
