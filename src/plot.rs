@@ -104,7 +104,8 @@ pub fn legend<DB: DrawingBackend>(
     indent: i32,
     entries: &[Entry],
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
-    let style = font(LABEL, INK);
+    use plotters::style::text_anchor::{HPos, Pos, VPos};
+    let style = font(LABEL, INK).pos(Pos::new(HPos::Left, VPos::Center));
     let middle = strip.dim_in_pixel().1 as i32 / 2;
     let mut x = indent;
     for entry in entries {
@@ -117,8 +118,8 @@ pub fn legend<DB: DrawingBackend>(
                 entry.colour.filled(),
             ))?,
         }
-        let (width, height) = strip.estimate_text_size(&entry.label, &style)?;
-        strip.draw_text(&entry.label, &style, (x + 15, middle - height as i32 / 2))?;
+        let (width, _) = strip.estimate_text_size(&entry.label, &style)?;
+        strip.draw_text(&entry.label, &style, (x + 15, middle))?;
         x += 15 + width as i32 + 18;
     }
     Ok(())
@@ -380,14 +381,28 @@ fn nice_numbers(high: f64, most: usize) -> Vec<f64> {
 /// Ticks and their layout for a clock axis from `start` to `end` (Unix seconds, UTC):
 /// on round steps, shown as seconds while the span is under a few minutes, times of
 /// day under two days, dates beyond.
-pub fn clock_axis(range: &Range<f64>) -> (Vec<f64>, &'static str) {
+pub fn clock_axis(range: Range<f64>) -> (TimeCoord, &'static str) {
     let span = range.end - range.start;
     let layout = match step(span, 6) {
         s if s < MINUTE => "%H:%M:%S",
         s if s < DAY => "%H:%M",
         _ => "%m-%d",
     };
-    (round_ticks(range, 6), layout)
+    let ticks = round_ticks(&range, 6);
+    (
+        TimeCoord {
+            inner: range.into(),
+            ticks,
+        },
+        layout,
+    )
+}
+
+/// A clock tick's label, in the layout `clock_axis` chose (UTC).
+pub fn clock_label(seconds: f64, layout: &str) -> String {
+    chrono::DateTime::from_timestamp(seconds as i64, 0)
+        .map(|t| t.format(layout).to_string())
+        .unwrap_or_default()
 }
 
 /// Marks (small rectangles) gathered per colour and written as one SVG path each: a
@@ -483,9 +498,14 @@ mod tests {
             round_ticks(&(0.0..86_400.0), 6),
             [0.0, 21_600.0, 43_200.0, 64_800.0, 86_400.0]
         );
-        let (ticks, layout) = clock_axis(&(1_000.0..(1_000.0 + 3.0 * 3_600.0)));
+        let (coord, layout) = clock_axis(1_000.0..(1_000.0 + 3.0 * 3_600.0));
         assert_eq!(layout, "%H:%M");
-        assert!(ticks.iter().all(|t| t % 1_800.0 == 0.0), "{ticks:?}");
+        assert!(
+            coord.ticks.iter().all(|t| t % 1_800.0 == 0.0),
+            "{:?}",
+            coord.ticks
+        );
+        assert_eq!(clock_label(coord.ticks[0], layout), "00:30");
         assert_eq!(nice_numbers(24.0, 6), [0.0, 5.0, 10.0, 15.0, 20.0]);
     }
 
