@@ -57,6 +57,8 @@ pub mod explain;
 pub mod handler;
 pub mod metrics;
 pub mod operate;
+#[cfg(feature = "cli")]
+pub mod plot;
 pub mod rate;
 pub mod record;
 pub mod runner;

@@ -68,9 +68,10 @@ pub struct PlotArgs {
     /// How far the time axis goes (up to 400d).
     #[arg(long, value_parser = parse_plot_horizon, default_value = "24h")]
     pub horizon: Duration,
-    /// The unit of the time axis.
-    #[arg(long, value_enum, default_value_t = Unit::H)]
-    pub unit: Unit,
+    /// Put the time axis on a linear scale counted in this unit [default: ticks in
+    /// human units (1m, 1h, 1d), on a log scale when the span is wide].
+    #[arg(long, value_enum)]
+    pub unit: Option<Unit>,
     /// Seed of every random draw.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -466,14 +467,8 @@ pub fn backoff_plot(args: &PlotArgs) -> Result<(), Error> {
             retries,
         });
     }
-    plot(
-        &args.out,
-        &panels,
-        horizon,
-        args.unit.seconds(),
-        args.unit.name(),
-    )
-    .map_err(Error::Usage)?;
+    let unit = args.unit.map(|u| (u.seconds(), u.name()));
+    plot(&args.out, &panels, horizon, unit).map_err(Error::Usage)?;
     let dots: usize = panels.iter().flat_map(|p| &p.retries).map(Vec::len).sum();
     print(&format!(
         "wrote {} ({} strategies, {} jobs, {dots} retries)\n",

@@ -1,32 +1,22 @@
 //! The dashboard's pictures, as SVG text a few KB long: records handled and failed per
-//! tick over time, and the pending records by age band.
+//! tick over time, and the pending records by age band. Their look (colours, fonts,
+//! the legend above the chart, the clock axis, the empty picture) is `backoff plot`'s,
+//! from `crate::plot`.
 
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use crate::plot::{self, Entry, Mark};
 use crate::status::Status;
 use crate::store::RecentRun;
 
 const WIDTH: u32 = 560;
 const HEIGHT: u32 = 260;
-const HANDLED: RGBColor = RGBColor(36, 87, 197);
-const FAILED: RGBColor = RGBColor(180, 35, 24);
-const BARS: RGBColor = RGBColor(96, 125, 185);
+const Y_LABELS: u32 = 48;
+const MARGIN: u32 = 10;
 
 fn empty(text: &str) -> String {
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
-        let _ = root.fill(&WHITE);
-        let _ = root.draw_text(
-            text,
-            &("sans-serif", 15)
-                .into_font()
-                .color(&RGBColor(107, 116, 128)),
-            (24, (HEIGHT / 2) as i32),
-        );
-        let _ = root.present();
-    }
-    svg
+    plot::empty((WIDTH, HEIGHT), text)
 }
 
 /// Records handled and failed per tick, over the ticks' clocks. The legend sits above
@@ -35,59 +25,60 @@ pub(crate) fn ticks(runs: &[RecentRun]) -> String {
     let (Some(first), Some(last)) = (runs.first(), runs.last()) else {
         return empty("No tick yet.");
     };
-    let start = first.clock.timestamp() as f64;
-    let end = (last.clock.timestamp() as f64).max(start + 60.0);
+    // At least a minute wide, the ticks in the middle.
+    let (first, last) = (
+        first.clock.timestamp() as f64,
+        last.clock.timestamp() as f64,
+    );
+    let widen = (60.0 - (last - first)).max(0.0) / 2.0;
+    let (start, end) = (first - widen, last + widen);
     let pad = (end - start) * 0.03;
     let top = runs.iter().map(|r| r.selected).max().unwrap_or(0).max(1) as f64 * 1.1;
-    // Seconds while the ticks span under an hour, times of day under two days, dates
-    // beyond.
-    let layout = match end - start {
-        span if span < 3_600.0 => "%H:%M:%S",
-        span if span < 2.0 * 86_400.0 => "%H:%M",
-        _ => "%m-%d",
-    };
+    let (x_axis, layout) = plot::clock_axis((start - pad)..(end + pad));
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
         let _ = root.fill(&WHITE);
-        let (legend, body) = root.split_vertically(24);
-        let font = ("sans-serif", 12).into_font();
-        let _ = legend.draw(&Circle::new((60, 12), 4, HANDLED.filled()));
-        let _ = legend.draw(&Text::new("handled", (70, 5), font.clone()));
-        let _ = legend.draw(&Cross::new((150, 12), 4, FAILED.stroke_width(2)));
-        let _ = legend.draw(&Text::new("failed", (160, 5), font));
+        let (strip, body) = root.split_vertically(plot::LEGEND_HEIGHT);
+        let _ = plot::legend(
+            &strip,
+            (MARGIN + Y_LABELS) as i32,
+            &[
+                Entry {
+                    label: "handled".into(),
+                    colour: plot::PRIMARY,
+                    mark: Mark::Dot,
+                },
+                Entry {
+                    label: "failed".into(),
+                    colour: plot::FAILED,
+                    mark: Mark::Cross,
+                },
+            ],
+        );
         let built = ChartBuilder::on(&body)
-            .margin(10)
+            .margin(MARGIN)
             .x_label_area_size(28)
-            .y_label_area_size(44)
-            .build_cartesian_2d((start - pad)..(end + pad), 0f64..top);
+            .y_label_area_size(Y_LABELS)
+            .build_cartesian_2d(x_axis, 0f64..top);
         let Ok(mut chart) = built else {
             return empty("Cannot draw the ticks.");
         };
-        let _ = chart
-            .configure_mesh()
-            .x_labels(6)
+        let _ = plot::quiet_mesh(&mut chart.configure_mesh())
             .y_labels(5)
-            .x_label_formatter(&|t| {
-                chrono::DateTime::from_timestamp(*t as i64, 0)
-                    .map(|t| t.format(layout).to_string())
-                    .unwrap_or_default()
-            })
+            .x_label_formatter(&|t| plot::clock_label(*t, layout))
             .y_label_formatter(&|n| format!("{n:.0}"))
             .y_desc("records per tick")
-            .light_line_style(RGBColor(243, 244, 246))
-            .bold_line_style(RGBColor(229, 231, 235))
-            .label_style(("sans-serif", 11))
             .draw();
         let x = |r: &RecentRun| r.clock.timestamp() as f64;
         let _ = chart.draw_series(
             runs.iter()
-                .map(|r| Circle::new((x(r), r.selected as f64), 3, HANDLED.filled())),
+                .map(|r| Circle::new((x(r), r.selected as f64), 3, plot::PRIMARY.filled())),
         );
         let _ = chart.draw_series(
             runs.iter()
                 .filter(|r| r.failed > 0)
-                .map(|r| Cross::new((x(r), r.failed as f64), 4, FAILED.stroke_width(2))),
+                .map(|r| Cross::new((x(r), r.failed as f64), 4, plot::FAILED.stroke_width(2))),
         );
         let _ = root.present();
     }
@@ -120,15 +111,14 @@ pub(crate) fn backlog(status: &Status, pending: &[String]) -> String {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
         let _ = root.fill(&WHITE);
         let built = ChartBuilder::on(&root)
-            .margin(10)
+            .margin(MARGIN)
             .x_label_area_size(32)
-            .y_label_area_size(44)
+            .y_label_area_size(Y_LABELS)
             .build_cartesian_2d((0..bands.len()).into_segmented(), 0u64..top);
         let Ok(mut chart) = built else {
             return empty("Cannot draw the backlog.");
         };
-        let _ = chart
-            .configure_mesh()
+        let _ = plot::quiet_mesh(&mut chart.configure_mesh())
             .disable_x_mesh()
             .x_labels(bands.len())
             .x_label_formatter(&|v| match v {
@@ -137,9 +127,6 @@ pub(crate) fn backlog(status: &Status, pending: &[String]) -> String {
             })
             .y_desc("pending records")
             .y_labels(5)
-            .light_line_style(RGBColor(243, 244, 246))
-            .bold_line_style(RGBColor(229, 231, 235))
-            .label_style(("sans-serif", 11))
             .draw();
         let _ = chart.draw_series(bands.iter().enumerate().map(|(i, (_, n))| {
             let mut bar = Rectangle::new(
@@ -147,7 +134,7 @@ pub(crate) fn backlog(status: &Status, pending: &[String]) -> String {
                     (SegmentValue::Exact(i), 0),
                     (SegmentValue::Exact(i + 1), *n),
                 ],
-                BARS.filled(),
+                plot::BARS.filled(),
             );
             bar.set_margin(0, 0, 8, 8);
             bar
@@ -155,8 +142,8 @@ pub(crate) fn backlog(status: &Status, pending: &[String]) -> String {
         let _ = chart.draw_series(bands.iter().enumerate().map(|(i, (_, n))| {
             Text::new(
                 n.to_string(),
-                (SegmentValue::CenterOf(i), *n + top / 40),
-                ("sans-serif", 11).into_font(),
+                (SegmentValue::CenterOf(i), *n),
+                plot::font(plot::TICK, plot::INK).pos(Pos::new(HPos::Center, VPos::Bottom)),
             )
         }));
         let _ = root.present();

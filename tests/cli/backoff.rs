@@ -343,11 +343,94 @@ fn plot_writes_an_svg_with_titles_axes_and_legend() {
         "exponential initial=1m",
         "buckets",
         "backlog.toml",
-        "time since the failure (h)",
+        "time since the failure (log scale)",
         "retry 1",
         "retry 8+",
-        "retries per 0.1 h (peak",
+        "most retries in one minute (peak",
     ] {
         assert!(svg.contains(text), "the SVG shows {text:?}");
+    }
+}
+
+/// The texts of an SVG that plotters wrote, with their x positions.
+fn texts(svg: &str) -> Vec<(f64, String)> {
+    svg.split("<text ")
+        .skip(1)
+        .filter_map(|element| {
+            let x = element
+                .split("x=\"")
+                .nth(1)?
+                .split('"')
+                .next()?
+                .parse()
+                .ok()?;
+            let (_, body) = element.split_once('>')?;
+            let (text, _) = body.split_once("</text>")?;
+            Some((x, text.trim().to_string()))
+        })
+        .collect()
+}
+
+/// Writes `backoff plot` with `args` in a fresh folder: the SVG's text.
+fn plot(args: &[&str]) -> String {
+    let env = Env::new();
+    env.write_schedule(&crate::harness::Schedule::default());
+    let mut all = vec!["backoff", "plot", "--out", "plot.svg"];
+    all.extend_from_slice(args);
+    env.backlog(&all).assert().success();
+    std::fs::read_to_string(env.path("plot.svg")).unwrap()
+}
+
+#[test]
+fn the_default_plot_is_small() {
+    let svg = plot(&[]);
+    assert!(svg.len() < 200_000, "{} bytes", svg.len());
+    let thousand = plot(&["--records", "1000", "--horizon", "7d"]);
+    assert!(thousand.len() < 250_000, "{} bytes", thousand.len());
+}
+
+#[test]
+fn a_year_long_schedule_reads_in_human_units_across_orders_of_magnitude() {
+    let svg = plot(&["--schedule", "backlog.toml", "--horizon", "360d"]);
+    let labels: Vec<String> = texts(&svg).into_iter().map(|(_, t)| t).collect();
+    for tick in ["1m", "10m", "1h", "1d", "7d", "30d"] {
+        assert!(
+            labels.iter().any(|l| l == tick),
+            "a tick at {tick}: {labels:?}"
+        );
+    }
+    assert!(
+        labels
+            .iter()
+            .any(|l| l == "time since the failure (log scale)")
+    );
+    let marks = svg.matches("<path").count() + svg.matches("<circle").count();
+    assert!(
+        marks < 20,
+        "retries merged into a few paths, not {marks} elements"
+    );
+}
+
+#[test]
+fn the_columns_share_one_y_range() {
+    let svg = plot(&[]);
+    let width: f64 = svg
+        .split("width=\"")
+        .nth(1)
+        .and_then(|w| w.split('"').next())
+        .and_then(|w| w.parse().ok())
+        .unwrap();
+    let columns = 4;
+    // Each column's numeric tick labels (jobs and load), in the order drawn.
+    let mut numbers = vec![Vec::new(); columns];
+    for (x, text) in texts(&svg) {
+        if text.parse::<u64>().is_ok() {
+            let column = ((x / (width / columns as f64)) as usize).min(columns - 1);
+            numbers[column].push(text);
+        }
+    }
+    assert!(numbers[0].len() > 6, "{numbers:?}");
+    for column in &numbers[1..] {
+        assert_eq!(column, &numbers[0], "the same ticks in every column");
     }
 }
