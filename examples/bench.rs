@@ -12,10 +12,19 @@
 //! 2. The batch handler with a trivial process, the per-record command handler, and the
 //!    tick a user writes by hand today (Python's sqlite3 module).
 //! 3. A tick over an empty band of a 10,000-row and a 10,000,000-row table.
+//! 4. The history of attempts (`backlog_attempts`) against the engine without it: the
+//!    same no-op tick with `[history]` off (`keep = 0`), as by default (failures only,
+//!    so a tick of successes writes no attempt and pays for timing each record), with
+//!    `record = "all"` (an attempt row a record), and with a handler that fails every
+//!    record (an attempt row a record, and the record kept from later ticks), also with
+//!    the history off to tell the two apart. Rounds as for the engine, the floor first,
+//!    the ticks in an order that turns by one each round.
 //!
-//! `BENCH_ONLY=engine` runs only the floor and the engine, `BENCH_ONLY=batch` stops
-//! after the batch handlers. `BENCH_ONE=engine` (or `floor`, `perl`) runs one tick
-//! (or the floor) once on a fresh copy, for a profiler:
+//! `BENCH_ONLY=engine` runs only the floor and the engine, `BENCH_ONLY=history` only
+//! the floor and the ticks of the history, `BENCH_ONLY=batch` stops after the batch
+//! handlers. `BENCH_ONE=engine` (or `floor`, `perl`, or a tick of the history bench:
+//! `off`, `all`, `fails`) runs one tick (or the floor) once on a fresh copy, for a
+//! profiler:
 //! `BENCH_ONE=engine perf record -g target/release/examples/bench`; `BENCH_ONE=fixed`
 //! times ticks of 1 and 1,000 records, what a tick costs beyond its records. Each tick
 //! and floor also prints its wall and CPU seconds on stderr.
@@ -23,7 +32,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use backlog::config::{HandlerConfig, HandlerMode};
+use backlog::config::{HandlerConfig, HandlerMode, HistoryConfig, HistoryRecord};
 use backlog::schedule::{Cadence, Schedule, Tier};
 use backlog::store::SqliteStore;
 use backlog::{BandMode, FnHandler, Outcome, TableConfig, TickOptions, process_backlog};
@@ -230,6 +239,161 @@ fn memory_child(path: &Path) {
     println!("{n} {}", peak_kib());
 }
 
+/// The rows of `backlog_attempts` and of `backlog_tried` (records kept from later ticks)
+/// in the database at `path`, after a tick.
+fn own_rows(path: &Path) -> (u64, u64) {
+    let db = Connection::open(path).unwrap();
+    let count = |table: &str| {
+        db.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| {
+            r.get::<_, i64>(0)
+        })
+        .map_or(0, |n| n as u64)
+    };
+    (count("backlog_attempts"), count("backlog_tried"))
+}
+
+/// What two `Instant::now()` readings cost here, in nanoseconds: the inline path
+/// times each record with them.
+fn two_readings_ns() -> f64 {
+    let n = 2_000_000u32;
+    let started = Instant::now();
+    for _ in 0..n {
+        let t = std::hint::black_box(Instant::now());
+        std::hint::black_box(t.elapsed());
+    }
+    started.elapsed().as_secs_f64() * 1e9 / f64::from(n)
+}
+
+/// A tick of the history bench: its name, whether its handler fails every record, and
+/// the history it keeps.
+struct HistoryCase {
+    name: &'static str,
+    fails: bool,
+    history: HistoryConfig,
+}
+
+fn history_cases() -> Vec<HistoryCase> {
+    let off = HistoryConfig {
+        keep: Duration::ZERO,
+        ..HistoryConfig::default()
+    };
+    vec![
+        HistoryCase {
+            name: "history off (keep = 0)",
+            fails: false,
+            history: off.clone(),
+        },
+        HistoryCase {
+            name: "default (failures only)",
+            fails: false,
+            history: HistoryConfig::default(),
+        },
+        HistoryCase {
+            name: "record = all",
+            fails: false,
+            history: HistoryConfig {
+                record: HistoryRecord::All,
+                ..HistoryConfig::default()
+            },
+        },
+        HistoryCase {
+            name: "every record fails, default",
+            fails: true,
+            history: HistoryConfig::default(),
+        },
+        HistoryCase {
+            name: "every record fails, off",
+            fails: true,
+            history: off,
+        },
+    ]
+}
+
+/// The floor and the ticks of `history_cases`, `rounds` times on fresh copies of
+/// `source`; prints each round, then each tick's median records/s and its ratios to
+/// the history-off tick and to the floor of the same round (median, min–max).
+fn history_bench(source: &Path, work: &Path, rounds: usize) {
+    let cases = history_cases();
+    // Per case: records/s, ratio to off, ratio to the floor.
+    let mut figures: Vec<[Vec<f64>; 3]> = cases.iter().map(|_| Default::default()).collect();
+    let mut floors = Vec::new();
+    for round in 0..rounds {
+        copy(source, work);
+        let (floor_rps, n) = floor(work, "*");
+        floors.push(floor_rps);
+        let mut rps = vec![0.0; cases.len()];
+        let mut order = Vec::new();
+        for k in 0..cases.len() {
+            let i = (round + k) % cases.len();
+            let case = &cases[i];
+            copy(source, work);
+            let tune = |o: &mut TickOptions| o.history = case.history.clone();
+            let (r, m) = if case.fails {
+                tick_with(
+                    work,
+                    &mut FnHandler(|_: &backlog::Record| Outcome::Error),
+                    tune,
+                )
+            } else {
+                tick_with(
+                    work,
+                    &mut FnHandler(|_: &backlog::Record| Outcome::Success),
+                    tune,
+                )
+            };
+            assert_eq!(n, m, "every tick and the floor cover the same band");
+            let (attempts, tried) = own_rows(work);
+            eprintln!(
+                "  {}: {attempts} attempt rows, {tried} kept from later ticks",
+                case.name
+            );
+            rps[i] = r;
+            order.push(i + 1);
+        }
+        println!(
+            "round {}: {n} records; floor {floor_rps:>7.0}/s; ticks in the order {order:?}",
+            round + 1
+        );
+        for (i, case) in cases.iter().enumerate() {
+            let (of_off, of_floor) = (rps[i] / rps[0], rps[i] / floor_rps);
+            println!(
+                "  {}. {:<28} {:>7.0}/s = {of_off:.3} of off, {of_floor:.3} of the floor",
+                i + 1,
+                case.name,
+                rps[i]
+            );
+            figures[i][0].push(rps[i]);
+            figures[i][1].push(of_off);
+            figures[i][2].push(of_floor);
+        }
+    }
+    let spread = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        (v[v.len() / 2], v[0], v[v.len() - 1])
+    };
+    let (floor_median, floor_min, floor_max) = spread(&floors);
+    println!(
+        "history of attempts over {rounds} rounds (median, min–max): floor {floor_median:.0}/s ({floor_min:.0}–{floor_max:.0})"
+    );
+    for (case, [rps, of_off, of_floor]) in cases.iter().zip(&figures) {
+        let (r, r0, r1) = spread(rps);
+        let (o, o0, o1) = spread(of_off);
+        let (f, f0, f1) = spread(of_floor);
+        println!(
+            "  {:<28} {r:>7.0}/s ({r0:.0}–{r1:.0}); {o:.3} of off ({o0:.3}–{o1:.3}); {f:.3} of the floor ({f0:.3}–{f1:.3})",
+            case.name
+        );
+    }
+    let off_median = spread(&figures[0][0]).0;
+    let two = two_readings_ns();
+    println!(
+        "two Instant::now() readings: {two:.1} ns, {:.1} % of a record's {:.0} ns with the history off",
+        two * off_median / 1e7,
+        1e9 / off_median
+    );
+}
+
 fn main() {
     let dir = PathBuf::from(
         std::env::args()
@@ -252,6 +416,27 @@ fn main() {
                 floor(&work, "*");
             }
             "none" => {}
+            "off" | "all" | "fails" => {
+                let case = &history_cases()[match one.as_str() {
+                    "off" => 0,
+                    "all" => 2,
+                    _ => 3,
+                }];
+                let tune = |o: &mut TickOptions| o.history = case.history.clone();
+                if case.fails {
+                    tick_with(
+                        &work,
+                        &mut FnHandler(|_: &backlog::Record| Outcome::Error),
+                        tune,
+                    );
+                } else {
+                    tick_with(
+                        &work,
+                        &mut FnHandler(|_: &backlog::Record| Outcome::Success),
+                        tune,
+                    );
+                }
+            }
             "perl" => {
                 let mut perl =
                     command_handler(&dir, &["perl", "-ne", PERL_ANSWERER], HandlerMode::Batch);
@@ -307,6 +492,11 @@ fn main() {
         .ok()
         .and_then(|r| r.parse().ok())
         .unwrap_or(5);
+    let only = std::env::var("BENCH_ONLY").unwrap_or_default();
+    if only == "history" {
+        history_bench(&source, &work, rounds);
+        return;
+    }
     type Tune = fn(&mut TickOptions);
     let engine_tick = |tune: Tune| {
         copy(&source, &work);
@@ -352,9 +542,10 @@ fn main() {
     );
 
     // `BENCH_ONLY=engine` stops here, for profiling the engine alone.
-    if std::env::var("BENCH_ONLY").as_deref() == Ok("engine") {
+    if only == "engine" {
         return;
     }
+    history_bench(&source, &work, rounds);
 
     let answerer = dir.join("answer.py");
     std::fs::write(
@@ -390,7 +581,7 @@ fn main() {
     );
 
     // `BENCH_ONLY=batch` stops here.
-    if std::env::var("BENCH_ONLY").as_deref() == Ok("batch") {
+    if only == "batch" {
         return;
     }
 

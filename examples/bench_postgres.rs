@@ -10,10 +10,15 @@
 //! - Runners: N threads, each a tick of its own (its own connections, claims and
 //!   heartbeat, as N processes on N hosts would have) over the same band of about
 //!   70,000 pending records, with an in-process handler that does nothing.
+//! - History of attempts (`backlog_attempts`), one runner: the same tick with
+//!   `[history]` off (`keep = 0`), as by default (failures only: nothing written for
+//!   successes), with `record = "all"`, and with a handler that fails every record (by
+//!   default, and with the history off), each against the floor measured in the same
+//!   round, for `BENCH_ROUNDS` rounds (3). `BENCH_ONLY=history` runs only these.
 
 use std::time::{Duration, Instant};
 
-use backlog::config::Config;
+use backlog::config::{Config, HistoryConfig, HistoryRecord};
 use backlog::{FnHandler, Outcome, TickOptions, process_backlog};
 use chrono::{DateTime, TimeZone, Utc};
 use postgres::{Client, NoTls};
@@ -62,6 +67,7 @@ fn reset(db: &mut Client) {
     .unwrap();
     db.batch_execute(r#"VACUUM ANALYZE "BACKLOG""#).unwrap();
     let _ = db.batch_execute("TRUNCATE backlog.backlog_claims, backlog.backlog_runs");
+    let _ = db.batch_execute("TRUNCATE backlog.backlog_attempts");
 }
 
 /// The band (1d, 32d] before `now`.
@@ -124,6 +130,111 @@ fn runners(config: &Config, n: usize) -> (f64, u64) {
     (handled as f64 / started.elapsed().as_secs_f64(), handled)
 }
 
+/// One tick in this thread with `history`, its handler failing every record if
+/// `fails`: records/s and records handled.
+fn history_tick(config: &Config, history: &HistoryConfig, fails: bool) -> (f64, u64) {
+    let mut store = backlog::store::open(&config.database, &config.table).unwrap();
+    let mut opts = TickOptions::new(Duration::from_secs(32 * 86_400), now());
+    opts.history = history.clone();
+    let outcome = if fails {
+        Outcome::Error
+    } else {
+        Outcome::Success
+    };
+    let started = Instant::now();
+    let summary = process_backlog(
+        &config.schedule,
+        &config.table,
+        store.as_mut(),
+        &mut FnHandler(move |_: &backlog::Record| outcome.clone()),
+        &opts,
+        &mut |_| {},
+    )
+    .unwrap();
+    (
+        summary.selected as f64 / started.elapsed().as_secs_f64(),
+        summary.selected,
+    )
+}
+
+/// The floor and one runner with each history, `rounds` times; prints each round,
+/// then the medians and spreads of records/s and of the ratios to the history-off
+/// tick and to the floor of the same round.
+fn history_bench(db: &mut Client, config: &Config, rounds: usize) {
+    let off = HistoryConfig {
+        keep: Duration::ZERO,
+        ..HistoryConfig::default()
+    };
+    let all = HistoryConfig {
+        record: HistoryRecord::All,
+        ..HistoryConfig::default()
+    };
+    let cases: [(&str, HistoryConfig, bool); 5] = [
+        ("history off (keep = 0)", off.clone(), false),
+        ("default (failures only)", HistoryConfig::default(), false),
+        ("record = all", all, false),
+        (
+            "every record fails, default",
+            HistoryConfig::default(),
+            true,
+        ),
+        ("every record fails, off", off, true),
+    ];
+    let mut figures: Vec<[Vec<f64>; 3]> = cases.iter().map(|_| Default::default()).collect();
+    // Untimed: the first tick of a database makes the tool's tables.
+    reset(db);
+    let (warm, _) = history_tick(config, &HistoryConfig::default(), false);
+    eprintln!("  a first tick, untimed: {warm:.0} records/s");
+    for round in 0..rounds {
+        reset(db);
+        let (floor_rps, n) = floor(db);
+        let mut rps = vec![0.0; cases.len()];
+        let mut order = Vec::new();
+        for k in 0..cases.len() {
+            let i = (round + k) % cases.len();
+            let (name, history, fails) = &cases[i];
+            reset(db);
+            let (r, m) = history_tick(config, history, *fails);
+            assert_eq!(n, m, "every tick and the floor cover the same band");
+            let attempts: i64 = db
+                .query_one("SELECT count(*) FROM backlog.backlog_attempts", &[])
+                .map_or(0, |r| r.get(0));
+            eprintln!("  {name}: {attempts} attempt rows");
+            rps[i] = r;
+            order.push(i + 1);
+        }
+        println!(
+            "round {}: {n} records; floor {floor_rps:>7.0}/s; ticks in the order {order:?}",
+            round + 1
+        );
+        for (i, (name, _, _)) in cases.iter().enumerate() {
+            let (of_off, of_floor) = (rps[i] / rps[0], rps[i] / floor_rps);
+            println!(
+                "  {}. {name:<28} {:>7.0}/s = {of_off:.3} of off, {of_floor:.3} of the floor",
+                i + 1,
+                rps[i]
+            );
+            figures[i][0].push(rps[i]);
+            figures[i][1].push(of_off);
+            figures[i][2].push(of_floor);
+        }
+    }
+    let spread = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        (v[v.len() / 2], v[0], v[v.len() - 1])
+    };
+    println!("history of attempts, one runner, over {rounds} rounds (median, min–max):");
+    for ((name, _, _), [rps, of_off, of_floor]) in cases.iter().zip(&figures) {
+        let (r, r0, r1) = spread(rps);
+        let (o, o0, o1) = spread(of_off);
+        let (f, f0, f1) = spread(of_floor);
+        println!(
+            "  {name:<28} {r:>7.0}/s ({r0:.0}–{r1:.0}); {o:.3} of off ({o0:.3}–{o1:.3}); {f:.3} of the floor ({f0:.3}–{f1:.3})"
+        );
+    }
+}
+
 fn main() {
     let Ok(admin) = std::env::var("BENCH_PG") else {
         eprintln!(
@@ -174,6 +285,18 @@ limit = 1000000
     .unwrap();
     let config = Config::load(&file).unwrap();
 
+    let rounds: usize = std::env::var("BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(3);
+    if std::env::var("BENCH_ONLY").as_deref() == Ok("history") {
+        history_bench(&mut db, &config, rounds);
+        drop(db);
+        server
+            .batch_execute(&format!("DROP DATABASE {DB} WITH (FORCE)"))
+            .unwrap();
+        return;
+    }
     let (floor_rps, n) = floor(&mut db);
     println!("floor (one transaction, an UPDATE per row): {n} records, {floor_rps:>8.0} records/s");
     for n in [1, 2, 4, 8] {
@@ -185,6 +308,7 @@ limit = 1000000
             rps / floor_rps
         );
     }
+    history_bench(&mut db, &config, rounds);
     drop(db);
     server
         .batch_execute(&format!("DROP DATABASE {DB} WITH (FORCE)"))
