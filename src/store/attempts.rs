@@ -82,6 +82,14 @@ pub(super) fn write(
 ) -> Result<(), StoreError> {
     const WIDTH: usize = 12;
     let context = "writing backlog_attempts";
+    // The statement of a full chunk is built once: its text is the cache's key.
+    let insert = |rows: usize| {
+        format!(
+            "INSERT INTO {s}backlog_attempts (table_name, record_id, run_id, window_secs, started_ms, took_ms, status, outcome, code, signal, detail, output) VALUES {}",
+            rows_of(rows, WIDTH, 1)
+        )
+    };
+    let full = insert(ROWS_PER_INSERT.min(attempts.len()));
     for chunk in attempts.chunks(ROWS_PER_INSERT) {
         let mut params: Vec<Value> = Vec::with_capacity(chunk.len() * WIDTH);
         for (a, lost) in chunk {
@@ -100,11 +108,14 @@ pub(super) fn write(
                 a.output.as_str().into(),
             ]);
         }
-        let sql_text = format!(
-            "INSERT INTO {s}backlog_attempts (table_name, record_id, run_id, window_secs, started_ms, took_ms, status, outcome, code, signal, detail, output) VALUES {}",
-            rows_of(chunk.len(), WIDTH, 1)
-        );
-        sql.execute(&sql_text, &params).map_err(failed(context))?;
+        let partial;
+        let text = if chunk.len() == ROWS_PER_INSERT.min(attempts.len()) {
+            &full
+        } else {
+            partial = insert(chunk.len());
+            &partial
+        };
+        sql.execute(text, &params).map_err(failed(context))?;
     }
     // A record's attempts beyond its newest `max_per_record`, for the records just
     // written only: an index range each.
