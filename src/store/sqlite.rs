@@ -766,21 +766,40 @@ impl Store for SqliteStore {
         limit: usize,
     ) -> Result<Vec<Record>, StoreError> {
         let sql = self.sql();
-        let list = (0..statuses.len())
-            .map(|i| format!("?{}", i + 3))
-            .collect::<Vec<_>>()
-            .join(", ");
+        // As the band's pages: one status at a time where several at once would sort
+        // every record of those statuses (see `Statements::by_status`).
+        let one_at_a_time = sql.by_status && statuses.len() > 1;
+        let list = if one_at_a_time {
+            "?3".to_string()
+        } else {
+            (0..statuses.len())
+                .map(|i| format!("?{}", i + 3))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         let query = format!(
             "SELECT * FROM {t} WHERE {st} IN ({list}) AND {ins} IS NOT NULL AND (?2 IS NULL OR {ins} < ?2) ORDER BY {ins} ASC LIMIT ?1",
             t = sql.table,
             st = sql.status,
             ins = sql.inserted_at
         );
+        let limit_n = limit;
         let limit = limit as i64;
         let before = before.map(|t| self.format().encode(t));
         let mut params: Vec<&dyn ToSql> = vec![&limit, &before];
-        params.extend(statuses.iter().map(|p| p as &dyn ToSql));
-        self.records(&query, &params)
+        if !one_at_a_time {
+            params.extend(statuses.iter().map(|p| p as &dyn ToSql));
+            return self.records(&query, &params);
+        }
+        let mut merged = Vec::new();
+        for status in statuses {
+            params.truncate(2);
+            params.push(status);
+            merged.extend(self.records(&query, &params)?);
+        }
+        merged.sort_unstable_by(|a, b| a.inserted_at().cmp(&b.inserted_at()));
+        merged.truncate(limit_n);
+        Ok(merged)
     }
 
     fn find(&mut self, id: &str) -> Result<Option<Record>, StoreError> {
@@ -814,10 +833,14 @@ impl Store for SqliteStore {
             .map_err(db("explaining the band query"))?;
         let detail = detail.join("; ");
         let ins = &self.table.inserted_at;
-        let uses_index = detail.contains("USING")
-            && detail
-                .to_ascii_uppercase()
-                .contains(&format!("({}>?", ins.to_ascii_uppercase()));
+        // A range on the inserted-at column, alone or after an equality on the status
+        // (an index on status and inserted-at, read one status at a time), and no sort.
+        let upper = detail.to_ascii_uppercase();
+        let ins_upper = ins.to_ascii_uppercase();
+        let uses_index = upper.contains("USING")
+            && (upper.contains(&format!("({ins_upper}>?"))
+                || upper.contains(&format!("AND {ins_upper}>?")))
+            && !upper.contains("TEMP B-TREE");
         let create_index = (!uses_index).then(|| {
             format!(
                 "CREATE INDEX {} ON {} ({});",

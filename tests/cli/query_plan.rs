@@ -107,4 +107,15 @@ fn a_status_and_date_index_is_read_one_status_at_a_time() {
     assert!(out.contains("selected 3, succeeded 3"), "{out}");
     let calls = std::fs::read_to_string(env.path("calls.log")).unwrap();
     assert_eq!(calls, "1\n2\n3\n", "newest first across both statuses");
+    // `doctor` sees the index range; `status` finds the oldest pending record the same
+    // way (one status at a time), record 4 (ERROR, two months old).
+    env.backlog(&["doctor"])
+        .assert()
+        .stdout(predicates::str::contains(
+            "ok   the band query reads an index range: SEARCH BACKLOG USING INDEX BACKLOG_BY_STATUS_DATE (STATUS=? AND DATE_INSERTED>? AND DATE_INSERTED<?)",
+        ));
+    env.backlog(&["status", "--now", crate::harness::NOW])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("oldest pending record: 4 "));
 }
