@@ -797,7 +797,7 @@ impl Store for SqliteStore {
             params.push(status);
             merged.extend(self.records(&query, &params)?);
         }
-        merged.sort_unstable_by(|a, b| a.inserted_at().cmp(&b.inserted_at()));
+        merged.sort_unstable_by_key(Record::inserted_at);
         merged.truncate(limit_n);
         Ok(merged)
     }
