@@ -22,8 +22,11 @@ pub const EXECUTE: u32 = 0o1;
 /// A user as the kernel judges its access: uid, primary group, supplementary groups.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Account {
+    /// The login name, as `crontab -u` takes it.
     pub name: String,
+    /// The user id.
     pub uid: u32,
+    /// The primary group id.
     pub gid: u32,
     /// Every group the user is in, the primary one included.
     pub groups: Vec<u32>,
@@ -38,11 +41,18 @@ pub enum Denied {
     /// for the account, which falls in `class` (`u`, `g` or `o`; `a` for root, who
     /// only needs one `x` bit anywhere to execute).
     Blocked {
+        /// The file or folder in the way.
         path: PathBuf,
+        /// The permission bits it lacks (`READ`, `WRITE`, `EXECUTE`, or'd).
         missing: u32,
+        /// Which of the path's owner (`u`), group (`g`) or others (`o`) the account counts
+        /// as there; `a` for root.
         class: char,
+        /// The path's mode as `ls -l` shows it (`drwxr-x---`), for the message.
         mode: String,
+        /// The path's owner, by name when the system has one, else the uid.
         owner: String,
+        /// The path's group, by name when the system has one, else the gid.
         group: String,
     },
 }

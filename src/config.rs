@@ -31,6 +31,7 @@ pub use history::{HistoryConfig, HistoryRecord};
 pub struct ConfigError {
     /// The file, with `:line:column` when the error points into it.
     pub file: PathBuf,
+    /// What is wrong, with the key and the fix where there is one.
     pub message: String,
 }
 
@@ -119,16 +120,30 @@ struct RawTier {
 /// The `[table]` section: names and status values of the user's table.
 #[derive(Debug, Clone)]
 pub struct TableConfig {
+    /// The user's table, as `table.name` writes it (PostgreSQL: optionally `schema.table`).
     pub name: String,
+    /// The column that identifies a record (`table.id`): pages and marks find records
+    /// by it.
     pub id: String,
+    /// The column holding each record's status (`table.status`): the only column of the
+    /// user's table the tool writes, unless `[retry]` names two more.
     pub status: String,
+    /// The column holding when the record was inserted (`table.inserted_at`): a
+    /// record's age, and so its band, is measured from it.
     pub inserted_at: String,
+    /// How the inserted-at values are written; `auto` detects it from the column.
     pub inserted_at_format: FormatSetting,
     /// The zone a `timestamp` (without time zone) column is written in; UTC if unset.
     pub inserted_at_timezone: Option<chrono_tz::Tz>,
+    /// The statuses a tick takes records in (`table.pending`): by default `NEW` and
+    /// `ERROR`, so a failed record is tried again as the schedule comes round.
     pub pending: Vec<String>,
+    /// The status a record gets when its handler succeeds (`table.success`).
     pub success: String,
+    /// The status a record gets when its handler fails, times out or crashes
+    /// (`table.error`), unless `handler.exit_codes` maps its exit code to another.
     pub error: String,
+    /// The `[retry]` section, if the file has one.
     pub retry: Option<RetryConfig>,
 }
 
@@ -150,6 +165,7 @@ impl TableConfig {
         }
     }
 
+    /// Whether a record with this status is one a tick takes (it is in `pending`).
     pub fn is_pending(&self, status: &str) -> bool {
         self.pending.iter().any(|p| p == status)
     }
@@ -188,9 +204,12 @@ pub struct HandlerConfig {
     /// The program and its arguments, as written (the program is resolved when the
     /// handler is built, so that loading a file never fails on a missing program).
     pub command: Vec<String>,
+    /// One process per record, or one long-lived process for many.
     pub mode: HandlerMode,
     /// Records handed to a batch handler at once.
     pub batch_size: usize,
+    /// How long one record's handler may run before it is killed and the record gets the
+    /// error status (batch mode: from when the tick waits for the batch's answers).
     pub timeout: Duration,
     /// Records in their handlers at once within one tick (batch mode: processes).
     pub concurrency: usize,
@@ -198,6 +217,8 @@ pub struct HandlerConfig {
     pub rate: Option<Rate>,
     /// Failures in a row after which a tick stops handing out records (the breaker).
     pub stop_after_failures: Option<u32>,
+    /// Variables added to the handler's environment, over those it inherits (`PATH` here
+    /// is also where the program is looked up).
     pub env: BTreeMap<String, String>,
     /// Exit codes that set a status of their own instead of the error status.
     pub exit_codes: BTreeMap<i32, String>,
@@ -210,10 +231,15 @@ pub struct Config {
     pub path: PathBuf,
     /// The folder relative paths in the file are resolved against.
     pub dir: PathBuf,
+    /// The `[database]` section.
     pub database: DatabaseConfig,
+    /// The `[table]` section.
     pub table: TableConfig,
+    /// The `[handler]` section.
     pub handler: HandlerConfig,
+    /// The tiers, bands, limits and time zone.
     pub schedule: Schedule,
+    /// The `[history]` section: which attempts `backlog_attempts` keeps.
     pub history: HistoryConfig,
 }
 

@@ -13,8 +13,12 @@ use rusqlite::{Connection, params};
 
 use crate::error::Error;
 
+/// The demo's schedule file, in the folder `init` writes to: the name `--schedule`
+/// defaults to, so the demo runs without it.
 pub const SCHEDULE_FILE: &str = "backlog.toml";
+/// The demo's SQLite backlog, beside the schedule file.
 pub const DATABASE_FILE: &str = "backlog.db";
+/// The demo's handler script, beside the schedule file.
 pub const HANDLER_FILE: &str = "handler.sh";
 /// Records in the demo backlog.
 pub const RECORDS: u32 = 400;

@@ -8,7 +8,9 @@ use crate::store;
 /// One check and its verdict.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Check {
+    /// Whether it passed; a failed check makes `doctor` exit 1.
     pub ok: bool,
+    /// What it found and, when it failed, what to do.
     pub message: String,
 }
 

@@ -13,19 +13,27 @@ use crate::store::StoreError;
 /// Everything that can stop `backlog` from doing what it was asked.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The schedule file is missing or invalid.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// The database, the table, its columns or the tool's own tables are not usable, or a
+    /// statement on them failed.
     #[error("{}: {source}", database)]
     Store {
+        /// The database it happened in, as messages show it (never with its password).
         database: String,
+        /// What went wrong there.
         source: StoreError,
     },
-    /// `file` is the schedule file the handler came from, when there is one.
+    /// The handler could not be built or could not run.
     #[error("{}{source}", file.as_ref().map(|f| format!("{f}: ")).unwrap_or_default())]
     Handler {
+        /// The schedule file the handler came from, when there is one.
         file: Option<String>,
+        /// What kept it from running.
         source: HandlerError,
     },
+    /// The crontab could not be read or written, or its backlog block is broken.
     #[error(transparent)]
     Crontab(#[from] CrontabError),
     /// `backlog doctor` found problems (it printed them).
@@ -45,9 +53,13 @@ pub enum Error {
     /// `status --check` found the backlog in trouble (it printed why on stdout).
     #[error("the check found the backlog {0:?}")]
     Check(crate::status::CheckLevel),
+    /// A file or a socket failed outside the database: writing the demo, reading the
+    /// dashboard's token file, binding its port…
     #[error("{context}: {source}")]
     Io {
+        /// What the tool was doing, with the path or address.
         context: String,
+        /// The system's error.
         source: std::io::Error,
     },
 }
@@ -90,6 +102,7 @@ impl Error {
         }
     }
 
+    /// The exit code `backlog` ends with for this error (see `ExitCode`).
     pub fn exit_code(&self) -> ExitCode {
         match self {
             Error::Config(_) => ExitCode::Schedule,

@@ -16,8 +16,11 @@ use crate::schedule::{BandMode, Cadence, Schedule};
 /// One tier, explained.
 #[derive(Debug, Clone, Serialize)]
 pub struct TierPlan {
+    /// The tier's 1-based number.
     pub tier: usize,
+    /// Its window, compact (`7d`).
     pub window: String,
+    /// Its cadence, as the schedule file writes it.
     pub cadence: String,
     /// Ages over this (from 0 when `"0s"`)…
     pub younger: String,
@@ -34,23 +37,29 @@ pub struct TierPlan {
 /// A schedule, explained.
 #[derive(Debug, Clone, Serialize)]
 pub struct Explanation {
+    /// Whether the bands are disjoint or cumulative.
     pub bands: BandMode,
+    /// Each tier, in the schedule's order.
     pub tiers: Vec<TierPlan>,
     /// Tries over a record's whole life, if it never succeeds.
     pub total_tries: f64,
     /// Past this age a record is never tried again.
     pub never_after: String,
+    /// What in the schedule may not do what its author meant: a band a record can pass
+    /// through untried, overlapping bands.
     pub warnings: Vec<String>,
 }
 
 /// When a record of a given age is tried next.
 #[derive(Debug, Clone, Serialize)]
 pub struct NextTry {
+    /// The age asked about, compact.
     pub age: String,
     /// The tier whose band holds the record now, if any.
     pub in_tier: Option<usize>,
     /// The tier that tries it next and when; absent when it is never tried again.
     pub by_tier: Option<usize>,
+    /// When that tier tries it (UTC); absent when it is never tried again.
     pub at: Option<DateTime<Utc>>,
 }
 

@@ -42,6 +42,8 @@
 //! with what only it needs (clap, progress bars, log output, signal handling, SVG
 //! plots); with `default-features = false` a tick builds without them.
 
+#![warn(missing_docs)]
+
 pub mod account;
 pub mod backoff;
 pub mod causes;

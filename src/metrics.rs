@@ -24,11 +24,16 @@ use crate::store::{DURATION_BUCKETS, DurationHistogram, RunTotals, Store, StoreE
 /// What the metrics are made of, read at one moment.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
+    /// Where the backlog stands: the gauges (records by status and band, the oldest
+    /// pending, each tier's last tick and lateness).
     pub status: Status,
+    /// The run log summed by tier and outcome: the counters.
     pub runs: Vec<RunTotals>,
+    /// How long handlers took, by tier, over the attempts kept.
     pub durations: Vec<DurationHistogram>,
-    /// Records live ticks hold, and failures kept from the ticks until their slot ends.
+    /// Records live ticks hold now.
     pub held: u64,
+    /// Failed records kept from every tick until their tier's slot ends.
     pub kept: u64,
     /// The statuses that are pending (`table.pending`).
     pub pending: Vec<String>,

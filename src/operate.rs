@@ -25,7 +25,9 @@ pub fn inspected(config: &Config) -> Result<Box<dyn Store>, Error> {
 /// One record as `backlog show` tells it.
 #[derive(Debug, Clone)]
 pub struct RecordView {
+    /// The record as the table holds it now.
     pub record: Record,
+    /// Its age at the `now` asked about; none when its inserted-at value cannot be read.
     pub age: Option<Duration>,
     /// Its status is one of `table.pending`.
     pub pending: bool,
@@ -109,8 +111,11 @@ pub enum Selection {
     /// The pending records of a status inserted before a time, oldest first, at most
     /// `limit`.
     Status {
+        /// Only records of this status, which must be one of `table.pending`.
         status: String,
+        /// Only records inserted before this.
         before: DateTime<Utc>,
+        /// At most this many.
         limit: usize,
     },
 }
@@ -118,7 +123,9 @@ pub enum Selection {
 /// The records a retry would hand over, and why the others are not retried.
 #[derive(Debug, Clone, Default)]
 pub struct RetryPlan {
+    /// The pending records found, in the selection's order.
     pub records: Vec<Record>,
+    /// One line per id left out, with why: no such record, or not pending.
     pub refused: Vec<String>,
 }
 

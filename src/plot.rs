@@ -21,6 +21,7 @@ pub const INK: RGBColor = RGBColor(31, 41, 55);
 pub const MUTED: RGBColor = RGBColor(107, 116, 128);
 /// Grid lines.
 pub const GRID: RGBColor = RGBColor(229, 231, 235);
+/// The finer grid lines, between the labelled ones.
 pub const GRID_LIGHT: RGBColor = RGBColor(243, 244, 246);
 /// Records handled, retries of one strategy: the main series.
 pub const PRIMARY: RGBColor = RGBColor(36, 87, 197);
@@ -41,9 +42,13 @@ pub const SERIES: [RGBColor; 8] = [
 ];
 
 /// Text sizes, in plotters' units (its SVG backend writes about 0.8 of them as pixels).
+/// This one: a picture's title.
 pub const TITLE: u32 = 24;
+/// A panel's caption, above its plotting area.
 pub const CAPTION: u32 = 18;
+/// Axis descriptions and legend entries.
 pub const LABEL: u32 = 15;
+/// Tick labels.
 pub const TICK: u32 = 14;
 
 /// A text style of the shared family.
@@ -82,15 +87,21 @@ where
 /// How a legend entry is drawn.
 #[derive(Debug, Clone, Copy)]
 pub enum Mark {
+    /// A filled circle, for a series of points.
     Dot,
+    /// An ×, for failures.
     Cross,
+    /// A filled square, for a series drawn as bars or cells.
     Square,
 }
 
 /// One legend entry.
 pub struct Entry {
+    /// What the entry names.
     pub label: String,
+    /// The series' colour.
     pub colour: RGBColor,
+    /// The shape drawn beside the label, as the series draws its points.
     pub mark: Mark,
 }
 
@@ -263,9 +274,11 @@ impl Ranged for TimeCoord {
 /// its ticks in human units.
 #[derive(Debug, Clone, Copy)]
 pub struct TimeAxis {
+    /// What the coordinate is: seconds, a unit of them, or their log.
     pub scale: Scale,
-    /// Seconds at the left and right edges.
+    /// Seconds at the left edge.
     pub low: f64,
+    /// Seconds at the right edge.
     pub high: f64,
 }
 

@@ -71,6 +71,7 @@ impl Rate {
         Ok(rate)
     }
 
+    /// Starts per second, whatever unit the rate was written in.
     pub fn per_second(&self) -> f64 {
         self.count / self.unit.seconds()
     }

@@ -138,9 +138,13 @@ impl Record {
 /// kept as base64 text, as handlers receive them.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Cell<'a> {
+    /// SQL NULL: `null` to the handler.
     Null,
+    /// SQLite's INTEGER storage class.
     Int(i64),
+    /// SQLite's REAL storage class.
     Real(f64),
+    /// Text, or a blob as base64.
     Text(&'a str),
 }
 
@@ -367,10 +371,13 @@ impl Columns {
         self.names().iter().map(String::as_str).zip(self.values())
     }
 
+    /// How many columns the row has.
     pub fn len(&self) -> usize {
         self.names().len()
     }
 
+    /// Whether there are no columns (a table always has some; `Columns` built by hand
+    /// may not).
     pub fn is_empty(&self) -> bool {
         self.names().is_empty()
     }

@@ -201,7 +201,9 @@ pub fn parse_cron(text: &str) -> Result<croner::Cron, String> {
 /// One tier of the schedule.
 #[derive(Debug, Clone)]
 pub struct Tier {
+    /// How far back the tier reaches: records up to this age are in its band.
     pub window: Duration,
+    /// When its ticks come: every so often, or a cron expression.
     pub cadence: Cadence,
     /// The most records one tick of this tier hands over; the schedule's limit if absent.
     pub limit: Option<u64>,
@@ -247,6 +249,8 @@ pub fn share(id: impl fmt::Display, k: u32) -> u64 {
 pub struct Schedule {
     /// Sorted by strictly increasing window.
     pub tiers: Vec<Tier>,
+    /// Whether each tier's band starts where the previous tier's window ends (disjoint),
+    /// or at age 0 (cumulative).
     pub bands: BandMode,
     /// The per-tick limit of tiers that set none.
     pub limit: u64,
@@ -258,7 +262,9 @@ pub struct Schedule {
 /// `younger` is zero.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Band {
+    /// Records older than this (or from age 0 when it is zero).
     pub younger: Duration,
+    /// Records up to this age, inclusive.
     pub older: Duration,
 }
 
@@ -269,6 +275,7 @@ pub struct Span {
     pub from: DateTime<Utc>,
     /// Records inserted before this (at or before when `to_inclusive`).
     pub to: DateTime<Utc>,
+    /// Set when the band starts at age 0, so a record is in it from the moment it exists.
     pub to_inclusive: bool,
 }
 

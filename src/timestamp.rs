@@ -38,7 +38,10 @@ pub enum FormatSetting {
 /// A sample of the column, as the store read it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Sample {
+    /// An integer value: Unix milliseconds from 10¹¹ up (1973 in milliseconds, the
+    /// year 5138 in seconds), Unix seconds below.
     Int(i64),
+    /// A text value, SQLite's layout or RFC 3339.
     Text(String),
     /// A value of another type (real, blob), named by its type.
     Other(String),
@@ -67,8 +70,11 @@ pub enum Offset {
 /// The resolved format of an inserted-at column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TimestampFormat {
+    /// Text, laid out so that bounds written in it sort like the stored values.
     Text(TextLayout),
+    /// Integer seconds since the Unix epoch.
     UnixSeconds,
+    /// Integer milliseconds since the Unix epoch.
     UnixMillis,
     /// A `timestamptz` column: bounds are bound as instants.
     Timestamptz,

@@ -27,10 +27,15 @@ impl Step {
 /// A delay moved by each outcome. The first attempt's delay is `initial`.
 #[derive(Debug, Clone)]
 pub struct Adaptive {
+    /// The delay after the first attempt, whatever its outcome (seconds).
     pub initial: f64,
+    /// How a failure moves the delay.
     pub on_failure: Step,
+    /// How a success moves the delay.
     pub on_success: Step,
+    /// The delay never goes below this (seconds).
     pub min: f64,
+    /// The delay never goes above this (seconds).
     pub max: f64,
 }
 

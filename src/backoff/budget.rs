@@ -9,6 +9,8 @@ use super::{Delay, FAILURE, Strategy};
 /// Retries stop being counted past this, so a strategy of zero delays still ends.
 const MOST: usize = 100_000;
 
+/// What a strategy costs in time when every attempt fails: the answer to "how many
+/// retries before the timeout" and "how long do n retries take".
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Budget {
     /// Retries whose waits add up to no more than the timeout.

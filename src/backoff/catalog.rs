@@ -11,6 +11,8 @@ pub type ClosedForm = Box<dyn Fn(f64) -> (usize, String)>;
 
 /// A strategy built from parameters.
 pub struct Built {
+    /// The strategy, with its parameters (and the shared `max_attempts`, `max_total`,
+    /// `jitter`) applied.
     pub strategy: Box<dyn Strategy>,
     /// The count of retries fitting in `t` seconds by formula, and the formula; none
     /// where there is no closed form, or a cap or jitter makes it wrong.

@@ -8,6 +8,7 @@ use super::{Delay, Outcome, Strategy};
 /// How randomness is mixed into an exponential delay `d` (AWS's names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Jitter {
+    /// No jitter: every delay is exactly `d`, so jobs that failed together retry together.
     None,
     /// Uniform in [0, d].
     Full,
@@ -18,13 +19,19 @@ pub enum Jitter {
     Decorrelated,
 }
 
+/// A delay that grows by a factor with each consecutive failure, up to a cap; a success
+/// resets it to the first delay.
 #[derive(Debug, Clone)]
 pub struct Exponential {
+    /// The first delay in seconds (in the httpx form: the backoff factor `b`).
     pub initial: f64,
+    /// What each further failure multiplies the delay by.
     pub factor: f64,
+    /// The cap on a delay, before jitter (seconds).
     pub max: f64,
     /// The httpx form: 0 for the first retry, then `initial·factorⁿ⁻²`.
     pub httpx: bool,
+    /// How randomness spreads the delays.
     pub jitter: Jitter,
 }
 

@@ -27,7 +27,9 @@ pub use simulation::{Contender, Report, Scenario, retry_times, simulate};
 
 /// What an attempt did.
 pub type Outcome = bool;
+/// The attempt failed: the strategy waits, or gives up.
 pub const FAILURE: Outcome = false;
+/// The attempt succeeded (strategies that react to recovery, such as LIMD, use it).
 pub const SUCCESS: Outcome = true;
 
 /// The wait after an attempt.
@@ -40,6 +42,7 @@ pub enum Delay {
 }
 
 impl Delay {
+    /// The wait in seconds; none for giving up.
     pub fn seconds(self) -> Option<f64> {
         match self {
             Delay::Wait(s) => Some(s),
@@ -94,6 +97,7 @@ impl Strategy for Fixed {
 
 /// Limits and jitter around any strategy.
 pub struct Limited<S> {
+    /// The strategy whose delays are limited and jittered.
     pub inner: S,
     /// Give up once this many attempts were made.
     pub max_attempts: Option<usize>,
@@ -104,6 +108,7 @@ pub struct Limited<S> {
 }
 
 impl<S> Limited<S> {
+    /// No limits and no jitter, until the fields are set.
     pub fn new(inner: S) -> Self {
         Limited {
             inner,

@@ -18,6 +18,7 @@ use crate::plot::{self, Entry, Mark, Marks, Scale, TimeAxis, TimeCoord};
 
 /// One strategy's retries, ready to draw.
 pub struct Panel {
+    /// What the column is headed with: the strategy as given, or the schedule file.
     pub title: String,
     /// For each job, the times of its retries, in seconds from the failure.
     pub retries: Vec<Vec<f64>>,

@@ -9,7 +9,10 @@ use super::{Delay, Outcome, Strategy};
 use crate::explain::next_attempt;
 use crate::schedule::Schedule;
 
+/// The progressive schedule seen as a retry strategy for one record, so that
+/// `backoff delays --schedule` answers for it as for the other strategies.
 pub struct Progressive<'a> {
+    /// The schedule whose tiers' ticks try the record.
     pub schedule: &'a Schedule,
     /// When the record was inserted.
     pub inserted: DateTime<Utc>,

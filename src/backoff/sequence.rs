@@ -7,10 +7,16 @@ use std::f64::consts::PI;
 
 use super::{Delay, Outcome, Strategy};
 
+/// Which curve gives the delay after the n-th consecutive failure.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum SequenceKind {
     /// a, b, a+b, …
-    Fibonacci { first: f64, second: f64 },
+    Fibonacci {
+        /// The delay after the first failure (seconds).
+        first: f64,
+        /// The delay after the second failure (seconds).
+        second: f64,
+    },
     /// `1440·(2/π)·arctan(n³/15)` minutes: fast growth that flattens below a day.
     Arctan,
     /// Sidekiq: `n⁴ + 15 + rand(10·(n+1))` seconds, n counting retries from 0.
@@ -19,8 +25,10 @@ pub enum SequenceKind {
     Buckets,
 }
 
+/// A delay that follows a fixed curve of the failure count, capped.
 #[derive(Debug, Clone)]
 pub struct Sequence {
+    /// The curve.
     pub kind: SequenceKind,
     /// Every delay is at most this (seconds).
     pub max: f64,
@@ -34,6 +42,7 @@ pub fn arctan_minutes(n: u32) -> f64 {
 }
 
 impl Sequence {
+    /// The curve, uncapped, with no wait after a success.
     pub fn new(kind: SequenceKind) -> Self {
         Sequence {
             kind,

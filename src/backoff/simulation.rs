@@ -24,6 +24,7 @@ use crate::schedule::Schedule;
 /// What the counterpart does and who suffers it.
 #[derive(Debug, Clone)]
 pub struct Scenario {
+    /// How many records fail at the start of the outage.
     pub records: usize,
     /// Seconds from the first failure until the counterpart answers again.
     pub outage: f64,
@@ -31,11 +32,14 @@ pub struct Scenario {
     pub arrival: f64,
     /// A record not through after this many seconds is counted as never.
     pub horizon: f64,
+    /// The seed of every random draw (jitter, arrivals, spread): the same seed, the same
+    /// report.
     pub seed: u64,
 }
 
 /// A way of retrying to compare.
 pub enum Contender<'a> {
+    /// A retry strategy, as `backoff delays` builds it.
     Strategy(&'a dyn Strategy),
     /// A progressive schedule: records are tried on its tiers' ticks; with a breaker,
     /// a tick stops after that many failures in a row.
@@ -45,12 +49,15 @@ pub enum Contender<'a> {
 /// How a contender did.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
+    /// The contender, as the table of `backoff simulate` names it.
     pub name: String,
     /// Calls made to the counterpart, per record, on average.
     pub calls_per_record: f64,
     /// Seconds from the end of the outage to each record's success.
     pub p50: Option<f64>,
+    /// The 99th percentile of those seconds; none when no record got through.
     pub p99: Option<f64>,
+    /// The longest of those seconds; none when no record got through.
     pub max: Option<f64>,
     /// Records whose strategy gave up.
     pub gave_up: usize,

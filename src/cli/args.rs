@@ -13,6 +13,7 @@ use super::man_page::ManArgs;
 use super::output::print_json_error;
 use crate::duration;
 
+/// The `backlog` command line, as clap parses it (its `about` is set on the command).
 #[derive(Debug, Parser)]
 #[command(
     name = "backlog",
@@ -20,6 +21,7 @@ use crate::duration;
     about = "Works through a database backlog on a progressive schedule"
 )]
 pub struct Cli {
+    /// The subcommand asked for.
     #[command(subcommand)]
     pub command: Command,
 }
@@ -33,6 +35,7 @@ pub struct Verbosity {
     pub verbose: u8,
 }
 
+/// The subcommands, one per thing a person (or cron) asks of the tool.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Write a schedule file, a demo SQLite backlog and a demo handler into DIR.
@@ -68,6 +71,7 @@ pub enum Command {
     Man(ManArgs),
 }
 
+/// The options of `backlog explain`.
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
     /// The schedule file.
@@ -87,6 +91,7 @@ pub struct ExplainArgs {
     pub json: bool,
 }
 
+/// The options of `backlog doctor`.
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
     /// The schedule file.
@@ -97,6 +102,7 @@ pub struct DoctorArgs {
     pub json: bool,
 }
 
+/// The options of `backlog status`.
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// The schedule file.
@@ -120,11 +126,13 @@ pub struct StatusArgs {
     pub critical_failures: Option<u64>,
 }
 
+/// The options of `backlog daemon`.
 #[derive(Debug, Args)]
 pub struct DaemonArgs {
     /// The schedule file; a change to it, or SIGHUP, reloads it.
     #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
     pub schedule: PathBuf,
+    /// How much it logs (`-v`, `-vv`).
     #[command(flatten)]
     pub verbosity: Verbosity,
     /// How log lines are written: text, or json for log collectors.
@@ -146,6 +154,7 @@ pub struct DaemonArgs {
     pub token_file: Option<PathBuf>,
 }
 
+/// The options of `backlog serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// The schedule file; it is read afresh for every page.
@@ -160,9 +169,12 @@ pub struct ServeArgs {
     pub token_file: Option<PathBuf>,
 }
 
+/// How log lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
+    /// Lines for a person to read: time, level, message and fields.
     Text,
+    /// One JSON object per line, for log collectors.
     Json,
 }
 
@@ -224,6 +236,7 @@ impl Cli {
     }
 }
 
+/// The options of `backlog crontab`.
 #[derive(Debug, Args)]
 pub struct CrontabArgs {
     /// The schedule file.
@@ -249,6 +262,7 @@ pub struct CrontabArgs {
     pub json: bool,
 }
 
+/// The options of `backlog init`.
 #[derive(Debug, Args)]
 pub struct InitArgs {
     /// The folder to write into (created if missing).
@@ -265,6 +279,7 @@ pub struct InitArgs {
     pub json: bool,
 }
 
+/// The options of `backlog run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The window of the tier to run, like 1d or 7d.
@@ -283,6 +298,7 @@ pub struct RunArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
+    /// How much it logs (`-v`, `-vv`).
     #[command(flatten)]
     pub verbosity: Verbosity,
     /// How log lines are written: text, or json for log collectors.

@@ -11,6 +11,7 @@ use crate::config::Config;
 use crate::duration;
 use crate::error::Error;
 
+/// The `backlog backoff` subcommands: retry strategies looked at outside any table.
 #[derive(Debug, Subcommand)]
 pub enum BackoffCommand {
     /// One delay per outcome (0 failure, 1 success), -1 for give up.

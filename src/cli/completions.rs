@@ -8,6 +8,7 @@ use super::args::Cli;
 use super::output::print;
 use crate::error::Error;
 
+/// The options of `backlog completions`.
 #[derive(Debug, Args)]
 pub struct CompletionsArgs {
     /// The shell to complete for.
@@ -19,8 +20,11 @@ pub struct CompletionsArgs {
 /// clap_complete writes for the usual places (zsh's `$fpath`, fish's completions folder).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Shell {
+    /// Bash (loaded with `source <(backlog completions bash)`).
     Bash,
+    /// Zsh (written to a folder on `$fpath`).
     Zsh,
+    /// Fish (written to fish's completions folder).
     Fish,
 }
 

@@ -8,6 +8,7 @@ use super::args::Cli;
 use super::output::print;
 use crate::error::Error;
 
+/// The options of `backlog man`.
 #[derive(Debug, Args)]
 pub struct ManArgs {
     /// The command whose page to print, like `run` or `backoff delays` [default: the

@@ -15,6 +15,7 @@ use crate::duration;
 use crate::error::Error;
 use crate::operate::{RecordView, RetryPlan, Selection, inspected};
 
+/// The options of `backlog show`.
 #[derive(Debug, Args)]
 pub struct ShowArgs {
     /// The record's id, as its table holds it.
@@ -33,6 +34,7 @@ pub struct ShowArgs {
     pub json: bool,
 }
 
+/// The options of `backlog retry`.
 #[derive(Debug, Args)]
 pub struct RetryArgs {
     /// The ids of the records to hand over now.
@@ -59,10 +61,12 @@ pub struct RetryArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    /// How much it logs (`-v`, `-vv`).
     #[command(flatten)]
     pub verbosity: Verbosity,
 }
 
+/// The options of `backlog pause`.
 #[derive(Debug, Args)]
 pub struct PauseArgs {
     /// The tier to pause, by its window [default: every tier].
@@ -83,6 +87,7 @@ pub struct PauseArgs {
     pub json: bool,
 }
 
+/// The options of `backlog resume`.
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
     /// The tier to resume, by its window [default: every pause of the table].

@@ -24,6 +24,8 @@ pub enum DatabaseUrl {
 /// of this type and of `DatabaseUrl` both use it.
 #[derive(Clone)]
 pub struct PostgresUrl {
+    /// The settings the driver connects with, password included: never print it (`shown`
+    /// is for messages).
     pub config: postgres::Config,
     /// `postgres://user@host:port/dbname?sslmode=…`, never with the password.
     pub shown: String,
@@ -74,8 +76,9 @@ impl fmt::Debug for DatabaseUrl {
 /// The `[database]` section, resolved.
 #[derive(Debug, Clone)]
 pub struct DatabaseConfig {
+    /// The SQLite file or PostgreSQL server holding the table and the tool's tables.
     pub url: DatabaseUrl,
-    /// How long a write waits for another writer's lock before giving up.
+    /// How long a write waits for another writer's lock before giving up (SQLite).
     pub busy_timeout: Duration,
     /// How long a tick's claim on a record outlives the tick's last heartbeat: the
     /// longest a killed tick's records wait before another tick may take them.

@@ -40,6 +40,7 @@ pub struct HistoryConfig {
     pub keep: Duration,
     /// The newest this many attempts of a record are kept.
     pub max_per_record: u32,
+    /// Whether failures only, or every attempt, are kept.
     pub record: HistoryRecord,
 }
 

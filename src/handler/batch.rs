@@ -104,6 +104,8 @@ impl Sent {
     }
 }
 
+/// Runs one long-lived program for many records (`handler.batch_size`), in the
+/// protocol above: the cost of starting a process is paid once, not per record.
 pub struct BatchHandler {
     program: PathBuf,
     args: Vec<String>,
@@ -121,6 +123,8 @@ pub struct BatchHandler {
     _tree: Tree,
 }
 impl BatchHandler {
+    /// Builds the handler of a schedule file whose folder is `dir`, finding the program as
+    /// `CommandHandler::new` does; the process starts with the first batch.
     pub fn new(config: &HandlerConfig, dir: &Path) -> Result<Self, HandlerError> {
         let (program, args) = config
             .command

@@ -141,11 +141,17 @@ pub struct Context<'a> {
 /// A handler could not run at all.
 #[derive(Debug, thiserror::Error)]
 pub enum HandlerError {
+    /// `handler.command`'s program is not there, or not executable: looked for beside
+    /// the schedule file when its name has a `/`, in `PATH` otherwise.
     #[error("handler.command: {0}")]
     NotFound(String),
+    /// The program was found but the system would not start it (permissions, a bad
+    /// interpreter line, too many processes).
     #[error("handler.command: cannot start {program}: {source}")]
     Spawn {
+        /// The program, as resolved.
         program: String,
+        /// Why the system refused.
         source: std::io::Error,
     },
     /// A handler in Rust panicked: its record was not answered, and the tick stops.

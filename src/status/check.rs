@@ -14,8 +14,13 @@ use crate::duration;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum CheckLevel {
+    /// Every tier ticks on time and nothing is past a threshold.
     Ok = 0,
+    /// Worth a look, not a page: a breaker tripped, a hold lapsed, a pause outlived its
+    /// `--until`, failures past `warn_failures`.
     Warning = 1,
+    /// Records are not being worked: a tier's last tick is older than twice its period,
+    /// it failed or was abandoned, or failures are past `critical_failures`.
     Critical = 2,
 }
 
@@ -23,13 +28,16 @@ pub enum CheckLevel {
 /// check warns, or is critical.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Thresholds {
+    /// Warn above this many failed attempts in the last 24 hours; none: never.
     pub warn_failures: Option<u64>,
+    /// Critical above this many failed attempts in the last 24 hours; none: never.
     pub critical_failures: Option<u64>,
 }
 
 /// The verdict, and why: the worst finding first.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Check {
+    /// The worst finding's level; `Ok` when there is none.
     pub level: CheckLevel,
     /// Each finding, with its own level.
     pub findings: Vec<(CheckLevel, String)>,

@@ -21,17 +21,24 @@ pub use check::{Check, CheckLevel, Thresholds, check};
 /// Records of one age range, by status.
 #[derive(Debug, Clone, Serialize)]
 pub struct AgeRow {
+    /// The ages it covers, as `status` prints them: `0 to 1h`, `over 1h up to 1d`,
+    /// `over 30d (never tried again)`, or the records stamped in the future.
     pub label: String,
     /// The tier whose windows bound this range, if any.
     pub tier: Option<usize>,
+    /// Records of the range by status; statuses with none may be missing.
     pub counts: BTreeMap<String, u64>,
 }
 
 /// The oldest pending record.
 #[derive(Debug, Clone, Serialize)]
 pub struct OldestPending {
+    /// Its id.
     pub id: crate::Scalar,
+    /// Its inserted-at value as the column holds it.
     pub inserted_at: String,
+    /// Its age at the status's `now`, roughly (`2d 13h`); none when the inserted-at value
+    /// cannot be read.
     pub age: Option<String>,
     /// Older than the last window: no tier tries it any more.
     pub never_tried_again: bool,
@@ -40,10 +47,16 @@ pub struct OldestPending {
 /// One tier's last tick and whether it is overdue.
 #[derive(Debug, Clone, Serialize)]
 pub struct TierStatus {
+    /// The tier's 1-based number.
     pub tier: usize,
+    /// Its window, compact (`7d`).
     pub window: String,
+    /// Its cadence, as the schedule file writes it.
     pub cadence: String,
+    /// Its last tick in the run log; none if it never ticked.
     pub last_tick: Option<RunRow>,
+    /// When the tick after the last one is due by the cadence (UTC); none before a first
+    /// tick.
     pub next_due: Option<DateTime<Utc>>,
     /// How late the tier is, past a grace of a minute or a tenth of its period.
     pub overdue_seconds: Option<u64>,
@@ -53,15 +66,24 @@ pub struct TierStatus {
     pub paused: Option<Pause>,
 }
 
+/// Where the backlog of a schedule file stands: what `backlog status` prints, and what
+/// `status --check`, the metrics and the web pages judge.
 #[derive(Debug, Clone, Serialize)]
 pub struct Status {
+    /// The database, as messages name it (never with its password).
     pub database: String,
+    /// The backlog table.
     pub table: String,
+    /// The clock the ages and the overdue times are measured from (UTC).
     pub now: DateTime<Utc>,
     /// Statuses in display order: pending first, then success, then the rest.
     pub statuses: Vec<String>,
+    /// One row per tier's age range, youngest first, with the records too old for any tier
+    /// and those stamped in the future in rows of their own.
     pub ages: Vec<AgeRow>,
+    /// The pending record inserted first, if any is pending.
     pub oldest_pending: Option<OldestPending>,
+    /// Each tier, in the schedule's order.
     pub tiers: Vec<TierStatus>,
     /// The pause of every tier, if there is one.
     pub paused: Option<Pause>,

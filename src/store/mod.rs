@@ -37,49 +37,85 @@ use crate::timestamp::TimestampFormat;
 /// What went wrong with the database, the table or the tool's own tables.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// The SQLite file named by `database.url` does not exist: opening a store never
+    /// creates the user's database, only the tool's tables in an existing one.
     #[error(
         "no such database file (set database.url in the schedule file; `backlog init` writes a demo)"
     )]
     NoDatabase,
+    /// The table named by `table.name` is not in the database.
     #[error(
         "no table {table:?} (set table.name in the schedule file){}",
         list("tables", available)
     )]
     NoTable {
+        /// The name looked for, as the schedule file spells it.
         table: String,
+        /// The tables the database does have, to pick the right one from.
         available: Vec<String>,
     },
+    /// `table.name` names a view (or another relation that is not a plain table), where
+    /// the statuses the tick writes would not stay.
     #[error(
         "{table:?} is a {kind}, not a table: a status written to it would not stick, and every tick would hand out the same rows again; set table.name to the table it reads"
     )]
-    NotATable { table: String, kind: &'static str },
+    NotATable {
+        /// The relation's name.
+        table: String,
+        /// What it is instead, as the database calls it (`view`, `materialized view`…).
+        kind: &'static str,
+    },
+    /// A column the schedule file names (id, status, inserted-at, `[retry]`'s `since`) is
+    /// not in the table.
     #[error(
         "table {table:?} has no column {column:?} (set {key} in the schedule file){}",
         list("columns", available)
     )]
     NoColumn {
+        /// The table, as the schedule file names it.
         table: String,
+        /// The column looked for.
         column: String,
+        /// The schedule-file key that named it, such as `table.inserted_at`: where to fix
+        /// it.
         key: &'static str,
+        /// The columns the table does have.
         available: Vec<String>,
     },
+    /// The inserted-at column (or `[retry]`'s `since` column) holds values that are not
+    /// timestamps, mixes formats or UTC offsets, or does not match
+    /// `table.inserted_at_format`: records would have no age, or a wrong one.
     #[error("column {column:?} of table {table:?} {problem}")]
     Timestamps {
+        /// The table, as the schedule file names it.
         table: String,
+        /// The column whose values cannot be read.
         column: String,
+        /// What is wrong with them, with the value or formats found.
         problem: String,
     },
+    /// PostgreSQL could not be reached or refused the login (or its TLS settings cannot
+    /// be used); the reason is worded for a person, with what to set.
     #[error("cannot connect: {reason}")]
-    Connect { reason: String },
+    Connect {
+        /// What failed and what to set, without the password.
+        reason: String,
+    },
+    /// The tool's own tables are of another schema version, a table named like one of
+    /// them is not the tool's, or the database answered in a shape the tool cannot read.
     #[error("{0}")]
     Schema(String),
     /// The tick's hold on its records ran out (it was paused or cut off for longer
     /// than the lease): another tick may have taken them.
     #[error("{0}")]
     HoldLapsed(String),
+    /// A statement failed for a reason the tool does not interpret (lock timeout, lost
+    /// connection, permissions…).
     #[error("{context}: {source}")]
     Database {
+        /// What the tool was doing, such as "reading backlog_claims".
         context: String,
+        /// The driver's error.
         source: Box<dyn std::error::Error + Send + Sync>,
     },
 }
@@ -169,7 +205,9 @@ fn list(what: &str, names: &[String]) -> String {
 pub struct BandQuery {
     /// Inclusive lower bound (the oldest inserted-at value in the band).
     pub from: Scalar,
+    /// Exclusive upper bound (the newest inserted-at value), inclusive when `to_inclusive`.
     pub to: Scalar,
+    /// Set when the band reaches age 0, so a record is taken from the moment it exists.
     pub to_inclusive: bool,
     /// Take records that failed earlier in their tier's slot too, though they are
     /// kept from other ticks until the slot ends (`backlog run --retry-failed`).
@@ -184,7 +222,10 @@ pub struct BandQuery {
 /// newest first, by (inserted-at, id) descending.
 #[derive(Debug, Clone)]
 pub struct Cursor {
+    /// The inserted-at value of the page's last record.
     pub inserted_at: Scalar,
+    /// The id of the page's last record, which breaks ties between equal inserted-at
+    /// values.
     pub id: Scalar,
 }
 
@@ -249,13 +290,21 @@ impl Page {
 /// A tick as the run log records it when it starts.
 #[derive(Debug, Clone)]
 pub struct RunStart {
+    /// The tier's window (zero for `backlog retry`): which tier the run-log row is about.
     pub window: Duration,
+    /// The tier's 1-based number; none for a window no tier has, or a run that is no tick.
     pub tier: Option<usize>,
+    /// The band's lower age bound (exclusive, unless zero).
     pub younger: Duration,
+    /// The band's upper age bound (inclusive).
     pub older: Duration,
+    /// How the bands were computed: `disjoint` or `cumulative` (see `BandMode`), or
+    /// `retry` / `not started` for a run that is not a tick of a band.
     pub bands: &'static str,
     /// The tick's `now` (pinned or real).
     pub now: DateTime<Utc>,
+    /// The tick's name in holds and the run log, unique across hosts: `host/pid/ms/n`,
+    /// with the tick's start in Unix milliseconds and its number in the process.
     pub owner: String,
     /// The claims' lease: a run still `running` with no heartbeat for a whole lease was
     /// killed or cut off (its claims have run out), and `begin_run` closes it as
@@ -269,14 +318,21 @@ pub struct RunStart {
 /// How a tick ended, for the run log.
 #[derive(Debug, Clone, Default)]
 pub struct RunEnd {
+    /// Records handed to the handler.
     pub selected: u64,
+    /// Records marked with the success status.
     pub succeeded: u64,
+    /// Records marked with any other status.
     pub failed: u64,
+    /// Records of the band held by another tick, or marked by one since they were read.
     pub skipped: u64,
     /// Handled, but not marked: the tick no longer held them.
     pub lost: u64,
-    /// `done`, `stopped` (a signal ended it early), `tripped` (the breaker) or `failed`.
+    /// `done`, `stopped` (a signal ended it early), `tripped` (the breaker), `lapsed`
+    /// (its holds ran out) or `failed`.
     pub outcome: &'static str,
+    /// Why the tick did not end `done`: the error, the broken handler, the lapse or
+    /// the breaker's reason.
     pub error: Option<String>,
 }
 
@@ -284,9 +340,13 @@ pub struct RunEnd {
 /// `to` exclusive unless `to_inclusive`; an open end is unbounded.
 #[derive(Debug, Clone, Default)]
 pub struct Range {
+    /// Lower bound; unbounded when none.
     pub from: Option<Scalar>,
+    /// Leave out records inserted exactly at `from`.
     pub from_exclusive: bool,
+    /// Upper bound; unbounded when none.
     pub to: Option<Scalar>,
+    /// Count records inserted exactly at `to` too.
     pub to_inclusive: bool,
     /// Count only this many records of the range (any), a sample: what a tick looks at
     /// when its band held nothing pending, at a cost that does not grow with the band.
@@ -296,17 +356,31 @@ pub struct Range {
 /// The last tick of one window, from the run log.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct RunRow {
+    /// The run log's row id: the `run_id` of `backlog status` and `--json`.
     pub run_id: i64,
+    /// The tier's window in seconds; 0 for `backlog retry` runs.
     pub window_secs: u64,
     /// The tick's `now`.
     pub clock: DateTime<Utc>,
+    /// When the tick started by the runner's real clock (not `clock`), RFC 3339 UTC with
+    /// milliseconds.
     pub started_at: String,
+    /// When it ended, in the same form; none while it runs (or if it died unrecorded).
     pub finished_at: Option<String>,
+    /// Records handed to the handler.
     pub selected: u64,
+    /// Records marked with the success status.
     pub succeeded: u64,
+    /// Records marked with any other status.
     pub failed: u64,
+    /// Records the tick left to other ticks holding them.
     pub skipped: u64,
+    /// `running`, `done`, `stopped`, `tripped`, `lapsed`, `failed`, or `abandoned`
+    /// (it stopped renewing its lease without finishing: killed, or its host went
+    /// away).
     pub outcome: String,
+    /// Why it did not end `done` (see `RunEnd::error`); for `abandoned`, since when
+    /// it was silent.
     pub error: Option<String>,
 }
 
@@ -324,6 +398,7 @@ pub struct QueryPlan {
 /// A new status for a record, written once its handler returned.
 #[derive(Debug, Clone)]
 pub struct Mark {
+    /// The record's id.
     pub id: Scalar,
     /// Shared by the marks of a status (a tick writes few distinct ones).
     pub status: std::sync::Arc<str>,

@@ -32,6 +32,7 @@ pub struct Pause {
     pub since: DateTime<Utc>,
     /// When the person meant it to end (it lasts until `backlog resume` all the same).
     pub until: Option<DateTime<Utc>>,
+    /// Why, in the words of the person who paused it (`backlog pause --reason`).
     pub reason: Option<String>,
     /// Who paused it: user@host.
     pub by: String,

@@ -389,6 +389,9 @@ struct Prepared {
     first_page_sql: String,
 }
 
+/// A backlog table on a PostgreSQL server, with the tool's tables in a schema of their
+/// own. A tick claims each record it holds (`backlog_claims`), so runners on many hosts
+/// can share one band.
 pub struct PostgresStore {
     client: Client,
     url: PostgresUrl,

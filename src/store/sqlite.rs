@@ -142,6 +142,9 @@ struct Statements {
     by_status: bool,
 }
 
+/// A backlog table in a SQLite file, with the tool's tables beside it in the same file.
+/// A tick holds records by the span of inserted-at values it read (`backlog_holds`), as
+/// SQLite serializes writers anyway; every tick is on the host that has the file.
 pub struct SqliteStore {
     conn: Connection,
     path: PathBuf,

@@ -8,14 +8,21 @@ use super::sql::{Sql, failed};
 /// The ticks of one tier that ended one way, summed.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct RunTotals {
+    /// The tier's window in seconds; 0 for `backlog retry` runs.
     pub window_secs: u64,
     /// `done`, `stopped`, `tripped`, `lapsed`, `failed`, `abandoned`, `running`.
     pub outcome: String,
+    /// How many ticks (run-log rows) ended this way.
     pub ticks: u64,
+    /// Records handed to the handler, over those ticks.
     pub selected: u64,
+    /// Records marked with the success status, over those ticks.
     pub succeeded: u64,
+    /// Records marked with any other status, over those ticks.
     pub failed: u64,
+    /// Records left to other ticks holding them, over those ticks.
     pub skipped: u64,
+    /// Records handled but not marked because the tick no longer held them.
     pub lost: u64,
 }
 
@@ -55,9 +62,13 @@ pub const DURATION_BUCKETS: [f64; 12] = [
 /// bound of `DURATION_BUCKETS` (cumulative), all of them, and their summed seconds.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct DurationHistogram {
+    /// The tier's window in seconds; 0 for `backlog retry` runs.
     pub window_secs: u64,
+    /// Attempts that took at most each bound of `DURATION_BUCKETS`, in its order.
     pub buckets: Vec<u64>,
+    /// Every attempt kept of the tier, however long it took (Prometheus's `+Inf` bucket).
     pub count: u64,
+    /// Their handler time added up, in seconds.
     pub sum_seconds: f64,
 }
 
@@ -100,13 +111,19 @@ pub(super) fn durations(
 /// One tick of the run log, as a plot of ticks over time needs it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct RecentRun {
+    /// The run log's row id.
     pub run_id: i64,
+    /// The tier's window in seconds.
     pub window_secs: u64,
     /// The tick's clock.
     pub clock: chrono::DateTime<chrono::Utc>,
+    /// Records handed to the handler.
     pub selected: u64,
+    /// Records marked with the success status.
     pub succeeded: u64,
+    /// Records marked with any other status.
     pub failed: u64,
+    /// How it ended, as `RunRow::outcome`.
     pub outcome: String,
 }
 

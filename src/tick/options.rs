@@ -52,6 +52,10 @@ pub struct TickOptions {
 }
 
 impl TickOptions {
+    /// Options for a tick of the tier with `window` at the clock `now`, with the
+    /// defaults of a schedule file that sets nothing: a 60 s lease, pages of 1000, one
+    /// record at a time, no rate, no breaker. A tick of a window no tier has covers
+    /// `[0, window]`.
     pub fn new(window: Duration, now: DateTime<Utc>) -> Self {
         TickOptions {
             window,
@@ -89,10 +93,17 @@ impl TickOptions {
 pub enum Event<'a> {
     /// A record was handled and will be marked with `status`.
     Handled {
+        /// The record handed over.
         record: &'a Record,
+        /// What its handler answered: the outcome, its detail and output, how it ended.
         handled: &'a Handled,
+        /// The status the mark will write: the success or error status, or one that
+        /// `handler.exit_codes` maps an exit code to.
         status: &'a str,
     },
     /// A dry run would hand this record over.
-    WouldHandle { record: &'a Record },
+    WouldHandle {
+        /// The record it would hand over.
+        record: &'a Record,
+    },
 }

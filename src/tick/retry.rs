@@ -27,7 +27,9 @@ pub struct RetrySummary {
     pub asked: u64,
     /// Handed to the handler.
     pub selected: u64,
+    /// Marked with the success status.
     pub succeeded: u64,
+    /// Marked with any other status.
     pub failed: u64,
     /// Not handed over: no longer pending, or held by a tick now.
     pub skipped: u64,

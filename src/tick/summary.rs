@@ -17,28 +17,43 @@ pub struct BandSummary {
     pub older: String,
     /// The inserted-at bounds the band had at the tick's `now`.
     pub from: String,
+    /// Records inserted before this (at or before it when the band starts at age 0).
     pub to: String,
 }
 
 /// What a tick did.
 #[derive(Debug, Clone, Serialize)]
 pub struct TickSummary {
+    /// The window of the tier that ran, compact (`"7d"`).
     pub window: String,
     /// The tier's 1-based number; absent for a window that no tier has.
     pub tier: Option<usize>,
+    /// The tier's cadence as the schedule file writes it; absent when no tier has the
+    /// window.
     pub cadence: Option<String>,
+    /// Whether the schedule's bands are disjoint or cumulative.
     pub bands: BandMode,
+    /// The ages the tick covered, and the inserted-at values they were at `now`.
     pub band: BandSummary,
+    /// The tick's clock: `--now`, or the real time when it started (UTC).
     pub now: DateTime<Utc>,
+    /// The database, as messages name it (never with its password).
     pub database: String,
+    /// The backlog table, as `table.name` names it.
     pub table: String,
     /// The inserted-at format in use, as `table.inserted_at_format` names it.
     pub inserted_at_format: String,
+    /// Whether that format was detected from the column's values (`"auto"`) rather
+    /// than set.
     pub inserted_at_format_detected: bool,
+    /// Nothing was held, handed over or written: the counts are of what it would hand
+    /// over.
     pub dry_run: bool,
+    /// The tick's run-log row (`backlog_runs`); none for a dry run or a paused tier.
     pub run_id: Option<i64>,
     /// Records handed to the handler (or, in a dry run, that would be).
     pub selected: u64,
+    /// Records marked with the success status.
     pub succeeded: u64,
     /// Records marked with any status other than the success status.
     pub failed: u64,
@@ -52,7 +67,9 @@ pub struct TickSummary {
     pub lost: u64,
     /// The count of each status written.
     pub statuses: BTreeMap<String, u64>,
+    /// The most records the tick would hand over: `--limit`, or the tier's limit.
     pub limit: u64,
+    /// The tick stopped because it reached `limit`, so the band may hold more.
     pub limit_reached: bool,
     /// A stop was asked for (SIGINT, SIGTERM) and the tick ended early.
     pub stopped: bool,
@@ -67,14 +84,17 @@ pub struct TickSummary {
     /// Records of the band left alone because their inserted-at value cannot be read
     /// (they have no age, so no band is really theirs), and the first of them.
     pub unreadable: u64,
+    /// The first unreadable inserted-at value, to look the record up by.
     pub unreadable_sample: Option<String>,
     /// Records of the band left alone because their RFC 3339 text carries another UTC
     /// offset than the column's (text compares them as written, so the band they sort
     /// in may not be theirs), and the first of them.
     pub other_offset: u64,
+    /// The first of those values.
     pub other_offset_sample: Option<String>,
     /// Records in their handlers at once, at most.
     pub concurrency: usize,
+    /// How long the tick took, in seconds of real time.
     pub seconds: f64,
     /// The pause that kept the tick from running (`backlog pause`), if one did: it
     /// then handled nothing and wrote nothing.
