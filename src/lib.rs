@@ -47,7 +47,11 @@
 pub mod account;
 pub mod backoff;
 pub mod causes;
+// The `backlog` command's own parts, public for `main.rs` only: not the library's API
+// (clap reads these types' doc comments as help text, so they stay as terse as the
+// command line wants them).
 #[cfg(feature = "cli")]
+#[doc(hidden)]
 pub mod cli;
 pub mod config;
 pub mod crontab;

@@ -172,9 +172,7 @@ pub struct ServeArgs {
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
-    /// Lines for a person to read: time, level, message and fields.
     Text,
-    /// One JSON object per line, for log collectors.
     Json,
 }
 

@@ -20,11 +20,8 @@ pub struct CompletionsArgs {
 /// clap_complete writes for the usual places (zsh's `$fpath`, fish's completions folder).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Shell {
-    /// Bash (loaded with `source <(backlog completions bash)`).
     Bash,
-    /// Zsh (written to a folder on `$fpath`).
     Zsh,
-    /// Fish (written to fish's completions folder).
     Fish,
 }
 
