@@ -69,7 +69,10 @@ pg_start() {
 
 pg_stop() {
     [ -n "${PG_DIR:-}" ] || return 0
-    as_pg "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m fast -w stop >/dev/null || true
+    # A start that failed half-way may have made the folder and no server.
+    if [ -n "${PG_BIN:-}" ] && [ -d "$PG_DIR/data" ]; then
+        as_pg "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m fast -w stop >/dev/null || true
+    fi
     rm -rf "$PG_DIR"
     PG_DIR=
 }

@@ -152,6 +152,9 @@ pub fn show(args: &ShowArgs) -> Result<(), Error> {
                 )),
             }
         }
+        (None, true) if record.inserted_time.is_some() => text.push_str(
+            "inserted after the clock's now (in the future): no tier takes it until it is not\n",
+        ),
         (None, true) => text.push_str("its inserted-at value cannot be read: no tier takes it\n"),
     }
     match held {

@@ -89,7 +89,8 @@ fn shared(schedule: PathBuf, token: Option<String>) -> Arc<Shared> {
 pub fn serve(schedule: PathBuf, addr: SocketAddr, token: Option<String>) -> Result<(), Error> {
     let listener = bind(addr, &token)?;
     let runtime = runtime()?;
-    tracing::warn!("serving the dashboard at http://{addr}/");
+    // Said on stdout, as a command's result: where to point the browser.
+    crate::cli::print(&format!("serving the dashboard at http://{addr}/\n"))?;
     runtime
         .block_on(serve_on(listener, shared(schedule, token)))
         .map_err(|source| Error::Io {

@@ -352,7 +352,13 @@ pub(crate) fn record(
                         }
                     }
                 },
-                None => { p.warning { "Its inserted-at value cannot be read: no tier takes it." } },
+                None => {
+                    @if r.inserted_time.is_some() {
+                        p.warning { "Inserted after the clock's now (in the future): no tier takes it until it is not." }
+                    } @else {
+                        p.warning { "Its inserted-at value cannot be read: no tier takes it." }
+                    }
+                },
             }
             form method="post" action="/record/retry" {
                 (csrf_field(csrf))
