@@ -146,12 +146,13 @@ pub(crate) fn overview(o: &Overview, csrf: &str, notice: Option<&str>) -> Markup
         }
         h2 { "Tiers" }
         table {
-            thead { tr { th { "tier" } th { "window" } th { "cadence" } th { "last tick" } th { "result" } th.num { "handled" } th.num { "failed" } th { "took" } th { "next" } th { "" } } }
+            thead { tr { th { "tier" } th { "window" } th { "band" } th { "cadence" } th { "last tick" } th { "result" } th.num { "handled" } th.num { "failed" } th { "took" } th { "next" } th { "" } } }
             tbody {
                 @for t in &s.tiers {
                     tr {
                         td { (t.tier) }
                         td { (t.window) }
+                        td { (band_of(o, t.tier)) }
                         td { (t.cadence) }
                         @if let Some(r) = &t.last_tick {
                             td title=(when(r.clock)) { (ago(r.clock, now)) }
@@ -218,6 +219,24 @@ pub(crate) fn overview(o: &Overview, csrf: &str, notice: Option<&str>) -> Markup
         (attempts_table(&o.failures, true))
     };
     layout(&s.table, notice, true, body)
+}
+
+/// The ages a tier's ticks take: `over 1d up to 7d` (`0 to 7d` for a first or, with
+/// cumulative bands, every tier).
+fn band_of(o: &Overview, tier: usize) -> String {
+    let Some(t) = o.config.schedule.tiers.get(tier.saturating_sub(1)) else {
+        return "–".into();
+    };
+    let band = o.config.schedule.band(t.window);
+    if band.younger.is_zero() {
+        format!("0 to {}", duration::compact(band.older))
+    } else {
+        format!(
+            "over {} up to {}",
+            duration::compact(band.younger),
+            duration::compact(band.older)
+        )
+    }
 }
 
 /// Attempts, newest first; with `records`, each links to its record.
