@@ -69,7 +69,7 @@ pub fn record_view(
     let store_err = Error::store(store.describe());
     let record = store.find(id).map_err(&store_err)?.ok_or_else(|| {
         Error::Usage(format!(
-            "table {} has no record with {} = {id}",
+            "table {} has no record with {} = {id:?}",
             config.table.name, config.table.id
         ))
     })?;
@@ -156,12 +156,15 @@ pub fn plan_retry(
         Selection::Ids(ids) => {
             for id in ids {
                 match store.find(id).map_err(&store_err)? {
-                    None => plan.refused.push(format!("{id}: no such record")),
+                    None => plan.refused.push(format!("{id:?}: no such record")),
                     Some(r) if !config.table.is_pending(&r.status) => plan.refused.push(format!(
-                        "{id}: {} is not pending (a retry takes records of {})",
+                        "{id:?}: {} is not pending (a retry takes records of {})",
                         r.status,
                         config.table.pending.join(", ")
                     )),
+                    Some(r) if plan.records.iter().any(|p| p.id == r.id) => plan
+                        .refused
+                        .push(format!("{id:?}: record {} is named twice", r.id)),
                     Some(r) => plan.records.push(r),
                 }
             }

@@ -110,6 +110,13 @@ pub(super) fn resolve_database(raw: RawDatabase, dir: &Path) -> Result<DatabaseC
         if schema.trim().is_empty() {
             return Err("database.schema is empty; name the schema for the tool's own tables, like \"backlog\"".into());
         }
+        // The statements the backends share number their parameters `?1`: a `?` in
+        // the schema's name would be read as one.
+        if schema.contains('?') {
+            return Err(format!(
+                "database.schema {schema:?} holds a '?'; name the schema with letters, digits and _, like \"backlog\""
+            ));
+        }
         let password_file = raw.password_file.map(|f| dir.join(f));
         let url = resolve_postgres(
             url,

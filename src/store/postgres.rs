@@ -104,7 +104,7 @@ const OWN_TABLES_LOCK: i64 = 0x0062_6163_6b6c_6f67; // "backlog" in ASCII
 
 /// A PostgreSQL error as one line: the server's message (and hint), or what happened
 /// to the connection. Never the URL, which may hold a password.
-fn describe_error(e: &postgres::Error) -> String {
+pub(super) fn describe_error(e: &postgres::Error) -> String {
     if let Some(db) = e.as_db_error() {
         let mut s = db.message().to_string();
         if let Some(detail) = db.detail() {

@@ -64,6 +64,13 @@ pub trait Sql {
 
     /// Runs a query; returns its rows.
     fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, SqlError>;
+
+    /// An expression giving a time column of the tool's tables as RFC 3339 text in UTC:
+    /// SQLite keeps them so; PostgreSQL's `timestamptz` would print in the session's
+    /// DateStyle.
+    fn rfc3339(&self, column: &str) -> String {
+        column.to_string()
+    }
 }
 
 /// Names a failed statement by what it was doing.
@@ -194,39 +201,44 @@ fn pg_params(params: &[Value]) -> Vec<&(dyn postgres::types::ToSql + Sync)> {
         .collect()
 }
 
+/// The server's message (and hint) of a PostgreSQL error, as the backend says it.
+fn pg_error(e: postgres::Error) -> SqlError {
+    super::postgres::describe_error(&e).into()
+}
+
+/// A `timestamptz` column as RFC 3339 text in UTC, whatever the session's DateStyle.
+fn pg_rfc3339(column: &str) -> String {
+    format!("to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')")
+}
+
 impl Sql for postgres::Client {
+    fn rfc3339(&self, column: &str) -> String {
+        pg_rfc3339(column)
+    }
+
     fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, SqlError> {
-        Ok(postgres::Client::execute(
-            self,
-            &dollars(sql),
-            &pg_params(params),
-        )?)
+        postgres::Client::execute(self, &dollars(sql), &pg_params(params)).map_err(pg_error)
     }
 
     fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, SqlError> {
-        pg_rows(postgres::Client::query(
-            self,
-            &dollars(sql),
-            &pg_params(params),
-        )?)
+        pg_rows(postgres::Client::query(self, &dollars(sql), &pg_params(params)).map_err(pg_error)?)
     }
 }
 
 impl Sql for postgres::Transaction<'_> {
+    fn rfc3339(&self, column: &str) -> String {
+        pg_rfc3339(column)
+    }
+
     fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, SqlError> {
-        Ok(postgres::Transaction::execute(
-            self,
-            &dollars(sql),
-            &pg_params(params),
-        )?)
+        postgres::Transaction::execute(self, &dollars(sql), &pg_params(params)).map_err(pg_error)
     }
 
     fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, SqlError> {
-        pg_rows(postgres::Transaction::query(
-            self,
-            &dollars(sql),
-            &pg_params(params),
-        )?)
+        pg_rows(
+            postgres::Transaction::query(self, &dollars(sql), &pg_params(params))
+                .map_err(pg_error)?,
+        )
     }
 }
 

@@ -102,6 +102,11 @@ const HOLD: &str = "INSERT INTO backlog_holds (table_name, owner, low, high, exp
     ON CONFLICT (table_name, owner) DO UPDATE SET low = excluded.low, expires_at = excluded.expires_at
     WHERE backlog_holds.expires_at > ?6";
 
+/// Sets a span to exactly ?3..?4 (`backlog retry`), like `HOLD` otherwise.
+const SET_SPAN: &str = "INSERT INTO backlog_holds (table_name, owner, low, high, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)
+    ON CONFLICT (table_name, owner) DO UPDATE SET low = excluded.low, high = excluded.high, expires_at = excluded.expires_at
+    WHERE backlog_holds.expires_at > ?6";
+
 /// Moves a tick's span down past a later page: ?1 table, ?2 owner, ?3 low, ?5 expiry,
 /// ?6 now (?4, the top, is the first page's). Only a live span moves: one that ran
 /// out, or that another tick dropped as run out, is not made again.
@@ -1202,12 +1207,13 @@ impl Store for SqliteStore {
                 taken.push(record);
             }
         }
-        // One span from the lowest to the highest: marks are written while it is live.
+        // One span from the lowest to the highest, set afresh (a retry holds one record
+        // at a time, and its span moves to each): marks are written while it is live.
         let low = taken.iter().map(Record::inserted_at).min();
         let high = taken.iter().map(Record::inserted_at).max();
         if let (Some(low), Some(high)) = (low, high) {
             tx.execute(
-                HOLD,
+                SET_SPAN,
                 params![
                     self.table.name,
                     owner,

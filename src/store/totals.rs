@@ -134,12 +134,13 @@ pub(super) fn recent(
     table: &str,
     limit: usize,
 ) -> Result<Vec<RecentRun>, StoreError> {
-    // The clock is text on SQLite and a timestamptz on PostgreSQL: read as text, both.
+    // The clock is text on SQLite and a timestamptz on PostgreSQL: read as RFC 3339, both.
     let rows = sql
         .query(
             &format!(
-                "SELECT id, window_secs, CAST(clock AS TEXT), selected, succeeded, failed, outcome
-                 FROM {s}backlog_runs WHERE table_name = ?1 AND window_secs > 0 ORDER BY id DESC LIMIT ?2"
+                "SELECT id, window_secs, {clock}, selected, succeeded, failed, outcome
+                 FROM {s}backlog_runs WHERE table_name = ?1 AND window_secs > 0 ORDER BY id DESC LIMIT ?2",
+                clock = sql.rfc3339("clock")
             ),
             &[table.into(), (limit as i64).into()],
         )
@@ -150,7 +151,6 @@ pub(super) fn recent(
         .filter_map(|r| {
             let text = r[2].text()?;
             let clock = chrono::DateTime::parse_from_rfc3339(&text)
-                .or_else(|_| chrono::DateTime::parse_from_str(&text, "%Y-%m-%d %H:%M:%S%.f%#z"))
                 .ok()?
                 .with_timezone(&chrono::Utc);
             Some(RecentRun {

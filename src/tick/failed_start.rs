@@ -22,13 +22,21 @@ pub fn record_failed_start(path: &Path, window: Duration, now: DateTime<Utc>, er
     if !matches!(error, Error::Config(_) | Error::Handler { .. }) {
         return;
     }
-    let (database, table, windows) = match Config::load(path) {
+    // The file's `[history]` when it loads; otherwise nothing is pruned (an attempt is
+    // kept "for ever" by this row), since how long to keep them is unknown.
+    let (database, table, windows, history) = match Config::load(path) {
         Ok(config) => {
             let windows = config.schedule.tiers.iter().map(|t| t.window).collect();
-            (config.database, config.table, windows)
+            (config.database, config.table, windows, config.history)
         }
         Err(_) => match Config::database_of(path) {
-            Some(found) => found,
+            Some((database, table, windows)) => {
+                let history = HistoryConfig {
+                    keep: crate::duration::LONGEST,
+                    ..HistoryConfig::default()
+                };
+                (database, table, windows, history)
+            }
             None => return,
         },
     };
@@ -53,7 +61,7 @@ pub fn record_failed_start(path: &Path, window: Duration, now: DateTime<Utc>, er
                 now,
                 owner: owner_name(),
                 lease,
-                history: HistoryConfig::default(),
+                history,
             })
         })
         .and_then(|run_id| {

@@ -282,8 +282,8 @@ impl<'o> Marks<'o> {
                 Ending::Crashed(signal) => signal.map(i64::from),
                 _ => None,
             },
-            detail: handled.detail.to_string(),
-            output: handled.output.clone(),
+            detail: without_nul(&handled.detail),
+            output: without_nul(&handled.output),
         })
     }
 
@@ -418,6 +418,16 @@ pub(super) fn tail_for_log(output: &str) -> String {
             }
         })
         .unwrap_or_default()
+}
+
+/// Text as a database column can hold it: PostgreSQL refuses NUL in text, and a
+/// handler may write one; it shows as U+FFFD.
+fn without_nul(text: &str) -> String {
+    if text.contains('\0') {
+        text.replace('\0', "\u{FFFD}")
+    } else {
+        text.to_string()
+    }
 }
 
 /// The line that ends a tick's failures at WARN, when there were more than it showed.

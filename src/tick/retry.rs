@@ -105,83 +105,92 @@ pub fn retry_records(
         store.heartbeat(&owner, run_id).map_err(&store_err)?,
         opts.lease,
     );
-    let lease_until = chrono::Utc::now()
-        + chrono::Duration::from_std(opts.lease).unwrap_or(chrono::Duration::MAX);
-    let result = store
-        .take_records(&owner, records, lease_until)
-        .map_err(&store_err)
-        .and_then(|taken| {
-            // A retry's failure is not kept from the ticks: the schedule goes on as before.
-            let keep = |_: &Record| None;
-            // A person asked: what became of each is kept, successes too.
-            let history = crate::config::HistoryConfig {
-                record: crate::config::HistoryRecord::All,
-                ..opts.history.clone()
+    // Each record is held on its own just before its handler runs (on SQLite, the span
+    // moves to it), so a retry of records far apart in age blocks no tick's band
+    // between them.
+    let result = (|| {
+        // A retry's failure is not kept from the ticks: the schedule goes on as before.
+        let keep = |_: &Record| None;
+        // A person asked: what became of each is kept, successes too.
+        let history = crate::config::HistoryConfig {
+            record: crate::config::HistoryRecord::All,
+            ..opts.history.clone()
+        };
+        let plan = MarkPlan {
+            owner: &owner,
+            now: opts.now,
+            run_id,
+            window: Duration::ZERO,
+            history,
+        };
+        let mut marks = Marks::new(table, plan, 1, Duration::ZERO, &keep);
+        let mut stopped = None;
+        let mut outcome = Ok(());
+        let mut skipped = 0;
+        for record in records {
+            if opts.stop.load(std::sync::atomic::Ordering::Relaxed) {
+                stopped = Some("stopped by a signal".to_string());
+                break;
+            }
+            if let Some(Stale::Lapsed(why) | Stale::Failing(why)) = heartbeat.stale() {
+                stopped = Some(why);
+                break;
+            }
+            let lease_until = chrono::Utc::now()
+                + chrono::Duration::from_std(opts.lease).unwrap_or(chrono::Duration::MAX);
+            let Some(record) = store
+                .take_records(&owner, vec![record], lease_until)
+                .map_err(&store_err)?
+                .pop()
+            else {
+                skipped += 1;
+                continue;
             };
-            let plan = MarkPlan {
-                owner: &owner,
-                now: opts.now,
-                run_id,
+            let ctx = Context {
+                table: &table.name,
                 window: Duration::ZERO,
-                history,
+                age: record.age(opts.now).and_then(|a| a.to_std().ok()),
+                cancel: Some(heartbeat.lapsed_flag()),
             };
-            let mut marks = Marks::new(table, plan, 1, Duration::ZERO, &keep);
-            let mut stopped = None;
-            let mut outcome = Ok(());
-            for record in &taken {
-                if opts.stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    stopped = Some("stopped by a signal".to_string());
-                    break;
-                }
-                if let Some(Stale::Lapsed(why) | Stale::Failing(why)) = heartbeat.stale() {
-                    stopped = Some(why);
-                    break;
-                }
-                let ctx = Context {
-                    table: &table.name,
-                    window: Duration::ZERO,
-                    age: record.age(opts.now).and_then(|a| a.to_std().ok()),
-                    cancel: Some(heartbeat.lapsed_flag()),
-                };
-                let started = Instant::now();
-                match catch_panic(|| handler.handle(record, &ctx)) {
-                    Ok(handled) => {
-                        if let Err(e) =
-                            marks.settle(record, handled, started.elapsed(), store, on_event)
-                        {
-                            outcome = Err(store_err(e));
-                            break;
-                        }
-                    }
-                    Err(e) => {
-                        outcome = Err(Error::Handler {
-                            file: None,
-                            source: e,
-                        });
+            let started = Instant::now();
+            match catch_panic(|| handler.handle(&record, &ctx)) {
+                Ok(handled) => {
+                    if let Err(e) =
+                        marks.settle(&record, handled, started.elapsed(), store, on_event)
+                    {
+                        outcome = Err(store_err(e));
                         break;
                     }
                 }
+                Err(e) => {
+                    outcome = Err(Error::Handler {
+                        file: None,
+                        source: e,
+                    });
+                    break;
+                }
             }
-            let written = marks.write(store).map_err(&store_err);
-            log_unshown(&marks.tally);
-            let tally = marks.tally;
-            let summary = RetrySummary {
-                run_id,
-                asked,
-                selected: tally.selected,
-                succeeded: tally.succeeded,
-                failed: tally.failed,
-                skipped: asked - taken.len() as u64,
-                lost: tally.lost,
-                statuses: tally
-                    .statuses
-                    .into_iter()
-                    .map(|(s, n)| (s.to_string(), n))
-                    .collect(),
-                stopped,
-            };
-            outcome.and(written).map(|()| summary)
-        });
+        }
+        let written = marks.write(store).map_err(&store_err);
+        log_unshown(&marks.tally);
+        let tally = marks.tally;
+        let summary = RetrySummary {
+            run_id,
+            asked,
+            selected: tally.selected,
+            succeeded: tally.succeeded,
+            failed: tally.failed,
+            skipped,
+            lost: tally.lost,
+            statuses: tally
+                .statuses
+                .into_iter()
+                .map(|(s, n)| (s.to_string(), n))
+                .collect(),
+            stopped,
+        };
+        outcome.and(written).map(|()| summary)
+    })();
     drop(heartbeat);
     if let Err(e) = store.release(&owner) {
         tracing::warn!(

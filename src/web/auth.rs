@@ -38,11 +38,44 @@ pub(crate) fn same(given: &str, token: &str) -> bool {
     given.as_bytes().ct_eq(token.as_bytes()).into()
 }
 
-/// A fresh random secret: 32 hex digits.
+/// A fresh random secret, 32 hex digits from the operating system's generator (a
+/// CSRF token guessed is a form forged).
 pub(crate) fn new_secret() -> String {
-    (0..32)
-        .map(|_| char::from_digit(fastrand::u32(0..16), 16).expect("a hex digit"))
-        .collect()
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).expect("the operating system's random generator answers");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Whether a request without a token comes to this server by a name of the machine
+/// itself: a page of another site that rebinds its own name to 127.0.0.1 (DNS
+/// rebinding) sends its own name as `Host`, and is refused.
+pub(crate) fn local_host(headers: &axum::http::HeaderMap) -> bool {
+    let Some(host) = headers
+        .get(axum::http::header::HOST)
+        .and_then(|v| v.to_str().ok())
+    else {
+        // HTTP/1.0 without a Host: a local client, not a browser.
+        return true;
+    };
+    let name = match host.rsplit_once(':') {
+        Some((name, port)) if port.chars().all(|c| c.is_ascii_digit()) => name,
+        _ => host,
+    };
+    matches!(name, "localhost" | "127.0.0.1" | "[::1]") || name.starts_with("127.")
+}
+
+/// Whether a form was posted from a page of this server: a browser says where a POST
+/// comes from in `Origin`; one from elsewhere is refused even with a stolen token.
+pub(crate) fn same_origin(headers: &axum::http::HeaderMap) -> bool {
+    use axum::http::header;
+    let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) else {
+        return true;
+    };
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+    let origin_host = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"));
+    origin_host.is_some() && origin_host == host
 }
 
 /// The token a request carries, from its header or its cookie.

@@ -39,7 +39,7 @@ pub(crate) struct Shared {
     pub(crate) token: Option<String>,
     /// The token every form carries, so another site cannot post to this one.
     pub(crate) csrf: String,
-    pub(crate) readers: tokio::sync::Semaphore,
+    pub(crate) readers: Arc<tokio::sync::Semaphore>,
 }
 
 /// Binds `addr` now (a busy port is the caller's error, at once). Listening beyond
@@ -81,7 +81,7 @@ fn shared(schedule: PathBuf, token: Option<String>) -> Arc<Shared> {
         schedule,
         token,
         csrf: auth::new_secret(),
-        readers: tokio::sync::Semaphore::new(READERS),
+        readers: Arc::new(tokio::sync::Semaphore::new(READERS)),
     })
 }
 

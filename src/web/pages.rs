@@ -335,6 +335,7 @@ pub(crate) fn confirm_retry(
                 input type="hidden" name="tier" value=(filter.tier);
                 input type="hidden" name="outcome" value=(filter.outcome);
                 input type="hidden" name="confirm" value="yes";
+                input type="hidden" name="ids" value=(ids.join(","));
                 button.danger type="submit" { "Retry " (ids.len()) " records" }
                 " "
                 a href={ "/failures?tier=" (urlencode(&filter.tier)) "&outcome=" (urlencode(&filter.outcome)) } { "Cancel" }

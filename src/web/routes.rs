@@ -54,6 +54,20 @@ async fn not_found() -> Response {
 
 /// Every request but `/login` carries the token when the server has one.
 async fn guard(State(shared): Shared_, request: Request, next: Next) -> Response {
+    if shared.token.is_none() && !auth::local_host(request.headers()) {
+        return error_page(
+            StatusCode::MISDIRECTED_REQUEST,
+            "Refused",
+            "Without a token this dashboard answers only to localhost, 127.0.0.1 or [::1]: another site may be pointing its own name at this machine. Listen with --token-file to serve it under another name.",
+        );
+    }
+    if request.method() == axum::http::Method::POST && !auth::same_origin(request.headers()) {
+        return error_page(
+            StatusCode::FORBIDDEN,
+            "Refused",
+            "This form was posted from another site.",
+        );
+    }
     if let Some(token) = &shared.token
         && request.uri().path() != "/login"
         && !auth::carried(request.headers()).is_some_and(|t| auth::same(&t, token))
@@ -121,15 +135,18 @@ async fn blocking<T: Send + 'static>(
     shared: &Shared,
     work: impl FnOnce(Config) -> Result<T, Error> + Send + 'static,
 ) -> Result<T, Response> {
-    let _turn = shared.readers.acquire().await.map_err(|_| {
-        error_page(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "Stopping",
-            "The server is stopping.",
-        )
-    })?;
     let schedule = shared.schedule.clone();
-    let job = tokio::task::spawn_blocking(move || work(Config::load(&schedule)?));
+    let readers = Arc::clone(&shared.readers);
+    // The deadline counts the wait for a turn too; the turn is given back when the work
+    // ends, not when the page gave up on it, so no more than a few read at once.
+    let job = async move {
+        let turn = readers.acquire_owned().await.ok();
+        tokio::task::spawn_blocking(move || {
+            let _turn = turn;
+            work(Config::load(&schedule)?)
+        })
+        .await
+    };
     match tokio::time::timeout(DEADLINE, job).await {
         Err(_) => Err(error_page(
             StatusCode::GATEWAY_TIMEOUT,
@@ -260,14 +277,15 @@ struct RetryRecord {
     csrf: String,
 }
 
-async fn retry_record(State(shared): Shared_, Form(form): Form<RetryRecord>) -> Response {
-    if !csrf_ok(&shared, &form.csrf) {
-        return forged();
-    }
-    let id = form.id.clone();
-    let result = blocking(&shared, move |config| {
+/// Retries records now: through the same call as `backlog retry`. A retry that
+/// outlasts the deadline (slow handlers) goes on; the page it leads to says so, and
+/// the attempts show each record's result as it ends.
+async fn retry_now(shared: &Shared, ids: Vec<String>) -> Result<String, Response> {
+    let schedule = shared.schedule.clone();
+    let job = tokio::task::spawn_blocking(move || -> Result<String, Error> {
+        let config = Config::load(&schedule)?;
         let mut store = operate::inspected(&config)?;
-        let plan = operate::plan_retry(&config, store.as_mut(), &Selection::Ids(vec![id]))?;
+        let plan = operate::plan_retry(&config, store.as_mut(), &Selection::Ids(ids))?;
         if plan.records.is_empty() {
             return Ok(format!("Not retried: {}", plan.refused.join("; ")));
         }
@@ -279,9 +297,31 @@ async fn retry_record(State(shared): Shared_, Form(form): Form<RetryRecord>) -> 
             Default::default(),
         )?;
         Ok(summary.line())
-    })
-    .await;
-    match result {
+    });
+    match tokio::time::timeout(DEADLINE, job).await {
+        Err(_) => Ok(format!(
+            "The retry is still running after {} s (a handler is slow); each record's attempts show its result when it ends.",
+            DEADLINE.as_secs()
+        )),
+        Ok(Err(_)) => Err(error_page(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "Something broke",
+            "The retry failed; the server's log says more.",
+        )),
+        Ok(Ok(Err(e))) => Err(error_page(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Cannot retry",
+            &e.to_string(),
+        )),
+        Ok(Ok(Ok(message))) => Ok(message),
+    }
+}
+
+async fn retry_record(State(shared): Shared_, Form(form): Form<RetryRecord>) -> Response {
+    if !csrf_ok(&shared, &form.csrf) {
+        return forged();
+    }
+    match retry_now(&shared, vec![form.id.clone()]).await {
         Ok(message) => done(
             &format!("/record?id={}", pages::urlencode(&form.id)),
             &message,
@@ -296,16 +336,38 @@ struct RetryFailures {
     filter: FailureFilter,
     #[serde(default)]
     csrf: String,
+    /// Set by the confirm page: the ids it listed, comma-separated.
+    #[serde(default)]
+    ids: String,
     #[serde(default)]
     confirm: String,
 }
 
+/// The retry of a filtered set: first a confirm page listing the records (still
+/// pending) of the failures shown; then, confirmed, those records and no others.
 async fn retry_failures(State(shared): Shared_, Form(form): Form<RetryFailures>) -> Response {
     if !csrf_ok(&shared, &form.csrf) {
         return forged();
     }
+    let back = format!(
+        "/failures?tier={}&outcome={}",
+        pages::urlencode(&form.filter.tier),
+        pages::urlencode(&form.filter.outcome)
+    );
+    if form.confirm == "yes" {
+        let ids: Vec<String> = form
+            .ids
+            .split(',')
+            .filter(|id| !id.is_empty())
+            .take(LISTED)
+            .map(String::from)
+            .collect();
+        return match retry_now(&shared, ids).await {
+            Ok(message) => done(&back, &message),
+            Err(page) => page,
+        };
+    }
     let filter = form.filter.clone();
-    let confirmed = form.confirm == "yes";
     let result = blocking(&shared, move |config| {
         let mut ids: Vec<String> = data::failures(&config, &filter, LISTED)?
             .into_iter()
@@ -315,28 +377,12 @@ async fn retry_failures(State(shared): Shared_, Form(form): Form<RetryFailures>)
         ids.dedup();
         let mut store = operate::inspected(&config)?;
         let plan = operate::plan_retry(&config, store.as_mut(), &Selection::Ids(ids))?;
-        if !confirmed || plan.records.is_empty() {
-            let ids: Vec<String> = plan.records.iter().map(|r| r.id.to_string()).collect();
-            return Ok(Err((ids, plan.refused.len())));
-        }
-        let summary = operate::run_retry(
-            &config,
-            store.as_mut(),
-            plan.records,
-            Utc::now(),
-            Default::default(),
-        )?;
-        Ok(Ok(summary.line()))
+        let ids: Vec<String> = plan.records.iter().map(|r| r.id.to_string()).collect();
+        Ok((ids, plan.refused.len()))
     })
     .await;
-    let back = format!(
-        "/failures?tier={}&outcome={}",
-        pages::urlencode(&form.filter.tier),
-        pages::urlencode(&form.filter.outcome)
-    );
     match result {
-        Ok(Ok(message)) => done(&back, &message),
-        Ok(Err((ids, refused))) => {
+        Ok((ids, refused)) => {
             Html(pages::confirm_retry(&ids, refused, &form.filter, &shared.csrf).into_string())
                 .into_response()
         }

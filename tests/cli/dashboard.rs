@@ -76,7 +76,13 @@ fn request(port: u16, method: &str, path: &str, headers: &[&str], body: &str) ->
     stream
         .set_read_timeout(Some(Duration::from_secs(60)))
         .unwrap();
-    let mut text = format!("{method} {path} HTTP/1.0\r\nHost: localhost\r\n");
+    let mut text = format!("{method} {path} HTTP/1.0\r\n");
+    if !headers
+        .iter()
+        .any(|h| h.to_ascii_lowercase().starts_with("host:"))
+    {
+        text.push_str("Host: localhost\r\n");
+    }
     for h in headers {
         text.push_str(&format!("{h}\r\n"));
     }
@@ -221,6 +227,28 @@ fn pages_escape_what_they_show_and_actions_need_their_token(backend: Backend) {
     );
 }
 
+/// Without a token, a request under another host name (DNS rebinding) and a POST from
+/// another origin are refused.
+#[test]
+fn another_host_name_or_origin_is_refused() {
+    let (_env, _server, port) = served(Backend::Sqlite, &[]);
+    assert_eq!(
+        request(port, "GET", "/", &["Host: localhost:1"], "").code,
+        200
+    );
+    let rebound = request(port, "GET", "/", &["Host: attacker.example"], "");
+    assert_eq!(rebound.code, 421, "{}", rebound.body);
+    let token = csrf(&get(port, "/").body);
+    let foreign = request(
+        port,
+        "POST",
+        "/pause",
+        &["Origin: http://attacker.example"],
+        &format!("window=1d&reason=x&csrf={token}"),
+    );
+    assert_eq!(foreign.code, 403, "{}", foreign.body);
+}
+
 /// A set of failures is retried only after a confirm step that says how many.
 fn a_set_is_retried_after_a_confirm_step(backend: Backend) {
     let (env, _server, port) = served(backend, &[]);
@@ -244,12 +272,18 @@ fn a_set_is_retried_after_a_confirm_step(backend: Backend) {
         2,
         "nothing done before the confirm"
     );
+    // The confirm page lists the records it will retry, and posts exactly those.
+    assert!(
+        confirm.body.contains("name=\"ids\" value=\"2\""),
+        "{}",
+        confirm.body
+    );
     let done = request(
         port,
         "POST",
         "/failures/retry",
         &[],
-        &format!("tier=1d&outcome=&confirm=yes&csrf={token}"),
+        &format!("tier=1d&outcome=&confirm=yes&ids=2&csrf={token}"),
     );
     assert_eq!(done.code, 303);
     assert_eq!(env.with_status("SUCCESS"), 3);

@@ -123,15 +123,15 @@ fn a_failure_is_kept_shown_and_retried(backend: Backend) {
         .assert()
         .code(2)
         .stderr(predicates::str::contains(
-            "not retried: 2: SUCCESS is not pending (a retry takes records of NEW, ERROR)",
+            "not retried: \"2\": SUCCESS is not pending (a retry takes records of NEW, ERROR)",
         ))
         .stderr(predicates::str::ends_with(
-            "backlog: nothing to retry: 2: SUCCESS is not pending (a retry takes records of NEW, ERROR)\n",
+            "backlog: nothing to retry: \"2\": SUCCESS is not pending (a retry takes records of NEW, ERROR)\n",
         ));
     env.backlog(&["show", "42"])
         .assert()
         .code(2)
-        .stderr("backlog: table BACKLOG has no record with ID = 42\n");
+        .stderr("backlog: table BACKLOG has no record with ID = \"42\"\n");
 }
 
 /// `retry --status` takes the pending records of a status, oldest first, up to a
