@@ -297,7 +297,38 @@ fn status_check_answers_a_monitoring_system(backend: Backend) {
     );
 }
 
+/// A handler's output may hold any byte: a NUL (which PostgreSQL refuses in text) is
+/// kept as U+FFFD, and the tick's marks land. A record named twice is retried once.
+fn odd_output_and_a_record_named_twice(backend: Backend) {
+    let env = flaky(backend, PROGRESSIVE_TIERS);
+    env.write_handler(
+        "handler.sh",
+        &FLAKY_HANDLER.replace(
+            "echo \"partner said 503 Service Unavailable\" >&2",
+            "printf 'bad\\000byte' >&2",
+        ),
+    );
+    env.backlog(&["run", "--window", "1d", "--now", NOW])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("succeeded 2, failed 1"));
+    let output = env.text(&format!(
+        "SELECT output FROM {} WHERE record_id = '2'",
+        env.own("backlog_attempts")
+    ));
+    assert!(output.contains("bad\u{FFFD}byte"), "{output:?}");
+    std::fs::remove_file(env.path("calls.log")).unwrap();
+    env.backlog(&["retry", "2", "2"])
+        .assert()
+        .success()
+        .stderr(predicates::str::contains(
+            "not retried: \"2\": record 2 is named twice",
+        ));
+    assert_eq!(calls(&env), 1, "handed over once");
+}
+
 on_both_backends!(
+    odd_output_and_a_record_named_twice,
     a_failure_is_kept_shown_and_retried,
     retry_a_set_by_status,
     a_pause_stops_the_tier_on_every_runner,
