@@ -22,6 +22,7 @@ pub fn start(addr: SocketAddr, schedule: PathBuf) -> Result<(), Error> {
         })?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_io()
+        .enable_time()
         .build()
         .map_err(|source| Error::Io {
             context: "cannot start the metrics server".into(),
@@ -57,15 +58,21 @@ pub fn start(addr: SocketAddr, schedule: PathBuf) -> Result<(), Error> {
 
 /// One scrape: the metrics, or a 500 with the reason in one line.
 async fn scrape(schedule: PathBuf) -> impl IntoResponse {
-    // The database calls block: a thread of their own, as any blocking work in tokio.
-    let result = std::thread::spawn(move || {
+    // The database calls block: a blocking thread, with a deadline, so a locked
+    // database answers the scraper with an error instead of stalling every scrape.
+    let job = tokio::task::spawn_blocking(move || {
         let config = Config::load(&schedule)?;
         let mut store = crate::tick::open_store(&config)?;
         crate::metrics::collect(&config, store.as_mut(), chrono::Utc::now())
             .map(|s| s.render())
             .map_err(Error::store(&config.database.url))
-    })
-    .join();
+    });
+    let result = match tokio::time::timeout(std::time::Duration::from_secs(15), job).await {
+        Ok(joined) => joined.map_err(drop),
+        Err(_) => Ok(Err(Error::Usage(
+            "the database did not answer within 15 s".into(),
+        ))),
+    };
     match result {
         Ok(Ok(text)) => (
             StatusCode::OK,
