@@ -22,8 +22,9 @@ fn fail(message: String) -> Check {
     Check { ok: false, message }
 }
 
-/// How many inserted-at values are read from each end of the column.
-const SAMPLE: usize = 1000;
+/// How long `doctor` reads the inserted-at column for values that cannot be read or
+/// carry another offset: the whole column, unless it takes longer than this.
+const SCAN_BUDGET: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Runs every check on the schedule file at `path`; a check that cannot run because
 /// an earlier one failed is left out.
@@ -67,11 +68,19 @@ pub fn doctor(path: &std::path::Path) -> Vec<Check> {
         "table {} has {}, {} and {}; {} holds {format}",
         t.name, t.id, t.status, t.inserted_at, t.inserted_at
     )));
-    checks.push(match store.unreadable_inserted_at(SAMPLE) {
-        Ok((_, bad)) if bad.is_empty() => {
-            ok(format!("the newest and oldest {SAMPLE} {} values are all readable", t.inserted_at))
-        }
-        Ok((read, bad)) => {
+    checks.push(match store.scan_inserted_at(SCAN_BUDGET) {
+        Ok(scan) if scan.bad.is_empty() => ok(format!(
+            "{} {} values read, {}: all readable",
+            scan.read,
+            t.inserted_at,
+            if scan.complete {
+                "the whole column".to_string()
+            } else {
+                format!("the oldest, in {} s", SCAN_BUDGET.as_secs())
+            }
+        )),
+        Ok(scan) => {
+            let (read, bad) = (scan.read, scan.bad);
             // Readable ones carry another UTC offset than the column's.
             let (offsets, unreadable): (Vec<String>, Vec<String>) = bad.into_iter().partition(|v| {
                 crate::timestamp::read_any(&crate::record::Scalar::Text(v.clone())).is_some()

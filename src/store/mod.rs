@@ -395,6 +395,20 @@ pub struct QueryPlan {
     pub create_index: Option<String>,
 }
 
+/// Distinct inserted-at values `scan_inserted_at` reads a page at a time.
+const SCAN_PAGE: usize = 10_000;
+
+/// What a scan of the inserted-at column found.
+#[derive(Debug, Clone, Default)]
+pub struct InsertedAtScan {
+    /// Distinct values read.
+    pub read: usize,
+    /// Whether it read the whole column (else it stopped at its time budget).
+    pub complete: bool,
+    /// The values that cannot be read, or carry another UTC offset, in column order.
+    pub bad: Vec<String>,
+}
+
 /// A new status for a record, written once its handler returned.
 #[derive(Debug, Clone)]
 pub struct Mark {
@@ -516,10 +530,42 @@ pub trait Store {
     /// How the database runs the band query (after `inspect`).
     fn band_plan(&mut self) -> Result<QueryPlan, StoreError>;
 
-    /// Reads up to `n` inserted-at values from each end of the column and returns how
-    /// many were read and the ones the detected format cannot read, or that carry
-    /// another UTC offset than the column's (text compares them wrongly).
-    fn unreadable_inserted_at(&mut self, n: usize) -> Result<(usize, Vec<String>), StoreError>;
+    /// Reads the inserted-at column's distinct values in order, a page at a time, until
+    /// its end or `budget` has passed, and returns what it read and the values the
+    /// detected format cannot read, or that carry another UTC offset than the column's
+    /// (text compares them wrongly): what `doctor` lists.
+    fn scan_inserted_at(&mut self, budget: Duration) -> Result<InsertedAtScan, StoreError> {
+        let started = std::time::Instant::now();
+        let format = self.inspect()?;
+        let mut scan = InsertedAtScan::default();
+        let mut after: Option<Scalar> = None;
+        loop {
+            let values = self.inserted_at_page(after.as_ref(), SCAN_PAGE)?;
+            scan.read += values.len();
+            scan.bad.extend(
+                values
+                    .iter()
+                    .filter(|v| format.decode(v).is_none() || format.other_offset(v))
+                    .map(ToString::to_string),
+            );
+            if values.len() < SCAN_PAGE {
+                scan.complete = true;
+                return Ok(scan);
+            }
+            if started.elapsed() >= budget {
+                return Ok(scan);
+            }
+            after = values.last().cloned();
+        }
+    }
+
+    /// Up to `limit` distinct non-NULL inserted-at values above `after`, in the column's
+    /// order (an index range when the column has an index).
+    fn inserted_at_page(
+        &mut self,
+        after: Option<&Scalar>,
+        limit: usize,
+    ) -> Result<Vec<Scalar>, StoreError>;
 
     /// The last run of each window on this table, newest first.
     fn last_runs(&mut self) -> Result<Vec<RunRow>, StoreError>;

@@ -1320,27 +1320,32 @@ impl Store for PostgresStore {
         })
     }
 
-    fn unreadable_inserted_at(&mut self, n: usize) -> Result<(usize, Vec<String>), StoreError> {
-        let format = self.format();
-        let mut read = 0;
-        let mut bad = Vec::new();
-        for order in ["DESC", "ASC"] {
-            let clause = format!(
-                "WHERE t.{ins} IS NOT NULL ORDER BY t.{ins} {order} LIMIT $1",
-                ins = self.prepared().inserted_at
-            );
-            let values = self.query_records(&clause, &[&(n as i64)])?;
-            read += values.len();
-            bad.extend(
-                values
-                    .iter()
-                    .map(Record::inserted_at)
-                    .filter(|v| format.decode(v).is_none() || format.other_offset(v))
-                    .map(|v| v.to_string()),
-            );
+    fn inserted_at_page(
+        &mut self,
+        after: Option<&Scalar>,
+        limit: usize,
+    ) -> Result<Vec<Scalar>, StoreError> {
+        // Whole records, one per distinct value: the store reads a value only through
+        // a record (its format's decoding of the column's type).
+        let ins = self.prepared().inserted_at.clone();
+        let limit = limit as i64;
+        match after {
+            None => self.query_records(
+                &format!(
+                    "WHERE t.{ins} IS NOT NULL AND t.ctid IN (SELECT DISTINCT ON (t2.{ins}) t2.ctid FROM {table} t2 WHERE t2.{ins} IS NOT NULL ORDER BY t2.{ins} LIMIT $1) ORDER BY t.{ins}",
+                    table = self.prepared().table
+                ),
+                &[&limit],
+            ),
+            Some(after) => self.query_records(
+                &format!(
+                    "WHERE t.{ins} > $2 AND t.ctid IN (SELECT DISTINCT ON (t2.{ins}) t2.ctid FROM {table} t2 WHERE t2.{ins} > $2 ORDER BY t2.{ins} LIMIT $1) ORDER BY t.{ins}",
+                    table = self.prepared().table
+                ),
+                &[&limit, &Bound(after)],
+            ),
         }
-        bad.dedup();
-        Ok((read, bad))
+        .map(|records| records.iter().map(Record::inserted_at).collect())
     }
 
     fn last_runs(&mut self) -> Result<Vec<RunRow>, StoreError> {

@@ -864,35 +864,24 @@ impl Store for SqliteStore {
         })
     }
 
-    fn unreadable_inserted_at(&mut self, n: usize) -> Result<(usize, Vec<String>), StoreError> {
-        let format = self.format();
+    fn inserted_at_page(
+        &mut self,
+        after: Option<&Scalar>,
+        limit: usize,
+    ) -> Result<Vec<Scalar>, StoreError> {
         let sql = self.sql();
-        let mut read = 0;
-        let mut bad = Vec::new();
-        for order in ["DESC", "ASC"] {
-            let query = format!(
-                "SELECT {ins} FROM {t} WHERE {ins} IS NOT NULL ORDER BY {ins} {order} LIMIT ?1",
-                ins = sql.inserted_at,
-                t = sql.table
-            );
-            let mut stmt = self
-                .conn
-                .prepare(&query)
-                .map_err(db("reading inserted-at values"))?;
-            let values: Vec<Scalar> = stmt
-                .query_map([n as i64], |r| Ok(scalar(r.get_ref(0)?)))
-                .and_then(Iterator::collect)
-                .map_err(db("reading inserted-at values"))?;
-            read += values.len();
-            bad.extend(
-                values
-                    .iter()
-                    .filter(|v| format.decode(v).is_none() || format.other_offset(v))
-                    .map(ToString::to_string),
-            );
-        }
-        bad.dedup();
-        Ok((read, bad))
+        let query = format!(
+            "SELECT DISTINCT {ins} FROM {t} WHERE {ins} IS NOT NULL AND (?1 IS NULL OR {ins} > ?1) ORDER BY {ins} LIMIT ?2",
+            ins = sql.inserted_at,
+            t = sql.table
+        );
+        let mut stmt = self
+            .conn
+            .prepare_cached(&query)
+            .map_err(db("reading inserted-at values"))?;
+        stmt.query_map(params![after, limit as i64], |r| Ok(scalar(r.get_ref(0)?)))
+            .and_then(Iterator::collect)
+            .map_err(db("reading inserted-at values"))
     }
 
     fn last_runs(&mut self) -> Result<Vec<RunRow>, StoreError> {

@@ -64,6 +64,34 @@ fn doctor_reports_unreadable_values_and_a_missing_handler(backend: Backend) {
     );
 }
 
+/// `doctor` reads the whole inserted-at column, not only its ends: a value that cannot
+/// be read in the middle of 2,500 records is found, and the count says it read them all.
+fn doctor_reads_the_whole_column(backend: Backend) {
+    let env = Env::on(backend);
+    env.create_table("TEXT");
+    let aged: Vec<(i64, i64)> = (1..=2500).map(|id| (id, id * 60)).collect();
+    env.insert_aged(&aged, |t| t.format("%Y-%m-%d %H:%M:%S").to_string().into());
+    // Sorts where the 1,250th value is, far from both ends.
+    let middle = env.text(r#"SELECT "DATE_INSERTED" FROM "BACKLOG" WHERE "ID" = 1250"#);
+    let bad = format!("{}61", &middle[..middle.len() - 2]);
+    env.execute(&format!(
+        r#"UPDATE "BACKLOG" SET "DATE_INSERTED" = '{bad}' WHERE "ID" = 1250"#
+    ));
+    env.write_schedule(&Schedule {
+        format: "sqlite",
+        ..Schedule::default()
+    });
+    env.write_handler("handler.sh", &crate::harness::recording_handler(&[]));
+    let out = env.backlog(&["doctor"]).assert().code(1);
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        stdout.contains(&format!(
+            "FAIL 1 of 2500 DATE_INSERTED values read are not sqlite timestamps, like \"{bad}\""
+        )),
+        "{stdout}"
+    );
+}
+
 /// Statuses are compared exactly: a file whose pending values are none of the table's
 /// fails the check, naming what the table has; a status the file does not name is
 /// reported, and a table with pending records still passes.
@@ -99,6 +127,7 @@ fn doctor_checks_the_statuses_against_the_table(backend: Backend) {
 }
 
 crate::on_both_backends!(
+    doctor_reads_the_whole_column,
     doctor_reports_unreadable_values_and_a_missing_handler,
     doctor_checks_the_statuses_against_the_table,
 );
