@@ -1490,13 +1490,26 @@ impl Store for PostgresStore {
         if !self.has_run_log()? {
             return Ok((0, 0));
         }
+        // Kept failures count while their record is still pending (one retried since
+        // is not).
+        let p = self.prepared();
         let sql = format!(
-            "SELECT count(*) FILTER (WHERE owner <> $2), count(*) FILTER (WHERE owner = $2) FROM {} WHERE table_name = $1 AND expires_at > now()",
-            self.own_table("backlog_claims")
+            "SELECT count(*) FILTER (WHERE c.owner <> $2),
+                    count(*) FILTER (WHERE c.owner = $2 AND EXISTS (
+                        SELECT 1 FROM {table} t WHERE t.{idq} = c.record_id::{idt}
+                        AND t.{st} = ANY ($3::text[]::{stt}[])))
+             FROM {claims} c WHERE c.table_name = $1 AND c.expires_at > now()",
+            claims = self.own_table("backlog_claims"),
+            table = p.table,
+            idq = p.id.quoted,
+            idt = p.id.sql_type,
+            st = p.status.quoted,
+            stt = p.status.sql_type,
         );
+        let pending = self.table.pending.clone();
         let row = self
             .client
-            .query_one(&sql, &[&self.table.name, &TRIED])
+            .query_one(&sql, &[&self.table.name, &TRIED, &pending])
             .map_err(pg("counting the records held"))?;
         Ok((row.get::<_, i64>(0) as u64, row.get::<_, i64>(1) as u64))
     }

@@ -1283,11 +1283,20 @@ impl Store for SqliteStore {
                 |r| r.get(0),
             )
             .map_err(db(context))?;
+        // Kept failures whose record is still pending (one retried since is not).
+        let mut values: Vec<&dyn ToSql> = vec![&self.table.name, &now];
+        values.extend(self.table.pending.iter().map(|p| p as &dyn ToSql));
         let kept: i64 = self
             .conn
             .query_row(
-                "SELECT count(*) FROM backlog_tried WHERE table_name = ?1 AND expires_ms > ?2",
-                params![self.table.name, now],
+                &format!(
+                    "SELECT count(*) FROM backlog_tried k JOIN {t} ON {t}.{id} = k.record_id WHERE k.table_name = ?1 AND k.expires_ms > ?2 AND {t}.{st} IN ({})",
+                    pending.join(", "),
+                    t = q.table,
+                    id = q.id,
+                    st = q.status
+                ),
+                params_from_iter(values),
                 |r| r.get(0),
             )
             .map_err(db(context))?;

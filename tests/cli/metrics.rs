@@ -158,6 +158,11 @@ fn the_metrics_file_parses_and_matches_the_run_log(backend: Backend) {
         "record 4, two months old, is pending"
     );
     assert!(value(&samples, "backlog_records_held", &[]).is_some());
+    // Records 2 and 3 failed and are kept until their next slot, while still pending.
+    assert_eq!(
+        value(&samples, "backlog_records_kept_after_failure", &[]),
+        Some(2.0)
+    );
     assert!(
         text.contains("# TYPE backlog_records_handled_total counter\n"),
         "{text}"
