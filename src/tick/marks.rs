@@ -235,8 +235,11 @@ impl<'o> Marks<'o> {
         });
         *tally.statuses.entry(Arc::clone(&status)).or_default() += 1;
         self.succeeded.push(handled.outcome == Outcome::Success);
-        let failed_and_pending =
-            handled.outcome != Outcome::Success && self.pending.iter().any(|p| **p == *status);
+        // A record the tick itself stopped (its hold lapsed) did not fail at the
+        // counterpart: it is not kept from the next ticks.
+        let failed_and_pending = handled.outcome != Outcome::Success
+            && handled.ending != Ending::Stopped
+            && self.pending.iter().any(|p| **p == *status);
         let attempt = (self.history.on()
             && (handled.outcome != Outcome::Success || self.history.record == HistoryRecord::All))
             .then(|| self.attempt(record, &handled, &status, took));

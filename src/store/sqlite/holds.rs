@@ -1,0 +1,387 @@
+//! Holding records on SQLite: a tick's span of inserted-at values, taken with each
+//! page, renewed by the heartbeat, checked by every mark; failures kept until their
+//! slot ends; what `retry`, `show` and the metrics ask of them.
+
+use super::*;
+
+/// Whether a tick other than ?2 holds a span of table ?1 at ?3 (unix milliseconds).
+const OTHERS_HOLD: &str = "SELECT EXISTS (SELECT 1 FROM backlog_holds WHERE table_name = ?1 AND owner <> ?2 AND expires_at > ?3)";
+
+/// Sets a tick's span: ?1 table, ?2 owner, ?3 low, ?4 high (kept once set), ?5 expiry,
+/// ?6 now. A span that ran out is not extended: it changes no row, and the tick's hold
+/// has lapsed (another tick may have taken what it covered).
+const HOLD: &str = "INSERT INTO backlog_holds (table_name, owner, low, high, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)
+    ON CONFLICT (table_name, owner) DO UPDATE SET low = excluded.low, expires_at = excluded.expires_at
+    WHERE backlog_holds.expires_at > ?6";
+
+/// Sets a span to exactly ?3..?4 (`backlog retry`), like `HOLD` otherwise.
+const SET_SPAN: &str = "INSERT INTO backlog_holds (table_name, owner, low, high, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)
+    ON CONFLICT (table_name, owner) DO UPDATE SET low = excluded.low, high = excluded.high, expires_at = excluded.expires_at
+    WHERE backlog_holds.expires_at > ?6";
+
+/// Moves a tick's span down past a later page: ?1 table, ?2 owner, ?3 low, ?5 expiry,
+/// ?6 now (?4, the top, is the first page's). Only a live span moves: one that ran
+/// out, or that another tick dropped as run out, is not made again.
+const MOVE_HOLD: &str = "UPDATE backlog_holds SET low = ?3, expires_at = ?5
+    WHERE table_name = ?1 AND owner = ?2 AND expires_at > ?6 AND ?4 IS NOT NULL";
+
+/// Whether a record of table ?1 failed and is kept from a tick whose clock is ?2 at
+/// the real time ?3 (unix milliseconds). A failure is kept until its next try by the
+/// clock of the tick that failed it, and for no longer than that in real time, so a
+/// tick run with a pinned clock (`--now`) keeps nothing from the real ticks for long.
+const TRIED: &str = "SELECT EXISTS (SELECT 1 FROM backlog_tried WHERE table_name = ?1 AND until_ms > ?2 AND expires_ms > ?3)";
+
+/// Keeps a record that failed from every tick: ?1 table, ?2 id, ?3 until (by the
+/// tick's clock), ?4 the same wait in real time.
+const KEEP_TRIED: &str = "INSERT OR REPLACE INTO backlog_tried (table_name, record_id, until_ms, expires_ms) VALUES (?1, ?2, ?3, ?4)";
+
+/// Whether tick ?2 still holds its span of table ?1 at ?3 (unix milliseconds).
+const HOLDS: &str = "SELECT EXISTS (SELECT 1 FROM backlog_holds WHERE table_name = ?1 AND owner = ?2 AND expires_at > ?3)";
+
+/// Why a span no longer counts, for `StoreError::HoldLapsed`.
+const LAPSED: &str = "its span in backlog_holds ran out, or another tick dropped it as run out";
+
+impl SqliteStore {
+    pub(super) fn take_page(
+        &mut self,
+        owner: &str,
+        band: &BandQuery,
+        after: Option<&Cursor>,
+        limit: usize,
+        lease_until: DateTime<Utc>,
+        wanted: &dyn Fn(&Record) -> bool,
+    ) -> Result<Page, StoreError> {
+        // The page is read inside the write transaction that extends this tick's span,
+        // so no other tick can take or mark its records in between. Another tick's
+        // span is looked for only when one exists (rarely): the plain query costs
+        // nothing beyond the band's own.
+        let context = "taking a page of records";
+        let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
+            .map_err(db(context))?;
+        // Read once the write lock is ours: a span that ran out while this tick waited
+        // for the lock must be seen as run out.
+        let now = Utc::now().timestamp_millis();
+        let others: bool = tx
+            .prepare_cached(OTHERS_HOLD)
+            .and_then(|mut s| s.query_row(params![self.table.name, owner, now], |r| r.get(0)))
+            .map_err(db(context))?;
+        let tried: bool = !band.take_tried
+            && tx
+                .prepare_cached(TRIED)
+                .and_then(|mut s| {
+                    s.query_row(
+                        params![self.table.name, band.clock.timestamp_millis(), now],
+                        |r| r.get(0),
+                    )
+                })
+                .map_err(db(context))?;
+        let read = self.page(band, after, limit, owner, now, others, tried)?;
+        // The span's top is set by the first page and kept (see HOLD).
+        if let (Some(first), Some(last)) = (read.records.first(), read.records.last()) {
+            let sql = if after.is_none() { HOLD } else { MOVE_HOLD };
+            let changed = tx
+                .prepare_cached(sql)
+                .and_then(|mut s| {
+                    s.execute(params![
+                        self.table.name,
+                        owner,
+                        last.inserted_at(),
+                        first.inserted_at(),
+                        lease_until.timestamp_millis(),
+                        now
+                    ])
+                })
+                .map_err(db(context))?;
+            if changed == 0 {
+                return Err(StoreError::HoldLapsed(LAPSED.into()));
+            }
+        }
+        tx.commit().map_err(db(context))?;
+        let held = read.held;
+        Ok(Page::sorted(
+            read.records,
+            |i, _| !held.get(i).copied().unwrap_or(false),
+            wanted,
+        ))
+    }
+
+    pub(super) fn write_marks(
+        &mut self,
+        owner: &str,
+        marks: &[Mark],
+    ) -> Result<Vec<usize>, StoreError> {
+        // Only while the tick's span is live: a span is never extended once it ran
+        // out, so a live one never lapsed, and no other tick took its records.
+        // One UPDATE per record, in one transaction. An UPDATE of one row needs no
+        // statement journal; one UPDATE of a group's rows (`IN (…)`) did, spilling it
+        // to a temporary file. The records stay in the tick's span until it ends. A
+        // binding stays until it is replaced, so the status (and the `[retry]` time)
+        // is bound only when it differs from the mark before: nearly every mark of a
+        // tick shares one.
+        let write = |tx: &Transaction| -> rusqlite::Result<bool> {
+            let now = Utc::now().timestamp_millis();
+            let holds: bool = tx
+                .prepare_cached(HOLDS)?
+                .query_row(params![self.table.name, owner, now], |r| r.get(0))?;
+            let mut conn: &Connection = tx;
+            crate::store::write_attempts(
+                &mut conn,
+                "",
+                &self.table.name,
+                marks,
+                &|_| !holds,
+                self.max_per_record,
+            )
+            .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+            if !holds {
+                return Ok(false);
+            }
+            let mut set = tx.prepare_cached(&self.sql().set_status)?;
+            let mut status: Option<&str> = None;
+            let mut since: Option<DateTime<Utc>> = None;
+            for m in marks {
+                if status != Some(&*m.status) {
+                    set.raw_bind_parameter(1, &*m.status)?;
+                    status = Some(&m.status);
+                }
+                set.raw_bind_parameter(2, &m.id)?;
+                if let Some(format) = self.since_format
+                    && since != Some(m.at)
+                {
+                    set.raw_bind_parameter(3, format.encode(m.at))?;
+                    since = Some(m.at);
+                }
+                set.raw_execute()?;
+            }
+            let mut keep = tx.prepare_cached(KEEP_TRIED)?;
+            for m in marks {
+                if let Some(until) = m.keep_until {
+                    let expires = now + (until - m.at).num_milliseconds();
+                    keep.execute(params![
+                        self.table.name,
+                        m.id,
+                        until.timestamp_millis(),
+                        expires
+                    ])?;
+                }
+            }
+            Ok(true)
+        };
+        let held = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
+            .and_then(|tx| {
+                let held = write(&tx)?;
+                tx.commit()?;
+                Ok(held)
+            })
+            .map_err(db(format!("writing statuses to {}", self.table.name)))?;
+        Ok(if held {
+            Vec::new()
+        } else {
+            (0..marks.len()).collect()
+        })
+    }
+
+    pub(super) fn release_span(&mut self, owner: &str) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "DELETE FROM backlog_holds WHERE table_name = ?1 AND owner = ?2",
+                params![self.table.name, owner],
+            )
+            .map_err(db("releasing this tick's span"))?;
+        Ok(())
+    }
+
+    pub(super) fn hold_records(
+        &mut self,
+        owner: &str,
+        records: Vec<Record>,
+        lease_until: DateTime<Utc>,
+    ) -> Result<Vec<Record>, StoreError> {
+        let context = "holding the records to retry";
+        let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
+            .map_err(db(context))?;
+        let now = Utc::now().timestamp_millis();
+        let mut taken = Vec::new();
+        for record in records {
+            // Read again under the write lock: its status now, and whether a live span
+            // of another tick covers it.
+            let status: Option<String> = tx
+                .query_row(
+                    &format!(
+                        "SELECT {status} FROM {table} WHERE {id} = ?1",
+                        status = self.sql().status,
+                        table = self.sql().table,
+                        id = self.sql().id
+                    ),
+                    [&record.id],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(db(context))?;
+            let held: bool = tx
+                .query_row(
+                    "SELECT EXISTS (SELECT 1 FROM backlog_holds WHERE table_name = ?1 AND owner <> ?2 AND expires_at > ?3 AND ?4 BETWEEN low AND high)",
+                    params![self.table.name, owner, now, record.inserted_at()],
+                    |r| r.get(0),
+                )
+                .map_err(db(context))?;
+            if status.is_some_and(|s| self.table.is_pending(&s)) && !held {
+                taken.push(record);
+            }
+        }
+        // One span from the lowest to the highest, set afresh (a retry holds one record
+        // at a time, and its span moves to each): marks are written while it is live.
+        let low = taken.iter().map(Record::inserted_at).min();
+        let high = taken.iter().map(Record::inserted_at).max();
+        if let (Some(low), Some(high)) = (low, high) {
+            tx.execute(
+                SET_SPAN,
+                params![
+                    self.table.name,
+                    owner,
+                    low,
+                    high,
+                    lease_until.timestamp_millis(),
+                    now
+                ],
+            )
+            .map_err(db(context))?;
+        }
+        tx.commit().map_err(db(context))?;
+        Ok(taken)
+    }
+
+    pub(super) fn find_holder(
+        &mut self,
+        record: &Record,
+    ) -> Result<Option<crate::store::Held>, StoreError> {
+        if !self.has_run_log()? {
+            return Ok(None);
+        }
+        let context = "reading the tool's holds";
+        let now = Utc::now().timestamp_millis();
+        let at = |ms: i64| DateTime::from_timestamp_millis(ms).unwrap_or_default();
+        let tick: Option<(String, i64)> = self
+            .conn
+            .query_row(
+                "SELECT owner, expires_at FROM backlog_holds WHERE table_name = ?1 AND expires_at > ?2 AND ?3 BETWEEN low AND high ORDER BY expires_at DESC LIMIT 1",
+                params![self.table.name, now, record.inserted_at()],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .map_err(db(context))?;
+        if let Some((owner, until)) = tick {
+            return Ok(Some(crate::store::Held {
+                owner: Some(owner),
+                until: at(until),
+            }));
+        }
+        let kept: Option<i64> = self
+            .conn
+            .query_row(
+                "SELECT until_ms FROM backlog_tried WHERE table_name = ?1 AND record_id = ?2 AND expires_ms > ?3",
+                params![self.table.name, record.id, now],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(db(context))?;
+        Ok(kept.map(|until| crate::store::Held {
+            owner: None,
+            until: at(until),
+        }))
+    }
+
+    pub(super) fn count_held(&mut self) -> Result<(u64, u64), StoreError> {
+        if !self.has_run_log()? {
+            return Ok((0, 0));
+        }
+        let context = "counting the records held";
+        let now = Utc::now().timestamp_millis();
+        let q = self.sql();
+        // An index range of the table per live span (a tick or two at a time); a span
+        // covers the records its tick read, of which the pending ones are still its.
+        let pending: Vec<String> = (0..self.table.pending.len())
+            .map(|i| format!("?{}", i + 3))
+            .collect();
+        let mut values: Vec<&dyn ToSql> = vec![&self.table.name, &now];
+        values.extend(self.table.pending.iter().map(|p| p as &dyn ToSql));
+        let held: i64 = self
+            .conn
+            .query_row(
+                &format!(
+                    "SELECT count(*) FROM backlog_holds h JOIN {t} ON {t}.{ins} BETWEEN h.low AND h.high WHERE h.table_name = ?1 AND h.expires_at > ?2 AND {t}.{st} IN ({})",
+                    pending.join(", "),
+                    t = q.table,
+                    ins = q.inserted_at,
+                    st = q.status
+                ),
+                params_from_iter(values),
+                |r| r.get(0),
+            )
+            .map_err(db(context))?;
+        // Kept failures whose record is still pending (one retried since is not).
+        let mut values: Vec<&dyn ToSql> = vec![&self.table.name, &now];
+        values.extend(self.table.pending.iter().map(|p| p as &dyn ToSql));
+        let kept: i64 = self
+            .conn
+            .query_row(
+                &format!(
+                    "SELECT count(*) FROM backlog_tried k JOIN {t} ON {t}.{id} = k.record_id WHERE k.table_name = ?1 AND k.expires_ms > ?2 AND {t}.{st} IN ({})",
+                    pending.join(", "),
+                    t = q.table,
+                    id = q.id,
+                    st = q.status
+                ),
+                params_from_iter(values),
+                |r| r.get(0),
+            )
+            .map_err(db(context))?;
+        Ok((held as u64, kept as u64))
+    }
+}
+
+pub(super) struct SqliteHeartbeat {
+    pub(super) conn: Connection,
+    pub(super) owner: String,
+    pub(super) run_id: i64,
+    /// The tick's span was seen: once it is gone, the hold lapsed.
+    pub(super) held: bool,
+}
+
+impl Heartbeat for SqliteHeartbeat {
+    fn beat(&mut self, lease_until: DateTime<Utc>) -> Result<(), StoreError> {
+        let now = Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true);
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(db("renewing claims"))?;
+        // A span that ran out stays out (see HOLD); the tick learns its hold lapsed.
+        let now_ms = Utc::now().timestamp_millis();
+        let renewed = tx
+            .execute(
+                "UPDATE backlog_holds SET expires_at = ?1 WHERE owner = ?2 AND expires_at > ?3",
+                params![lease_until.timestamp_millis(), self.owner, now_ms],
+            )
+            .map_err(db("renewing claims"))?;
+        if renewed == 0 {
+            let lapsed: bool = tx
+                .query_row(
+                    "SELECT EXISTS (SELECT 1 FROM backlog_holds WHERE owner = ?1)",
+                    params![self.owner],
+                    |r| r.get(0),
+                )
+                .map_err(db("renewing claims"))?;
+            if lapsed || self.held {
+                return Err(StoreError::HoldLapsed(LAPSED.into()));
+            }
+        } else {
+            self.held = true;
+        }
+        tx.execute(
+            "UPDATE backlog_runs SET heartbeat_at = ?1 WHERE id = ?2",
+            params![now, self.run_id],
+        )
+        .map_err(db("renewing claims"))?;
+        tx.commit().map_err(db("renewing claims"))
+    }
+}

@@ -1,0 +1,421 @@
+//! The SQLite backend: the embedded default.
+//!
+//! Writes are short `BEGIN IMMEDIATE` transactions (a page taken, a group of marks), so
+//! several ticks, in one process or many, interleave on the database lock instead of
+//! failing; no tick holds a read snapshot while its handlers run. The database file is
+//! opened without `CREATE`: a typo in the path is an error, not a new empty database.
+//!
+//! A tick holds records by span, not one by one. Its row in `backlog_holds` says "the
+//! inserted-at values from `low` to `high` are mine": `high` is where its first page
+//! began, `low` moves down with each page it takes. A page is read inside the write
+//! transaction that moves `low`, and records inside another live tick's span are
+//! skipped, so no record is handed to two ticks at once. Ticks of disjoint tiers never
+//! meet; a slow tick and the next one of its tier leapfrog page by page. Claiming each
+//! record instead cost an insert and a delete in a second B-tree per record, which made
+//! a tick about four times slower than the status updates it exists to write (see
+//! BENCHMARKS.md). A record marked `ERROR` stays in its tick's span until the tick
+//! ends, so an overlapping tick does not try it again meanwhile.
+//!
+//! Parts: `schema` (the tool's tables and their versions, reading the table's names),
+//! `pages` (the band's page queries and the other reads), `holds` (spans, marks,
+//! kept failures, the heartbeat), `runs` (the run log); here, the store itself, whose
+//! `Store` methods call them.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine as _;
+use chrono::{DateTime, SecondsFormat, Utc};
+use rusqlite::types::{ToSqlOutput, ValueRef};
+use rusqlite::{
+    Connection, OpenFlags, OptionalExtension, ToSql, Transaction, TransactionBehavior, params,
+    params_from_iter,
+};
+
+use super::{
+    BandQuery, Cursor, Heartbeat, Mark, Page, QueryPlan, Range, RunEnd, RunRow, RunStart, Store,
+    StoreError, check_version, index_name, not_ours, quote,
+};
+use crate::config::TableConfig;
+use crate::record::{Cell, Columns, Record, RowBuffer, Scalar, Statuses};
+use crate::timestamp::{self, Sample, TimestampFormat};
+
+mod holds;
+mod pages;
+mod runs;
+mod schema;
+
+use holds::SqliteHeartbeat;
+use pages::Statements;
+
+/// A backlog table in a SQLite file, with the tool's tables beside it in the same file.
+/// A tick holds records by the span of inserted-at values it read (`backlog_holds`), as
+/// SQLite serializes writers anyway; every tick is on the host that has the file.
+pub struct SqliteStore {
+    conn: Connection,
+    path: PathBuf,
+    busy_timeout: Duration,
+    table: TableConfig,
+    format: Option<TimestampFormat>,
+    /// The format of `[retry]`'s `since` column, when there is one.
+    since_format: Option<TimestampFormat>,
+    sql: Option<Statements>,
+    /// The row buffer of the last query, kept to lend its memory to the next.
+    spare: std::cell::Cell<Option<Arc<RowBuffer>>>,
+    /// How many attempts a record keeps (`history.max_per_record`, from `begin_run`).
+    max_per_record: u32,
+}
+
+/// Records a query read and, for a page read with the `held` flag, whether another
+/// tick's span holds each.
+struct Read {
+    records: Vec<Record>,
+    held: Vec<bool>,
+}
+
+fn db(context: impl Into<String>) -> impl FnOnce(rusqlite::Error) -> StoreError {
+    let context = context.into();
+    move |e| StoreError::Database {
+        context,
+        source: Box::new(e),
+    }
+}
+
+impl ToSql for Scalar {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match self {
+            Scalar::Int(i) => ToSqlOutput::from(*i),
+            Scalar::Text(s) => ToSqlOutput::from(s.as_str()),
+            // Native timestamps come only from PostgreSQL; written as text if ever bound.
+            Scalar::Time(_) | Scalar::Naive(_) => ToSqlOutput::from(self.to_string()),
+        })
+    }
+}
+
+fn scalar(v: ValueRef<'_>) -> Scalar {
+    match v {
+        ValueRef::Integer(i) => Scalar::Int(i),
+        ValueRef::Real(f) => Scalar::Text(f.to_string()),
+        ValueRef::Text(t) => Scalar::Text(String::from_utf8_lossy(t).into_owned()),
+        ValueRef::Blob(b) => Scalar::Text(base64::engine::general_purpose::STANDARD.encode(b)),
+        ValueRef::Null => Scalar::Text(String::new()),
+    }
+}
+
+fn connect(path: &Path, busy_timeout: Duration) -> Result<Connection, StoreError> {
+    if !path.exists() {
+        return Err(StoreError::NoDatabase);
+    }
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(db(format!(
+        "cannot open SQLite database {}",
+        path.display()
+    )))?;
+    conn.busy_timeout(busy_timeout)
+        .map_err(db("cannot set the busy timeout"))?;
+    // In WAL mode, `synchronous = NORMAL` skips the fsync at each commit (about half a
+    // tick's time with marks in groups of a hundred); SQLite's own advice for WAL. A
+    // commit survives the process crashing; a power cut may undo the last few, which
+    // leaves those records pending, to be tried again: at-least-once still holds. This
+    // connection's setting only, never the application's.
+    let journal: String = conn
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .map_err(db("reading the journal mode"))?;
+    if journal.eq_ignore_ascii_case("wal") {
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(db("setting synchronous = NORMAL"))?;
+    }
+    Ok(conn)
+}
+
+impl SqliteStore {
+    /// Opens an existing SQLite database holding `table`.
+    pub fn open(
+        path: &Path,
+        busy_timeout: Duration,
+        table: TableConfig,
+    ) -> Result<Self, StoreError> {
+        let conn = connect(path, busy_timeout)?;
+        Ok(SqliteStore {
+            conn,
+            path: path.to_path_buf(),
+            busy_timeout,
+            table,
+            format: None,
+            since_format: None,
+            sql: None,
+            spare: std::cell::Cell::new(None),
+            max_per_record: crate::config::HistoryConfig::default().max_per_record,
+        })
+    }
+
+    fn sql(&self) -> &Statements {
+        self.sql.as_ref().expect("inspect() runs before any query")
+    }
+
+    fn format(&self) -> TimestampFormat {
+        self.format.expect("inspect() runs before any query")
+    }
+
+    /// Whether the tool's run log exists yet (a dry run or a fresh database has none).
+    fn has_run_log(&self) -> Result<bool, StoreError> {
+        self.has_table("backlog_runs")
+    }
+
+    fn has_table(&self, name: &str) -> Result<bool, StoreError> {
+        let n: i64 = self
+            .conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_schema WHERE name = ?1",
+                [name],
+                |r| r.get(0),
+            )
+            .map_err(db("reading the tool's tables"))?;
+        Ok(n > 0)
+    }
+}
+
+impl Store for SqliteStore {
+    fn describe(&self) -> String {
+        format!("sqlite:{}", self.path.display())
+    }
+
+    fn inspect(&mut self) -> Result<TimestampFormat, StoreError> {
+        let (table, columns) = self.resolve_names()?;
+        let samples = self.samples(&table, &columns[2])?;
+        let format =
+            timestamp::detect(self.table.inserted_at_format, &samples).map_err(|problem| {
+                StoreError::Timestamps {
+                    table: table.clone(),
+                    column: columns[2].clone(),
+                    problem,
+                }
+            })?;
+        if let Some(retry) = &self.table.retry {
+            let samples = self.samples(&table, &retry.since)?;
+            let since =
+                timestamp::detect(timestamp::FormatSetting::Auto, &samples).map_err(|problem| {
+                    StoreError::Timestamps {
+                        table: table.clone(),
+                        column: retry.since.clone(),
+                        problem,
+                    }
+                })?;
+            // An empty column takes the inserted-at column's format.
+            self.since_format = Some(if samples.is_empty() { format } else { since });
+        }
+        self.sql = Some(self.statements(&table, &columns));
+        let by_status = self.sorts_the_band()?;
+        if let Some(q) = self.sql.as_mut() {
+            q.by_status = by_status;
+        }
+        self.format = Some(format);
+        Ok(format)
+    }
+
+    fn ensure_own_tables(&mut self) -> Result<(), StoreError> {
+        self.create_own_tables()
+    }
+
+    fn select(
+        &mut self,
+        band: &BandQuery,
+        after: Option<&Cursor>,
+        limit: usize,
+    ) -> Result<Vec<Record>, StoreError> {
+        Ok(self.page(band, after, limit, "", 0, false, false)?.records)
+    }
+
+    fn count_by_status(&mut self, range: &Range) -> Result<Vec<(String, u64)>, StoreError> {
+        self.count_statuses(range)
+    }
+
+    fn oldest_of(
+        &mut self,
+        statuses: &[String],
+        before: Option<DateTime<Utc>>,
+        limit: usize,
+    ) -> Result<Vec<Record>, StoreError> {
+        self.read_oldest(statuses, before, limit)
+    }
+
+    fn find(&mut self, id: &str) -> Result<Option<Record>, StoreError> {
+        let sql = self.sql();
+        let query = format!("SELECT * FROM {} WHERE {} = ?1", sql.table, sql.id);
+        // A column without affinity holds 42 and '42' as different values: try the
+        // integer first when the text is one.
+        if let Ok(n) = id.parse::<i64>()
+            && let Some(r) = self.records(&query, &[&n])?.pop()
+        {
+            return Ok(Some(r));
+        }
+        Ok(self.records(&query, &[&id])?.pop())
+    }
+
+    fn band_plan(&mut self) -> Result<QueryPlan, StoreError> {
+        self.plan_band()
+    }
+
+    fn inserted_at_page(
+        &mut self,
+        after: Option<&Scalar>,
+        limit: usize,
+    ) -> Result<Vec<Scalar>, StoreError> {
+        self.read_inserted_at(after, limit)
+    }
+
+    fn last_runs(&mut self) -> Result<Vec<RunRow>, StoreError> {
+        self.read_last_runs()
+    }
+
+    fn take(
+        &mut self,
+        owner: &str,
+        band: &BandQuery,
+        after: Option<&Cursor>,
+        limit: usize,
+        lease_until: DateTime<Utc>,
+        wanted: &dyn Fn(&Record) -> bool,
+    ) -> Result<Page, StoreError> {
+        self.take_page(owner, band, after, limit, lease_until, wanted)
+    }
+
+    fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<Vec<usize>, StoreError> {
+        self.write_marks(owner, marks)
+    }
+
+    /// Each commit writes again every page its group touched, the B-trees' inner pages
+    /// among them: with groups of 5,000 instead of 1,000 a tick with a fast handler
+    /// went from 0.88–0.89 to 0.93–0.97 of the floor (BENCHMARKS.md, run 6). Such a
+    /// group holds the write lock for about 17 ms. (PostgreSQL keeps 1,000: with
+    /// 5,000, one runner was half as fast.)
+    fn mark_group(&self) -> usize {
+        5000
+    }
+
+    fn release(&mut self, owner: &str) -> Result<(), StoreError> {
+        self.release_span(owner)
+    }
+
+    fn last_tick(&mut self, window: Duration) -> Result<Option<DateTime<Utc>>, StoreError> {
+        self.read_last_tick(window)
+    }
+
+    fn begin_run(&mut self, run: &RunStart) -> Result<i64, StoreError> {
+        self.open_run(run)
+    }
+
+    fn finish_run(&mut self, run_id: i64, end: &RunEnd) -> Result<(), StoreError> {
+        self.close_run(run_id, end)
+    }
+
+    fn take_records(
+        &mut self,
+        owner: &str,
+        records: Vec<Record>,
+        lease_until: DateTime<Utc>,
+    ) -> Result<Vec<Record>, StoreError> {
+        self.hold_records(owner, records, lease_until)
+    }
+
+    fn holder(&mut self, record: &Record) -> Result<Option<super::Held>, StoreError> {
+        self.find_holder(record)
+    }
+
+    fn held_counts(&mut self) -> Result<(u64, u64), StoreError> {
+        self.count_held()
+    }
+
+    fn table(&self) -> &TableConfig {
+        &self.table
+    }
+
+    fn own(&mut self) -> Result<super::Own<'_>, StoreError> {
+        // Made together, by version 4: a database of an earlier one has neither.
+        let exists = self.has_table("backlog_pauses")?;
+        Ok(super::Own {
+            sql: &mut self.conn,
+            prefix: String::new(),
+            table: &self.table.name,
+            exists,
+        })
+    }
+
+    fn heartbeat(&self, owner: &str, run_id: i64) -> Result<Box<dyn Heartbeat>, StoreError> {
+        let conn = connect(&self.path, self.busy_timeout)?;
+        Ok(Box::new(SqliteHeartbeat {
+            conn,
+            owner: owner.to_string(),
+            run_id,
+            held: false,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records of a page the tick still holds keep their values while the next page is
+    /// read: only a buffer no record refers to any more lends its memory.
+    #[test]
+    fn records_of_a_page_outlive_the_next_page() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("backlog.db");
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE BACKLOG (ID INTEGER PRIMARY KEY, STATUS TEXT, DATE_INSERTED TEXT, PAYLOAD);",
+        )
+        .unwrap();
+        for id in 1..=6_i64 {
+            conn.execute(
+                "INSERT INTO BACKLOG VALUES (?1, 'NEW', ?2, ?3)",
+                params![
+                    id,
+                    format!("2026-11-2{id} 12:00:00"),
+                    format!("payload {id}")
+                ],
+            )
+            .unwrap();
+        }
+        drop(conn);
+        let table = TableConfig::new("BACKLOG", "ID", "STATUS", "DATE_INSERTED");
+        let mut store = SqliteStore::open(&path, Duration::from_secs(1), table).unwrap();
+        store.inspect().unwrap();
+        let band = BandQuery {
+            from: Scalar::Text("2026-01-01 00:00:00".into()),
+            to: Scalar::Text("2027-01-01 00:00:00".into()),
+            to_inclusive: true,
+            take_tried: false,
+            clock: Utc::now(),
+        };
+        let payloads = |records: &[Record]| -> Vec<String> {
+            records
+                .iter()
+                .map(|r| r.columns["PAYLOAD"].as_str().unwrap().to_string())
+                .collect()
+        };
+        let first = store.select(&band, None, 3).unwrap();
+        let cursor = Cursor::after(first.last().unwrap());
+        let second = store.select(&band, Some(&cursor), 3).unwrap();
+        assert_eq!(payloads(&first), ["payload 6", "payload 5", "payload 4"]);
+        assert_eq!(payloads(&second), ["payload 3", "payload 2", "payload 1"]);
+        assert_eq!(
+            first[0].inserted_at(),
+            Scalar::Text("2026-11-26 12:00:00".into())
+        );
+        assert_eq!(
+            serde_json::to_string(&second[2].columns).unwrap(),
+            r#"{"ID":1,"STATUS":"NEW","DATE_INSERTED":"2026-11-21 12:00:00","PAYLOAD":"payload 1"}"#
+        );
+        // Once its records are gone, a page's buffer is reused; the new page reads right.
+        drop(first);
+        drop(second);
+        let again = store.select(&band, Some(&cursor), 2).unwrap();
+        assert_eq!(payloads(&again), ["payload 3", "payload 2"]);
+    }
+}

@@ -1,0 +1,405 @@
+//! Reading the band: the page queries (one status at a time where the index wants
+//! it), rows into records, and the reads `status`, `doctor` and `show` make.
+
+use super::*;
+
+/// The SQL of a table, with names checked against the schema and quoted.
+#[derive(Debug, Clone)]
+pub(super) struct Statements {
+    pub(super) table: String,
+    pub(super) id: String,
+    pub(super) status: String,
+    pub(super) inserted_at: String,
+    pub(super) first_page: String,
+    pub(super) next_page: String,
+    pub(super) set_status: String,
+    /// Whether a page is read one pending status at a time and merged: where an index
+    /// on (status, inserted-at) serves the band, a query for several statuses at once
+    /// is several index ranges whose union SQLite sorts in a temporary B-tree, the
+    /// rest of the band at every page; one query per status is an index range each,
+    /// already in order.
+    pub(super) by_status: bool,
+}
+
+impl SqliteStore {
+    pub(super) fn statements(
+        &self,
+        table: &str,
+        [id, status, inserted_at]: &[String; 3],
+    ) -> Statements {
+        let (t, id, st, ins) = (quote(table), quote(id), quote(status), quote(inserted_at));
+        // ?1 from, ?2 to, ?3 limit, ?4 the cursor's id, ?5 table, ?6 owner, ?7 the time
+        // and ?8 the tick's clock for `{held}` (see `page_sql`), ?9… the pending statuses.
+        let order = format!("ORDER BY {ins} DESC, {id} DESC LIMIT ?3");
+        Statements {
+            table: t.clone(),
+            id: id.clone(),
+            status: st.clone(),
+            inserted_at: ins.clone(),
+            first_page: format!(
+                "SELECT *{{held}} FROM {t} WHERE {ins} >= ?1 AND {ins} <{{to}} ?2 AND {st} {{pending}} {order}"
+            ),
+            next_page: format!(
+                "SELECT *{{held}} FROM {t} WHERE {ins} >= ?1 AND {ins} <= ?2 AND ({ins} < ?2 OR {id} < ?4) AND {st} {{pending}} {order}"
+            ),
+            set_status: match &self.table.retry {
+                // The attempt count and time go with the status, in the same statement.
+                Some(r) => format!(
+                    "UPDATE {t} SET {st} = ?1, {count} = coalesce({count}, 0) + 1, {since} = ?3 WHERE {id} = ?2",
+                    count = quote(&r.count),
+                    since = quote(&r.since)
+                ),
+                None => format!("UPDATE {t} SET {st} = ?1 WHERE {id} = ?2"),
+            },
+            by_status: false,
+        }
+    }
+
+    /// Whether the band query for all pending statuses at once sorts in a temporary
+    /// B-tree (see `Statements::by_status`), by SQLite's own plan of it.
+    pub(super) fn sorts_the_band(&self) -> Result<bool, StoreError> {
+        if self.table.pending.len() < 2 {
+            return Ok(false);
+        }
+        let sql = self.page_sql(true, false, false, false);
+        let mut stmt = self
+            .conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .map_err(db("planning the band query"))?;
+        // Unbound values are NULL: the plan does not depend on them.
+        let unbound = vec![rusqlite::types::Null; stmt.parameter_count()];
+        let details: Vec<String> = stmt
+            .query_map(params_from_iter(unbound), |r| r.get::<_, String>(3))
+            .and_then(Iterator::collect)
+            .map_err(db("planning the band query"))?;
+        Ok(details.iter().any(|d| d.contains("TEMP B-TREE")))
+    }
+
+    /// The SQL a page query runs, for tests that check the plan. With `held`, each row
+    /// ends with a column saying whether another live tick's span holds it.
+    /// With `tried`, a row also counts as held when it failed in its tier's slot and is
+    /// kept from the other ticks until the slot ends (`backlog_tried`).
+    pub fn page_sql(&self, first: bool, to_inclusive: bool, held: bool, tried: bool) -> String {
+        let q = self.sql();
+        let sql = if first { &q.first_page } else { &q.next_page };
+        let mut checks = Vec::new();
+        if held {
+            checks.push(format!(
+                "EXISTS (SELECT 1 FROM backlog_holds h WHERE h.table_name = ?5 AND h.owner <> ?6 AND h.expires_at > ?7 AND {t}.{ins} BETWEEN h.low AND h.high)",
+                t = q.table,
+                ins = q.inserted_at
+            ));
+        }
+        if tried {
+            checks.push(format!(
+                "EXISTS (SELECT 1 FROM backlog_tried k WHERE k.table_name = ?5 AND k.record_id = +{t}.{id} AND k.until_ms > ?8 AND k.expires_ms > ?7)",
+                t = q.table,
+                id = q.id
+            ));
+        }
+        let held = if checks.is_empty() {
+            String::new()
+        } else {
+            format!(", ({})", checks.join(" OR "))
+        };
+        let pending = if q.by_status {
+            "= ?9".to_string()
+        } else {
+            let list: Vec<String> = (0..self.table.pending.len())
+                .map(|i| format!("?{}", i + 9))
+                .collect();
+            format!("IN ({})", list.join(", "))
+        };
+        sql.replace("{to}", if to_inclusive { "=" } else { "" })
+            .replace("{held}", &held)
+            .replace("{pending}", &pending)
+    }
+
+    /// A page of the band: the records and, with `held`, whether another tick holds
+    /// each. Parameters as `statements` numbers them.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn page(
+        &self,
+        band: &BandQuery,
+        after: Option<&Cursor>,
+        limit: usize,
+        owner: &str,
+        now_ms: i64,
+        held: bool,
+        tried: bool,
+    ) -> Result<Read, StoreError> {
+        let sql = self.page_sql(after.is_none(), band.to_inclusive, held, tried);
+        let to = after.map_or(&band.to, |c| &c.inserted_at);
+        let after_id = after.map(|c| &c.id);
+        let limit = limit as i64;
+        let clock_ms = band.clock.timestamp_millis();
+        let mut params: Vec<&dyn ToSql> = vec![
+            &band.from,
+            to,
+            &limit,
+            &after_id,
+            &self.table.name,
+            &owner,
+            &now_ms,
+            &clock_ms,
+        ];
+        let flagged = held || tried;
+        if !self.sql().by_status {
+            params.extend(self.table.pending.iter().map(|p| p as &dyn ToSql));
+            return self.rows(&sql, &params, flagged, limit as usize);
+        }
+        // One index range per status, each in band order, merged: the first `limit`
+        // of the merge are the page.
+        let mut merged: Vec<(Record, bool)> = Vec::new();
+        for status in &self.table.pending {
+            params.truncate(8);
+            params.push(status);
+            let read = self.rows(&sql, &params, flagged, limit as usize)?;
+            let held = read.held.into_iter().chain(std::iter::repeat(false));
+            merged.extend(read.records.into_iter().zip(held));
+        }
+        merged.sort_unstable_by(|(a, _), (b, _)| {
+            (b.inserted_at(), &b.id).cmp(&(a.inserted_at(), &a.id))
+        });
+        merged.truncate(limit as usize);
+        let (records, held) = merged.into_iter().unzip();
+        Ok(Read {
+            records,
+            held: if flagged { held } else { Vec::new() },
+        })
+    }
+
+    /// Runs a `SELECT *` on the table and reads its rows as records.
+    pub(super) fn records(
+        &self,
+        sql: &str,
+        params: &[&dyn ToSql],
+    ) -> Result<Vec<Record>, StoreError> {
+        Ok(self.rows(sql, params, false, 1)?.records)
+    }
+
+    /// Reads rows as records, `capacity` of them expected; with `flagged`, the last
+    /// column is a flag, not the table's. The rows' values go into one `RowBuffer`
+    /// that the records share.
+    pub(super) fn rows(
+        &self,
+        sql: &str,
+        params: &[&dyn ToSql],
+        flagged: bool,
+        capacity: usize,
+    ) -> Result<Read, StoreError> {
+        let format = self.format();
+        // The context is written only when there is an error: rows come by the thousand.
+        let err = |e| db(format!("selecting from {}", self.table.name))(e);
+        let mut stmt = self.conn.prepare_cached(sql).map_err(err)?;
+        let mut names: Vec<String> = stmt.column_names().map(String::from).collect();
+        if flagged {
+            names.pop();
+        }
+        let position = |wanted: &str| {
+            names
+                .iter()
+                .position(|n| n.eq_ignore_ascii_case(wanted))
+                .expect("inspect() checked the column")
+        };
+        let (id_at, status_at, ins_at) = (
+            position(&self.table.id),
+            position(&self.table.status),
+            position(&self.table.inserted_at),
+        );
+        let width = names.len();
+        // The last page's buffer, once its records are gone, lends this page its
+        // memory: a page's worth allocated and freed each time made the heap grow and
+        // shrink at every page.
+        let mut buffer = match self.spare.take().map(Arc::try_unwrap) {
+            Some(Ok(mut spare)) => {
+                spare.reset(names.into(), capacity);
+                spare
+            }
+            _ => RowBuffer::new(names.into(), capacity),
+        };
+        let mut held = Vec::new();
+        let mut rows = stmt.query(params_from_iter(params)).map_err(err)?;
+        while let Some(row) = rows.next().map_err(err)? {
+            for i in 0..width {
+                match row.get_ref(i).map_err(err)? {
+                    ValueRef::Null => buffer.push_null(),
+                    ValueRef::Integer(n) => buffer.push_int(n),
+                    ValueRef::Real(f) => buffer.push_real(f),
+                    ValueRef::Text(t) => buffer.push_text(t),
+                    ValueRef::Blob(b) => buffer.push_blob(b),
+                }
+            }
+            if flagged {
+                held.push(row.get::<_, bool>(width).map_err(err)?);
+            }
+        }
+        let buffer = Arc::new(buffer);
+        self.spare.set(Some(Arc::clone(&buffer)));
+        let mut statuses = Statuses::default();
+        let records = (0..buffer.rows())
+            .map(|i| {
+                let cell = |column| buffer.cell(i, column);
+                let status = match cell(status_at) {
+                    Cell::Text(t) => statuses.get(t.as_bytes()),
+                    other => statuses.get(other.to_scalar().to_string().as_bytes()),
+                };
+                Record::in_buffer(
+                    cell(id_at).to_scalar(),
+                    status,
+                    ins_at,
+                    format.decode_cell(cell(ins_at)),
+                    Columns::buffered(Arc::clone(&buffer), i),
+                )
+            })
+            .collect();
+        Ok(Read { records, held })
+    }
+
+    pub(super) fn count_statuses(
+        &mut self,
+        range: &Range,
+    ) -> Result<Vec<(String, u64)>, StoreError> {
+        let sql = self.sql();
+        let mut clauses = vec!["1 = 1".to_string()];
+        let mut params: Vec<&dyn ToSql> = Vec::new();
+        if let Some(from) = &range.from {
+            let op = if range.from_exclusive { ">" } else { ">=" };
+            params.push(from);
+            clauses.push(format!("{} {op} ?{}", sql.inserted_at, params.len()));
+        }
+        if let Some(to) = &range.to {
+            let op = if range.to_inclusive { "<=" } else { "<" };
+            params.push(to);
+            clauses.push(format!("{} {op} ?{}", sql.inserted_at, params.len()));
+        }
+        let query = match range.sample {
+            None => format!(
+                "SELECT {st}, count(*) FROM {t} WHERE {} GROUP BY {st} ORDER BY {st}",
+                clauses.join(" AND "),
+                st = sql.status,
+                t = sql.table
+            ),
+            Some(n) => format!(
+                "SELECT {st}, count(*) FROM (SELECT {st} FROM {t} WHERE {} LIMIT {n}) GROUP BY {st} ORDER BY {st}",
+                clauses.join(" AND "),
+                st = sql.status,
+                t = sql.table
+            ),
+        };
+        let context = format!("counting the records of {}", self.table.name);
+        let mut stmt = self.conn.prepare(&query).map_err(db(context.clone()))?;
+        stmt.query_map(params_from_iter(params), |r| {
+            Ok((
+                scalar(r.get_ref(0)?).to_string(),
+                r.get::<_, i64>(1)? as u64,
+            ))
+        })
+        .and_then(Iterator::collect)
+        .map_err(db(context))
+    }
+
+    pub(super) fn read_oldest(
+        &mut self,
+        statuses: &[String],
+        before: Option<DateTime<Utc>>,
+        limit: usize,
+    ) -> Result<Vec<Record>, StoreError> {
+        let sql = self.sql();
+        // As the band's pages: one status at a time where several at once would sort
+        // every record of those statuses (see `Statements::by_status`).
+        let one_at_a_time = sql.by_status && statuses.len() > 1;
+        let list = if one_at_a_time {
+            "?3".to_string()
+        } else {
+            (0..statuses.len())
+                .map(|i| format!("?{}", i + 3))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let query = format!(
+            "SELECT * FROM {t} WHERE {st} IN ({list}) AND {ins} IS NOT NULL AND (?2 IS NULL OR {ins} < ?2) ORDER BY {ins} ASC LIMIT ?1",
+            t = sql.table,
+            st = sql.status,
+            ins = sql.inserted_at
+        );
+        let limit_n = limit;
+        let limit = limit as i64;
+        let before = before.map(|t| self.format().encode(t));
+        let mut params: Vec<&dyn ToSql> = vec![&limit, &before];
+        if !one_at_a_time {
+            params.extend(statuses.iter().map(|p| p as &dyn ToSql));
+            return self.records(&query, &params);
+        }
+        let mut merged = Vec::new();
+        for status in statuses {
+            params.truncate(2);
+            params.push(status);
+            merged.extend(self.records(&query, &params)?);
+        }
+        merged.sort_unstable_by_key(Record::inserted_at);
+        merged.truncate(limit_n);
+        Ok(merged)
+    }
+
+    pub(super) fn plan_band(&mut self) -> Result<QueryPlan, StoreError> {
+        let sql = self.page_sql(true, false, false, false);
+        let query = format!("EXPLAIN QUERY PLAN {sql}");
+        let mut stmt = self
+            .conn
+            .prepare(&query)
+            .map_err(db("explaining the band query"))?;
+        // Bind placeholders of the column's own type: the plan depends on it, not on them.
+        let format = self.format();
+        let bound = format.encode(Utc::now());
+        let n = stmt.parameter_count();
+        let params: Vec<&dyn ToSql> = vec![&bound as &dyn ToSql; n];
+        let detail: Vec<String> = stmt
+            .query_map(params_from_iter(params), |r| r.get::<_, String>(3))
+            .and_then(Iterator::collect)
+            .map_err(db("explaining the band query"))?;
+        let detail = detail.join("; ");
+        let ins = &self.table.inserted_at;
+        // A range on the inserted-at column, alone or after an equality on the status
+        // (an index on status and inserted-at, read one status at a time), and no sort.
+        let upper = detail.to_ascii_uppercase();
+        let ins_upper = ins.to_ascii_uppercase();
+        let uses_index = upper.contains("USING")
+            && (upper.contains(&format!("({ins_upper}>?"))
+                || upper.contains(&format!("AND {ins_upper}>?")))
+            && !upper.contains("TEMP B-TREE");
+        let create_index = (!uses_index).then(|| {
+            format!(
+                "CREATE INDEX {} ON {} ({});",
+                quote(&index_name(&self.table.name, ins)),
+                self.sql().table,
+                self.sql().inserted_at
+            )
+        });
+        Ok(QueryPlan {
+            uses_index,
+            detail,
+            create_index,
+        })
+    }
+
+    pub(super) fn read_inserted_at(
+        &mut self,
+        after: Option<&Scalar>,
+        limit: usize,
+    ) -> Result<Vec<Scalar>, StoreError> {
+        let sql = self.sql();
+        let query = format!(
+            "SELECT DISTINCT {ins} FROM {t} WHERE {ins} IS NOT NULL AND (?1 IS NULL OR {ins} > ?1) ORDER BY {ins} LIMIT ?2",
+            ins = sql.inserted_at,
+            t = sql.table
+        );
+        let mut stmt = self
+            .conn
+            .prepare_cached(&query)
+            .map_err(db("reading inserted-at values"))?;
+        stmt.query_map(params![after, limit as i64], |r| Ok(scalar(r.get_ref(0)?)))
+            .and_then(Iterator::collect)
+            .map_err(db("reading inserted-at values"))
+    }
+}
