@@ -1,0 +1,264 @@
+//! Claims on PostgreSQL: a record is a runner's while its row in `backlog_claims` is;
+//! marks are written only where the claim is still the runner's, failures keep theirs
+//! until their slot ends, and the heartbeat renews them from a connection of its own.
+
+use super::*;
+
+/// The owner of a claim kept on a record that failed, until the schedule's next try of
+/// it: no runner takes it before then (see `Mark::keep_until`), and no tick's
+/// `release` or heartbeat touches it. Such a claim's `claimed_at` is that next try by
+/// the clock of the tick that failed it, and its `expires_at` the same wait on the
+/// database's clock: a tick takes the record once its own clock reaches the first, or
+/// the database's the second (so a tick run with a pinned clock, `--now`, keeps
+/// nothing from the real ticks for long).
+pub(super) const TRIED: &str = "backlog: failed in this slot";
+
+/// Seconds from now to `until`, for a lease measured on the database's clock.
+pub(super) fn lease_secs(until: DateTime<Utc>) -> f64 {
+    (until - Utc::now()).as_seconds_f64().max(1.0)
+}
+
+/// Ids as the text the SQL casts to the id column's type.
+pub(super) fn ids_text<'a>(ids: impl IntoIterator<Item = &'a Scalar>) -> Vec<String> {
+    ids.into_iter().map(ToString::to_string).collect()
+}
+
+impl PostgresStore {
+    /// Claims each record for `owner` until `lease_until` if it is still pending and no
+    /// live claim holds it; returns the ids (as text) now this owner's.
+    pub(super) fn claim(
+        &mut self,
+        owner: &str,
+        ids: &[Scalar],
+        lease_until: DateTime<Utc>,
+        band: &BandQuery,
+    ) -> Result<std::collections::HashSet<String>, StoreError> {
+        let (claim, _, _) = self.claims();
+        let rows = self
+            .client
+            .query(
+                &claim,
+                &[
+                    &ids_text(ids),
+                    &self.table.pending,
+                    &self.table.name,
+                    &owner,
+                    &lease_secs(lease_until),
+                    &band.take_tried,
+                    &TRIED,
+                    &band.clock,
+                ],
+            )
+            .map_err(pg("claiming records"))?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    pub(super) fn write_marks(
+        &mut self,
+        owner: &str,
+        marks: &[Mark],
+    ) -> Result<Vec<usize>, StoreError> {
+        // One UPDATE per distinct status (usually two: success and error), each writing
+        // only the records this owner still claims, and one DELETE for the group's
+        // claims, in one transaction.
+        let groups = group_marks(marks, self.since_format);
+        let context = format!("writing statuses to {}", self.table.name);
+        let (_, unclaim, set_status) = self.claims();
+        let claims = self.own_table("backlog_claims");
+        let lock_rows = self.prepared().lock_rows.clone();
+        let all = ids_text(marks.iter().map(|m| &m.id));
+        let mut tx = self.client.transaction().map_err(pg(context.clone()))?;
+        // The rows first, then the claims: a runner that claims a record locks its row
+        // before it writes the claim, so once the rows are ours the claims read below
+        // (a new snapshot) show any takeover, and none can happen until we commit.
+        tx.query(&lock_rows, &[&all]).map_err(pg(context.clone()))?;
+        let mut written = std::collections::HashSet::with_capacity(marks.len());
+        for ((status, since), ids) in &groups {
+            let ids = ids_text(ids.iter().copied());
+            let name = &self.table.name;
+            let rows = match since {
+                Some(since) => tx.query(&set_status, &[status, &ids, name, &owner, &Bound(since)]),
+                None => tx.query(&set_status, &[status, &ids, name, &owner]),
+            }
+            .map_err(pg(context.clone()))?;
+            written.extend(rows.iter().map(|r| r.get::<_, String>(0)));
+        }
+        // Failures keep their claim, under another owner, until the end of their slot.
+        let kept: Vec<(&Mark, String)> = marks
+            .iter()
+            .filter_map(|m| m.keep_until.map(|_| (m, m.id.to_string())))
+            .filter(|(_, id)| written.contains(id))
+            .collect();
+        if !kept.is_empty() {
+            let ids: Vec<&String> = kept.iter().map(|(_, id)| id).collect();
+            let until: Vec<DateTime<Utc>> = kept
+                .iter()
+                .map(|(m, _)| m.keep_until.expect("kept marks have a time"))
+                .collect();
+            let wait: Vec<f64> = kept
+                .iter()
+                .zip(&until)
+                .map(|((m, _), u)| (*u - m.at).num_milliseconds() as f64 / 1000.0)
+                .collect();
+            tx.execute(
+                &format!(
+                    "UPDATE {claims} c SET owner = $4, claimed_at = k.until,
+                         expires_at = now() + make_interval(secs => k.wait)
+                     FROM unnest($3::text[], $5::timestamptz[], $6::float8[]) AS k(id, until, wait)
+                     WHERE c.table_name = $1 AND c.owner = $2 AND c.record_id = k.id"
+                ),
+                &[&self.table.name, &owner, &ids, &TRIED, &until, &wait],
+            )
+            .map_err(pg(context.clone()))?;
+        }
+        tx.execute(&unclaim, &[&self.table.name, &owner, &all])
+            .map_err(pg(context.clone()))?;
+        let prefix = format!("{}.", self.schema);
+        crate::store::write_attempts(
+            &mut tx,
+            &prefix,
+            &self.table.name,
+            marks,
+            &|i| !written.contains(&all[i]),
+            self.max_per_record,
+        )?;
+        tx.commit().map_err(pg(context))?;
+        Ok(all
+            .iter()
+            .enumerate()
+            .filter(|(_, id)| !written.contains(*id))
+            .map(|(i, _)| i)
+            .collect())
+    }
+
+    pub(super) fn release_claims(&mut self, owner: &str) -> Result<(), StoreError> {
+        let sql = format!(
+            "DELETE FROM {} WHERE table_name = $1 AND owner = $2",
+            self.own_table("backlog_claims")
+        );
+        self.client
+            .execute(&sql, &[&self.table.name, &owner])
+            .map_err(pg("releasing claims"))?;
+        Ok(())
+    }
+
+    pub(super) fn claim_records(
+        &mut self,
+        owner: &str,
+        records: Vec<Record>,
+        lease_until: DateTime<Utc>,
+    ) -> Result<Vec<Record>, StoreError> {
+        let ids: Vec<Scalar> = records.iter().map(|r| r.id.clone()).collect();
+        // A failure kept until its slot ends is taken (`take_tried`); the band's
+        // bounds play no part in a claim.
+        let band = BandQuery {
+            from: Scalar::Int(0),
+            to: Scalar::Int(0),
+            to_inclusive: false,
+            take_tried: true,
+            clock: Utc::now(),
+        };
+        let claimed = self.claim(owner, &ids, lease_until, &band)?;
+        Ok(records
+            .into_iter()
+            .filter(|r| claimed.contains(&r.id.to_string()))
+            .collect())
+    }
+
+    pub(super) fn find_holder(
+        &mut self,
+        record: &Record,
+    ) -> Result<Option<crate::store::Held>, StoreError> {
+        if !self.has_run_log()? {
+            return Ok(None);
+        }
+        let sql = format!(
+            "SELECT owner, claimed_at, expires_at FROM {} WHERE table_name = $1 AND record_id = $2 AND expires_at > now()",
+            self.own_table("backlog_claims")
+        );
+        let row = self
+            .client
+            .query_opt(&sql, &[&self.table.name, &record.id.to_string()])
+            .map_err(pg("reading the tool's claims"))?;
+        Ok(row.map(|r| {
+            let owner: String = r.get(0);
+            if owner == TRIED {
+                crate::store::Held {
+                    owner: None,
+                    until: r.get(1),
+                }
+            } else {
+                crate::store::Held {
+                    owner: Some(owner),
+                    until: r.get(2),
+                }
+            }
+        }))
+    }
+
+    pub(super) fn count_held(&mut self) -> Result<(u64, u64), StoreError> {
+        if !self.has_run_log()? {
+            return Ok((0, 0));
+        }
+        // Kept failures count while their record is still pending (one retried since
+        // is not).
+        let p = self.prepared();
+        let sql = format!(
+            "SELECT count(*) FILTER (WHERE c.owner <> $2),
+                    count(*) FILTER (WHERE c.owner = $2 AND EXISTS (
+                        SELECT 1 FROM {table} t WHERE t.{idq} = c.record_id::{idt}
+                        AND t.{st} = ANY ($3::text[]::{stt}[])))
+             FROM {claims} c WHERE c.table_name = $1 AND c.expires_at > now()",
+            claims = self.own_table("backlog_claims"),
+            table = p.table,
+            idq = p.id.quoted,
+            idt = p.id.sql_type,
+            st = p.status.quoted,
+            stt = p.status.sql_type,
+        );
+        let pending = self.table.pending.clone();
+        let row = self
+            .client
+            .query_one(&sql, &[&self.table.name, &TRIED, &pending])
+            .map_err(pg("counting the records held"))?;
+        Ok((row.get::<_, i64>(0) as u64, row.get::<_, i64>(1) as u64))
+    }
+}
+
+pub(super) struct PostgresHeartbeat {
+    pub(super) client: Client,
+    pub(super) url: PostgresUrl,
+    pub(super) claims: String,
+    pub(super) runs: String,
+    pub(super) owner: String,
+    pub(super) run_id: i64,
+}
+
+impl Heartbeat for PostgresHeartbeat {
+    /// Renews the claims; a connection the server dropped (a restart, a failover) is
+    /// opened again, since the claims outlive it in their table.
+    fn beat(&mut self, lease_until: DateTime<Utc>) -> Result<(), StoreError> {
+        if self.client.is_closed() {
+            self.client = connect(&self.url)?;
+        }
+        let context = "renewing claims";
+        let mut tx = self.client.transaction().map_err(pg(context))?;
+        tx.execute(
+            &format!(
+                "UPDATE {} SET expires_at = now() + make_interval(secs => $1) WHERE owner = $2",
+                self.claims
+            ),
+            &[&lease_secs(lease_until), &self.owner],
+        )
+        .map_err(pg(context))?;
+        tx.execute(
+            &format!(
+                "UPDATE {} SET heartbeat_at = now() WHERE id = $1",
+                self.runs
+            ),
+            &[&self.run_id],
+        )
+        .map_err(pg(context))?;
+        tx.commit().map_err(pg(context))
+    }
+}

@@ -1,0 +1,313 @@
+//! The PostgreSQL backend: one backlog, many runners on many machines.
+//!
+//! Claims live in the tool's own claims table, with leases, as on SQLite. Row locks
+//! held for as long as a handler runs (`SELECT … FOR UPDATE SKIP LOCKED` in a
+//! transaction left open) would need no table, but:
+//! - a handler may run for minutes, and a transaction open that long holds back vacuum
+//!   on the whole database and blocks the application's own updates of those rows;
+//! - a row lock lives as long as its connection, and the server keeps the connection
+//!   of a host that vanished (power cut, network split) open until TCP gives up, which
+//!   can take hours; a lease runs out `database.claim_lease` after the last heartbeat,
+//!   whatever became of the host;
+//! - the engine, its guarantees and its tests stay the same on both backends.
+//!
+//! Row locks are still taken, for a moment: the statement that claims a page locks the
+//! records it claims (`FOR NO KEY UPDATE SKIP LOCKED`) and keeps only those still
+//! pending, so it cannot race a tick that is marking the same record: it either skips
+//! the row or sees its new status. Leases are measured on the database's clock
+//! (`now()`), never a runner's, so runners with skewed clocks agree on when a claim
+//! ran out.
+//!
+//! Ids and statuses are bound as text and cast to the column's own type in the SQL
+//! (`$1::text[]::uuid[]`): a cast on the parameter keeps the comparison with the bare
+//! column, so primary-key and index lookups stay lookups, for any id type.
+//!
+//! Parts: `connection` (TLS, errors as one line), `schema` (the tool's tables, the
+//! user's table and its columns, the prepared statements), `pages` (the band's pages
+//! and the other reads), `claims` (claims, marks, kept failures, the heartbeat), `runs`
+//! (the run log); here, the store itself, whose `Store` methods call them.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
+use postgres::{Client, NoTls, Statement};
+use serde_json::Value;
+
+use super::{
+    BandQuery, Cursor, Heartbeat, Mark, Page, QueryPlan, Range, RunEnd, RunRow, RunStart, Store,
+    StoreError, check_version, group_marks, index_name, not_ours, quote,
+};
+use crate::config::{PostgresUrl, TableConfig};
+use crate::record::{Record, Scalar, Statuses};
+use crate::timestamp::{self, FormatSetting, Sample, TimestampFormat};
+
+mod claims;
+mod connection;
+mod pages;
+mod runs;
+mod schema;
+
+use claims::{PostgresHeartbeat, TRIED};
+pub(super) use connection::describe_error;
+use connection::{connect, pg};
+use pages::select_records;
+
+/// A bound for the inserted-at column, converted to the column's own type.
+#[derive(Debug)]
+struct Bound<'a>(&'a Scalar);
+
+impl ToSql for Bound<'_> {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut bytes::BytesMut,
+    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match (self.0, ty) {
+            (Scalar::Int(i), &Type::INT8) => i.to_sql(ty, out),
+            (Scalar::Int(i), &Type::INT4) => i32::try_from(*i)?.to_sql(ty, out),
+            (Scalar::Int(i), &Type::INT2) => i16::try_from(*i)?.to_sql(ty, out),
+            (Scalar::Time(t), &Type::TIMESTAMPTZ) => t.to_sql(ty, out),
+            (Scalar::Naive(t), &Type::TIMESTAMP) => t.to_sql(ty, out),
+            (Scalar::Text(s), _) => s.as_str().to_sql(ty, out),
+            (other, ty) => Err(format!("cannot bind {other} as {ty}").into()),
+        }
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    to_sql_checked!();
+}
+
+/// What the tick needs to know about one of the table's key columns.
+#[derive(Debug, Clone)]
+struct Column {
+    /// Quoted, as it goes into SQL.
+    quoted: String,
+    /// `format_type()` of the column: `bigint`, `uuid`, `character varying(20)`…
+    sql_type: String,
+}
+
+/// The names, types and prepared statements of a table, settled by `inspect`.
+struct Prepared {
+    table: String,
+    id: Column,
+    status: Column,
+    inserted_at: String,
+    /// The column holds an integer type: ids are read back as numbers.
+    int_id: bool,
+    /// `bytea` columns, whose JSON (`\\x00ff`) is rewritten as base64, as on SQLite.
+    bytea: Vec<String>,
+    first_page: [Statement; 2],
+    next_page: Statement,
+    /// Locks a group's rows before its marks read the claims (see `mark`).
+    lock_rows: Statement,
+    /// The statements that use the tool's own tables (claim, unclaim, and the status
+    /// update, which writes only where this tick claims), prepared once
+    /// `ensure_own_tables` made sure they exist (a dry run or `doctor` never creates them).
+    claim_sql: String,
+    unclaim_sql: String,
+    set_status_sql: String,
+    claim: Option<(Statement, Statement, Statement)>,
+    /// The SQL of the first page (exclusive end), for `band_plan`.
+    first_page_sql: String,
+}
+
+/// A backlog table on a PostgreSQL server, with the tool's tables in a schema of their
+/// own. A tick claims each record it holds (`backlog_claims`), so runners on many hosts
+/// can share one band.
+pub struct PostgresStore {
+    client: Client,
+    url: PostgresUrl,
+    /// The tool's own schema, quoted.
+    schema: String,
+    table: TableConfig,
+    format: Option<TimestampFormat>,
+    since_format: Option<TimestampFormat>,
+    prepared: Option<Prepared>,
+    /// How many attempts a record keeps (`history.max_per_record`, from `begin_run`).
+    max_per_record: u32,
+}
+
+impl PostgresStore {
+    /// Connects to the server; `schema` names where the tool's own tables go.
+    pub fn open(url: &PostgresUrl, schema: &str, table: TableConfig) -> Result<Self, StoreError> {
+        let client = connect(url)?;
+        Ok(PostgresStore {
+            client,
+            url: url.clone(),
+            schema: quote(schema),
+            table,
+            format: None,
+            since_format: None,
+            prepared: None,
+            max_per_record: crate::config::HistoryConfig::default().max_per_record,
+        })
+    }
+
+    fn prepared(&self) -> &Prepared {
+        self.prepared
+            .as_ref()
+            .expect("inspect() runs before any query")
+    }
+
+    /// The claim, unclaim and status statements (after `ensure_own_tables`).
+    fn claims(&self) -> (Statement, Statement, Statement) {
+        self.prepared()
+            .claim
+            .clone()
+            .expect("ensure_own_tables() runs before any claim")
+    }
+
+    fn format(&self) -> TimestampFormat {
+        self.format.expect("inspect() runs before any query")
+    }
+
+    fn own_table(&self, table: &str) -> String {
+        format!("{}.{table}", self.schema)
+    }
+}
+
+impl Store for PostgresStore {
+    fn describe(&self) -> String {
+        self.url.shown.clone()
+    }
+
+    fn inspect(&mut self) -> Result<TimestampFormat, StoreError> {
+        self.inspect_table()
+    }
+
+    fn ensure_own_tables(&mut self) -> Result<(), StoreError> {
+        self.create_own_tables()
+    }
+
+    fn select(
+        &mut self,
+        band: &BandQuery,
+        after: Option<&Cursor>,
+        limit: usize,
+    ) -> Result<Vec<Record>, StoreError> {
+        self.select_page(band, after, limit)
+    }
+
+    fn take(
+        &mut self,
+        owner: &str,
+        band: &BandQuery,
+        after: Option<&Cursor>,
+        limit: usize,
+        lease_until: DateTime<Utc>,
+        wanted: &dyn Fn(&Record) -> bool,
+    ) -> Result<Page, StoreError> {
+        self.take_page(owner, band, after, limit, lease_until, wanted)
+    }
+
+    fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<Vec<usize>, StoreError> {
+        self.write_marks(owner, marks)
+    }
+
+    fn release(&mut self, owner: &str) -> Result<(), StoreError> {
+        self.release_claims(owner)
+    }
+
+    fn last_tick(&mut self, window: Duration) -> Result<Option<DateTime<Utc>>, StoreError> {
+        self.read_last_tick(window)
+    }
+
+    fn count_by_status(&mut self, range: &Range) -> Result<Vec<(String, u64)>, StoreError> {
+        self.count_statuses(range)
+    }
+
+    fn oldest_of(
+        &mut self,
+        statuses: &[String],
+        before: Option<DateTime<Utc>>,
+        limit: usize,
+    ) -> Result<Vec<Record>, StoreError> {
+        self.read_oldest(statuses, before, limit)
+    }
+
+    fn find(&mut self, id: &str) -> Result<Option<Record>, StoreError> {
+        self.find_record(id)
+    }
+
+    fn band_plan(&mut self) -> Result<QueryPlan, StoreError> {
+        self.plan_band()
+    }
+
+    fn inserted_at_page(
+        &mut self,
+        after: Option<&Scalar>,
+        limit: usize,
+    ) -> Result<Vec<Scalar>, StoreError> {
+        self.read_inserted_at(after, limit)
+    }
+
+    fn last_runs(&mut self) -> Result<Vec<RunRow>, StoreError> {
+        self.read_last_runs()
+    }
+
+    fn begin_run(&mut self, run: &RunStart) -> Result<i64, StoreError> {
+        self.open_run(run)
+    }
+
+    fn finish_run(&mut self, run_id: i64, end: &RunEnd) -> Result<(), StoreError> {
+        self.close_run(run_id, end)
+    }
+
+    fn take_records(
+        &mut self,
+        owner: &str,
+        records: Vec<Record>,
+        lease_until: DateTime<Utc>,
+    ) -> Result<Vec<Record>, StoreError> {
+        self.claim_records(owner, records, lease_until)
+    }
+
+    fn holder(&mut self, record: &Record) -> Result<Option<super::Held>, StoreError> {
+        self.find_holder(record)
+    }
+
+    fn held_counts(&mut self) -> Result<(u64, u64), StoreError> {
+        self.count_held()
+    }
+
+    fn table(&self) -> &TableConfig {
+        &self.table
+    }
+
+    fn own(&mut self) -> Result<super::Own<'_>, StoreError> {
+        // Made together, by version 3: a schema of an earlier one has neither.
+        let pauses = self.own_table("backlog_pauses");
+        let exists: bool = self
+            .client
+            .query_one("SELECT to_regclass($1) IS NOT NULL", &[&pauses])
+            .map_err(pg("reading the tool's tables"))?
+            .get(0);
+        Ok(super::Own {
+            sql: &mut self.client,
+            prefix: format!("{}.", self.schema),
+            table: &self.table.name,
+            exists,
+        })
+    }
+
+    fn heartbeat(&self, owner: &str, run_id: i64) -> Result<Box<dyn Heartbeat>, StoreError> {
+        // Named apart in pg_stat_activity, for whoever looks at the server.
+        let mut url = self.url.clone();
+        if url.config.get_application_name() == Some("backlog") {
+            url.config.application_name("backlog heartbeat");
+        }
+        Ok(Box::new(PostgresHeartbeat {
+            client: connect(&url)?,
+            url,
+            claims: self.own_table("backlog_claims"),
+            runs: self.own_table("backlog_runs"),
+            owner: owner.to_string(),
+            run_id,
+        }))
+    }
+}

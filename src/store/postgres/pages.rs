@@ -1,0 +1,351 @@
+//! Reading the band on PostgreSQL: page queries, rows into records, and the reads
+//! `status`, `doctor` and `show` make.
+
+use super::*;
+
+/// The select list `records` reads, on the table aliased `t`: the row as JSON, the id
+/// and status as text, and the inserted-at value in the type `format` decodes.
+pub(super) fn select_records(
+    table: &str,
+    id: &str,
+    status: &str,
+    ins: &str,
+    format: TimestampFormat,
+) -> String {
+    let read_ins = match format {
+        TimestampFormat::UnixSeconds | TimestampFormat::UnixMillis => format!("t.{ins}::int8"),
+        TimestampFormat::Text(_) => format!("t.{ins}::text"),
+        TimestampFormat::Timestamptz | TimestampFormat::Timestamp(_) => format!("t.{ins}"),
+    };
+    format!(
+        "SELECT row_to_json(t)::text, t.{id}::text, t.{status}::text, {read_ins} FROM {table} t"
+    )
+}
+
+/// PostgreSQL's hex form of bytes (`\x00ff10`) as base64 (`AP8Q`); none for text
+/// that is not whole hex pairs, which is then left as it is rather than losing bytes.
+pub(super) fn base64_of_hex(hex: &str) -> Option<String> {
+    use base64::Engine as _;
+    let digits = hex.strip_prefix("\\x")?.as_bytes();
+    if digits.len() % 2 != 0 {
+        return None;
+    }
+    let bytes = digits
+        .chunks(2)
+        .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
+        .collect::<Option<Vec<u8>>>()?;
+    Some(base64::engine::general_purpose::STANDARD.encode(bytes))
+}
+
+impl PostgresStore {
+    /// Reads rows of `SELECT row_to_json(t)::text, id::text, status::text, inserted_at`.
+    pub(super) fn records(&self, rows: &[postgres::Row]) -> Result<Vec<Record>, StoreError> {
+        let format = self.format();
+        let int_id = self.prepared().int_id;
+        let bytea = &self.prepared().bytea;
+        let mut statuses = Statuses::default();
+        rows.iter()
+            .map(|row| {
+                let json: String = row.get(0);
+                let mut columns = match serde_json::from_str(&json) {
+                    Ok(Value::Object(map)) => map,
+                    _ => {
+                        return Err(StoreError::Schema(format!(
+                            "row_to_json of {} gave no JSON object",
+                            self.table.name
+                        )));
+                    }
+                };
+                for name in bytea {
+                    if let Some(Value::String(hex)) = columns.get_mut(name)
+                        && let Some(b64) = base64_of_hex(hex)
+                    {
+                        *hex = b64;
+                    }
+                }
+                let id: String = row.get(1);
+                let inserted_at = match format {
+                    TimestampFormat::UnixSeconds | TimestampFormat::UnixMillis => {
+                        Scalar::Int(row.get(3))
+                    }
+                    TimestampFormat::Text(_) => Scalar::Text(row.get(3)),
+                    TimestampFormat::Timestamptz => Scalar::Time(row.get(3)),
+                    TimestampFormat::Timestamp(_) => Scalar::Naive(row.get(3)),
+                };
+                let inserted_time = format.decode(&inserted_at);
+                Ok(Record::new(
+                    match id.parse() {
+                        Ok(n) if int_id => Scalar::Int(n),
+                        _ => Scalar::Text(id),
+                    },
+                    statuses.get(row.get::<_, &str>(2).as_bytes()),
+                    inserted_at,
+                    inserted_time,
+                    columns.into(),
+                ))
+            })
+            .collect()
+    }
+
+    /// Runs a query of the `records` shape built from the table's select list.
+    pub(super) fn query_records(
+        &mut self,
+        where_order: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Record>, StoreError> {
+        let p = self.prepared();
+        let sql = format!(
+            "{} {where_order}",
+            select_records(
+                &p.table,
+                &p.id.quoted,
+                &p.status.quoted,
+                &p.inserted_at,
+                self.format()
+            )
+        );
+        let rows = self
+            .client
+            .query(&sql, params)
+            .map_err(pg(format!("selecting from {}", self.table.name)))?;
+        self.records(&rows)
+    }
+
+    pub(super) fn select_page(
+        &mut self,
+        band: &BandQuery,
+        after: Option<&Cursor>,
+        limit: usize,
+    ) -> Result<Vec<Record>, StoreError> {
+        let p = self
+            .prepared
+            .as_ref()
+            .expect("inspect() runs before any query");
+        let limit = limit as i64;
+        let pending = &self.table.pending;
+        let rows = match after {
+            None => {
+                let stmt = &p.first_page[usize::from(band.to_inclusive)];
+                self.client.query(
+                    stmt,
+                    &[&Bound(&band.from), &Bound(&band.to), pending, &limit],
+                )
+            }
+            Some(c) => self.client.query(
+                &p.next_page,
+                &[
+                    &Bound(&band.from),
+                    &Bound(&c.inserted_at),
+                    pending,
+                    &limit,
+                    &c.id.to_string(),
+                ],
+            ),
+        }
+        .map_err(pg(format!("selecting from {}", self.table.name)))?;
+        self.records(&rows)
+    }
+
+    pub(super) fn take_page(
+        &mut self,
+        owner: &str,
+        band: &BandQuery,
+        after: Option<&Cursor>,
+        limit: usize,
+        lease_until: DateTime<Utc>,
+        wanted: &dyn Fn(&Record) -> bool,
+    ) -> Result<Page, StoreError> {
+        // Runners on several hosts share a band, so each record is claimed on its own:
+        // one statement for the wanted records of the page (see `claim_sql`).
+        let read = self.select(band, after, limit)?;
+        let ids: Vec<Scalar> = read
+            .iter()
+            .filter(|r| wanted(r))
+            .map(|r| r.id.clone())
+            .collect();
+        let ours = if ids.is_empty() {
+            std::collections::HashSet::new()
+        } else {
+            self.claim(owner, &ids, lease_until, band)?
+        };
+        Ok(Page::sorted(
+            read,
+            |_, r| ours.contains(&r.id.to_string()),
+            wanted,
+        ))
+    }
+
+    pub(super) fn count_statuses(
+        &mut self,
+        range: &Range,
+    ) -> Result<Vec<(String, u64)>, StoreError> {
+        let p = self.prepared();
+        let mut clauses = vec!["true".to_string()];
+        let mut bounds = Vec::new();
+        if let Some(from) = &range.from {
+            let op = if range.from_exclusive { ">" } else { ">=" };
+            bounds.push(Bound(from));
+            clauses.push(format!("{} {op} ${}", p.inserted_at, bounds.len()));
+        }
+        if let Some(to) = &range.to {
+            let op = if range.to_inclusive { "<=" } else { "<" };
+            bounds.push(Bound(to));
+            clauses.push(format!("{} {op} ${}", p.inserted_at, bounds.len()));
+        }
+        let sql = match range.sample {
+            None => format!(
+                "SELECT {st}::text, count(*) FROM {t} WHERE {} GROUP BY 1 ORDER BY 1",
+                clauses.join(" AND "),
+                st = p.status.quoted,
+                t = p.table
+            ),
+            Some(n) => format!(
+                "SELECT s::text, count(*) FROM (SELECT {st} AS s FROM {t} WHERE {} LIMIT {n}) x GROUP BY 1 ORDER BY 1",
+                clauses.join(" AND "),
+                st = p.status.quoted,
+                t = p.table
+            ),
+        };
+        let params: Vec<&(dyn ToSql + Sync)> =
+            bounds.iter().map(|b| b as &(dyn ToSql + Sync)).collect();
+        Ok(self
+            .client
+            .query(&sql, &params)
+            .map_err(pg(format!("counting the records of {}", self.table.name)))?
+            .iter()
+            .map(|r| {
+                (
+                    r.get::<_, Option<String>>(0).unwrap_or_default(),
+                    r.get::<_, i64>(1) as u64,
+                )
+            })
+            .collect())
+    }
+
+    pub(super) fn read_oldest(
+        &mut self,
+        statuses: &[String],
+        before: Option<DateTime<Utc>>,
+        limit: usize,
+    ) -> Result<Vec<Record>, StoreError> {
+        let p = self.prepared();
+        let before = before.map(|t| self.format().encode(t));
+        let clause = format!(
+            "WHERE t.{st} = ANY ($1::text[]::{stt}[]) AND t.{ins} IS NOT NULL {before} ORDER BY t.{ins} ASC LIMIT $2",
+            st = p.status.quoted,
+            stt = p.status.sql_type,
+            ins = p.inserted_at,
+            before = if before.is_some() {
+                format!("AND t.{} < $3", p.inserted_at)
+            } else {
+                String::new()
+            }
+        );
+        let statuses = statuses.to_vec();
+        let limit = limit as i64;
+        match &before {
+            Some(b) => self.query_records(&clause, &[&statuses, &limit, &Bound(b)]),
+            None => self.query_records(&clause, &[&statuses, &limit]),
+        }
+    }
+
+    pub(super) fn find_record(&mut self, id: &str) -> Result<Option<Record>, StoreError> {
+        let p = self.prepared();
+        // Text that is no id of the column's type (`abc` for a bigint) is no record;
+        // the server would refuse the cast.
+        let fits = match p.id.sql_type.as_str() {
+            "bigint" => id.parse::<i64>().is_ok(),
+            "integer" => id.parse::<i32>().is_ok(),
+            "smallint" => id.parse::<i16>().is_ok(),
+            "uuid" => uuid::Uuid::parse_str(id).is_ok(),
+            _ => true,
+        };
+        if !fits {
+            return Ok(None);
+        }
+        let clause = format!("WHERE t.{} = $1::text::{}", p.id.quoted, p.id.sql_type);
+        Ok(self.query_records(&clause, &[&id])?.pop())
+    }
+
+    pub(super) fn plan_band(&mut self) -> Result<QueryPlan, StoreError> {
+        let p = self
+            .prepared
+            .as_ref()
+            .expect("inspect() runs before any query");
+        let sql = format!("EXPLAIN {}", p.first_page_sql);
+        let now = Utc::now();
+        let format = self.format();
+        let (from, to) = (
+            format.encode(now - chrono::Duration::days(7)),
+            format.encode(now - chrono::Duration::days(1)),
+        );
+        let pending = self.table.pending.clone();
+        let limit: i64 = 200;
+        let detail: Vec<String> = self
+            .client
+            .query(&sql, &[&Bound(&from), &Bound(&to), &pending, &limit])
+            .map_err(pg("explaining the band query"))?
+            .iter()
+            .map(|r| r.get::<_, String>(0).trim().to_string())
+            .collect();
+        let bare = p.inserted_at.trim_matches('"').to_string();
+        let uses_index = detail
+            .iter()
+            .any(|line| line.starts_with("Index Cond:") && line.contains(&bare));
+        let create_index = (!uses_index).then(|| {
+            format!(
+                "CREATE INDEX CONCURRENTLY {} ON {} ({});",
+                quote(&index_name(&self.table.name, &bare)),
+                p.table,
+                p.inserted_at
+            )
+        });
+        Ok(QueryPlan {
+            uses_index,
+            detail: detail.join("; "),
+            create_index,
+        })
+    }
+
+    pub(super) fn read_inserted_at(
+        &mut self,
+        after: Option<&Scalar>,
+        limit: usize,
+    ) -> Result<Vec<Scalar>, StoreError> {
+        // Whole records, one per distinct value: the store reads a value only through
+        // a record (its format's decoding of the column's type).
+        let ins = self.prepared().inserted_at.clone();
+        let limit = limit as i64;
+        match after {
+            None => self.query_records(
+                &format!(
+                    "WHERE t.{ins} IS NOT NULL AND t.ctid IN (SELECT DISTINCT ON (t2.{ins}) t2.ctid FROM {table} t2 WHERE t2.{ins} IS NOT NULL ORDER BY t2.{ins} LIMIT $1) ORDER BY t.{ins}",
+                    table = self.prepared().table
+                ),
+                &[&limit],
+            ),
+            Some(after) => self.query_records(
+                &format!(
+                    "WHERE t.{ins} > $2 AND t.ctid IN (SELECT DISTINCT ON (t2.{ins}) t2.ctid FROM {table} t2 WHERE t2.{ins} > $2 ORDER BY t2.{ins} LIMIT $1) ORDER BY t.{ins}",
+                    table = self.prepared().table
+                ),
+                &[&limit, &Bound(after)],
+            ),
+        }
+        .map(|records| records.iter().map(Record::inserted_at).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::base64_of_hex;
+
+    #[test]
+    fn bytea_hex_becomes_base64_and_anything_else_stays_as_it_is() {
+        assert_eq!(base64_of_hex("\\x00ff10").as_deref(), Some("AP8Q"));
+        assert_eq!(base64_of_hex("\\x").as_deref(), Some(""));
+        for bad in ["\\x0g", "\\x0", "00ff", "\\xzz10"] {
+            assert_eq!(base64_of_hex(bad), None, "{bad}");
+        }
+    }
+}

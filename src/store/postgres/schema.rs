@@ -1,0 +1,474 @@
+//! The tool's own tables on PostgreSQL (DDL, version, migrations) and what a tick
+//! learns of the user's table before it starts: its name on the search path, its
+//! columns and their types, the inserted-at format, the prepared statements.
+
+use super::*;
+
+/// The tool's own tables, in the schema `{s}` (already quoted).
+const OWN_TABLES: &str = "
+CREATE SCHEMA IF NOT EXISTS {s};
+CREATE TABLE IF NOT EXISTS {s}.backlog_meta (key text PRIMARY KEY, value text NOT NULL);
+INSERT INTO {s}.backlog_meta (key, value) VALUES ('schema_version', '3') ON CONFLICT DO NOTHING;
+CREATE TABLE IF NOT EXISTS {s}.backlog_runs (
+    id bigserial PRIMARY KEY,
+    table_name text NOT NULL,
+    window_secs bigint NOT NULL,
+    tier integer,
+    band_from_secs bigint NOT NULL,
+    band_to_secs bigint NOT NULL,
+    bands text NOT NULL,
+    clock timestamptz NOT NULL,
+    started_at timestamptz NOT NULL,
+    heartbeat_at timestamptz,
+    finished_at timestamptz,
+    selected bigint NOT NULL DEFAULT 0,
+    succeeded bigint NOT NULL DEFAULT 0,
+    failed bigint NOT NULL DEFAULT 0,
+    skipped bigint NOT NULL DEFAULT 0,
+    lost bigint NOT NULL DEFAULT 0,
+    outcome text NOT NULL,
+    error text,
+    owner text NOT NULL
+);
+CREATE INDEX IF NOT EXISTS backlog_runs_by_window ON {s}.backlog_runs (table_name, window_secs, id);
+CREATE TABLE IF NOT EXISTS {s}.backlog_claims (
+    table_name text NOT NULL,
+    record_id text NOT NULL,
+    owner text NOT NULL,
+    claimed_at timestamptz NOT NULL,
+    expires_at timestamptz NOT NULL,
+    PRIMARY KEY (table_name, record_id)
+);
+CREATE INDEX IF NOT EXISTS backlog_claims_by_owner ON {s}.backlog_claims (owner);
+";
+
+/// The version of the tables above; a release that changes them adds a migration to
+/// `ensure_own_tables`. Version 1 had no `lost` count in the run log; version 2 no
+/// `backlog_attempts` and no `backlog_pauses`.
+const SCHEMA_VERSION: i64 = 3;
+
+/// The shared tables (attempts, pauses), as PostgreSQL writes them in schema `s`
+/// (quoted).
+fn shared_tables(s: &str) -> String {
+    format!(
+        "{}{}",
+        crate::store::attempts::DDL,
+        crate::store::pauses::DDL
+    )
+    .replace("{s}", &format!("{s}."))
+    .replace("{id}", "bigserial PRIMARY KEY")
+}
+
+/// The key of the advisory lock that serialises the creation of the tool's tables, so
+/// that eight runners starting at once on a new database do not race their DDL.
+const OWN_TABLES_LOCK: i64 = 0x0062_6163_6b6c_6f67; // "backlog" in ASCII
+
+impl PostgresStore {
+    /// Finds the table (`name` or `schema.name`) on the search path, exactly or else
+    /// case-insensitively, and returns its oid and quoted qualified name.
+    pub(super) fn resolve_table(&mut self) -> Result<(u32, String), StoreError> {
+        let (schema, name) = match self.table.name.split_once('.') {
+            Some((s, n)) => (Some(s.to_string()), n.to_string()),
+            None => (None, self.table.name.clone()),
+        };
+        let row = self
+            .client
+            .query_opt(
+                "SELECT c.oid, n.nspname::text, c.relname::text, c.relkind::text
+                 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                 WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND lower(c.relname) = lower($1)
+                   AND CASE WHEN $2::text IS NULL THEN n.nspname = ANY (current_schemas(false))
+                            ELSE lower(n.nspname) = lower($2) END
+                 ORDER BY c.relname = $1 DESC, n.nspname = $2 DESC,
+                          array_position(current_schemas(false), n.nspname::text)
+                 LIMIT 1",
+                &[&name, &schema],
+            )
+            .map_err(pg("reading the schema"))?;
+        if let Some(row) = row {
+            let oid: u32 = row.get(0);
+            let (nsp, rel): (String, String) = (row.get(1), row.get(2));
+            // A foreign table takes UPDATEs where its wrapper does (postgres_fdw).
+            let kind = match row.get::<_, String>(3).as_str() {
+                "v" => Some("view"),
+                "m" => Some("materialized view"),
+                _ => None,
+            };
+            if let Some(kind) = kind {
+                return Err(StoreError::NotATable { table: rel, kind });
+            }
+            return Ok((oid, format!("{}.{}", quote(&nsp), quote(&rel))));
+        }
+        let available = self
+            .client
+            .query(
+                "SELECT CASE WHEN n.nspname = 'public' THEN c.relname::text ELSE n.nspname || '.' || c.relname END
+                 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                 WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
+                   AND n.nspname = ANY (current_schemas(false)) ORDER BY 1",
+                &[],
+            )
+            .map_err(pg("reading the schema"))?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        Err(StoreError::NoTable {
+            table: self.table.name.clone(),
+            available,
+        })
+    }
+
+    /// The table's columns: name, `format_type()` and type category.
+    pub(super) fn columns(
+        &mut self,
+        oid: u32,
+    ) -> Result<Vec<(String, String, String)>, StoreError> {
+        Ok(self
+            .client
+            .query(
+                "SELECT a.attname::text, format_type(a.atttypid, a.atttypmod), t.typcategory::text
+                 FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+                 WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+                &[&oid],
+            )
+            .map_err(pg("reading the schema"))?
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2)))
+            .collect())
+    }
+
+    /// Reads the newest and oldest values of a text or integer column, for detection.
+    pub(super) fn samples(
+        &mut self,
+        table: &str,
+        column: &str,
+        integer: bool,
+    ) -> Result<Vec<Sample>, StoreError> {
+        let c = quote(column);
+        let value = if integer {
+            format!("{c}::int8")
+        } else {
+            format!("{c}::text")
+        };
+        let mut samples = Vec::new();
+        for order in ["DESC", "ASC"] {
+            let sql = format!(
+                "SELECT {value} FROM {table} WHERE {c} IS NOT NULL ORDER BY {c} {order} LIMIT 1"
+            );
+            let row = self
+                .client
+                .query_opt(&sql, &[])
+                .map_err(pg(format!("reading {column} of {}", self.table.name)))?;
+            samples.extend(row.map(|r| {
+                if integer {
+                    Sample::Int(r.get(0))
+                } else {
+                    Sample::Text(r.get(0))
+                }
+            }));
+        }
+        Ok(samples)
+    }
+
+    /// Decides the format of a timestamp column from its type and, for text and
+    /// integer columns, its values; a column with no value yet takes `empty` if given.
+    pub(super) fn column_format(
+        &mut self,
+        table: &str,
+        (name, sql_type, category): &(String, String, String),
+        setting: FormatSetting,
+        empty: Option<TimestampFormat>,
+    ) -> Result<TimestampFormat, StoreError> {
+        let table_name = self.table.name.clone();
+        let problem = |problem: String| StoreError::Timestamps {
+            table: table_name.clone(),
+            column: name.clone(),
+            problem,
+        };
+        let native = match sql_type.as_str() {
+            "timestamp with time zone" => Some(TimestampFormat::Timestamptz),
+            "timestamp without time zone" => Some(TimestampFormat::Timestamp(
+                self.table.inserted_at_timezone.unwrap_or(chrono_tz::UTC),
+            )),
+            _ => None,
+        };
+        match (native, setting) {
+            (Some(f), FormatSetting::Auto | FormatSetting::Native) => return Ok(f),
+            (Some(_), other) => {
+                return Err(problem(format!(
+                    "is of type {sql_type}, not {other:?} values; set table.inserted_at_format = \"native\" (or \"auto\")"
+                )));
+            }
+            (None, _) => {}
+        }
+        let integer = matches!(sql_type.as_str(), "bigint" | "integer" | "smallint");
+        if !integer && category != "S" {
+            return Err(problem(format!(
+                "is of type {sql_type}; backlog reads timestamptz, timestamp, integer unix seconds or milliseconds, or text timestamps"
+            )));
+        }
+        let samples = self.samples(table, name, integer)?;
+        match empty {
+            Some(f) if samples.is_empty() => Ok(f),
+            _ => timestamp::detect(setting, &samples).map_err(problem),
+        }
+    }
+
+    pub(super) fn prepare(
+        &mut self,
+        table: String,
+        id: Column,
+        status: Column,
+        inserted_at: String,
+        int_id: bool,
+        bytea: Vec<String>,
+    ) -> Result<Prepared, StoreError> {
+        let ins = &inserted_at;
+        let (idq, idt) = (&id.quoted, &id.sql_type);
+        let (st, stt) = (&status.quoted, &status.sql_type);
+        // $1 from, $2 to, $3 pending statuses, $4 limit, $5 the cursor's id.
+        let select = select_records(&table, idq, st, ins, self.format());
+        let pending = format!("t.{st} = ANY ($3::text[]::{stt}[])");
+        let order = format!("ORDER BY t.{ins} DESC, t.{idq} DESC LIMIT $4");
+        let first = |op: &str| {
+            format!("{select} WHERE t.{ins} >= $1 AND t.{ins} {op} $2 AND {pending} {order}")
+        };
+        let first_page_sql = first("<");
+        let next_page_sql = format!(
+            "{select} WHERE t.{ins} >= $1 AND t.{ins} <= $2 AND (t.{ins}, t.{idq}) < ($2, $5::text::{idt}) AND {pending} {order}"
+        );
+        let claims = self.own_table("backlog_claims");
+        // $1 ids, $2 pending statuses, $3 table name, $4 owner, $5 lease in seconds, $6
+        // whether to take records kept after a failure in this slot, $7 their owner, $8
+        // the tick's clock (a kept failure's expiry is the end of its slot by that clock).
+        let claim_sql = format!(
+            "WITH pending AS (
+                SELECT t.{idq}::text AS id FROM {table} t
+                WHERE t.{idq} = ANY ($1::text[]::{idt}[]) AND t.{st} = ANY ($2::text[]::{stt}[])
+                FOR NO KEY UPDATE OF t SKIP LOCKED
+             )
+             INSERT INTO {claims} AS c (table_name, record_id, owner, claimed_at, expires_at)
+             SELECT $3, id, $4, now(), now() + make_interval(secs => $5) FROM pending
+             ON CONFLICT (table_name, record_id) DO UPDATE SET owner = excluded.owner,
+                 claimed_at = excluded.claimed_at, expires_at = excluded.expires_at
+             WHERE (c.owner <> $7 AND c.expires_at < excluded.claimed_at)
+                OR (c.owner = $7 AND ($6 OR c.claimed_at <= $8 OR c.expires_at < excluded.claimed_at))
+             RETURNING record_id"
+        );
+        // $1 status, $2 ids, $3 table name, $4 owner, then $5 the `[retry]` time: only
+        // the records this owner still claims are written (see `Store::mark`).
+        let held = format!(
+            "FROM {claims} c WHERE t.{idq} = ANY ($2::text[]::{idt}[]) AND c.table_name = $3 AND c.owner = $4 AND c.record_id = t.{idq}::text RETURNING c.record_id"
+        );
+        let set_status_sql = match &self.table.retry {
+            // The attempt count and time go with the status, in the same statement.
+            Some(r) => format!(
+                "UPDATE {table} t SET {st} = $1::text::{stt}, {count} = coalesce(t.{count}, 0) + 1, {since} = $5 {held}",
+                count = quote(&r.count),
+                since = quote(&r.since)
+            ),
+            None => format!("UPDATE {table} t SET {st} = $1::text::{stt} {held}"),
+        };
+        let unclaim_sql = format!(
+            "DELETE FROM {claims} WHERE table_name = $1 AND owner = $2 AND record_id = ANY ($3)"
+        );
+        let lock_rows_sql = format!(
+            "SELECT 1 FROM {table} t WHERE t.{idq} = ANY ($1::text[]::{idt}[]) FOR NO KEY UPDATE OF t"
+        );
+        let context = format!("preparing the queries on {}", self.table.name);
+        let mut prepare = |sql: &str| self.client.prepare(sql).map_err(pg(context.clone()));
+        Ok(Prepared {
+            first_page: [prepare(&first_page_sql)?, prepare(&first("<="))?],
+            next_page: prepare(&next_page_sql)?,
+            lock_rows: prepare(&lock_rows_sql)?,
+            claim_sql,
+            unclaim_sql,
+            set_status_sql,
+            claim: None,
+            first_page_sql,
+            table,
+            id,
+            status,
+            inserted_at,
+            int_id,
+            bytea,
+        })
+    }
+
+    pub(super) fn inspect_table(&mut self) -> Result<TimestampFormat, StoreError> {
+        let (oid, table) = self.resolve_table()?;
+        let columns = self.columns(oid)?;
+        let names: Vec<String> = columns.iter().map(|c| c.0.clone()).collect();
+        let find = |key: &'static str, wanted: &str| {
+            columns
+                .iter()
+                .find(|c| c.0 == wanted)
+                .or_else(|| columns.iter().find(|c| c.0.eq_ignore_ascii_case(wanted)))
+                .cloned()
+                .ok_or_else(|| StoreError::NoColumn {
+                    table: self.table.name.clone(),
+                    column: wanted.to_string(),
+                    key,
+                    available: names.clone(),
+                })
+        };
+        let id = find("table.id", &self.table.id)?;
+        let status = find("table.status", &self.table.status)?;
+        let inserted_at = find("table.inserted_at", &self.table.inserted_at)?;
+        let retry = match &self.table.retry {
+            Some(r) => Some((
+                find("retry.count", &r.count)?,
+                find("retry.since", &r.since)?,
+            )),
+            None => None,
+        };
+        if self.table.inserted_at_timezone.is_some()
+            && inserted_at.1 != "timestamp without time zone"
+        {
+            return Err(StoreError::Timestamps {
+                table: self.table.name.clone(),
+                column: inserted_at.0.clone(),
+                problem: format!(
+                    "is of type {}; table.inserted_at_timezone applies to a timestamp without time zone column only",
+                    inserted_at.1
+                ),
+            });
+        }
+        let format =
+            self.column_format(&table, &inserted_at, self.table.inserted_at_format, None)?;
+        if let Some((_, since)) = &retry {
+            // An empty text or integer column takes the inserted-at column's format.
+            self.since_format =
+                Some(self.column_format(&table, since, FormatSetting::Auto, Some(format))?);
+        }
+        self.format = Some(format);
+        let int_id = matches!(id.1.as_str(), "bigint" | "integer" | "smallint");
+        let prepared = self.prepare(
+            table,
+            Column {
+                quoted: quote(&id.0),
+                sql_type: id.1,
+            },
+            Column {
+                quoted: quote(&status.0),
+                sql_type: status.1,
+            },
+            quote(&inserted_at.0),
+            int_id,
+            columns
+                .iter()
+                .filter(|c| c.1 == "bytea")
+                .map(|c| c.0.clone())
+                .collect(),
+        )?;
+        self.prepared = Some(prepared);
+        Ok(format)
+    }
+
+    pub(super) fn create_own_tables(&mut self) -> Result<(), StoreError> {
+        let context = "creating the tool's own tables";
+        let [meta, runs, claims] =
+            ["backlog_meta", "backlog_runs", "backlog_claims"].map(|t| self.own_table(t));
+        // The version, or none while any of the three tables is missing.
+        let version = |tx: &mut postgres::Transaction<'_>| -> Result<Option<String>, StoreError> {
+            let exists: bool = tx
+                .query_one(
+                    "SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL AND to_regclass($3) IS NOT NULL",
+                    &[&meta, &runs, &claims],
+                )
+                .map_err(pg(context))?
+                .get(0);
+            if !exists {
+                return Ok(None);
+            }
+            Ok(tx
+                .query_opt(
+                    &format!("SELECT value FROM {meta} WHERE key = 'schema_version'"),
+                    &[],
+                )
+                .map_err(pg(context))?
+                .map(|r| r.get(0)))
+        };
+        let mut tx = self.client.transaction().map_err(pg(context))?;
+        let schema = self.schema.trim_matches('"').replace("\"\"", "\"");
+        not_ours(
+            &[
+                "backlog_meta",
+                "backlog_runs",
+                "backlog_claims",
+                "backlog_attempts",
+                "backlog_pauses",
+            ],
+            &mut |table| {
+                let rows = tx
+                    .query(
+                        "SELECT column_name::text FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2",
+                        &[&schema, &table],
+                    )
+                    .map_err(pg(context))?;
+                Ok((!rows.is_empty()).then(|| rows.iter().map(|r| r.get(0)).collect()))
+            },
+            &format!(
+                "rename that table, or give the tool a schema of its own with database.schema (now {schema:?})"
+            ),
+        )?;
+        // Tables made by an administrator (or an earlier run) need no DDL, so a runner
+        // may work without the right to create anything.
+        let mut found = version(&mut tx)?;
+        if found.is_none() {
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&OWN_TABLES_LOCK])
+                .map_err(pg(context))?;
+            tx.batch_execute(&OWN_TABLES.replace("{s}", &self.schema))
+                .map_err(pg(context))?;
+            tx.batch_execute(&shared_tables(&self.schema))
+                .map_err(pg(context))?;
+            found = version(&mut tx)?;
+        }
+        if found.as_deref() == Some("1") {
+            // DDL once, by the first runner of this release; the others wait for it.
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&OWN_TABLES_LOCK])
+                .map_err(pg(context))?;
+            if version(&mut tx)?.as_deref() == Some("1") {
+                tx.batch_execute(&format!(
+                    "ALTER TABLE {runs} ADD COLUMN IF NOT EXISTS lost bigint NOT NULL DEFAULT 0;
+                     UPDATE {meta} SET value = '2' WHERE key = 'schema_version';"
+                ))
+                .map_err(pg("moving the tool's tables to version 2 (this needs the right to alter them: run one tick as their owner)"))?;
+            }
+            found = version(&mut tx)?;
+        }
+        if found.as_deref() == Some("2") {
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&OWN_TABLES_LOCK])
+                .map_err(pg(context))?;
+            if version(&mut tx)?.as_deref() == Some("2") {
+                tx.batch_execute(&format!(
+                    "{} UPDATE {meta} SET value = '3' WHERE key = 'schema_version';",
+                    shared_tables(&self.schema)
+                ))
+                .map_err(pg("moving the tool's tables to version 3 (this needs the right to create tables in the tool's schema: run one tick as their owner)"))?;
+            }
+            found = version(&mut tx)?;
+        }
+        check_version(
+            &found.unwrap_or_default(),
+            SCHEMA_VERSION,
+            &format!("schema {}", self.schema),
+        )?;
+        tx.commit().map_err(pg(context))?;
+        let p = self
+            .prepared
+            .as_mut()
+            .expect("inspect() runs before any query");
+        if p.claim.is_none() {
+            let context = "preparing the claim queries";
+            p.claim = Some((
+                self.client.prepare(&p.claim_sql).map_err(pg(context))?,
+                self.client.prepare(&p.unclaim_sql).map_err(pg(context))?,
+                self.client
+                    .prepare(&p.set_status_sql)
+                    .map_err(pg(context))?,
+            ));
+        }
+        Ok(())
+    }
+}
