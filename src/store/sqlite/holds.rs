@@ -298,44 +298,40 @@ impl SqliteStore {
         let context = "counting the records held";
         let now = Utc::now().timestamp_millis();
         let q = self.sql();
-        // An index range of the table per live span (a tick or two at a time); a span
-        // covers the records its tick read, of which the pending ones are still its.
+        // Both counts join the table and count what is still pending: ?1 table, ?2
+        // now, ?3… the pending statuses.
         let pending: Vec<String> = (0..self.table.pending.len())
             .map(|i| format!("?{}", i + 3))
             .collect();
-        let mut values: Vec<&dyn ToSql> = vec![&self.table.name, &now];
-        values.extend(self.table.pending.iter().map(|p| p as &dyn ToSql));
-        let held: i64 = self
-            .conn
-            .query_row(
-                &format!(
-                    "SELECT count(*) FROM backlog_holds h JOIN {t} ON {t}.{ins} BETWEEN h.low AND h.high WHERE h.table_name = ?1 AND h.expires_at > ?2 AND {t}.{st} IN ({})",
-                    pending.join(", "),
-                    t = q.table,
-                    ins = q.inserted_at,
-                    st = q.status
-                ),
-                params_from_iter(values),
-                |r| r.get(0),
-            )
-            .map_err(db(context))?;
+        let count = |from: String| -> Result<i64, StoreError> {
+            let mut values: Vec<&dyn ToSql> = vec![&self.table.name, &now];
+            values.extend(self.table.pending.iter().map(|p| p as &dyn ToSql));
+            self.conn
+                .query_row(
+                    &format!(
+                        "SELECT count(*) FROM {from} AND {t}.{st} IN ({})",
+                        pending.join(", "),
+                        t = q.table,
+                        st = q.status
+                    ),
+                    params_from_iter(values),
+                    |r| r.get(0),
+                )
+                .map_err(db(context))
+        };
+        // An index range of the table per live span (a tick or two at a time); a span
+        // covers the records its tick read, of which the pending ones are still its.
+        let held = count(format!(
+            "backlog_holds h JOIN {t} ON {t}.{ins} BETWEEN h.low AND h.high WHERE h.table_name = ?1 AND h.expires_at > ?2",
+            t = q.table,
+            ins = q.inserted_at
+        ))?;
         // Kept failures whose record is still pending (one retried since is not).
-        let mut values: Vec<&dyn ToSql> = vec![&self.table.name, &now];
-        values.extend(self.table.pending.iter().map(|p| p as &dyn ToSql));
-        let kept: i64 = self
-            .conn
-            .query_row(
-                &format!(
-                    "SELECT count(*) FROM backlog_tried k JOIN {t} ON {t}.{id} = k.record_id WHERE k.table_name = ?1 AND k.expires_ms > ?2 AND {t}.{st} IN ({})",
-                    pending.join(", "),
-                    t = q.table,
-                    id = q.id,
-                    st = q.status
-                ),
-                params_from_iter(values),
-                |r| r.get(0),
-            )
-            .map_err(db(context))?;
+        let kept = count(format!(
+            "backlog_tried k JOIN {t} ON {t}.{id} = k.record_id WHERE k.table_name = ?1 AND k.expires_ms > ?2",
+            t = q.table,
+            id = q.id
+        ))?;
         Ok((held as u64, kept as u64))
     }
 }
