@@ -442,7 +442,7 @@ fn in_a_real_browser() {
     // fantoccini's client carries TLS it does not need here; rustls wants a provider.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let screenshot = runtime.block_on(async {
-        use fantoccini::{ClientBuilder, Locator};
+        use fantoccini::{Client, ClientBuilder, Locator};
         let mut caps = serde_json::Map::new();
         caps.insert(
             "goog:chromeOptions".into(),
@@ -454,58 +454,42 @@ fn in_a_real_browser() {
             .connect(&format!("http://127.0.0.1:{driver_port}"))
             .await
             .expect("chromedriver answers");
+        // A click returns before the next page is there: wait for what only it has.
+        async fn click(browser: &Client, what: Locator<'_>) {
+            browser.find(what).await.unwrap().click().await.unwrap();
+        }
+        async fn text_when_there(browser: &Client, what: Locator<'_>) -> String {
+            browser.wait().for_element(what).await.unwrap().text().await.unwrap()
+        }
+        async fn rows(browser: &Client) -> usize {
+            browser
+                .find_all(Locator::Css("table.attempts tbody tr"))
+                .await
+                .unwrap()
+                .len()
+        }
         let base = format!("http://127.0.0.1:{port}");
         browser.goto(&base).await.unwrap();
         let search = browser.find(Locator::Css("input[name=id]")).await.unwrap();
         search.send_keys("2").await.unwrap();
-        browser
-            .find(Locator::Css("form.search button"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
-        // A click returns before the next page is there: wait for what only it has.
+        click(&browser, Locator::Css("form.search button")).await;
         browser
             .wait()
             .for_element(Locator::Css("form[action='/record/retry']"))
             .await
             .unwrap();
-        let heading = browser.find(Locator::Css("h1")).await.unwrap().text().await.unwrap();
-        assert_eq!(heading, "Record 2 ERROR");
-        let rows = browser.find_all(Locator::Css("table.attempts tbody tr")).await.unwrap();
-        assert_eq!(rows.len(), 1);
+        assert_eq!(text_when_there(&browser, Locator::Css("h1")).await, "Record 2 ERROR");
+        assert_eq!(rows(&browser).await, 1);
         std::fs::write(env.path("fixed"), "").unwrap();
-        browser
-            .find(Locator::XPath("//button[text()='Retry now']"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
-        let notice = browser
-            .wait()
-            .for_element(Locator::Css(".notice"))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        click(&browser, Locator::XPath("//button[text()='Retry now']")).await;
+        let notice = text_when_there(&browser, Locator::Css(".notice")).await;
         assert!(notice.starts_with("retried 1 record: succeeded 1"), "{notice}");
-        let heading = browser.find(Locator::Css("h1")).await.unwrap().text().await.unwrap();
-        assert_eq!(heading, "Record 2 SUCCESS");
-        let rows = browser.find_all(Locator::Css("table.attempts tbody tr")).await.unwrap();
-        assert_eq!(rows.len(), 2, "the retry's attempt is kept");
+        assert_eq!(text_when_there(&browser, Locator::Css("h1")).await, "Record 2 SUCCESS");
+        assert_eq!(rows(&browser).await, 2, "the retry's attempt is kept");
 
         browser.goto(&base).await.unwrap();
-        browser.find(Locator::Css("details.pause summary")).await.unwrap().click().await.unwrap();
-        browser
-            .find(Locator::Css("details.pause option[value='1d']"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
+        click(&browser, Locator::Css("details.pause summary")).await;
+        click(&browser, Locator::Css("details.pause option[value='1d']")).await;
         browser
             .find(Locator::Css("details.pause input[name=reason]"))
             .await
@@ -513,21 +497,8 @@ fn in_a_real_browser() {
             .send_keys("partner maintenance")
             .await
             .unwrap();
-        browser
-            .find(Locator::XPath("//details//button[text()='Pause']"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
-        let notice = browser
-            .wait()
-            .for_element(Locator::Css(".notice"))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        click(&browser, Locator::XPath("//details//button[text()='Pause']")).await;
+        let notice = text_when_there(&browser, Locator::Css(".notice")).await;
         assert!(notice.starts_with("Paused tier 1 (1d): paused since"), "{notice}");
         let png = browser.screenshot().await.unwrap();
         browser.close().await.unwrap();
