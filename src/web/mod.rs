@@ -40,6 +40,8 @@ pub(crate) struct Shared {
     /// The token every form carries, so another site cannot post to this one.
     pub(crate) csrf: String,
     pub(crate) readers: Arc<tokio::sync::Semaphore>,
+    /// The messages of the last actions, by the key their redirect carries.
+    pub(crate) notices: std::sync::Mutex<std::collections::VecDeque<(String, String)>>,
 }
 
 /// Binds `addr` now (a busy port is the caller's error, at once). Listening beyond
@@ -82,6 +84,7 @@ fn shared(schedule: PathBuf, token: Option<String>) -> Arc<Shared> {
         token,
         csrf: auth::new_secret(),
         readers: Arc::new(tokio::sync::Semaphore::new(READERS)),
+        notices: Default::default(),
     })
 }
 

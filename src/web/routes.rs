@@ -177,12 +177,18 @@ struct Notice {
     done: Option<String>,
 }
 
-async fn overview(State(shared): Shared_, Query(notice): Query<Notice>) -> Response {
+async fn overview(State(shared): Shared_, Query(notice_of): Query<Notice>) -> Response {
     let csrf = shared.csrf.clone();
     match blocking(&shared, |config| data::overview(config, Utc::now())).await {
-        Ok(o) => {
-            Html(pages::overview(&o, &csrf, notice.done.as_deref()).into_string()).into_response()
-        }
+        Ok(o) => Html(
+            pages::overview(
+                &o,
+                &csrf,
+                notice(&shared, notice_of.done.as_deref()).as_deref(),
+            )
+            .into_string(),
+        )
+        .into_response(),
         Err(page) => page,
     }
 }
@@ -216,7 +222,7 @@ async fn failures(State(shared): Shared_, Query(q): Query<FailuresQuery>) -> Res
                 &q.filter,
                 &tiers,
                 &shared.csrf,
-                q.done.as_deref(),
+                notice(&shared, q.done.as_deref()).as_deref(),
             )
             .into_string(),
         )
@@ -240,8 +246,16 @@ async fn record(State(shared): Shared_, Query(q): Query<RecordQuery>) -> Respons
     })
     .await;
     match result {
-        Ok(view) => Html(pages::record(&view, now, &shared.csrf, q.done.as_deref()).into_string())
-            .into_response(),
+        Ok(view) => Html(
+            pages::record(
+                &view,
+                now,
+                &shared.csrf,
+                notice(&shared, q.done.as_deref()).as_deref(),
+            )
+            .into_string(),
+        )
+        .into_response(),
         Err(page) if page.status() == StatusCode::BAD_REQUEST => error_page(
             StatusCode::NOT_FOUND,
             "No such record",
@@ -264,11 +278,34 @@ fn csrf_ok(shared: &Shared, given: &str) -> bool {
     auth::same(given, &shared.csrf)
 }
 
-/// A redirect to `to` with a message for the page that shows the result.
-fn done(to: &str, message: &str) -> Response {
+/// A redirect to `to` with a message for the page that shows the result. The message
+/// stays on the server, under a random key the address carries: a link made elsewhere
+/// cannot put words of its own on the dashboard.
+fn done(shared: &Shared, to: &str, message: &str) -> Response {
+    let key = auth::new_secret();
+    {
+        let mut notices = shared.notices.lock().unwrap_or_else(|e| e.into_inner());
+        if notices.len() >= NOTICES {
+            notices.pop_front();
+        }
+        notices.push_back((key.clone(), message.to_string()));
+    }
     let sep = if to.contains('?') { '&' } else { '?' };
-    Redirect::to(&format!("{to}{sep}done={}", pages::urlencode(message))).into_response()
+    Redirect::to(&format!("{to}{sep}done={key}")).into_response()
 }
+
+/// The message an action left under `key`, if the server has it.
+fn notice(shared: &Shared, key: Option<&str>) -> Option<String> {
+    let key = key?;
+    let notices = shared.notices.lock().unwrap_or_else(|e| e.into_inner());
+    notices
+        .iter()
+        .find(|(k, _)| auth::same(k, key))
+        .map(|(_, m)| m.clone())
+}
+
+/// How many actions' messages the server keeps for their pages.
+const NOTICES: usize = 100;
 
 #[derive(Deserialize)]
 struct RetryRecord {
@@ -323,6 +360,7 @@ async fn retry_record(State(shared): Shared_, Form(form): Form<RetryRecord>) -> 
     }
     match retry_now(&shared, vec![form.id.clone()]).await {
         Ok(message) => done(
+            &shared,
             &format!("/record?id={}", pages::urlencode(&form.id)),
             &message,
         ),
@@ -363,7 +401,7 @@ async fn retry_failures(State(shared): Shared_, Form(form): Form<RetryFailures>)
             .map(String::from)
             .collect();
         return match retry_now(&shared, ids).await {
-            Ok(message) => done(&back, &message),
+            Ok(message) => done(&shared, &back, &message),
             Err(page) => page,
         };
     }
@@ -438,7 +476,7 @@ async fn pause(State(shared): Shared_, Form(form): Form<PauseForm>) -> Response 
     })
     .await;
     match result {
-        Ok(message) => done("/", &message),
+        Ok(message) => done(&shared, "/", &message),
         Err(page) => page,
     }
 }
@@ -466,7 +504,7 @@ async fn resume(State(shared): Shared_, Form(form): Form<ResumeForm>) -> Respons
     })
     .await;
     match result {
-        Ok(message) => done("/", &message),
+        Ok(message) => done(&shared, "/", &message),
         Err(page) => page,
     }
 }
