@@ -110,6 +110,16 @@ fn get(port: u16, path: &str) -> Response {
     request(port, "GET", path, &[], "")
 }
 
+/// Kills a process group when dropped (a test that panics included).
+struct KillGroup(u32);
+
+impl Drop for KillGroup {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on a process group this test started.
+        unsafe { libc::kill(-(self.0 as i32), libc::SIGKILL) };
+    }
+}
+
 /// Where a redirect leads.
 fn location(response: &Response) -> String {
     response
@@ -445,12 +455,16 @@ fn a_password_never_reaches_a_page() {
 fn in_a_real_browser() {
     let (env, _server, port) = served(Backend::Sqlite, &[]);
     let driver_port = free_port();
-    let _driver = Running::spawn(
+    // chromedriver leads a process group of its own, and the browser it starts is in
+    // it: the whole group goes when the test ends, failed or not.
+    let _driver = Running::spawn(std::os::unix::process::CommandExt::process_group(
         Command::new("chromedriver")
             .arg(format!("--port={driver_port}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null()),
-    );
+        0,
+    ));
+    let _browser_group = KillGroup(_driver.id());
     wait_for_port(driver_port);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

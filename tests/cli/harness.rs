@@ -46,6 +46,11 @@ impl Running {
         Running(Some(cmd.spawn().expect("the process starts")))
     }
 
+    /// The process's id.
+    pub fn id(&self) -> u32 {
+        self.0.as_ref().expect("a running process").id()
+    }
+
     /// Waits for the process to end: its exit status and output.
     pub fn wait(mut self) -> std::process::Output {
         let child = self.0.take().expect("still running");
