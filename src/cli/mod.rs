@@ -137,12 +137,22 @@ fn run_tier(args: &RunArgs) -> Result<(), Error> {
             window = duration::compact(args.window),
         )));
     }
-    let mut opts = TickOptions::for_config(&config, args.window, args.now.unwrap_or_else(Utc::now));
-    if args.if_due {
-        let mut store = open_store(&config)?;
-        if !due(&config, args, store.as_mut(), opts.now)? {
-            return Ok(());
-        }
+    // The clock every runner shares (the database server's, on PostgreSQL), unless
+    // pinned: bands, the run log and `--if-due` agree across hosts.
+    let shared_clock = !matches!(config.database.url, crate::config::DatabaseUrl::Sqlite(_));
+    let mut store = (args.if_due || (shared_clock && args.now.is_none()))
+        .then(|| open_store(&config))
+        .transpose()?;
+    let now = match (args.now, store.as_mut()) {
+        (Some(now), _) => now,
+        (None, Some(store)) => store.clock().map_err(Error::store(store.describe()))?,
+        (None, None) => Utc::now(),
+    };
+    let mut opts = TickOptions::for_config(&config, args.window, now);
+    if let Some(store) = store.as_mut().filter(|_| args.if_due)
+        && !due(&config, args, store.as_mut(), opts.now)?
+    {
+        return Ok(());
     }
     opts.limit = args.limit;
     opts.dry_run = args.dry_run;
@@ -475,7 +485,10 @@ fn with_error(value: &mut serde_json::Value, failure: Option<&Error>) {
 pub fn status(args: &StatusArgs) -> Result<(), Error> {
     let config = Config::load(&args.schedule)?;
     let mut store = open_store(&config)?;
-    let now = args.now.unwrap_or_else(Utc::now);
+    let now = match args.now {
+        Some(now) => now,
+        None => store.clock().map_err(Error::store(store.describe()))?,
+    };
     let status = crate::status::status(&config, store.as_mut(), now)
         .map_err(Error::store(&config.database.url))?;
     if args.check {

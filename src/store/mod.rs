@@ -524,6 +524,14 @@ pub trait Store {
     /// The table the store was opened on, as the schedule file describes it.
     fn table(&self) -> &TableConfig;
 
+    /// The time by the clock every runner of this backlog shares: the database
+    /// server's where there is one (PostgreSQL), so runners on hosts whose clocks
+    /// disagree compute the same bands and agree on when a tier is due; this host's
+    /// otherwise (SQLite's runners are all on the host that has the file).
+    fn clock(&mut self) -> Result<DateTime<Utc>, StoreError> {
+        Ok(Utc::now())
+    }
+
     /// The record with this id (given as text, as a user types it).
     fn find(&mut self, id: &str) -> Result<Option<Record>, StoreError>;
 

@@ -768,3 +768,17 @@ fn own_tables_live_in_the_named_schema_with_a_version() {
             ": the tool's tables in schema \"jobs_meta\" are at schema version 4, this backlog knows version 3; use the backlog release that made them\n",
         ));
 }
+
+/// Without `--now`, `status` (and `run`) take the time from the database server: here,
+/// on the same machine, within a minute of the host's.
+#[test]
+fn the_clock_is_the_database_servers() {
+    let env = Env::on(Backend::Postgres);
+    env.classic();
+    env.write_schedule(&Schedule::default());
+    let out = env.backlog(&["status", "--json"]).assert().success();
+    let status: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let now: chrono::DateTime<chrono::Utc> = status["now"].as_str().unwrap().parse().unwrap();
+    let skew = (chrono::Utc::now() - now).num_seconds().abs();
+    assert!(skew < 60, "{now} is {skew} s off");
+}

@@ -275,6 +275,13 @@ impl Store for PostgresStore {
         self.count_held()
     }
 
+    fn clock(&mut self) -> Result<DateTime<Utc>, StoreError> {
+        self.client
+            .query_one("SELECT now()", &[])
+            .map(|row| row.get(0))
+            .map_err(pg("reading the database's clock"))
+    }
+
     fn table(&self) -> &TableConfig {
         &self.table
     }
