@@ -125,6 +125,28 @@ pub fn rough(d: Duration) -> String {
     }
 }
 
+/// Prints a handler's time: milliseconds under a second (`12ms`), `rough` above.
+pub fn handler_time(ms: u64) -> String {
+    match ms {
+        0..1000 => format!("{ms}ms"),
+        ms => rough(Duration::from_millis(ms)),
+    }
+}
+
+/// The name of a tier by its window in seconds, as attempts and metrics say it: `7d`,
+/// or `retry` for window 0, which `backlog retry` writes.
+pub fn tier_name(window_secs: u64) -> String {
+    match window_secs {
+        0 => "retry".into(),
+        w => compact(Duration::from_secs(w)),
+    }
+}
+
+/// An instant as the tool shows it to a person: RFC 3339 in UTC, to the second.
+pub fn instant(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

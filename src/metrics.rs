@@ -12,7 +12,6 @@
 
 use std::fmt::Write as _;
 use std::path::Path;
-use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
@@ -65,14 +64,6 @@ fn escape(value: &str) -> String {
         .replace('\n', "\\n")
 }
 
-/// The tier label of a window in seconds: `1d`, or `retry` for `backlog retry`.
-fn tier(window_secs: u64) -> String {
-    match window_secs {
-        0 => "retry".into(),
-        w => duration::compact(Duration::from_secs(w)),
-    }
-}
-
 /// Writes the metrics, one family at a time, each with its HELP and TYPE.
 struct Families {
     out: String,
@@ -116,7 +107,7 @@ impl Snapshot {
             for (window, n) in self.per_tier(pick) {
                 f.sample(
                     "backlog_records_handled_total",
-                    &[("tier", &tier(window)), ("outcome", outcome)],
+                    &[("tier", &duration::tier_name(window)), ("outcome", outcome)],
                     n as f64,
                 );
             }
@@ -129,7 +120,7 @@ impl Snapshot {
         for (window, n) in self.per_tier(|r| r.skipped) {
             f.sample(
                 "backlog_records_skipped_total",
-                &[("tier", &tier(window))],
+                &[("tier", &duration::tier_name(window))],
                 n as f64,
             );
         }
@@ -141,7 +132,10 @@ impl Snapshot {
         for r in &self.runs {
             f.sample(
                 "backlog_ticks_total",
-                &[("tier", &tier(r.window_secs)), ("result", &r.outcome)],
+                &[
+                    ("tier", &duration::tier_name(r.window_secs)),
+                    ("result", &r.outcome),
+                ],
                 r.ticks as f64,
             );
         }
@@ -291,7 +285,7 @@ impl Snapshot {
             "How long the handler took for the attempts kept (failures, or every attempt with [history] record = \"all\"), by tier.",
         );
         for h in &self.durations {
-            let t = tier(h.window_secs);
+            let t = duration::tier_name(h.window_secs);
             for (bound, n) in DURATION_BUCKETS.iter().zip(&h.buckets) {
                 f.sample(
                     &format!("{name}_bucket"),

@@ -268,7 +268,7 @@ fn due(
     }
     let last = last.expect("a tier that never ran is due");
     let next = tier.cadence.next_due(last);
-    let show = |t: DateTime<Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let show = crate::duration::instant;
     let text = if args.json {
         serde_json::json!({"window": window, "tier": n, "due": false, "last_tick": show(last), "next_due": next.map(show)}).to_string()
     } else {
@@ -439,7 +439,7 @@ pub fn explain(args: &ExplainArgs) -> Result<(), Error> {
                 let wait = (at - now).to_std().unwrap_or_default();
                 format!(
                     "it is tried next at {} (in {}), by tier {n}",
-                    at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                    crate::duration::instant(at),
                     duration::rough(wait)
                 )
             }

@@ -101,10 +101,6 @@ pub struct ResumeArgs {
     pub json: bool,
 }
 
-fn show_time(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-}
-
 /// `backlog show`.
 pub fn show(args: &ShowArgs) -> Result<(), Error> {
     let config = Config::load(&args.schedule)?;
@@ -144,7 +140,7 @@ pub fn show(args: &ShowArgs) -> Result<(), Error> {
             match (next.by_tier, next.at) {
                 (Some(n), Some(at)) => text.push_str(&format!(
                     "{band}; tried next at {} (in {}), by tier {n}\n",
-                    show_time(at),
+                    duration::instant(at),
                     duration::rough((at - now).to_std().unwrap_or_default())
                 )),
                 _ => text.push_str(&format!(
@@ -161,11 +157,11 @@ pub fn show(args: &ShowArgs) -> Result<(), Error> {
         Some(h) => match &h.owner {
             Some(owner) => text.push_str(&format!(
                 "held now by the tick {owner}, until {}\n",
-                show_time(h.until)
+                duration::instant(h.until)
             )),
             None => text.push_str(&format!(
                 "failed in its tier's slot: kept from the ticks until {} (`backlog retry {}` tries it now)\n",
-                show_time(h.until),
+                duration::instant(h.until),
                 record.id
             )),
         },
@@ -179,21 +175,14 @@ pub fn show(args: &ShowArgs) -> Result<(), Error> {
         text.push_str(&format!("attempts, newest first ({}):\n", attempts.len()));
     }
     for a in attempts {
-        let tier = match a.window_secs {
-            0 => "retry".to_string(),
-            w => duration::compact(Duration::from_secs(w)),
-        };
         text.push_str(&format!(
             "  {}  {:<7} {:<8} {} ({}), took {}, run {}\n",
-            show_time(a.started),
-            tier,
+            duration::instant(a.started),
+            duration::tier_name(a.window_secs),
             a.outcome,
             a.status,
             a.detail,
-            match a.took_ms {
-                ms @ 0..1000 => format!("{ms}ms"),
-                ms => duration::rough(Duration::from_millis(ms)),
-            },
+            duration::handler_time(a.took_ms),
             a.run_id
         ));
         for line in a.output.lines().filter(|l| !l.trim().is_empty()) {

@@ -5,8 +5,6 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
-
 use super::Status;
 use crate::duration;
 
@@ -77,7 +75,7 @@ impl Check {
 pub fn check(status: &Status, thresholds: Thresholds) -> Check {
     let mut findings = Vec::new();
     let now = status.now;
-    let show = |t: DateTime<Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let show = crate::duration::instant;
     let everything_paused = status.paused.as_ref();
     let mut never = Vec::new();
     for t in &status.tiers {

@@ -253,7 +253,7 @@ fn took(run: &RunRow) -> String {
 impl Status {
     /// Tables and sentences, as `backlog status` prints them.
     pub fn render(&self) -> String {
-        let show = |t: DateTime<Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        let show = crate::duration::instant;
         let mut out = format!(
             "{} in {}, at {}\n\n",
             self.table,

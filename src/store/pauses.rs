@@ -52,7 +52,7 @@ impl Pause {
 
     /// One line: `paused since … by …: reason; meant to end at …`.
     pub fn describe(&self) -> String {
-        let show = |t: DateTime<Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        let show = crate::duration::instant;
         let mut text = format!("paused since {} by {}", show(self.since), self.by);
         if let Some(reason) = &self.reason {
             text.push_str(&format!(": {reason}"));

@@ -29,20 +29,6 @@ fn ago(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
     }
 }
 
-fn tier_of(window_secs: u64) -> String {
-    match window_secs {
-        0 => "retry".into(),
-        w => duration::compact(Duration::from_secs(w)),
-    }
-}
-
-fn took(ms: u64) -> String {
-    match ms {
-        0..1000 => format!("{ms} ms"),
-        ms => duration::rough(Duration::from_millis(ms)),
-    }
-}
-
 /// A status or outcome as a coloured badge.
 fn badge(text: &str) -> Markup {
     let class = match text {
@@ -252,7 +238,7 @@ fn attempts_table(attempts: &[Attempt], records: bool) -> Markup {
                         tr {
                             td { (when(a.started)) }
                             @if records { td { a href={ "/record?id=" (urlencode(&a.record_id)) } { (a.record_id) } } }
-                            td { (tier_of(a.window_secs)) }
+                            td { (duration::tier_name(a.window_secs)) }
                             td { (badge(&a.outcome)) }
                             td { (a.status) }
                             td { (a.detail)
@@ -264,7 +250,7 @@ fn attempts_table(attempts: &[Attempt], records: bool) -> Markup {
                                     }
                                 }
                             }
-                            td { (took(a.took_ms)) }
+                            td { (duration::handler_time(a.took_ms)) }
                         }
                     }
                 }
