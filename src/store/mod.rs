@@ -13,6 +13,8 @@
 //! lease runs out.
 
 mod attempts;
+mod error;
+mod own;
 mod pauses;
 mod postgres;
 mod sql;
@@ -25,6 +27,9 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 pub use attempts::{Attempt, AttemptQuery};
+pub use error::StoreError;
+pub use own::Own;
+use own::{prune_attempts, write_attempts};
 pub use pauses::Pause;
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
@@ -33,92 +38,6 @@ pub use totals::{DURATION_BUCKETS, DurationHistogram, RecentRun, RunTotals};
 use crate::config::{DatabaseConfig, DatabaseUrl, TableConfig};
 use crate::record::{Record, Scalar};
 use crate::timestamp::TimestampFormat;
-
-/// What went wrong with the database, the table or the tool's own tables.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// The SQLite file named by `database.url` does not exist: opening a store never
-    /// creates the user's database, only the tool's tables in an existing one.
-    #[error(
-        "no such database file (set database.url in the schedule file; `backlog init` writes a demo)"
-    )]
-    NoDatabase,
-    /// The table named by `table.name` is not in the database.
-    #[error(
-        "no table {table:?} (set table.name in the schedule file){}",
-        list("tables", available)
-    )]
-    NoTable {
-        /// The name looked for, as the schedule file spells it.
-        table: String,
-        /// The tables the database does have, to pick the right one from.
-        available: Vec<String>,
-    },
-    /// `table.name` names a view (or another relation that is not a plain table), where
-    /// the statuses the tick writes would not stay.
-    #[error(
-        "{table:?} is a {kind}, not a table: a status written to it would not stick, and every tick would hand out the same rows again; set table.name to the table it reads"
-    )]
-    NotATable {
-        /// The relation's name.
-        table: String,
-        /// What it is instead, as the database calls it (`view`, `materialized view`…).
-        kind: &'static str,
-    },
-    /// A column the schedule file names (id, status, inserted-at, `[retry]`'s `since`) is
-    /// not in the table.
-    #[error(
-        "table {table:?} has no column {column:?} (set {key} in the schedule file){}",
-        list("columns", available)
-    )]
-    NoColumn {
-        /// The table, as the schedule file names it.
-        table: String,
-        /// The column looked for.
-        column: String,
-        /// The schedule-file key that named it, such as `table.inserted_at`: where to fix
-        /// it.
-        key: &'static str,
-        /// The columns the table does have.
-        available: Vec<String>,
-    },
-    /// The inserted-at column (or `[retry]`'s `since` column) holds values that are not
-    /// timestamps, mixes formats or UTC offsets, or does not match
-    /// `table.inserted_at_format`: records would have no age, or a wrong one.
-    #[error("column {column:?} of table {table:?} {problem}")]
-    Timestamps {
-        /// The table, as the schedule file names it.
-        table: String,
-        /// The column whose values cannot be read.
-        column: String,
-        /// What is wrong with them, with the value or formats found.
-        problem: String,
-    },
-    /// PostgreSQL could not be reached or refused the login (or its TLS settings cannot
-    /// be used); the reason is worded for a person, with what to set.
-    #[error("cannot connect: {reason}")]
-    Connect {
-        /// What failed and what to set, without the password.
-        reason: String,
-    },
-    /// The tool's own tables are of another schema version, a table named like one of
-    /// them is not the tool's, or the database answered in a shape the tool cannot read.
-    #[error("{0}")]
-    Schema(String),
-    /// The tick's hold on its records ran out (it was paused or cut off for longer
-    /// than the lease): another tick may have taken them.
-    #[error("{0}")]
-    HoldLapsed(String),
-    /// A statement failed for a reason the tool does not interpret (lock timeout, lost
-    /// connection, permissions…).
-    #[error("{context}: {source}")]
-    Database {
-        /// What the tool was doing, such as "reading backlog_claims".
-        context: String,
-        /// The driver's error.
-        source: Box<dyn std::error::Error + Send + Sync>,
-    },
-}
 
 /// Refuses tables of another version than `known`, the one this release writes on
 /// that backend; `place` says where they are.
@@ -190,14 +109,6 @@ fn group_marks(
         groups.entry((&*m.status, since)).or_default().push(&m.id);
     }
     groups
-}
-
-fn list(what: &str, names: &[String]) -> String {
-    if names.is_empty() {
-        format!("; it has no {what}")
-    } else {
-        format!("; {what}: {}", names.join(", "))
-    }
 }
 
 /// The bounds of a band, encoded in the inserted-at column's format.
@@ -438,19 +349,6 @@ pub struct Held {
     pub until: DateTime<Utc>,
 }
 
-/// The tool's own tables as the statements the backends share see them: a connection
-/// (or the transaction a mark is written in), the prefix that names the tables there
-/// (`` or `"schema".`), and the user's table they are about.
-#[doc(hidden)]
-pub struct Own<'a> {
-    pub sql: &'a mut dyn sql::Sql,
-    pub prefix: String,
-    pub table: &'a str,
-    /// Whether the tool's tables are there at all (a dry run or a new database has
-    /// none): the readers below then find nothing, and create nothing.
-    pub exists: bool,
-}
-
 /// A backend holding the backlog table and the tool's own tables.
 pub trait Store {
     /// The database, for messages (never with a password).
@@ -611,145 +509,6 @@ pub trait Store {
     /// The tool's own tables, for what every backend does alike (see [`Own`]).
     #[doc(hidden)]
     fn own(&mut self) -> Result<Own<'_>, StoreError>;
-}
-
-/// What the backends share, written once: attempts and pauses.
-impl dyn Store + '_ {
-    /// The attempts `query` asks for, newest first.
-    pub fn attempts(&mut self, query: &AttemptQuery) -> Result<Vec<Attempt>, StoreError> {
-        let own = self.own()?;
-        if !own.exists {
-            return Ok(Vec::new());
-        }
-        attempts::read(own.sql, &own.prefix, own.table, query)
-    }
-
-    /// How many attempts ended in each outcome since `since`.
-    pub fn attempt_counts(
-        &mut self,
-        since: DateTime<Utc>,
-    ) -> Result<Vec<(String, u64)>, StoreError> {
-        let own = self.own()?;
-        if !own.exists {
-            return Ok(Vec::new());
-        }
-        attempts::count_since(own.sql, &own.prefix, own.table, since)
-    }
-
-    /// The pauses of the table's tiers.
-    pub fn pauses(&mut self) -> Result<Vec<Pause>, StoreError> {
-        let own = self.own()?;
-        if !own.exists {
-            return Ok(Vec::new());
-        }
-        pauses::list(own.sql, &own.prefix, own.table)
-    }
-
-    /// The pause that stops a tick of `window`, if any: the tier's own, or the one of
-    /// every tier.
-    pub fn paused(&mut self, window: Duration) -> Result<Option<Pause>, StoreError> {
-        let secs = window.as_secs();
-        Ok(self
-            .pauses()?
-            .into_iter()
-            .filter(|p| p.window_secs == 0 || p.window_secs == secs)
-            .min_by_key(|p| p.window_secs))
-    }
-
-    /// Pauses a tier (`window_secs` 0: every tier); creates the tool's tables first.
-    pub fn pause(&mut self, pause: &Pause) -> Result<(), StoreError> {
-        self.ensure_own_tables()?;
-        let own = self.own()?;
-        pauses::pause(own.sql, &own.prefix, own.table, pause)
-    }
-
-    /// Writes attempts outside a mark's transaction: those of marks that were lost
-    /// and that the history would not have kept otherwise (a success handled after its
-    /// hold lapsed is news too).
-    pub fn record_attempts(
-        &mut self,
-        attempts: &[Attempt],
-        max_per_record: u32,
-    ) -> Result<(), StoreError> {
-        let own = self.own()?;
-        if !own.exists || attempts.is_empty() {
-            return Ok(());
-        }
-        let rows: Vec<(&Attempt, bool)> = attempts.iter().map(|a| (a, false)).collect();
-        attempts::write(own.sql, &own.prefix, own.table, &rows, max_per_record)
-    }
-
-    /// The run log summed by tier and outcome.
-    pub fn run_totals(&mut self) -> Result<Vec<RunTotals>, StoreError> {
-        let own = self.own()?;
-        if !own.exists {
-            return Ok(Vec::new());
-        }
-        totals::runs(own.sql, &own.prefix, own.table)
-    }
-
-    /// The newest `limit` ticks (retries left out), oldest first.
-    pub fn recent_runs(&mut self, limit: usize) -> Result<Vec<RecentRun>, StoreError> {
-        let own = self.own()?;
-        if !own.exists {
-            return Ok(Vec::new());
-        }
-        totals::recent(own.sql, &own.prefix, own.table, limit)
-    }
-
-    /// The durations of the attempts kept, by tier, as histograms.
-    pub fn attempt_durations(&mut self) -> Result<Vec<DurationHistogram>, StoreError> {
-        let own = self.own()?;
-        if !own.exists {
-            return Ok(Vec::new());
-        }
-        totals::durations(own.sql, &own.prefix, own.table)
-    }
-
-    /// Lifts a tier's pause (`None`: every pause of the table); returns how many.
-    pub fn resume(&mut self, window_secs: Option<u64>) -> Result<u64, StoreError> {
-        let own = self.own()?;
-        if !own.exists {
-            return Ok(0);
-        }
-        pauses::resume(own.sql, &own.prefix, own.table, window_secs)
-    }
-}
-
-/// Deletes a step of the attempts older than `history.keep` (all of them when the
-/// history is off: turning it off empties it, a step a tick).
-fn prune_attempts(
-    sql: &mut dyn sql::Sql,
-    prefix: &str,
-    table: &str,
-    history: &crate::config::HistoryConfig,
-) -> Result<(), StoreError> {
-    let keep = chrono::Duration::from_std(history.keep).unwrap_or(chrono::Duration::MAX);
-    let before = Utc::now()
-        .checked_sub_signed(keep)
-        .unwrap_or(DateTime::<Utc>::MIN_UTC);
-    attempts::prune(sql, prefix, table, before).map(drop)
-}
-
-/// Writes the attempts of `marks` (those the store could not write are `lost`), in
-/// the marks' transaction, keeping each record's newest `max_per_record`.
-fn write_attempts(
-    sql: &mut dyn sql::Sql,
-    prefix: &str,
-    table: &str,
-    marks: &[Mark],
-    lost: &dyn Fn(usize) -> bool,
-    max_per_record: u32,
-) -> Result<(), StoreError> {
-    let rows: Vec<(&Attempt, bool)> = marks
-        .iter()
-        .enumerate()
-        .filter_map(|(i, m)| m.attempt.as_deref().map(|a| (a, lost(i))))
-        .collect();
-    if rows.is_empty() {
-        return Ok(());
-    }
-    attempts::write(sql, prefix, table, &rows, max_per_record)
 }
 
 /// Extends a tick's claims from another thread.

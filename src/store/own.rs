@@ -1,0 +1,159 @@
+//! The tool's own tables as every backend has them, read and written through the
+//! statements they share (`sql.rs`): attempts, pauses, the run log's totals.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use super::sql::Sql;
+use super::{
+    Attempt, AttemptQuery, DurationHistogram, Mark, Pause, RecentRun, RunTotals, Store, StoreError,
+    attempts, pauses, totals,
+};
+
+/// The tool's own tables as the statements the backends share see them: a connection
+/// (or the transaction a mark is written in), the prefix that names the tables there
+/// (`` or `"schema".`), and the user's table they are about.
+#[doc(hidden)]
+pub struct Own<'a> {
+    pub sql: &'a mut dyn Sql,
+    pub prefix: String,
+    pub table: &'a str,
+    /// Whether the tool's tables are there at all (a dry run or a new database has
+    /// none): the readers below then find nothing, and create nothing.
+    pub exists: bool,
+}
+
+/// What the backends share, written once: attempts and pauses.
+impl dyn Store + '_ {
+    /// Runs `read` on the tool's own tables, or answers `none` while they are not
+    /// there (a dry run or a new database has none): reading creates nothing.
+    fn read_own<T>(
+        &mut self,
+        none: T,
+        read: impl FnOnce(&mut dyn Sql, &str, &str) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let own = self.own()?;
+        if !own.exists {
+            return Ok(none);
+        }
+        read(own.sql, &own.prefix, own.table)
+    }
+
+    /// The attempts `query` asks for, newest first.
+    pub fn attempts(&mut self, query: &AttemptQuery) -> Result<Vec<Attempt>, StoreError> {
+        self.read_own(Vec::new(), |sql, s, table| {
+            attempts::read(sql, s, table, query)
+        })
+    }
+
+    /// How many attempts ended in each outcome since `since`.
+    pub fn attempt_counts(
+        &mut self,
+        since: DateTime<Utc>,
+    ) -> Result<Vec<(String, u64)>, StoreError> {
+        self.read_own(Vec::new(), |sql, s, table| {
+            attempts::count_since(sql, s, table, since)
+        })
+    }
+
+    /// The pauses of the table's tiers.
+    pub fn pauses(&mut self) -> Result<Vec<Pause>, StoreError> {
+        self.read_own(Vec::new(), pauses::list)
+    }
+
+    /// The pause that stops a tick of `window`, if any: the tier's own, or the one of
+    /// every tier.
+    pub fn paused(&mut self, window: Duration) -> Result<Option<Pause>, StoreError> {
+        let secs = window.as_secs();
+        Ok(self
+            .pauses()?
+            .into_iter()
+            .filter(|p| p.window_secs == 0 || p.window_secs == secs)
+            .min_by_key(|p| p.window_secs))
+    }
+
+    /// Pauses a tier (`window_secs` 0: every tier); creates the tool's tables first.
+    pub fn pause(&mut self, pause: &Pause) -> Result<(), StoreError> {
+        self.ensure_own_tables()?;
+        let own = self.own()?;
+        pauses::pause(own.sql, &own.prefix, own.table, pause)
+    }
+
+    /// Lifts a tier's pause (`None`: every pause of the table); returns how many.
+    pub fn resume(&mut self, window_secs: Option<u64>) -> Result<u64, StoreError> {
+        self.read_own(0, |sql, s, table| {
+            pauses::resume(sql, s, table, window_secs)
+        })
+    }
+
+    /// Writes attempts outside a mark's transaction: those of marks that were lost
+    /// and that the history would not have kept otherwise (a success handled after its
+    /// hold lapsed is news too).
+    pub fn record_attempts(
+        &mut self,
+        attempts: &[Attempt],
+        max_per_record: u32,
+    ) -> Result<(), StoreError> {
+        if attempts.is_empty() {
+            return Ok(());
+        }
+        let rows: Vec<(&Attempt, bool)> = attempts.iter().map(|a| (a, false)).collect();
+        self.read_own((), |sql, s, table| {
+            attempts::write(sql, s, table, &rows, max_per_record)
+        })
+    }
+
+    /// The run log summed by tier and outcome.
+    pub fn run_totals(&mut self) -> Result<Vec<RunTotals>, StoreError> {
+        self.read_own(Vec::new(), totals::runs)
+    }
+
+    /// The newest `limit` ticks (retries left out), oldest first.
+    pub fn recent_runs(&mut self, limit: usize) -> Result<Vec<RecentRun>, StoreError> {
+        self.read_own(Vec::new(), |sql, s, table| {
+            totals::recent(sql, s, table, limit)
+        })
+    }
+
+    /// The durations of the attempts kept, by tier, as histograms.
+    pub fn attempt_durations(&mut self) -> Result<Vec<DurationHistogram>, StoreError> {
+        self.read_own(Vec::new(), totals::durations)
+    }
+}
+
+/// Deletes a step of the attempts older than `history.keep` (all of them when the
+/// history is off: turning it off empties it, a step a tick).
+pub(super) fn prune_attempts(
+    sql: &mut dyn Sql,
+    prefix: &str,
+    table: &str,
+    history: &crate::config::HistoryConfig,
+) -> Result<(), StoreError> {
+    let keep = chrono::Duration::from_std(history.keep).unwrap_or(chrono::Duration::MAX);
+    let before = Utc::now()
+        .checked_sub_signed(keep)
+        .unwrap_or(DateTime::<Utc>::MIN_UTC);
+    attempts::prune(sql, prefix, table, before).map(drop)
+}
+
+/// Writes the attempts of `marks` (those the store could not write are `lost`), in
+/// the marks' transaction, keeping each record's newest `max_per_record`.
+pub(super) fn write_attempts(
+    sql: &mut dyn Sql,
+    prefix: &str,
+    table: &str,
+    marks: &[Mark],
+    lost: &dyn Fn(usize) -> bool,
+    max_per_record: u32,
+) -> Result<(), StoreError> {
+    let rows: Vec<(&Attempt, bool)> = marks
+        .iter()
+        .enumerate()
+        .filter_map(|(i, m)| m.attempt.as_deref().map(|a| (a, lost(i))))
+        .collect();
+    if rows.is_empty() {
+        return Ok(());
+    }
+    attempts::write(sql, prefix, table, &rows, max_per_record)
+}
