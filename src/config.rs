@@ -12,17 +12,18 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::duration::{self, Range};
-use crate::rate::Rate;
 use crate::schedule::{BandMode, Cadence, Schedule, Tier, parse_cron};
 use crate::timestamp::FormatSetting;
 
 mod database;
+mod handler;
 mod history;
 mod keys;
 mod toml_error;
 
 use database::resolve_database;
 pub use database::{DEFAULT_SCHEMA, DatabaseConfig, DatabaseUrl, PostgresUrl, Verify};
+pub use handler::{HandlerConfig, HandlerMode, MAX_CONCURRENCY};
 pub use history::{HistoryConfig, HistoryRecord};
 
 /// The schedule file could not be read or is not valid.
@@ -47,7 +48,7 @@ struct RawFile {
     timezone: Option<String>,
     database: RawDatabase,
     table: RawTable,
-    handler: RawHandler,
+    handler: handler::RawHandler,
     retry: Option<RawRetry>,
     history: Option<history::RawHistory>,
     #[serde(default, rename = "tier")]
@@ -77,23 +78,6 @@ struct RawTable {
     pending: Option<Vec<String>>,
     success: Option<String>,
     error: Option<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawHandler {
-    command: Vec<String>,
-    #[serde(default)]
-    mode: HandlerMode,
-    batch_size: Option<usize>,
-    timeout: Option<String>,
-    concurrency: Option<i64>,
-    rate: Option<String>,
-    stop_after_failures: Option<i64>,
-    #[serde(default)]
-    env: BTreeMap<String, String>,
-    #[serde(default)]
-    exit_codes: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -186,44 +170,6 @@ pub struct RetryConfig {
     pub since: String,
 }
 
-/// How the handler command runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum HandlerMode {
-    /// One process per record: the record on stdin, its outcome the exit code.
-    #[default]
-    PerRecord,
-    /// One long-lived process: records as JSON lines on stdin, one answer line per
-    /// record on stdout (see the README for the protocol).
-    Batch,
-}
-
-/// The `[handler]` section, resolved.
-#[derive(Debug, Clone)]
-pub struct HandlerConfig {
-    /// The program and its arguments, as written (the program is resolved when the
-    /// handler is built, so that loading a file never fails on a missing program).
-    pub command: Vec<String>,
-    /// One process per record, or one long-lived process for many.
-    pub mode: HandlerMode,
-    /// Records handed to a batch handler at once.
-    pub batch_size: usize,
-    /// How long one record's handler may run before it is killed and the record gets the
-    /// error status (batch mode: from when the tick waits for the batch's answers).
-    pub timeout: Duration,
-    /// Records in their handlers at once within one tick (batch mode: processes).
-    pub concurrency: usize,
-    /// Handler starts per unit of time, spaced evenly; none for as fast as they go.
-    pub rate: Option<Rate>,
-    /// Failures in a row after which a tick stops handing out records (the breaker).
-    pub stop_after_failures: Option<u32>,
-    /// Variables added to the handler's environment, over those it inherits (`PATH` here
-    /// is also where the program is looked up).
-    pub env: BTreeMap<String, String>,
-    /// Exit codes that set a status of their own instead of the error status.
-    pub exit_codes: BTreeMap<i32, String>,
-}
-
 /// A validated schedule file.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -277,13 +223,7 @@ impl Config {
             let (span, message) = toml_error::describe(e, text);
             at(span, message)
         })?;
-        // Absolute, and through any symlink to the real file, so the database and
-        // handler resolve the same wherever the tool runs and however the file is named.
-        let dir = std::fs::canonicalize(path)
-            .or_else(|_| std::path::absolute(path))
-            .ok()
-            .and_then(|p| p.parent().map(Path::to_path_buf))
-            .unwrap_or_else(|| PathBuf::from("."));
+        let dir = dir_of(path);
         let fail = |message: String| ConfigError {
             file: path.to_path_buf(),
             message,
@@ -292,16 +232,14 @@ impl Config {
             path: path.to_path_buf(),
             database: resolve_database(raw.database, &dir).map_err(fail)?,
             table: resolve_table(raw.table, raw.retry).map_err(fail)?,
-            handler: resolve_handler(raw.handler).map_err(fail)?,
+            handler: handler::resolve(raw.handler).map_err(fail)?,
             history: history::resolve(raw.history).map_err(fail)?,
             schedule: resolve_schedule(raw.bands, raw.limit, raw.timezone, raw.tiers)
                 .map_err(fail)?,
             dir,
         })
     }
-}
 
-impl Config {
     /// The database, the table and the tiers' windows of a schedule file that does
     /// not load as a whole (a bad edit elsewhere in it), if those parts do: where a tick
     /// that cannot start records why, so `status` shows the cause rather than a tier
@@ -318,15 +256,24 @@ impl Config {
                 .collect(),
             _ => Vec::new(),
         };
-        let dir = std::fs::canonicalize(path)
-            .ok()
-            .and_then(|p| p.parent().map(Path::to_path_buf))?;
+        let dir = dir_of(path);
         Some((
             resolve_database(database, &dir).ok()?,
             resolve_table(table, None).ok()?,
             windows,
         ))
     }
+}
+
+/// The folder relative paths of the file at `path` resolve against: absolute, and
+/// through any symlink to the real file, so the database and handler resolve the same
+/// wherever the tool runs and however the file is named.
+fn dir_of(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path)
+        .or_else(|_| std::path::absolute(path))
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+        .unwrap_or_else(|| PathBuf::from("."))
 }
 
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
@@ -438,75 +385,6 @@ fn resolve_table(raw: RawTable, retry: Option<RawRetry>) -> Result<TableConfig, 
         ));
     }
     Ok(table)
-}
-
-/// The most records a tick has in their handlers at once: each is a thread (and a
-/// process for a command handler), and more than this is better served by more runners.
-pub const MAX_CONCURRENCY: usize = 1024;
-
-fn resolve_handler(raw: RawHandler) -> Result<HandlerConfig, String> {
-    if raw.command.first().is_none_or(|p| p.trim().is_empty()) {
-        return Err(
-            "handler.command is empty; give the program and its arguments, like [\"./handler.sh\"]"
-                .into(),
-        );
-    }
-    let timeout = match raw.timeout {
-        Some(t) => span("handler.timeout", &t, HANDLER_TIMEOUT)?,
-        None => Duration::from_secs(30),
-    };
-    let mut exit_codes = BTreeMap::new();
-    for (code, status) in raw.exit_codes {
-        let n: i32 = code
-            .parse()
-            .ok()
-            .filter(|n| (1..=255).contains(n))
-            .ok_or_else(|| {
-                format!(
-                    "handler.exit_codes: {code:?} is not an exit code; use numbers from 1 to 255"
-                )
-            })?;
-        exit_codes.insert(n, status);
-    }
-    if let Some(n) = raw.batch_size.filter(|n| !(1..=MAX_BATCH_SIZE).contains(n)) {
-        return Err(format!(
-            "handler.batch_size: {n} is out of range; use 1 to {MAX_BATCH_SIZE} records a batch"
-        ));
-    }
-    let concurrency = match raw.concurrency {
-        None => 1,
-        Some(n) if (1..=MAX_CONCURRENCY as i64).contains(&n) => n as usize,
-        Some(n) => {
-            return Err(format!(
-                "handler.concurrency: {n} is out of range; use 1 (one record at a time, the default) to {MAX_CONCURRENCY}"
-            ));
-        }
-    };
-    let rate = raw
-        .rate
-        .map(|r| Rate::parse(&r).map_err(|e| format!("handler.rate: {e}")))
-        .transpose()?;
-    let stop_after_failures = match raw.stop_after_failures {
-        None => None,
-        Some(n) if (1..=i64::from(u32::MAX)).contains(&n) => Some(n as u32),
-        Some(n) => {
-            return Err(format!(
-                "handler.stop_after_failures: {n} is out of range; use a number of failures in a row from 1 to {}, or leave it out to never stop",
-                u32::MAX
-            ));
-        }
-    };
-    Ok(HandlerConfig {
-        command: raw.command,
-        mode: raw.mode,
-        batch_size: raw.batch_size.unwrap_or(100),
-        timeout,
-        concurrency,
-        rate,
-        stop_after_failures,
-        env: raw.env,
-        exit_codes,
-    })
 }
 
 fn resolve_schedule(

@@ -1,0 +1,134 @@
+//! The `[handler]` section: what runs for a record, how many at once and how fast,
+//! and when a tick stops calling it.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::{HANDLER_TIMEOUT, MAX_BATCH_SIZE, span};
+use crate::rate::Rate;
+
+/// How the handler command runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum HandlerMode {
+    /// One process per record: the record on stdin, its outcome the exit code.
+    #[default]
+    PerRecord,
+    /// One long-lived process: records as JSON lines on stdin, one answer line per
+    /// record on stdout (see the README for the protocol).
+    Batch,
+}
+
+/// The `[handler]` section, resolved.
+#[derive(Debug, Clone)]
+pub struct HandlerConfig {
+    /// The program and its arguments, as written (the program is resolved when the
+    /// handler is built, so that loading a file never fails on a missing program).
+    pub command: Vec<String>,
+    /// One process per record, or one long-lived process for many.
+    pub mode: HandlerMode,
+    /// Records handed to a batch handler at once.
+    pub batch_size: usize,
+    /// How long one record's handler may run before it is killed and the record gets the
+    /// error status (batch mode: from when the tick waits for the batch's answers).
+    pub timeout: Duration,
+    /// Records in their handlers at once within one tick (batch mode: processes).
+    pub concurrency: usize,
+    /// Handler starts per unit of time, spaced evenly; none for as fast as they go.
+    pub rate: Option<Rate>,
+    /// Failures in a row after which a tick stops handing out records (the breaker).
+    pub stop_after_failures: Option<u32>,
+    /// Variables added to the handler's environment, over those it inherits (`PATH` here
+    /// is also where the program is looked up).
+    pub env: BTreeMap<String, String>,
+    /// Exit codes that set a status of their own instead of the error status.
+    pub exit_codes: BTreeMap<i32, String>,
+}
+
+/// The most records a tick has in their handlers at once: each is a thread (and a
+/// process for a command handler), and more than this is better served by more runners.
+pub const MAX_CONCURRENCY: usize = 1024;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawHandler {
+    command: Vec<String>,
+    #[serde(default)]
+    mode: HandlerMode,
+    batch_size: Option<usize>,
+    timeout: Option<String>,
+    concurrency: Option<i64>,
+    rate: Option<String>,
+    stop_after_failures: Option<i64>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    #[serde(default)]
+    exit_codes: BTreeMap<String, String>,
+}
+
+pub(super) fn resolve(raw: RawHandler) -> Result<HandlerConfig, String> {
+    if raw.command.first().is_none_or(|p| p.trim().is_empty()) {
+        return Err(
+            "handler.command is empty; give the program and its arguments, like [\"./handler.sh\"]"
+                .into(),
+        );
+    }
+    let timeout = match raw.timeout {
+        Some(t) => span("handler.timeout", &t, HANDLER_TIMEOUT)?,
+        None => Duration::from_secs(30),
+    };
+    let mut exit_codes = BTreeMap::new();
+    for (code, status) in raw.exit_codes {
+        let n: i32 = code
+            .parse()
+            .ok()
+            .filter(|n| (1..=255).contains(n))
+            .ok_or_else(|| {
+                format!(
+                    "handler.exit_codes: {code:?} is not an exit code; use numbers from 1 to 255"
+                )
+            })?;
+        exit_codes.insert(n, status);
+    }
+    if let Some(n) = raw.batch_size.filter(|n| !(1..=MAX_BATCH_SIZE).contains(n)) {
+        return Err(format!(
+            "handler.batch_size: {n} is out of range; use 1 to {MAX_BATCH_SIZE} records a batch"
+        ));
+    }
+    let concurrency = match raw.concurrency {
+        None => 1,
+        Some(n) if (1..=MAX_CONCURRENCY as i64).contains(&n) => n as usize,
+        Some(n) => {
+            return Err(format!(
+                "handler.concurrency: {n} is out of range; use 1 (one record at a time, the default) to {MAX_CONCURRENCY}"
+            ));
+        }
+    };
+    let rate = raw
+        .rate
+        .map(|r| Rate::parse(&r).map_err(|e| format!("handler.rate: {e}")))
+        .transpose()?;
+    let stop_after_failures = match raw.stop_after_failures {
+        None => None,
+        Some(n) if (1..=i64::from(u32::MAX)).contains(&n) => Some(n as u32),
+        Some(n) => {
+            return Err(format!(
+                "handler.stop_after_failures: {n} is out of range; use a number of failures in a row from 1 to {}, or leave it out to never stop",
+                u32::MAX
+            ));
+        }
+    };
+    Ok(HandlerConfig {
+        command: raw.command,
+        mode: raw.mode,
+        batch_size: raw.batch_size.unwrap_or(100),
+        timeout,
+        concurrency,
+        rate,
+        stop_after_failures,
+        env: raw.env,
+        exit_codes,
+    })
+}
