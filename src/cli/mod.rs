@@ -17,7 +17,6 @@ mod args;
 mod backoff;
 mod completions;
 mod man_page;
-mod metrics_server;
 mod operate;
 mod output;
 
@@ -49,7 +48,7 @@ pub fn daemon(args: &DaemonArgs) -> Result<(), Error> {
         },
     )?;
     if let Some(addr) = args.metrics {
-        metrics_server::start(addr, args.schedule.clone())?;
+        crate::web::start_metrics(args.schedule.clone(), addr)?;
     }
     if let Some(addr) = args.http {
         let token = crate::web::load_token(args.token_file.as_deref())?;

@@ -1,4 +1,5 @@
-//! The web dashboard: `backlog serve`, and `backlog daemon --http ADDR`.
+//! The web dashboard: `backlog serve`, and `backlog daemon --http ADDR`; and the
+//! daemon's `/metrics` alone (`--metrics ADDR`), served the same way.
 //!
 //! Server-rendered HTML (maud escapes everything it writes, so no value from the
 //! database reaches a page raw), readable without JavaScript; one small script
@@ -106,17 +107,51 @@ pub fn serve(schedule: PathBuf, addr: SocketAddr, token: Option<String>) -> Resu
 /// daemon's ticks.
 pub fn start(schedule: PathBuf, addr: SocketAddr, token: Option<String>) -> Result<(), Error> {
     let listener = bind(addr, &token)?;
-    let runtime = runtime()?;
     tracing::info!("serving the dashboard at http://{addr}/");
+    in_background(
+        "the dashboard",
+        listener,
+        routes::router(shared(schedule, token)),
+    )
+}
+
+/// `backlog daemon --metrics`: serves `/metrics` alone, from a thread of its own. It
+/// shows counts, statuses, tier windows and the table's name, never a record or a
+/// password, so it needs no token and answers under any host name a scraper uses.
+pub fn start_metrics(schedule: PathBuf, addr: SocketAddr) -> Result<(), Error> {
+    let listener = std::net::TcpListener::bind(addr)
+        .and_then(|l| l.set_nonblocking(true).map(|()| l))
+        .map_err(|source| Error::Io {
+            context: format!("--metrics {addr}: cannot listen there"),
+            source,
+        })?;
+    tracing::info!("serving metrics at http://{addr}/metrics");
+    let app = axum::Router::new()
+        .route("/metrics", axum::routing::get(routes::metrics))
+        .with_state(shared(schedule, None));
+    in_background("the metrics server", listener, app)
+}
+
+/// Serves `app` on `listener` from a thread of its own until the process ends.
+fn in_background(
+    what: &'static str,
+    listener: std::net::TcpListener,
+    app: axum::Router,
+) -> Result<(), Error> {
+    let runtime = runtime()?;
     std::thread::Builder::new()
         .name("web".into())
         .spawn(move || {
-            if let Err(e) = runtime.block_on(serve_on(listener, shared(schedule, token))) {
-                tracing::error!("the dashboard stopped: {e}");
+            let served = runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener)?;
+                axum::serve(listener, app).await
+            });
+            if let Err(e) = served {
+                tracing::error!("{what} stopped: {e}");
             }
         })
         .map_err(|source| Error::Io {
-            context: "cannot start the web server".into(),
+            context: format!("cannot start {what}"),
             source,
         })?;
     Ok(())

@@ -556,16 +556,34 @@ async fn script() -> Response {
         .into_response()
 }
 
-async fn metrics(State(shared): Shared_) -> Response {
-    let result = blocking(&shared, |config| {
+/// One scrape: the metrics in the Prometheus text format, or a 500 with the reason in
+/// one line of text (what a scraper logs), within the deadline.
+pub(super) async fn metrics(State(shared): Shared_) -> Response {
+    let schedule = shared.schedule.clone();
+    let job = tokio::task::spawn_blocking(move || -> Result<String, Error> {
+        let config = Config::load(&schedule)?;
         let mut store = crate::tick::open_store(&config)?;
         crate::metrics::collect(&config, store.as_mut(), Utc::now())
             .map(|s| s.render())
             .map_err(Error::store(&config.database.url))
-    })
-    .await;
-    match result {
-        Ok(text) => ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response(),
-        Err(page) => page,
+    });
+    let failed = |why: String| {
+        (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            [(header::CONTENT_TYPE, "text/plain")],
+            format!("backlog: {why}\n"),
+        )
+            .into_response()
+    };
+    match tokio::time::timeout(DEADLINE, job).await {
+        Ok(Ok(Ok(text))) => {
+            ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
+        }
+        Ok(Ok(Err(e))) => failed(e.to_string()),
+        Ok(Err(_)) => failed("the metrics could not be read".into()),
+        Err(_) => failed(format!(
+            "the database did not answer within {} s",
+            DEADLINE.as_secs()
+        )),
     }
 }
