@@ -19,12 +19,14 @@ mod database;
 mod handler;
 mod history;
 mod keys;
+mod mysql_url;
 mod toml_error;
 
 use database::resolve_database;
 pub use database::{DEFAULT_SCHEMA, DatabaseConfig, DatabaseUrl, PostgresUrl, Verify};
 pub use handler::{HandlerConfig, HandlerMode, MAX_CONCURRENCY};
 pub use history::{HistoryConfig, HistoryRecord};
+pub use mysql_url::{MysqlTls, MysqlUrl};
 
 /// The schedule file could not be read or is not valid.
 #[derive(Debug, thiserror::Error)]

@@ -8,6 +8,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::mysql_url::{MysqlUrl, resolve_mysql};
 use super::{BUSY_TIMEOUT, CLAIM_LEASE, RawDatabase, span};
 
 /// Where the backlog lives.
@@ -17,6 +18,8 @@ pub enum DatabaseUrl {
     Sqlite(PathBuf),
     /// A PostgreSQL server.
     Postgres(Box<PostgresUrl>),
+    /// A MySQL or MariaDB server.
+    Mysql(Box<MysqlUrl>),
 }
 
 /// A PostgreSQL connection, with its password resolved from wherever it came. Only
@@ -63,6 +66,7 @@ impl fmt::Display for DatabaseUrl {
         match self {
             DatabaseUrl::Sqlite(p) => write!(f, "sqlite:{}", p.display()),
             DatabaseUrl::Postgres(pg) => f.write_str(&pg.shown),
+            DatabaseUrl::Mysql(my) => f.write_str(&my.shown),
         }
     }
 }
@@ -83,7 +87,8 @@ pub struct DatabaseConfig {
     /// How long a tick's claim on a record outlives the tick's last heartbeat: the
     /// longest a killed tick's records wait before another tick may take them.
     pub claim_lease: Duration,
-    /// The PostgreSQL schema of the tool's own tables (run log, claims, version).
+    /// Where the tool's own tables (run log, claims, version) go: a PostgreSQL schema,
+    /// or on MySQL a database (the URL's own unless `database.schema` names another).
     pub schema: String,
     /// `database.password_file`, resolved against the schedule file's folder: read
     /// when the file is loaded, by whoever loads it (`crontab --install` checks that
@@ -131,13 +136,33 @@ pub(super) fn resolve_database(raw: RawDatabase, dir: &Path) -> Result<DatabaseC
             password_file,
         });
     }
-    if let Some(scheme) = foreign_scheme(url) {
-        let what = match scheme.to_ascii_lowercase().as_str() {
-            "mysql" | "mariadb" => format!("{scheme}:// is not supported yet"),
-            _ => format!("{scheme:?} is not a scheme backlog knows"),
+    if url.starts_with("mysql://") || url.starts_with("mariadb://") {
+        let password_file = raw.password_file.map(|f| dir.join(f));
+        let url = resolve_mysql(
+            url,
+            password_file.as_deref(),
+            std::env::var("MYSQL_PWD").ok(),
+        )?;
+        let schema = match raw.schema {
+            Some(s) if s.trim().is_empty() || s.contains('?') => {
+                return Err(format!(
+                    "database.schema {s:?} is no database name; name the database for the tool's own tables with letters, digits and _, or leave it out to use the URL's"
+                ));
+            }
+            Some(s) => s,
+            None => url.database.clone(),
         };
+        return Ok(DatabaseConfig {
+            url: DatabaseUrl::Mysql(Box::new(url)),
+            busy_timeout,
+            claim_lease,
+            schema,
+            password_file,
+        });
+    }
+    if let Some(scheme) = foreign_scheme(url) {
         return Err(format!(
-            "database.url: {what}; give a path or sqlite:… for SQLite, postgres:// or postgresql:// for PostgreSQL"
+            "database.url: {scheme:?} is not a scheme backlog knows; give a path or sqlite:… for SQLite, postgres:// or postgresql:// for PostgreSQL, mysql:// or mariadb:// for MySQL and MariaDB"
         ));
     }
     for (key, set) in [
@@ -146,7 +171,7 @@ pub(super) fn resolve_database(raw: RawDatabase, dir: &Path) -> Result<DatabaseC
     ] {
         if set {
             return Err(format!(
-                "database.{key} applies to PostgreSQL only; remove it, or give a postgres:// url"
+                "database.{key} applies to PostgreSQL and MySQL only; remove it, or give a postgres:// or mysql:// url"
             ));
         }
     }
@@ -200,7 +225,7 @@ fn foreign_scheme(url: &str) -> Option<&str> {
         && scheme
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
-    let known = ["sqlite", "postgres", "postgresql"];
+    let known = ["sqlite", "postgres", "postgresql", "mysql", "mariadb"];
     let database = [
         "mysql",
         "mariadb",
@@ -240,21 +265,7 @@ fn resolve_postgres(
             return Err("database.url holds a password and database.password_file is set too; keep one (the file is the safer)".into());
         }
         (false, Some(file)) => {
-            let text = std::fs::read_to_string(file).map_err(|e| {
-                format!(
-                    "database.password_file: cannot read {}: {e}",
-                    file.display()
-                )
-            })?;
-            // The file's first line, as written by `echo secret > file`.
-            let password = text.lines().next().unwrap_or("");
-            if password.is_empty() {
-                return Err(format!(
-                    "database.password_file: {} is empty; write the password on its first line",
-                    file.display()
-                ));
-            }
-            config.password(password);
+            config.password(read_password_file(file)?);
         }
         (false, None) => {
             if let Some(password) = env_password.filter(|p| !p.is_empty()) {
@@ -289,11 +300,30 @@ fn resolve_postgres(
     })
 }
 
+/// The password in `database.password_file`: its first line, as written by
+/// `echo secret > file`.
+pub(super) fn read_password_file(file: &Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(file).map_err(|e| {
+        format!(
+            "database.password_file: cannot read {}: {e}",
+            file.display()
+        )
+    })?;
+    let password = text.lines().next().unwrap_or("");
+    if password.is_empty() {
+        return Err(format!(
+            "database.password_file: {} is empty; write the password on its first line",
+            file.display()
+        ));
+    }
+    Ok(password.to_string())
+}
+
 /// How to write what a URL cannot hold as it is, for messages.
-const ENCODE: &str = "percent-encode @ : / # ? in the user name and password (@ as %40, : as %3A, / as %2F, # as %23, ? as %3F)";
+pub(super) const ENCODE: &str = "percent-encode @ : / # ? in the user name and password (@ as %40, : as %3A, / as %2F, # as %23, ? as %3F)";
 
 /// A part of the URL that is not text once decoded, named and never shown.
-fn not_utf8(part: &str) -> String {
+pub(super) fn not_utf8(part: &str) -> String {
     format!(
         "database.url: the {part} is not UTF-8 once percent-decoded; percent-encode it from UTF-8 text"
     )

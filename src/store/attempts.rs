@@ -85,7 +85,7 @@ pub(super) fn write(
     // The statement of a full chunk is built once: its text is the cache's key.
     let insert = |rows: usize| {
         format!(
-            "INSERT INTO {s}backlog_attempts (table_name, record_id, run_id, window_secs, started_ms, took_ms, status, outcome, code, signal, detail, output) VALUES {}",
+            "INSERT INTO {s}backlog_attempts (table_name, record_id, run_id, window_secs, started_ms, took_ms, status, outcome, code, \"signal\", detail, output) VALUES {}",
             rows_of(rows, WIDTH, 1)
         )
     };
@@ -148,9 +148,9 @@ pub(super) fn prune(
 ) -> Result<u64, StoreError> {
     sql.execute(
         &format!(
-            "DELETE FROM {s}backlog_attempts WHERE id IN (
+            "DELETE FROM {s}backlog_attempts WHERE id IN (SELECT id FROM (
                  SELECT id FROM {s}backlog_attempts WHERE table_name = ?1 AND started_ms < ?2
-                 ORDER BY table_name, started_ms LIMIT ?3)"
+                 ORDER BY table_name, started_ms LIMIT ?3) AS oldest)"
         ),
         &[
             table.into(),
@@ -178,7 +178,8 @@ pub struct AttemptQuery {
     pub successes: bool,
 }
 
-const COLUMNS: &str = "record_id, run_id, window_secs, started_ms, took_ms, status, outcome, code, signal, detail, output";
+/// (`signal` is quoted: MySQL reserves the word.)
+const COLUMNS: &str = "record_id, run_id, window_secs, started_ms, took_ms, status, outcome, code, \"signal\", detail, output";
 
 /// The attempts of `table` that `query` asks for, newest first.
 pub(super) fn read(

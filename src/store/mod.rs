@@ -14,6 +14,7 @@
 
 mod attempts;
 mod error;
+mod mysql;
 mod own;
 mod pauses;
 mod postgres;
@@ -28,6 +29,7 @@ use chrono::{DateTime, Utc};
 
 pub use attempts::{Attempt, AttemptQuery};
 pub use error::StoreError;
+pub use mysql::MysqlStore;
 pub use own::Own;
 use own::{prune_attempts, write_attempts};
 pub use pauses::Pause;
@@ -85,7 +87,14 @@ fn not_ours(tables: &[&str], columns: &mut ColumnsOf<'_>, fix: &str) -> Result<(
     Ok(())
 }
 
-/// A name quoted as an SQL identifier (both backends quote with double quotes).
+/// The owner of a claim kept on a record that failed, until the schedule's next try of
+/// it (PostgreSQL and MySQL, whose runners claim each record): no runner takes it
+/// before then (see `Mark::keep_until`), and no tick's `release` or heartbeat touches
+/// it.
+pub(crate) const KEPT_OWNER: &str = "backlog: failed in this slot";
+
+/// A name quoted as an SQL identifier (every backend quotes with double quotes; MySQL
+/// once its session reads them so, see `mysql`).
 fn quote(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
@@ -528,6 +537,11 @@ pub fn open(database: &DatabaseConfig, table: &TableConfig) -> Result<Box<dyn St
             table.clone(),
         )?)),
         DatabaseUrl::Postgres(url) => Ok(Box::new(PostgresStore::open(
+            url,
+            &database.schema,
+            table.clone(),
+        )?)),
+        DatabaseUrl::Mysql(url) => Ok(Box::new(MysqlStore::open(
             url,
             &database.schema,
             table.clone(),

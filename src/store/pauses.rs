@@ -74,9 +74,11 @@ pub(super) fn pause(
     sql.execute(
         &format!(
             "INSERT INTO {s}backlog_pauses (table_name, window_secs, since_ms, until_ms, reason, by_whom)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-             ON CONFLICT (table_name, window_secs) DO UPDATE SET since_ms = excluded.since_ms,
-                 until_ms = excluded.until_ms, reason = excluded.reason, by_whom = excluded.by_whom"
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6) {}",
+            sql.upsert(
+                &["table_name", "window_secs"],
+                &["since_ms", "until_ms", "reason", "by_whom"]
+            )
         ),
         &[
             table.into(),

@@ -2,7 +2,9 @@
 //! on SQLite and PostgreSQL, run through one small trait, so they are written once.
 //!
 //! Statements are written with `?1`-style placeholders (SQLite's); the PostgreSQL side
-//! turns them into `$1`. Values are 64-bit integers or text, either possibly NULL,
+//! turns them into `$1`, the MySQL side into bare `?` with the values in their order.
+//! The few clauses that differ (an upsert, a cast to a 64-bit integer, a time as text)
+//! are the trait's to write. Values are 64-bit integers or text, either possibly NULL,
 //! which every backend stores alike.
 
 use crate::store::StoreError;
@@ -70,6 +72,22 @@ pub trait Sql {
     /// DateStyle.
     fn rfc3339(&self, column: &str) -> String {
         column.to_string()
+    }
+
+    /// The clause that turns an INSERT into a replacement of the row with the same
+    /// `key`, writing the columns `set` from the new row.
+    fn upsert(&self, key: &[&str], set: &[&str]) -> String {
+        let set: Vec<String> = set.iter().map(|c| format!("{c} = excluded.{c}")).collect();
+        format!(
+            "ON CONFLICT ({}) DO UPDATE SET {}",
+            key.join(", "),
+            set.join(", ")
+        )
+    }
+
+    /// The type a `CAST` to a 64-bit integer names (MySQL's `SIGNED`).
+    fn bigint(&self) -> &'static str {
+        "BIGINT"
     }
 }
 

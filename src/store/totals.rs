@@ -31,8 +31,9 @@ pub(super) fn runs(sql: &mut dyn Sql, s: &str, table: &str) -> Result<Vec<RunTot
     let rows = sql
         .query(
             &format!(
-                "SELECT window_secs, outcome, count(*), CAST(sum(selected) AS BIGINT), CAST(sum(succeeded) AS BIGINT), CAST(sum(failed) AS BIGINT), CAST(sum(skipped) AS BIGINT), CAST(sum(lost) AS BIGINT)
-                 FROM {s}backlog_runs WHERE table_name = ?1 GROUP BY window_secs, outcome ORDER BY window_secs, outcome"
+                "SELECT window_secs, outcome, count(*), CAST(sum(selected) AS {int}), CAST(sum(succeeded) AS {int}), CAST(sum(failed) AS {int}), CAST(sum(skipped) AS {int}), CAST(sum(lost) AS {int})
+                 FROM {s}backlog_runs WHERE table_name = ?1 GROUP BY window_secs, outcome ORDER BY window_secs, outcome",
+                int = sql.bigint()
             ),
             &[table.into()],
         )
@@ -78,11 +79,12 @@ pub(super) fn durations(
     s: &str,
     table: &str,
 ) -> Result<Vec<DurationHistogram>, StoreError> {
+    let int = sql.bigint();
     let buckets: Vec<String> = DURATION_BUCKETS
         .iter()
         .map(|b| {
             format!(
-                "CAST(sum(CASE WHEN took_ms <= {} THEN 1 ELSE 0 END) AS BIGINT)",
+                "CAST(sum(CASE WHEN took_ms <= {} THEN 1 ELSE 0 END) AS {int})",
                 (b * 1000.0) as i64
             )
         })
@@ -90,7 +92,7 @@ pub(super) fn durations(
     let rows = sql
         .query(
             &format!(
-                "SELECT window_secs, count(*), CAST(sum(took_ms) AS BIGINT), {} FROM {s}backlog_attempts WHERE table_name = ?1 GROUP BY window_secs ORDER BY window_secs",
+                "SELECT window_secs, count(*), CAST(sum(took_ms) AS {int}), {} FROM {s}backlog_attempts WHERE table_name = ?1 GROUP BY window_secs ORDER BY window_secs",
                 buckets.join(", ")
             ),
             &[table.into()],

@@ -1,0 +1,444 @@
+//! Claims on MySQL: a record is a runner's while its row in `backlog_claims` is; marks
+//! are written only where the claim is still the runner's, failures keep theirs until
+//! their slot ends, and the heartbeat renews them from a connection of its own. Every
+//! change to a record's claim is made holding the record's row lock (see `mod.rs`).
+
+use std::collections::{BTreeMap, HashSet};
+
+use mysql::prelude::Queryable;
+use mysql::{TxOpts, Value as My};
+
+use super::connection::{RETRIES, describe_error, retryable};
+use super::pages::marks;
+use super::*;
+use crate::store::{KEPT_OWNER, group_marks};
+
+/// Microseconds from now to `until`, for a lease measured on the database's clock.
+fn lease_us(until: DateTime<Utc>) -> i64 {
+    (until - Utc::now())
+        .num_microseconds()
+        .unwrap_or(i64::MAX)
+        .max(1_000_000)
+}
+
+/// Why a transaction failed: the server's error (tried again when it is a deadlock
+/// or a lock wait), or the tool's.
+enum Failed {
+    My(mysql::Error),
+    Store(StoreError),
+}
+
+impl From<mysql::Error> for Failed {
+    fn from(e: mysql::Error) -> Self {
+        Failed::My(e)
+    }
+}
+
+impl From<StoreError> for Failed {
+    fn from(e: StoreError) -> Self {
+        Failed::Store(e)
+    }
+}
+
+/// Runs `work` in a transaction, again when the server rolled it back for a deadlock
+/// or a lock wait timeout (up to `RETRIES` times).
+fn transaction<T>(
+    conn: &mut Conn,
+    context: &str,
+    mut work: impl FnMut(&mut mysql::Transaction<'_>) -> Result<T, Failed>,
+) -> Result<T, StoreError> {
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let mut tx = conn
+            .start_transaction(TxOpts::default())
+            .map_err(my(context))?;
+        let result = work(&mut tx).and_then(|v| tx.commit().map(|_| v).map_err(Failed::My));
+        match result {
+            Ok(v) => return Ok(v),
+            Err(Failed::My(e)) if retryable(&e) && tries <= RETRIES => continue,
+            Err(Failed::My(e)) => {
+                return Err(StoreError::Database {
+                    context: context.into(),
+                    source: describe_error(&e).into(),
+                });
+            }
+            Err(Failed::Store(e)) => return Err(e),
+        }
+    }
+}
+
+/// The ids as the id column's values (ids a page read are of its type).
+fn bind_ids<'a>(kind: IdKind, ids: impl IntoIterator<Item = &'a Scalar>) -> Vec<My> {
+    ids.into_iter()
+        .map(|id| match id {
+            Scalar::Int(i) => My::Int(*i),
+            other => kind.bind(&other.to_string()).unwrap_or(My::NULL),
+        })
+        .collect()
+}
+
+impl MysqlStore {
+    /// Claims each record for `owner` until `lease_until` if it is still pending and no
+    /// live claim holds it; returns the ids (as text) now this owner's. A failure kept
+    /// until its slot ends is free when `take_tried`, or once `clock` reaches that end.
+    pub(super) fn claim(
+        &mut self,
+        owner: &str,
+        ids: &[&Scalar],
+        lease_until: DateTime<Utc>,
+        take_tried: bool,
+        clock: DateTime<Utc>,
+    ) -> Result<HashSet<String>, StoreError> {
+        if ids.is_empty() {
+            return Ok(HashSet::new());
+        }
+        let shape = self.shape();
+        let lock = format!(
+            "SELECT t.{id} FROM {table} t WHERE t.{id} IN ({}) AND t.{st} IN ({}) FOR UPDATE SKIP LOCKED",
+            marks(ids.len()),
+            marks(self.table.pending.len()),
+            id = shape.quoted(shape.id),
+            st = shape.quoted(shape.status),
+            table = shape.table,
+        );
+        let kind = shape.id_kind;
+        let mut lock_params = bind_ids(kind, ids.iter().copied());
+        lock_params.extend(
+            self.table
+                .pending
+                .iter()
+                .map(|s| My::Bytes(s.as_bytes().to_vec())),
+        );
+        let claims = self.own_table("backlog_claims");
+        let lease = lease_us(lease_until);
+        let name = self.table.name.clone();
+        transaction(&mut self.conn, "claiming records", |tx| {
+            let locked: Vec<My> = tx.exec(&lock, lock_params.clone())?;
+            let pending: Vec<String> = locked
+                .into_iter()
+                .map(|v| kind.read(v).to_string())
+                .collect();
+            if pending.is_empty() {
+                return Ok(HashSet::new());
+            }
+            // The claims of those rows, locked against the heartbeats and releases of
+            // other runners: free, lapsed, or a failure kept past its slot.
+            let mut params: Vec<My> =
+                vec![values::datetime(clock.naive_utc()), name.as_str().into()];
+            params.extend(pending.iter().map(|id| My::from(id.as_str())));
+            let held: Vec<(My, My, i64, i64)> = tx.exec(
+                format!(
+                    "SELECT record_id, owner, claimed_at <= ?, expires_at < UTC_TIMESTAMP(6) FROM {claims}
+                     WHERE table_name = ? AND record_id IN ({}) FOR UPDATE",
+                    marks(pending.len())
+                ),
+                params,
+            )?;
+            let taken: HashSet<String> = held
+                .into_iter()
+                .filter(|(_, holder, slot_over, expired)| {
+                    let kept = values::text(holder).as_deref() == Some(KEPT_OWNER);
+                    let free = *expired == 1 || kept && (take_tried || *slot_over == 1);
+                    !free
+                })
+                .filter_map(|(id, ..)| values::text(&id))
+                .collect();
+            let free: Vec<&String> = pending.iter().filter(|id| !taken.contains(*id)).collect();
+            if free.is_empty() {
+                return Ok(HashSet::new());
+            }
+            let rows = vec![
+                "(?, ?, ?, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND)";
+                free.len()
+            ];
+            let mut params: Vec<My> = Vec::with_capacity(free.len() * 4);
+            for id in &free {
+                params.extend([
+                    My::from(name.as_str()),
+                    My::from(id.as_str()),
+                    My::from(owner),
+                    My::Int(lease),
+                ]);
+            }
+            tx.exec_drop(
+                format!(
+                    "INSERT INTO {claims} (table_name, record_id, owner, claimed_at, expires_at) VALUES {}
+                     ON DUPLICATE KEY UPDATE owner = VALUES(owner), claimed_at = VALUES(claimed_at), expires_at = VALUES(expires_at)",
+                    rows.join(", ")
+                ),
+                params,
+            )?;
+            Ok(free.into_iter().cloned().collect())
+        })
+    }
+
+    pub(super) fn write_marks(
+        &mut self,
+        owner: &str,
+        marks_: &[Mark],
+    ) -> Result<Vec<usize>, StoreError> {
+        // The rows first, then the claims: a runner that claims a record locks its row
+        // before it reads the claim, so once the rows are ours the claims read below
+        // show any takeover, and none can happen until we commit. Then one UPDATE per
+        // distinct status (and `[retry]` time), writing only the records this owner
+        // still claims; the failures' claims kept until their slot ends; the rest
+        // deleted; the attempts; in one transaction.
+        let context = format!("writing statuses to {}", self.table.name);
+        let shape = self.shape();
+        let (table, id, st) = (
+            shape.table.clone(),
+            shape.quoted(shape.id),
+            shape.quoted(shape.status),
+        );
+        let claims = self.own_table("backlog_claims");
+        let all: Vec<String> = marks_.iter().map(|m| m.id.to_string()).collect();
+        let kind = shape.id_kind;
+        let all_bound = bind_ids(kind, marks_.iter().map(|m| &m.id));
+        let groups = group_marks(marks_, self.since_format);
+        let retry = self.table.retry.clone();
+        let prefix = self.prefix.clone();
+        let max_per_record = self.max_per_record;
+        let name = self.table.name.clone();
+        transaction(&mut self.conn, &context, |tx| {
+            tx.exec_drop(
+                format!(
+                    "SELECT 1 FROM {table} t WHERE t.{id} IN ({}) FOR UPDATE",
+                    marks(all.len())
+                ),
+                all_bound.clone(),
+            )?;
+            let mut params: Vec<My> = vec![name.as_str().into(), owner.into()];
+            params.extend(all.iter().map(|i| My::from(i.as_str())));
+            let held: HashSet<String> = tx
+                .exec::<My, _, _>(
+                    format!(
+                        "SELECT record_id FROM {claims} WHERE table_name = ? AND owner = ? AND record_id IN ({})",
+                        marks(all.len())
+                    ),
+                    params,
+                )?
+                .iter()
+                .filter_map(values::text)
+                .collect();
+            for ((status, since), ids) in &groups {
+                let ids: Vec<&Scalar> = ids
+                    .iter()
+                    .copied()
+                    .filter(|i| held.contains(&i.to_string()))
+                    .collect();
+                if ids.is_empty() {
+                    continue;
+                }
+                let mut params: Vec<My> = vec![My::from(*status)];
+                let set = match (&retry, since) {
+                    (Some(r), Some(since)) => {
+                        params.push(values::bound(since));
+                        format!(
+                            "{st} = ?, {since_c} = ?, {count} = COALESCE({count}, 0) + 1",
+                            count = crate::store::quote(&r.count),
+                            since_c = crate::store::quote(&r.since)
+                        )
+                    }
+                    _ => format!("{st} = ?"),
+                };
+                params.extend(bind_ids(kind, ids.iter().copied()));
+                tx.exec_drop(
+                    format!(
+                        "UPDATE {table} SET {set} WHERE {id} IN ({})",
+                        marks(ids.len())
+                    ),
+                    params,
+                )?;
+            }
+            // Failures keep their claim, under another owner, until the end of their
+            // slot: grouped by that end and the wait till then.
+            let mut kept: BTreeMap<(i64, i64), Vec<&str>> = BTreeMap::new();
+            for (m, i) in marks_.iter().zip(&all) {
+                if let Some(until) = m.keep_until
+                    && held.contains(i)
+                {
+                    let wait = (until - m.at).num_microseconds().unwrap_or(i64::MAX).max(0);
+                    kept.entry((until.timestamp_micros(), wait))
+                        .or_default()
+                        .push(i);
+                }
+            }
+            for ((until, wait), ids) in kept {
+                let until = DateTime::from_timestamp_micros(until).unwrap_or_default();
+                let mut params: Vec<My> = vec![
+                    KEPT_OWNER.into(),
+                    values::datetime(until.naive_utc()),
+                    My::Int(wait),
+                    name.as_str().into(),
+                    owner.into(),
+                ];
+                params.extend(ids.iter().map(|i| My::from(*i)));
+                tx.exec_drop(
+                    format!(
+                        "UPDATE {claims} SET owner = ?, claimed_at = ?, expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND
+                         WHERE table_name = ? AND owner = ? AND record_id IN ({})",
+                        marks(ids.len())
+                    ),
+                    params,
+                )?;
+            }
+            let mut params: Vec<My> = vec![name.as_str().into(), owner.into()];
+            params.extend(all.iter().map(|i| My::from(i.as_str())));
+            tx.exec_drop(
+                format!(
+                    "DELETE FROM {claims} WHERE table_name = ? AND owner = ? AND record_id IN ({})",
+                    marks(all.len())
+                ),
+                params,
+            )?;
+            crate::store::write_attempts(
+                tx,
+                &prefix,
+                &name,
+                marks_,
+                &|i| !held.contains(&all[i]),
+                max_per_record,
+            )?;
+            Ok(all
+                .iter()
+                .enumerate()
+                .filter(|(_, i)| !held.contains(*i))
+                .map(|(n, _)| n)
+                .collect())
+        })
+    }
+
+    pub(super) fn release_claims(&mut self, owner: &str) -> Result<(), StoreError> {
+        let sql = format!(
+            "DELETE FROM {} WHERE table_name = ? AND owner = ?",
+            self.own_table("backlog_claims")
+        );
+        self.conn
+            .exec_drop(sql, (&self.table.name, owner))
+            .map_err(my("releasing claims"))
+    }
+
+    pub(super) fn find_holder(
+        &mut self,
+        record: &Record,
+    ) -> Result<Option<crate::store::Held>, StoreError> {
+        if !self.has_own_tables()? {
+            return Ok(None);
+        }
+        let sql = format!(
+            "SELECT owner, claimed_at, expires_at FROM {} WHERE table_name = ? AND record_id = ? AND expires_at > UTC_TIMESTAMP(6)",
+            self.own_table("backlog_claims")
+        );
+        let row: Option<(My, My, My)> = self
+            .conn
+            .exec_first(sql, (&self.table.name, record.id.to_string()))
+            .map_err(my("reading the tool's claims"))?;
+        Ok(row.map(|(owner, claimed, expires)| {
+            let time = |v: &My| values::naive(v).map(|t| t.and_utc()).unwrap_or_default();
+            match values::text(&owner) {
+                Some(o) if o == KEPT_OWNER => crate::store::Held {
+                    owner: None,
+                    until: time(&claimed),
+                },
+                owner => crate::store::Held {
+                    owner,
+                    until: time(&expires),
+                },
+            }
+        }))
+    }
+
+    pub(super) fn count_held(&mut self) -> Result<(u64, u64), StoreError> {
+        if !self.has_own_tables()? {
+            return Ok((0, 0));
+        }
+        let claims = self.own_table("backlog_claims");
+        let context = "counting the records held";
+        let held: Option<i64> = self
+            .conn
+            .exec_first(
+                format!("SELECT count(*) FROM {claims} WHERE table_name = ? AND owner <> ? AND expires_at > UTC_TIMESTAMP(6)"),
+                (&self.table.name, KEPT_OWNER),
+            )
+            .map_err(my(context))?;
+        // Kept failures count while their record is still pending (one retried since
+        // is not): looked up a thousand at a time.
+        let kept: Vec<My> = self
+            .conn
+            .exec(
+                format!("SELECT record_id FROM {claims} WHERE table_name = ? AND owner = ? AND expires_at > UTC_TIMESTAMP(6)"),
+                (&self.table.name, KEPT_OWNER),
+            )
+            .map_err(my(context))?;
+        let kind = self.shape().id_kind;
+        let ids: Vec<My> = kept
+            .iter()
+            .filter_map(values::text)
+            .filter_map(|i| kind.bind(&i))
+            .collect();
+        let mut pending = 0;
+        for chunk in ids.chunks(1000) {
+            let shape = self.shape();
+            let mut params = chunk.to_vec();
+            params.extend(self.table.pending.iter().map(|s| My::from(s.as_str())));
+            let n: Option<i64> = self
+                .conn
+                .exec_first(
+                    format!(
+                        "SELECT count(*) FROM {} t WHERE t.{} IN ({}) AND t.{} IN ({})",
+                        shape.table,
+                        shape.quoted(shape.id),
+                        marks(chunk.len()),
+                        shape.quoted(shape.status),
+                        marks(self.table.pending.len())
+                    ),
+                    params,
+                )
+                .map_err(my(context))?;
+            pending += n.unwrap_or(0);
+        }
+        Ok((held.unwrap_or(0).max(0) as u64, pending.max(0) as u64))
+    }
+}
+
+pub(super) struct MysqlHeartbeat {
+    pub(super) conn: Conn,
+    pub(super) url: MysqlUrl,
+    pub(super) claims: String,
+    pub(super) runs: String,
+    pub(super) owner: String,
+    pub(super) run_id: i64,
+}
+
+impl Heartbeat for MysqlHeartbeat {
+    /// Renews the claims; a connection the server dropped (a restart, a failover) is
+    /// opened again, since the claims outlive it in their table.
+    fn beat(&mut self, lease_until: DateTime<Utc>) -> Result<(), StoreError> {
+        if self.conn.ping().is_err() {
+            self.conn = super::connect(&self.url)?;
+        }
+        let context = "renewing claims";
+        let mut tx = self
+            .conn
+            .start_transaction(TxOpts::default())
+            .map_err(my(context))?;
+        tx.exec_drop(
+            format!(
+                "UPDATE {} SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND WHERE owner = ?",
+                self.claims
+            ),
+            (lease_us(lease_until), &self.owner),
+        )
+        .map_err(my(context))?;
+        tx.exec_drop(
+            format!(
+                "UPDATE {} SET heartbeat_at = UTC_TIMESTAMP(6) WHERE id = ?",
+                self.runs
+            ),
+            (self.run_id,),
+        )
+        .map_err(my(context))?;
+        tx.commit().map_err(my(context))
+    }
+}

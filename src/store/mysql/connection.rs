@@ -1,0 +1,293 @@
+//! Connecting to MySQL or MariaDB: TLS as the URL asks, the session settings every
+//! statement of the backend relies on, errors as one line that never holds the
+//! password, and the statements the backends share run through `Sql`.
+
+use std::borrow::Cow;
+
+use mysql::prelude::Queryable;
+use mysql::{Conn, OptsBuilder, SslOpts};
+
+use crate::config::{MysqlTls, MysqlUrl};
+use crate::store::StoreError;
+use crate::store::sql::{Sql, SqlError, Value};
+
+/// What every connection sets first: times in UTC (`NOW()`, and `TIMESTAMP` columns
+/// read and written in UTC), identifiers in double quotes and `||` as concatenation
+/// (so the statements the backends share read the same here), and READ COMMITTED, so
+/// that a claim's `SELECT … FOR UPDATE` locks the rows it finds and no gap between
+/// them (REPEATABLE READ's gap locks make runners claiming neighbouring records wait
+/// for each other, and deadlock).
+const SESSION: [&str; 3] = [
+    "SET time_zone = '+00:00'",
+    "SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@SESSION.sql_mode, ''), 'ANSI_QUOTES', 'PIPES_AS_CONCAT')",
+    "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
+];
+
+/// The server's error codes a transaction is tried again for: a deadlock (1213), in
+/// which the server rolled it back, and a lock wait that ran out (1205).
+pub(super) const RETRYABLE: [u16; 2] = [1213, 1205];
+
+/// How often a transaction is tried again after a deadlock or a lock wait timeout.
+pub(super) const RETRIES: usize = 5;
+
+/// A MySQL error as one line: the server's message, or what happened to the
+/// connection. Never the URL, which may hold a password.
+pub(in crate::store) fn describe_error(e: &mysql::Error) -> String {
+    match e {
+        mysql::Error::MySqlError(my) => format!("{} (error {})", my.message, my.code),
+        mysql::Error::IoError(io) => match io.kind() {
+            std::io::ErrorKind::UnexpectedEof
+            | std::io::ErrorKind::BrokenPipe
+            | std::io::ErrorKind::ConnectionReset
+            | std::io::ErrorKind::ConnectionAborted => {
+                "the connection to the server was lost".to_string()
+            }
+            _ => format!("the connection to the server failed: {io}"),
+        },
+        mysql::Error::DriverError(mysql::DriverError::ConnectTimeout) => {
+            "the server did not answer in time (check the host, the port and the firewall)".into()
+        }
+        other => crate::causes::chain(other),
+    }
+}
+
+/// Whether the server rolled the transaction back for a deadlock or a lock wait.
+pub(super) fn retryable(e: &mysql::Error) -> bool {
+    matches!(e, mysql::Error::MySqlError(my) if RETRYABLE.contains(&my.code))
+}
+
+/// A failed statement, named by what it was doing.
+pub(super) fn my(context: impl Into<String>) -> impl FnOnce(mysql::Error) -> StoreError {
+    let context = context.into();
+    move |e| StoreError::Database {
+        context,
+        source: describe_error(&e).into(),
+    }
+}
+
+/// Why a connection could not be made, with what to check.
+fn connect_error(e: &mysql::Error, url: &MysqlUrl) -> StoreError {
+    let io_kind = match e {
+        mysql::Error::IoError(io) => Some(io.kind()),
+        mysql::Error::DriverError(mysql::DriverError::CouldNotConnect(Some((_, _, kind)))) => {
+            Some(*kind)
+        }
+        _ => None,
+    };
+    let reason = match (e, io_kind) {
+        (mysql::Error::MySqlError(my), _) if my.code == 1045 => format!(
+            "{} (check the password: in the URL, database.password_file or MYSQL_PWD{})",
+            describe_error(e),
+            if url.tls == MysqlTls::Disabled {
+                "; or the user may connect over TLS only: leave ssl-mode=DISABLED out"
+            } else {
+                ""
+            }
+        ),
+        (mysql::Error::MySqlError(my), _) if my.code == 1049 => format!(
+            "the database {:?} does not exist on that server (check the URL's path)",
+            url.database
+        ),
+        (mysql::Error::MySqlError(my), _) if my.code == 3159 => format!(
+            "{} (this user must connect over TLS: leave ssl-mode=DISABLED out of the URL)",
+            describe_error(e)
+        ),
+        (_, Some(std::io::ErrorKind::ConnectionRefused)) => {
+            "connection refused (is the server running, and listening on that host and port?)"
+                .to_string()
+        }
+        (_, Some(std::io::ErrorKind::TimedOut)) => {
+            "the server did not answer in time (check the host, the port and the firewall)"
+                .to_string()
+        }
+        (mysql::Error::DriverError(mysql::DriverError::TlsNotSupported), _) => {
+            "the server does not offer TLS, and the URL's ssl-mode requires it".to_string()
+        }
+        (mysql::Error::TlsError(_), _) => format!(
+            "TLS failed: {} (check ssl-ca and that the certificate names the host)",
+            describe_error(e)
+        ),
+        _ => describe_error(e),
+    };
+    StoreError::Connect { reason }
+}
+
+/// The driver's options for `url`, with TLS `tls` (none: a plain connection).
+fn options(url: &MysqlUrl, tls: Option<SslOpts>) -> OptsBuilder {
+    OptsBuilder::new()
+        .ip_or_hostname(Some(url.host.clone()).filter(|h| !h.is_empty()))
+        .tcp_port(url.port)
+        .socket(url.socket.as_ref().map(|p| p.display().to_string()))
+        // Asked for TCP, a loopback connection stays TCP (the driver would otherwise
+        // switch to the server's socket, leaving TLS and the URL's port behind).
+        .prefer_socket(false)
+        .user(url.user.clone())
+        .pass(url.password.clone())
+        .db_name(Some(url.database.clone()))
+        .tcp_connect_timeout(Some(url.connect_timeout))
+        // A server that vanishes mid-tick (a dead host, a cut link) is noticed in about
+        // a minute instead of the kernel's two hours.
+        .tcp_keepalive_time_ms(Some(30_000))
+        .tcp_user_timeout_ms(Some(60_000))
+        .init(SESSION.to_vec())
+        .ssl_opts(tls)
+}
+
+/// The TLS settings `ssl-mode` asks for; none for DISABLED.
+fn tls_of(url: &MysqlUrl) -> Option<SslOpts> {
+    let base = SslOpts::default();
+    match url.tls {
+        MysqlTls::Disabled => None,
+        // Encrypted, the certificate unchecked, as the mysql client's REQUIRED.
+        MysqlTls::Preferred | MysqlTls::Required => Some(
+            base.with_danger_accept_invalid_certs(true)
+                .with_danger_skip_domain_validation(true),
+        ),
+        MysqlTls::VerifyCa => Some(
+            base.with_root_cert_path(url.ca.clone().map(Cow::Owned))
+                .with_danger_skip_domain_validation(true),
+        ),
+        MysqlTls::VerifyIdentity => Some(base.with_root_cert_path(url.ca.clone().map(Cow::Owned))),
+    }
+}
+
+/// Opens a connection: over TLS unless `ssl-mode=DISABLED`; with PREFERRED, the
+/// default, a server that offers no TLS is connected to without.
+pub(super) fn connect(url: &MysqlUrl) -> Result<Conn, StoreError> {
+    if let Some(root) = url.ca.as_deref()
+        && let Err(e) = std::fs::metadata(root)
+    {
+        return Err(StoreError::Connect {
+            reason: format!("cannot read ssl-ca {}: {e}", root.display()),
+        });
+    }
+    match Conn::new(options(url, tls_of(url))) {
+        Ok(conn) => Ok(conn),
+        Err(mysql::Error::DriverError(mysql::DriverError::TlsNotSupported))
+            if url.tls == MysqlTls::Preferred =>
+        {
+            Conn::new(options(url, None)).map_err(|e| connect_error(&e, url))
+        }
+        Err(e) => Err(connect_error(&e, url)),
+    }
+}
+
+/// A statement of the shared form (`?1`-numbered placeholders, in any order, any
+/// number of times) as MySQL takes it: bare `?`, with the values in their order.
+pub(super) fn positional(sql: &str, params: &[Value]) -> (String, Vec<mysql::Value>) {
+    let mut out = String::with_capacity(sql.len());
+    let mut values = Vec::new();
+    let mut chars = sql.char_indices().peekable();
+    while let Some((_, c)) = chars.next() {
+        if c != '?' {
+            out.push(c);
+            continue;
+        }
+        let mut n = 0usize;
+        while let Some((_, d)) = chars.peek().filter(|(_, d)| d.is_ascii_digit()) {
+            n = n * 10 + d.to_digit(10).expect("a digit") as usize;
+            chars.next();
+        }
+        out.push('?');
+        values.push(
+            n.checked_sub(1)
+                .and_then(|i| params.get(i))
+                .map_or(mysql::Value::NULL, to_mysql),
+        );
+    }
+    (out, values)
+}
+
+fn to_mysql(v: &Value) -> mysql::Value {
+    match v {
+        Value::Int(Some(i)) => mysql::Value::Int(*i),
+        Value::Text(Some(t)) => mysql::Value::Bytes(t.clone().into_bytes()),
+        Value::Int(None) | Value::Text(None) => mysql::Value::NULL,
+    }
+}
+
+/// A value of the tool's own tables as the shared statements read it.
+fn from_mysql(v: mysql::Value) -> Value {
+    match v {
+        mysql::Value::NULL => Value::Int(None),
+        mysql::Value::Int(i) => Value::Int(Some(i)),
+        mysql::Value::UInt(u) => Value::Int(i64::try_from(u).ok()),
+        mysql::Value::Float(f) => Value::Int(Some(f as i64)),
+        mysql::Value::Double(f) => Value::Int(Some(f as i64)),
+        // A sum comes back as DECIMAL text; `Value::int` parses it.
+        mysql::Value::Bytes(b) => Value::Text(Some(String::from_utf8_lossy(&b).into_owned())),
+        other => Value::Text(Some(other.as_sql(true).trim_matches('\'').to_string())),
+    }
+}
+
+/// A `DATETIME(6)` column of the tool's tables (UTC) as RFC 3339 text with milliseconds.
+pub(super) fn rfc3339_of(column: &str) -> String {
+    format!(
+        "CONCAT(DATE_FORMAT({column}, '%Y-%m-%dT%H:%i:%s.'), LPAD(FLOOR(MICROSECOND({column}) / 1000), 3, '0'), 'Z')"
+    )
+}
+
+fn run(q: &mut impl Queryable, sql: &str, params: &[Value]) -> Result<u64, SqlError> {
+    let (sql, values) = positional(sql, params);
+    let result = q
+        .exec_iter(sql, values)
+        .map_err(|e| SqlError::from(describe_error(&e)))?;
+    Ok(result.affected_rows())
+}
+
+fn rows(q: &mut impl Queryable, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, SqlError> {
+    let (sql, values) = positional(sql, params);
+    let rows: Vec<mysql::Row> = q
+        .exec(sql, values)
+        .map_err(|e| SqlError::from(describe_error(&e)))?;
+    Ok(rows
+        .into_iter()
+        .map(|row| row.unwrap().into_iter().map(from_mysql).collect())
+        .collect())
+}
+
+/// MySQL's forms of the few clauses the shared statements cannot write alike.
+macro_rules! mysql_sql {
+    ($t:ty) => {
+        impl Sql for $t {
+            fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, SqlError> {
+                run(self, sql, params)
+            }
+
+            fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, SqlError> {
+                rows(self, sql, params)
+            }
+
+            fn rfc3339(&self, column: &str) -> String {
+                rfc3339_of(column)
+            }
+
+            fn upsert(&self, _key: &[&str], set: &[&str]) -> String {
+                let set: Vec<String> = set.iter().map(|c| format!("{c} = VALUES({c})")).collect();
+                format!("ON DUPLICATE KEY UPDATE {}", set.join(", "))
+            }
+
+            fn bigint(&self) -> &'static str {
+                "SIGNED"
+            }
+        }
+    };
+}
+
+mysql_sql!(Conn);
+mysql_sql!(mysql::Transaction<'_>);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbered_placeholders_become_positional_in_their_order() {
+        let (sql, values) = positional(
+            "SELECT ?2, ?1 FROM t WHERE a = ?2 AND b IN (?10)",
+            &(1..=10).map(i64::from).map(Value::from).collect::<Vec<_>>(),
+        );
+        assert_eq!(sql, "SELECT ?, ? FROM t WHERE a = ? AND b IN (?)");
+        assert_eq!(values, [2, 1, 2, 10].map(mysql::Value::Int).to_vec());
+    }
+}

@@ -1,0 +1,291 @@
+//! The MySQL and MariaDB backend: one backlog, many runners on many machines, as on
+//! PostgreSQL.
+//!
+//! Claims live in the tool's own claims table, with leases on the database's clock,
+//! for the reasons `postgres` gives (a handler may run for minutes; a row lock lives
+//! as long as a connection a vanished host leaves open; the engine stays the same).
+//! Row locks are taken for a moment only: the transaction that claims a page locks the
+//! records it wants that are still pending (`FOR UPDATE SKIP LOCKED`, MySQL 8 and
+//! MariaDB 10.6), then their claims, decides which are free, and writes those; the
+//! transaction that marks locks the same rows first. Every change to a record's claim
+//! thus happens under its row's lock, so two runners never hold a record at once.
+//!
+//! Every connection sets UTC, ANSI quotes and READ COMMITTED first (`connection`), so
+//! the statements the backends share run here as written. A transaction the server
+//! rolls back for a deadlock (1213) or a lock wait timeout (1205) is tried again a few
+//! times; a connection lost mid-tick ends the tick cleanly, its claims running out
+//! with their lease.
+//!
+//! Parts: `connection` (TLS, errors, the shared statements' placeholders), `schema`
+//! (the tool's tables, the user's table and its columns), `values` (MySQL's values as
+//! records and bounds), `pages` (the band's pages and the other reads), `claims`
+//! (claims, marks, kept failures, the heartbeat), `runs` (the run log); here, the store
+//! itself, whose `Store` methods call them.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use mysql::Conn;
+use mysql::prelude::Queryable;
+
+use super::{
+    BandQuery, Cursor, Heartbeat, Mark, Page, QueryPlan, Range, RunEnd, RunRow, RunStart, Store,
+    StoreError,
+};
+use crate::config::{MysqlUrl, TableConfig};
+use crate::record::{Record, Scalar};
+use crate::timestamp::TimestampFormat;
+
+mod claims;
+mod connection;
+mod pages;
+mod runs;
+mod schema;
+mod values;
+
+use claims::MysqlHeartbeat;
+use connection::{connect, my};
+use values::IdKind;
+
+/// What a tick knows of the user's table once `inspect` read it.
+struct Shape {
+    /// The table, quoted with its database: `"shop"."orders"`.
+    table: String,
+    /// The database and the table's own name, unquoted, for information_schema.
+    schema_name: (String, String),
+    /// Every column's name, in table order, shared by the records of a page.
+    names: Arc<[String]>,
+    /// Every column's `DATA_TYPE` (`bigint`, `varchar`, `datetime`…), in table order.
+    types: Vec<String>,
+    /// `SELECT t."a", t."b", … FROM table t`.
+    select: String,
+    /// The places of the id, status and inserted-at columns in `names`.
+    id: usize,
+    status: usize,
+    inserted_at: usize,
+    /// How ids are bound and shown.
+    id_kind: IdKind,
+}
+
+impl Shape {
+    fn quoted(&self, column: usize) -> String {
+        super::quote(&self.names[column])
+    }
+}
+
+/// A backlog table on a MySQL or MariaDB server, with the tool's tables in the same
+/// database or the one `database.schema` names. A tick claims each record it holds
+/// (`backlog_claims`), so runners on many hosts can share one band.
+pub struct MysqlStore {
+    conn: Conn,
+    url: MysqlUrl,
+    /// The database of the tool's own tables, quoted, with a dot: `"shop".`.
+    prefix: String,
+    /// The same, unquoted.
+    own_database: String,
+    table: TableConfig,
+    format: Option<TimestampFormat>,
+    since_format: Option<TimestampFormat>,
+    shape: Option<Shape>,
+    /// How many attempts a record keeps (`history.max_per_record`, from `begin_run`).
+    max_per_record: u32,
+}
+
+impl MysqlStore {
+    /// Connects to the server; `database` names where the tool's own tables go.
+    pub fn open(url: &MysqlUrl, database: &str, table: TableConfig) -> Result<Self, StoreError> {
+        let conn = connect(url)?;
+        Ok(MysqlStore {
+            conn,
+            url: url.clone(),
+            prefix: format!("{}.", super::quote(database)),
+            own_database: database.to_string(),
+            table,
+            format: None,
+            since_format: None,
+            shape: None,
+            max_per_record: crate::config::HistoryConfig::default().max_per_record,
+        })
+    }
+
+    fn shape(&self) -> &Shape {
+        self.shape
+            .as_ref()
+            .expect("inspect() runs before any query")
+    }
+
+    fn format(&self) -> TimestampFormat {
+        self.format.expect("inspect() runs before any query")
+    }
+
+    fn own_table(&self, table: &str) -> String {
+        format!("{}{table}", self.prefix)
+    }
+
+    /// Whether the tool's tables are there (a dry run or a new database has none).
+    fn has_own_tables(&mut self) -> Result<bool, StoreError> {
+        let found: Option<i64> = self
+            .conn
+            .exec_first(
+                "SELECT count(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME IN ('backlog_runs', 'backlog_claims', 'backlog_pauses')",
+                (self.own_database.as_str(),),
+            )
+            .map_err(my("reading the tool's tables"))?;
+        Ok(found == Some(3))
+    }
+}
+
+impl Store for MysqlStore {
+    fn describe(&self) -> String {
+        self.url.shown.clone()
+    }
+
+    fn inspect(&mut self) -> Result<TimestampFormat, StoreError> {
+        self.inspect_table()
+    }
+
+    fn ensure_own_tables(&mut self) -> Result<(), StoreError> {
+        self.create_own_tables()
+    }
+
+    fn select(
+        &mut self,
+        band: &BandQuery,
+        after: Option<&Cursor>,
+        limit: usize,
+    ) -> Result<Vec<Record>, StoreError> {
+        self.select_page(band, after, limit)
+    }
+
+    fn take(
+        &mut self,
+        owner: &str,
+        band: &BandQuery,
+        after: Option<&Cursor>,
+        limit: usize,
+        lease_until: DateTime<Utc>,
+        wanted: &dyn Fn(&Record) -> bool,
+    ) -> Result<Page, StoreError> {
+        let read = self.select_page(band, after, limit)?;
+        let ids: Vec<&Scalar> = read.iter().filter(|r| wanted(r)).map(|r| &r.id).collect();
+        let ours = self.claim(owner, &ids, lease_until, band.take_tried, band.clock)?;
+        Ok(Page::sorted(
+            read,
+            |_, r| ours.contains(&r.id.to_string()),
+            wanted,
+        ))
+    }
+
+    fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<Vec<usize>, StoreError> {
+        self.write_marks(owner, marks)
+    }
+
+    fn release(&mut self, owner: &str) -> Result<(), StoreError> {
+        self.release_claims(owner)
+    }
+
+    fn last_tick(&mut self, window: Duration) -> Result<Option<DateTime<Utc>>, StoreError> {
+        self.read_last_tick(window)
+    }
+
+    fn count_by_status(&mut self, range: &Range) -> Result<Vec<(String, u64)>, StoreError> {
+        self.count_statuses(range)
+    }
+
+    fn oldest_of(
+        &mut self,
+        statuses: &[String],
+        before: Option<DateTime<Utc>>,
+        limit: usize,
+    ) -> Result<Vec<Record>, StoreError> {
+        self.read_oldest(statuses, before, limit)
+    }
+
+    fn find(&mut self, id: &str) -> Result<Option<Record>, StoreError> {
+        self.find_record(id)
+    }
+
+    fn band_plan(&mut self) -> Result<QueryPlan, StoreError> {
+        self.plan_band()
+    }
+
+    fn inserted_at_page(
+        &mut self,
+        after: Option<&Scalar>,
+        limit: usize,
+    ) -> Result<Vec<Scalar>, StoreError> {
+        self.read_inserted_at(after, limit)
+    }
+
+    fn last_runs(&mut self) -> Result<Vec<RunRow>, StoreError> {
+        self.read_last_runs()
+    }
+
+    fn begin_run(&mut self, run: &RunStart) -> Result<i64, StoreError> {
+        self.open_run(run)
+    }
+
+    fn finish_run(&mut self, run_id: i64, end: &RunEnd) -> Result<(), StoreError> {
+        self.close_run(run_id, end)
+    }
+
+    fn take_records(
+        &mut self,
+        owner: &str,
+        records: Vec<Record>,
+        lease_until: DateTime<Utc>,
+    ) -> Result<Vec<Record>, StoreError> {
+        // A failure kept until its slot ends is taken: a person asked for it.
+        let ids: Vec<&Scalar> = records.iter().map(|r| &r.id).collect();
+        let claimed = self.claim(owner, &ids, lease_until, true, Utc::now())?;
+        Ok(records
+            .into_iter()
+            .filter(|r| claimed.contains(&r.id.to_string()))
+            .collect())
+    }
+
+    fn holder(&mut self, record: &Record) -> Result<Option<super::Held>, StoreError> {
+        self.find_holder(record)
+    }
+
+    fn held_counts(&mut self) -> Result<(u64, u64), StoreError> {
+        self.count_held()
+    }
+
+    fn clock(&mut self) -> Result<DateTime<Utc>, StoreError> {
+        let now: Option<mysql::Value> = self
+            .conn
+            .query_first("SELECT UTC_TIMESTAMP(6)")
+            .map_err(my("reading the database's clock"))?;
+        now.as_ref()
+            .and_then(values::naive)
+            .map(|t| t.and_utc())
+            .ok_or_else(|| StoreError::Schema("UTC_TIMESTAMP(6) gave no time".into()))
+    }
+
+    fn table(&self) -> &TableConfig {
+        &self.table
+    }
+
+    fn own(&mut self) -> Result<super::Own<'_>, StoreError> {
+        let exists = self.has_own_tables()?;
+        Ok(super::Own {
+            sql: &mut self.conn,
+            prefix: self.prefix.clone(),
+            table: &self.table.name,
+            exists,
+        })
+    }
+
+    fn heartbeat(&self, owner: &str, run_id: i64) -> Result<Box<dyn Heartbeat>, StoreError> {
+        Ok(Box::new(MysqlHeartbeat {
+            conn: connect(&self.url)?,
+            url: self.url.clone(),
+            claims: self.own_table("backlog_claims"),
+            runs: self.own_table("backlog_runs"),
+            owner: owner.to_string(),
+            run_id,
+        }))
+    }
+}

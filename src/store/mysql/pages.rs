@@ -1,0 +1,295 @@
+//! Reading the band on MySQL: page queries, rows into records, and the reads `status`,
+//! `doctor` and `show` make.
+
+use mysql::prelude::Queryable;
+
+use super::*;
+use crate::record::{Columns, Statuses};
+use crate::store::{index_name, quote};
+
+/// `?, ?, …`: `n` placeholders.
+pub(super) fn marks(n: usize) -> String {
+    vec!["?"; n].join(", ")
+}
+
+impl MysqlStore {
+    /// Rows of `shape.select` as records.
+    fn records(&self, rows: Vec<mysql::Row>) -> Vec<Record> {
+        let shape = self.shape();
+        let format = self.format();
+        let mut statuses = Statuses::default();
+        rows.into_iter()
+            .map(|row| {
+                let raw = row.unwrap();
+                let id = shape.id_kind.read(raw[shape.id].clone());
+                let status = values::text(&raw[shape.status]).unwrap_or_default();
+                let inserted_at = values::scalar(raw[shape.inserted_at].clone())
+                    .unwrap_or(Scalar::Text(String::new()));
+                let inserted_time = format.decode(&inserted_at);
+                let json = raw
+                    .into_iter()
+                    .zip(&shape.types)
+                    .map(|(v, t)| values::json(v, t))
+                    .collect();
+                Record::new(
+                    id,
+                    statuses.get(status.as_bytes()),
+                    inserted_at,
+                    inserted_time,
+                    Columns::new(Arc::clone(&shape.names), json),
+                )
+            })
+            .collect()
+    }
+
+    /// Runs `shape.select` with `clause` and its parameters.
+    pub(super) fn query_records(
+        &mut self,
+        clause: &str,
+        params: Vec<mysql::Value>,
+    ) -> Result<Vec<Record>, StoreError> {
+        let sql = format!("{} {clause}", self.shape().select);
+        let rows: Vec<mysql::Row> = self
+            .conn
+            .exec(sql, params)
+            .map_err(my(format!("selecting from {}", self.table.name)))?;
+        Ok(self.records(rows))
+    }
+
+    /// The statuses `statuses` as parameters, and the clause that matches them.
+    fn status_in(&self, statuses: &[String]) -> (String, Vec<mysql::Value>) {
+        let shape = self.shape();
+        (
+            format!(
+                "t.{} IN ({})",
+                shape.quoted(shape.status),
+                marks(statuses.len())
+            ),
+            statuses
+                .iter()
+                .map(|s| mysql::Value::Bytes(s.as_bytes().to_vec()))
+                .collect(),
+        )
+    }
+
+    pub(super) fn select_page(
+        &mut self,
+        band: &BandQuery,
+        after: Option<&Cursor>,
+        limit: usize,
+    ) -> Result<Vec<Record>, StoreError> {
+        let shape = self.shape();
+        let (ins, id) = (shape.quoted(shape.inserted_at), shape.quoted(shape.id));
+        let (pending, statuses) = self.status_in(&self.table.pending);
+        let mut params = vec![values::bound(&band.from)];
+        let range = match after {
+            None => {
+                params.push(values::bound(&band.to));
+                let op = if band.to_inclusive { "<=" } else { "<" };
+                format!("t.{ins} >= ? AND t.{ins} {op} ?")
+            }
+            Some(c) => {
+                let at = values::bound(&c.inserted_at);
+                let cursor_id = match &c.id {
+                    Scalar::Int(i) => mysql::Value::Int(*i),
+                    other => shape
+                        .id_kind
+                        .bind(&other.to_string())
+                        .unwrap_or(mysql::Value::NULL),
+                };
+                params.extend([at.clone(), at.clone(), at, cursor_id]);
+                // Written out rather than as a row comparison, which MySQL does not
+                // read as an index range.
+                format!(
+                    "t.{ins} >= ? AND t.{ins} <= ? AND (t.{ins} < ? OR (t.{ins} = ? AND t.{id} < ?))"
+                )
+            }
+        };
+        params.extend(statuses);
+        params.push(mysql::Value::UInt(limit as u64));
+        self.query_records(
+            &format!("WHERE {range} AND {pending} ORDER BY t.{ins} DESC, t.{id} DESC LIMIT ?"),
+            params,
+        )
+    }
+
+    pub(super) fn count_statuses(
+        &mut self,
+        range: &Range,
+    ) -> Result<Vec<(String, u64)>, StoreError> {
+        let shape = self.shape();
+        let ins = format!("t.{}", shape.quoted(shape.inserted_at));
+        let mut clauses = vec!["TRUE".to_string()];
+        let mut params = Vec::new();
+        if let Some(from) = &range.from {
+            let op = if range.from_exclusive { ">" } else { ">=" };
+            params.push(values::bound(from));
+            clauses.push(format!("{ins} {op} ?"));
+        }
+        if let Some(to) = &range.to {
+            let op = if range.to_inclusive { "<=" } else { "<" };
+            params.push(values::bound(to));
+            clauses.push(format!("{ins} {op} ?"));
+        }
+        let status = format!("t.{}", shape.quoted(shape.status));
+        let sql = match range.sample {
+            None => format!(
+                "SELECT {status}, count(*) FROM {} t WHERE {} GROUP BY 1 ORDER BY 1",
+                shape.table,
+                clauses.join(" AND ")
+            ),
+            Some(n) => format!(
+                "SELECT s, count(*) FROM (SELECT {status} AS s FROM {} t WHERE {} LIMIT {n}) x GROUP BY 1 ORDER BY 1",
+                shape.table,
+                clauses.join(" AND ")
+            ),
+        };
+        let rows: Vec<(mysql::Value, i64)> = self
+            .conn
+            .exec(sql, params)
+            .map_err(my(format!("counting the records of {}", self.table.name)))?;
+        Ok(rows
+            .into_iter()
+            .map(|(s, n)| (values::text(&s).unwrap_or_default(), n.max(0) as u64))
+            .collect())
+    }
+
+    pub(super) fn read_oldest(
+        &mut self,
+        statuses: &[String],
+        before: Option<DateTime<Utc>>,
+        limit: usize,
+    ) -> Result<Vec<Record>, StoreError> {
+        let shape = self.shape();
+        let ins = shape.quoted(shape.inserted_at);
+        let (status, mut params) = self.status_in(statuses);
+        let before = match before {
+            Some(t) => {
+                params.push(values::bound(&self.format().encode(t)));
+                format!("AND t.{ins} < ?")
+            }
+            None => String::new(),
+        };
+        params.push(mysql::Value::UInt(limit as u64));
+        self.query_records(
+            &format!(
+                "WHERE {status} AND t.{ins} IS NOT NULL {before} ORDER BY t.{ins} ASC LIMIT ?"
+            ),
+            params,
+        )
+    }
+
+    pub(super) fn find_record(&mut self, id: &str) -> Result<Option<Record>, StoreError> {
+        let shape = self.shape();
+        // Text that is no id of the column's type (`abc` for a bigint) is no record.
+        let Some(bound) = shape.id_kind.bind(id) else {
+            return Ok(None);
+        };
+        let clause = format!("WHERE t.{} = ?", shape.quoted(shape.id));
+        Ok(self.query_records(&clause, vec![bound])?.pop())
+    }
+
+    pub(super) fn plan_band(&mut self) -> Result<QueryPlan, StoreError> {
+        let shape = self.shape();
+        let (ins, id) = (shape.quoted(shape.inserted_at), shape.quoted(shape.id));
+        let (pending, statuses) = self.status_in(&self.table.pending);
+        let now = Utc::now();
+        let format = self.format();
+        let mut params = vec![
+            values::bound(&format.encode(now - chrono::Duration::days(7))),
+            values::bound(&format.encode(now - chrono::Duration::days(1))),
+        ];
+        params.extend(statuses);
+        params.push(mysql::Value::UInt(200));
+        let sql = format!(
+            "EXPLAIN {} WHERE t.{ins} >= ? AND t.{ins} < ? AND {pending} ORDER BY t.{ins} DESC, t.{id} DESC LIMIT ?",
+            shape.select
+        );
+        let (database, table) = shape.schema_name.clone();
+        let bare = shape.names[shape.inserted_at].clone();
+        let rows: Vec<mysql::Row> = self
+            .conn
+            .exec(sql, params)
+            .map_err(my("explaining the band query"))?;
+        let mut detail = Vec::new();
+        let mut keys = Vec::new();
+        let mut sorts = false;
+        for row in rows {
+            let field = |name: &str| {
+                row.columns_ref()
+                    .iter()
+                    .position(|c| c.name_str().eq_ignore_ascii_case(name))
+                    .and_then(|i| row.as_ref(i))
+                    .and_then(values::text)
+                    .unwrap_or_default()
+            };
+            let (kind, key, extra) = (field("type"), field("key"), field("Extra"));
+            sorts |= extra.contains("filesort");
+            detail.push(format!(
+                "type={kind} key={key} rows={} extra={extra}",
+                field("rows")
+            ));
+            if matches!(kind.as_str(), "range" | "ref" | "index") && !key.is_empty() {
+                keys.push(key);
+            }
+        }
+        let mut uses_index = false;
+        for key in keys {
+            let columns: Vec<mysql::Value> = self
+                .conn
+                .exec(
+                    "SELECT COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND INDEX_NAME = ? ORDER BY SEQ_IN_INDEX",
+                    (&database, &table, &key),
+                )
+                .map_err(my("reading the table's indexes"))?;
+            uses_index |= columns
+                .iter()
+                .any(|c| values::text(c).as_deref() == Some(&bare));
+        }
+        let uses_index = uses_index && !sorts;
+        // Written for the mysql client, which reads identifiers in backquotes.
+        let create_index = (!uses_index).then(|| {
+            format!(
+                "CREATE INDEX `{}` ON `{database}`.`{table}` (`{bare}`);",
+                index_name(&self.table.name, &bare)
+            )
+        });
+        Ok(QueryPlan {
+            uses_index,
+            detail: detail.join("; "),
+            create_index,
+        })
+    }
+
+    pub(super) fn read_inserted_at(
+        &mut self,
+        after: Option<&Scalar>,
+        limit: usize,
+    ) -> Result<Vec<Scalar>, StoreError> {
+        let shape = self.shape();
+        let ins = quote(&shape.names[shape.inserted_at]);
+        let mut params = Vec::new();
+        let clause = match after {
+            Some(after) => {
+                params.push(values::bound(after));
+                format!("{ins} > ?")
+            }
+            None => format!("{ins} IS NOT NULL"),
+        };
+        params.push(mysql::Value::UInt(limit as u64));
+        let rows: Vec<mysql::Value> = self
+            .conn
+            .exec(
+                format!(
+                    "SELECT DISTINCT {ins} FROM {} WHERE {clause} ORDER BY {ins} LIMIT ?",
+                    shape.table
+                ),
+                params,
+            )
+            .map_err(my(format!(
+                "reading {} of {}",
+                self.table.inserted_at, self.table.name
+            )))?;
+        Ok(rows.into_iter().filter_map(values::scalar).collect())
+    }
+}
