@@ -182,11 +182,11 @@ const CASES: &[Case] = &[
         sqlite_only: false,
     },
     Case {
-        name: "MySQL URL",
-        setup: |env| set_url(env, "mysql://app:secret@db/shop"),
+        name: "SQL Server URL",
+        setup: |env| set_url(env, "mssql://app:secret@db/shop"),
         args: &[],
         code: 3,
-        stderr: "backlog: backlog.toml: database.url: mysql:// is not supported yet; give a path or sqlite:… for SQLite, postgres:// or postgresql:// for PostgreSQL\n",
+        stderr: "backlog: backlog.toml: database.url: \"mssql\" is not a scheme backlog knows; give a path or sqlite:… for SQLite, postgres:// or postgresql:// for PostgreSQL, mysql:// or mariadb:// for MySQL and MariaDB\n",
         sqlite_only: false,
     },
     Case {
@@ -194,7 +194,7 @@ const CASES: &[Case] = &[
         setup: |env| set_url(env, "postgresql+psycopg://app:secret@db/shop"),
         args: &[],
         code: 3,
-        stderr: "backlog: backlog.toml: database.url: \"postgresql+psycopg\" is not a scheme backlog knows; give a path or sqlite:… for SQLite, postgres:// or postgresql:// for PostgreSQL\n",
+        stderr: "backlog: backlog.toml: database.url: \"postgresql+psycopg\" is not a scheme backlog knows; give a path or sqlite:… for SQLite, postgres:// or postgresql:// for PostgreSQL, mysql:// or mariadb:// for MySQL and MariaDB\n",
         sqlite_only: false,
     },
     Case {
@@ -202,7 +202,7 @@ const CASES: &[Case] = &[
         setup: |env| set_url(env, "http://db.internal/backlog"),
         args: &[],
         code: 3,
-        stderr: "backlog: backlog.toml: database.url: \"http\" is not a scheme backlog knows; give a path or sqlite:… for SQLite, postgres:// or postgresql:// for PostgreSQL\n",
+        stderr: "backlog: backlog.toml: database.url: \"http\" is not a scheme backlog knows; give a path or sqlite:… for SQLite, postgres:// or postgresql:// for PostgreSQL, mysql:// or mariadb:// for MySQL and MariaDB\n",
         sqlite_only: false,
     },
     Case {
@@ -502,7 +502,7 @@ const CASES: &[Case] = &[
 
 fn each_bad_input_gets_its_message_and_exit_code_and_changes_nothing(backend: Backend) {
     for case in CASES {
-        if case.sqlite_only && backend == Backend::Postgres {
+        if case.sqlite_only && backend != Backend::Sqlite {
             continue;
         }
         let env = Env::on(backend);
@@ -520,9 +520,13 @@ fn each_bad_input_gets_its_message_and_exit_code_and_changes_nothing(backend: Ba
         let out = env.backlog(&args).assert().code(case.code);
         let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
         let dir = env.dir.path().display().to_string();
+        let my_fix = format!(
+            "rename that table, or give the tool a database of its own with database.schema (now {:?})",
+            env.my.as_ref().map(|m| m.name.as_str()).unwrap_or_default()
+        );
         let db = match backend {
             Backend::Sqlite => format!("sqlite:{dir}/backlog.db"),
-            Backend::Postgres => env.url(),
+            Backend::Postgres | Backend::Mysql => env.url(),
         };
         let changed = std::fs::read_to_string(env.path("backlog.toml")).unwrap_or_default();
         let line = written
@@ -539,6 +543,7 @@ fn each_bad_input_gets_its_message_and_exit_code_and_changes_nothing(backend: Ba
                 .replace("{own_fix}", match backend {
                     Backend::Sqlite => "rename that table, or keep the backlog in another database file",
                     Backend::Postgres => "rename that table, or give the tool a schema of its own with database.schema (now \"backlog\")",
+                    Backend::Mysql => &my_fix,
                 }),
             "case {:?}",
             case.name
@@ -651,7 +656,7 @@ fn a_bad_window_on_the_command_line_is_a_usage_error() {
         ));
 }
 
-crate::on_both_backends!(each_bad_input_gets_its_message_and_exit_code_and_changes_nothing);
+crate::on_every_backend!(each_bad_input_gets_its_message_and_exit_code_and_changes_nothing);
 
 /// A file with a span out of range is refused by every command that reads it, with
 /// the same line, and none panics.

@@ -165,7 +165,7 @@ fn the_next_batch_is_sent_before_the_one_before_is_answered(backend: Backend) {
     assert!(at("in 5") > at("out 2"), "{events}");
 }
 
-crate::on_both_backends!(
+crate::on_every_backend!(
     a_batch_handler_answers_in_any_order_and_its_failures_cost_only_their_records,
     the_next_batch_is_sent_before_the_one_before_is_answered,
 );

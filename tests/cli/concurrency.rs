@@ -201,7 +201,7 @@ fn two_ticks_take_turns_page_by_page(backend: Backend) {
     assert_eq!(env.holds_left(), 0);
 }
 
-crate::on_both_backends!(
+crate::on_every_backend!(
     the_same_tier_twice_at_once_shares_the_band,
     two_cumulative_tiers_at_once_never_share_a_record,
     two_ticks_take_turns_page_by_page,

@@ -191,7 +191,7 @@ fn a_failing_record_is_tried_once_a_slot_whatever_the_runners(backend: Backend) 
     assert_eq!(env.with_status("ERROR"), 30);
 }
 
-crate::on_both_backends!(
+crate::on_every_backend!(
     a_failing_record_is_tried_once_a_slot_whatever_the_runners,
     the_breaker_stops_a_tick_after_failures_in_a_row,
     the_breaker_lets_the_records_in_flight_finish,

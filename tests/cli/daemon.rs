@@ -181,7 +181,7 @@ fn a_missed_slot_is_made_up_once_at_start(backend: Backend) {
     assert!(!log.contains("tier 7d: missed"), "{log}");
 }
 
-crate::on_both_backends!(
+crate::on_every_backend!(
     the_daemon_fires_tiers_and_stops_cleanly_on_sigterm,
     a_changed_file_is_reloaded_and_a_broken_one_rejected,
     a_missed_slot_is_made_up_once_at_start,

@@ -316,7 +316,7 @@ fn a_set_is_retried_after_a_confirm_step(backend: Backend) {
     assert_eq!(env.with_status("SUCCESS"), 3);
 }
 
-crate::on_both_backends!(
+crate::on_every_backend!(
     pages_escape_what_they_show_and_actions_need_their_token,
     a_set_is_retried_after_a_confirm_step,
 );

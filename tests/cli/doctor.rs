@@ -126,7 +126,7 @@ fn doctor_checks_the_statuses_against_the_table(backend: Backend) {
     );
 }
 
-crate::on_both_backends!(
+crate::on_every_backend!(
     doctor_reads_the_whole_column,
     doctor_reports_unreadable_values_and_a_missing_handler,
     doctor_checks_the_statuses_against_the_table,

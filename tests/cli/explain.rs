@@ -174,7 +174,7 @@ fn status_counts_by_band_and_shows_last_ticks_and_overdue_tiers(backend: Backend
     );
 }
 
-crate::on_both_backends!(
+crate::on_every_backend!(
     explain_reads_a_record_by_id,
     status_counts_by_band_and_shows_last_ticks_and_overdue_tiers,
 );

@@ -100,6 +100,8 @@ fn nulls_and_blobs_reach_the_handler_as_json(backend: Backend) {
             INSERT INTO BACKLOG (ID, STATUS, DATE_INSERTED, PAYLOAD, DATA) VALUES (1, 'NEW', '2026-11-21 11:00:00', NULL, x'00ff10')",
         Backend::Postgres => r#"ALTER TABLE "BACKLOG" ADD COLUMN "DATA" bytea;
             INSERT INTO "BACKLOG" VALUES (1, 'NEW', '2026-11-21 11:00:00', NULL, '\x00ff10')"#,
+        Backend::Mysql => r#"ALTER TABLE "BACKLOG" ADD COLUMN "DATA" VARBINARY(16);
+            INSERT INTO "BACKLOG" VALUES (1, 'NEW', '2026-11-21 11:00:00', NULL, x'00ff10')"#,
     });
     env.write_schedule(&Schedule::default());
     env.write_handler("handler.sh", "#!/bin/sh\ncat > record.json\n");
@@ -148,7 +150,7 @@ fn rfc3339_text_with_mixed_offsets_is_refused_and_found(backend: Backend) {
     assert!(env.take_calls().is_empty());
 }
 
-crate::on_both_backends!(
+crate::on_every_backend!(
     rfc3339_text_with_mixed_offsets_is_refused_and_found,
     each_format_selects_the_same_bands_detected_or_declared,
     the_handler_is_told_the_record_age_and_window,

@@ -1,10 +1,11 @@
 //! A temp folder with a backlog database, a schedule file and handlers, and a command
 //! builder for the real binary.
 //!
-//! The database is a SQLite file in the folder, or a fresh PostgreSQL database on the
-//! server `BACKLOG_TEST_PG` names (a superuser URL; `.ci/run` starts a throwaway server
-//! and sets it). The methods that create, fill and read the table work on both, so one
-//! test body runs on both backends (`on_both_backends!`).
+//! The database is a SQLite file in the folder, or a fresh database on the PostgreSQL
+//! server `BACKLOG_TEST_PG` names or the MariaDB/MySQL server `BACKLOG_TEST_MYSQL`
+//! names (URLs of a user with every right; `.ci/run` starts throwaway servers and sets
+//! them). The methods that create, fill and read the table work on each, so one test
+//! body runs on every backend (`on_every_backend!`).
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
@@ -20,18 +21,22 @@ use tempfile::TempDir;
 pub enum Backend {
     Sqlite,
     Postgres,
+    Mysql,
 }
 
 /// Runs each named test body, a `fn(Backend)`, once per backend: as
-/// `<module>::sqlite::<name>` and `<module>::postgres::<name>`.
+/// `<module>::sqlite::<name>`, `<module>::postgres::<name>` and `<module>::mysql::<name>`.
 #[macro_export]
-macro_rules! on_both_backends {
+macro_rules! on_every_backend {
     ($($name:ident),* $(,)?) => {
         mod sqlite {
             $( #[test] fn $name() { super::$name($crate::harness::Backend::Sqlite) } )*
         }
         mod postgres {
             $( #[test] fn $name() { super::$name($crate::harness::Backend::Postgres) } )*
+        }
+        mod mysql {
+            $( #[test] fn $name() { super::$name($crate::harness::Backend::Mysql) } )*
         }
     };
 }
@@ -161,6 +166,79 @@ impl Drop for PgDb {
     }
 }
 
+/// The URL of a user with every right on the MySQL test server.
+pub fn my_admin_url() -> String {
+    std::env::var("BACKLOG_TEST_MYSQL").unwrap_or_else(|_| {
+        panic!("the MySQL tests need a server: run `bash .ci/run`, which starts a throwaway MariaDB, or set BACKLOG_TEST_MYSQL to the URL of a user with every right, like mysql://root:secret@127.0.0.1:3306/mysql")
+    })
+}
+
+/// A connection to the MySQL test server whose session reads `"NAME"` as a name, as
+/// the tool's does, so that a test's SQL reads the same on every backend.
+pub fn my_connect(url: &str) -> mysql::Conn {
+    let opts = mysql::Opts::from_url(url).expect("a MySQL URL");
+    let opts = mysql::OptsBuilder::from_opts(opts)
+        .prefer_socket(false)
+        .init(vec![
+            "SET time_zone = '+00:00'",
+            "SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@SESSION.sql_mode, ''), 'ANSI_QUOTES', 'PIPES_AS_CONCAT')",
+        ]);
+    mysql::Conn::new(opts).unwrap_or_else(|e| panic!("cannot connect to the MySQL test server: {e}"))
+}
+
+/// A database of its own on the MySQL test server, dropped with the `Env`.
+pub struct MyDb {
+    pub name: String,
+    /// The URL of this database (with the password).
+    pub url: String,
+}
+
+impl MyDb {
+    fn create() -> Self {
+        use mysql::prelude::Queryable;
+        static N: AtomicU32 = AtomicU32::new(0);
+        let admin = my_admin_url();
+        let name = format!(
+            "backlog_test_{}_{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
+        my_connect(&admin)
+            .query_drop(format!("DROP DATABASE IF EXISTS {name}; CREATE DATABASE {name}"))
+            .unwrap_or_else(|e| panic!("creating {name}: {e}"));
+        let url = swap_dbname(&admin, &name);
+        MyDb { name, url }
+    }
+
+    /// The URL as a schedule file gives it, the password kept out.
+    pub fn schedule_url(&self) -> String {
+        let url = url::Url::parse(&self.url).unwrap();
+        format!(
+            "mysql://{}@{}:{}/{}?ssl-mode=DISABLED",
+            url.username(),
+            url.host_str().unwrap(),
+            url.port().unwrap_or(3306),
+            self.name
+        )
+    }
+
+    pub fn password(&self) -> String {
+        let url = url::Url::parse(&self.url).unwrap();
+        url.password().unwrap_or_default().to_string()
+    }
+}
+
+impl Drop for MyDb {
+    fn drop(&mut self) {
+        use mysql::prelude::Queryable;
+        if let Ok(opts) = mysql::Opts::from_url(&my_admin_url())
+            && let Ok(mut admin) = mysql::Conn::new(opts)
+        {
+            let _ = admin.query_drop(format!("DROP DATABASE IF EXISTS {}", self.name));
+        }
+    }
+}
+
 /// The URL with another database name.
 pub fn swap_dbname(url: &str, dbname: &str) -> String {
     let (base, query) = url
@@ -256,6 +334,7 @@ pub struct Env {
     pub dir: TempDir,
     pub backend: Backend,
     pub pg: Option<PgDb>,
+    pub my: Option<MyDb>,
 }
 
 /// The parts of a schedule file a test changes; the rest is the classic table and
@@ -313,7 +392,7 @@ impl Default for Schedule {
 impl Schedule {
     /// The file, its `[database]` section pointing at `url` (with `password_file`).
     pub fn render_for(&self, url: &str) -> String {
-        let url = if url.starts_with("postgres") {
+        let url = if url.starts_with("postgres") || url.starts_with("mysql") {
             format!("url = \"{url}\"\npassword_file = \"pgpass\"")
         } else {
             format!("url = \"{url}\"")
@@ -364,23 +443,52 @@ impl Env {
         Env::on(Backend::Sqlite)
     }
 
-    /// A temp folder, and on PostgreSQL a fresh database with its password in the
+    /// A temp folder, and on a server a fresh database with its password in the
     /// folder's `pgpass`.
     pub fn on(backend: Backend) -> Self {
         let dir = tempfile::tempdir().expect("a temp dir");
         let pg = (backend == Backend::Postgres).then(PgDb::create);
+        let my = (backend == Backend::Mysql).then(MyDb::create);
         if let Some(pg) = &pg {
             std::fs::write(dir.path().join("pgpass"), pg.password()).unwrap();
         }
-        Env { dir, backend, pg }
+        if let Some(my) = &my {
+            std::fs::write(dir.path().join("pgpass"), my.password()).unwrap();
+        }
+        Env {
+            dir,
+            backend,
+            pg,
+            my,
+        }
     }
 
     /// The database URL a schedule file gives.
     pub fn url(&self) -> String {
-        match &self.pg {
-            Some(pg) => pg.schedule_url(),
-            None => "backlog.db".into(),
+        match (&self.pg, &self.my) {
+            (Some(pg), _) => pg.schedule_url(),
+            (_, Some(my)) => my.schedule_url(),
+            _ => "backlog.db".into(),
         }
+    }
+
+    /// A MySQL connection to the test database.
+    pub fn my(&self) -> mysql::Conn {
+        my_connect(&self.my.as_ref().expect("a MySQL test").url)
+    }
+
+    /// The first column of each row of a query on MySQL, as MySQL values. The casts
+    /// the tests write for the other backends are read in MySQL's words.
+    fn my_column(&self, sql: &str) -> Vec<mysql::Value> {
+        use mysql::prelude::Queryable;
+        let sql = &sql
+            .replace(" AS BIGINT)", " AS SIGNED)")
+            .replace(" AS TEXT)", " AS CHAR)");
+        self.my()
+            .query_map(sql, |row: mysql::Row| {
+                row.unwrap().into_iter().next().unwrap_or(mysql::Value::NULL)
+            })
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
     }
 
     /// A PostgreSQL connection to the test database.
@@ -399,6 +507,12 @@ impl Env {
                 .pg()
                 .batch_execute(sql)
                 .unwrap_or_else(|e| panic!("{sql}: {e}")),
+            Backend::Mysql => {
+                use mysql::prelude::Queryable;
+                self.my()
+                    .query_drop(sql)
+                    .unwrap_or_else(|e| panic!("{sql}: {e}"))
+            }
         }
     }
 
@@ -421,6 +535,10 @@ impl Env {
                 }
                 .unwrap_or(0)
             }
+            Backend::Mysql => self
+                .my_column(sql)
+                .first()
+                .map_or(0, |v| my_text(v).parse().unwrap_or(0)),
         }
     }
 
@@ -434,6 +552,9 @@ impl Env {
                     .query_one(sql, &[])
                     .unwrap_or_else(|e| panic!("{sql}: {e}"))
                     .get(0);
+            }
+            Backend::Mysql => {
+                return my_text(self.my_column(sql).first().expect("a row"));
             }
         }
         .unwrap_or_else(|e| panic!("{sql}: {e}"))
@@ -458,6 +579,7 @@ impl Env {
                 .iter()
                 .map(|r| r.get(0))
                 .collect(),
+            Backend::Mysql => self.my_column(sql).iter().map(my_text).collect(),
         }
     }
 
@@ -466,13 +588,13 @@ impl Env {
     pub fn holds_left(&self) -> i64 {
         let table = match self.backend {
             Backend::Sqlite => "backlog_holds",
-            Backend::Postgres => "backlog_claims",
+            Backend::Postgres | Backend::Mysql => "backlog_claims",
         };
         // PostgreSQL keeps the claim of a failed record until the end of its slot,
         // under an owner of its own: not a tick's hold.
         let kept = match self.backend {
             Backend::Sqlite => "",
-            Backend::Postgres => " WHERE owner <> 'backlog: failed in this slot'",
+            Backend::Postgres | Backend::Mysql => " WHERE owner <> 'backlog: failed in this slot'",
         };
         self.count(&format!("SELECT count(*) FROM {}{kept}", self.own(table)))
     }
@@ -489,13 +611,14 @@ impl Env {
         match self.backend {
             Backend::Sqlite => self.count("SELECT count(*) FROM sqlite_schema WHERE name IN ('backlog_meta', 'backlog_runs', 'backlog_holds')") > 0,
             Backend::Postgres => self.count("SELECT count(*) FROM pg_namespace WHERE nspname = 'backlog'") > 0,
+            Backend::Mysql => self.count("SELECT count(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 'backlog\\_%'") > 0,
         }
     }
 
     /// The name of one of the tool's own tables, as SQL on this backend reaches it.
     pub fn own(&self, table: &str) -> String {
         match self.backend {
-            Backend::Sqlite => table.to_string(),
+            Backend::Sqlite | Backend::Mysql => table.to_string(),
             Backend::Postgres => format!("backlog.{table}"),
         }
     }
@@ -521,6 +644,17 @@ impl Env {
                 r#"CREATE TABLE "BACKLOG" ("ID" bigint PRIMARY KEY, "STATUS" text NOT NULL, "DATE_INSERTED" {}, "PAYLOAD" text);
                    CREATE INDEX "BACKLOG_BY_DATE" ON "BACKLOG" ("DATE_INSERTED");"#,
                 if inserted_type == "INTEGER" { "bigint" } else { inserted_type }
+            ),
+            // MySQL indexes no TEXT column without a length: text is a VARCHAR.
+            Backend::Mysql => format!(
+                r#"CREATE TABLE "BACKLOG" ("ID" BIGINT PRIMARY KEY, "STATUS" VARCHAR(64) NOT NULL, "DATE_INSERTED" {}, "PAYLOAD" TEXT);
+                   CREATE INDEX "BACKLOG_BY_DATE" ON "BACKLOG" ("DATE_INSERTED");"#,
+                match inserted_type {
+                    "INTEGER" => "BIGINT",
+                    "TEXT" => "VARCHAR(64)",
+                    "timestamptz" | "timestamp" => "DATETIME(6)",
+                    other => other,
+                }
             ),
         });
     }
@@ -568,6 +702,19 @@ impl Env {
                 for (id, at, payload) in rows {
                     tx.execute(&insert, &[&id, &at, &payload])
                         .expect("a record is inserted");
+                }
+                tx.commit().unwrap();
+            }
+            Backend::Mysql => {
+                use mysql::prelude::Queryable;
+                let mut db = self.my();
+                let mut tx = db.start_transaction(mysql::TxOpts::default()).unwrap();
+                for (id, at, payload) in rows {
+                    tx.exec_drop(
+                        r#"INSERT INTO "BACKLOG" ("ID", "STATUS", "DATE_INSERTED", "PAYLOAD") VALUES (?, 'NEW', ?, ?)"#,
+                        (id, my_value(&at), payload),
+                    )
+                    .expect("a record is inserted");
                 }
                 tx.commit().unwrap();
             }
@@ -624,6 +771,13 @@ impl Env {
 
     /// Every record's (id, status), by id.
     pub fn statuses(&self) -> Vec<(i64, String)> {
+        if self.backend == Backend::Mysql {
+            use mysql::prelude::Queryable;
+            return self
+                .my()
+                .query(r#"SELECT "ID", "STATUS" FROM "BACKLOG" ORDER BY "ID""#)
+                .unwrap();
+        }
         if self.backend == Backend::Postgres {
             return self
                 .pg()
@@ -645,6 +799,24 @@ impl Env {
 
     /// The table as text, to check that a failed run changed nothing.
     pub fn dump(&self) -> String {
+        if self.backend == Backend::Mysql {
+            use mysql::prelude::Queryable;
+            let rows: Vec<mysql::Row> = self
+                .my()
+                .query(r#"SELECT * FROM "BACKLOG" ORDER BY "ID""#)
+                .unwrap();
+            return rows
+                .into_iter()
+                .map(|r| {
+                    r.unwrap()
+                        .iter()
+                        .map(|v| v.as_sql(false))
+                        .collect::<Vec<_>>()
+                        .join("|")
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+        }
         if self.backend == Backend::Postgres {
             return self
                 .pg()
@@ -681,4 +853,38 @@ impl Env {
         let _ = std::fs::remove_file(self.path("calls.log"));
         text.lines().map(|l| l.parse().unwrap()).collect()
     }
+}
+
+/// A value of a MySQL result as text (NULL as empty).
+pub fn my_text(v: &mysql::Value) -> String {
+    match v {
+        mysql::Value::NULL => String::new(),
+        mysql::Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+        mysql::Value::Int(i) => i.to_string(),
+        mysql::Value::UInt(u) => u.to_string(),
+        other => other.as_sql(true).trim_matches('\'').to_string(),
+    }
+}
+
+/// A test value as MySQL binds it: instants as UTC `DATETIME`s.
+pub fn my_value(v: &Val) -> mysql::Value {
+    match v {
+        Val::Int(i) => mysql::Value::Int(*i),
+        Val::Text(s) => mysql::Value::from(s.as_str()),
+        Val::Time(t) => my_datetime(t.naive_utc()),
+        Val::Naive(t) => my_datetime(*t),
+    }
+}
+
+fn my_datetime(t: NaiveDateTime) -> mysql::Value {
+    use chrono::{Datelike, Timelike};
+    mysql::Value::Date(
+        t.year() as u16,
+        t.month() as u8,
+        t.day() as u8,
+        t.hour() as u8,
+        t.minute() as u8,
+        t.second() as u8,
+        t.nanosecond() / 1000,
+    )
 }

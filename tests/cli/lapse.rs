@@ -171,7 +171,7 @@ fn a_handler_running_through_a_lapse_is_stopped(backend: Backend) {
     assert!(kept == ["1 stopped"] || kept == ["1 lost"], "{kept:?}");
 }
 
-crate::on_both_backends!(
+crate::on_every_backend!(
     a_tick_paused_past_its_lease_hands_out_nothing_it_lost,
     a_handler_running_through_a_lapse_is_stopped,
 );

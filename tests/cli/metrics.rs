@@ -8,7 +8,7 @@ use std::io::{Read as _, Write as _};
 use std::process::{Command, Stdio};
 
 use crate::harness::{Backend, Env, NOW, Running, Schedule, recording_handler};
-use crate::on_both_backends;
+use crate::on_every_backend;
 use crate::tick::wait_for;
 
 /// One sample: its name, labels and value.
@@ -169,7 +169,7 @@ fn the_metrics_file_parses_and_matches_the_run_log(backend: Backend) {
     );
 }
 
-on_both_backends!(the_metrics_file_parses_and_matches_the_run_log);
+on_every_backend!(the_metrics_file_parses_and_matches_the_run_log);
 
 /// A metrics file that cannot be written fails a tick that went well, with a line
 /// naming the file.

@@ -4,7 +4,7 @@
 //! an error of the tick, in the run log.
 
 use crate::harness::{Backend, Env, NOW, PROGRESSIVE_TIERS, Schedule};
-use crate::on_both_backends;
+use crate::on_every_backend;
 
 /// Fails record 2, saying why on stderr, after a line on stdout.
 const FLAKY_HANDLER: &str = r#"#!/bin/sh
@@ -327,7 +327,7 @@ fn odd_output_and_a_record_named_twice(backend: Backend) {
     assert_eq!(calls(&env), 1, "handed over once");
 }
 
-on_both_backends!(
+on_every_backend!(
     odd_output_and_a_record_named_twice,
     a_failure_is_kept_shown_and_retried,
     retry_a_set_by_status,

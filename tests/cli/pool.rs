@@ -128,7 +128,7 @@ for line in sys.stdin:
     assert_eq!((pids.len(), ids.len()), (3, 30), "{log}");
 }
 
-crate::on_both_backends!(
+crate::on_every_backend!(
     concurrency_runs_that_many_handlers_at_once,
     a_stop_lets_the_handlers_in_flight_finish,
     batch_processes_each_get_their_own_records,
@@ -141,7 +141,7 @@ crate::on_both_backends!(
 /// tier overlapping.)
 fn runners_share_a_band_of_slow_records(backend: Backend) {
     let (runners, records) = match backend {
-        Backend::Postgres => (4, 200),
+        Backend::Postgres | Backend::Mysql => (4, 200),
         Backend::Sqlite => (2, 100),
     };
     let env = slow_backlog(

@@ -94,7 +94,7 @@ fn a_bad_retry_section_is_an_error(backend: Backend) {
         ));
 }
 
-crate::on_both_backends!(
+crate::on_every_backend!(
     a_tick_skips_records_whose_delay_has_not_passed_and_counts_the_tries,
     a_bad_retry_section_is_an_error,
 );

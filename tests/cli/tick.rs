@@ -538,7 +538,7 @@ fn a_band_of_statuses_in_another_case_is_warned_of(backend: Backend) {
     assert!(env.take_calls().is_empty());
 }
 
-crate::on_both_backends!(
+crate::on_every_backend!(
     a_record_in_another_utc_offset_is_left_alone,
     a_band_of_statuses_in_another_case_is_warned_of,
     a_record_with_an_unreadable_inserted_at_value_is_left_alone,

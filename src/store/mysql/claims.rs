@@ -94,22 +94,16 @@ impl MysqlStore {
             return Ok(HashSet::new());
         }
         let shape = self.shape();
+        let (pending, statuses) = self.status_in(&self.table.pending);
         let lock = format!(
-            "SELECT t.{id} FROM {table} t WHERE t.{id} IN ({}) AND t.{st} IN ({}) FOR UPDATE SKIP LOCKED",
+            "SELECT t.{id} FROM {table} t WHERE t.{id} IN ({}) AND {pending} FOR UPDATE SKIP LOCKED",
             marks(ids.len()),
-            marks(self.table.pending.len()),
             id = shape.quoted(shape.id),
-            st = shape.quoted(shape.status),
             table = shape.table,
         );
         let kind = shape.id_kind;
         let mut lock_params = bind_ids(kind, ids.iter().copied());
-        lock_params.extend(
-            self.table
-                .pending
-                .iter()
-                .map(|s| My::Bytes(s.as_bytes().to_vec())),
-        );
+        lock_params.extend(statuses);
         let claims = self.own_table("backlog_claims");
         let lease = lease_us(lease_until);
         let name = self.table.name.clone();
@@ -377,28 +371,27 @@ impl MysqlStore {
             .filter_map(values::text)
             .filter_map(|i| kind.bind(&i))
             .collect();
-        let mut pending = 0;
+        let mut still_pending = 0;
         for chunk in ids.chunks(1000) {
             let shape = self.shape();
+            let (pending, statuses) = self.status_in(&self.table.pending);
             let mut params = chunk.to_vec();
-            params.extend(self.table.pending.iter().map(|s| My::from(s.as_str())));
+            params.extend(statuses);
             let n: Option<i64> = self
                 .conn
                 .exec_first(
                     format!(
-                        "SELECT count(*) FROM {} t WHERE t.{} IN ({}) AND t.{} IN ({})",
+                        "SELECT count(*) FROM {} t WHERE t.{} IN ({}) AND {pending}",
                         shape.table,
                         shape.quoted(shape.id),
                         marks(chunk.len()),
-                        shape.quoted(shape.status),
-                        marks(self.table.pending.len())
                     ),
                     params,
                 )
                 .map_err(my(context))?;
-            pending += n.unwrap_or(0);
+            still_pending += n.unwrap_or(0);
         }
-        Ok((held.unwrap_or(0).max(0) as u64, pending.max(0) as u64))
+        Ok((held.unwrap_or(0).max(0) as u64, still_pending.max(0) as u64))
     }
 }
 

@@ -7,6 +7,22 @@ use super::*;
 use crate::record::{Columns, Statuses};
 use crate::store::{index_name, quote};
 
+/// The clause that matches the statuses of column `status` (quoted) exactly, and its
+/// parameters. A text column compares in its collation, which ignores case by default
+/// (`new` would match `NEW`); statuses are compared exactly on every backend, so the
+/// bytes are compared too, beside the comparison an index on the column serves.
+pub(super) fn status_in(status: &str, statuses: &[String]) -> (String, Vec<mysql::Value>) {
+    let list = marks(statuses.len());
+    let values: Vec<mysql::Value> = statuses
+        .iter()
+        .map(|s| mysql::Value::Bytes(s.as_bytes().to_vec()))
+        .collect();
+    (
+        format!("(t.{status} IN ({list}) AND CAST(t.{status} AS BINARY) IN ({list}))"),
+        [values.clone(), values].concat(),
+    )
+}
+
 /// `?, ?, …`: `n` placeholders.
 pub(super) fn marks(n: usize) -> String {
     vec!["?"; n].join(", ")
@@ -56,20 +72,9 @@ impl MysqlStore {
         Ok(self.records(rows))
     }
 
-    /// The statuses `statuses` as parameters, and the clause that matches them.
-    fn status_in(&self, statuses: &[String]) -> (String, Vec<mysql::Value>) {
-        let shape = self.shape();
-        (
-            format!(
-                "t.{} IN ({})",
-                shape.quoted(shape.status),
-                marks(statuses.len())
-            ),
-            statuses
-                .iter()
-                .map(|s| mysql::Value::Bytes(s.as_bytes().to_vec()))
-                .collect(),
-        )
+    /// The clause that matches the statuses `statuses` exactly, and its parameters.
+    pub(super) fn status_in(&self, statuses: &[String]) -> (String, Vec<mysql::Value>) {
+        status_in(&self.shape().quoted(self.shape().status), statuses)
     }
 
     pub(super) fn select_page(
@@ -131,7 +136,8 @@ impl MysqlStore {
             params.push(values::bound(to));
             clauses.push(format!("{ins} {op} ?"));
         }
-        let status = format!("t.{}", shape.quoted(shape.status));
+        // Grouped by the bytes: statuses that differ in case only are two.
+        let status = format!("CAST(t.{} AS BINARY)", shape.quoted(shape.status));
         let sql = match range.sample {
             None => format!(
                 "SELECT {status}, count(*) FROM {} t WHERE {} GROUP BY 1 ORDER BY 1",

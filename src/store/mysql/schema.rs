@@ -170,11 +170,15 @@ impl MysqlStore {
         let c = quote(column);
         let mut samples = Vec::new();
         for order in ["DESC", "ASC"] {
+            // A prepared statement, whose integers come back as numbers.
             let value: Option<mysql::Value> = self
                 .conn
-                .query_first(format!(
-                    "SELECT {c} FROM {table} WHERE {c} IS NOT NULL ORDER BY {c} {order} LIMIT 1"
-                ))
+                .exec_first(
+                    format!(
+                        "SELECT {c} FROM {table} WHERE {c} IS NOT NULL ORDER BY {c} {order} LIMIT 1"
+                    ),
+                    (),
+                )
                 .map_err(my(format!("reading {column} of {}", self.table.name)))?;
             samples.extend(value.and_then(values::scalar).map(|v| match v {
                 Scalar::Int(i) => Sample::Int(i),
