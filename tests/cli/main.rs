@@ -1,5 +1,5 @@
-//! Integration tests: the real `backlog` binary on real SQLite files and a real
-//! PostgreSQL server.
+//! Integration tests: the real `backlog` binary on real SQLite files and real
+//! PostgreSQL and MariaDB servers.
 
 mod backoff;
 mod bad_input;
@@ -25,4 +25,5 @@ mod postgresql;
 mod process_tree;
 mod query_plan;
 mod retry;
+mod servers;
 mod tick;
