@@ -183,7 +183,8 @@ pub fn my_connect(url: &str) -> mysql::Conn {
             "SET time_zone = '+00:00'",
             "SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@SESSION.sql_mode, ''), 'ANSI_QUOTES', 'PIPES_AS_CONCAT')",
         ]);
-    mysql::Conn::new(opts).unwrap_or_else(|e| panic!("cannot connect to the MySQL test server: {e}"))
+    mysql::Conn::new(opts)
+        .unwrap_or_else(|e| panic!("cannot connect to the MySQL test server: {e}"))
 }
 
 /// A database of its own on the MySQL test server, dropped with the `Env`.
@@ -204,7 +205,9 @@ impl MyDb {
             N.fetch_add(1, Ordering::Relaxed)
         );
         my_connect(&admin)
-            .query_drop(format!("DROP DATABASE IF EXISTS {name}; CREATE DATABASE {name}"))
+            .query_drop(format!(
+                "DROP DATABASE IF EXISTS {name}; CREATE DATABASE {name}"
+            ))
             .unwrap_or_else(|e| panic!("creating {name}: {e}"));
         let url = swap_dbname(&admin, &name);
         MyDb { name, url }
@@ -486,7 +489,10 @@ impl Env {
             .replace(" AS TEXT)", " AS CHAR)");
         self.my()
             .query_map(sql, |row: mysql::Row| {
-                row.unwrap().into_iter().next().unwrap_or(mysql::Value::NULL)
+                row.unwrap()
+                    .into_iter()
+                    .next()
+                    .unwrap_or(mysql::Value::NULL)
             })
             .unwrap_or_else(|e| panic!("{sql}: {e}"))
     }
@@ -611,7 +617,7 @@ impl Env {
         match self.backend {
             Backend::Sqlite => self.count("SELECT count(*) FROM sqlite_schema WHERE name IN ('backlog_meta', 'backlog_runs', 'backlog_holds')") > 0,
             Backend::Postgres => self.count("SELECT count(*) FROM pg_namespace WHERE nspname = 'backlog'") > 0,
-            Backend::Mysql => self.count("SELECT count(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 'backlog\\_%'") > 0,
+            Backend::Mysql => self.count("SELECT count(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'backlog_pauses'") > 0,
         }
     }
 

@@ -18,6 +18,7 @@ mod help;
 mod lapse;
 mod logging;
 mod metrics;
+mod mysql;
 mod operate;
 mod pipes;
 mod pool;

@@ -65,9 +65,7 @@ pub fn all_success(env: &Env) -> bool {
     env.count(r#"SELECT count(*) FROM "BACKLOG" WHERE "STATUS" <> 'SUCCESS'"#) == 0
 }
 
-fn eight_runners_share_twenty_thousand_records_and_none_is_handled_twice_at_once(
-    backend: Backend,
-) {
+fn eight_runners_share_twenty_thousand_records_and_none_is_handled_twice_at_once(backend: Backend) {
     let env = Env::on(backend);
     pending_records(&env, 20_000);
     batch_schedule(&env, "", "mode = \"batch\"\nbatch_size = 50");
@@ -185,7 +183,6 @@ fn a_lost_connection_stops_the_tick_and_keeps_what_was_marked(backend: Backend) 
     assert!(all_success(&env));
     assert_eq!(env.holds_left(), 0);
 }
-
 
 /// The server ends the tick's connections (and the heartbeat's), as a restart or a
 /// failover would.

@@ -104,9 +104,17 @@ fn connect_error(e: &mysql::Error, url: &MysqlUrl) -> StoreError {
             "the server does not offer TLS, and the URL's ssl-mode requires it".to_string()
         }
         (mysql::Error::TlsError(_), _) => format!(
-            "TLS failed: {} (check ssl-ca and that the certificate names the host)",
+            "TLS failed: {} (check ssl-ca, and that the certificate names the host)",
             describe_error(e)
         ),
+        // rustls's refusal comes through the driver's codec as an I/O error.
+        (mysql::Error::CodecError(codec), _) if codec.to_string().contains("certificate") => {
+            let text = codec.to_string();
+            let cause = text
+                .trim_start_matches("IO error: ")
+                .trim_matches(['`', '\'']);
+            format!("TLS failed: {cause} (check ssl-ca, and that the certificate names the host)")
+        }
         _ => describe_error(e),
     };
     StoreError::Connect { reason }
@@ -154,6 +162,10 @@ fn tls_of(url: &MysqlUrl) -> Option<SslOpts> {
 /// Opens a connection: over TLS unless `ssl-mode=DISABLED`; with PREFERRED, the
 /// default, a server that offers no TLS is connected to without.
 pub(super) fn connect(url: &MysqlUrl) -> Result<Conn, StoreError> {
+    // The driver takes rustls's process-wide provider; more than one crate of the
+    // build enables one, so rustls cannot pick one by itself. Ours is ring, as for
+    // PostgreSQL. (Installed once; a second call changes nothing.)
+    let _ = rustls::crypto::ring::default_provider().install_default();
     if let Some(root) = url.ca.as_deref()
         && let Err(e) = std::fs::metadata(root)
     {

@@ -60,6 +60,10 @@ struct Shape {
     types: Vec<String>,
     /// `SELECT t."a", t."b", … FROM table t`.
     select: String,
+    /// The same, reading the table through its index on the inserted-at column when
+    /// it has one (`FORCE INDEX`): a page is then an index range read in the band's
+    /// order, whatever the optimizer's statistics say of a small or new table.
+    select_by_age: String,
     /// The places of the id, status and inserted-at columns in `names`.
     id: usize,
     status: usize,

@@ -58,13 +58,21 @@ impl MysqlStore {
             .collect()
     }
 
-    /// Runs `shape.select` with `clause` and its parameters.
+    /// Runs `shape.select` with `clause` and its parameters (`shape.select_by_age`
+    /// when `by_age`: the clause reads a range of ages, in their order).
     pub(super) fn query_records(
         &mut self,
+        by_age: bool,
         clause: &str,
         params: Vec<mysql::Value>,
     ) -> Result<Vec<Record>, StoreError> {
-        let sql = format!("{} {clause}", self.shape().select);
+        let shape = self.shape();
+        let select = if by_age {
+            &shape.select_by_age
+        } else {
+            &shape.select
+        };
+        let sql = format!("{select} {clause}");
         let rows: Vec<mysql::Row> = self
             .conn
             .exec(sql, params)
@@ -113,6 +121,7 @@ impl MysqlStore {
         params.extend(statuses);
         params.push(mysql::Value::UInt(limit as u64));
         self.query_records(
+            true,
             &format!("WHERE {range} AND {pending} ORDER BY t.{ins} DESC, t.{id} DESC LIMIT ?"),
             params,
         )
@@ -178,6 +187,7 @@ impl MysqlStore {
         };
         params.push(mysql::Value::UInt(limit as u64));
         self.query_records(
+            true,
             &format!(
                 "WHERE {status} AND t.{ins} IS NOT NULL {before} ORDER BY t.{ins} ASC LIMIT ?"
             ),
@@ -192,7 +202,7 @@ impl MysqlStore {
             return Ok(None);
         };
         let clause = format!("WHERE t.{} = ?", shape.quoted(shape.id));
-        Ok(self.query_records(&clause, vec![bound])?.pop())
+        Ok(self.query_records(false, &clause, vec![bound])?.pop())
     }
 
     pub(super) fn plan_band(&mut self) -> Result<QueryPlan, StoreError> {
@@ -209,7 +219,7 @@ impl MysqlStore {
         params.push(mysql::Value::UInt(200));
         let sql = format!(
             "EXPLAIN {} WHERE t.{ins} >= ? AND t.{ins} < ? AND {pending} ORDER BY t.{ins} DESC, t.{id} DESC LIMIT ?",
-            shape.select
+            shape.select_by_age
         );
         let (database, table) = shape.schema_name.clone();
         let bare = shape.names[shape.inserted_at].clone();

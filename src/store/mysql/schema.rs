@@ -290,8 +290,14 @@ impl MysqlStore {
         }
         self.format = Some(format);
         let list: Vec<String> = names.iter().map(|n| format!("t.{}", quote(n))).collect();
+        let select = format!("SELECT {} FROM {table} t", list.join(", "));
+        let by_age = match self.age_index(&database, &name, &columns[inserted_at].0)? {
+            Some(index) => format!("{select} FORCE INDEX ({})", quote(&index)),
+            None => select.clone(),
+        };
         self.shape = Some(Shape {
-            select: format!("SELECT {} FROM {table} t", list.join(", ")),
+            select,
+            select_by_age: by_age,
             table,
             schema_name: (database, name),
             id_kind: IdKind::of(&columns[id].1),
@@ -302,6 +308,25 @@ impl MysqlStore {
             inserted_at,
         });
         Ok(format)
+    }
+
+    /// An index of the table whose first column is `column`, if there is one.
+    fn age_index(
+        &mut self,
+        database: &str,
+        table: &str,
+        column: &str,
+    ) -> Result<Option<String>, StoreError> {
+        let name: Option<mysql::Value> = self
+            .conn
+            .exec_first(
+                "SELECT INDEX_NAME FROM information_schema.STATISTICS
+                 WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND COLUMN_NAME = ? AND SEQ_IN_INDEX = 1
+                 ORDER BY INDEX_NAME = 'PRIMARY' DESC, INDEX_NAME LIMIT 1",
+                (database, table, column),
+            )
+            .map_err(my("reading the table's indexes"))?;
+        Ok(name.as_ref().map(text))
     }
 
     /// The version in `backlog_meta`, or none while any of the tool's tables is missing.
