@@ -13,12 +13,14 @@ use crate::store::sql::{Sql, SqlError, Value};
 
 /// What every connection sets first: times in UTC (`NOW()`, and `TIMESTAMP` columns
 /// read and written in UTC), identifiers in double quotes and `||` as concatenation
-/// (so the statements the backends share read the same here), and READ COMMITTED, so
+/// (so the statements the backends share read the same here), READ COMMITTED, so
 /// that a claim's `SELECT … FOR UPDATE` locks the rows it finds and no gap between
 /// them (REPEATABLE READ's gap locks make runners claiming neighbouring records wait
-/// for each other, and deadlock).
-const SESSION: [&str; 3] = [
+/// for each other, and deadlock), and autocommit, which a server's `init_connect` may
+/// have turned off (the run log's writes outside a transaction would never land).
+const SESSION: [&str; 4] = [
     "SET time_zone = '+00:00'",
+    "SET autocommit = 1",
     "SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@SESSION.sql_mode, ''), 'ANSI_QUOTES', 'PIPES_AS_CONCAT')",
     "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
 ];
