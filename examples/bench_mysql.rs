@@ -137,7 +137,9 @@ fn main() {
     };
     let mut server = connect(&admin);
     server
-        .query_drop(format!("DROP DATABASE IF EXISTS {DB}; CREATE DATABASE {DB}"))
+        .query_drop(format!(
+            "DROP DATABASE IF EXISTS {DB}; CREATE DATABASE {DB}"
+        ))
         .unwrap();
     let url = match admin.rsplit_once('/') {
         Some((base, _)) => format!("{base}/{DB}"),

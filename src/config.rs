@@ -584,7 +584,7 @@ cron = "0 * * * *"
             (
                 "url = \"backlog.db\"",
                 "url = \"backlog.db\"\nschema = \"jobs\"",
-                "/etc/backlog.toml: database.schema applies to PostgreSQL only; remove it, or give a postgres:// url",
+                "/etc/backlog.toml: database.schema applies to PostgreSQL and MySQL only; remove it, or give a postgres:// or mysql:// url",
             ),
             (
                 "inserted_at = \"DATE_INSERTED\"",

@@ -18,6 +18,7 @@ mod mysql;
 mod own;
 mod pauses;
 mod postgres;
+mod runs;
 mod sql;
 mod sqlite;
 mod totals;
@@ -408,7 +409,13 @@ pub trait Store {
 
     /// The clock (`now`) of the last tick of `window` on this table that did not fail,
     /// from the run log; none if it never ran.
-    fn last_tick(&mut self, window: Duration) -> Result<Option<DateTime<Utc>>, StoreError>;
+    fn last_tick(&mut self, window: Duration) -> Result<Option<DateTime<Utc>>, StoreError> {
+        let own = self.own("backlog_runs")?;
+        if !own.exists {
+            return Ok(None);
+        }
+        runs::last_tick(own.sql, &own.prefix, own.table, window)
+    }
 
     /// The number of records of each status whose inserted-at value is in `range`.
     fn count_by_status(&mut self, range: &Range) -> Result<Vec<(String, u64)>, StoreError>;
@@ -483,14 +490,23 @@ pub trait Store {
     ) -> Result<Vec<Scalar>, StoreError>;
 
     /// The last run of each window on this table, newest first.
-    fn last_runs(&mut self) -> Result<Vec<RunRow>, StoreError>;
+    fn last_runs(&mut self) -> Result<Vec<RunRow>, StoreError> {
+        let own = self.own("backlog_runs")?;
+        if !own.exists {
+            return Ok(Vec::new());
+        }
+        runs::last_runs(own.sql, &own.prefix, own.table)
+    }
 
     /// Opens a run-log row and returns its id, after closing as `abandoned` the rows
     /// of ticks on this table that stopped beating without ending.
     fn begin_run(&mut self, run: &RunStart) -> Result<i64, StoreError>;
 
     /// Closes a run-log row.
-    fn finish_run(&mut self, run_id: i64, end: &RunEnd) -> Result<(), StoreError>;
+    fn finish_run(&mut self, run_id: i64, end: &RunEnd) -> Result<(), StoreError> {
+        let own = self.own("backlog_runs")?;
+        runs::finish(own.sql, &own.prefix, run_id, end)
+    }
 
     /// A handle, on a connection of its own, that extends the owner's leases while the
     /// tick's own connection waits on a handler.
@@ -515,9 +531,10 @@ pub trait Store {
     /// ticks until their slot ends.
     fn held_counts(&mut self) -> Result<(u64, u64), StoreError>;
 
-    /// The tool's own tables, for what every backend does alike (see [`Own`]).
+    /// The tool's own tables, for what every backend does alike (see [`Own`]); its
+    /// `exists` says whether the tool's table `table` is there.
     #[doc(hidden)]
-    fn own(&mut self) -> Result<Own<'_>, StoreError>;
+    fn own(&mut self, table: &str) -> Result<Own<'_>, StoreError>;
 }
 
 /// Extends a tick's claims from another thread.

@@ -33,7 +33,8 @@ impl dyn Store + '_ {
         none: T,
         read: impl FnOnce(&mut dyn Sql, &str, &str) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let own = self.own()?;
+        // Made together, at one schema version: one stands for both.
+        let own = self.own("backlog_pauses")?;
         if !own.exists {
             return Ok(none);
         }
@@ -76,7 +77,8 @@ impl dyn Store + '_ {
     /// Pauses a tier (`window_secs` 0: every tier); creates the tool's tables first.
     pub fn pause(&mut self, pause: &Pause) -> Result<(), StoreError> {
         self.ensure_own_tables()?;
-        let own = self.own()?;
+        // Made together, at one schema version: one stands for both.
+        let own = self.own("backlog_pauses")?;
         pauses::pause(own.sql, &own.prefix, own.table, pause)
     }
 

@@ -74,6 +74,12 @@ pub trait Sql {
         column.to_string()
     }
 
+    /// The database's time, as a time column of the tool's tables holds it (SQLite:
+    /// RFC 3339 text with milliseconds).
+    fn now(&self) -> String {
+        "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')".into()
+    }
+
     /// The clause that turns an INSERT into a replacement of the row with the same
     /// `key`, writing the columns `set` from the new row.
     fn upsert(&self, key: &[&str], set: &[&str]) -> String {
@@ -234,6 +240,10 @@ impl Sql for postgres::Client {
         pg_rfc3339(column)
     }
 
+    fn now(&self) -> String {
+        "now()".into()
+    }
+
     fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, SqlError> {
         postgres::Client::execute(self, &dollars(sql), &pg_params(params)).map_err(pg_error)
     }
@@ -246,6 +256,10 @@ impl Sql for postgres::Client {
 impl Sql for postgres::Transaction<'_> {
     fn rfc3339(&self, column: &str) -> String {
         pg_rfc3339(column)
+    }
+
+    fn now(&self) -> String {
+        "now()".into()
     }
 
     fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, SqlError> {

@@ -391,7 +391,10 @@ fn the_tasks_example_runs_with_a_done_flag_and_the_arctan_curve() {
             "mysql://worker@db.internal:3306/app?ssl-mode=REQUIRED",
             &env.url(),
         )
-        .replace("/etc/backlog/mysql-password", "pgpass")
+        .replace(
+            "# password_file = \"/etc/backlog/mysql-password\"",
+            "password_file = \"pgpass\"",
+        )
         .replace("/usr/local/bin/run-task", "./run-task.py");
     std::fs::write(env.path("backlog.toml"), schedule).unwrap();
     // Fails task 2; keeps each task it sees.

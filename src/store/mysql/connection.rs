@@ -276,6 +276,10 @@ macro_rules! mysql_sql {
                 rfc3339_of(column)
             }
 
+            fn now(&self) -> String {
+                "UTC_TIMESTAMP(6)".into()
+            }
+
             fn upsert(&self, _key: &[&str], set: &[&str]) -> String {
                 let set: Vec<String> = set.iter().map(|c| format!("{c} = VALUES({c})")).collect();
                 format!("ON DUPLICATE KEY UPDATE {}", set.join(", "))

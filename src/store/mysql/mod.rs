@@ -23,15 +23,13 @@
 //! itself, whose `Store` methods call them.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use mysql::Conn;
 use mysql::prelude::Queryable;
 
 use super::{
-    BandQuery, Cursor, Heartbeat, Mark, Page, QueryPlan, Range, RunEnd, RunRow, RunStart, Store,
-    StoreError,
+    BandQuery, Cursor, Heartbeat, Mark, Page, QueryPlan, Range, RunStart, Store, StoreError,
 };
 use crate::config::{MysqlUrl, TableConfig};
 use crate::record::{Record, Scalar};
@@ -189,10 +187,6 @@ impl Store for MysqlStore {
         self.release_claims(owner)
     }
 
-    fn last_tick(&mut self, window: Duration) -> Result<Option<DateTime<Utc>>, StoreError> {
-        self.read_last_tick(window)
-    }
-
     fn count_by_status(&mut self, range: &Range) -> Result<Vec<(String, u64)>, StoreError> {
         self.count_statuses(range)
     }
@@ -222,16 +216,8 @@ impl Store for MysqlStore {
         self.read_inserted_at(after, limit)
     }
 
-    fn last_runs(&mut self) -> Result<Vec<RunRow>, StoreError> {
-        self.read_last_runs()
-    }
-
     fn begin_run(&mut self, run: &RunStart) -> Result<i64, StoreError> {
         self.open_run(run)
-    }
-
-    fn finish_run(&mut self, run_id: i64, end: &RunEnd) -> Result<(), StoreError> {
-        self.close_run(run_id, end)
     }
 
     fn take_records(
@@ -272,8 +258,15 @@ impl Store for MysqlStore {
         &self.table
     }
 
-    fn own(&mut self) -> Result<super::Own<'_>, StoreError> {
-        let exists = self.has_own_tables()?;
+    fn own(&mut self, table: &str) -> Result<super::Own<'_>, StoreError> {
+        let found: Option<i64> = self
+            .conn
+            .exec_first(
+                "SELECT count(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
+                (self.own_database.as_str(), table),
+            )
+            .map_err(my("reading the tool's tables"))?;
+        let exists = found == Some(1);
         Ok(super::Own {
             sql: &mut self.conn,
             prefix: self.prefix.clone(),

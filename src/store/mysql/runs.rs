@@ -1,5 +1,5 @@
-//! The run log on MySQL: a tick's row, opened and closed, and what `status` and
-//! `--if-due` read of it.
+//! The run log on MySQL: a tick's row opened, after the rows of silent ticks are
+//! closed and what they held is collected (reads and the close are in `store::runs`).
 
 use mysql::Value as My;
 use mysql::prelude::Queryable;
@@ -8,81 +8,7 @@ use super::connection::rfc3339_of;
 use super::*;
 use crate::store::KEPT_OWNER;
 
-/// A time of the run log (UTC) as RFC 3339 text with milliseconds.
-fn stamp(v: &My) -> Option<String> {
-    values::naive(v).map(|t| {
-        t.and_utc()
-            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-    })
-}
-
-fn int(v: &My) -> i64 {
-    match v {
-        My::Int(i) => *i,
-        My::UInt(u) => i64::try_from(*u).unwrap_or(i64::MAX),
-        other => values::text(other)
-            .and_then(|t| t.parse().ok())
-            .unwrap_or(0),
-    }
-}
-
 impl MysqlStore {
-    pub(super) fn read_last_tick(
-        &mut self,
-        window: Duration,
-    ) -> Result<Option<DateTime<Utc>>, StoreError> {
-        if !self.has_own_tables()? {
-            return Ok(None);
-        }
-        let sql = format!(
-            "SELECT clock FROM {} WHERE table_name = ? AND window_secs = ? AND outcome NOT IN ('failed', 'lapsed') ORDER BY id DESC LIMIT 1",
-            self.own_table("backlog_runs")
-        );
-        let clock: Option<My> = self
-            .conn
-            .exec_first(sql, (&self.table.name, window.as_secs()))
-            .map_err(my("reading the run log"))?;
-        Ok(clock.as_ref().and_then(values::naive).map(|t| t.and_utc()))
-    }
-
-    pub(super) fn read_last_runs(&mut self) -> Result<Vec<RunRow>, StoreError> {
-        if !self.has_own_tables()? {
-            return Ok(Vec::new());
-        }
-        let runs = self.own_table("backlog_runs");
-        let sql = format!(
-            "SELECT id, window_secs, clock, started_at, finished_at, selected, succeeded, failed, skipped, outcome, error
-             FROM {runs}
-             WHERE id IN (SELECT max(id) FROM {runs} WHERE table_name = ? AND window_secs > 0 GROUP BY window_secs)
-             ORDER BY window_secs"
-        );
-        let rows: Vec<mysql::Row> = self
-            .conn
-            .exec(sql, (&self.table.name,))
-            .map_err(my("reading the run log"))?;
-        Ok(rows
-            .into_iter()
-            .map(|row| {
-                let v = row.unwrap();
-                RunRow {
-                    run_id: int(&v[0]),
-                    window_secs: int(&v[1]).max(0) as u64,
-                    clock: values::naive(&v[2])
-                        .map(|t| t.and_utc())
-                        .unwrap_or_default(),
-                    started_at: stamp(&v[3]).unwrap_or_default(),
-                    finished_at: stamp(&v[4]),
-                    selected: int(&v[5]).max(0) as u64,
-                    succeeded: int(&v[6]).max(0) as u64,
-                    failed: int(&v[7]).max(0) as u64,
-                    skipped: int(&v[8]).max(0) as u64,
-                    outcome: values::text(&v[9]).unwrap_or_default(),
-                    error: values::text(&v[10]),
-                }
-            })
-            .collect())
-    }
-
     pub(super) fn open_run(&mut self, run: &RunStart) -> Result<i64, StoreError> {
         let runs = self.own_table("backlog_runs");
         let close = format!(
@@ -125,27 +51,5 @@ impl MysqlStore {
             )
             .map_err(my("writing the run log"))?;
         Ok(self.conn.last_insert_id() as i64)
-    }
-
-    pub(super) fn close_run(&mut self, run_id: i64, end: &RunEnd) -> Result<(), StoreError> {
-        let sql = format!(
-            "UPDATE {} SET finished_at = UTC_TIMESTAMP(6), selected = ?, succeeded = ?, failed = ?, skipped = ?, outcome = ?, error = ?, lost = ? WHERE id = ?",
-            self.own_table("backlog_runs")
-        );
-        self.conn
-            .exec_drop(
-                sql,
-                vec![
-                    My::from(end.selected),
-                    My::from(end.succeeded),
-                    My::from(end.failed),
-                    My::from(end.skipped),
-                    My::from(end.outcome),
-                    end.error.as_deref().map_or(My::NULL, My::from),
-                    My::from(end.lost),
-                    My::from(run_id),
-                ],
-            )
-            .map_err(my("writing the run log"))
     }
 }

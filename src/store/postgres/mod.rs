@@ -28,16 +28,15 @@
 //! (the run log); here, the store itself, whose `Store` methods call them.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 use postgres::{Client, NoTls, Statement};
 use serde_json::Value;
 
 use super::{
-    BandQuery, Cursor, Heartbeat, Mark, Page, QueryPlan, Range, RunEnd, RunRow, RunStart, Store,
-    StoreError, check_version, group_marks, index_name, not_ours, quote,
+    BandQuery, Cursor, Heartbeat, Mark, Page, QueryPlan, Range, RunStart, Store, StoreError,
+    check_version, group_marks, index_name, not_ours, quote,
 };
 use crate::config::{PostgresUrl, TableConfig};
 use crate::record::{Record, Scalar, Statuses};
@@ -213,10 +212,6 @@ impl Store for PostgresStore {
         self.release_claims(owner)
     }
 
-    fn last_tick(&mut self, window: Duration) -> Result<Option<DateTime<Utc>>, StoreError> {
-        self.read_last_tick(window)
-    }
-
     fn count_by_status(&mut self, range: &Range) -> Result<Vec<(String, u64)>, StoreError> {
         self.count_statuses(range)
     }
@@ -246,16 +241,8 @@ impl Store for PostgresStore {
         self.read_inserted_at(after, limit)
     }
 
-    fn last_runs(&mut self) -> Result<Vec<RunRow>, StoreError> {
-        self.read_last_runs()
-    }
-
     fn begin_run(&mut self, run: &RunStart) -> Result<i64, StoreError> {
         self.open_run(run)
-    }
-
-    fn finish_run(&mut self, run_id: i64, end: &RunEnd) -> Result<(), StoreError> {
-        self.close_run(run_id, end)
     }
 
     fn take_records(
@@ -286,12 +273,11 @@ impl Store for PostgresStore {
         &self.table
     }
 
-    fn own(&mut self) -> Result<super::Own<'_>, StoreError> {
-        // Made together, by version 3: a schema of an earlier one has neither.
-        let pauses = self.own_table("backlog_pauses");
+    fn own(&mut self, table: &str) -> Result<super::Own<'_>, StoreError> {
+        let table = self.own_table(table);
         let exists: bool = self
             .client
-            .query_one("SELECT to_regclass($1) IS NOT NULL", &[&pauses])
+            .query_one("SELECT to_regclass($1) IS NOT NULL", &[&table])
             .map_err(pg("reading the tool's tables"))?
             .get(0);
         Ok(super::Own {

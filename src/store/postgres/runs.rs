@@ -1,5 +1,5 @@
-//! The run log on PostgreSQL: a tick's row, opened and closed, and what `status` and
-//! `--if-due` read of it.
+//! The run log on PostgreSQL: a tick's row opened, after the rows of silent ticks are
+//! closed and what they held is collected (reads and the close are in `store::runs`).
 
 use super::*;
 
@@ -11,62 +11,6 @@ impl PostgresStore {
             .query_one("SELECT to_regclass($1) IS NOT NULL", &[&runs])
             .map_err(pg("reading the run log"))?;
         Ok(row.get(0))
-    }
-
-    pub(super) fn run_row(row: &postgres::Row) -> RunRow {
-        let stamp =
-            |t: Option<DateTime<Utc>>| t.map(|t| t.to_rfc3339_opts(SecondsFormat::Millis, true));
-        RunRow {
-            run_id: row.get(0),
-            window_secs: row.get::<_, i64>(1) as u64,
-            clock: row.get(2),
-            started_at: stamp(row.get(3)).unwrap_or_default(),
-            finished_at: stamp(row.get(4)),
-            selected: row.get::<_, i64>(5) as u64,
-            succeeded: row.get::<_, i64>(6) as u64,
-            failed: row.get::<_, i64>(7) as u64,
-            skipped: row.get::<_, i64>(8) as u64,
-            outcome: row.get(9),
-            error: row.get(10),
-        }
-    }
-
-    pub(super) fn read_last_tick(
-        &mut self,
-        window: Duration,
-    ) -> Result<Option<DateTime<Utc>>, StoreError> {
-        if !self.has_run_log()? {
-            return Ok(None);
-        }
-        let sql = format!(
-            "SELECT clock FROM {} WHERE table_name = $1 AND window_secs = $2 AND outcome NOT IN ('failed', 'lapsed') ORDER BY id DESC LIMIT 1",
-            self.own_table("backlog_runs")
-        );
-        Ok(self
-            .client
-            .query_opt(&sql, &[&self.table.name, &(window.as_secs() as i64)])
-            .map_err(pg("reading the run log"))?
-            .map(|r| r.get(0)))
-    }
-
-    pub(super) fn read_last_runs(&mut self) -> Result<Vec<RunRow>, StoreError> {
-        if !self.has_run_log()? {
-            return Ok(Vec::new());
-        }
-        let runs = self.own_table("backlog_runs");
-        let sql = format!(
-            "SELECT id, window_secs, clock, started_at, finished_at, selected, succeeded, failed, skipped, outcome, error
-             FROM {runs}
-             WHERE id IN (SELECT max(id) FROM {runs} WHERE table_name = $1 AND window_secs > 0 GROUP BY window_secs)
-             ORDER BY window_secs"
-        );
-        Ok(self
-            .client
-            .query(&sql, &[&self.table.name])
-            .map_err(pg("reading the run log"))?
-            .iter()
-            .map(Self::run_row)
-            .collect())
     }
 
     pub(super) fn open_run(&mut self, run: &RunStart) -> Result<i64, StoreError> {
@@ -111,28 +55,5 @@ impl PostgresStore {
             )
             .map_err(pg("writing the run log"))?;
         Ok(row.get(0))
-    }
-
-    pub(super) fn close_run(&mut self, run_id: i64, end: &RunEnd) -> Result<(), StoreError> {
-        let sql = format!(
-            "UPDATE {} SET finished_at = now(), selected = $2, succeeded = $3, failed = $4, skipped = $5, outcome = $6, error = $7, lost = $8 WHERE id = $1",
-            self.own_table("backlog_runs")
-        );
-        self.client
-            .execute(
-                &sql,
-                &[
-                    &run_id,
-                    &(end.selected as i64),
-                    &(end.succeeded as i64),
-                    &(end.failed as i64),
-                    &(end.skipped as i64),
-                    &end.outcome,
-                    &end.error,
-                    &(end.lost as i64),
-                ],
-            )
-            .map_err(pg("writing the run log"))?;
-        Ok(())
     }
 }

@@ -34,8 +34,8 @@ use rusqlite::{
 };
 
 use super::{
-    BandQuery, Cursor, Heartbeat, Mark, Page, QueryPlan, Range, RunEnd, RunRow, RunStart, Store,
-    StoreError, check_version, index_name, not_ours, quote,
+    BandQuery, Cursor, Heartbeat, Mark, Page, QueryPlan, Range, RunStart, Store, StoreError,
+    check_version, index_name, not_ours, quote,
 };
 use crate::config::TableConfig;
 use crate::record::{Cell, Columns, Record, RowBuffer, Scalar, Statuses};
@@ -268,10 +268,6 @@ impl Store for SqliteStore {
         self.read_inserted_at(after, limit)
     }
 
-    fn last_runs(&mut self) -> Result<Vec<RunRow>, StoreError> {
-        self.read_last_runs()
-    }
-
     fn take(
         &mut self,
         owner: &str,
@@ -301,16 +297,8 @@ impl Store for SqliteStore {
         self.release_span(owner)
     }
 
-    fn last_tick(&mut self, window: Duration) -> Result<Option<DateTime<Utc>>, StoreError> {
-        self.read_last_tick(window)
-    }
-
     fn begin_run(&mut self, run: &RunStart) -> Result<i64, StoreError> {
         self.open_run(run)
-    }
-
-    fn finish_run(&mut self, run_id: i64, end: &RunEnd) -> Result<(), StoreError> {
-        self.close_run(run_id, end)
     }
 
     fn take_records(
@@ -334,9 +322,8 @@ impl Store for SqliteStore {
         &self.table
     }
 
-    fn own(&mut self) -> Result<super::Own<'_>, StoreError> {
-        // Made together, by version 4: a database of an earlier one has neither.
-        let exists = self.has_table("backlog_pauses")?;
+    fn own(&mut self, table: &str) -> Result<super::Own<'_>, StoreError> {
+        let exists = self.has_table(table)?;
         Ok(super::Own {
             sql: &mut self.conn,
             prefix: String::new(),
