@@ -105,13 +105,12 @@ struct Prepared {
     next_page: Statement,
     /// Locks a group's rows before its marks read the claims (see `mark`).
     lock_rows: Statement,
-    /// The statements that use the tool's own tables (claim, unclaim, and the status
-    /// update, which writes only where this tick claims), prepared once
+    /// The statements that use the tool's own tables (claim, and the status update,
+    /// which lets go of the claims and writes only where this tick claimed), prepared once
     /// `ensure_own_tables` made sure they exist (a dry run or `doctor` never creates them).
     claim_sql: String,
-    unclaim_sql: String,
     set_status_sql: String,
-    claim: Option<(Statement, Statement, Statement)>,
+    claim: Option<(Statement, Statement)>,
     /// The SQL of the first page (exclusive end), for `band_plan`.
     first_page_sql: String,
 }
@@ -154,8 +153,8 @@ impl PostgresStore {
             .expect("inspect() runs before any query")
     }
 
-    /// The claim, unclaim and status statements (after `ensure_own_tables`).
-    fn claims(&self) -> (Statement, Statement, Statement) {
+    /// The claim and status statements (after `ensure_own_tables`).
+    fn claims(&self) -> (Statement, Statement) {
         self.prepared()
             .claim
             .clone()
