@@ -19,7 +19,8 @@
 //!   heartbeat, as N processes on N hosts would have) over the same band of about
 //!   70,000 pending records, with an in-process handler that does nothing; `BENCH_ROUNDS`
 //!   rounds of the floors and of 1, 2, 4 and 8 runners, then the medians.
-//!   `BENCH_ONLY=runners` runs only these, `BENCH_RUNNERS=1,4` only these counts.
+//!   `BENCH_ONLY=runners` runs only these, `BENCH_RUNNERS=1,4` only these counts,
+//!   `BENCH_CLAIMS=unlogged` with an UNLOGGED claims table.
 //! - History of attempts (`backlog_attempts`), one runner: the same tick with
 //!   `[history]` off (`keep = 0`), as by default (failures only: nothing written for
 //!   successes), with `record = "all"`, and with a handler that fails every record (by
@@ -225,6 +226,13 @@ fn runners_bench(db: &mut Client, url: &str, config: &Config, rounds: usize) {
     println!(
         "first tick on the fresh database (makes the tool's tables): {n} records, {first:>7.0} records/s"
     );
+    // `BENCH_CLAIMS=unlogged`: the same ticks with an UNLOGGED claims table, which
+    // `backlog` does not make (see BENCHMARKS.md).
+    if std::env::var("BENCH_CLAIMS").as_deref() == Ok("unlogged") {
+        db.batch_execute("ALTER TABLE backlog.backlog_claims SET UNLOGGED")
+            .unwrap();
+        println!("the claims table is UNLOGGED from here on");
+    }
     // `BENCH_RUNNERS=1,4` measures only these counts.
     let counts: Vec<usize> = std::env::var("BENCH_RUNNERS")
         .ok()
