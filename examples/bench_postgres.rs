@@ -5,11 +5,22 @@
 //!
 //! The table: 1,000,000 records over 400 days, 90 % pending, indexes on inserted-at and
 //! status, as in `bench`. Every run starts from the same statuses (reset, then VACUUM).
-//! - Floor: the band's SELECT, then one prepared UPDATE per row, in one transaction,
-//!   written directly with the `postgres` crate.
+//! - Floors, written directly against the table, each in one transaction after the
+//!   band's SELECT of its ids:
+//!   - per row: one prepared UPDATE per row, each waiting for its answer (the
+//!     `postgres` crate), one round trip a row;
+//!   - pipelined: the same prepared UPDATE per row, but 1,000 of them in flight at
+//!     once on one connection (`tokio-postgres` futures polled together, which it
+//!     writes out back to back): psycopg's pipelined `executemany`, the floor of
+//!     issue 15;
+//!   - batched: one `UPDATE … FROM unnest($1::bigint[])` per 1,000 ids.
+//! - The first tick on the freshly generated database, which creates the tool's tables.
 //! - Runners: N threads, each a tick of its own (its own connections, claims and
 //!   heartbeat, as N processes on N hosts would have) over the same band of about
-//!   70,000 pending records, with an in-process handler that does nothing.
+//!   70,000 pending records, with an in-process handler that does nothing; `BENCH_ROUNDS`
+//!   rounds of the floors and of 1, 2, 4 and 8 runners, then the medians.
+//!   `BENCH_ONLY=runners` runs only these, `BENCH_RUNNERS=1,4` only these counts,
+//!   `BENCH_CLAIMS=unlogged` with an UNLOGGED claims table.
 //! - History of attempts (`backlog_attempts`), one runner: the same tick with
 //!   `[history]` off (`keep = 0`), as by default (failures only: nothing written for
 //!   successes), with `record = "all"`, and with a handler that fails every record (by
@@ -79,18 +90,9 @@ fn band() -> (DateTime<Utc>, DateTime<Utc>) {
 }
 
 fn floor(db: &mut Client) -> (f64, u64) {
-    let (from, to) = band();
     let started = Instant::now();
     let mut tx = db.transaction().unwrap();
-    let ids: Vec<i64> = tx
-        .query(
-            r#"SELECT "ID" FROM "BACKLOG" WHERE "DATE_INSERTED" >= $1 AND "DATE_INSERTED" < $2 AND "STATUS" = ANY ($3) ORDER BY "DATE_INSERTED" DESC, "ID" DESC"#,
-            &[&from, &to, &vec!["NEW", "ERROR"]],
-        )
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let ids = band_ids(&mut tx);
     let update = tx
         .prepare(r#"UPDATE "BACKLOG" SET "STATUS" = 'SUCCESS' WHERE "ID" = $1"#)
         .unwrap();
@@ -102,6 +104,83 @@ fn floor(db: &mut Client) -> (f64, u64) {
         ids.len() as f64 / started.elapsed().as_secs_f64(),
         ids.len() as u64,
     )
+}
+
+/// The band's ids, newest first, in `tx`.
+fn band_ids(tx: &mut postgres::Transaction<'_>) -> Vec<i64> {
+    let (from, to) = band();
+    tx.query(
+        r#"SELECT "ID" FROM "BACKLOG" WHERE "DATE_INSERTED" >= $1 AND "DATE_INSERTED" < $2 AND "STATUS" = ANY ($3) ORDER BY "DATE_INSERTED" DESC, "ID" DESC"#,
+        &[&from, &to, &vec!["NEW", "ERROR"]],
+    )
+    .unwrap()
+    .iter()
+    .map(|r| r.get(0))
+    .collect()
+}
+
+/// The batched floor: one `UPDATE … FROM unnest` per 1,000 ids.
+fn floor_batched(db: &mut Client) -> (f64, u64) {
+    let started = Instant::now();
+    let mut tx = db.transaction().unwrap();
+    let ids = band_ids(&mut tx);
+    let update = tx
+        .prepare(r#"UPDATE "BACKLOG" t SET "STATUS" = 'SUCCESS' FROM unnest($1::bigint[]) AS u(id) WHERE t."ID" = u.id"#)
+        .unwrap();
+    for chunk in ids.chunks(1000) {
+        tx.execute(&update, &[&chunk]).unwrap();
+    }
+    tx.commit().unwrap();
+    (
+        ids.len() as f64 / started.elapsed().as_secs_f64(),
+        ids.len() as u64,
+    )
+}
+
+/// The pipelined floor: an UPDATE per row, 1,000 in flight at once on one connection.
+fn floor_pipelined(url: &str) -> (f64, u64) {
+    use futures_util::{StreamExt, TryStreamExt};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        let (from, to) = band();
+        let started = Instant::now();
+        client.batch_execute("BEGIN").await.unwrap();
+        let ids: Vec<i64> = client
+            .query(
+                r#"SELECT "ID" FROM "BACKLOG" WHERE "DATE_INSERTED" >= $1 AND "DATE_INSERTED" < $2 AND "STATUS" = ANY ($3) ORDER BY "DATE_INSERTED" DESC, "ID" DESC"#,
+                &[&from, &to, &vec!["NEW", "ERROR"]],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let update = client
+            .prepare(r#"UPDATE "BACKLOG" SET "STATUS" = 'SUCCESS' WHERE "ID" = $1"#)
+            .await
+            .unwrap();
+        futures_util::stream::iter(&ids)
+            .map(|id| {
+                let (client, update) = (&client, &update);
+                async move { client.execute(update, &[id]).await }
+            })
+            .buffer_unordered(1000)
+            .try_for_each(|_| async { Ok(()) })
+            .await
+            .unwrap();
+        client.batch_execute("COMMIT").await.unwrap();
+        (
+            ids.len() as f64 / started.elapsed().as_secs_f64(),
+            ids.len() as u64,
+        )
+    })
 }
 
 fn runners(config: &Config, n: usize) -> (f64, u64) {
@@ -128,6 +207,90 @@ fn runners(config: &Config, n: usize) -> (f64, u64) {
         ticks.into_iter().map(|t| t.join().unwrap()).sum()
     });
     (handled as f64 / started.elapsed().as_secs_f64(), handled)
+}
+
+/// The median, the least and the most of `v`.
+fn spread(v: &[f64]) -> (f64, f64, f64) {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    (v[v.len() / 2], v[0], v[v.len() - 1])
+}
+
+/// The first tick on the fresh database, then `rounds` rounds of the three floors and
+/// of 1, 2, 4 and 8 runners, each from the same statuses; prints each round, then the
+/// medians of records/s and of the ratios to the per-row and the pipelined floors of
+/// the same round.
+fn runners_bench(db: &mut Client, url: &str, config: &Config, rounds: usize) {
+    reset(db);
+    let (first, n) = runners(config, 1);
+    println!(
+        "first tick on the fresh database (makes the tool's tables): {n} records, {first:>7.0} records/s"
+    );
+    // `BENCH_CLAIMS=unlogged`: the same ticks with an UNLOGGED claims table, which
+    // `backlog` does not make (see BENCHMARKS.md).
+    if std::env::var("BENCH_CLAIMS").as_deref() == Ok("unlogged") {
+        db.batch_execute("ALTER TABLE backlog.backlog_claims SET UNLOGGED")
+            .unwrap();
+        println!("the claims table is UNLOGGED from here on");
+    }
+    // `BENCH_RUNNERS=1,4` measures only these counts.
+    let counts: Vec<usize> = std::env::var("BENCH_RUNNERS")
+        .ok()
+        .map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![1, 2, 4, 8]);
+    // Per round: per-row, pipelined and batched floors, then the runners.
+    let mut figures: Vec<Vec<f64>> = vec![Vec::new(); 3 + counts.len()];
+    for round in 0..rounds {
+        reset(db);
+        let (per_row, n) = floor(db);
+        reset(db);
+        let (pipelined, m) = floor_pipelined(url);
+        reset(db);
+        let (batched, b) = floor_batched(db);
+        assert_eq!((n, n), (m, b), "every floor covers the same band");
+        println!(
+            "round {}: {n} records; floors: per row {per_row:>6.0}/s, pipelined {pipelined:>6.0}/s, batched {batched:>6.0}/s",
+            round + 1
+        );
+        for (i, f) in [per_row, pipelined, batched].into_iter().enumerate() {
+            figures[i].push(f);
+        }
+        for (i, &count) in counts.iter().enumerate() {
+            reset(db);
+            let (rps, handled) = runners(config, count);
+            assert_eq!(n, handled, "the runners cover the band once");
+            println!(
+                "  {count} runner{}: {rps:>6.0}/s = {:.2} of per row, {:.2} of pipelined",
+                if count == 1 { " " } else { "s" },
+                rps / per_row,
+                rps / pipelined
+            );
+            figures[3 + i].push(rps);
+        }
+    }
+    println!("floors and runners over {rounds} rounds (median, min–max):");
+    let names = ["floor, per row", "floor, pipelined", "floor, batched"];
+    for (name, v) in names.iter().zip(&figures) {
+        let (m, lo, hi) = spread(v);
+        println!("  {name:<17} {m:>7.0}/s ({lo:.0}–{hi:.0})");
+    }
+    let one = spread(&figures[3]).0;
+    for (i, &count) in counts.iter().enumerate() {
+        let v = &figures[3 + i];
+        let ratio = |floor: &[f64]| {
+            let r: Vec<f64> = v.iter().zip(floor).map(|(a, b)| a / b).collect();
+            spread(&r).0
+        };
+        let (m, lo, hi) = spread(v);
+        println!(
+            "  {count} runner{}         {m:>7.0}/s ({lo:.0}–{hi:.0}); {:.2} of per row, {:.2} of pipelined, {:.2} of batched; {:.2} × one runner",
+            if count == 1 { " " } else { "s" },
+            ratio(&figures[0]),
+            ratio(&figures[1]),
+            ratio(&figures[2]),
+            m / one
+        );
+    }
 }
 
 /// One tick in this thread with `history`, its handler failing every record if
@@ -219,11 +382,6 @@ fn history_bench(db: &mut Client, config: &Config, rounds: usize) {
             figures[i][2].push(of_floor);
         }
     }
-    let spread = |v: &[f64]| {
-        let mut v = v.to_vec();
-        v.sort_by(f64::total_cmp);
-        (v[v.len() / 2], v[0], v[v.len() - 1])
-    };
     println!("history of attempts, one runner, over {rounds} rounds (median, min–max):");
     for ((name, _, _), [rps, of_off, of_floor]) in cases.iter().zip(&figures) {
         let (r, r0, r1) = spread(rps);
@@ -297,18 +455,10 @@ limit = 1000000
             .unwrap();
         return;
     }
-    let (floor_rps, n) = floor(&mut db);
-    println!("floor (one transaction, an UPDATE per row): {n} records, {floor_rps:>8.0} records/s");
-    for n in [1, 2, 4, 8] {
-        reset(&mut db);
-        let (rps, handled) = runners(&config, n);
-        println!(
-            "{n} runner{}: {handled} records, {rps:>8.0} records/s, {:.2} of the floor",
-            if n == 1 { " " } else { "s" },
-            rps / floor_rps
-        );
+    runners_bench(&mut db, &url, &config, rounds);
+    if std::env::var("BENCH_ONLY").as_deref() != Ok("runners") {
+        history_bench(&mut db, &config, rounds);
     }
-    history_bench(&mut db, &config, rounds);
     drop(db);
     server
         .batch_execute(&format!("DROP DATABASE {DB} WITH (FORCE)"))

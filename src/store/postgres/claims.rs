@@ -33,7 +33,7 @@ impl PostgresStore {
         lease_until: DateTime<Utc>,
         band: &BandQuery,
     ) -> Result<std::collections::HashSet<String>, StoreError> {
-        let (claim, _, _) = self.claims();
+        let (claim, _) = self.claims();
         let rows = self
             .client
             .query(
@@ -58,15 +58,19 @@ impl PostgresStore {
         owner: &str,
         marks: &[Mark],
     ) -> Result<Vec<usize>, StoreError> {
-        // One UPDATE per distinct status (usually two: success and error), each writing
-        // only the records this owner still claims, and one DELETE for the group's
-        // claims, in one transaction.
-        let groups = group_marks(marks, self.since_format);
+        // One statement per distinct status (usually two: success and error), each
+        // letting go of its records' claims and writing the status where this owner
+        // still claimed them (see `set_status_sql`), in one transaction.
         let context = format!("writing statuses to {}", self.table.name);
-        let (_, unclaim, set_status) = self.claims();
-        let claims = self.own_table("backlog_claims");
+        let (_, set_status) = self.claims();
         let lock_rows = self.prepared().lock_rows.clone();
         let all = ids_text(marks.iter().map(|m| &m.id));
+        let place: std::collections::HashMap<&str, usize> = all
+            .iter()
+            .enumerate()
+            .map(|(i, id)| (id.as_str(), i))
+            .collect();
+        let groups = group_marks(marks, self.since_format);
         let mut tx = self.client.transaction().map_err(pg(context.clone()))?;
         // The rows first, then the claims: a runner that claims a record locks its row
         // before it writes the claim, so once the rows are ours the claims read below
@@ -75,44 +79,32 @@ impl PostgresStore {
         let mut written = std::collections::HashSet::with_capacity(marks.len());
         for ((status, since), ids) in &groups {
             let ids = ids_text(ids.iter().copied());
+            let places = ids.iter().map(|id| place[id.as_str()]);
+            // Failures keep their claim, under another owner, until the end of their slot.
+            let kept: Vec<(usize, DateTime<Utc>)> = places
+                .filter_map(|i| marks[i].keep_until.map(|u| (i, u)))
+                .collect();
+            let kept_ids: Vec<&String> = kept.iter().map(|(i, _)| &all[*i]).collect();
+            let until: Vec<DateTime<Utc>> = kept.iter().map(|(_, u)| *u).collect();
+            let wait: Vec<f64> = kept
+                .iter()
+                .map(|(i, u)| (*u - marks[*i].at).num_milliseconds() as f64 / 1000.0)
+                .collect();
             let name = &self.table.name;
+            let params: [&(dyn ToSql + Sync); 8] =
+                [status, &ids, name, &owner, &kept_ids, &until, &wait, &TRIED];
             let rows = match since {
-                Some(since) => tx.query(&set_status, &[status, &ids, name, &owner, &Bound(since)]),
-                None => tx.query(&set_status, &[status, &ids, name, &owner]),
+                Some(since) => {
+                    let since = Bound(since);
+                    let mut with_since = params.to_vec();
+                    with_since.push(&since);
+                    tx.query(&set_status, &with_since)
+                }
+                None => tx.query(&set_status, &params),
             }
             .map_err(pg(context.clone()))?;
             written.extend(rows.iter().map(|r| r.get::<_, String>(0)));
         }
-        // Failures keep their claim, under another owner, until the end of their slot.
-        let kept: Vec<(&Mark, String)> = marks
-            .iter()
-            .filter_map(|m| m.keep_until.map(|_| (m, m.id.to_string())))
-            .filter(|(_, id)| written.contains(id))
-            .collect();
-        if !kept.is_empty() {
-            let ids: Vec<&String> = kept.iter().map(|(_, id)| id).collect();
-            let until: Vec<DateTime<Utc>> = kept
-                .iter()
-                .map(|(m, _)| m.keep_until.expect("kept marks have a time"))
-                .collect();
-            let wait: Vec<f64> = kept
-                .iter()
-                .zip(&until)
-                .map(|((m, _), u)| (*u - m.at).num_milliseconds() as f64 / 1000.0)
-                .collect();
-            tx.execute(
-                &format!(
-                    "UPDATE {claims} c SET owner = $4, claimed_at = k.until,
-                         expires_at = now() + make_interval(secs => k.wait)
-                     FROM unnest($3::text[], $5::timestamptz[], $6::float8[]) AS k(id, until, wait)
-                     WHERE c.table_name = $1 AND c.owner = $2 AND c.record_id = k.id"
-                ),
-                &[&self.table.name, &owner, &ids, &TRIED, &until, &wait],
-            )
-            .map_err(pg(context.clone()))?;
-        }
-        tx.execute(&unclaim, &[&self.table.name, &owner, &all])
-            .map_err(pg(context.clone()))?;
         let prefix = format!("{}.", self.schema);
         crate::store::write_attempts(
             &mut tx,

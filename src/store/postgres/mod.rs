@@ -11,6 +11,35 @@
 //!   whatever became of the host;
 //! - the engine, its guarantees and its tests stay the same on both backends.
 //!
+//! Nor session advisory locks (Que's design), though they write nothing: measured
+//! (BENCHMARKS.md, issue 15) a claim and its release cost 0.8 µs a record with them
+//! against 13 µs in the table, about half of a tick's time a record; but they cost
+//! guarantees:
+//! - behind a pooler in transaction mode (pgbouncer's usual setting) consecutive
+//!   statements run on different server connections: a lock is let go on the wrong
+//!   one (and leaks), and two runners multiplexed on one server connection both get
+//!   the same record, since a session's advisory locks are re-entrant: two at once;
+//! - a server restart or a failover drops every lock while the handlers still run,
+//!   and another runner takes their records: two at once (a claim in a logged table
+//!   outlives it, and the heartbeat reconnects to renew it);
+//! - a vanished host's locks last as long as its connection (see above), not a lease;
+//! - the locks fill the server's shared lock table (`max_locks_per_transaction` ×
+//!   `max_connections`: 6,400 slots by default, seven runners' pages of 1,000), after
+//!   which every session on the server, the application's too, gets "out of shared
+//!   memory";
+//! - a failure kept from the ticks until its next slot outlives the tick's session,
+//!   so the table would stay for those.
+//!
+//! An `UNLOGGED` claims table was measured too, and is not used either: a crash of the
+//! server empties it and a standby promoted by a failover has none, both while
+//! handlers run (two at once again), and it saved 1 µs of the 13 and nothing
+//! measurable in a tick.
+//!
+//! So a claim costs one row written and deleted; what keeps that cheap is doing it a
+//! page at a time. A page is claimed in one statement (`claim_sql`: `INSERT … SELECT …
+//! ON CONFLICT`), and its marks are one statement per status (`set_status_sql`), which
+//! lets go of the claims and writes the statuses where they were still this tick's.
+//!
 //! Row locks are still taken, for a moment: the statement that claims a page locks the
 //! records it claims (`FOR NO KEY UPDATE SKIP LOCKED`) and keeps only those still
 //! pending, so it cannot race a tick that is marking the same record: it either skips
@@ -104,13 +133,12 @@ struct Prepared {
     next_page: Statement,
     /// Locks a group's rows before its marks read the claims (see `mark`).
     lock_rows: Statement,
-    /// The statements that use the tool's own tables (claim, unclaim, and the status
-    /// update, which writes only where this tick claims), prepared once
+    /// The statements that use the tool's own tables (claim, and the status update,
+    /// which lets go of the claims and writes only where this tick claimed), prepared once
     /// `ensure_own_tables` made sure they exist (a dry run or `doctor` never creates them).
     claim_sql: String,
-    unclaim_sql: String,
     set_status_sql: String,
-    claim: Option<(Statement, Statement, Statement)>,
+    claim: Option<(Statement, Statement)>,
     /// The SQL of the first page (exclusive end), for `band_plan`.
     first_page_sql: String,
 }
@@ -153,8 +181,8 @@ impl PostgresStore {
             .expect("inspect() runs before any query")
     }
 
-    /// The claim, unclaim and status statements (after `ensure_own_tables`).
-    fn claims(&self) -> (Statement, Statement, Statement) {
+    /// The claim and status statements (after `ensure_own_tables`).
+    fn claims(&self) -> (Statement, Statement) {
         self.prepared()
             .claim
             .clone()
