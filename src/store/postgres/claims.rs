@@ -4,14 +4,12 @@
 
 use super::*;
 
-/// The owner of a claim kept on a record that failed, until the schedule's next try of
-/// it: no runner takes it before then (see `Mark::keep_until`), and no tick's
-/// `release` or heartbeat touches it. Such a claim's `claimed_at` is that next try by
-/// the clock of the tick that failed it, and its `expires_at` the same wait on the
-/// database's clock: a tick takes the record once its own clock reaches the first, or
-/// the database's the second (so a tick run with a pinned clock, `--now`, keeps
-/// nothing from the real ticks for long).
-pub(super) const TRIED: &str = "backlog: failed in this slot";
+/// The owner of a claim kept on a record that failed (`store::KEPT_OWNER`). Such a
+/// claim's `claimed_at` is the schedule's next try by the clock of the tick that failed
+/// it, and its `expires_at` the same wait on the database's clock: a tick takes the
+/// record once its own clock reaches the first, or the database's the second (so a
+/// tick run with a pinned clock, `--now`, keeps nothing from the real ticks for long).
+pub(super) const TRIED: &str = crate::store::KEPT_OWNER;
 
 /// Seconds from now to `until`, for a lease measured on the database's clock.
 pub(super) fn lease_secs(until: DateTime<Utc>) -> f64 {
