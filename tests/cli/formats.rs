@@ -4,6 +4,12 @@ use crate::harness::{Backend, CLASSIC_AGES, Env, NOW, Schedule, Val, recording_h
 
 type Encode = fn(chrono::DateTime<chrono::Utc>) -> Val;
 
+/// MySQL's own timestamp type (`timestamp` is a `DATETIME(6)` there, see `create_table`).
+const MYSQL_NATIVE: [(&str, &str, &str, Encode); 1] =
+    [("DATETIME (UTC)", "timestamp", "native", |t| {
+        t.naive_utc().into()
+    })];
+
 /// PostgreSQL's own timestamp types, beside the text and integer formats of both.
 const NATIVE: [(&str, &str, &str, Encode); 2] = [
     ("timestamptz", "timestamptz", "native", |t| t.into()),
@@ -35,10 +41,10 @@ const FORMATS: [(&str, &str, &str, Encode); 6] = [
 ];
 
 fn each_format_selects_the_same_bands_detected_or_declared(backend: Backend) {
-    let natives = if backend == Backend::Postgres {
-        &NATIVE[..]
-    } else {
-        &[]
+    let natives = match backend {
+        Backend::Postgres => &NATIVE[..],
+        Backend::Mysql => &MYSQL_NATIVE[..],
+        Backend::Sqlite => &[],
     };
     for &(name, column_type, setting, encode) in FORMATS.iter().chain(natives) {
         for format in ["auto", setting] {

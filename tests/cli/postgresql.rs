@@ -608,3 +608,31 @@ fn the_clock_is_the_database_servers() {
     let skew = (chrono::Utc::now() - now).num_seconds().abs();
     assert!(skew < 60, "{now} is {skew} s off");
 }
+
+/// A text inserted-at column in a collation other than C (ICU's English), indexed in
+/// it: the page query compares in the column's collation, which keeps that index in
+/// use, and orders timestamps of one layout as C does, so the bands are the same. A
+/// value written without the column's fraction (as Python's `isoformat` writes a whole
+/// second) sorts less than a second from its instant, in its band here.
+#[test]
+fn text_timestamps_in_a_non_c_collation_select_the_same_bands() {
+    let env = Env::on(Backend::Postgres);
+    env.execute(
+        r#"CREATE TABLE "BACKLOG" ("ID" bigint PRIMARY KEY, "STATUS" text NOT NULL, "DATE_INSERTED" text COLLATE "en-x-icu", "PAYLOAD" text);
+           CREATE INDEX "BACKLOG_BY_DATE" ON "BACKLOG" ("DATE_INSERTED");"#,
+    );
+    env.insert_aged(&crate::harness::CLASSIC_AGES, |t| {
+        t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string().into()
+    });
+    // A day old to the second, without a fraction: tier 1's oldest.
+    env.execute(
+        r#"INSERT INTO "BACKLOG" VALUES (5, 'NEW', '2026-11-20T12:00:00Z', 'whole second')"#,
+    );
+    env.write_schedule(&Schedule::default());
+    env.write_handler("handler.sh", &recording_handler(&[]));
+    env.backlog(&["doctor"]).assert().success();
+    for (window, ids) in [("1d", vec![1, 2, 5]), ("7d", vec![3]), ("14d", vec![])] {
+        env.run_window(window);
+        assert_eq!(env.take_calls(), ids, "{window}");
+    }
+}
