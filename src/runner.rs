@@ -8,6 +8,11 @@
 //! restart does not shift them, and a slot missed while the daemon was down (judged by
 //! the run log) is made up once, at start.
 //!
+//! Time is the database server's where runners share one (PostgreSQL, MySQL): the
+//! daemon measures how far the server's clock is from its host's at start and at each
+//! reload, and fires slots, computes bands and writes the run log by the server's, as
+//! `backlog run` does, so daemons on hosts whose clocks disagree fire the same slots.
+//!
 //! A database that cannot be reached is waited for, not given up on: at start the
 //! daemon tries again with a doubling pause (1 s up to a minute), and a tick that
 //! failed on the database is tried again after 5 s, 10 s, 20 s… (at most 5 minutes,
@@ -47,6 +52,34 @@ struct Clock {
     next: DateTime<Utc>,
 }
 
+/// The time by the clock the runners share: this host's, corrected by how far the
+/// database server's was found from it.
+#[derive(Debug, Clone, Copy, Default)]
+struct Shared {
+    /// The server's clock minus this host's (zero on SQLite, whose runners share the
+    /// host).
+    offset: chrono::Duration,
+}
+
+impl Shared {
+    /// Measures the offset on `store`, halving the round trip.
+    fn measure(config: &Config, store: &mut dyn crate::Store) -> Result<Shared, Error> {
+        if matches!(config.database.url, crate::config::DatabaseUrl::Sqlite(_)) {
+            return Ok(Shared::default());
+        }
+        let before = Utc::now();
+        let server = store.clock().map_err(Error::store(store.describe()))?;
+        let after = Utc::now();
+        Ok(Shared {
+            offset: server - (before + (after - before) / 2),
+        })
+    }
+
+    fn now(self) -> DateTime<Utc> {
+        Utc::now() + self.offset
+    }
+}
+
 /// Loads a schedule file and checks it can run: the database, table and columns, and
 /// the handler. The daemon refuses to start, or to switch to a new file, otherwise.
 fn load_checked(path: &Path) -> Result<Config, Error> {
@@ -76,9 +109,13 @@ fn next_fire(tier: &Tier, now: DateTime<Utc>, rng: &mut fastrand::Rng) -> DateTi
 
 /// The clocks at start: a tier whose last slot passed with no tick in the run log fires
 /// at once (once, however many slots were missed).
-fn clocks_at_start(config: &Config, rng: &mut fastrand::Rng) -> Result<Vec<Clock>, Error> {
+fn clocks_at_start(
+    config: &Config,
+    rng: &mut fastrand::Rng,
+) -> Result<(Vec<Clock>, Shared), Error> {
     let mut store = open_store(config)?;
-    let now = Utc::now();
+    let shared = Shared::measure(config, store.as_mut())?;
+    let now = shared.now();
     let mut clocks = Vec::new();
     for tier in &config.schedule.tiers {
         let last = store
@@ -104,7 +141,7 @@ fn clocks_at_start(config: &Config, rng: &mut fastrand::Rng) -> Result<Vec<Clock
             },
         });
     }
-    Ok(clocks)
+    Ok((clocks, shared))
 }
 
 /// Whether an error is the database being out of reach, which waiting may cure.
@@ -130,12 +167,12 @@ fn start_up(
     path: &Path,
     signals: &Signals,
     rng: &mut fastrand::Rng,
-) -> Result<Option<(Config, Vec<Clock>)>, Error> {
+) -> Result<Option<(Config, Vec<Clock>, Shared)>, Error> {
     let mut pause = Duration::from_secs(1);
     loop {
         let attempt = load_checked(path).and_then(|c| {
-            let clocks = clocks_at_start(&c, rng)?;
-            Ok((c, clocks))
+            let (clocks, shared) = clocks_at_start(&c, rng)?;
+            Ok((c, clocks, shared))
         });
         match attempt {
             Ok(ready) => return Ok(Some(ready)),
@@ -155,13 +192,18 @@ fn start_up(
     }
 }
 
-/// Starts one tick of `window` on a thread of its own; it returns whether the tick
-/// failed on the database.
-fn fire(config: &Config, window: Duration, stop: &Arc<AtomicBool>) -> JoinHandle<bool> {
+/// Starts one tick of `window` on a thread of its own, at `shared`'s time; it returns
+/// whether the tick failed on the database.
+fn fire(
+    config: &Config,
+    window: Duration,
+    shared: Shared,
+    stop: &Arc<AtomicBool>,
+) -> JoinHandle<bool> {
     let config = config.clone();
     let stop = Arc::clone(stop);
     thread::spawn(move || {
-        let mut opts = TickOptions::for_config(&config, window, Utc::now());
+        let mut opts = TickOptions::for_config(&config, window, shared.now());
         opts.stop = stop;
         match run_tick(&config, &opts, &mut |_| {}) {
             Ok(s) => {
@@ -192,7 +234,7 @@ pub fn run_daemon(path: &Path, signals: &Signals, seed: u64) -> Result<(), Error
     let path: PathBuf = path.to_path_buf();
     let mut stamp = modified(&path);
     let mut rng = fastrand::Rng::with_seed(seed);
-    let Some((mut config, mut clocks)) = start_up(&path, signals, &mut rng)? else {
+    let Some((mut config, mut clocks, mut shared)) = start_up(&path, signals, &mut rng)? else {
         tracing::info!("stopped before the database could be reached");
         return Ok(());
     };
@@ -216,10 +258,16 @@ pub fn run_daemon(path: &Path, signals: &Signals, seed: u64) -> Result<(), Error
         let now_stamp = modified(&path);
         if signals.reload.swap(false, Ordering::Relaxed) || now_stamp != stamp {
             stamp = now_stamp;
-            match load_checked(&path) {
-                Ok(new) => {
+            let checked = load_checked(&path).and_then(|new| {
+                let mut store = open_store(&new)?;
+                let measured = Shared::measure(&new, store.as_mut())?;
+                Ok((new, measured))
+            });
+            match checked {
+                Ok((new, measured)) => {
                     config = new;
-                    let now = Utc::now();
+                    shared = measured;
+                    let now = shared.now();
                     clocks = config
                         .schedule
                         .tiers
@@ -257,7 +305,7 @@ pub fn run_daemon(path: &Path, signals: &Signals, seed: u64) -> Result<(), Error
             *n += 1;
             let pause = retry_pause(*n);
             if let Some(clock) = clocks.iter_mut().find(|c| c.window == window) {
-                let retry = Utc::now() + chrono::Duration::from_std(pause).unwrap_or_default();
+                let retry = shared.now() + chrono::Duration::from_std(pause).unwrap_or_default();
                 if retry < clock.next {
                     clock.next = retry;
                     tracing::warn!(
@@ -270,7 +318,7 @@ pub fn run_daemon(path: &Path, signals: &Signals, seed: u64) -> Result<(), Error
         }
 
         // 4. Start what is due.
-        let now = Utc::now();
+        let now = shared.now();
         for clock in &mut clocks {
             if now < clock.next {
                 continue;
@@ -286,7 +334,7 @@ pub fn run_daemon(path: &Path, signals: &Signals, seed: u64) -> Result<(), Error
                     "the previous tick still runs; this slot is skipped"
                 ),
                 std::collections::hash_map::Entry::Vacant(slot) => {
-                    slot.insert(fire(&config, clock.window, &signals.stop));
+                    slot.insert(fire(&config, clock.window, shared, &signals.stop));
                 }
             }
             clock.next = next_fire(tier, now, &mut rng);
@@ -295,7 +343,7 @@ pub fn run_daemon(path: &Path, signals: &Signals, seed: u64) -> Result<(), Error
         // 5. Sleep until the next tick, or a nap.
         let next = clocks.iter().map(|c| c.next).min().unwrap_or(now);
         thread::sleep(
-            (next - Utc::now())
+            (next - shared.now())
                 .to_std()
                 .unwrap_or(Duration::ZERO)
                 .min(NAP),
