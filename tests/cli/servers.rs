@@ -6,7 +6,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::concurrency::handled_without_overlap;
-use crate::harness::{Backend, Env, NOW, Schedule};
+use crate::harness::{Backend, Env, NOW, Running, Schedule, recording_handler};
 use crate::tick::wait_for;
 
 /// A batch handler that logs `start ID ns` and `end ID ns` around each record, as
@@ -184,6 +184,56 @@ fn a_lost_connection_stops_the_tick_and_keeps_what_was_marked(backend: Backend) 
     assert_eq!(env.holds_left(), 0);
 }
 
+/// A daemon on a host whose clock is two days slow (`faketime`) goes by the database
+/// server's: its slots fire, its bands hold today's records, and the run log's clock is
+/// the server's, as for `backlog run`.
+fn a_daemon_on_a_slow_host_goes_by_the_servers_clock(backend: Backend) {
+    let env = Env::on(backend);
+    env.classic_at(chrono::Utc::now());
+    env.write_schedule(&Schedule {
+        tiers: "\n[[tier]]\nwindow = \"1d\"\nevery = \"1h\"\n",
+        ..Schedule::default()
+    });
+    env.write_handler("handler.sh", &recording_handler(&[]));
+    // The library itself rather than the `faketime` wrapper, so that the signal to stop
+    // reaches the daemon.
+    let faketime = std::fs::read_dir("/usr/lib")
+        .unwrap()
+        .filter_map(|e| Some(e.ok()?.path().join("faketime/libfaketimeMT.so.1")))
+        .find(|p| p.exists())
+        .expect("libfaketime: Debian's faketime package, which .ci/run installs");
+    let log = std::fs::File::create(env.path("daemon.log")).unwrap();
+    let daemon = Running::spawn(
+        Command::new(assert_cmd::cargo::cargo_bin("backlog"))
+            .arg("daemon")
+            .current_dir(env.dir.path())
+            .env("LD_PRELOAD", faketime)
+            .env("FAKETIME", "-2d")
+            // The monotonic clock stays true: leases and timeouts are measured on it.
+            .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+            .stdout(Stdio::null())
+            .stderr(log),
+    );
+    // Never ticked: the tier's slot counts as missed and fires at once.
+    wait_for(|| env.with_status("SUCCESS") == 2);
+    let out = daemon.terminate();
+    let text = std::fs::read_to_string(env.path("daemon.log")).unwrap_or_default();
+    assert!(out.status.success(), "{text}");
+    assert_eq!(env.take_calls(), [1, 2], "{text}");
+    let skew = env.count(&format!(
+        "SELECT CAST(max(abs({})) AS BIGINT) FROM {}",
+        match backend {
+            Backend::Mysql => "TIMESTAMPDIFF(SECOND, clock, UTC_TIMESTAMP())",
+            _ => "EXTRACT(EPOCH FROM clock - now())",
+        },
+        env.own("backlog_runs")
+    ));
+    assert!(
+        skew < 60,
+        "the run log's clock is {skew} s from the server's"
+    );
+}
+
 /// The server ends the tick's connections (and the heartbeat's), as a restart or a
 /// failover would.
 fn drop_connections(env: &Env) {
@@ -222,4 +272,5 @@ on_servers!(
     eight_runners_share_twenty_thousand_records_and_none_is_handled_twice_at_once,
     a_runner_killed_mid_tick_leaves_no_record_lost_or_stuck,
     a_lost_connection_stops_the_tick_and_keeps_what_was_marked,
+    a_daemon_on_a_slow_host_goes_by_the_servers_clock,
 );
