@@ -234,6 +234,49 @@ fn a_daemon_on_a_slow_host_goes_by_the_servers_clock(backend: Backend) {
     );
 }
 
+/// A table whose only index on the inserted-at column is (status, inserted-at), as
+/// many queues have: pages are read one pending status at a time through it and
+/// merged, so `doctor` finds an index range where one query for both statuses would
+/// sort the rest of the band at every page, and the tick hands the records over
+/// newest first, each once, across pages.
+fn a_status_and_age_index_serves_the_pages(backend: Backend) {
+    let env = Env::on(backend);
+    pending_records(&env, 2_500);
+    let on = if backend == Backend::Mysql { r#" ON "BACKLOG""# } else { "" };
+    env.execute(&format!(
+        r#"DROP INDEX "BACKLOG_BY_DATE"{on};
+           CREATE INDEX "BACKLOG_BY_STATUS_DATE" ON "BACKLOG" ("STATUS", "DATE_INSERTED");
+           UPDATE "BACKLOG" SET "STATUS" = 'ERROR' WHERE "ID" % 3 = 0;
+           UPDATE "BACKLOG" SET "STATUS" = 'SUCCESS' WHERE "ID" % 7 = 0"#
+    ));
+    if backend == Backend::Postgres {
+        env.execute(r#"ANALYZE "BACKLOG""#);
+    }
+    let pending = env.count(r#"SELECT count(*) FROM "BACKLOG" WHERE "STATUS" <> 'SUCCESS'"#);
+    batch_schedule(&env, "", "mode = \"batch\"\nbatch_size = 100");
+    let out = env.backlog(&["doctor"]).assert().success();
+    let doctor = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let plan = match backend {
+        Backend::Postgres => "Merge Append",
+        _ => "key=BACKLOG_BY_STATUS_DATE",
+    };
+    assert!(
+        doctor.contains("ok   the band query reads an index range") && doctor.contains(plan),
+        "{doctor}"
+    );
+    let out = spawn_run(&env, "0").wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let log = std::fs::read_to_string(env.path("handler.log")).unwrap();
+    let ids: Vec<i64> = log
+        .lines()
+        .filter_map(|l| l.strip_prefix("start "))
+        .map(|l| l.split(' ').next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(ids.len() as i64, pending, "each pending record once");
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "newest first, across pages");
+    assert!(all_success(&env));
+}
+
 /// The server ends the tick's connections (and the heartbeat's), as a restart or a
 /// failover would.
 fn drop_connections(env: &Env) {
@@ -273,4 +316,5 @@ on_servers!(
     a_runner_killed_mid_tick_leaves_no_record_lost_or_stuck,
     a_lost_connection_stops_the_tick_and_keeps_what_was_marked,
     a_daemon_on_a_slow_host_goes_by_the_servers_clock,
+    a_status_and_age_index_serves_the_pages,
 );

@@ -56,8 +56,14 @@ struct Shape {
     names: Arc<[String]>,
     /// Every column's `DATA_TYPE` (`bigint`, `varchar`, `datetime`…), in table order.
     types: Vec<String>,
+    /// `t."a", t."b", …`: every column, in table order.
+    list: String,
     /// `SELECT t."a", t."b", … FROM table t`.
     select: String,
+    /// An index that starts with the status and then the inserted-at column, where no
+    /// index starts with the inserted-at column: pages read one status at a time
+    /// through it (`pages::page_query`).
+    status_age_index: Option<String>,
     /// The same, reading the table through its index on the inserted-at column when
     /// it has one (`FORCE INDEX`): a page is then an index range read in the band's
     /// order, whatever the optimizer's statistics say of a small or new table.

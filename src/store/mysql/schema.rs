@@ -290,12 +290,25 @@ impl MysqlStore {
         }
         self.format = Some(format);
         let list: Vec<String> = names.iter().map(|n| format!("t.{}", quote(n))).collect();
-        let select = format!("SELECT {} FROM {table} t", list.join(", "));
-        let by_age = match self.age_index(&database, &name, &columns[inserted_at].0)? {
+        let list = list.join(", ");
+        let select = format!("SELECT {list} FROM {table} t");
+        let age_index = self.age_index(&database, &name, &columns[inserted_at].0)?;
+        let status_age_index = match age_index {
+            Some(_) => None,
+            None => self.status_age_index(
+                &database,
+                &name,
+                &columns[status].0,
+                &columns[inserted_at].0,
+            )?,
+        };
+        let by_age = match age_index {
             Some(index) => format!("{select} FORCE INDEX ({})", quote(&index)),
             None => select.clone(),
         };
         self.shape = Some(Shape {
+            list,
+            status_age_index,
             select,
             select_by_age: by_age,
             table,
@@ -324,6 +337,28 @@ impl MysqlStore {
                  WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND COLUMN_NAME = ? AND SEQ_IN_INDEX = 1
                  ORDER BY INDEX_NAME = 'PRIMARY' DESC, INDEX_NAME LIMIT 1",
                 (database, table, column),
+            )
+            .map_err(my("reading the table's indexes"))?;
+        Ok(name.as_ref().map(text))
+    }
+
+    /// An index of the table that starts with `status` and then `inserted_at`.
+    fn status_age_index(
+        &mut self,
+        database: &str,
+        table: &str,
+        status: &str,
+        inserted_at: &str,
+    ) -> Result<Option<String>, StoreError> {
+        let name: Option<mysql::Value> = self
+            .conn
+            .exec_first(
+                "SELECT a.INDEX_NAME FROM information_schema.STATISTICS a JOIN information_schema.STATISTICS b
+                   ON b.TABLE_SCHEMA = a.TABLE_SCHEMA AND b.TABLE_NAME = a.TABLE_NAME AND b.INDEX_NAME = a.INDEX_NAME
+                 WHERE a.TABLE_SCHEMA = ? AND a.TABLE_NAME = ? AND a.SEQ_IN_INDEX = 1 AND a.COLUMN_NAME = ?
+                   AND b.SEQ_IN_INDEX = 2 AND b.COLUMN_NAME = ?
+                 ORDER BY a.INDEX_NAME LIMIT 1",
+                (database, table, status, inserted_at),
             )
             .map_err(my("reading the table's indexes"))?;
         Ok(name.as_ref().map(text))

@@ -157,6 +157,9 @@ pub struct PostgresStore {
     prepared: Option<Prepared>,
     /// How many attempts a record keeps (`history.max_per_record`, from `begin_run`).
     max_per_record: u32,
+    /// Pages are read one pending status at a time and merged (see
+    /// `pages::pages_by_status`), decided by `inspect` from the table's indexes.
+    pages_by_status: bool,
 }
 
 impl PostgresStore {
@@ -172,6 +175,7 @@ impl PostgresStore {
             since_format: None,
             prepared: None,
             max_per_record: crate::config::HistoryConfig::default().max_per_record,
+            pages_by_status: false,
         })
     }
 

@@ -227,16 +227,40 @@ impl PostgresStore {
         let (idq, idt) = (&id.quoted, &id.sql_type);
         let (st, stt) = (&status.quoted, &status.sql_type);
         // $1 from, $2 to, $3 pending statuses, $4 limit, $5 the cursor's id.
-        let select = select_records(&table, idq, st, ins, self.format());
-        let pending = format!("t.{st} = ANY ($3::text[]::{stt}[])");
         let order = format!("ORDER BY t.{ins} DESC, t.{idq} DESC LIMIT $4");
-        let first = |op: &str| {
-            format!("{select} WHERE t.{ins} >= $1 AND t.{ins} {op} $2 AND {pending} {order}")
+        let by_status = self.pages_by_status.then_some(self.table.pending.len());
+        let format = self.format();
+        let page = |range: String| match by_status {
+            None => format!(
+                "{} WHERE {range} AND t.{st} = ANY ($3::text[]::{stt}[]) {order}",
+                select_records(&table, idq, st, ins, format)
+            ),
+            // One index range per status, merged (`pages::pages_by_status`).
+            Some(n) => {
+                let branches: Vec<String> = (1..=n)
+                    .map(|k| {
+                        format!(
+                            "(SELECT t.* FROM {table} t WHERE {range} AND t.{st} = ($3::text[])[{k}]::{stt} {order})"
+                        )
+                    })
+                    .collect();
+                format!(
+                    "{} {order}",
+                    select_records(
+                        &format!("({})", branches.join(" UNION ALL ")),
+                        idq,
+                        st,
+                        ins,
+                        format
+                    )
+                )
+            }
         };
+        let first = |op: &str| page(format!("t.{ins} >= $1 AND t.{ins} {op} $2"));
         let first_page_sql = first("<");
-        let next_page_sql = format!(
-            "{select} WHERE t.{ins} >= $1 AND t.{ins} <= $2 AND (t.{ins}, t.{idq}) < ($2, $5::text::{idt}) AND {pending} {order}"
-        );
+        let next_page_sql = page(format!(
+            "t.{ins} >= $1 AND t.{ins} <= $2 AND (t.{ins}, t.{idq}) < ($2, $5::text::{idt})"
+        ));
         let claims = self.own_table("backlog_claims");
         // $1 ids, $2 pending statuses, $3 table name, $4 owner, $5 lease in seconds, $6
         // whether to take records kept after a failure in this slot, $7 their owner, $8
@@ -356,6 +380,8 @@ impl PostgresStore {
         }
         let format =
             self.column_format(&table, &inserted_at, self.table.inserted_at_format, None)?;
+        self.pages_by_status =
+            self.table.pending.len() > 1 && self.pages_by_status(oid, &status.0, &inserted_at.0)?;
         if let Some((_, since)) = &retry {
             // An empty text or integer column takes the inserted-at column's format.
             self.since_format =
