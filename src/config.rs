@@ -674,14 +674,14 @@ cron = "0 * * * *"
         };
         assert_eq!(
             error_of(&with("backlog.db", "busy_timeout = \"45s\"")),
-            "/etc/backlog.toml: database.claim_lease 1m is shorter than twice database.busy_timeout 45s: a tick waiting that long for SQLite's write lock would lose its hold on its records; make claim_lease at least 90s, or busy_timeout at most 30s"
+            "/etc/backlog.toml: database.claim_lease 1m is shorter than twice database.busy_timeout 45s: a tick waiting that long for a lock would lose its hold on its records; make claim_lease at least 90s, or busy_timeout at most 30s"
         );
         assert_eq!(
             error_of(&with(
                 "backlog.db",
                 "busy_timeout = \"2s\"\nclaim_lease = \"3s\""
             )),
-            "/etc/backlog.toml: database.claim_lease 3s is shorter than twice database.busy_timeout 2s: a tick waiting that long for SQLite's write lock would lose its hold on its records; make claim_lease at least 4s, or busy_timeout at most 1500ms"
+            "/etc/backlog.toml: database.claim_lease 3s is shorter than twice database.busy_timeout 2s: a tick waiting that long for a lock would lose its hold on its records; make claim_lease at least 4s, or busy_timeout at most 1500ms"
         );
         let short = Config::parse(
             &with("backlog.db", "claim_lease = \"2s\""),

@@ -82,7 +82,8 @@ impl fmt::Debug for DatabaseUrl {
 pub struct DatabaseConfig {
     /// The SQLite file or PostgreSQL server holding the table and the tool's tables.
     pub url: DatabaseUrl,
-    /// How long a write waits for another writer's lock before giving up (SQLite).
+    /// How long a write waits for another writer's lock before giving up: SQLite's
+    /// write lock, MySQL's row locks (`innodb_lock_wait_timeout`, whole seconds).
     pub busy_timeout: Duration,
     /// How long a tick's claim on a record outlives the tick's last heartbeat: the
     /// longest a killed tick's records wait before another tick may take them.
@@ -152,6 +153,7 @@ pub(super) fn resolve_database(raw: RawDatabase, dir: &Path) -> Result<DatabaseC
             Some(s) => s,
             None => url.database.clone(),
         };
+        lease_outlives_lock_waits(claim_lease, busy_timeout)?;
         return Ok(DatabaseConfig {
             url: DatabaseUrl::Mysql(Box::new(url)),
             busy_timeout,
@@ -198,14 +200,15 @@ pub(super) fn resolve_database(raw: RawDatabase, dir: &Path) -> Result<DatabaseC
 /// to `busy_timeout` for another writer's lock. Renewals come every quarter lease; one
 /// that waits longer than half a lease lets the holds lapse, so another tick takes the
 /// records while this one is still handing them out, and this one ends as lapsed (its
-/// marks lost). PostgreSQL does not use `busy_timeout`.
+/// marks lost). MySQL's heartbeat may wait as long for a row lock; PostgreSQL does not
+/// use `busy_timeout`.
 fn lease_outlives_lock_waits(claim_lease: Duration, busy_timeout: Duration) -> Result<(), String> {
     use crate::duration::compact;
     if claim_lease >= busy_timeout * 2 {
         return Ok(());
     }
     Err(format!(
-        "database.claim_lease {} is shorter than twice database.busy_timeout {}: a tick waiting that long for SQLite's write lock would lose its hold on its records; make claim_lease at least {}, or busy_timeout at most {}",
+        "database.claim_lease {} is shorter than twice database.busy_timeout {}: a tick waiting that long for a lock would lose its hold on its records; make claim_lease at least {}, or busy_timeout at most {}",
         compact(claim_lease),
         compact(busy_timeout),
         compact(busy_timeout * 2),

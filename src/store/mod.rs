@@ -561,6 +561,7 @@ pub fn open(database: &DatabaseConfig, table: &TableConfig) -> Result<Box<dyn St
         DatabaseUrl::Mysql(url) => Ok(Box::new(MysqlStore::open(
             url,
             &database.schema,
+            database.busy_timeout,
             table.clone(),
         )?)),
     }

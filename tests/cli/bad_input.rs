@@ -86,7 +86,7 @@ const CASES: &[Case] = &[
         setup: |env| rewrite_schedule(env, "[database]", "[database]\nbusy_timeout = \"45s\""),
         args: &[],
         code: 3,
-        stderr: "backlog: backlog.toml: database.claim_lease 1m is shorter than twice database.busy_timeout 45s: a tick waiting that long for SQLite's write lock would lose its hold on its records; make claim_lease at least 90s, or busy_timeout at most 30s\n",
+        stderr: "backlog: backlog.toml: database.claim_lease 1m is shorter than twice database.busy_timeout 45s: a tick waiting that long for a lock would lose its hold on its records; make claim_lease at least 90s, or busy_timeout at most 30s\n",
         sqlite_only: true,
     },
     out_of_range!(

@@ -449,3 +449,70 @@ for line in sys.stdin:
         ["1", "0", "1", "1"]
     );
 }
+
+/// Another session holds a row lock the tick's claim needs (an uncommitted claim of
+/// record 1): the claim waits `database.busy_timeout` (1 s here), the server answers
+/// "lock wait timeout" (1205), and the transaction is tried again, up to five times.
+/// Released in time, the tick goes on and ends well; held longer, the tick ends with
+/// one line (exit 4), having claimed and changed nothing.
+#[test]
+fn a_lock_wait_is_tried_again_and_then_ends_the_tick_cleanly() {
+    use mysql::prelude::Queryable;
+    let env = Env::on(Backend::Mysql);
+    env.classic();
+    env.write_schedule(&Schedule {
+        database_extra: "busy_timeout = \"1s\"",
+        ..Schedule::default()
+    });
+    env.write_handler("handler.sh", &recording_handler(&[]));
+    env.run_window("7d");
+    for (hold, ok) in [(2_500, true), (9_000, false)] {
+        env.execute(r#"UPDATE "BACKLOG" SET "STATUS" = 'NEW' WHERE "ID" IN (1, 2)"#);
+        let mut other = env.my();
+        let mut tx = other.start_transaction(mysql::TxOpts::default()).unwrap();
+        tx.query_drop(
+            "INSERT INTO backlog_claims VALUES ('BACKLOG', '1', 'another session', UTC_TIMESTAMP(6) - INTERVAL 1 HOUR, UTC_TIMESTAMP(6) - INTERVAL 1 HOUR)",
+        )
+        .unwrap();
+        let tick = std::process::Command::new(assert_cmd::cargo::cargo_bin("backlog"))
+            .current_dir(env.dir.path())
+            .args(["run", "--window", "1d", "--now", NOW])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(hold));
+        tx.rollback().unwrap();
+        let out = tick.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(
+            stderr.contains("claiming records: Lock wait timeout exceeded; try restarting transaction (error 1205); trying the transaction again (1 of 5)"),
+            "{stderr}"
+        );
+        if ok {
+            assert!(out.status.success(), "{stderr}");
+            assert_eq!(env.with_status("SUCCESS"), 3, "{stderr}");
+        } else {
+            assert_eq!(out.status.code(), Some(4), "{stderr}");
+            let last = stderr.lines().last().unwrap_or_default();
+            assert!(
+                last.starts_with("backlog: ")
+                    && last.ends_with("claiming records: Lock wait timeout exceeded; try restarting transaction (error 1205)"),
+                "{stderr}"
+            );
+            assert_eq!(
+                env.count(r#"SELECT count(*) FROM "BACKLOG" WHERE "ID" IN (1, 2) AND "STATUS" = 'NEW'"#),
+                2,
+                "nothing marked"
+            );
+            assert_eq!(env.holds_left(), 0, "nothing left claimed");
+        }
+        assert_eq!(
+            env.count("SELECT count(*) FROM backlog_runs WHERE outcome = 'running'"),
+            0
+        );
+    }
+    env.take_calls();
+    env.run_window("1d");
+    assert_eq!(env.take_calls(), [1, 2]);
+}

@@ -242,7 +242,11 @@ fn a_daemon_on_a_slow_host_goes_by_the_servers_clock(backend: Backend) {
 fn a_status_and_age_index_serves_the_pages(backend: Backend) {
     let env = Env::on(backend);
     pending_records(&env, 2_500);
-    let on = if backend == Backend::Mysql { r#" ON "BACKLOG""# } else { "" };
+    let on = if backend == Backend::Mysql {
+        r#" ON "BACKLOG""#
+    } else {
+        ""
+    };
     env.execute(&format!(
         r#"DROP INDEX "BACKLOG_BY_DATE"{on};
            CREATE INDEX "BACKLOG_BY_STATUS_DATE" ON "BACKLOG" ("STATUS", "DATE_INSERTED");
@@ -273,7 +277,10 @@ fn a_status_and_age_index_serves_the_pages(backend: Backend) {
         .map(|l| l.split(' ').next().unwrap().parse().unwrap())
         .collect();
     assert_eq!(ids.len() as i64, pending, "each pending record once");
-    assert!(ids.windows(2).all(|w| w[0] < w[1]), "newest first, across pages");
+    assert!(
+        ids.windows(2).all(|w| w[0] < w[1]),
+        "newest first, across pages"
+    );
     assert!(all_success(&env));
 }
 

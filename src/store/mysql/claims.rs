@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashSet};
 use mysql::prelude::Queryable;
 use mysql::{TxOpts, Value as My};
 
-use super::connection::{RETRIES, describe_error, retryable};
+use super::connection::transaction;
 use super::pages::marks;
 use super::*;
 use crate::store::{KEPT_OWNER, group_marks};
@@ -19,53 +19,6 @@ fn lease_us(until: DateTime<Utc>) -> i64 {
         .num_microseconds()
         .unwrap_or(i64::MAX)
         .max(1_000_000)
-}
-
-/// Why a transaction failed: the server's error (tried again when it is a deadlock
-/// or a lock wait), or the tool's.
-enum Failed {
-    My(mysql::Error),
-    Store(StoreError),
-}
-
-impl From<mysql::Error> for Failed {
-    fn from(e: mysql::Error) -> Self {
-        Failed::My(e)
-    }
-}
-
-impl From<StoreError> for Failed {
-    fn from(e: StoreError) -> Self {
-        Failed::Store(e)
-    }
-}
-
-/// Runs `work` in a transaction, again when the server rolled it back for a deadlock
-/// or a lock wait timeout (up to `RETRIES` times).
-fn transaction<T>(
-    conn: &mut Conn,
-    context: &str,
-    mut work: impl FnMut(&mut mysql::Transaction<'_>) -> Result<T, Failed>,
-) -> Result<T, StoreError> {
-    let mut tries = 0;
-    loop {
-        tries += 1;
-        let mut tx = conn
-            .start_transaction(TxOpts::default())
-            .map_err(my(context))?;
-        let result = work(&mut tx).and_then(|v| tx.commit().map(|_| v).map_err(Failed::My));
-        match result {
-            Ok(v) => return Ok(v),
-            Err(Failed::My(e)) if retryable(&e) && tries <= RETRIES => continue,
-            Err(Failed::My(e)) => {
-                return Err(StoreError::Database {
-                    context: context.into(),
-                    source: describe_error(&e).into(),
-                });
-            }
-            Err(Failed::Store(e)) => return Err(e),
-        }
-    }
 }
 
 /// The ids as the id column's values (ids a page read are of its type).
@@ -308,9 +261,10 @@ impl MysqlStore {
             "DELETE FROM {} WHERE table_name = ? AND owner = ?",
             self.own_table("backlog_claims")
         );
-        self.conn
-            .exec_drop(sql, (&self.table.name, owner))
-            .map_err(my("releasing claims"))
+        let name = self.table.name.clone();
+        transaction(&mut self.conn, "releasing claims", |tx| {
+            Ok(tx.exec_drop(&sql, (&name, owner))?)
+        })
     }
 
     pub(super) fn find_holder(
@@ -398,6 +352,7 @@ impl MysqlStore {
 pub(super) struct MysqlHeartbeat {
     pub(super) conn: Conn,
     pub(super) url: MysqlUrl,
+    pub(super) lock_wait: std::time::Duration,
     pub(super) claims: String,
     pub(super) runs: String,
     pub(super) owner: String,
@@ -409,7 +364,7 @@ impl Heartbeat for MysqlHeartbeat {
     /// opened again, since the claims outlive it in their table.
     fn beat(&mut self, lease_until: DateTime<Utc>) -> Result<(), StoreError> {
         if self.conn.ping().is_err() {
-            self.conn = super::connect(&self.url)?;
+            self.conn = super::connect(&self.url, self.lock_wait)?;
         }
         let context = "renewing claims";
         let mut tx = self

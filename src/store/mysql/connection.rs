@@ -3,6 +3,7 @@
 //! password, and the statements the backends share run through `Sql`.
 
 use std::borrow::Cow;
+use std::time::Duration;
 
 use mysql::prelude::Queryable;
 use mysql::{Conn, OptsBuilder, SslOpts};
@@ -56,6 +57,58 @@ pub(in crate::store) fn describe_error(e: &mysql::Error) -> String {
 /// Whether the server rolled the transaction back for a deadlock or a lock wait.
 pub(super) fn retryable(e: &mysql::Error) -> bool {
     matches!(e, mysql::Error::MySqlError(my) if RETRYABLE.contains(&my.code))
+}
+
+/// Why a transaction failed: the server's error (tried again when it is a deadlock
+/// or a lock wait), or the tool's.
+pub(super) enum Failed {
+    My(mysql::Error),
+    Store(StoreError),
+}
+
+impl From<mysql::Error> for Failed {
+    fn from(e: mysql::Error) -> Self {
+        Failed::My(e)
+    }
+}
+
+impl From<StoreError> for Failed {
+    fn from(e: StoreError) -> Self {
+        Failed::Store(e)
+    }
+}
+
+/// Runs `work` in a transaction, again when the server rolled it back for a deadlock
+/// or a lock wait timeout (up to `RETRIES` times).
+pub(super) fn transaction<T>(
+    conn: &mut Conn,
+    context: &str,
+    mut work: impl FnMut(&mut mysql::Transaction<'_>) -> Result<T, Failed>,
+) -> Result<T, StoreError> {
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let mut tx = conn
+            .start_transaction(mysql::TxOpts::default())
+            .map_err(my(context))?;
+        let result = work(&mut tx).and_then(|v| tx.commit().map(|_| v).map_err(Failed::My));
+        match result {
+            Ok(v) => return Ok(v),
+            Err(Failed::My(e)) if retryable(&e) && tries <= RETRIES => {
+                tracing::warn!(
+                    "{context}: {}; trying the transaction again ({tries} of {RETRIES})",
+                    describe_error(&e)
+                );
+            }
+            Err(Failed::My(e)) => {
+                return Err(StoreError::Database {
+                    context: context.into(),
+                    source: describe_error(&e).into(),
+                });
+            }
+            Err(Failed::Store(e)) => return Err(e),
+        }
+    }
 }
 
 /// A failed statement, named by what it was doing.
@@ -122,8 +175,14 @@ fn connect_error(e: &mysql::Error, url: &MysqlUrl) -> StoreError {
     StoreError::Connect { reason }
 }
 
-/// The driver's options for `url`, with TLS `tls` (none: a plain connection).
-fn options(url: &MysqlUrl, tls: Option<SslOpts>) -> OptsBuilder {
+/// The driver's options for `url`, with TLS `tls` (none: a plain connection), its row
+/// lock waits cut at `lock_wait` (`database.busy_timeout`, whole seconds, at least 1).
+fn options(url: &MysqlUrl, tls: Option<SslOpts>, lock_wait: Duration) -> OptsBuilder {
+    let mut init: Vec<String> = SESSION.iter().map(|s| s.to_string()).collect();
+    init.push(format!(
+        "SET SESSION innodb_lock_wait_timeout = {}",
+        lock_wait.as_secs_f64().ceil().max(1.0) as u64
+    ));
     OptsBuilder::new()
         .ip_or_hostname(Some(url.host.clone()).filter(|h| !h.is_empty()))
         .tcp_port(url.port)
@@ -139,7 +198,7 @@ fn options(url: &MysqlUrl, tls: Option<SslOpts>) -> OptsBuilder {
         // a minute instead of the kernel's two hours.
         .tcp_keepalive_time_ms(Some(30_000))
         .tcp_user_timeout_ms(Some(60_000))
-        .init(SESSION.to_vec())
+        .init(init)
         .ssl_opts(tls)
 }
 
@@ -162,8 +221,9 @@ fn tls_of(url: &MysqlUrl) -> Option<SslOpts> {
 }
 
 /// Opens a connection: over TLS unless `ssl-mode=DISABLED`; with PREFERRED, the
-/// default, a server that offers no TLS is connected to without.
-pub(super) fn connect(url: &MysqlUrl) -> Result<Conn, StoreError> {
+/// default, a server that offers no TLS is connected to without. A statement waits
+/// `lock_wait` at most for another's row lock (error 1205, then tried again).
+pub(super) fn connect(url: &MysqlUrl, lock_wait: Duration) -> Result<Conn, StoreError> {
     // The driver takes rustls's process-wide provider; more than one crate of the
     // build enables one, so rustls cannot pick one by itself. Ours is ring, as for
     // PostgreSQL. (Installed once; a second call changes nothing.)
@@ -175,12 +235,12 @@ pub(super) fn connect(url: &MysqlUrl) -> Result<Conn, StoreError> {
             reason: format!("cannot read ssl-ca {}: {e}", root.display()),
         });
     }
-    match Conn::new(options(url, tls_of(url))) {
+    match Conn::new(options(url, tls_of(url), lock_wait)) {
         Ok(conn) => Ok(conn),
         Err(mysql::Error::DriverError(mysql::DriverError::TlsNotSupported))
             if url.tls == MysqlTls::Preferred =>
         {
-            Conn::new(options(url, None)).map_err(|e| connect_error(&e, url))
+            Conn::new(options(url, None, lock_wait)).map_err(|e| connect_error(&e, url))
         }
         Err(e) => Err(connect_error(&e, url)),
     }

@@ -88,6 +88,8 @@ impl Shape {
 pub struct MysqlStore {
     conn: Conn,
     url: MysqlUrl,
+    /// How long a statement waits for another's row lock (`database.busy_timeout`).
+    lock_wait: std::time::Duration,
     /// The database of the tool's own tables, quoted, with a dot: `"shop".`.
     prefix: String,
     /// The same, unquoted.
@@ -101,12 +103,19 @@ pub struct MysqlStore {
 }
 
 impl MysqlStore {
-    /// Connects to the server; `database` names where the tool's own tables go.
-    pub fn open(url: &MysqlUrl, database: &str, table: TableConfig) -> Result<Self, StoreError> {
-        let conn = connect(url)?;
+    /// Connects to the server; `database` names where the tool's own tables go, and
+    /// `lock_wait` how long a statement waits for another's row lock.
+    pub fn open(
+        url: &MysqlUrl,
+        database: &str,
+        lock_wait: std::time::Duration,
+        table: TableConfig,
+    ) -> Result<Self, StoreError> {
+        let conn = connect(url, lock_wait)?;
         Ok(MysqlStore {
             conn,
             url: url.clone(),
+            lock_wait,
             prefix: format!("{}.", super::quote(database)),
             own_database: database.to_string(),
             table,
@@ -283,8 +292,9 @@ impl Store for MysqlStore {
 
     fn heartbeat(&self, owner: &str, run_id: i64) -> Result<Box<dyn Heartbeat>, StoreError> {
         Ok(Box::new(MysqlHeartbeat {
-            conn: connect(&self.url)?,
+            conn: connect(&self.url, self.lock_wait)?,
             url: self.url.clone(),
+            lock_wait: self.lock_wait,
             claims: self.own_table("backlog_claims"),
             runs: self.own_table("backlog_runs"),
             owner: owner.to_string(),
