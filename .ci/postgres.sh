@@ -40,7 +40,9 @@ pg_start() {
     local password=ci-secret
     echo "$password" >"$PG_DIR/pw"
     chown "$user" "$PG_DIR/pw"
-    as_pg "$bin/initdb" -D "$PG_DIR/data" -U postgres --pwfile="$PG_DIR/pw" \
+    # UTF-8 whatever the caller's locale (CI's bare environment has none, which would
+    # make an SQL_ASCII cluster, where no ICU collation exists).
+    as_pg "$bin/initdb" -D "$PG_DIR/data" -U postgres --pwfile="$PG_DIR/pw" -E UTF8 --locale=C.UTF-8 \
         --auth-local=trust --auth-host=scram-sha-256 >"$PG_DIR/initdb.log"
     mkdir "$PG_DIR/tls"
     openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=backlog test CA" \

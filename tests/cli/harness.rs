@@ -509,10 +509,14 @@ impl Env {
                 .db()
                 .execute_batch(sql)
                 .unwrap_or_else(|e| panic!("{sql}: {e}")),
-            Backend::Postgres => self
-                .pg()
-                .batch_execute(sql)
-                .unwrap_or_else(|e| panic!("{sql}: {e}")),
+            // The server's own message: the driver's Display says only "db error".
+            Backend::Postgres => self.pg().batch_execute(sql).unwrap_or_else(|e| {
+                panic!(
+                    "{sql}: {}",
+                    e.as_db_error()
+                        .map_or(e.to_string(), |d| d.message().to_string())
+                )
+            }),
             Backend::Mysql => {
                 use mysql::prelude::Queryable;
                 self.my()
