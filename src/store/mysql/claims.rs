@@ -9,7 +9,7 @@ use mysql::prelude::Queryable;
 use mysql::{TxOpts, Value as My};
 
 use super::connection::transaction;
-use super::pages::marks;
+use super::pages::placeholders;
 use super::*;
 use crate::store::{KEPT_OWNER, group_marks};
 
@@ -50,7 +50,7 @@ impl MysqlStore {
         let (pending, statuses) = self.status_in(&self.table.pending);
         let lock = format!(
             "SELECT t.{id} FROM {table} t WHERE t.{id} IN ({}) AND {pending} FOR UPDATE SKIP LOCKED",
-            marks(ids.len()),
+            placeholders(ids.len()),
             id = shape.quoted(shape.id),
             table = shape.table,
         );
@@ -78,7 +78,7 @@ impl MysqlStore {
                 format!(
                     "SELECT record_id, owner, claimed_at <= ?, expires_at < UTC_TIMESTAMP(6) FROM {claims}
                      WHERE table_name = ? AND record_id IN ({}) FOR UPDATE",
-                    marks(pending.len())
+                    placeholders(pending.len())
                 ),
                 params,
             )?;
@@ -123,7 +123,7 @@ impl MysqlStore {
     pub(super) fn write_marks(
         &mut self,
         owner: &str,
-        marks_: &[Mark],
+        marks: &[Mark],
     ) -> Result<Vec<usize>, StoreError> {
         // The rows first, then the claims: a runner that claims a record locks its row
         // before it reads the claim, so once the rows are ours the claims read below
@@ -139,10 +139,10 @@ impl MysqlStore {
             shape.quoted(shape.status),
         );
         let claims = self.own_table("backlog_claims");
-        let all: Vec<String> = marks_.iter().map(|m| m.id.to_string()).collect();
+        let all: Vec<String> = marks.iter().map(|m| m.id.to_string()).collect();
         let kind = shape.id_kind;
-        let all_bound = bind_ids(kind, marks_.iter().map(|m| &m.id));
-        let groups = group_marks(marks_, self.since_format);
+        let all_bound = bind_ids(kind, marks.iter().map(|m| &m.id));
+        let groups = group_marks(marks, self.since_format);
         let retry = self.table.retry.clone();
         let prefix = self.prefix.clone();
         let max_per_record = self.max_per_record;
@@ -151,7 +151,7 @@ impl MysqlStore {
             tx.exec_drop(
                 format!(
                     "SELECT 1 FROM {table} t WHERE t.{id} IN ({}) FOR UPDATE",
-                    marks(all.len())
+                    placeholders(all.len())
                 ),
                 all_bound.clone(),
             )?;
@@ -161,7 +161,7 @@ impl MysqlStore {
                 .exec::<My, _, _>(
                     format!(
                         "SELECT record_id FROM {claims} WHERE table_name = ? AND owner = ? AND record_id IN ({})",
-                        marks(all.len())
+                        placeholders(all.len())
                     ),
                     params,
                 )?
@@ -193,7 +193,7 @@ impl MysqlStore {
                 tx.exec_drop(
                     format!(
                         "UPDATE {table} SET {set} WHERE {id} IN ({})",
-                        marks(ids.len())
+                        placeholders(ids.len())
                     ),
                     params,
                 )?;
@@ -201,7 +201,7 @@ impl MysqlStore {
             // Failures keep their claim, under another owner, until the end of their
             // slot: grouped by that end and the wait till then.
             let mut kept: BTreeMap<(i64, i64), Vec<&str>> = BTreeMap::new();
-            for (m, i) in marks_.iter().zip(&all) {
+            for (m, i) in marks.iter().zip(&all) {
                 if let Some(until) = m.keep_until
                     && held.contains(i)
                 {
@@ -225,7 +225,7 @@ impl MysqlStore {
                     format!(
                         "UPDATE {claims} SET owner = ?, claimed_at = ?, expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND
                          WHERE table_name = ? AND owner = ? AND record_id IN ({})",
-                        marks(ids.len())
+                        placeholders(ids.len())
                     ),
                     params,
                 )?;
@@ -235,7 +235,7 @@ impl MysqlStore {
             tx.exec_drop(
                 format!(
                     "DELETE FROM {claims} WHERE table_name = ? AND owner = ? AND record_id IN ({})",
-                    marks(all.len())
+                    placeholders(all.len())
                 ),
                 params,
             )?;
@@ -243,7 +243,7 @@ impl MysqlStore {
                 tx,
                 &prefix,
                 &name,
-                marks_,
+                marks,
                 &|i| !held.contains(&all[i]),
                 max_per_record,
             )?;
@@ -338,7 +338,7 @@ impl MysqlStore {
                         "SELECT count(*) FROM {} t WHERE t.{} IN ({}) AND {pending}",
                         shape.table,
                         shape.quoted(shape.id),
-                        marks(chunk.len()),
+                        placeholders(chunk.len()),
                     ),
                     params,
                 )

@@ -12,7 +12,7 @@ use crate::store::{index_name, quote};
 /// (`new` would match `NEW`); statuses are compared exactly on every backend, so the
 /// bytes are compared too, beside the comparison an index on the column serves.
 pub(super) fn status_in(status: &str, statuses: &[String]) -> (String, Vec<mysql::Value>) {
-    let list = marks(statuses.len());
+    let list = placeholders(statuses.len());
     let values: Vec<mysql::Value> = statuses
         .iter()
         .map(|s| mysql::Value::Bytes(s.as_bytes().to_vec()))
@@ -24,7 +24,7 @@ pub(super) fn status_in(status: &str, statuses: &[String]) -> (String, Vec<mysql
 }
 
 /// `?, ?, …`: `n` placeholders.
-pub(super) fn marks(n: usize) -> String {
+pub(super) fn placeholders(n: usize) -> String {
     vec!["?"; n].join(", ")
 }
 
