@@ -21,8 +21,7 @@
 //! seconds; the summary prints medians and the median of the rounds' ratios, so a
 //! drift of the machine's speed moves both sides of a ratio alike.
 //!
-//! `BACKLOG_BIN` names the binary (default `$CARGO_TARGET_DIR/release/backlog`, else
-//! `target/release/backlog`); `BACKLOG_BIN_OLD`, when set, adds a second binary to
+//! `BACKLOG_BIN` names the binary (default: the release `backlog` beside this example); `BACKLOG_BIN_OLD`, when set, adds a second binary to
 //! every round (before/after in one run). `BENCH_LAYOUTS=composite,wal` picks layouts.
 //! `BENCH_ONE=composite` prepares one fresh copy and prints the command lines to run
 //! it under a profiler, without timing anything.
@@ -260,9 +259,10 @@ fn pending_in_band(db: &Path) -> i64 {
         .unwrap()
 }
 
+/// The `backlog` built beside this example (`target/release/examples/..`).
 fn default_binary() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR").unwrap_or_else(|| "target".into());
-    PathBuf::from(target).join("release/backlog")
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().unwrap().parent().unwrap().join("backlog")
 }
 
 fn median(v: &[f64]) -> f64 {

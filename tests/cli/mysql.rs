@@ -501,7 +501,9 @@ fn a_lock_wait_is_tried_again_and_then_ends_the_tick_cleanly() {
                 "{stderr}"
             );
             assert_eq!(
-                env.count(r#"SELECT count(*) FROM "BACKLOG" WHERE "ID" IN (1, 2) AND "STATUS" = 'NEW'"#),
+                env.count(
+                    r#"SELECT count(*) FROM "BACKLOG" WHERE "ID" IN (1, 2) AND "STATUS" = 'NEW'"#
+                ),
                 2,
                 "nothing marked"
             );
