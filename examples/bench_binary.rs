@@ -98,6 +98,22 @@ fn band() -> (String, String) {
     )
 }
 
+/// The ids in insertion order: 1..=ROWS, or those shuffled (Fisher-Yates with a fixed
+/// xorshift seed), so a row's id says nothing of its date.
+fn ids(scattered: bool) -> Vec<u64> {
+    let mut ids: Vec<u64> = (1..=ROWS).collect();
+    if scattered {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for i in (1..ids.len()).rev() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            ids.swap(i, (x % (i as u64 + 1)) as usize);
+        }
+    }
+    ids
+}
+
 fn generate(path: &Path, layout: Layout) {
     let _ = std::fs::remove_file(path);
     let mut db = Connection::open(path).unwrap();
@@ -114,15 +130,11 @@ fn generate(path: &Path, layout: Layout) {
             .prepare("INSERT INTO BACKLOG VALUES (?1, ?2, ?3, ?4)")
             .unwrap();
         let span = DAYS * 86_400;
+        let ids = ids(layout.scattered);
         for i in 0..ROWS {
-            // Oldest first, as rows arrive; 999,983 is prime to 1,000,000, so the
-            // scattered ids are a permutation of 1..=ROWS.
+            // Oldest first, as rows arrive.
             let at = now() - chrono::Duration::seconds((span - span * i / ROWS) as i64);
-            let id = if layout.scattered {
-                (i * 999_983) % ROWS + 1
-            } else {
-                i + 1
-            };
+            let id = ids[i as usize];
             let status = match i % 10 {
                 0 => "SUCCESS",
                 1..=3 => "ERROR",
