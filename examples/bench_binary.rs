@@ -284,7 +284,10 @@ fn median(v: &[f64]) -> f64 {
 }
 
 /// The commands of a round on one layout: (name, the command on database `db`).
-fn commands(dir: &Path, layout: Layout) -> Vec<(String, Box<dyn Fn(&Path) -> Command>)> {
+/// A command of a round, by name: what it runs on a given copy of the database.
+type Named = (String, Box<dyn Fn(&Path) -> Command>);
+
+fn commands(dir: &Path, layout: Layout) -> Vec<Named> {
     let answerer = dir.join("answer.pl");
     let script = dir.join("by_hand.py");
     let mut binaries = vec![(
@@ -296,7 +299,7 @@ fn commands(dir: &Path, layout: Layout) -> Vec<(String, Box<dyn Fn(&Path) -> Com
     if let Some(old) = std::env::var_os("BACKLOG_BIN_OLD") {
         binaries.push(("old".to_string(), PathBuf::from(old)));
     }
-    let mut list: Vec<(String, Box<dyn Fn(&Path) -> Command>)> = Vec::new();
+    let mut list: Vec<Named> = Vec::new();
     for (name, binary) in binaries {
         let (dir, answerer) = (dir.to_path_buf(), answerer.clone());
         let name_ = format!("{}-{}", layout.name, name);
