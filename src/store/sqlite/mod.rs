@@ -285,12 +285,20 @@ impl Store for SqliteStore {
     }
 
     /// Each commit writes again every page its group touched, the B-trees' inner pages
-    /// among them: with groups of 5,000 instead of 1,000 a tick with a fast handler
-    /// went from 0.88–0.89 to 0.93–0.97 of the floor (BENCHMARKS.md, run 6). Such a
-    /// group holds the write lock for about 17 ms. (PostgreSQL keeps 1,000: with
-    /// 5,000, one runner was half as fast.)
+    /// among them (and, in a rollback journal, each once more into the journal): with
+    /// groups of 5,000 instead of 1,000 a tick with a fast handler went from 0.88–0.89
+    /// to 0.93–0.97 of the floor (BENCHMARKS.md, run 6). Where the ids are scattered
+    /// over the table, nearly every mark of a group is a page of its own, so a tick of
+    /// 67,500 records in groups of 5,000 wrote about twice the pages of one
+    /// transaction, 1.9 s against 1.1 s (BENCHMARKS.md, issue 15). So the group is
+    /// bounded by `TickOptions::mark_interval` (a second of handling) before this size,
+    /// which bounds the marks kept in memory (a few megabytes). The cost: a group holds
+    /// the write lock for as long as it writes, 0.55–0.7 s for 67,500 scattered marks
+    /// on that table (17 ms for 5,000 in date order); other ticks wait for it within
+    /// their busy timeout. (PostgreSQL keeps 1,000: with 5,000, one runner was half as
+    /// fast.)
     fn mark_group(&self) -> usize {
-        5000
+        100_000
     }
 
     fn release(&mut self, owner: &str) -> Result<(), StoreError> {
