@@ -20,13 +20,15 @@ mod handler;
 mod history;
 mod keys;
 mod mysql_url;
+mod postgres_url;
 mod toml_error;
 
 use database::resolve_database;
-pub use database::{DEFAULT_SCHEMA, DatabaseConfig, DatabaseUrl, PostgresUrl, Verify};
+pub use database::{DEFAULT_SCHEMA, DatabaseConfig, DatabaseUrl};
 pub use handler::{HandlerConfig, HandlerMode, MAX_CONCURRENCY};
 pub use history::{HistoryConfig, HistoryRecord};
 pub use mysql_url::{MysqlTls, MysqlUrl};
+pub use postgres_url::{PostgresUrl, Verify};
 
 /// The schedule file could not be read or is not valid.
 #[derive(Debug, thiserror::Error)]
