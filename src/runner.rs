@@ -64,7 +64,7 @@ struct Shared {
 impl Shared {
     /// Measures the offset on `store`, halving the round trip.
     fn measure(config: &Config, store: &mut dyn crate::Store) -> Result<Shared, Error> {
-        if matches!(config.database.url, crate::config::DatabaseUrl::Sqlite(_)) {
+        if !config.database.url.is_server() {
             return Ok(Shared::default());
         }
         let before = Utc::now();

@@ -138,7 +138,7 @@ fn run_tier(args: &RunArgs) -> Result<(), Error> {
     }
     // The clock every runner shares (the database server's, on PostgreSQL), unless
     // pinned: bands, the run log and `--if-due` agree across hosts.
-    let shared_clock = !matches!(config.database.url, crate::config::DatabaseUrl::Sqlite(_));
+    let shared_clock = config.database.url.is_server();
     let mut store = (args.if_due || (shared_clock && args.now.is_none()))
         .then(|| open_store(&config))
         .transpose()?;

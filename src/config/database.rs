@@ -23,6 +23,15 @@ pub enum DatabaseUrl {
     Mysql(Box<MysqlUrl>),
 }
 
+impl DatabaseUrl {
+    /// Whether runners on several hosts may share this database (a server), so that
+    /// time is the server's clock rather than each host's (SQLite's runners are all
+    /// on the host that has the file).
+    pub fn is_server(&self) -> bool {
+        !matches!(self, DatabaseUrl::Sqlite(_))
+    }
+}
+
 impl fmt::Display for DatabaseUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
