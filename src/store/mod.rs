@@ -91,7 +91,10 @@ fn not_ours(tables: &[&str], columns: &mut ColumnsOf<'_>, fix: &str) -> Result<(
 /// The owner of a claim kept on a record that failed, until the schedule's next try of
 /// it (PostgreSQL and MySQL, whose runners claim each record): no runner takes it
 /// before then (see `Mark::keep_until`), and no tick's `release` or heartbeat touches
-/// it.
+/// it. Such a claim's `claimed_at` is that next try by the clock of the tick that
+/// failed it, and its `expires_at` the same wait on the database's clock: a tick takes
+/// the record once its own clock reaches the first, or the database's the second (so a
+/// tick run with a pinned clock, `--now`, keeps nothing from the real ticks for long).
 pub(crate) const KEPT_OWNER: &str = "backlog: failed in this slot";
 
 /// A name quoted as an SQL identifier (every backend quotes with double quotes; MySQL

@@ -4,13 +4,6 @@
 
 use super::*;
 
-/// The owner of a claim kept on a record that failed (`store::KEPT_OWNER`). Such a
-/// claim's `claimed_at` is the schedule's next try by the clock of the tick that failed
-/// it, and its `expires_at` the same wait on the database's clock: a tick takes the
-/// record once its own clock reaches the first, or the database's the second (so a
-/// tick run with a pinned clock, `--now`, keeps nothing from the real ticks for long).
-pub(super) const TRIED: &str = crate::store::KEPT_OWNER;
-
 /// Seconds from now to `until`, for a lease measured on the database's clock.
 pub(super) fn lease_secs(until: DateTime<Utc>) -> f64 {
     (until - Utc::now()).as_seconds_f64().max(1.0)
@@ -43,7 +36,7 @@ impl PostgresStore {
                     &owner,
                     &lease_secs(lease_until),
                     &band.take_tried,
-                    &TRIED,
+                    &KEPT_OWNER,
                     &band.clock,
                 ],
             )
@@ -89,8 +82,16 @@ impl PostgresStore {
                 .map(|(i, u)| (*u - marks[*i].at).num_milliseconds() as f64 / 1000.0)
                 .collect();
             let name = &self.table.name;
-            let params: [&(dyn ToSql + Sync); 8] =
-                [status, &ids, name, &owner, &kept_ids, &until, &wait, &TRIED];
+            let params: [&(dyn ToSql + Sync); 8] = [
+                status,
+                &ids,
+                name,
+                &owner,
+                &kept_ids,
+                &until,
+                &wait,
+                &KEPT_OWNER,
+            ];
             let rows = match since {
                 Some(since) => {
                     let since = Bound(since);
@@ -172,7 +173,7 @@ impl PostgresStore {
             .map_err(pg("reading the tool's claims"))?;
         Ok(row.map(|r| {
             let owner: String = r.get(0);
-            if owner == TRIED {
+            if owner == KEPT_OWNER {
                 crate::store::Held {
                     owner: None,
                     until: r.get(1),
@@ -209,7 +210,7 @@ impl PostgresStore {
         let pending = self.table.pending.clone();
         let row = self
             .client
-            .query_one(&sql, &[&self.table.name, &TRIED, &pending])
+            .query_one(&sql, &[&self.table.name, &KEPT_OWNER, &pending])
             .map_err(pg("counting the records held"))?;
         Ok((row.get::<_, i64>(0) as u64, row.get::<_, i64>(1) as u64))
     }

@@ -77,7 +77,8 @@ mod pages;
 mod runs;
 mod schema;
 
-use claims::{PostgresHeartbeat, TRIED};
+use super::KEPT_OWNER;
+use claims::PostgresHeartbeat;
 pub(super) use connection::describe_error;
 use connection::{connect, pg};
 use pages::select_records;

@@ -26,14 +26,7 @@ pub(super) fn select_records(
 /// that is not whole hex pairs, which is then left as it is rather than losing bytes.
 pub(super) fn base64_of_hex(hex: &str) -> Option<String> {
     use base64::Engine as _;
-    let digits = hex.strip_prefix("\\x")?.as_bytes();
-    if digits.len() % 2 != 0 {
-        return None;
-    }
-    let bytes = digits
-        .chunks(2)
-        .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
-        .collect::<Option<Vec<u8>>>()?;
+    let bytes = hex::decode(hex.strip_prefix("\\x")?).ok()?;
     Some(base64::engine::general_purpose::STANDARD.encode(bytes))
 }
 

@@ -28,7 +28,7 @@ impl PostgresStore {
             self.own_table("backlog_claims")
         );
         self.client
-            .execute(&collect, &[&self.table.name, &TRIED])
+            .execute(&collect, &[&self.table.name, &KEPT_OWNER])
             .map_err(pg("dropping failures kept past their slot"))?;
         self.max_per_record = run.history.max_per_record;
         let prefix = format!("{}.", self.schema);

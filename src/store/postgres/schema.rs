@@ -281,11 +281,11 @@ impl PostgresStore {
         );
         // One statement per group of marks of a status: it lets go of the group's claims
         // this owner still holds (a failure kept until its slot ends keeps its claim,
-        // under `TRIED`, see `claims::TRIED`) and writes the status where it did, so
+        // under `store::KEPT_OWNER`) and writes the status where it did, so
         // only the records this owner still claims are written (see `Store::mark`).
         // $1 status, $2 ids, $3 table name, $4 owner, $5 the ids of the failures kept,
         // $6 until when by the tick's clock, $7 for how many seconds by the database's,
-        // $8 `TRIED`, then $9 the `[retry]` time.
+        // $8 `KEPT_OWNER`, then $9 the `[retry]` time.
         // The claims come first, found by their key, and each drives one lookup of its
         // row by the id column's own type. Written as a join on `t.id = ANY ($2)`
         // instead, the planner, told by the statistics of a new or just emptied claims
