@@ -271,7 +271,7 @@ impl MysqlStore {
         &mut self,
         record: &Record,
     ) -> Result<Option<crate::store::Held>, StoreError> {
-        if !self.has_own_tables()? {
+        if !self.has_table("backlog_claims")? {
             return Ok(None);
         }
         let sql = format!(
@@ -298,7 +298,7 @@ impl MysqlStore {
     }
 
     pub(super) fn count_held(&mut self) -> Result<(u64, u64), StoreError> {
-        if !self.has_own_tables()? {
+        if !self.has_table("backlog_claims")? {
             return Ok((0, 0));
         }
         let claims = self.own_table("backlog_claims");

@@ -290,7 +290,7 @@ fn from_mysql(v: mysql::Value) -> Value {
         mysql::Value::Double(f) => Value::Int(Some(f as i64)),
         // A sum comes back as DECIMAL text; `Value::int` parses it.
         mysql::Value::Bytes(b) => Value::Text(Some(String::from_utf8_lossy(&b).into_owned())),
-        other => Value::Text(Some(other.as_sql(true).trim_matches('\'').to_string())),
+        other => Value::Text(super::values::text(&other)),
     }
 }
 

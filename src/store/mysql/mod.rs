@@ -140,16 +140,17 @@ impl MysqlStore {
         format!("{}{table}", self.prefix)
     }
 
-    /// Whether the tool's tables are there (a dry run or a new database has none).
-    fn has_own_tables(&mut self) -> Result<bool, StoreError> {
+    /// Whether the tool's table `table` is there (a dry run or a new database has
+    /// none).
+    fn has_table(&mut self, table: &str) -> Result<bool, StoreError> {
         let found: Option<i64> = self
             .conn
             .exec_first(
-                "SELECT count(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME IN ('backlog_runs', 'backlog_claims', 'backlog_pauses')",
-                (self.own_database.as_str(),),
+                "SELECT count(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
+                (self.own_database.as_str(), table),
             )
             .map_err(my("reading the tool's tables"))?;
-        Ok(found == Some(3))
+        Ok(found == Some(1))
     }
 }
 
@@ -274,14 +275,7 @@ impl Store for MysqlStore {
     }
 
     fn own(&mut self, table: &str) -> Result<super::Own<'_>, StoreError> {
-        let found: Option<i64> = self
-            .conn
-            .exec_first(
-                "SELECT count(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
-                (self.own_database.as_str(), table),
-            )
-            .map_err(my("reading the tool's tables"))?;
-        let exists = found == Some(1);
+        let exists = self.has_table(table)?;
         Ok(super::Own {
             sql: &mut self.conn,
             prefix: self.prefix.clone(),
