@@ -43,7 +43,7 @@ pub(crate) fn same(given: &str, token: &str) -> bool {
 pub(crate) fn new_secret() -> String {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).expect("the operating system's random generator answers");
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(bytes)
 }
 
 /// Whether a request without a token comes to this server by a name of the machine

@@ -37,7 +37,7 @@ impl IdKind {
         match (self, value) {
             (_, My::Int(i)) => Scalar::Int(i),
             (_, My::UInt(u)) => i64::try_from(u).map_or(Scalar::Text(u.to_string()), Scalar::Int),
-            (IdKind::Binary, My::Bytes(b)) => Scalar::Text(hex(&b)),
+            (IdKind::Binary, My::Bytes(b)) => Scalar::Text(hex::encode(b)),
             (_, other) => Scalar::Text(text(&other).unwrap_or_default()),
         }
     }
@@ -52,25 +52,9 @@ impl IdKind {
                 .or_else(|_| id.parse::<u64>().map(My::UInt))
                 .ok(),
             IdKind::Text => Some(My::Bytes(id.as_bytes().to_vec())),
-            IdKind::Binary => unhex(&id.replace('-', "")).map(My::Bytes),
+            IdKind::Binary => hex::decode(id.replace('-', "")).ok().map(My::Bytes),
         }
     }
-}
-
-/// Bytes as lower-case hex.
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Hex as bytes; none for anything that is not whole pairs of hex digits.
-fn unhex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
-        .collect()
 }
 
 /// A value as text: strings as they are, numbers and times written out.
