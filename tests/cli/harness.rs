@@ -24,20 +24,33 @@ pub enum Backend {
     Mysql,
 }
 
-/// Runs each named test body, a `fn(Backend)`, once per backend: as
-/// `<module>::sqlite::<name>`, `<module>::postgres::<name>` and `<module>::mysql::<name>`.
+/// Runs each named test body, a `fn(Backend)`, on one backend, as
+/// `<module>::<backend module>::<name>`.
+#[macro_export]
+macro_rules! on_backend {
+    ($module:ident, $backend:ident, $($name:ident),*) => {
+        mod $module {
+            $( #[test] fn $name() { super::$name($crate::harness::Backend::$backend) } )*
+        }
+    };
+}
+
+/// Runs each named test body once per backend: as `<module>::sqlite::<name>`,
+/// `<module>::postgres::<name>` and `<module>::mysql::<name>`.
 #[macro_export]
 macro_rules! on_every_backend {
     ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $( #[test] fn $name() { super::$name($crate::harness::Backend::Sqlite) } )*
-        }
-        mod postgres {
-            $( #[test] fn $name() { super::$name($crate::harness::Backend::Postgres) } )*
-        }
-        mod mysql {
-            $( #[test] fn $name() { super::$name($crate::harness::Backend::Mysql) } )*
-        }
+        $crate::on_backend!(sqlite, Sqlite, $($name),*);
+        $crate::on_servers!($($name),*);
+    };
+}
+
+/// Runs each named test body once per server: on PostgreSQL and on MySQL.
+#[macro_export]
+macro_rules! on_servers {
+    ($($name:ident),* $(,)?) => {
+        $crate::on_backend!(postgres, Postgres, $($name),*);
+        $crate::on_backend!(mysql, Mysql, $($name),*);
     };
 }
 

@@ -306,19 +306,7 @@ fn drop_connections(env: &Env) {
     }
 }
 
-/// Runs each named test body once on PostgreSQL and once on MySQL.
-macro_rules! on_servers {
-    ($($name:ident),* $(,)?) => {
-        mod postgres {
-            $( #[test] fn $name() { super::$name(crate::harness::Backend::Postgres) } )*
-        }
-        mod mysql {
-            $( #[test] fn $name() { super::$name(crate::harness::Backend::Mysql) } )*
-        }
-    };
-}
-
-on_servers!(
+crate::on_servers!(
     eight_runners_share_twenty_thousand_records_and_none_is_handled_twice_at_once,
     a_runner_killed_mid_tick_leaves_no_record_lost_or_stuck,
     a_lost_connection_stops_the_tick_and_keeps_what_was_marked,
