@@ -183,9 +183,11 @@ fn floor_pipelined(url: &str) -> (f64, u64) {
     })
 }
 
-fn runners(config: &Config, n: usize) -> (f64, u64) {
+/// N runners on the band: records/s, records handled, and records the runners read
+/// but found held by another (the work they duplicated).
+fn runners(config: &Config, n: usize) -> (f64, u64, u64) {
     let started = Instant::now();
-    let handled: u64 = std::thread::scope(|scope| {
+    let (handled, skipped): (u64, u64) = std::thread::scope(|scope| {
         let ticks: Vec<_> = (0..n)
             .map(|_| {
                 scope.spawn(|| {
@@ -200,13 +202,19 @@ fn runners(config: &Config, n: usize) -> (f64, u64) {
                         &mut |_| {},
                     )
                     .unwrap()
-                    .selected
                 })
             })
             .collect();
-        ticks.into_iter().map(|t| t.join().unwrap()).sum()
+        ticks
+            .into_iter()
+            .map(|t| t.join().unwrap())
+            .fold((0, 0), |(h, s), t| (h + t.selected, s + t.skipped))
     });
-    (handled as f64 / started.elapsed().as_secs_f64(), handled)
+    (
+        handled as f64 / started.elapsed().as_secs_f64(),
+        handled,
+        skipped,
+    )
 }
 
 /// The median, the least and the most of `v`.
@@ -222,7 +230,7 @@ fn spread(v: &[f64]) -> (f64, f64, f64) {
 /// the same round.
 fn runners_bench(db: &mut Client, url: &str, config: &Config, rounds: usize) {
     reset(db);
-    let (first, n) = runners(config, 1);
+    let (first, n, _) = runners(config, 1);
     println!(
         "first tick on the fresh database (makes the tool's tables): {n} records, {first:>7.0} records/s"
     );
@@ -257,10 +265,10 @@ fn runners_bench(db: &mut Client, url: &str, config: &Config, rounds: usize) {
         }
         for (i, &count) in counts.iter().enumerate() {
             reset(db);
-            let (rps, handled) = runners(config, count);
+            let (rps, handled, skipped) = runners(config, count);
             assert_eq!(n, handled, "the runners cover the band once");
             println!(
-                "  {count} runner{}: {rps:>6.0}/s = {:.2} of per row, {:.2} of pipelined",
+                "  {count} runner{}: {rps:>6.0}/s = {:.2} of per row, {:.2} of pipelined; {skipped} read held by another",
                 if count == 1 { " " } else { "s" },
                 rps / per_row,
                 rps / pipelined

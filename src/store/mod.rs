@@ -410,6 +410,20 @@ pub trait Store {
     /// Lets go of everything the owner still holds: the tick is over.
     fn release(&mut self, owner: &str) -> Result<(), StoreError>;
 
+    /// How many records of the band, still pending, another tick than `owner` holds
+    /// now, or are kept after a failure from ticks like this one: counted as skipped
+    /// once, as a tick begins, by a backend whose pages step over them unread
+    /// (PostgreSQL's lock only the rows no other tick holds). None from a backend
+    /// whose pages read them and count them there. (A hold that runs out during the
+    /// tick may see its record counted and then taken.)
+    fn held_by_others(
+        &mut self,
+        _owner: &str,
+        _band: &BandQuery,
+    ) -> Result<Option<u64>, StoreError> {
+        Ok(None)
+    }
+
     /// The clock (`now`) of the last tick of `window` on this table that did not fail,
     /// from the run log; none if it never ran.
     fn last_tick(&mut self, window: Duration) -> Result<Option<DateTime<Utc>>, StoreError> {

@@ -6,7 +6,7 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use chrono::Utc;
 
@@ -58,9 +58,12 @@ pub(super) fn hand_out<'c>(
     let mut breaker = Breaker::new(opts.stop_after_failures);
     let mut queue: VecDeque<Record> = VecDeque::new();
     let mut taken: u64 = 0;
-    // Records handled inline since the last page, and since when: their latency is
-    // observed a page at a time, not with two clock readings a record.
-    let mut inline_run: (usize, Instant) = (0, Instant::now());
+    // Records handled inline since the last page, and the time they took in the
+    // handler, observed a page at a time. Only the handler's time: measured from the
+    // page on, it counted the marks written meanwhile, so a tick that took a few records
+    // of a page (other runners held the rest) and then wrote a group saw a slow handler
+    // and shrank its pages to a record or two, a read and a claim each.
+    let mut inline_run: (usize, Duration) = (0, Duration::ZERO);
     // Why the tick hands out no more: the batches already out are still settled, then
     // the tick ends with this error.
     let mut halt: Option<Error> = None;
@@ -81,7 +84,7 @@ pub(super) fn hand_out<'c>(
             // Take: a page when the queue is short of a batch.
             if queue.len() < batch && !pager.done && taken < plan.limit {
                 if inline_run.0 > 0 {
-                    size.observe(inline_run.0, inline_run.1.elapsed());
+                    size.observe(inline_run.0, inline_run.1);
                 }
                 let want = size.next().min((plan.limit - taken) as usize);
                 let lease_until = Utc::now() + opts.lease;
@@ -94,7 +97,10 @@ pub(super) fn hand_out<'c>(
                     Err(e) => halt = Some(store_err(e)),
                     Ok(None) => pager.done = true,
                     Ok(Some(page)) => {
-                        inline_run = (0, Instant::now());
+                        inline_run = (0, Duration::ZERO);
+                        if page.taken.is_empty() {
+                            size.took_none();
+                        }
                         marks.tally.deferred += page.deferred;
                         marks.tally.skipped += page.skipped;
                         taken += page.taken.len() as u64;
@@ -140,10 +146,12 @@ pub(super) fn hand_out<'c>(
                 let started = Instant::now();
                 match catch_panic(|| handler.handle(&record, &context(&record))) {
                     Ok(handled) => {
+                        let took = started.elapsed();
                         inline_run.0 += 1;
+                        inline_run.1 += took;
                         breaker.count(&handled);
                         marks
-                            .settle(&record, handled, started.elapsed(), store, on_event)
+                            .settle(&record, handled, took, store, on_event)
                             .map_err(&store_err)?;
                     }
                     Err(e) => halt = Some(handler_err(e)),

@@ -125,10 +125,18 @@ impl PageSize {
         });
     }
 
+    /// A page gave the tick nothing to hand out (other runners held its records, or
+    /// the tick did not want them): the next reaches twice as far, up to the largest,
+    /// so a tick that arrives behind others does not read the band a few records at a
+    /// time, a read and a claim each, while it has seen no handler answer to size by.
+    pub(super) fn took_none(&mut self) {
+        self.last = self.last.saturating_mul(2).min(self.max);
+    }
+
     /// The size of the next page.
     pub(super) fn next(&mut self) -> usize {
         let want = match self.per_record {
-            None => self.lanes,
+            None => self.last,
             Some(per_record) => {
                 let per_second = (self.concurrency / per_record.max(1e-9)).min(self.rate);
                 let soon = (per_second * HORIZON.as_secs_f64()).ceil();
@@ -183,6 +191,27 @@ mod tests {
         size.observe(100, Duration::from_micros(100));
         // 20 starts a second: 5 in a quarter second, but never fewer than the lanes.
         assert_eq!(size.next(), 8);
+    }
+
+    #[test]
+    fn pages_that_give_nothing_grow() {
+        let mut size = PageSize::new(1000, 1, 1, None);
+        assert_eq!(size.next(), 1);
+        let mut sizes = Vec::new();
+        for _ in 0..11 {
+            size.took_none();
+            sizes.push(size.next());
+        }
+        assert_eq!(
+            sizes,
+            [2, 4, 8, 16, 32, 64, 128, 256, 512, 1000, 1000],
+            "before any answer too"
+        );
+        // Once records come back slowly, their pace sizes the pages again.
+        for _ in 0..20 {
+            size.observe(1, Duration::from_millis(100));
+        }
+        assert_eq!(size.next(), 3);
     }
 
     #[test]

@@ -312,6 +312,12 @@ pub fn process_backlog(
         heartbeat: &heartbeat,
         format: &format,
     };
+    // Records its pages will step over because other ticks hold them, on a backend
+    // that counts them once, as the tick begins.
+    match store.held_by_others(&owner, &query) {
+        Ok(held) => marks.tally.skipped += held.unwrap_or(0),
+        Err(e) => tracing::warn!("cannot count the records other ticks hold: {e}"),
+    }
     // The pool's workers live in this scope: they may borrow the handler, and they are
     // all joined (their records answered) before the marks are written below.
     let result = std::thread::scope(|scope| {

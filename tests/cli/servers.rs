@@ -134,10 +134,16 @@ fn a_runner_killed_mid_tick_leaves_no_record_lost_or_stuck(backend: Backend) {
     let held = env.holds_left();
     assert!(held > 0, "the dead runner's claims are still there");
 
-    // Within the lease, the held records are skipped; after it, taken.
+    // Within the lease, the held records are skipped, each counted once; after it,
+    // taken.
     let first = spawn_run(&env, "0").wait_with_output().unwrap();
     let first: serde_json::Value = serde_json::from_slice(&first.stdout).unwrap();
-    assert!(first["skipped"].as_u64() > Some(0), "{first}");
+    assert_eq!(first["skipped"].as_i64(), Some(held), "{first}");
+    assert_eq!(
+        first["selected"].as_i64(),
+        Some(400 - done_before - held),
+        "{first}"
+    );
     std::thread::sleep(Duration::from_millis(4500));
     let second = spawn_run(&env, "0").wait_with_output().unwrap();
     assert!(second.status.success());

@@ -16,15 +16,18 @@ pub(super) fn ids_text<'a>(ids: impl IntoIterator<Item = &'a Scalar>) -> Vec<Str
 
 impl PostgresStore {
     /// Claims each record for `owner` until `lease_until` if it is still pending and no
-    /// live claim holds it; returns the ids (as text) now this owner's.
+    /// live claim holds it; returns the ids (as text) now this owner's. `locked`: the
+    /// transaction holds the rows already, read pending (a page taken).
     pub(super) fn claim(
         &mut self,
         owner: &str,
         ids: &[Scalar],
         lease_until: DateTime<Utc>,
         band: &BandQuery,
+        locked: bool,
     ) -> Result<std::collections::HashSet<String>, StoreError> {
-        let (claim, _) = self.claims();
+        let own = self.own_statements();
+        let claim = if locked { own.claim_locked } else { own.claim };
         let rows = self
             .client
             .query(
@@ -53,7 +56,7 @@ impl PostgresStore {
         // letting go of its records' claims and writing the status where this owner
         // still claimed them (see `set_status_sql`), in one transaction.
         let context = format!("writing statuses to {}", self.table.name);
-        let (_, set_status) = self.claims();
+        let set_status = self.own_statements().set_status;
         let lock_rows = self.prepared().lock_rows.clone();
         let all = ids_text(marks.iter().map(|m| &m.id));
         let place: std::collections::HashMap<&str, usize> = all
@@ -68,11 +71,20 @@ impl PostgresStore {
         // (a new snapshot) show any takeover, and none can happen until we commit.
         tx.query(&lock_rows, &[&all]).map_err(pg(context.clone()))?;
         let mut written = std::collections::HashSet::with_capacity(marks.len());
+        // Each group planned with its own arrays (see `set_status_sql`); for this
+        // transaction only, so a pooled connection keeps its setting.
+        tx.batch_execute("SET LOCAL plan_cache_mode = force_custom_plan")
+            .map_err(pg(context.clone()))?;
         for ((status, since), ids) in &groups {
-            let ids = ids_text(ids.iter().copied());
-            let places = ids.iter().map(|id| place[id.as_str()]);
-            // Failures keep their claim, under another owner, until the end of their slot.
-            let kept: Vec<(usize, DateTime<Utc>)> = places
+            // Failures keep their claim, under another owner, until the end of their
+            // slot; the others let theirs go.
+            let (kept, gone): (Vec<usize>, Vec<usize>) = ids
+                .iter()
+                .map(|id| place[id.to_string().as_str()])
+                .partition(|&i| marks[i].keep_until.is_some());
+            let ids: Vec<&String> = gone.iter().map(|&i| &all[i]).collect();
+            let kept: Vec<(usize, DateTime<Utc>)> = kept
+                .into_iter()
                 .filter_map(|i| marks[i].keep_until.map(|u| (i, u)))
                 .collect();
             let kept_ids: Vec<&String> = kept.iter().map(|(i, _)| &all[*i]).collect();
@@ -149,7 +161,7 @@ impl PostgresStore {
             take_tried: true,
             clock: Utc::now(),
         };
-        let claimed = self.claim(owner, &ids, lease_until, &band)?;
+        let claimed = self.claim(owner, &ids, lease_until, &band, false)?;
         Ok(records
             .into_iter()
             .filter(|r| claimed.contains(&r.id.to_string()))
@@ -213,6 +225,49 @@ impl PostgresStore {
             .query_one(&sql, &[&self.table.name, &KEPT_OWNER, &pending])
             .map_err(pg("counting the records held"))?;
         Ok((row.get::<_, i64>(0) as u64, row.get::<_, i64>(1) as u64))
+    }
+}
+
+impl PostgresStore {
+    /// Records of the band, still pending, that another tick holds now or that are
+    /// kept after a failure (see `Store::held_by_others`).
+    pub(super) fn count_held_in_band(
+        &mut self,
+        owner: &str,
+        band: &BandQuery,
+    ) -> Result<u64, StoreError> {
+        let p = self.prepared();
+        let sql = format!(
+            "SELECT count(*) FROM {claims} c JOIN {table} t ON t.{idq} = c.record_id::{idt}
+             WHERE c.table_name = $1 AND c.owner <> $2 AND NOT ({takeable})
+               AND t.{ins} >= $6 AND t.{ins} {to} $7 AND t.{st} = ANY ($8::text[]::{stt}[])",
+            claims = self.own_table("backlog_claims"),
+            table = p.table,
+            idq = p.id.quoted,
+            idt = p.id.sql_type,
+            ins = p.inserted_at,
+            st = p.status.quoted,
+            stt = p.status.sql_type,
+            takeable = super::statements::takeable("now()", 3, 4, 5),
+            to = if band.to_inclusive { "<=" } else { "<" },
+        );
+        let row = self
+            .client
+            .query_one(
+                &sql,
+                &[
+                    &self.table.name,
+                    &owner,
+                    &band.take_tried,
+                    &KEPT_OWNER,
+                    &band.clock,
+                    &Bound(&band.from),
+                    &Bound(&band.to),
+                    &self.table.pending,
+                ],
+            )
+            .map_err(pg("counting the records other ticks hold"))?;
+        Ok(row.get::<_, i64>(0) as u64)
     }
 }
 

@@ -36,24 +36,27 @@
 //! measurable in a tick.
 //!
 //! So a claim costs one row written and deleted; what keeps that cheap is doing it a
-//! page at a time. A page is claimed in one statement (`claim_sql`: `INSERT … SELECT …
-//! ON CONFLICT`), and its marks are one statement per status (`set_status_sql`), which
-//! lets go of the claims and writes the statuses where they were still this tick's.
+//! page at a time. A page is taken in one short transaction: a statement that reads
+//! the page and locks its rows (`TakeSql::page`: `FOR NO KEY UPDATE SKIP LOCKED`, only
+//! rows no claim holds), then one that claims those the tick wants (`INSERT … ON
+//! CONFLICT`); its marks are one statement per status (`set_status_sql`), which lets go
+//! of the claims and writes the statuses where they were still this tick's.
 //!
-//! Row locks are still taken, for a moment: the statement that claims a page locks the
-//! records it claims (`FOR NO KEY UPDATE SKIP LOCKED`) and keeps only those still
-//! pending, so it cannot race a tick that is marking the same record: it either skips
-//! the row or sees its new status. Leases are measured on the database's clock
-//! (`now()`), never a runner's, so runners with skewed clocks agree on when a claim
-//! ran out.
+//! The row locks last that transaction only. They keep a page from racing a tick
+//! marking the same records (it skips the rows or sees their new statuses), and they
+//! give runners that read the band at the same moment pages of their own: each skips
+//! the rows another is taking, where they used to read the same page and all but one
+//! find it taken (four runners on two cores went from 0.5–1 × one runner to 1.2 ×).
+//! Leases are measured on the database's clock (`now()`), never a runner's, so runners
+//! with skewed clocks agree on when a claim ran out.
 //!
 //! Ids and statuses are bound as text and cast to the column's own type in the SQL
 //! (`$1::text[]::uuid[]`): a cast on the parameter keeps the comparison with the bare
 //! column, so primary-key and index lookups stay lookups, for any id type.
 //!
 //! Parts: `connection` (TLS, errors as one line), `schema` (the tool's tables, the
-//! user's table and its columns, the prepared statements), `pages` (the band's pages
-//! and the other reads), `claims` (claims, marks, kept failures, the heartbeat), `runs`
+//! user's table and its columns), `statements` (the SQL a tick runs, prepared),
+//! `pages` (the band's pages and the other reads), `claims` (claims, marks, kept failures, the heartbeat), `runs`
 //! (the run log); here, the store itself, whose `Store` methods call them.
 
 use std::sync::Arc;
@@ -76,6 +79,7 @@ mod connection;
 mod pages;
 mod runs;
 mod schema;
+mod statements;
 
 use super::KEPT_OWNER;
 use claims::PostgresHeartbeat;
@@ -134,14 +138,36 @@ struct Prepared {
     next_page: Statement,
     /// Locks a group's rows before its marks read the claims (see `mark`).
     lock_rows: Statement,
-    /// The statements that use the tool's own tables (claim, and the status update,
-    /// which lets go of the claims and writes only where this tick claimed), prepared once
-    /// `ensure_own_tables` made sure they exist (a dry run or `doctor` never creates them).
-    claim_sql: String,
-    set_status_sql: String,
-    claim: Option<(Statement, Statement)>,
+    /// The statements that use the tool's own tables, prepared once `ensure_own_tables`
+    /// made sure they exist (a dry run or `doctor` never creates them).
+    own_sql: OwnSql,
+    own: Option<Own>,
     /// The SQL of the first page (exclusive end), for `band_plan`.
     first_page_sql: String,
+}
+
+/// The SQL of the statements on the tool's own tables (see `schema::prepare`).
+struct OwnSql {
+    take_first: [String; 2],
+    take_next: String,
+    claim: String,
+    claim_locked: String,
+    set_status: String,
+}
+
+/// Those statements, prepared.
+#[derive(Clone)]
+struct Own {
+    /// The pages a tick takes: as `first_page` and `next_page`, which records another
+    /// tick holds said by a NULL JSON.
+    take_first: [Statement; 2],
+    take_next: Statement,
+    /// Claims records, locking their rows; and the records of a page taken, whose rows
+    /// its transaction locked.
+    claim: Statement,
+    claim_locked: Statement,
+    /// Lets go of the claims and writes the status where this tick still claimed.
+    set_status: Statement,
 }
 
 /// A backlog table on a PostgreSQL server, with the tool's tables in a schema of their
@@ -186,10 +212,10 @@ impl PostgresStore {
             .expect("inspect() runs before any query")
     }
 
-    /// The claim and status statements (after `ensure_own_tables`).
-    fn claims(&self) -> (Statement, Statement) {
+    /// The statements on the tool's own tables (after `ensure_own_tables`).
+    fn own_statements(&self) -> Own {
         self.prepared()
-            .claim
+            .own
             .clone()
             .expect("ensure_own_tables() runs before any claim")
     }
@@ -243,6 +269,10 @@ impl Store for PostgresStore {
 
     fn release(&mut self, owner: &str) -> Result<(), StoreError> {
         self.release_claims(owner)
+    }
+
+    fn held_by_others(&mut self, owner: &str, band: &BandQuery) -> Result<Option<u64>, StoreError> {
+        self.count_held_in_band(owner, band).map(Some)
     }
 
     fn count_by_status(&mut self, range: &Range) -> Result<Vec<(String, u64)>, StoreError> {

@@ -138,33 +138,42 @@ impl PostgresStore {
         after: Option<&Cursor>,
         limit: usize,
     ) -> Result<Vec<Record>, StoreError> {
-        let p = self
-            .prepared
-            .as_ref()
-            .expect("inspect() runs before any query");
+        let p = self.prepared();
+        let (first, next) = (p.first_page.clone(), p.next_page.clone());
+        let rows = self.page_rows(&first, &next, band, after, limit, &[])?;
+        self.records(&rows)
+    }
+
+    /// The rows of a page: the first (`first`, by whether the band's end is inclusive)
+    /// or the one after `after` (`next`), with `more` bound after the page's own.
+    fn page_rows(
+        &mut self,
+        first: &[Statement; 2],
+        next: &Statement,
+        band: &BandQuery,
+        after: Option<&Cursor>,
+        limit: usize,
+        more: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<postgres::Row>, StoreError> {
         let limit = limit as i64;
         let pending = &self.table.pending;
+        let from = Bound(&band.from);
         let rows = match after {
             None => {
-                let stmt = &p.first_page[usize::from(band.to_inclusive)];
-                self.client.query(
-                    stmt,
-                    &[&Bound(&band.from), &Bound(&band.to), pending, &limit],
-                )
+                let to = Bound(&band.to);
+                let mut params: Vec<&(dyn ToSql + Sync)> = vec![&from, &to, pending, &limit];
+                params.extend(more);
+                self.client
+                    .query(&first[usize::from(band.to_inclusive)], &params)
             }
-            Some(c) => self.client.query(
-                &p.next_page,
-                &[
-                    &Bound(&band.from),
-                    &Bound(&c.inserted_at),
-                    pending,
-                    &limit,
-                    &c.id.to_string(),
-                ],
-            ),
-        }
-        .map_err(pg(format!("selecting from {}", self.table.name)))?;
-        self.records(&rows)
+            Some(c) => {
+                let (at, id) = (Bound(&c.inserted_at), c.id.to_string());
+                let mut params: Vec<&(dyn ToSql + Sync)> = vec![&from, &at, pending, &limit, &id];
+                params.extend(more);
+                self.client.query(next, &params)
+            }
+        };
+        rows.map_err(pg(format!("selecting from {}", self.table.name)))
     }
 
     pub(super) fn take_page(
@@ -176,9 +185,36 @@ impl PostgresStore {
         lease_until: DateTime<Utc>,
         wanted: &dyn Fn(&Record) -> bool,
     ) -> Result<Page, StoreError> {
-        // Runners on several hosts share a band, so each record is claimed on its own:
-        // one statement for the wanted records of the page (see `claim_sql`).
-        let read = self.select(band, after, limit)?;
+        // Runners on several hosts share a band, so each record is claimed on its own,
+        // in one transaction a page: the page locks its rows no other tick holds or is
+        // taking (see `TakeSql::page`), then one statement claims those the tick wants
+        // (see `claim_sql`); the others are let go at the commit.
+        self.client
+            .batch_execute("BEGIN")
+            .map_err(pg("taking a page"))?;
+        let taken = self.take_in_transaction(owner, band, after, limit, lease_until, wanted);
+        let end = if taken.is_ok() { "COMMIT" } else { "ROLLBACK" };
+        match (taken, self.client.batch_execute(end)) {
+            (Ok(page), Ok(())) => Ok(page),
+            (Err(e), _) => Err(e),
+            (Ok(_), Err(e)) => Err(pg("taking a page")(e)),
+        }
+    }
+
+    fn take_in_transaction(
+        &mut self,
+        owner: &str,
+        band: &BandQuery,
+        after: Option<&Cursor>,
+        limit: usize,
+        lease_until: DateTime<Utc>,
+        wanted: &dyn Fn(&Record) -> bool,
+    ) -> Result<Page, StoreError> {
+        let own = self.own_statements();
+        let name = self.table.name.clone();
+        let more: [&(dyn ToSql + Sync); 4] = [&name, &band.take_tried, &band.clock, &KEPT_OWNER];
+        let rows = self.page_rows(&own.take_first, &own.take_next, band, after, limit, &more)?;
+        let read = self.records(&rows)?;
         let ids: Vec<Scalar> = read
             .iter()
             .filter(|r| wanted(r))
@@ -187,7 +223,7 @@ impl PostgresStore {
         let ours = if ids.is_empty() {
             std::collections::HashSet::new()
         } else {
-            self.claim(owner, &ids, lease_until, band)?
+            self.claim(owner, &ids, lease_until, band, true)?
         };
         Ok(Page::sorted(
             read,
