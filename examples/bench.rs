@@ -225,6 +225,12 @@ fn command_handler(dir: &Path, command: &[&str], mode: HandlerMode) -> Box<dyn b
     backlog::handler::from_config(&config, dir).unwrap()
 }
 
+/// The median of `v` (sorted in place).
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
 /// The process's peak resident memory, from Linux's /proc.
 fn peak_kib() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
@@ -497,6 +503,10 @@ fn main() {
         history_bench(&source, &work, rounds);
         return;
     }
+    if only == "memory" {
+        memory_and_empty_band(&dir);
+        return;
+    }
     type Tune = fn(&mut TickOptions);
     let engine_tick = |tune: Tune| {
         copy(&source, &work);
@@ -528,10 +538,6 @@ fn main() {
         old_ratios.push(old_rps / floor_rps);
         engine_rates.push(rps);
     }
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
     let engine_rps = median(&mut engine_rates);
     println!(
         "engine (no-op Rust handler): median {:.2} of the floor over {rounds} rounds (min {:.2}, max {:.2}); pages of 200 and marks per 100: {:.2}",
@@ -629,6 +635,12 @@ print(len(rows), len(rows) / (time.perf_counter() - start))
         engine_now / py_rps
     );
 
+    memory_and_empty_band(&dir);
+}
+
+/// The memory of a tick over 1,000 and 1,000,000 due records, and the time of a tick
+/// over an empty band of a small and a large table (`BENCH_ONLY=memory` runs only these).
+fn memory_and_empty_band(dir: &Path) {
     // Memory must not grow with the backlog: records are read a page at a time. Each
     // tick runs in a process of its own, on a database generated beforehand, so the
     // peak is the tick's.
@@ -693,7 +705,7 @@ print(len(rows), len(rows) / (time.perf_counter() - start))
             }
         }
     }
-    let medians: Vec<f64> = times.iter_mut().map(median).collect();
+    let medians: Vec<f64> = times.iter_mut().map(|v| median(v)).collect();
     for (rows, m) in sizes.iter().zip(&medians) {
         println!("empty band, {rows:>10} rows:           median {m:>7.0} µs per tick (200 ticks)");
     }

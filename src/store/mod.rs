@@ -402,7 +402,9 @@ pub trait Store {
     /// (its hold lapsed and another tick may have them): not written, they are lost.
     fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<Vec<usize>, StoreError>;
 
-    /// How many marks a tick writes per transaction, at most, unless told otherwise.
+    /// How many marks a tick writes per transaction, at most, unless told otherwise;
+    /// asked again after each group, so a backend may size the next by what the last
+    /// cost (SQLite's grow on a table whose rows are scattered).
     fn mark_group(&self) -> usize {
         1000
     }

@@ -135,8 +135,10 @@ pub(super) struct Marks<'o> {
     /// The statuses a record can be taken in again.
     pending: Vec<String>,
     last_write: Instant,
-    /// Marks per transaction, at most.
+    /// Marks per transaction, at most: fixed by `TickOptions::mark_group`, or the
+    /// store's, asked again after each group (SQLite's grows on a scattered table).
     group: usize,
+    fixed_group: bool,
     interval: Duration,
     /// Which attempts are kept, and the run and tier they are of.
     history: HistoryConfig,
@@ -158,7 +160,8 @@ impl<'o> Marks<'o> {
     pub(super) fn new(
         table: &crate::TableConfig,
         plan: MarkPlan<'o>,
-        group: usize,
+        fixed_group: Option<usize>,
+        store_group: usize,
         interval: Duration,
         keep: &'o dyn Fn(&Record) -> Option<DateTime<Utc>>,
     ) -> Self {
@@ -180,7 +183,8 @@ impl<'o> Marks<'o> {
             keep,
             pending: table.pending.clone(),
             last_write: Instant::now(),
-            group: group.max(1),
+            group: fixed_group.unwrap_or(store_group).max(1),
+            fixed_group: fixed_group.is_some(),
             interval,
             history,
             run_id,
@@ -329,6 +333,9 @@ impl<'o> Marks<'o> {
         self.marks.clear();
         self.succeeded.clear();
         self.last_write = Instant::now();
+        if !self.fixed_group {
+            self.group = store.mark_group().max(1);
+        }
         Ok(())
     }
 

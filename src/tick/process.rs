@@ -274,7 +274,6 @@ pub fn process_backlog(
         opts.lease,
     );
 
-    let group = opts.mark_group.unwrap_or_else(|| store.mark_group());
     // A record that fails is kept from every tick until the schedule's next try of it
     // (by the tick's clock): one try per slot, however many runners or overlapping
     // ticks. In cumulative bands that is the shortest tier's next slot, not the longer
@@ -296,7 +295,14 @@ pub fn process_backlog(
         window: opts.window,
         history: opts.history.clone(),
     };
-    let mut marks = Marks::new(table, mark_plan, group, opts.mark_interval, &keep);
+    let mut marks = Marks::new(
+        table,
+        mark_plan,
+        opts.mark_group,
+        store.mark_group(),
+        opts.mark_interval,
+        &keep,
+    );
     let plan = Plan {
         opts,
         query: &query,

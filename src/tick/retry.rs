@@ -123,7 +123,7 @@ pub fn retry_records(
             window: Duration::ZERO,
             history,
         };
-        let mut marks = Marks::new(table, plan, 1, Duration::ZERO, &keep);
+        let mut marks = Marks::new(table, plan, Some(1), 1, Duration::ZERO, &keep);
         let mut stopped = None;
         let mut outcome = Ok(());
         let mut skipped = 0;

@@ -167,6 +167,7 @@ impl SqliteStore {
             }
             Ok(true)
         };
+        let started = std::time::Instant::now();
         let held = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
             .and_then(|tx| {
                 let held = write(&tx)?;
@@ -174,6 +175,10 @@ impl SqliteStore {
                 Ok(held)
             })
             .map_err(db(format!("writing statuses to {}", self.table.name)))?;
+        // Judged on a group large enough to tell (see `mark_group`).
+        if marks.len() >= 1_000 && self.scattered != Some(true) {
+            self.scattered = Some(started.elapsed() > SCATTERED * marks.len() as u32);
+        }
         Ok(if held {
             Vec::new()
         } else {

@@ -65,7 +65,16 @@ pub struct SqliteStore {
     spare: std::cell::Cell<Option<Arc<RowBuffer>>>,
     /// How many attempts a record keeps (`history.max_per_record`, from `begin_run`).
     max_per_record: u32,
+    /// Whether a group of marks cost more than `SCATTERED` a mark to write (the
+    /// table's rows are scattered, and larger groups pay); none before the first
+    /// group large enough to tell (see `mark_group`).
+    scattered: Option<bool>,
 }
+
+/// The cost of a mark above which its group's rows are taken as scattered over the
+/// table: 3–4 µs where the ids follow the dates, 16–24 µs where they do not (groups of
+/// 5,000 on a table of 1,000,000 rows, BENCHMARKS.md, issue 15).
+const SCATTERED: Duration = Duration::from_micros(8);
 
 /// Records a query read and, for a page read with the `held` flag, whether another
 /// tick's span holds each.
@@ -150,6 +159,7 @@ impl SqliteStore {
             sql: None,
             spare: std::cell::Cell::new(None),
             max_per_record: crate::config::HistoryConfig::default().max_per_record,
+            scattered: None,
         })
     }
 
@@ -290,15 +300,22 @@ impl Store for SqliteStore {
     /// to 0.93–0.97 of the floor (BENCHMARKS.md, run 6). Where the ids are scattered
     /// over the table, nearly every mark of a group is a page of its own, so a tick of
     /// 67,500 records in groups of 5,000 wrote about twice the pages of one
-    /// transaction, 1.9 s against 1.1 s (BENCHMARKS.md, issue 15). So the group is
-    /// bounded by `TickOptions::mark_interval` (a second of handling) before this size,
-    /// which bounds the marks kept in memory (a few megabytes). The cost: a group holds
-    /// the write lock for as long as it writes, 0.55–0.7 s for 67,500 scattered marks
-    /// on that table (17 ms for 5,000 in date order); other ticks wait for it within
-    /// their busy timeout. (PostgreSQL keeps 1,000: with 5,000, one runner was half as
-    /// fast.)
+    /// transaction, 1.9 s against 1.1 s (BENCHMARKS.md, issue 15); where they follow
+    /// the dates, 5,000 marks share a few pages and a larger group gains nothing but
+    /// holds more marks in memory (72 bytes each: 100,000 of them were 7 MB of a tick's
+    /// 17). So the first group is 1,000, enough to judge by; the next are 5,000, or,
+    /// once a group cost more than `SCATTERED` a mark to write, up to 100,000, bounded
+    /// first by `TickOptions::mark_interval` (a second of handling). The cost, where it
+    /// grows:
+    /// a group holds the write lock for as long as it writes, 0.55–0.7 s for 67,500
+    /// scattered marks on that table; other ticks wait for it within their busy
+    /// timeout. (PostgreSQL keeps 1,000: with 5,000, one runner was half as fast.)
     fn mark_group(&self) -> usize {
-        100_000
+        match self.scattered {
+            None => 1_000,
+            Some(false) => 5_000,
+            Some(true) => 100_000,
+        }
     }
 
     fn release(&mut self, owner: &str) -> Result<(), StoreError> {
