@@ -219,10 +219,7 @@ impl Store for SqliteStore {
             self.since_format = Some(if samples.is_empty() { format } else { since });
         }
         self.sql = Some(self.statements(&table, &columns));
-        let by_status = self.sorts_the_band()?;
-        if let Some(q) = self.sql.as_mut() {
-            q.by_status = by_status;
-        }
+        self.choose_pages()?;
         self.format = Some(format);
         Ok(format)
     }

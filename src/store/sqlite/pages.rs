@@ -19,6 +19,19 @@ pub(super) struct Statements {
     /// rest of the band at every page; one query per status is an index range each,
     /// already in order.
     pub(super) by_status: bool,
+    /// Whether the status is written `+status` in a page for all pending statuses at
+    /// once, which keeps SQLite from an index on the status alone: given one on the
+    /// status and one on the inserted-at column, its planner took the status's and
+    /// sorted the rest of the band at every page (see `choose_pages`).
+    pub(super) unindexed_status: bool,
+}
+
+/// Whether a line of SQLite's query plan sorts all the rows read (`USE TEMP B-TREE FOR
+/// ORDER BY`), not only those of one value of the index's column (`… FOR RIGHT PART OF
+/// ORDER BY`, `… FOR LAST TERM OF ORDER BY`).
+fn sorts_all(plan: &str) -> bool {
+    plan.to_ascii_uppercase()
+        .contains("TEMP B-TREE FOR ORDER BY")
 }
 
 impl SqliteStore {
@@ -37,10 +50,10 @@ impl SqliteStore {
             status: st.clone(),
             inserted_at: ins.clone(),
             first_page: format!(
-                "SELECT *{{held}} FROM {t} WHERE {ins} >= ?1 AND {ins} <{{to}} ?2 AND {st} {{pending}} {order}"
+                "SELECT *{{held}} FROM {t} WHERE {ins} >= ?1 AND {ins} <{{to}} ?2 AND {{status}} {{pending}} {order}"
             ),
             next_page: format!(
-                "SELECT *{{held}} FROM {t} WHERE {ins} >= ?1 AND {ins} <= ?2 AND ({ins} < ?2 OR {id} < ?4) AND {st} {{pending}} {order}"
+                "SELECT *{{held}} FROM {t} WHERE {ins} >= ?1 AND {ins} <= ?2 AND ({ins} < ?2 OR {id} < ?4) AND {{status}} {{pending}} {order}"
             ),
             set_status: match &self.table.retry {
                 // The attempt count and time go with the status, in the same statement.
@@ -52,15 +65,35 @@ impl SqliteStore {
                 None => format!("UPDATE {t} SET {st} = ?1 WHERE {id} = ?2"),
             },
             by_status: false,
+            unindexed_status: false,
         }
     }
 
-    /// Whether the band query for all pending statuses at once sorts in a temporary
-    /// B-tree (see `Statements::by_status`), by SQLite's own plan of it.
-    pub(super) fn sorts_the_band(&self) -> Result<bool, StoreError> {
+    /// How pages are read, by SQLite's own plans: for all pending statuses at once,
+    /// through the inserted-at index with the status kept from any index
+    /// (`Statements::unindexed_status`), or as written; or else one status at a time
+    /// (`Statements::by_status`). The first whose plan does not sort the band.
+    pub(super) fn choose_pages(&mut self) -> Result<(), StoreError> {
         if self.table.pending.len() < 2 {
-            return Ok(false);
+            return Ok(());
         }
+        for unindexed in [true, false] {
+            self.sql
+                .as_mut()
+                .expect("statements first")
+                .unindexed_status = unindexed;
+            if !self.sorts_the_band()? {
+                return Ok(());
+            }
+        }
+        self.sql.as_mut().expect("statements first").by_status = true;
+        Ok(())
+    }
+
+    /// Whether the band query for all pending statuses at once sorts the band in a
+    /// temporary B-tree. A sort of the rows of one inserted-at value by id (`FOR RIGHT
+    /// PART OF ORDER BY`, an id that is not the rowid) is no sort of the band.
+    fn sorts_the_band(&self) -> Result<bool, StoreError> {
         let sql = self.page_sql(true, false, false, false);
         let mut stmt = self
             .conn
@@ -72,7 +105,7 @@ impl SqliteStore {
             .query_map(params_from_iter(unbound), |r| r.get::<_, String>(3))
             .and_then(Iterator::collect)
             .map_err(db("planning the band query"))?;
-        Ok(details.iter().any(|d| d.contains("TEMP B-TREE")))
+        Ok(details.iter().any(|d| sorts_all(d)))
     }
 
     /// The SQL a page query runs, for tests that check the plan. With `held`, each row
@@ -110,8 +143,14 @@ impl SqliteStore {
                 .collect();
             format!("IN ({})", list.join(", "))
         };
+        let status = if q.unindexed_status && !q.by_status {
+            format!("+{}", q.status)
+        } else {
+            q.status.clone()
+        };
         sql.replace("{to}", if to_inclusive { "=" } else { "" })
             .replace("{held}", &held)
+            .replace("{status}", &status)
             .replace("{pending}", &pending)
     }
 
@@ -420,7 +459,7 @@ impl SqliteStore {
         let uses_index = upper.contains("USING")
             && (upper.contains(&format!("({ins_upper}>?"))
                 || upper.contains(&format!("AND {ins_upper}>?")))
-            && !upper.contains("TEMP B-TREE");
+            && !sorts_all(&upper);
         let create_index = (!uses_index).then(|| {
             format!(
                 "CREATE INDEX {} ON {} ({});",
