@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashSet};
 use mysql::prelude::Queryable;
 use mysql::{TxOpts, Value as My};
 
-use super::connection::transaction;
+use super::connection::{Failed, transaction};
 use super::pages::placeholders;
 use super::*;
 use crate::store::{KEPT_OWNER, group_marks};
@@ -31,92 +31,61 @@ fn bind_ids<'a>(kind: IdKind, ids: impl IntoIterator<Item = &'a Scalar>) -> Vec<
         .collect()
 }
 
+/// What a claim needs besides the ids, settled before its transaction (see `claim_in`).
+pub(super) struct ClaimPlan {
+    /// Locks the still-pending rows among the ids (`{ids}` for their placeholders).
+    lock: String,
+    statuses: Vec<My>,
+    kind: IdKind,
+    claims: String,
+    name: String,
+    owner: String,
+    lease: i64,
+    take_tried: bool,
+    clock: DateTime<Utc>,
+}
+
 impl MysqlStore {
-    /// Claims each record for `owner` until `lease_until` if it is still pending and no
-    /// live claim holds it; returns the ids (as text) now this owner's. A failure kept
-    /// until its slot ends is free when `take_tried`, or once `clock` reaches that end.
-    pub(super) fn claim(
-        &mut self,
+    /// The claim of records for `owner` until `lease_until`; a failure kept until its
+    /// slot ends is free when `take_tried`, or once `clock` reaches that end.
+    pub(super) fn claim_plan(
+        &self,
         owner: &str,
-        ids: &[&Scalar],
         lease_until: DateTime<Utc>,
         take_tried: bool,
         clock: DateTime<Utc>,
+    ) -> ClaimPlan {
+        let shape = self.shape();
+        let (pending, statuses) = self.status_in(&self.table.pending);
+        ClaimPlan {
+            lock: format!(
+                "SELECT t.{id} FROM {table} t WHERE t.{id} IN ({{ids}}) AND {pending} FOR UPDATE SKIP LOCKED",
+                id = shape.quoted(shape.id),
+                table = shape.table,
+            ),
+            statuses,
+            kind: shape.id_kind,
+            claims: self.own_table("backlog_claims"),
+            name: self.table.name.clone(),
+            owner: owner.to_string(),
+            lease: lease_us(lease_until),
+            take_tried,
+            clock,
+        }
+    }
+
+    /// Claims each record if it is still pending and no live claim holds it (see
+    /// `claim_plan`); returns the ids (as text) now this owner's.
+    pub(super) fn claim(
+        &mut self,
+        plan: &ClaimPlan,
+        ids: &[&Scalar],
     ) -> Result<HashSet<String>, StoreError> {
         if ids.is_empty() {
             return Ok(HashSet::new());
         }
-        let shape = self.shape();
-        let (pending, statuses) = self.status_in(&self.table.pending);
-        let lock = format!(
-            "SELECT t.{id} FROM {table} t WHERE t.{id} IN ({}) AND {pending} FOR UPDATE SKIP LOCKED",
-            placeholders(ids.len()),
-            id = shape.quoted(shape.id),
-            table = shape.table,
-        );
-        let kind = shape.id_kind;
-        let mut lock_params = bind_ids(kind, ids.iter().copied());
-        lock_params.extend(statuses);
-        let claims = self.own_table("backlog_claims");
-        let lease = lease_us(lease_until);
-        let name = self.table.name.clone();
         transaction(&mut self.conn, "claiming records", |tx| {
-            let locked: Vec<My> = tx.exec(&lock, lock_params.clone())?;
-            let pending: Vec<String> = locked
-                .into_iter()
-                .map(|v| kind.read(v).to_string())
-                .collect();
-            if pending.is_empty() {
-                return Ok(HashSet::new());
-            }
-            // The claims of those rows, locked against the heartbeats and releases of
-            // other runners: free, lapsed, or a failure kept past its slot.
-            let mut params: Vec<My> =
-                vec![values::datetime(clock.naive_utc()), name.as_str().into()];
-            params.extend(pending.iter().map(|id| My::from(id.as_str())));
-            let held: Vec<(My, My, i64, i64)> = tx.exec(
-                format!(
-                    "SELECT record_id, owner, claimed_at <= ?, expires_at < UTC_TIMESTAMP(6) FROM {claims}
-                     WHERE table_name = ? AND record_id IN ({}) FOR UPDATE",
-                    placeholders(pending.len())
-                ),
-                params,
-            )?;
-            let taken: HashSet<String> = held
-                .into_iter()
-                .filter(|(_, holder, slot_over, expired)| {
-                    let kept = values::text(holder).as_deref() == Some(KEPT_OWNER);
-                    let free = *expired == 1 || kept && (take_tried || *slot_over == 1);
-                    !free
-                })
-                .filter_map(|(id, ..)| values::text(&id))
-                .collect();
-            let free: Vec<&String> = pending.iter().filter(|id| !taken.contains(*id)).collect();
-            if free.is_empty() {
-                return Ok(HashSet::new());
-            }
-            let rows = vec![
-                "(?, ?, ?, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND)";
-                free.len()
-            ];
-            let mut params: Vec<My> = Vec::with_capacity(free.len() * 4);
-            for id in &free {
-                params.extend([
-                    My::from(name.as_str()),
-                    My::from(id.as_str()),
-                    My::from(owner),
-                    My::Int(lease),
-                ]);
-            }
-            tx.exec_drop(
-                format!(
-                    "INSERT INTO {claims} (table_name, record_id, owner, claimed_at, expires_at) VALUES {}
-                     ON DUPLICATE KEY UPDATE owner = VALUES(owner), claimed_at = VALUES(claimed_at), expires_at = VALUES(expires_at)",
-                    rows.join(", ")
-                ),
-                params,
-            )?;
-            Ok(free.into_iter().cloned().collect())
+            claim_in(tx, plan, ids)
         })
     }
 
@@ -389,4 +358,83 @@ impl Heartbeat for MysqlHeartbeat {
         .map_err(my(context))?;
         tx.commit().map_err(my(context))
     }
+}
+
+/// `MysqlStore::claim` in the transaction `tx`: locks the rows still pending (those the
+/// transaction locked already among them), then their claims, and writes those free.
+pub(super) fn claim_in(
+    tx: &mut mysql::Transaction<'_>,
+    plan: &ClaimPlan,
+    ids: &[&Scalar],
+) -> Result<HashSet<String>, Failed> {
+    if ids.is_empty() {
+        return Ok(HashSet::new());
+    }
+    let ClaimPlan {
+        kind,
+        claims,
+        name,
+        lease,
+        take_tried,
+        clock,
+        ..
+    } = plan;
+    let (kind, lease, take_tried, clock) = (*kind, *lease, *take_tried, *clock);
+    let owner = plan.owner.as_str();
+    let mut lock_params = bind_ids(kind, ids.iter().copied());
+    lock_params.extend(plan.statuses.iter().cloned());
+    let lock = plan.lock.replace("{ids}", &placeholders(ids.len()));
+    let locked: Vec<My> = tx.exec(&lock, lock_params)?;
+    let pending: Vec<String> = locked
+        .into_iter()
+        .map(|v| kind.read(v).to_string())
+        .collect();
+    if pending.is_empty() {
+        return Ok(HashSet::new());
+    }
+    // The claims of those rows, locked against the heartbeats and releases of
+    // other runners: free, lapsed, or a failure kept past its slot.
+    let mut params: Vec<My> = vec![values::datetime(clock.naive_utc()), name.as_str().into()];
+    params.extend(pending.iter().map(|id| My::from(id.as_str())));
+    let held: Vec<(My, My, i64, i64)> = tx.exec(
+        format!(
+            "SELECT record_id, owner, claimed_at <= ?, expires_at < UTC_TIMESTAMP(6) FROM {claims}
+                 WHERE table_name = ? AND record_id IN ({}) FOR UPDATE",
+            placeholders(pending.len())
+        ),
+        params,
+    )?;
+    let taken: HashSet<String> = held
+        .into_iter()
+        .filter(|(_, holder, slot_over, expired)| {
+            let kept = values::text(holder).as_deref() == Some(KEPT_OWNER);
+            let free = *expired == 1 || kept && (take_tried || *slot_over == 1);
+            !free
+        })
+        .filter_map(|(id, ..)| values::text(&id))
+        .collect();
+    let free: Vec<&String> = pending.iter().filter(|id| !taken.contains(*id)).collect();
+    if free.is_empty() {
+        return Ok(HashSet::new());
+    }
+    let rows =
+        vec!["(?, ?, ?, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND)"; free.len()];
+    let mut params: Vec<My> = Vec::with_capacity(free.len() * 4);
+    for id in &free {
+        params.extend([
+            My::from(name.as_str()),
+            My::from(id.as_str()),
+            My::from(owner),
+            My::Int(lease),
+        ]);
+    }
+    tx.exec_drop(
+            format!(
+                "INSERT INTO {claims} (table_name, record_id, owner, claimed_at, expires_at) VALUES {}
+                 ON DUPLICATE KEY UPDATE owner = VALUES(owner), claimed_at = VALUES(claimed_at), expires_at = VALUES(expires_at)",
+                rows.join(", ")
+            ),
+            params,
+        )?;
+    Ok(free.into_iter().cloned().collect())
 }

@@ -185,14 +185,7 @@ impl Store for MysqlStore {
         lease_until: DateTime<Utc>,
         wanted: &dyn Fn(&Record) -> bool,
     ) -> Result<Page, StoreError> {
-        let read = self.select_page(band, after, limit)?;
-        let ids: Vec<&Scalar> = read.iter().filter(|r| wanted(r)).map(|r| &r.id).collect();
-        let ours = self.claim(owner, &ids, lease_until, band.take_tried, band.clock)?;
-        Ok(Page::sorted(
-            read,
-            |_, r| ours.contains(&r.id.to_string()),
-            wanted,
-        ))
+        self.take_page(owner, band, after, limit, lease_until, wanted)
     }
 
     fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<Vec<usize>, StoreError> {
@@ -244,7 +237,8 @@ impl Store for MysqlStore {
     ) -> Result<Vec<Record>, StoreError> {
         // A failure kept until its slot ends is taken: a person asked for it.
         let ids: Vec<&Scalar> = records.iter().map(|r| &r.id).collect();
-        let claimed = self.claim(owner, &ids, lease_until, true, Utc::now())?;
+        let plan = self.claim_plan(owner, lease_until, true, Utc::now());
+        let claimed = self.claim(&plan, &ids)?;
         Ok(records
             .into_iter()
             .filter(|r| claimed.contains(&r.id.to_string()))

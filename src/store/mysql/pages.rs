@@ -28,34 +28,41 @@ pub(super) fn placeholders(n: usize) -> String {
     vec!["?"; n].join(", ")
 }
 
+/// Rows of `shape.select` as records, their inserted-at values read in `format`.
+pub(super) fn records_of(
+    shape: &Shape,
+    format: TimestampFormat,
+    rows: Vec<mysql::Row>,
+) -> Vec<Record> {
+    let mut statuses = Statuses::default();
+    rows.into_iter()
+        .map(|row| {
+            let raw = row.unwrap();
+            let id = shape.id_kind.read(raw[shape.id].clone());
+            let status = values::text(&raw[shape.status]).unwrap_or_default();
+            let inserted_at = values::scalar(raw[shape.inserted_at].clone())
+                .unwrap_or(Scalar::Text(String::new()));
+            let inserted_time = format.decode(&inserted_at);
+            let json = raw
+                .into_iter()
+                .zip(&shape.types)
+                .map(|(v, t)| values::json(v, t))
+                .collect();
+            Record::new(
+                id,
+                statuses.get(status.as_bytes()),
+                inserted_at,
+                inserted_time,
+                Columns::new(Arc::clone(&shape.names), json),
+            )
+        })
+        .collect()
+}
+
 impl MysqlStore {
     /// Rows of `shape.select` as records.
     fn records(&self, rows: Vec<mysql::Row>) -> Vec<Record> {
-        let shape = self.shape();
-        let format = self.format();
-        let mut statuses = Statuses::default();
-        rows.into_iter()
-            .map(|row| {
-                let raw = row.unwrap();
-                let id = shape.id_kind.read(raw[shape.id].clone());
-                let status = values::text(&raw[shape.status]).unwrap_or_default();
-                let inserted_at = values::scalar(raw[shape.inserted_at].clone())
-                    .unwrap_or(Scalar::Text(String::new()));
-                let inserted_time = format.decode(&inserted_at);
-                let json = raw
-                    .into_iter()
-                    .zip(&shape.types)
-                    .map(|(v, t)| values::json(v, t))
-                    .collect();
-                Record::new(
-                    id,
-                    statuses.get(status.as_bytes()),
-                    inserted_at,
-                    inserted_time,
-                    Columns::new(Arc::clone(&shape.names), json),
-                )
-            })
-            .collect()
+        records_of(self.shape(), self.format(), rows)
     }
 
     /// Runs `shape.select` with `clause` and its parameters (`shape.select_by_age`
@@ -91,6 +98,68 @@ impl MysqlStore {
         after: Option<&Cursor>,
         limit: usize,
     ) -> Result<Vec<Record>, StoreError> {
+        let (sql, params) = self.page(band, after, limit);
+        let rows: Vec<mysql::Row> = self
+            .conn
+            .exec(sql, params)
+            .map_err(my(format!("selecting from {}", self.table.name)))?;
+        Ok(self.records(rows))
+    }
+
+    /// Takes a page for `owner`: reads it and claims the records `wanted` in one
+    /// transaction. Where the page is one query (through the inserted-at index), it
+    /// locks its rows as it reads them, skipping those another runner's transaction
+    /// holds (`FOR UPDATE SKIP LOCKED`): runners reading the band at the same moment
+    /// get pages of their own instead of all reading one and all but one finding it
+    /// claimed. (One status at a time, merged, the page is read, then its rows locked
+    /// as they are claimed: a locking read cannot be one branch of a union everywhere.)
+    pub(super) fn take_page(
+        &mut self,
+        owner: &str,
+        band: &BandQuery,
+        after: Option<&Cursor>,
+        limit: usize,
+        lease_until: DateTime<Utc>,
+        wanted: &dyn Fn(&Record) -> bool,
+    ) -> Result<Page, StoreError> {
+        let plan = self.claim_plan(owner, lease_until, band.take_tried, band.clock);
+        let (mut sql, params) = self.page(band, after, limit);
+        if !self.pages_by_status() {
+            sql.push_str(" FOR UPDATE SKIP LOCKED");
+        }
+        let shape = self
+            .shape
+            .as_ref()
+            .expect("inspect() runs before any query");
+        let format = self.format.expect("inspect() runs before any query");
+        let (read, ours) = connection::transaction(&mut self.conn, "claiming records", |tx| {
+            let rows: Vec<mysql::Row> = tx.exec(&sql, params.clone())?;
+            let read = records_of(shape, format, rows);
+            let ids: Vec<&Scalar> = read.iter().filter(|r| wanted(r)).map(|r| &r.id).collect();
+            let ours = super::claims::claim_in(tx, &plan, &ids)?;
+            Ok((read, ours))
+        })?;
+        Ok(Page::sorted(
+            read,
+            |_, r| ours.contains(&r.id.to_string()),
+            wanted,
+        ))
+    }
+
+    /// Whether pages are read one pending status at a time and merged (see
+    /// `page_query`).
+    fn pages_by_status(&self) -> bool {
+        self.shape().status_age_index.is_some() && self.table.pending.len() > 1
+    }
+
+    /// The SQL of the page after `after` (the band's first without), and its
+    /// parameters.
+    pub(super) fn page(
+        &self,
+        band: &BandQuery,
+        after: Option<&Cursor>,
+        limit: usize,
+    ) -> (String, Vec<mysql::Value>) {
         let shape = self.shape();
         let (ins, id) = (shape.quoted(shape.inserted_at), shape.quoted(shape.id));
         let mut params = vec![values::bound(&band.from)];
@@ -117,12 +186,7 @@ impl MysqlStore {
                 )
             }
         };
-        let (sql, params) = self.page_query(&range, params, limit);
-        let rows: Vec<mysql::Row> = self
-            .conn
-            .exec(sql, params)
-            .map_err(my(format!("selecting from {}", self.table.name)))?;
-        Ok(self.records(rows))
+        self.page_query(&range, params, limit)
     }
 
     /// A page of the band: the records in `range` (whose parameters are `params`) of a
@@ -143,7 +207,7 @@ impl MysqlStore {
         let limit = mysql::Value::UInt(limit as u64);
         let pending = &self.table.pending;
         match &shape.status_age_index {
-            Some(index) if pending.len() > 1 => {
+            Some(index) if self.pages_by_status() => {
                 let mut all = Vec::new();
                 let branches: Vec<String> = pending
                     .iter()
