@@ -145,6 +145,20 @@ fn an_index_on_the_status_beside_the_date_index_is_left_alone() {
             "SEARCH BACKLOG USING INDEX BACKLOG_BY_DATE (DATE_INSERTED>? AND DATE_INSERTED<?)"
         );
     }
+    // One pending status alone is an equality the planner likes even more.
+    let mut table = TableConfig::new("BACKLOG", "ID", "STATUS", "DATE_INSERTED");
+    table.pending = vec!["NEW".into()];
+    let mut store = SqliteStore::open(
+        &env.path("backlog.db"),
+        std::time::Duration::from_secs(5),
+        table,
+    )
+    .unwrap();
+    store.inspect().unwrap();
+    assert_eq!(
+        plan(&env, &store.page_sql(true, false, false, false)),
+        "SEARCH BACKLOG USING INDEX BACKLOG_BY_DATE (DATE_INSERTED>? AND DATE_INSERTED<?)"
+    );
 }
 
 /// A text id is not the rowid: the rows of one inserted-at value are put in id order in
@@ -173,4 +187,38 @@ fn a_text_id_sorts_only_the_rows_of_one_instant() {
         ) && !plan.contains("TEMP B-TREE FOR ORDER BY"),
         "{plan}"
     );
+}
+
+/// An INTEGER status (a flag: 0 new, 2 retry, 1 done) beside an index on it and one on
+/// inserted-at: `+STATUS` would drop the column's affinity and compare the stored
+/// numbers with the text of `pending`, matching nothing. The page keeps the column as
+/// it is, and the tick takes both pending flags; with one pending flag too.
+#[test]
+fn an_integer_status_is_compared_as_a_number_beside_its_index() {
+    let env = Env::new();
+    env.execute(
+        "CREATE TABLE FLAGS (ID INTEGER PRIMARY KEY, STATUS INTEGER NOT NULL, DATE_INSERTED TEXT NOT NULL);
+         CREATE INDEX FLAGS_BY_DATE ON FLAGS (DATE_INSERTED);
+         CREATE INDEX FLAGS_BY_STATUS ON FLAGS (STATUS);
+         INSERT INTO FLAGS VALUES (1, 0, '2026-11-21 10:00:00'), (2, 2, '2026-11-21 09:00:00'),
+                                  (3, 1, '2026-11-21 08:00:00'), (4, 0, '2026-11-21 07:00:00');",
+    );
+    env.write_handler("handler.sh", &crate::harness::recording_handler(&[]));
+    for (pending, selected) in [(r#"["0", "2"]"#, 3), (r#"["0"]"#, 2)] {
+        env.write_schedule(&crate::harness::Schedule::default());
+        let text = std::fs::read_to_string(env.path("backlog.toml")).unwrap();
+        let text = text
+            .replace("name = \"BACKLOG\"", "name = \"FLAGS\"")
+            .replace(
+                "[table]\n",
+                &format!("[table]\npending = {pending}\nsuccess = \"1\"\nerror = \"2\"\n"),
+            );
+        std::fs::write(env.path("backlog.toml"), text).unwrap();
+        env.execute("UPDATE FLAGS SET STATUS = CASE ID WHEN 2 THEN 2 WHEN 3 THEN 1 ELSE 0 END;");
+        let out = env.run_window("1d");
+        assert!(
+            out.contains(&format!("selected {selected}, succeeded {selected}")),
+            "{pending}: {out}"
+        );
+    }
 }

@@ -167,17 +167,20 @@ impl SqliteStore {
             }
             Ok(true)
         };
-        let started = std::time::Instant::now();
+        // The writes alone are timed: not the wait for the write lock, nor the commit.
+        let mut took = std::time::Duration::ZERO;
         let held = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
             .and_then(|tx| {
+                let started = std::time::Instant::now();
                 let held = write(&tx)?;
+                took = started.elapsed();
                 tx.commit()?;
                 Ok(held)
             })
             .map_err(db(format!("writing statuses to {}", self.table.name)))?;
         // Judged on a group large enough to tell (see `mark_group`).
         if marks.len() >= 1_000 && self.scattered != Some(true) {
-            self.scattered = Some(started.elapsed() > SCATTERED * marks.len() as u32);
+            self.scattered = Some(took > SCATTERED * marks.len() as u32);
         }
         Ok(if held {
             Vec::new()

@@ -219,7 +219,7 @@ impl Store for SqliteStore {
             self.since_format = Some(if samples.is_empty() { format } else { since });
         }
         self.sql = Some(self.statements(&table, &columns));
-        self.choose_pages()?;
+        self.choose_pages(&table, &columns[1])?;
         self.format = Some(format);
         Ok(format)
     }

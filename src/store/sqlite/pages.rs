@@ -72,12 +72,16 @@ impl SqliteStore {
     /// How pages are read, by SQLite's own plans: for all pending statuses at once,
     /// through the inserted-at index with the status kept from any index
     /// (`Statements::unindexed_status`), or as written; or else one status at a time
-    /// (`Statements::by_status`). The first whose plan does not sort the band.
-    pub(super) fn choose_pages(&mut self) -> Result<(), StoreError> {
-        if self.table.pending.len() < 2 {
-            return Ok(());
-        }
+    /// (`Statements::by_status`). The first whose plan does not sort the band. `+STATUS`
+    /// is tried only on a column of text affinity or none: `+` drops a column's
+    /// affinity, so on an INTEGER status `+STATUS IN ('0', '2')` would compare the
+    /// stored numbers with text and match nothing.
+    pub(super) fn choose_pages(&mut self, table: &str, status: &str) -> Result<(), StoreError> {
+        let plain = self.affinity_is_text(table, status)?;
         for unindexed in [true, false] {
+            if unindexed && !plain {
+                continue;
+            }
             self.sql
                 .as_mut()
                 .expect("statements first")
@@ -86,8 +90,29 @@ impl SqliteStore {
                 return Ok(());
             }
         }
-        self.sql.as_mut().expect("statements first").by_status = true;
+        // One status at a time is the same query when there is one.
+        self.sql.as_mut().expect("statements first").by_status = self.table.pending.len() > 1;
         Ok(())
+    }
+
+    /// Whether column `column` of `table` has text affinity by its declared type, or
+    /// none (SQLite's rules: INT → integer; CHAR, CLOB, TEXT → text; BLOB or no type →
+    /// none; REAL, FLOA, DOUB → real; anything else numeric).
+    fn affinity_is_text(&self, table: &str, column: &str) -> Result<bool, StoreError> {
+        let declared: String = self
+            .conn
+            .query_row(
+                "SELECT type FROM pragma_table_info(?1) WHERE name = ?2",
+                [table, column],
+                |r| r.get(0),
+            )
+            .map_err(db("reading the status column's type"))?;
+        let t = declared.to_ascii_uppercase();
+        Ok(!t.contains("INT")
+            && (["CHAR", "CLOB", "TEXT", "BLOB"]
+                .iter()
+                .any(|k| t.contains(k))
+                || t.is_empty()))
     }
 
     /// Whether the band query for all pending statuses at once sorts the band in a
