@@ -140,6 +140,11 @@ pub struct BandQuery {
     /// of its slot by this clock (see `Mark::keep_until`), so a tick reproduced with a
     /// pinned clock sees the slots that clock is in.
     pub clock: DateTime<Utc>,
+    /// The tick wants every record it reads (no `spread`, no `[retry]` delay). Only
+    /// then may a backend lock a page's rows as it reads them: a row locked and not
+    /// wanted would be skipped by a tick that wants it (another tier's, a
+    /// `--retry-failed` run) and missed for its slot.
+    pub wants_all: bool,
 }
 
 /// Where the previous page ended: the last record's inserted-at value and id. Pages go
@@ -414,10 +419,10 @@ pub trait Store {
 
     /// How many records of the band, still pending, another tick than `owner` holds
     /// now, or are kept after a failure from ticks like this one: counted as skipped
-    /// once, as a tick begins, by a backend whose pages step over them unread
-    /// (PostgreSQL's lock only the rows no other tick holds). None from a backend
-    /// whose pages read them and count them there. (A hold that runs out during the
-    /// tick may see its record counted and then taken.)
+    /// once, as a tick begins, by a backend whose pages for `band` step over them
+    /// unread (PostgreSQL's, locking only the rows no other tick holds, for a tick that
+    /// wants every record). None where the pages read them and count them there. (A
+    /// hold that runs out during the tick may see its record counted and then taken.)
     fn held_by_others(
         &mut self,
         _owner: &str,

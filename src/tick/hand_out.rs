@@ -98,9 +98,7 @@ pub(super) fn hand_out<'c>(
                     Ok(None) => pager.done = true,
                     Ok(Some(page)) => {
                         inline_run = (0, Duration::ZERO);
-                        if page.taken.is_empty() {
-                            size.took_none();
-                        }
+                        size.took(page.taken.len());
                         marks.tally.deferred += page.deferred;
                         marks.tally.skipped += page.skipped;
                         taken += page.taken.len() as u64;

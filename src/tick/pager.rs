@@ -125,12 +125,18 @@ impl PageSize {
         });
     }
 
-    /// A page gave the tick nothing to hand out (other runners held its records, or
-    /// the tick did not want them): the next reaches twice as far, up to the largest,
-    /// so a tick that arrives behind others does not read the band a few records at a
-    /// time, a read and a claim each, while it has seen no handler answer to size by.
-    pub(super) fn took_none(&mut self) {
-        self.last = self.last.saturating_mul(2).min(self.max);
+    /// A page gave the tick `taken` records to hand out. None (other runners held its
+    /// records, or the tick did not want them): the next reaches twice as far, up to the
+    /// largest, so a tick that arrives behind others does not read the band a few
+    /// records at a time, a read and a claim each, while it has seen no handler answer
+    /// to size by. Some, before any answer: back to the lanes' worth, so that reaching
+    /// far once does not take a large page for a handler that may be slow.
+    pub(super) fn took(&mut self, taken: usize) {
+        if taken == 0 {
+            self.last = self.last.saturating_mul(2).min(self.max);
+        } else if self.per_record.is_none() {
+            self.last = self.lanes;
+        }
     }
 
     /// The size of the next page.
@@ -199,7 +205,7 @@ mod tests {
         assert_eq!(size.next(), 1);
         let mut sizes = Vec::new();
         for _ in 0..11 {
-            size.took_none();
+            size.took(0);
             sizes.push(size.next());
         }
         assert_eq!(
@@ -207,11 +213,15 @@ mod tests {
             [2, 4, 8, 16, 32, 64, 128, 256, 512, 1000, 1000],
             "before any answer too"
         );
-        // Once records come back slowly, their pace sizes the pages again.
+        // A page that gives records before any answer: back to the lanes' worth.
+        size.took(3);
+        assert_eq!(size.next(), 1);
+        // Once records come back slowly, their pace sizes the pages again (at most
+        // doubling from page to page).
         for _ in 0..20 {
             size.observe(1, Duration::from_millis(100));
         }
-        assert_eq!(size.next(), 3);
+        assert_eq!((size.next(), size.next()), (2, 3));
     }
 
     #[test]

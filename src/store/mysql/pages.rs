@@ -107,8 +107,8 @@ impl MysqlStore {
     }
 
     /// Takes a page for `owner`: reads it and claims the records `wanted` in one
-    /// transaction. Where the page is one query (through the inserted-at index), it
-    /// locks its rows as it reads them, skipping those another runner's transaction
+    /// transaction. Where the page is one query (through the inserted-at index) and
+    /// the tick wants every record, it locks its rows as it reads them, skipping those another runner's transaction
     /// holds (`FOR UPDATE SKIP LOCKED`): runners reading the band at the same moment
     /// get pages of their own instead of all reading one and all but one finding it
     /// claimed. (One status at a time, merged, the page is read, then its rows locked
@@ -124,7 +124,10 @@ impl MysqlStore {
     ) -> Result<Page, StoreError> {
         let plan = self.claim_plan(owner, lease_until, band.take_tried, band.clock);
         let (mut sql, params) = self.page(band, after, limit);
-        if !self.pages_by_status() {
+        // Locked as read only for a tick that wants every record: a row locked and not
+        // wanted would be skipped by a tick that wants it (another tier's, a
+        // `--retry-failed` run) and missed for its slot.
+        if band.wants_all && !self.pages_by_status() {
             sql.push_str(" FOR UPDATE SKIP LOCKED");
         }
         let shape = self

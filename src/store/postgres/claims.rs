@@ -72,9 +72,12 @@ impl PostgresStore {
         tx.query(&lock_rows, &[&all]).map_err(pg(context.clone()))?;
         let mut written = std::collections::HashSet::with_capacity(marks.len());
         // Each group planned with its own arrays (see `set_status_sql`); for this
-        // transaction only, so a pooled connection keeps its setting.
-        tx.batch_execute("SET LOCAL plan_cache_mode = force_custom_plan")
-            .map_err(pg(context.clone()))?;
+        // transaction only, so a pooled connection keeps its setting. (Before
+        // PostgreSQL 12 the statement keeps the plans the server chooses.)
+        if self.custom_plans {
+            tx.batch_execute("SET LOCAL plan_cache_mode = force_custom_plan")
+                .map_err(pg(context.clone()))?;
+        }
         for ((status, since), ids) in &groups {
             // Failures keep their claim, under another owner, until the end of their
             // slot; the others let theirs go.
@@ -160,6 +163,7 @@ impl PostgresStore {
             to_inclusive: false,
             take_tried: true,
             clock: Utc::now(),
+            wants_all: true,
         };
         let claimed = self.claim(owner, &ids, lease_until, &band, false)?;
         Ok(records

@@ -187,12 +187,19 @@ pub struct PostgresStore {
     /// Pages are read one pending status at a time and merged (see
     /// `pages::pages_by_status`), decided by `inspect` from the table's indexes.
     pages_by_status: bool,
+    /// The server plans a statement with its parameters' values on request
+    /// (`plan_cache_mode`, PostgreSQL 12 and later; see `claims::write_marks`).
+    custom_plans: bool,
 }
 
 impl PostgresStore {
     /// Connects to the server; `schema` names where the tool's own tables go.
     pub fn open(url: &PostgresUrl, schema: &str, table: TableConfig) -> Result<Self, StoreError> {
-        let client = connect(url)?;
+        let mut client = connect(url)?;
+        let version: i32 = client
+            .query_one("SELECT current_setting('server_version_num')::int", &[])
+            .map_err(pg("reading the server's version"))?
+            .get(0);
         Ok(PostgresStore {
             client,
             url: url.clone(),
@@ -203,6 +210,7 @@ impl PostgresStore {
             prepared: None,
             max_per_record: crate::config::HistoryConfig::default().max_per_record,
             pages_by_status: false,
+            custom_plans: version >= 120_000,
         })
     }
 
@@ -272,6 +280,9 @@ impl Store for PostgresStore {
     }
 
     fn held_by_others(&mut self, owner: &str, band: &BandQuery) -> Result<Option<u64>, StoreError> {
+        if !self.locks_pages(band) {
+            return Ok(None);
+        }
         self.count_held_in_band(owner, band).map(Some)
     }
 

@@ -187,8 +187,30 @@ impl PostgresStore {
     ) -> Result<Page, StoreError> {
         // Runners on several hosts share a band, so each record is claimed on its own,
         // in one transaction a page: the page locks its rows no other tick holds or is
-        // taking (see `TakeSql::page`), then one statement claims those the tick wants
-        // (see `claim_sql`); the others are let go at the commit.
+        // taking (see `TakeSql::page`), then one statement claims them (see
+        // `claim_sql`). Only for a tick that wants every record it reads, and a page that
+        // is one index range: a row locked and not wanted would be skipped by a tick
+        // that wants it, and the pages read one status at a time would lock a page of
+        // each. Otherwise the page is read, and the rows of the records wanted locked as
+        // they are claimed, as before.
+        if !self.locks_pages(band) {
+            let read = self.select_page(band, after, limit)?;
+            let ids: Vec<Scalar> = read
+                .iter()
+                .filter(|r| wanted(r))
+                .map(|r| r.id.clone())
+                .collect();
+            let ours = if ids.is_empty() {
+                std::collections::HashSet::new()
+            } else {
+                self.claim(owner, &ids, lease_until, band, false)?
+            };
+            return Ok(Page::sorted(
+                read,
+                |_, r| ours.contains(&r.id.to_string()),
+                wanted,
+            ));
+        }
         self.client
             .batch_execute("BEGIN")
             .map_err(pg("taking a page"))?;
@@ -199,6 +221,11 @@ impl PostgresStore {
             (Err(e), _) => Err(e),
             (Ok(_), Err(e)) => Err(pg("taking a page")(e)),
         }
+    }
+
+    /// Whether the pages of `band` are taken locked (see `take_page`).
+    pub(super) fn locks_pages(&self, band: &BandQuery) -> bool {
+        band.wants_all && !self.pages_by_status
     }
 
     fn take_in_transaction(

@@ -59,7 +59,6 @@ impl PostgresStore {
             status: &status,
             ins,
             format,
-            by_status,
         };
         let take_first = [take.page(&first("<"), 5), take.page(&first("<="), 5)];
         let take_next = take.page(&next, 6);
@@ -212,8 +211,6 @@ struct TakeSql<'a> {
     status: &'a Column,
     ins: &'a str,
     format: TimestampFormat,
-    /// Pages read one pending status at a time (`pages::pages_by_status`), of so many.
-    by_status: Option<usize>,
 }
 
 impl TakeSql<'_> {
@@ -237,42 +234,19 @@ impl TakeSql<'_> {
     /// statement that follows in the same transaction: runners that read the band at
     /// the same moment get pages of their own, instead of all reading the same page and
     /// all but one finding it taken, and a runner behind the others steps over their
-    /// pages in its scan instead of reading them. What it steps over is counted once, at
-    /// the end of the tick (`held_by_others`).
+    /// pages in its scan instead of reading them. What it steps over is counted once, as
+    /// the tick begins (`held_by_others`).
     fn page(&self, range: &str, n: usize) -> String {
         let (table, ins) = (self.table, self.ins);
         let (idq, st, stt) = (&self.id.quoted, &self.status.quoted, &self.status.sql_type);
         let held = self.held(n);
         let order = format!("ORDER BY t.{ins} DESC, t.{idq} DESC");
-        let lock = |status: &str| {
-            format!(
-                "SELECT t.* FROM {table} t WHERE {range} AND {status} AND {held} IS NOT TRUE
-                 {order} LIMIT $4 FOR NO KEY UPDATE OF t SKIP LOCKED"
-            )
-        };
-        let page = match self.by_status {
-            None => format!(
-                "page AS ({})",
-                lock(&format!("t.{st} = ANY ($3::text[]::{stt}[])"))
-            ),
-            // Each status's range locked on its own, merged (`pages::pages_by_status`).
-            Some(n) => {
-                let each = (1..=n).map(|k| {
-                    format!(
-                        "s{k} AS ({})",
-                        lock(&format!("t.{st} = ($3::text[])[{k}]::{stt}"))
-                    )
-                });
-                let all: Vec<String> = (1..=n).map(|k| format!("SELECT * FROM s{k}")).collect();
-                format!(
-                    "{}, page AS (SELECT t.* FROM ({}) t {order} LIMIT $4)",
-                    each.collect::<Vec<_>>().join(", "),
-                    all.join(" UNION ALL ")
-                )
-            }
-        };
         format!(
-            "WITH {page} {} {order}",
+            "WITH page AS (
+                SELECT t.* FROM {table} t
+                WHERE {range} AND t.{st} = ANY ($3::text[]::{stt}[]) AND {held} IS NOT TRUE
+                {order} LIMIT $4 FOR NO KEY UPDATE OF t SKIP LOCKED
+             ) {} {order}",
             select_records("page", idq, st, ins, self.format)
         )
     }

@@ -401,6 +401,7 @@ mod tests {
             to_inclusive: true,
             take_tried: false,
             clock: Utc::now(),
+            wants_all: true,
         };
         let payloads = |records: &[Record]| -> Vec<String> {
             records
