@@ -38,9 +38,11 @@
 //! So a claim costs one row written and deleted; what keeps that cheap is doing it a
 //! page at a time. A page is taken in one short transaction: a statement that reads
 //! the page and locks its rows (`TakeSql::page`: `FOR NO KEY UPDATE SKIP LOCKED`, only
-//! rows no claim holds), then one that claims those the tick wants (`INSERT … ON
-//! CONFLICT`); its marks are one statement per status (`set_status_sql`), which lets go
-//! of the claims and writes the statuses where they were still this tick's.
+//! rows no claim holds), then one that claims them (`INSERT … ON CONFLICT`); a tick that
+//! does not want every record it reads (spread, `[retry]`), or pages read one status at
+//! a time, read the page, then lock the rows of the records wanted as they claim them
+//! (`claim_sql`). The marks are one statement per status (`set_status_sql`), which lets
+//! go of the claims and writes the statuses where they were still this tick's.
 //!
 //! The row locks last that transaction only. They keep a page from racing a tick
 //! marking the same records (it skips the rows or sees their new statuses), and they
