@@ -636,3 +636,41 @@ fn text_timestamps_in_a_non_c_collation_select_the_same_bands() {
         assert_eq!(env.take_calls(), ids, "{window}");
     }
 }
+
+/// A panic while a page is taken (here in the tick's own filter of the records it
+/// wants; in a library user's code it could be anywhere) ends the page's transaction:
+/// the session is not left holding the page's rows, and the store takes pages again.
+#[test]
+fn a_panic_while_a_page_is_taken_leaves_no_row_locked() {
+    use backlog::store::BandQuery;
+    let env = Env::on(Backend::Postgres);
+    env.classic();
+    env.write_schedule(&Schedule::default());
+    let config = backlog::Config::load(&env.path("backlog.toml")).unwrap();
+    let mut store = backlog::store::open(&config.database, &config.table).unwrap();
+    let format = store.inspect().unwrap();
+    store.ensure_own_tables().unwrap();
+    let now = chrono::DateTime::parse_from_rfc3339(NOW).unwrap().to_utc();
+    let band = BandQuery {
+        from: format.encode(now - chrono::Duration::days(400)),
+        to: format.encode(now),
+        to_inclusive: true,
+        take_tried: false,
+        clock: now,
+        wants_all: true,
+    };
+    let lease = now + chrono::Duration::seconds(60);
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        store.take("test/1", &band, None, 10, lease, &|_| {
+            panic!("a filter that fails")
+        })
+    }));
+    assert!(panicked.is_err());
+    // Another session may lock every row at once: none is held.
+    let locked = env.count(r#"SELECT count(*) FROM (SELECT 1 FROM "BACKLOG" FOR UPDATE NOWAIT) x"#);
+    assert!(locked > 0);
+    let page = store
+        .take("test/2", &band, None, 10, lease, &|_| true)
+        .unwrap();
+    assert!(!page.taken.is_empty(), "the store takes pages again");
+}

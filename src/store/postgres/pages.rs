@@ -214,7 +214,15 @@ impl PostgresStore {
         self.client
             .batch_execute("BEGIN")
             .map_err(pg("taking a page"))?;
-        let taken = self.take_in_transaction(owner, band, after, limit, lease_until, wanted);
+        // A panic on the way (a library user's `wanted`, a row of an unexpected type)
+        // must not leave the session inside the transaction, holding the page's rows.
+        let taken = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.take_in_transaction(owner, band, after, limit, lease_until, wanted)
+        }))
+        .unwrap_or_else(|panic| {
+            let _ = self.client.batch_execute("ROLLBACK");
+            std::panic::resume_unwind(panic)
+        });
         let end = if taken.is_ok() { "COMMIT" } else { "ROLLBACK" };
         match (taken, self.client.batch_execute(end)) {
             (Ok(page), Ok(())) => Ok(page),
