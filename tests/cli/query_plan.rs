@@ -222,3 +222,24 @@ fn an_integer_status_is_compared_as_a_number_beside_its_index() {
         );
     }
 }
+
+/// Both an index on (status, inserted-at) and one on inserted-at: the pages go one
+/// status at a time through the first, reading only pending records' keys, where a
+/// range of the second would read every record of the band, the done ones too.
+#[test]
+fn a_status_and_date_index_is_preferred_to_the_date_index() {
+    let env = Env::new();
+    env.classic();
+    env.execute("CREATE INDEX BACKLOG_BY_STATUS_DATE ON BACKLOG (STATUS, DATE_INSERTED);");
+    let mut store = SqliteStore::open(
+        &env.path("backlog.db"),
+        std::time::Duration::from_secs(5),
+        TableConfig::new("BACKLOG", "ID", "STATUS", "DATE_INSERTED"),
+    )
+    .unwrap();
+    store.inspect().unwrap();
+    assert_eq!(
+        plan(&env, &store.page_sql(true, false, false, false)),
+        "SEARCH BACKLOG USING INDEX BACKLOG_BY_STATUS_DATE (STATUS=? AND DATE_INSERTED>? AND DATE_INSERTED<?)"
+    );
+}

@@ -26,6 +26,14 @@ pub(super) struct Statements {
     pub(super) unindexed_status: bool,
 }
 
+/// A quoted name (`"Date Inserted"`) as SQLite's plans write it: bare, in capitals here.
+fn unquote_upper(quoted: &str) -> String {
+    quoted
+        .trim_matches('"')
+        .replace("\"\"", "\"")
+        .to_ascii_uppercase()
+}
+
 /// Whether a line of SQLite's query plan sorts all the rows read (`USE TEMP B-TREE FOR
 /// ORDER BY`), not only those of one value of the index's column (`… FOR RIGHT PART OF
 /// ORDER BY`, `… FOR LAST TERM OF ORDER BY`).
@@ -77,6 +85,20 @@ impl SqliteStore {
     /// affinity, so on an INTEGER status `+STATUS IN ('0', '2')` would compare the
     /// stored numbers with text and match nothing.
     pub(super) fn choose_pages(&mut self, table: &str, status: &str) -> Result<(), StoreError> {
+        // An index on (status, inserted-at) comes first where there is one, beside one
+        // on inserted-at too: one status at a time, each page reads only the pending
+        // records' keys, where a range of the inserted-at index reads every record of
+        // the band, the done ones with the rest (most of a long tier's band).
+        if self.table.pending.len() > 1 {
+            self.sql.as_mut().expect("statements first").by_status = true;
+            let (plan, sorts) = self.band_plan_lines()?;
+            let ins = unquote_upper(&self.sql().inserted_at);
+            let st = unquote_upper(&self.sql().status);
+            if !sorts && plan.contains(&format!("({st}=? AND {ins}>?")) {
+                return Ok(());
+            }
+            self.sql.as_mut().expect("statements first").by_status = false;
+        }
         let plain = self.affinity_is_text(table, status)?;
         for unindexed in [true, false] {
             if unindexed && !plain {
@@ -119,6 +141,11 @@ impl SqliteStore {
     /// temporary B-tree. A sort of the rows of one inserted-at value by id (`FOR RIGHT
     /// PART OF ORDER BY`, an id that is not the rowid) is no sort of the band.
     fn sorts_the_band(&self) -> Result<bool, StoreError> {
+        Ok(self.band_plan_lines()?.1)
+    }
+
+    /// SQLite's plan of the first page, in capitals, and whether it sorts the band.
+    fn band_plan_lines(&self) -> Result<(String, bool), StoreError> {
         let sql = self.page_sql(true, false, false, false);
         let mut stmt = self
             .conn
@@ -130,7 +157,8 @@ impl SqliteStore {
             .query_map(params_from_iter(unbound), |r| r.get::<_, String>(3))
             .and_then(Iterator::collect)
             .map_err(db("planning the band query"))?;
-        Ok(details.iter().any(|d| sorts_all(d)))
+        let sorts = details.iter().any(|d| sorts_all(d));
+        Ok((details.join("; ").to_ascii_uppercase(), sorts))
     }
 
     /// The SQL a page query runs, for tests that check the plan. With `held`, each row
