@@ -414,6 +414,14 @@ pub trait Store {
         1000
     }
 
+    /// A writer of this store's marks on a connection of its own, for a tick to write
+    /// a group while it takes the next pages: on a server, the marks are the largest
+    /// part of a tick's time, and the server can write one group while it reads the
+    /// next. None where the tick writes them itself (SQLite has one writer at a time).
+    fn mark_writer(&mut self) -> Result<Option<Box<dyn MarkWriter>>, StoreError> {
+        Ok(None)
+    }
+
     /// Lets go of everything the owner still holds: the tick is over.
     fn release(&mut self, owner: &str) -> Result<(), StoreError>;
 
@@ -559,6 +567,13 @@ pub trait Store {
     /// `exists` says whether the tool's table `table` is there.
     #[doc(hidden)]
     fn own(&mut self, table: &str) -> Result<Own<'_>, StoreError>;
+}
+
+/// Writes a tick's marks on a connection of its own, on another thread, while the
+/// tick goes on taking pages on its store's (see `Store::mark_writer`).
+pub trait MarkWriter: Send {
+    /// As `Store::mark`.
+    fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<Vec<usize>, StoreError>;
 }
 
 /// Extends a tick's claims from another thread.

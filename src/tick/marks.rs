@@ -7,7 +7,7 @@
 //! taken back out of the counts and counted as lost, never as a success.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
@@ -16,7 +16,7 @@ use super::options::Event;
 use crate::config::{HistoryConfig, HistoryRecord};
 use crate::handler::{Ending, Handled, Outcome};
 use crate::record::Record;
-use crate::store::{Attempt, Mark, Store, StoreError};
+use crate::store::{Attempt, Mark, MarkWriter, Store, StoreError};
 use crate::timestamp::{TextLayout, TimestampFormat};
 
 /// How many failures a tick logs at WARN, one line each; the rest are counted in one
@@ -140,6 +140,8 @@ pub(super) struct Marks<'o> {
     group: usize,
     fixed_group: bool,
     interval: Duration,
+    /// Where groups go when the store has a writer of its own (see `Writer`).
+    writer: Option<Writer>,
     /// Which attempts are kept, and the run and tier they are of.
     history: HistoryConfig,
     run_id: i64,
@@ -186,10 +188,36 @@ impl<'o> Marks<'o> {
             group: fixed_group.unwrap_or(store_group).max(1),
             fixed_group: fixed_group.is_some(),
             interval,
+            writer: None,
             history,
             run_id,
             window_secs: window.as_secs(),
         }
+    }
+
+    /// Writes the groups with `writer`, on a thread of `scope`, one group while the
+    /// next fills; `finish` waits for the last.
+    pub(super) fn write_with<'scope>(
+        &mut self,
+        scope: &'scope std::thread::Scope<'scope, '_>,
+        mut writer: Box<dyn MarkWriter>,
+    ) {
+        let (groups, to_write) = mpsc::channel::<Group>();
+        let (written, done) = mpsc::channel();
+        let owner = self.owner.to_string();
+        scope.spawn(move || {
+            for (marks, succeeded) in to_write {
+                let lost = writer.mark(&owner, &marks);
+                if written.send((marks, succeeded, lost)).is_err() {
+                    return;
+                }
+            }
+        });
+        self.writer = Some(Writer {
+            groups,
+            done,
+            out: false,
+        });
     }
 
     /// Counts a handled record and queues its mark, writing the group when due.
@@ -307,47 +335,87 @@ impl<'o> Marks<'o> {
         Ok(())
     }
 
-    /// Writes the marks not yet written; those the tick no longer held are lost.
+    /// Writes the marks not yet written; those the tick no longer held are lost. With
+    /// a writer, the group goes to it once the one before is written (and settled
+    /// here): at most one group is being written while the next fills.
     pub(super) fn write(&mut self, store: &mut dyn Store) -> Result<(), StoreError> {
         if self.marks.is_empty() {
             return Ok(());
         }
-        let lost = store.mark(self.owner, &self.marks)?;
-        if !lost.is_empty() {
-            self.keep_lost(&lost, store);
-            let mut ids = Vec::new();
-            for &i in &lost {
-                let status = Arc::clone(&self.marks[i].status);
-                self.uncount(&status, self.succeeded[i]);
-                if ids.len() < 10 {
-                    ids.push(self.marks[i].id.to_string());
-                }
-            }
-            tracing::warn!(
-                "{} marks lost: records {}{} were handled after this tick's hold on them lapsed (another tick may hold them now); not marked, they keep their status",
-                lost.len(),
-                ids.join(", "),
-                if lost.len() > ids.len() { ", …" } else { "" }
-            );
-        }
-        self.marks.clear();
-        self.succeeded.clear();
+        let marks = std::mem::take(&mut self.marks);
+        let succeeded = std::mem::take(&mut self.succeeded);
         self.last_write = Instant::now();
         if !self.fixed_group {
             self.group = store.mark_group().max(1);
         }
+        if let Some(writer) = self.writer.as_mut() {
+            let before = writer.wait();
+            writer
+                .groups
+                .send((marks, succeeded))
+                .expect("the writer lives as long as the tick's scope");
+            writer.out = true;
+            if let Some((marks, succeeded, lost)) = before {
+                self.settle_lost(&marks, &succeeded, &lost?, store);
+            }
+            return Ok(());
+        }
+        let lost = store.mark(self.owner, &marks)?;
+        self.settle_lost(&marks, &succeeded, &lost, store);
+        // The vectors go back, cleared, with their room.
+        (self.marks, self.succeeded) = (marks, succeeded);
+        self.marks.clear();
+        self.succeeded.clear();
         Ok(())
+    }
+
+    /// Writes what is left and waits for the writer's last group.
+    pub(super) fn finish(&mut self, store: &mut dyn Store) -> Result<(), StoreError> {
+        self.write(store)?;
+        if let Some((marks, succeeded, lost)) = self.writer.as_mut().and_then(Writer::wait) {
+            self.settle_lost(&marks, &succeeded, &lost?, store);
+        }
+        self.writer = None;
+        Ok(())
+    }
+
+    /// Takes the marks at `lost` (of `marks`, with whether each succeeded) back out of
+    /// the counts: their tick no longer held their records.
+    fn settle_lost(
+        &mut self,
+        marks: &[Mark],
+        succeeded: &[bool],
+        lost: &[usize],
+        store: &mut dyn Store,
+    ) {
+        if lost.is_empty() {
+            return;
+        }
+        self.keep_lost(marks, lost, store);
+        let mut ids = Vec::new();
+        for &i in lost {
+            self.uncount(&marks[i].status, succeeded[i]);
+            if ids.len() < 10 {
+                ids.push(marks[i].id.to_string());
+            }
+        }
+        tracing::warn!(
+            "{} marks lost: records {}{} were handled after this tick's hold on them lapsed (another tick may hold them now); not marked, they keep their status",
+            lost.len(),
+            ids.join(", "),
+            if lost.len() > ids.len() { ", …" } else { "" }
+        );
     }
 
     /// Keeps an attempt of each lost mark the history did not keep already (a lost
     /// success): a mark that landed nowhere is worth a row whatever `record` says.
-    fn keep_lost(&self, lost: &[usize], store: &mut dyn Store) {
+    fn keep_lost(&self, marks: &[Mark], lost: &[usize], store: &mut dyn Store) {
         if !self.history.on() {
             return;
         }
         let attempts: Vec<Attempt> = lost
             .iter()
-            .map(|&i| &self.marks[i])
+            .map(|&i| &marks[i])
             .filter(|m| m.attempt.is_none())
             .map(|m| Attempt {
                 record_id: m.id.to_string(),
@@ -447,5 +515,30 @@ pub(super) fn log_unshown(tally: &Tally) {
             "{} more records failed in this tick (not shown; `backlog show ID` lists a record's attempts)",
             tally.warned - WARN_CAP
         );
+    }
+}
+
+/// A group of marks and whether each succeeded.
+type Group = (Vec<Mark>, Vec<bool>);
+
+/// A group written: the places of its lost marks, or why it could not be written.
+type Written = (Vec<Mark>, Vec<bool>, Result<Vec<usize>, StoreError>);
+
+/// The thread that writes groups on the store's second connection (`Marks::write_with`).
+struct Writer {
+    groups: mpsc::Sender<Group>,
+    done: mpsc::Receiver<Written>,
+    /// A group is being written.
+    out: bool,
+}
+
+impl Writer {
+    /// The group being written, once it is; none when none is out.
+    fn wait(&mut self) -> Option<Written> {
+        if !self.out {
+            return None;
+        }
+        self.out = false;
+        Some(self.done.recv().expect("the writer answers every group"))
     }
 }

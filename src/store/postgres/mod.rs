@@ -69,8 +69,8 @@ use postgres::{Client, NoTls, Statement};
 use serde_json::Value;
 
 use super::{
-    BandQuery, Cursor, Heartbeat, Mark, Page, QueryPlan, Range, RunStart, Store, StoreError,
-    check_version, group_marks, index_name, not_ours, quote,
+    BandQuery, Cursor, Heartbeat, Mark, MarkWriter, Page, QueryPlan, Range, RunStart, Store,
+    StoreError, check_version, group_marks, index_name, not_ours, quote,
 };
 use crate::config::{PostgresUrl, TableConfig};
 use crate::record::{Record, Scalar, Statuses};
@@ -239,6 +239,12 @@ impl PostgresStore {
     }
 }
 
+impl MarkWriter for PostgresStore {
+    fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<Vec<usize>, StoreError> {
+        self.write_marks(owner, marks)
+    }
+}
+
 impl Store for PostgresStore {
     fn describe(&self) -> String {
         self.url.shown.clone()
@@ -362,6 +368,28 @@ impl Store for PostgresStore {
             table: &self.table.name,
             exists,
         })
+    }
+
+    fn mark_writer(&mut self) -> Result<Option<Box<dyn MarkWriter>>, StoreError> {
+        let mut url = self.url.clone();
+        if url.config.get_application_name() == Some("backlog") {
+            url.config.application_name("backlog marks");
+        }
+        let mut writer = PostgresStore {
+            client: connect(&url)?,
+            url,
+            schema: self.schema.clone(),
+            table: self.table.clone(),
+            format: None,
+            since_format: None,
+            prepared: None,
+            max_per_record: self.max_per_record,
+            pages_by_status: false,
+            custom_plans: self.custom_plans,
+        };
+        writer.inspect_table()?;
+        writer.prepare_own()?;
+        Ok(Some(Box::new(writer)))
     }
 
     fn heartbeat(&self, owner: &str, run_id: i64) -> Result<Box<dyn Heartbeat>, StoreError> {
