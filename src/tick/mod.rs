@@ -16,7 +16,7 @@
 //!
 //! Its parts, one file each: `process` (setup and cleanup), `hand_out` (the loop),
 //! `pager` (pages and their size), `lanes` (inline, pipelined, a pool of workers),
-//! `pace` (the rate), `breaker`, `heartbeat`, `marks` (counts and status writes),
+//! `pace` (the rate), `breaker`, `heartbeat`, `marks` (status writes), `tally` (counts),
 //! `wanted` (spread and `[retry]` delays), `summary`, `options`; `retry` hands chosen
 //! records over outside the schedule (`backlog retry`).
 
@@ -32,6 +32,7 @@ mod pager;
 mod process;
 mod retry;
 mod summary;
+mod tally;
 mod wanted;
 
 pub use failed_start::record_failed_start;

@@ -1,0 +1,100 @@
+//! A tick's running counts: what it selected, how each ended, what it left alone and
+//! why, for its summary, its run-log row and the warnings it prints.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::record::Record;
+use crate::timestamp::{TextLayout, TimestampFormat};
+
+/// The running counts of a tick.
+#[derive(Debug, Default)]
+pub(super) struct Tally {
+    pub(super) selected: u64,
+    pub(super) succeeded: u64,
+    pub(super) failed: u64,
+    pub(super) skipped: u64,
+    pub(super) deferred: u64,
+    pub(super) lost: u64,
+    /// Shares its statuses with the marks.
+    pub(super) statuses: BTreeMap<Arc<str>, u64>,
+    pub(super) stopped: bool,
+    pub(super) breaker: Option<String>,
+    /// Why the tick stopped because its holds lapsed, if it did.
+    pub(super) lapsed: Option<String>,
+    /// Records left alone because their inserted-at value cannot be read, and the first.
+    pub(super) unreadable: u64,
+    pub(super) unreadable_sample: Option<String>,
+    /// Records left alone because their RFC 3339 text carries another UTC offset than
+    /// the column's (a band is a range of text, so theirs is not where they sort), and
+    /// the first.
+    pub(super) other_offset: u64,
+    pub(super) other_offset_sample: Option<String>,
+    /// Failures logged at WARN, and those past the cap, only counted.
+    pub(super) warned: u64,
+    /// Failures whose handler could not run at all: exit 126 (not executable) or 127
+    /// (not found), as a shell or `env` reports a command it cannot start.
+    pub(super) cannot_run: u64,
+    /// The account of the last of them.
+    pub(super) cannot_run_sample: Option<String>,
+}
+
+impl Tally {
+    /// Why the tick failed although it ran: every record it handled failed because its
+    /// handler could not run at all (a wrapper whose command is missing).
+    pub(super) fn handler_broken(&self) -> Option<String> {
+        (self.selected > 0 && self.cannot_run == self.selected).then(|| {
+            format!(
+                "the handler could not run for any of the {} records ({}); they are marked failed and kept from the ticks until their next slot: fix the handler, then run the tick again with --retry-failed",
+                self.selected,
+                self.cannot_run_sample.as_deref().unwrap_or_default()
+            )
+        })
+    }
+
+    /// Counts a record left alone for its unreadable inserted-at value.
+    pub(super) fn unreadable(&mut self, record: &Record) {
+        self.unreadable += 1;
+        self.unreadable_sample
+            .get_or_insert_with(|| Self::sample(record));
+    }
+
+    /// Whether a record of the band is left alone for its inserted-at value: one that
+    /// cannot be read has no age, and one in another UTC offset than the column's
+    /// sorts, as text, where its instant is not, so no band is surely its own. Counted
+    /// either way; the first of another offset is warned of, once a tick.
+    pub(super) fn left_alone(&mut self, record: &Record, format: &TimestampFormat) -> bool {
+        if record.inserted_time.is_none() {
+            self.unreadable(record);
+            return true;
+        }
+        // Only RFC 3339 text has an offset to differ in; other columns pay nothing.
+        let TimestampFormat::Text(TextLayout {
+            offset: Some(_), ..
+        }) = format
+        else {
+            return false;
+        };
+        if !format.other_offset(&record.inserted_at()) {
+            return false;
+        }
+        self.other_offset += 1;
+        if self.other_offset_sample.is_none() {
+            let sample = Self::sample(record);
+            tracing::warn!(
+                "{sample} carries another UTC offset than the column's {}: text compares it as written, so it is left alone (counted in the summary); store every value in one offset",
+                format.offset_written().unwrap_or_default()
+            );
+            self.other_offset_sample = Some(sample);
+        }
+        true
+    }
+
+    fn sample(record: &Record) -> String {
+        format!(
+            "record {}: {:?}",
+            record.id,
+            record.inserted_at().to_string()
+        )
+    }
+}
