@@ -219,8 +219,13 @@ pub struct Tier {
 impl Tier {
     /// Whether a tick of this tier at `now` takes record `id` (always, without spread).
     pub fn takes(&self, id: impl fmt::Display, now: DateTime<Utc>) -> bool {
-        self.spread <= 1
+        self.takes_all()
             || share(id, self.spread) == self.cadence.tick_number(now) % u64::from(self.spread)
+    }
+
+    /// Whether its ticks take every record of their band: no spread.
+    pub fn takes_all(&self) -> bool {
+        self.spread <= 1
     }
 }
 

@@ -165,7 +165,7 @@ pub fn process_backlog(
         to_inclusive: span.to_inclusive,
         take_tried: opts.retry_failed,
         clock: opts.now,
-        wants_all: tier.is_none_or(|(_, t)| t.spread <= 1) && retry.is_none(),
+        wants_all: tier.is_none_or(|(_, t)| t.takes_all()) && retry.is_none(),
     };
     tracing::debug!(
         "tick of window {} over {band} ({} ≤ {} {} {}), {} holds {format}",

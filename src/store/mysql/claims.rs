@@ -370,17 +370,16 @@ pub(super) fn claim_in(
     if ids.is_empty() {
         return Ok(HashSet::new());
     }
-    let ClaimPlan {
+    let &ClaimPlan {
         kind,
-        claims,
-        name,
+        ref claims,
+        ref name,
+        ref owner,
         lease,
         take_tried,
         clock,
         ..
     } = plan;
-    let (kind, lease, take_tried, clock) = (*kind, *lease, *take_tried, *clock);
-    let owner = plan.owner.as_str();
     let mut lock_params = bind_ids(kind, ids.iter().copied());
     lock_params.extend(plan.statuses.iter().cloned());
     let lock = plan.lock.replace("{ids}", &placeholders(ids.len()));

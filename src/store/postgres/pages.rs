@@ -195,21 +195,7 @@ impl PostgresStore {
         // they are claimed, as before.
         if !self.locks_pages(band) {
             let read = self.select_page(band, after, limit)?;
-            let ids: Vec<Scalar> = read
-                .iter()
-                .filter(|r| wanted(r))
-                .map(|r| r.id.clone())
-                .collect();
-            let ours = if ids.is_empty() {
-                std::collections::HashSet::new()
-            } else {
-                self.claim(owner, &ids, lease_until, band, false)?
-            };
-            return Ok(Page::sorted(
-                read,
-                |_, r| ours.contains(&r.id.to_string()),
-                wanted,
-            ));
+            return self.claim_page(read, owner, lease_until, band, false, wanted);
         }
         self.client
             .batch_execute("BEGIN")
@@ -250,6 +236,20 @@ impl PostgresStore {
         let more: [&(dyn ToSql + Sync); 4] = [&name, &band.take_tried, &band.clock, &KEPT_OWNER];
         let rows = self.page_rows(&own.take_first, &own.take_next, band, after, limit, &more)?;
         let read = self.records(&rows)?;
+        self.claim_page(read, owner, lease_until, band, true, wanted)
+    }
+
+    /// Claims the records of a page `read` that the tick wants (`locked`: their rows
+    /// are this transaction's already), and sorts the page by what became the tick's.
+    fn claim_page(
+        &mut self,
+        read: Vec<Record>,
+        owner: &str,
+        lease_until: DateTime<Utc>,
+        band: &BandQuery,
+        locked: bool,
+        wanted: &dyn Fn(&Record) -> bool,
+    ) -> Result<Page, StoreError> {
         let ids: Vec<Scalar> = read
             .iter()
             .filter(|r| wanted(r))
@@ -258,7 +258,7 @@ impl PostgresStore {
         let ours = if ids.is_empty() {
             std::collections::HashSet::new()
         } else {
-            self.claim(owner, &ids, lease_until, band, true)?
+            self.claim(owner, &ids, lease_until, band, locked)?
         };
         Ok(Page::sorted(
             read,

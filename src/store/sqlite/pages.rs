@@ -108,7 +108,7 @@ impl SqliteStore {
                 .as_mut()
                 .expect("statements first")
                 .unindexed_status = unindexed;
-            if !self.sorts_the_band()? {
+            if !self.band_plan_lines()?.1 {
                 return Ok(());
             }
         }
@@ -137,14 +137,10 @@ impl SqliteStore {
                 || t.is_empty()))
     }
 
-    /// Whether the band query for all pending statuses at once sorts the band in a
-    /// temporary B-tree. A sort of the rows of one inserted-at value by id (`FOR RIGHT
-    /// PART OF ORDER BY`, an id that is not the rowid) is no sort of the band.
-    fn sorts_the_band(&self) -> Result<bool, StoreError> {
-        Ok(self.band_plan_lines()?.1)
-    }
-
-    /// SQLite's plan of the first page, in capitals, and whether it sorts the band.
+    /// SQLite's plan of the first page as the statements now read it, in capitals,
+    /// and whether it sorts the band in a temporary B-tree. A sort of the rows of one
+    /// inserted-at value by id (`FOR RIGHT PART OF ORDER BY`, an id that is not the
+    /// rowid) is no sort of the band.
     fn band_plan_lines(&self) -> Result<(String, bool), StoreError> {
         let sql = self.page_sql(true, false, false, false);
         let mut stmt = self
