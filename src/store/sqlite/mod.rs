@@ -71,10 +71,11 @@ pub struct SqliteStore {
     scattered: Option<bool>,
 }
 
-/// The cost of a mark above which its group's rows are taken as scattered over the
-/// table: 3–4 µs where the ids follow the dates, 16–24 µs where they do not (groups of
-/// 5,000 on a table of 1,000,000 rows, BENCHMARKS.md, issue 15).
-const SCATTERED: Duration = Duration::from_micros(8);
+/// The cost of a mark, commit included, above which its group's rows are taken as
+/// scattered over the table. Marks written in id order, on tables of 1,000,000 rows
+/// (BENCHMARKS.md, issue 15): 0.6–1.5 µs where the ids follow the dates, 7.5–10 µs
+/// (WAL) and 14–33 µs (rollback journal) where they do not.
+const SCATTERED: Duration = Duration::from_micros(4);
 
 /// Records a query read and, for a page read with the `held` flag, whether another
 /// tick's span holds each.
