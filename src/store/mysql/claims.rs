@@ -59,9 +59,9 @@ impl MysqlStore {
         let (pending, statuses) = self.status_in(&self.table.pending);
         ClaimPlan {
             lock: format!(
-                "SELECT t.{id} FROM {table} t WHERE t.{id} IN ({{ids}}) AND {pending} FOR UPDATE SKIP LOCKED",
+                "SELECT t.{id} FROM {table} WHERE t.{id} IN ({{ids}}) AND {pending} FOR UPDATE SKIP LOCKED",
                 id = shape.quoted(shape.id),
-                table = shape.table,
+                table = shape.by_id,
             ),
             statuses,
             kind: shape.id_kind,
@@ -102,8 +102,9 @@ impl MysqlStore {
         // deleted; the attempts; in one transaction.
         let context = format!("writing statuses to {}", self.table.name);
         let shape = self.shape();
-        let (table, id, st) = (
+        let (table, by_id, id, st) = (
             shape.table.clone(),
+            shape.by_id.clone(),
             shape.quoted(shape.id),
             shape.quoted(shape.status),
         );
@@ -119,7 +120,7 @@ impl MysqlStore {
         transaction(&mut self.conn, &context, |tx| {
             tx.exec_drop(
                 format!(
-                    "SELECT 1 FROM {table} t WHERE t.{id} IN ({}) FOR UPDATE",
+                    "SELECT 1 FROM {by_id} WHERE t.{id} IN ({}) FOR UPDATE",
                     placeholders(all.len())
                 ),
                 all_bound.clone(),

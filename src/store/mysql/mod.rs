@@ -29,7 +29,8 @@ use mysql::Conn;
 use mysql::prelude::Queryable;
 
 use super::{
-    BandQuery, Cursor, Heartbeat, Mark, Page, QueryPlan, Range, RunStart, Store, StoreError,
+    BandQuery, Cursor, Heartbeat, Mark, MarkWriter, Page, QueryPlan, Range, RunStart, Store,
+    StoreError,
 };
 use crate::config::{MysqlUrl, TableConfig};
 use crate::record::{Record, Scalar};
@@ -50,6 +51,12 @@ use values::IdKind;
 struct Shape {
     /// The table, quoted with its database: `"shop"."orders"`.
     table: String,
+    /// `"shop"."orders" t`, through the index that starts with the id when there is
+    /// one (`FORCE INDEX`): the statements that lock rows by id. On a small table the
+    /// optimizer may read `id IN (…)` by scanning another index, and MariaDB then kept
+    /// every row it scanned locked, not only those it found: a page read beside the
+    /// marks' connection skipped records it should have taken.
+    by_id: String,
     /// The database and the table's own name, unquoted, for information_schema.
     schema_name: (String, String),
     /// Every column's name, in table order, shared by the records of a page.
@@ -154,6 +161,12 @@ impl MysqlStore {
     }
 }
 
+impl MarkWriter for MysqlStore {
+    fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<Vec<usize>, StoreError> {
+        self.write_marks(owner, marks)
+    }
+}
+
 impl Store for MysqlStore {
     fn describe(&self) -> String {
         self.url.shown.clone()
@@ -194,6 +207,18 @@ impl Store for MysqlStore {
 
     fn release(&mut self, owner: &str) -> Result<(), StoreError> {
         self.release_claims(owner)
+    }
+
+    fn mark_writer(&mut self) -> Result<Option<Box<dyn MarkWriter>>, StoreError> {
+        let mut writer = MysqlStore::open(
+            &self.url,
+            &self.own_database,
+            self.lock_wait,
+            self.table.clone(),
+        )?;
+        writer.inspect_table()?;
+        writer.max_per_record = self.max_per_record;
+        Ok(Some(Box::new(writer)))
     }
 
     fn count_by_status(&mut self, range: &Range) -> Result<Vec<(String, u64)>, StoreError> {

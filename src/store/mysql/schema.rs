@@ -302,6 +302,10 @@ impl MysqlStore {
                 &columns[inserted_at].0,
             )?,
         };
+        let by_id = match self.age_index(&database, &name, &columns[id].0)? {
+            Some(index) => format!("{table} t FORCE INDEX ({})", quote(&index)),
+            None => format!("{table} t"),
+        };
         let by_age = match age_index {
             Some(index) => format!("{select} FORCE INDEX ({})", quote(&index)),
             None => select.clone(),
@@ -311,6 +315,7 @@ impl MysqlStore {
             status_age_index,
             select,
             select_by_age: by_age,
+            by_id,
             table,
             schema_name: (database, name),
             id_kind: IdKind::of(&columns[id].1),
