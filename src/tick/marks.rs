@@ -276,14 +276,20 @@ impl<'o> Marks<'o> {
         Ok(())
     }
 
-    /// Writes what is left and waits for the writer's last group.
+    /// Writes what is left, waits for the writer's last group, and ends the writer
+    /// whatever happened: its thread runs until its channel closes, and the tick's
+    /// scope joins it, so a writer left open on an error (its connection killed) hung
+    /// the tick, its heartbeat renewing its claims for as long as the process lived.
     pub(super) fn finish(&mut self, store: &mut dyn Store) -> Result<(), StoreError> {
-        self.write(store)?;
-        if let Some((marks, succeeded, lost)) = self.writer.as_mut().and_then(Writer::wait) {
-            self.settle_lost(&marks, &succeeded, &lost?, store);
-        }
-        self.writer = None;
-        Ok(())
+        let wrote = self.write(store);
+        let last = self.writer.take().and_then(|mut writer| writer.wait());
+        let settled = match last {
+            Some((marks, succeeded, lost)) => {
+                lost.map(|lost| self.settle_lost(&marks, &succeeded, &lost, store))
+            }
+            None => Ok(()),
+        };
+        wrote.and(settled)
     }
 
     /// Takes the marks at `lost` (of `marks`, with whether each succeeded) back out of

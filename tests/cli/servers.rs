@@ -61,6 +61,38 @@ pub fn spawn_run(env: &Env, sleep: &str) -> std::process::Child {
         .unwrap()
 }
 
+/// `child`'s output once it ends; it is killed, and the test fails, if it has not
+/// ended within a minute (a hung tick must fail CI, not stall it).
+pub fn output_within_a_minute(mut child: std::process::Child) -> std::process::Output {
+    use std::io::Read;
+    fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    }
+    let (stdout, stderr) = (drain(child.stdout.take()), drain(child.stderr.take()));
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("backlog did not end within a minute");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    std::process::Output {
+        status,
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+    }
+}
+
 pub fn all_success(env: &Env) -> bool {
     env.count(r#"SELECT count(*) FROM "BACKLOG" WHERE "STATUS" <> 'SUCCESS'"#) == 0
 }
@@ -170,7 +202,7 @@ fn a_lost_connection_stops_the_tick_and_keeps_what_was_marked(backend: Backend) 
     let runner = spawn_run(&env, "0.1");
     wait_for(|| env.with_status("SUCCESS") > 0);
     drop_connections(&env);
-    let out = runner.wait_with_output().unwrap();
+    let out = output_within_a_minute(runner);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{stderr}");
     // Warnings of the heartbeat may come first; the error is the last line.
@@ -199,7 +231,7 @@ fn pages_read_while_marks_are_written_miss_no_record(backend: Backend) {
     let env = Env::on(backend);
     pending_records(&env, 8);
     batch_schedule(&env, "", "mode = \"batch\"\nbatch_size = 1");
-    let out = spawn_run(&env, "0.2").wait_with_output().unwrap();
+    let out = output_within_a_minute(spawn_run(&env, "0.2"));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
     assert!(stdout.contains("\"selected\":8"), "{stdout}");
@@ -307,14 +339,14 @@ fn a_status_and_age_index_serves_the_pages(backend: Backend) {
     assert!(all_success(&env));
 }
 
-/// The server ends the tick's connections (and the heartbeat's), as a restart or a
-/// failover would.
+/// The server ends the tick's connections (the marks' and the heartbeat's too), as a
+/// restart or a failover would.
 fn drop_connections(env: &Env) {
     match env.backend {
         Backend::Postgres => {
             let db = env.pg.as_ref().unwrap().name.clone();
             env.execute(&format!(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{db}' AND application_name = 'backlog'"
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{db}' AND application_name IN ('backlog', 'backlog marks')"
             ));
         }
         Backend::Mysql => {

@@ -393,12 +393,14 @@ pub(super) fn claim_in(
         return Ok(HashSet::new());
     }
     // The claims of those rows, locked against the heartbeats and releases of
-    // other runners: free, lapsed, or a failure kept past its slot.
+    // other runners: free, lapsed, or a failure kept past its slot. Through the
+    // primary key, so that no other claim is locked (see `Shape::by_id`).
     let mut params: Vec<My> = vec![values::datetime(clock.naive_utc()), name.as_str().into()];
     params.extend(pending.iter().map(|id| My::from(id.as_str())));
     let held: Vec<(My, My, i64, i64)> = tx.exec(
         format!(
-            "SELECT record_id, owner, claimed_at <= ?, expires_at < UTC_TIMESTAMP(6) FROM {claims}
+            "SELECT record_id, owner, claimed_at <= ?, expires_at < UTC_TIMESTAMP(6)
+                 FROM {claims} FORCE INDEX (PRIMARY)
                  WHERE table_name = ? AND record_id IN ({}) FOR UPDATE",
             placeholders(pending.len())
         ),

@@ -57,6 +57,8 @@ struct Shape {
     /// every row it scanned locked, not only those it found: a page read beside the
     /// marks' connection skipped records it should have taken.
     by_id: String,
+    /// Whether an index starts with the id (`by_id` goes through it).
+    id_indexed: bool,
     /// The database and the table's own name, unquoted, for information_schema.
     schema_name: (String, String),
     /// Every column's name, in table order, shared by the records of a page.
@@ -209,7 +211,12 @@ impl Store for MysqlStore {
         self.release_claims(owner)
     }
 
+    /// None where no index starts with the id: the marks' lock would scan the table,
+    /// and, read beside it, pages would skip what it scanned (see `Shape::by_id`).
     fn mark_writer(&mut self) -> Result<Option<Box<dyn MarkWriter>>, StoreError> {
+        if !self.shape().id_indexed {
+            return Ok(None);
+        }
         let mut writer = MysqlStore::open(
             &self.url,
             &self.own_database,

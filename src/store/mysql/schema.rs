@@ -302,8 +302,9 @@ impl MysqlStore {
                 &columns[inserted_at].0,
             )?,
         };
-        let by_id = match self.age_index(&database, &name, &columns[id].0)? {
-            Some(index) => format!("{table} t FORCE INDEX ({})", quote(&index)),
+        let id_index = self.age_index(&database, &name, &columns[id].0)?;
+        let by_id = match &id_index {
+            Some(index) => format!("{table} t FORCE INDEX ({})", quote(index)),
             None => format!("{table} t"),
         };
         let by_age = match age_index {
@@ -316,6 +317,7 @@ impl MysqlStore {
             select,
             select_by_age: by_age,
             by_id,
+            id_indexed: id_index.is_some(),
             table,
             schema_name: (database, name),
             id_kind: IdKind::of(&columns[id].1),

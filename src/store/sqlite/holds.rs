@@ -180,8 +180,13 @@ impl SqliteStore {
                 Ok(held)
             })
             .map_err(db(format!("writing statuses to {}", self.table.name)))?;
-        // Judged on a group large enough to tell (see `mark_group`).
-        if marks.len() >= 1_000 && self.scattered != Some(true) {
+        // Judged on a group large enough to tell, of marks alone (see `mark_group`):
+        // attempts kept with the marks cost their own writes, and a group grown for
+        // them would hold a second of a failing handler's outputs.
+        if marks.len() >= 1_000
+            && self.scattered != Some(true)
+            && marks.iter().all(|m| m.attempt.is_none())
+        {
             self.scattered = Some(took > SCATTERED * marks.len() as u32);
         }
         Ok(if held {
@@ -401,6 +406,6 @@ impl Heartbeat for SqliteHeartbeat {
 /// cache syncs the journal first, about the same either way (BENCHMARKS.md, issue 15).
 fn by_id(marks: &[Mark]) -> impl Iterator<Item = &Mark> {
     let mut sorted: Vec<&Mark> = marks.iter().collect();
-    sorted.sort_unstable_by(|a, b| a.id.cmp(&b.id));
+    sorted.sort_by(|a, b| a.id.cmp(&b.id));
     sorted.into_iter()
 }

@@ -71,8 +71,9 @@ pub struct SqliteStore {
     scattered: Option<bool>,
 }
 
-/// The cost of a mark, commit included, above which its group's rows are taken as
-/// scattered over the table. Marks written in id order, on tables of 1,000,000 rows
+/// The cost of a mark, commit included (its fsyncs in a rollback journal, a WAL
+/// checkpoint that falls in it), above which its group's rows are taken as scattered
+/// over the table. Judged on groups without attempts. Marks written in id order, on tables of 1,000,000 rows
 /// (BENCHMARKS.md, issue 15): 0.6–1.5 µs where the ids follow the dates, 7.5–10 µs
 /// (WAL) and 14–33 µs (rollback journal) where they do not.
 const SCATTERED: Duration = Duration::from_micros(4);
@@ -305,7 +306,7 @@ impl Store for SqliteStore {
     /// once a group cost more than `SCATTERED` a mark to write, up to 100,000, bounded
     /// first by `TickOptions::mark_interval` (a second of handling). The cost, where it
     /// grows:
-    /// a group holds the write lock for as long as it writes, 0.55–0.7 s for 67,500
+    /// a group holds the write lock for as long as it writes, 0.4–0.5 s (WAL) or 0.9 s (rollback journal) for 65,500
     /// scattered marks on that table; other ticks wait for it within their busy
     /// timeout. (PostgreSQL keeps 1,000: with 5,000, one runner was half as fast.)
     fn mark_group(&self) -> usize {
