@@ -48,6 +48,7 @@ use connection::{connect, my};
 use values::IdKind;
 
 /// What a tick knows of the user's table once `inspect` read it.
+#[derive(Clone)]
 struct Shape {
     /// The table, quoted with its database: `"shop"."orders"`.
     table: String,
@@ -223,7 +224,11 @@ impl Store for MysqlStore {
             self.lock_wait,
             self.table.clone(),
         )?;
-        writer.inspect_table()?;
+        // What the tick's store read of the table, not read again: sampling a text
+        // timestamp column without an index scans the table.
+        writer.shape = self.shape.clone();
+        writer.format = self.format;
+        writer.since_format = self.since_format;
         writer.max_per_record = self.max_per_record;
         Ok(Some(Box::new(writer)))
     }
