@@ -518,3 +518,14 @@ fn a_lock_wait_is_tried_again_and_then_ends_the_tick_cleanly() {
     env.run_window("1d");
     assert_eq!(env.take_calls(), [1, 2]);
 }
+
+/// An index MariaDB ignores (MySQL 8: invisible) cannot be named in `FORCE INDEX`
+/// (error 1176): with the inserted-at index ignored, every page failed. The tool now
+/// names only indexes the server will use, and a tick goes on without the hint.
+#[test]
+fn an_ignored_index_is_never_forced() {
+    let (env, password) = classic_my(|url| url.to_string(), None);
+    env.execute(r#"ALTER TABLE "BACKLOG" ALTER INDEX "BACKLOG_BY_DATE" IGNORED"#);
+    let out = runs_and_selects(&env, &[("MYSQL_PWD", &password)], 2);
+    assert!(!out.contains("1176"), "{out}");
+}

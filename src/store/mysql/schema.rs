@@ -292,17 +292,20 @@ impl MysqlStore {
         let list: Vec<String> = names.iter().map(|n| format!("t.{}", quote(n))).collect();
         let list = list.join(", ");
         let select = format!("SELECT {list} FROM {table} t");
-        let age_index = self.age_index(&database, &name, &columns[inserted_at].0)?;
+        let usable = self.usable_indexes()?;
+        let age_index =
+            self.index_starting_with(&usable, &database, &name, &columns[inserted_at].0)?;
         let status_age_index = match age_index {
             Some(_) => None,
             None => self.status_age_index(
+                &usable,
                 &database,
                 &name,
                 &columns[status].0,
                 &columns[inserted_at].0,
             )?,
         };
-        let id_index = self.age_index(&database, &name, &columns[id].0)?;
+        let id_index = self.index_starting_with(&usable, &database, &name, &columns[id].0)?;
         let by_id = match &id_index {
             Some(index) => format!("{table} t FORCE INDEX ({})", quote(index)),
             None => format!("{table} t"),
@@ -330,9 +333,11 @@ impl MysqlStore {
         Ok(format)
     }
 
-    /// An index of the table whose first column is `column`, if there is one.
-    fn age_index(
+    /// An index of the table whose first column is `column`, if there is one that a
+    /// `FORCE INDEX` may name (see `usable_indexes`); the primary key first.
+    fn index_starting_with(
         &mut self,
+        usable: &str,
         database: &str,
         table: &str,
         column: &str,
@@ -340,18 +345,46 @@ impl MysqlStore {
         let name: Option<mysql::Value> = self
             .conn
             .exec_first(
-                "SELECT INDEX_NAME FROM information_schema.STATISTICS
-                 WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND COLUMN_NAME = ? AND SEQ_IN_INDEX = 1
-                 ORDER BY INDEX_NAME = 'PRIMARY' DESC, INDEX_NAME LIMIT 1",
+                format!(
+                    "SELECT INDEX_NAME FROM information_schema.STATISTICS a
+                     WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND COLUMN_NAME = ? AND SEQ_IN_INDEX = 1
+                       AND {usable}
+                     ORDER BY INDEX_NAME = 'PRIMARY' DESC, INDEX_NAME LIMIT 1"
+                ),
                 (database, table, column),
             )
             .map_err(my("reading the table's indexes"))?;
         Ok(name.as_ref().map(text))
     }
 
+    /// The condition on `information_schema.STATISTICS a` that keeps the indexes a
+    /// `FORCE INDEX` may name: B-trees, and not an index MySQL 8 made invisible
+    /// (`IS_VISIBLE`) or MariaDB 10.6+ ignored (`IGNORED`); both refuse a hint that
+    /// names one (error 1176, "Key … doesn't exist"), which failed every page and mark.
+    /// Older servers have neither column.
+    fn usable_indexes(&mut self) -> Result<String, StoreError> {
+        let column: Option<mysql::Value> = self
+            .conn
+            .exec_first(
+                "SELECT COLUMN_NAME FROM information_schema.COLUMNS
+                 WHERE TABLE_SCHEMA = 'information_schema' AND TABLE_NAME = 'STATISTICS'
+                   AND COLUMN_NAME IN ('IS_VISIBLE', 'IGNORED')
+                 ORDER BY COLUMN_NAME LIMIT 1",
+                (),
+            )
+            .map_err(my("reading the table's indexes"))?;
+        let shown = match column.as_ref().map(text).as_deref() {
+            Some("IS_VISIBLE") => " AND a.IS_VISIBLE = 'YES'",
+            Some("IGNORED") => " AND a.IGNORED = 'NO'",
+            _ => "",
+        };
+        Ok(format!("a.INDEX_TYPE = 'BTREE'{shown}"))
+    }
+
     /// An index of the table that starts with `status` and then `inserted_at`.
     fn status_age_index(
         &mut self,
+        usable: &str,
         database: &str,
         table: &str,
         status: &str,
@@ -360,11 +393,13 @@ impl MysqlStore {
         let name: Option<mysql::Value> = self
             .conn
             .exec_first(
-                "SELECT a.INDEX_NAME FROM information_schema.STATISTICS a JOIN information_schema.STATISTICS b
-                   ON b.TABLE_SCHEMA = a.TABLE_SCHEMA AND b.TABLE_NAME = a.TABLE_NAME AND b.INDEX_NAME = a.INDEX_NAME
-                 WHERE a.TABLE_SCHEMA = ? AND a.TABLE_NAME = ? AND a.SEQ_IN_INDEX = 1 AND a.COLUMN_NAME = ?
-                   AND b.SEQ_IN_INDEX = 2 AND b.COLUMN_NAME = ?
-                 ORDER BY a.INDEX_NAME LIMIT 1",
+                format!(
+                    "SELECT a.INDEX_NAME FROM information_schema.STATISTICS a JOIN information_schema.STATISTICS b
+                       ON b.TABLE_SCHEMA = a.TABLE_SCHEMA AND b.TABLE_NAME = a.TABLE_NAME AND b.INDEX_NAME = a.INDEX_NAME
+                     WHERE a.TABLE_SCHEMA = ? AND a.TABLE_NAME = ? AND a.SEQ_IN_INDEX = 1 AND a.COLUMN_NAME = ?
+                       AND b.SEQ_IN_INDEX = 2 AND b.COLUMN_NAME = ? AND {usable}
+                     ORDER BY a.INDEX_NAME LIMIT 1"
+                ),
                 (database, table, status, inserted_at),
             )
             .map_err(my("reading the table's indexes"))?;
