@@ -387,7 +387,7 @@ impl Store for PostgresStore {
             pages_by_status: false,
             custom_plans: self.custom_plans,
         };
-        writer.inspect_table()?;
+        writer.inspect_table_knowing(self.format.map(|f| (f, self.since_format)))?;
         writer.prepare_own()?;
         Ok(Some(Box::new(writer)))
     }

@@ -215,6 +215,16 @@ impl PostgresStore {
     }
 
     pub(super) fn inspect_table(&mut self) -> Result<TimestampFormat, StoreError> {
+        self.inspect_table_knowing(None)
+    }
+
+    /// `inspect_table`, with the formats of the inserted-at and `[retry]` since columns
+    /// already `known` (a marks' writer has its tick's): sampling a text or integer
+    /// column without an index scans the table.
+    pub(super) fn inspect_table_knowing(
+        &mut self,
+        known: Option<(TimestampFormat, Option<TimestampFormat>)>,
+    ) -> Result<TimestampFormat, StoreError> {
         let (oid, table) = self.resolve_table()?;
         let columns = self.columns(oid)?;
         let names: Vec<String> = columns.iter().map(|c| c.0.clone()).collect();
@@ -253,14 +263,20 @@ impl PostgresStore {
                 ),
             });
         }
-        let format =
-            self.column_format(&table, &inserted_at, self.table.inserted_at_format, None)?;
+        let format = match known {
+            Some((format, _)) => format,
+            None => {
+                self.column_format(&table, &inserted_at, self.table.inserted_at_format, None)?
+            }
+        };
         self.pages_by_status =
             self.table.pending.len() > 1 && self.pages_by_status(oid, &status.0, &inserted_at.0)?;
         if let Some((_, since)) = &retry {
             // An empty text or integer column takes the inserted-at column's format.
-            self.since_format =
-                Some(self.column_format(&table, since, FormatSetting::Auto, Some(format))?);
+            self.since_format = match known {
+                Some((_, Some(since))) => Some(since),
+                _ => Some(self.column_format(&table, since, FormatSetting::Auto, Some(format))?),
+            };
         }
         self.format = Some(format);
         let int_id = matches!(id.1.as_str(), "bigint" | "integer" | "smallint");
