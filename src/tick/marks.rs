@@ -47,8 +47,11 @@ pub(super) struct Marks<'o> {
     group: usize,
     fixed_group: bool,
     interval: Duration,
-    /// Where groups go when the store has a writer of its own (see `Writer`).
+    /// Where groups go when the store has a writer of its own (see `Writer`), opened
+    /// with the first group written before the tick's end.
     writer: Option<Writer>,
+    /// No writer was asked of the store yet.
+    may_open_writer: bool,
     /// Which attempts are kept, and the run and tier they are of.
     history: HistoryConfig,
     run_id: i64,
@@ -96,35 +99,28 @@ impl<'o> Marks<'o> {
             fixed_group: fixed_group.is_some(),
             interval,
             writer: None,
+            may_open_writer: true,
             history,
             run_id,
             window_secs: window.as_secs(),
         }
     }
 
-    /// Writes the groups with `writer`, on a thread of `scope`, one group while the
-    /// next fills; `finish` waits for the last.
-    pub(super) fn write_with<'scope>(
-        &mut self,
-        scope: &'scope std::thread::Scope<'scope, '_>,
-        mut writer: Box<dyn MarkWriter>,
-    ) {
-        let (groups, to_write) = mpsc::channel::<Group>();
-        let (written, done) = mpsc::channel();
-        let owner = self.owner.to_string();
-        scope.spawn(move || {
-            for (marks, succeeded) in to_write {
-                let lost = writer.mark(&owner, &marks);
-                if written.send((marks, succeeded, lost)).is_err() {
-                    return;
-                }
+    /// The store's writer of marks, asked for once, as the first group is written
+    /// before the tick's end: a tick that writes all its marks at its end (an empty
+    /// band, a few records) opens no connection for them. Without one (SQLite, or no
+    /// connection to open), the marks are written on the tick's own.
+    fn open_writer(&mut self, store: &mut dyn Store) {
+        if !std::mem::take(&mut self.may_open_writer) {
+            return;
+        }
+        match store.mark_writer() {
+            Ok(Some(writer)) => self.writer = Some(Writer::start(writer, self.owner)),
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!("marks are written between pages: no second connection ({e})")
             }
-        });
-        self.writer = Some(Writer {
-            groups,
-            done,
-            out: false,
-        });
+        }
     }
 
     /// Counts a handled record and queues its mark, writing the group when due.
@@ -245,7 +241,7 @@ impl<'o> Marks<'o> {
     /// Writes the marks not yet written; those the tick no longer held are lost. With
     /// a writer, the group goes to it once the one before is written (and settled
     /// here): at most one group is being written while the next fills.
-    pub(super) fn write(&mut self, store: &mut dyn Store) -> Result<(), StoreError> {
+    fn write(&mut self, store: &mut dyn Store) -> Result<(), StoreError> {
         if self.marks.is_empty() {
             return Ok(());
         }
@@ -255,6 +251,7 @@ impl<'o> Marks<'o> {
         if !self.fixed_group {
             self.group = store.mark_group().max(1);
         }
+        self.open_writer(store);
         if let Some(writer) = self.writer.as_mut() {
             let before = writer.wait();
             writer
@@ -281,8 +278,10 @@ impl<'o> Marks<'o> {
     /// scope joins it, so a writer left open on an error (its connection killed) hung
     /// the tick, its heartbeat renewing its claims for as long as the process lived.
     pub(super) fn finish(&mut self, store: &mut dyn Store) -> Result<(), StoreError> {
+        // The last group on the tick's connection unless a writer is open already.
+        self.may_open_writer = false;
         let wrote = self.write(store);
-        let last = self.writer.take().and_then(|mut writer| writer.wait());
+        let last = self.writer.take().and_then(Writer::end);
         let settled = match last {
             Some((marks, succeeded, lost)) => {
                 lost.map(|lost| self.settle_lost(&marks, &succeeded, &lost, store))
@@ -437,15 +436,48 @@ type Group = (Vec<Mark>, Vec<bool>);
 /// A group written: the places of its lost marks, or why it could not be written.
 type Written = (Vec<Mark>, Vec<bool>, Result<Vec<usize>, StoreError>);
 
-/// The thread that writes groups on the store's second connection (`Marks::write_with`).
+/// The thread that writes groups on the store's second connection (`Marks::open_writer`).
 struct Writer {
     groups: mpsc::Sender<Group>,
     done: mpsc::Receiver<Written>,
     /// A group is being written.
     out: bool,
+    thread: std::thread::JoinHandle<()>,
 }
 
 impl Writer {
+    /// Writes each group it is sent with `writer`, on a thread of its own, until the
+    /// channel closes.
+    fn start(mut writer: Box<dyn MarkWriter>, owner: &str) -> Self {
+        let (groups, to_write) = mpsc::channel::<Group>();
+        let (written, done) = mpsc::channel();
+        let owner = owner.to_string();
+        let thread = std::thread::spawn(move || {
+            for (marks, succeeded) in to_write {
+                let lost = writer.mark(&owner, &marks);
+                if written.send((marks, succeeded, lost)).is_err() {
+                    return;
+                }
+            }
+        });
+        Writer {
+            groups,
+            done,
+            out: false,
+            thread,
+        }
+    }
+
+    /// The last group, once written; then the thread ends, and its connection closes.
+    fn end(mut self) -> Option<Written> {
+        let last = self.wait();
+        drop(self.groups);
+        if let Err(panic) = self.thread.join() {
+            std::panic::resume_unwind(panic);
+        }
+        last
+    }
+
     /// The group being written, once it is; none when none is out.
     fn wait(&mut self) -> Option<Written> {
         if !self.out {

@@ -326,21 +326,13 @@ pub fn process_backlog(
         Ok(held) => marks.tally.skipped += held.unwrap_or(0),
         Err(e) => tracing::warn!("cannot count the records other ticks hold: {e}"),
     }
-    // On a server the marks are written on a connection of their own while the tick
-    // takes the next pages; without one (none to open), on the tick's.
-    let writer = store.mark_writer().unwrap_or_else(|e| {
-        tracing::warn!("marks are written between pages: no second connection ({e})");
-        None
-    });
-    // The pool's workers and the marks' writer live in this scope: the workers may
-    // borrow the handler, and all of them are joined (their records answered) before
-    // the last marks are written. Whatever happened, what was handled is written
+    // The pool's workers live in this scope: they may borrow the handler, and all of
+    // them are joined (their records answered) before the last marks are written. On
+    // a server the marks go to a connection of their own once a group is due before
+    // the end (`Marks::open_writer`). Whatever happened, what was handled is written
     // before the holds are let go (the heartbeat stops first, so that it does not find
     // the holds gone and call them lapsed).
     let (result, cleanup) = std::thread::scope(|scope| {
-        if let Some(writer) = writer {
-            marks.write_with(scope, writer);
-        }
         let mut lanes = Lanes::new(handler, opts.concurrency, scope);
         let result = hand_out(&plan, store, &mut lanes, &mut marks, on_event);
         drop(lanes);

@@ -171,7 +171,7 @@ pub fn retry_records(
                 }
             }
         }
-        let written = marks.write(store).map_err(&store_err);
+        let written = marks.finish(store).map_err(&store_err);
         log_unshown(&marks.tally);
         let tally = marks.tally;
         let summary = RetrySummary {
