@@ -274,9 +274,10 @@ impl<'o> Marks<'o> {
     }
 
     /// Writes what is left, waits for the writer's last group, and ends the writer
-    /// whatever happened: its thread runs until its channel closes, and the tick's
-    /// scope joins it, so a writer left open on an error (its connection killed) hung
-    /// the tick, its heartbeat renewing its claims for as long as the process lived.
+    /// whatever happened. Its thread runs until its channel closes: a writer left open
+    /// on an error (its connection killed), when the tick's scope joined its thread,
+    /// hung the tick, its heartbeat renewing its claims for as long as the process
+    /// lived.
     pub(super) fn finish(&mut self, store: &mut dyn Store) -> Result<(), StoreError> {
         // The last group on the tick's connection unless a writer is open already.
         self.may_open_writer = false;
