@@ -19,6 +19,7 @@ mod own;
 mod pauses;
 mod postgres;
 mod runs;
+mod samples;
 mod sql;
 mod sqlite;
 mod totals;

@@ -156,7 +156,55 @@ fn rfc3339_text_with_mixed_offsets_is_refused_and_found(backend: Backend) {
     assert!(env.take_calls().is_empty());
 }
 
+/// Where no index starts with the inserted-at column (one on (status, inserted-at), the
+/// layout this workload asks for), its oldest and newest values would be a sort of the
+/// whole table at every tick: they are read from the first and last records by id
+/// instead, said at `-v`, and still refuse a column that mixes formats there.
+fn a_column_no_index_starts_with_is_sampled_at_the_ends_of_the_ids(backend: Backend) {
+    let env = Env::on(backend);
+    env.create_table("INTEGER");
+    env.insert_aged(&CLASSIC_AGES, |t| t.timestamp_millis().into());
+    env.write_schedule(&Schedule::default());
+    env.write_handler("handler.sh", &recording_handler(&[]));
+    let note = "reading DATE_INSERTED of BACKLOG in order would sort the table: its format is read from the first and last 1000 records by ID";
+    let run = |window: &str| {
+        env.backlog(&["run", "-v", "--window", window, "--now", NOW])
+            .assert()
+            .success()
+    };
+    let out = run("1d");
+    assert!(!String::from_utf8_lossy(&out.get_output().stderr).contains(note));
+    assert_eq!(env.take_calls(), [1, 2]);
+
+    env.execute(match backend {
+        Backend::Mysql => r#"DROP INDEX "BACKLOG_BY_DATE" ON "BACKLOG""#,
+        _ => r#"DROP INDEX "BACKLOG_BY_DATE""#,
+    });
+    env.execute(
+        r#"CREATE INDEX "BACKLOG_BY_STATUS_DATE" ON "BACKLOG" ("STATUS", "DATE_INSERTED")"#,
+    );
+    let out = run("7d");
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(stderr.contains(note), "{stderr}");
+    assert_eq!(
+        env.take_calls(),
+        [3],
+        "the 7d band holds the 3-day-old record"
+    );
+
+    // The first record by id in Unix seconds, the others in milliseconds.
+    env.execute(r#"UPDATE "BACKLOG" SET "DATE_INSERTED" = 1795003200 WHERE "ID" = 1"#);
+    env.backlog(&["run", "--window", "7d", "--now", NOW])
+        .assert()
+        .code(4)
+        .stderr(predicates::str::contains(
+            "column \"DATE_INSERTED\" of table \"BACKLOG\" mixes formats: unix_ms and unix",
+        ));
+    assert!(env.take_calls().is_empty());
+}
+
 crate::on_every_backend!(
+    a_column_no_index_starts_with_is_sampled_at_the_ends_of_the_ids,
     rfc3339_text_with_mixed_offsets_is_refused_and_found,
     each_format_selects_the_same_bands_detected_or_declared,
     the_handler_is_told_the_record_age_and_window,

@@ -5,6 +5,7 @@
 use mysql::prelude::Queryable;
 
 use super::*;
+use crate::store::samples;
 use crate::store::{check_version, not_ours, quote};
 use crate::timestamp::{self, FormatSetting, Sample};
 
@@ -165,27 +166,15 @@ impl MysqlStore {
             .collect())
     }
 
-    /// The newest and oldest values of a text or integer column, for detection.
-    fn samples(&mut self, table: &str, column: &str) -> Result<Vec<Sample>, StoreError> {
-        let c = quote(column);
-        let mut samples = Vec::new();
-        for order in ["DESC", "ASC"] {
-            // A prepared statement, whose integers come back as numbers.
-            let value: Option<mysql::Value> = self
-                .conn
-                .exec_first(
-                    format!(
-                        "SELECT {c} FROM {table} WHERE {c} IS NOT NULL ORDER BY {c} {order} LIMIT 1"
-                    ),
-                    (),
-                )
-                .map_err(my(format!("reading {column} of {}", self.table.name)))?;
-            samples.extend(value.and_then(values::scalar).map(|v| match v {
-                Scalar::Int(i) => Sample::Int(i),
-                other => Sample::Text(other.to_string()),
-            }));
-        }
-        Ok(samples)
+    /// The samples of a text or integer column (see `store::samples`), by the server's
+    /// plans. `table` is quoted.
+    fn samples(&mut self, table: &str, column: &str, id: &str) -> Result<Vec<Sample>, StoreError> {
+        let target = samples::Target::new(table, column, id, &self.table.name);
+        let mut sampler = MysqlSampler {
+            conn: &mut self.conn,
+            context: format!("reading {column} of {}", self.table.name),
+        };
+        samples::read(&mut sampler, &target, &|e| e.to_string())
     }
 
     /// Decides the format of a timestamp column from its type and, for text and
@@ -194,6 +183,7 @@ impl MysqlStore {
         &mut self,
         table: &str,
         (name, data_type): &(String, String),
+        id: &str,
         setting: FormatSetting,
         empty: Option<TimestampFormat>,
     ) -> Result<TimestampFormat, StoreError> {
@@ -226,7 +216,7 @@ impl MysqlStore {
                 "is of type {data_type}; backlog reads DATETIME, TIMESTAMP, integer unix seconds or milliseconds, or text timestamps"
             )));
         }
-        let samples = self.samples(table, name)?;
+        let samples = self.samples(table, name, id)?;
         match empty {
             Some(f) if samples.is_empty() => Ok(f),
             _ => timestamp::detect(setting, &samples).map_err(problem),
@@ -277,6 +267,7 @@ impl MysqlStore {
         let format = self.column_format(
             &table,
             &columns[inserted_at],
+            &columns[id].0,
             self.table.inserted_at_format,
             None,
         )?;
@@ -284,6 +275,7 @@ impl MysqlStore {
             self.since_format = Some(self.column_format(
                 &table,
                 &columns[since],
+                &columns[id].0,
                 FormatSetting::Auto,
                 Some(format),
             )?);
@@ -513,5 +505,49 @@ impl MysqlStore {
                 (SCHEMA_VERSION.to_string(),),
             )
             .map_err(my(context))
+    }
+}
+
+/// `store::samples` on MySQL and MariaDB.
+struct MysqlSampler<'a> {
+    conn: &'a mut mysql::Conn,
+    context: String,
+}
+
+impl samples::Sampler for MysqlSampler<'_> {
+    /// By the `Extra` column of the classic `EXPLAIN` (`Using filesort`). A MySQL
+    /// server whose `explain_format` is JSON or TREE has none: read as no sort, the
+    /// column's own order, as before `store::samples`.
+    fn sorts(&mut self, sql: &str, _: &str) -> Result<bool, StoreError> {
+        let plan: Vec<mysql::Row> = self
+            .conn
+            .query(format!("EXPLAIN {sql}"))
+            .map_err(my(self.context.clone()))?;
+        Ok(plan.iter().any(|row| {
+            row.columns_ref()
+                .iter()
+                .position(|c| c.name_str().eq_ignore_ascii_case("Extra"))
+                .and_then(|i| row.as_ref(i))
+                .and_then(values::text)
+                .is_some_and(|extra| extra.contains("filesort"))
+        }))
+    }
+
+    fn pair(&mut self, sql: &str) -> Result<Vec<Sample>, StoreError> {
+        // A prepared statement, whose integers come back as numbers.
+        let row: Option<mysql::Row> = self
+            .conn
+            .exec_first(sql, ())
+            .map_err(my(self.context.clone()))?;
+        Ok(row
+            .map(mysql::Row::unwrap)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(values::scalar)
+            .map(|v| match v {
+                Scalar::Int(i) => Sample::Int(i),
+                other => Sample::Text(other.to_string()),
+            })
+            .collect())
     }
 }

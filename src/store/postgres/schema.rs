@@ -3,6 +3,7 @@
 //! columns and their types, the inserted-at format, the prepared statements.
 
 use super::*;
+use crate::store::samples;
 
 /// The tool's own tables, in the schema `{s}` (already quoted).
 const OWN_TABLES: &str = "
@@ -137,37 +138,24 @@ impl PostgresStore {
             .collect())
     }
 
-    /// Reads the newest and oldest values of a text or integer column, for detection.
+    /// The samples of a text or integer column (see `store::samples`), by the catalog's
+    /// indexes. `table` is quoted.
     pub(super) fn samples(
         &mut self,
         table: &str,
         column: &str,
+        id: &str,
         integer: bool,
     ) -> Result<Vec<Sample>, StoreError> {
-        let c = quote(column);
-        let value = if integer {
-            format!("{c}::int8")
-        } else {
-            format!("{c}::text")
+        let target = samples::Target::new(table, column, id, &self.table.name);
+        let mut sampler = PgSampler {
+            client: &mut self.client,
+            table,
+            integer,
+            context: format!("reading {column} of {}", self.table.name),
         };
-        let mut samples = Vec::new();
-        for order in ["DESC", "ASC"] {
-            let sql = format!(
-                "SELECT {value} FROM {table} WHERE {c} IS NOT NULL ORDER BY {c} {order} LIMIT 1"
-            );
-            let row = self
-                .client
-                .query_opt(&sql, &[])
-                .map_err(pg(format!("reading {column} of {}", self.table.name)))?;
-            samples.extend(row.map(|r| {
-                if integer {
-                    Sample::Int(r.get(0))
-                } else {
-                    Sample::Text(r.get(0))
-                }
-            }));
-        }
-        Ok(samples)
+        let cast = if integer { "int8" } else { "text" };
+        samples::read(&mut sampler, &target, &|e| format!("{e}::{cast}"))
     }
 
     /// Decides the format of a timestamp column from its type and, for text and
@@ -176,6 +164,7 @@ impl PostgresStore {
         &mut self,
         table: &str,
         (name, sql_type, category): &(String, String, String),
+        id: &str,
         setting: FormatSetting,
         empty: Option<TimestampFormat>,
     ) -> Result<TimestampFormat, StoreError> {
@@ -207,7 +196,7 @@ impl PostgresStore {
                 "is of type {sql_type}; backlog reads timestamptz, timestamp, integer unix seconds or milliseconds, or text timestamps"
             )));
         }
-        let samples = self.samples(table, name, integer)?;
+        let samples = self.samples(table, name, id, integer)?;
         match empty {
             Some(f) if samples.is_empty() => Ok(f),
             _ => timestamp::detect(setting, &samples).map_err(problem),
@@ -265,9 +254,13 @@ impl PostgresStore {
         }
         let format = match known {
             Some((format, _)) => format,
-            None => {
-                self.column_format(&table, &inserted_at, self.table.inserted_at_format, None)?
-            }
+            None => self.column_format(
+                &table,
+                &inserted_at,
+                &id.0,
+                self.table.inserted_at_format,
+                None,
+            )?,
         };
         self.pages_by_status =
             self.table.pending.len() > 1 && self.pages_by_status(oid, &status.0, &inserted_at.0)?;
@@ -275,7 +268,13 @@ impl PostgresStore {
             // An empty text or integer column takes the inserted-at column's format.
             self.since_format = match known {
                 Some((_, Some(since))) => Some(since),
-                _ => Some(self.column_format(&table, since, FormatSetting::Auto, Some(format))?),
+                _ => Some(self.column_format(
+                    &table,
+                    since,
+                    &id.0,
+                    FormatSetting::Auto,
+                    Some(format),
+                )?),
             };
         }
         self.format = Some(format);
@@ -393,5 +392,54 @@ impl PostgresStore {
         )?;
         tx.commit().map_err(pg(context))?;
         self.prepare_own()
+    }
+}
+
+/// `store::samples` on PostgreSQL: values read as 64-bit integers or as text.
+struct PgSampler<'a> {
+    client: &'a mut postgres::Client,
+    /// The table, quoted.
+    table: &'a str,
+    integer: bool,
+    context: String,
+}
+
+impl samples::Sampler for PgSampler<'_> {
+    /// By the catalog: a valid B-tree index, not partial, whose first column is
+    /// `column`. The planner sorts a small table rather than read its index.
+    fn sorts(&mut self, _: &str, column: &str) -> Result<bool, StoreError> {
+        let indexed: bool = self
+            .client
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM pg_index i
+                   JOIN pg_class ic ON ic.oid = i.indexrelid
+                   JOIN pg_am am ON am.oid = ic.relam
+                   JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+                  WHERE i.indrelid = $1::text::regclass AND a.attname = $2 AND am.amname = 'btree'
+                    AND i.indisvalid AND i.indpred IS NULL)",
+                &[&self.table, &column],
+            )
+            .map_err(pg(self.context.clone()))?
+            .get(0);
+        Ok(!indexed)
+    }
+
+    fn pair(&mut self, sql: &str) -> Result<Vec<Sample>, StoreError> {
+        let Some(row) = self
+            .client
+            .query_opt(sql, &[])
+            .map_err(pg(self.context.clone()))?
+        else {
+            return Ok(Vec::new());
+        };
+        Ok((0..2)
+            .filter_map(|i| {
+                if self.integer {
+                    row.get::<_, Option<i64>>(i).map(Sample::Int)
+                } else {
+                    row.get::<_, Option<String>>(i).map(Sample::Text)
+                }
+            })
+            .collect())
     }
 }

@@ -198,7 +198,7 @@ impl Store for SqliteStore {
 
     fn inspect(&mut self) -> Result<TimestampFormat, StoreError> {
         let (table, columns) = self.resolve_names()?;
-        let samples = self.samples(&table, &columns[2])?;
+        let samples = self.samples(&table, &columns[2], &columns[0])?;
         let format =
             timestamp::detect(self.table.inserted_at_format, &samples).map_err(|problem| {
                 StoreError::Timestamps {
@@ -208,7 +208,7 @@ impl Store for SqliteStore {
                 }
             })?;
         if let Some(retry) = &self.table.retry {
-            let samples = self.samples(&table, &retry.since)?;
+            let samples = self.samples(&table, &retry.since, &columns[0])?;
             let since =
                 timestamp::detect(timestamp::FormatSetting::Auto, &samples).map_err(|problem| {
                     StoreError::Timestamps {
@@ -429,5 +429,58 @@ mod tests {
         drop(second);
         let again = store.select(&band, Some(&cursor), 2).unwrap();
         assert_eq!(payloads(&again), ["payload 3", "payload 2"]);
+    }
+
+    /// The virtual-machine steps `inspect` takes on a table of `rows` records indexed
+    /// on (status, inserted-at) alone, with a `[retry]` since column without an index.
+    fn inspect_steps(rows: i64) -> u64 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("backlog.db");
+        let mut conn = Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE BACKLOG (ID INTEGER PRIMARY KEY, STATUS TEXT, DATE_INSERTED TEXT, TRIES INTEGER, TRIED_AT TEXT);
+             CREATE INDEX BACKLOG_BY_STATUS_DATE ON BACKLOG (STATUS, DATE_INSERTED);",
+        )
+        .unwrap();
+        conn.execute(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
+             INSERT INTO BACKLOG SELECT i, 'NEW', datetime(1790000000 + i * 97 % 1000003, 'unixepoch'), NULL, NULL FROM n",
+            [rows],
+        )
+        .unwrap();
+        let steps = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counted = Arc::clone(&steps);
+        conn.progress_handler(
+            1,
+            Some(move || {
+                counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                false
+            }),
+        )
+        .unwrap();
+        let mut table = TableConfig::new("BACKLOG", "ID", "STATUS", "DATE_INSERTED");
+        table.retry = Some(crate::config::RetryConfig {
+            strategy: "exponential".into(),
+            params: Vec::new(),
+            count: "TRIES".into(),
+            since: "TRIED_AT".into(),
+        });
+        let mut store = SqliteStore::open(&path, Duration::from_secs(1), table).unwrap();
+        store.conn = conn;
+        store.inspect().unwrap();
+        steps.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Reading the inserted-at column's format through neither a sort of the table nor
+    /// a scan: `inspect` runs at every tick, and an empty band must cost about the same
+    /// on a large table as on a small one.
+    #[test]
+    fn inspect_does_not_follow_the_size_of_the_table() {
+        let small = inspect_steps(2_000);
+        let large = inspect_steps(100_000);
+        assert!(
+            large < small * 2,
+            "inspect took {large} steps on 100,000 records against {small} on 2,000"
+        );
     }
 }

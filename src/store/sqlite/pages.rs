@@ -37,7 +37,7 @@ fn unquote_upper(quoted: &str) -> String {
 /// Whether a line of SQLite's query plan sorts all the rows read (`USE TEMP B-TREE FOR
 /// ORDER BY`), not only those of one value of the index's column (`… FOR RIGHT PART OF
 /// ORDER BY`, `… FOR LAST TERM OF ORDER BY`).
-fn sorts_all(plan: &str) -> bool {
+pub(super) fn sorts_all(plan: &str) -> bool {
     plan.to_ascii_uppercase()
         .contains("TEMP B-TREE FOR ORDER BY")
 }

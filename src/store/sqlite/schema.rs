@@ -2,6 +2,7 @@
 //! and its inserted-at values are read before a tick (`inspect`).
 
 use super::*;
+use crate::store::samples;
 
 const OWN_TABLES: &str = "
 CREATE TABLE IF NOT EXISTS backlog_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -128,30 +129,20 @@ impl SqliteStore {
         Ok((table, [id, status, inserted_at]))
     }
 
-    pub(super) fn samples(&self, table: &str, column: &str) -> Result<Vec<Sample>, StoreError> {
-        let mut samples = Vec::new();
-        for order in ["DESC", "ASC"] {
-            let sql = format!(
-                "SELECT {c} FROM {t} WHERE {c} IS NOT NULL ORDER BY {c} {order} LIMIT 1",
-                c = quote(column),
-                t = quote(table)
-            );
-            let sample = self
-                .conn
-                .query_row(&sql, [], |r| {
-                    Ok(match r.get_ref(0)? {
-                        ValueRef::Integer(i) => Sample::Int(i),
-                        ValueRef::Text(t) => Sample::Text(String::from_utf8_lossy(t).into_owned()),
-                        ValueRef::Real(_) => Sample::Other("real".into()),
-                        ValueRef::Blob(_) => Sample::Other("blob".into()),
-                        ValueRef::Null => Sample::Other("null".into()),
-                    })
-                })
-                .optional()
-                .map_err(db(format!("reading {column} of {table}")))?;
-            samples.extend(sample);
-        }
-        Ok(samples)
+    /// The samples of a timestamp column (see `store::samples`), by SQLite's plans.
+    pub(super) fn samples(
+        &self,
+        table: &str,
+        column: &str,
+        id: &str,
+    ) -> Result<Vec<Sample>, StoreError> {
+        let t = quote(table);
+        let target = samples::Target::new(&t, column, id, table);
+        let mut sampler = SqliteSampler {
+            conn: &self.conn,
+            context: format!("reading {column} of {table}"),
+        };
+        samples::read(&mut sampler, &target, &|e| e.to_string())
     }
 
     pub(super) fn create_own_tables(&mut self) -> Result<(), StoreError> {
@@ -239,5 +230,42 @@ impl SqliteStore {
         }
         check_version(&version, SCHEMA_VERSION, &self.path.display().to_string())?;
         tx.commit().map_err(db("creating the tool's own tables"))
+    }
+}
+
+/// `store::samples` on SQLite.
+struct SqliteSampler<'a> {
+    conn: &'a Connection,
+    context: String,
+}
+
+impl samples::Sampler for SqliteSampler<'_> {
+    fn sorts(&mut self, sql: &str, _: &str) -> Result<bool, StoreError> {
+        let plan: Vec<String> = self
+            .conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .and_then(|mut s| s.query_map([], |r| r.get::<_, String>(3))?.collect())
+            .map_err(db(self.context.clone()))?;
+        Ok(plan.iter().any(|line| super::pages::sorts_all(line)))
+    }
+
+    fn pair(&mut self, sql: &str) -> Result<Vec<Sample>, StoreError> {
+        let sample = |v: ValueRef<'_>| match v {
+            ValueRef::Integer(i) => Some(Sample::Int(i)),
+            ValueRef::Text(t) => Some(Sample::Text(String::from_utf8_lossy(t).into_owned())),
+            ValueRef::Real(_) => Some(Sample::Other("real".into())),
+            ValueRef::Blob(_) => Some(Sample::Other("blob".into())),
+            ValueRef::Null => None,
+        };
+        self.conn
+            .query_row(sql, [], |r| {
+                Ok([r.get_ref(0)?, r.get_ref(1)?]
+                    .into_iter()
+                    .filter_map(sample)
+                    .collect())
+            })
+            .optional()
+            .map(Option::unwrap_or_default)
+            .map_err(db(self.context.clone()))
     }
 }

@@ -1,0 +1,181 @@
+//! Samples of a timestamp column, read at every tick to detect its format
+//! (`timestamp::detect`), at a cost that does not follow the table's size.
+//!
+//! The oldest and newest values of the column are what detection wants (a column that
+//! went from seconds to milliseconds, or from one text layout to another, shows it at
+//! its ends). Through an index that starts with the column they are two short reads.
+//! Without one, reading them sorts or scans the whole table: on a table indexed on
+//! (status, inserted-at), the layout this workload asks for, an empty-band tick of a
+//! 1,000,000-row SQLite table spent 0.17 s there, ten times that on ten million
+//! (BENCHMARKS.md, issue 15); a `[retry]` since column, rarely indexed, paid it at
+//! every tick too. There the samples are the oldest and newest values among the first
+//! and last `ROWS` records by the id column, whose index reaches them in a few pages.
+//! If all of those are NULL (a since column where only records in the middle of the id
+//! order were tried), the column has no samples and a since column takes the
+//! inserted-at column's format, as an empty one does: looking further would be a scan
+//! of the table at every tick, until a record at an end is tried. Each backend asks
+//! its own planner which of the two a column gets, by the plans of the two `probes`.
+
+use crate::store::{StoreError, quote};
+use crate::timestamp::Sample;
+
+/// Records read at each end of the id order where the column leads no index.
+pub(super) const ROWS: usize = 1_000;
+
+/// How a column's samples are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Reach {
+    /// The column's own minimum and maximum: through an index that starts with it,
+    /// or where the id has no index either (two scans, no sort).
+    Whole,
+    /// The minimum and maximum of the first and last `ROWS` records by id.
+    Ends,
+}
+
+impl Reach {
+    /// The reach, from whether reading the column in its order sorts the table and
+    /// whether reading the records in id order does (the two `probes`).
+    pub(super) fn judged(column_sorts: bool, id_sorts: bool) -> Self {
+        if column_sorts && !id_sorts {
+            Reach::Ends
+        } else {
+            Reach::Whole
+        }
+    }
+}
+
+/// Two statements whose plans tell the reach: the column in its own order, the records
+/// in id order. `table`, `column` and `id` are quoted.
+pub(super) fn probes(table: &str, column: &str, id: &str) -> [String; 2] {
+    [
+        format!(
+            "SELECT {column} FROM {table} WHERE {column} IS NOT NULL ORDER BY {column} DESC LIMIT 1"
+        ),
+        // LIMIT 1: whether an index gives the order, which a small table's planner
+        // would weigh against a sort for all of `ROWS`.
+        format!("SELECT {column} FROM {table} ORDER BY {id} DESC LIMIT 1"),
+    ]
+}
+
+/// The statements that read the samples; each gives one row of two values, the newest
+/// and oldest it found, either NULL. `value` writes the selected expression of an
+/// aggregate (a cast on PostgreSQL, applied after the aggregate so that an index on
+/// the column still serves it; the aggregate itself elsewhere).
+pub(super) fn statements(
+    table: &str,
+    column: &str,
+    id: &str,
+    value: &dyn Fn(&str) -> String,
+    reach: Reach,
+) -> Vec<String> {
+    let (max, min) = (
+        value(&format!("max({column})")),
+        value(&format!("min({column})")),
+    );
+    match reach {
+        // One aggregate a subquery, which is how SQLite reads each through the index.
+        Reach::Whole => vec![format!(
+            "SELECT (SELECT {max} FROM {table}), (SELECT {min} FROM {table})"
+        )],
+        Reach::Ends => ["DESC", "ASC"]
+            .map(|end| {
+                format!(
+                    "SELECT {max}, {min} FROM (SELECT {column} FROM {table} ORDER BY {id} {end} LIMIT {ROWS}) ends"
+                )
+            })
+            .to_vec(),
+    }
+}
+
+/// What a backend does for `read`: plan a statement, run one.
+pub(super) trait Sampler {
+    /// Whether `sql`, one of the `probes`, sorts the rows it reads to have them in
+    /// the order of `column` (its name as the table has it): by its plan, or by
+    /// whether an index starts with the column where a planner weighs a small
+    /// table's sort against its index.
+    fn sorts(&mut self, sql: &str, column: &str) -> Result<bool, StoreError>;
+    /// The non-NULL values of the one row `sql` returns.
+    fn pair(&mut self, sql: &str) -> Result<Vec<Sample>, StoreError>;
+}
+
+/// A column to sample: its table's, its own and the id column's names, quoted, and
+/// as the table has them (for the `-v` note and a catalog's lookup).
+pub(super) struct Target<'a> {
+    table: &'a str,
+    column: String,
+    id: String,
+    named: [&'a str; 3],
+}
+
+impl<'a> Target<'a> {
+    /// `table` is quoted already (with its schema, on a server); `table_name` is the
+    /// schedule file's.
+    pub(super) fn new(table: &'a str, column: &'a str, id: &'a str, table_name: &'a str) -> Self {
+        Target {
+            table,
+            column: quote(column),
+            id: quote(id),
+            named: [table_name, column, id],
+        }
+    }
+}
+
+/// The samples of a column, newest first.
+pub(super) fn read(
+    sampler: &mut dyn Sampler,
+    target: &Target<'_>,
+    value: &dyn Fn(&str) -> String,
+) -> Result<Vec<Sample>, StoreError> {
+    let (table, column, id, named) = (target.table, &*target.column, &*target.id, target.named);
+    let [by_column, by_id] = probes(table, column, id);
+    let reach = Reach::judged(
+        sampler.sorts(&by_column, named[1])?,
+        sampler.sorts(&by_id, named[2])?,
+    );
+    if reach == Reach::Ends {
+        let [table, column, id] = named;
+        tracing::debug!(
+            "reading {column} of {table} in order would sort the table: its format is read from the first and last {ROWS} records by {id}"
+        );
+    }
+    let mut samples = Vec::new();
+    for sql in statements(table, column, id, value, reach) {
+        samples.extend(sampler.pair(&sql)?);
+    }
+    Ok(samples)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_an_index_the_ends_of_the_id_order_are_read() {
+        let plain = |c: &str| c.to_string();
+        let sql = statements("\"t\"", "\"at\"", "\"id\"", &plain, Reach::Ends);
+        assert_eq!(
+            sql,
+            [
+                "SELECT max(\"at\"), min(\"at\") FROM (SELECT \"at\" FROM \"t\" ORDER BY \"id\" DESC LIMIT 1000) ends",
+                "SELECT max(\"at\"), min(\"at\") FROM (SELECT \"at\" FROM \"t\" ORDER BY \"id\" ASC LIMIT 1000) ends",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_cast_applies_to_the_aggregate() {
+        let cast = |c: &str| format!("{c}::text");
+        assert_eq!(
+            statements("t", "at", "id", &cast, Reach::Whole),
+            ["SELECT (SELECT max(at)::text FROM t), (SELECT min(at)::text FROM t)"]
+        );
+    }
+
+    #[test]
+    fn the_ends_only_where_the_column_sorts_and_the_ids_do_not() {
+        assert_eq!(Reach::judged(true, false), Reach::Ends);
+        assert_eq!(Reach::judged(false, false), Reach::Whole);
+        assert_eq!(Reach::judged(true, true), Reach::Whole);
+        assert_eq!(Reach::judged(false, true), Reach::Whole);
+    }
+}
