@@ -3,17 +3,16 @@
 //!
 //! Everything a user can get wrong in the file is caught here, at load time, with a
 //! message that names the file, the key and the fix. Paths in the file are relative to
-//! the file, not to the working directory, because cron starts jobs in `$HOME`.
+//! the file, not to the working directory, because cron starts jobs in `$HOME`. This
+//! file reads the whole file and points its errors at a line; each section is resolved
+//! in a file of its own under `config/`.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::duration::{self, Range};
-use crate::schedule::{BandMode, Cadence, Schedule, Tier, parse_cron};
-use crate::timestamp::FormatSetting;
+use crate::schedule::{BandMode, Schedule};
 
 mod database;
 mod handler;
@@ -21,14 +20,25 @@ mod history;
 mod keys;
 mod mysql_url;
 mod postgres_url;
+mod ranges;
+mod retry;
+mod table;
+mod tiers;
 mod toml_error;
 
-use database::resolve_database;
 pub use database::{DEFAULT_SCHEMA, DatabaseConfig, DatabaseUrl};
+use database::{RawDatabase, resolve_database};
 pub use handler::{HandlerConfig, HandlerMode, MAX_CONCURRENCY};
 pub use history::{HistoryConfig, HistoryRecord};
 pub use mysql_url::{MysqlTls, MysqlUrl};
 pub use postgres_url::{PostgresUrl, Verify};
+pub use ranges::{MAX_BATCH_SIZE, MAX_LIMIT, MAX_SPREAD, SPAN};
+use retry::RawRetry;
+pub use retry::RetryConfig;
+pub use table::TableConfig;
+use table::{RawTable, resolve_table};
+pub use tiers::DEFAULT_LIMIT;
+use tiers::{RawTier, resolve_schedule};
 
 /// The schedule file could not be read or is not valid.
 #[derive(Debug, thiserror::Error)]
@@ -39,9 +49,6 @@ pub struct ConfigError {
     /// What is wrong, with the key and the fix where there is one.
     pub message: String,
 }
-
-/// The per-tick limit when neither the tier nor the file sets one.
-pub const DEFAULT_LIMIT: u64 = 10_000;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -57,121 +64,6 @@ struct RawFile {
     history: Option<history::RawHistory>,
     #[serde(default, rename = "tier")]
     tiers: Vec<RawTier>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawDatabase {
-    url: String,
-    busy_timeout: Option<String>,
-    claim_lease: Option<String>,
-    password_file: Option<String>,
-    schema: Option<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawTable {
-    name: String,
-    id: String,
-    status: String,
-    inserted_at: String,
-    #[serde(default)]
-    inserted_at_format: FormatSetting,
-    inserted_at_timezone: Option<String>,
-    pending: Option<Vec<String>>,
-    success: Option<String>,
-    error: Option<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawRetry {
-    strategy: String,
-    #[serde(default)]
-    params: BTreeMap<String, toml::Value>,
-    count: String,
-    since: String,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawTier {
-    window: String,
-    every: Option<String>,
-    cron: Option<String>,
-    limit: Option<u64>,
-    jitter: Option<String>,
-    spread: Option<u32>,
-}
-
-/// The `[table]` section: names and status values of the user's table.
-#[derive(Debug, Clone)]
-pub struct TableConfig {
-    /// The user's table, as `table.name` writes it (PostgreSQL: optionally `schema.table`).
-    pub name: String,
-    /// The column that identifies a record (`table.id`): pages and marks find records
-    /// by it.
-    pub id: String,
-    /// The column holding each record's status (`table.status`): the only column of the
-    /// user's table the tool writes, unless `[retry]` names two more.
-    pub status: String,
-    /// The column holding when the record was inserted (`table.inserted_at`): a
-    /// record's age, and so its band, is measured from it.
-    pub inserted_at: String,
-    /// How the inserted-at values are written; `auto` detects it from the column.
-    pub inserted_at_format: FormatSetting,
-    /// The zone a `timestamp` (without time zone) column is written in; UTC if unset.
-    pub inserted_at_timezone: Option<chrono_tz::Tz>,
-    /// The statuses a tick takes records in (`table.pending`): by default `NEW` and
-    /// `ERROR`, so a failed record is tried again as the schedule comes round.
-    pub pending: Vec<String>,
-    /// The status a record gets when its handler succeeds (`table.success`).
-    pub success: String,
-    /// The status a record gets when its handler fails, times out or crashes
-    /// (`table.error`), unless `handler.exit_codes` maps its exit code to another.
-    pub error: String,
-    /// The `[retry]` section, if the file has one.
-    pub retry: Option<RetryConfig>,
-}
-
-impl TableConfig {
-    /// A table with the given names and the default statuses (`NEW`/`ERROR` pending,
-    /// `SUCCESS`, `ERROR`) and detected timestamp format.
-    pub fn new(name: &str, id: &str, status: &str, inserted_at: &str) -> Self {
-        TableConfig {
-            name: name.into(),
-            id: id.into(),
-            status: status.into(),
-            inserted_at: inserted_at.into(),
-            inserted_at_format: FormatSetting::Auto,
-            inserted_at_timezone: None,
-            pending: vec!["NEW".into(), "ERROR".into()],
-            success: "SUCCESS".into(),
-            error: "ERROR".into(),
-            retry: None,
-        }
-    }
-
-    /// Whether a record with this status is one a tick takes (it is in `pending`).
-    pub fn is_pending(&self, status: &str) -> bool {
-        self.pending.iter().any(|p| p == status)
-    }
-}
-
-/// The optional `[retry]` section: a per-record strategy for tables that can have two
-/// more columns, a count of attempts and the time of the last one. Without it the
-/// schedule needs no column beyond id, status and inserted-at.
-#[derive(Debug, Clone)]
-pub struct RetryConfig {
-    /// A strategy name of `backlog backoff`.
-    pub strategy: String,
-    /// Its parameters as `name=value`.
-    pub params: Vec<String>,
-    /// The column counting the attempts (NULL counts as 0).
-    pub count: String,
-    /// The column holding the time of the last attempt.
-    pub since: String,
 }
 
 /// A validated schedule file.
@@ -285,189 +177,6 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let line = before.matches('\n').count() + 1;
     let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
     (line, col)
-}
-
-/// Windows and cadences: longer than zero, up to 100 years.
-pub const SPAN: Range = Range::positive(duration::LONGEST);
-/// `database.busy_timeout`: a write that waits an hour for a lock waits for nothing.
-const BUSY_TIMEOUT: Range = Range::positive(Duration::from_secs(3_600));
-/// `database.claim_lease`: heartbeats come every quarter lease, so a second is the
-/// least that leaves them time; past a day, a killed tick's records wait too long.
-const CLAIM_LEASE: Range = Range {
-    min: Duration::from_secs(1),
-    max: Duration::from_secs(86_400),
-};
-/// `handler.timeout`: one record's handler, up to a day.
-const HANDLER_TIMEOUT: Range = Range::positive(Duration::from_secs(86_400));
-/// `jitter`: none, up to 100 years (a tier's ticks are delayed by up to that).
-const JITTER: Range = Range::up_to(duration::LONGEST);
-
-/// The most records one tick selects (`limit`, a tier's `limit`, `--limit`).
-pub const MAX_LIMIT: u64 = 1_000_000_000;
-/// The most records a batch handler gets at once: they are held in memory.
-pub const MAX_BATCH_SIZE: usize = 10_000;
-/// The most ticks a spread tier divides its band over.
-pub const MAX_SPREAD: u32 = 1_000;
-
-fn span(key: &str, text: &str, range: Range) -> Result<Duration, String> {
-    range.parse(text).map_err(|e| format!("{key}: {e}"))
-}
-
-/// A record count of the file: `limit` or a tier's `limit`.
-fn check_limit(key: &str, n: Option<u64>) -> Result<Option<u64>, String> {
-    match n {
-        Some(n) if !(1..=MAX_LIMIT).contains(&n) => Err(format!(
-            "{key}: {n} is out of range; use 1 to {MAX_LIMIT} records a tick"
-        )),
-        n => Ok(n),
-    }
-}
-
-fn resolve_retry(raw: RawRetry) -> Result<RetryConfig, String> {
-    let params: Vec<String> = raw
-        .params
-        .iter()
-        .map(|(k, v)| match v {
-            toml::Value::String(s) => format!("{k}={s}"),
-            other => format!("{k}={other}"),
-        })
-        .collect();
-    crate::backoff::catalog::build(&raw.strategy, &params, 1.0)
-        .map_err(|e| format!("retry: {e}"))?;
-    for (key, value) in [("count", &raw.count), ("since", &raw.since)] {
-        if value.trim().is_empty() {
-            return Err(format!("retry.{key} is empty; give the column's name"));
-        }
-    }
-    Ok(RetryConfig {
-        strategy: raw.strategy,
-        params,
-        count: raw.count,
-        since: raw.since,
-    })
-}
-
-fn resolve_table(raw: RawTable, retry: Option<RawRetry>) -> Result<TableConfig, String> {
-    for (key, value) in [
-        ("name", &raw.name),
-        ("id", &raw.id),
-        ("status", &raw.status),
-        ("inserted_at", &raw.inserted_at),
-    ] {
-        if value.trim().is_empty() {
-            return Err(format!(
-                "table.{key} is empty; give the name as it is in the database"
-            ));
-        }
-    }
-    let mut table = TableConfig::new(&raw.name, &raw.id, &raw.status, &raw.inserted_at);
-    table.inserted_at_format = raw.inserted_at_format;
-    table.inserted_at_timezone = raw
-        .inserted_at_timezone
-        .map(|name| {
-            name.parse().map_err(|_| {
-                format!("table.inserted_at_timezone: {name:?} is not a time zone name; use an IANA name like \"Europe/Paris\" or \"UTC\"")
-            })
-        })
-        .transpose()?;
-    if let Some(pending) = raw.pending {
-        if pending.is_empty() {
-            return Err(
-                "table.pending is empty; list the statuses to retry, like [\"NEW\", \"ERROR\"]"
-                    .into(),
-            );
-        }
-        table.pending = pending;
-    }
-    table.retry = retry.map(resolve_retry).transpose()?;
-    table.success = raw.success.unwrap_or(table.success);
-    table.error = raw.error.unwrap_or(table.error);
-    if table.is_pending(&table.success) {
-        return Err(format!(
-            "table.success {:?} is also in table.pending; a record marked successful would be tried forever",
-            table.success
-        ));
-    }
-    Ok(table)
-}
-
-fn resolve_schedule(
-    bands: BandMode,
-    limit: Option<u64>,
-    timezone: Option<String>,
-    raw: Vec<RawTier>,
-) -> Result<Schedule, String> {
-    let timezone: chrono_tz::Tz = match timezone {
-        None => chrono_tz::Tz::UTC,
-        Some(name) => name.parse().map_err(|_| {
-            format!("timezone: {name:?} is not a time zone name; use an IANA name like \"Europe/Paris\" or \"UTC\"")
-        })?,
-    };
-    if raw.is_empty() {
-        return Err("no [[tier]] sections; a schedule needs at least one tier, like schedules/progressive.toml".into());
-    }
-    let limit = check_limit("limit", limit)?;
-    let mut tiers: Vec<Tier> = Vec::with_capacity(raw.len());
-    for (i, t) in raw.into_iter().enumerate() {
-        let n = i + 1;
-        let window = span(&format!("tier {n}: window"), &t.window, SPAN)?;
-        if let Some(prev) = tiers.last() {
-            if window == prev.window {
-                return Err(format!(
-                    "tier {n}: window {} repeats tier {}'s window (each tier needs a window of its own)",
-                    duration::compact(window),
-                    n - 1
-                ));
-            }
-            if window < prev.window {
-                return Err(format!(
-                    "tier {n}: window {} is not larger than tier {}'s window {} (tiers must be sorted by window)",
-                    duration::compact(window),
-                    n - 1,
-                    duration::compact(prev.window)
-                ));
-            }
-        }
-        let cadence = match (t.every, t.cron) {
-            (Some(every), None) => Cadence::Every(span(&format!("tier {n}: every"), &every, SPAN)?),
-            (None, Some(cron)) => Cadence::Cron(
-                Box::new(parse_cron(&cron).map_err(|e| format!("tier {n}: cron: {e}"))?),
-                cron,
-                timezone,
-            ),
-            (Some(_), Some(_)) => {
-                return Err(format!("tier {n}: both every and cron are set; keep one"));
-            }
-            (None, None) => {
-                return Err(format!(
-                    "tier {n}: no cadence; set every = \"1h\" or cron = \"0 * * * *\""
-                ));
-            }
-        };
-        let tier_limit = check_limit(&format!("tier {n}: limit"), t.limit)?;
-        let jitter = match t.jitter {
-            Some(j) => span(&format!("tier {n}: jitter"), &j, JITTER)?,
-            None => Duration::ZERO,
-        };
-        if let Some(k) = t.spread.filter(|k| !(1..=MAX_SPREAD).contains(k)) {
-            return Err(format!(
-                "tier {n}: spread: {k} is out of range; use 1 (the whole band every tick) to {MAX_SPREAD}"
-            ));
-        }
-        tiers.push(Tier {
-            window,
-            cadence,
-            limit: tier_limit,
-            jitter,
-            spread: t.spread.unwrap_or(1),
-        });
-    }
-    Ok(Schedule {
-        tiers,
-        bands,
-        limit: limit.unwrap_or(DEFAULT_LIMIT),
-        timezone,
-    })
 }
 
 #[cfg(test)]

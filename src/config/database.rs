@@ -8,9 +8,21 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use serde::Deserialize;
+
 use super::mysql_url::{MysqlUrl, resolve_mysql};
 use super::postgres_url::{PostgresUrl, resolve_postgres};
-use super::{BUSY_TIMEOUT, CLAIM_LEASE, RawDatabase, span};
+use super::ranges::{BUSY_TIMEOUT, CLAIM_LEASE, span};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawDatabase {
+    url: String,
+    busy_timeout: Option<String>,
+    claim_lease: Option<String>,
+    password_file: Option<String>,
+    schema: Option<String>,
+}
 
 /// Where the backlog lives.
 #[derive(Clone, PartialEq, Eq)]

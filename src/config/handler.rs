@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::{HANDLER_TIMEOUT, MAX_BATCH_SIZE, span};
+use super::ranges::{HANDLER_TIMEOUT, MAX_BATCH_SIZE, span};
 use crate::rate::Rate;
 
 /// How the handler command runs.

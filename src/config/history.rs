@@ -5,8 +5,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::Range;
-use crate::duration;
+use crate::duration::{self, Range};
 
 /// The most attempts kept of one record.
 pub const MAX_PER_RECORD: u32 = 10_000;

@@ -1,0 +1,121 @@
+//! The `[table]` section: the user's table as the tool sees it, its columns and the
+//! status values a tick reads and writes. A record marked successful is never one a
+//! tick takes again: `success` may not be among the `pending` statuses.
+
+use serde::Deserialize;
+
+use super::retry::{RawRetry, RetryConfig, resolve_retry};
+use crate::timestamp::FormatSetting;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawTable {
+    name: String,
+    id: String,
+    status: String,
+    inserted_at: String,
+    #[serde(default)]
+    inserted_at_format: FormatSetting,
+    inserted_at_timezone: Option<String>,
+    pending: Option<Vec<String>>,
+    success: Option<String>,
+    error: Option<String>,
+}
+
+/// The `[table]` section: names and status values of the user's table.
+#[derive(Debug, Clone)]
+pub struct TableConfig {
+    /// The user's table, as `table.name` writes it (PostgreSQL: optionally `schema.table`).
+    pub name: String,
+    /// The column that identifies a record (`table.id`): pages and marks find records
+    /// by it.
+    pub id: String,
+    /// The column holding each record's status (`table.status`): the only column of the
+    /// user's table the tool writes, unless `[retry]` names two more.
+    pub status: String,
+    /// The column holding when the record was inserted (`table.inserted_at`): a
+    /// record's age, and so its band, is measured from it.
+    pub inserted_at: String,
+    /// How the inserted-at values are written; `auto` detects it from the column.
+    pub inserted_at_format: FormatSetting,
+    /// The zone a `timestamp` (without time zone) column is written in; UTC if unset.
+    pub inserted_at_timezone: Option<chrono_tz::Tz>,
+    /// The statuses a tick takes records in (`table.pending`): by default `NEW` and
+    /// `ERROR`, so a failed record is tried again as the schedule comes round.
+    pub pending: Vec<String>,
+    /// The status a record gets when its handler succeeds (`table.success`).
+    pub success: String,
+    /// The status a record gets when its handler fails, times out or crashes
+    /// (`table.error`), unless `handler.exit_codes` maps its exit code to another.
+    pub error: String,
+    /// The `[retry]` section, if the file has one.
+    pub retry: Option<RetryConfig>,
+}
+
+impl TableConfig {
+    /// A table with the given names and the default statuses (`NEW`/`ERROR` pending,
+    /// `SUCCESS`, `ERROR`) and detected timestamp format.
+    pub fn new(name: &str, id: &str, status: &str, inserted_at: &str) -> Self {
+        TableConfig {
+            name: name.into(),
+            id: id.into(),
+            status: status.into(),
+            inserted_at: inserted_at.into(),
+            inserted_at_format: FormatSetting::Auto,
+            inserted_at_timezone: None,
+            pending: vec!["NEW".into(), "ERROR".into()],
+            success: "SUCCESS".into(),
+            error: "ERROR".into(),
+            retry: None,
+        }
+    }
+
+    /// Whether a record with this status is one a tick takes (it is in `pending`).
+    pub fn is_pending(&self, status: &str) -> bool {
+        self.pending.iter().any(|p| p == status)
+    }
+}
+
+pub(super) fn resolve_table(raw: RawTable, retry: Option<RawRetry>) -> Result<TableConfig, String> {
+    for (key, value) in [
+        ("name", &raw.name),
+        ("id", &raw.id),
+        ("status", &raw.status),
+        ("inserted_at", &raw.inserted_at),
+    ] {
+        if value.trim().is_empty() {
+            return Err(format!(
+                "table.{key} is empty; give the name as it is in the database"
+            ));
+        }
+    }
+    let mut table = TableConfig::new(&raw.name, &raw.id, &raw.status, &raw.inserted_at);
+    table.inserted_at_format = raw.inserted_at_format;
+    table.inserted_at_timezone = raw
+        .inserted_at_timezone
+        .map(|name| {
+            name.parse().map_err(|_| {
+                format!("table.inserted_at_timezone: {name:?} is not a time zone name; use an IANA name like \"Europe/Paris\" or \"UTC\"")
+            })
+        })
+        .transpose()?;
+    if let Some(pending) = raw.pending {
+        if pending.is_empty() {
+            return Err(
+                "table.pending is empty; list the statuses to retry, like [\"NEW\", \"ERROR\"]"
+                    .into(),
+            );
+        }
+        table.pending = pending;
+    }
+    table.retry = retry.map(resolve_retry).transpose()?;
+    table.success = raw.success.unwrap_or(table.success);
+    table.error = raw.error.unwrap_or(table.error);
+    if table.is_pending(&table.success) {
+        return Err(format!(
+            "table.success {:?} is also in table.pending; a record marked successful would be tried forever",
+            table.success
+        ));
+    }
+    Ok(table)
+}
