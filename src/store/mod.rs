@@ -13,6 +13,7 @@
 //! lease runs out.
 
 mod attempts;
+mod band_statuses;
 mod error;
 mod mysql;
 mod own;

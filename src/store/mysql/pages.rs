@@ -5,6 +5,7 @@ use mysql::prelude::Queryable;
 
 use super::*;
 use crate::record::{Columns, Statuses};
+use crate::store::band_statuses;
 use crate::store::{index_name, quote};
 
 /// The clause that matches the statuses of column `status` (quoted) exactly, and its
@@ -267,6 +268,23 @@ impl MysqlStore {
             params.push(values::bound(to));
             clauses.push(format!("{ins} {op} ?"));
         }
+        if let Some(n) = range.sample
+            && shape.status_age_index.is_some()
+        {
+            let (t, st) = (
+                format!("{} t", shape.table),
+                format!("t.{}", shape.quoted(shape.status)),
+            );
+            let mut index = MysqlStatuses {
+                conn: &mut self.conn,
+                next: [None, Some("?")]
+                    .map(|p| band_statuses::next_sql(&t, &st, p, &|e| e.to_string())),
+                count: band_statuses::count_sql(&t, &st, &clauses.join(" AND "), "?", n),
+                bounds: params,
+                context: format!("counting the records of {}", self.table.name),
+            };
+            return band_statuses::sample(&mut index);
+        }
         // Grouped by the bytes: statuses that differ in case only are two.
         let status = format!("CAST(t.{} AS BINARY)", shape.quoted(shape.status));
         let sql = match range.sample {
@@ -429,5 +447,39 @@ impl MysqlStore {
                 self.table.inserted_at, self.table.name
             )))?;
         Ok(rows.into_iter().filter_map(values::scalar).collect())
+    }
+}
+
+/// `store::band_statuses` on MySQL and MariaDB.
+struct MysqlStatuses<'a> {
+    conn: &'a mut mysql::Conn,
+    /// The first status, the next one.
+    next: [String; 2],
+    count: String,
+    /// The band's bounds, bound after the status.
+    bounds: Vec<mysql::Value>,
+    context: String,
+}
+
+impl band_statuses::StatusIndex for MysqlStatuses<'_> {
+    fn next(&mut self, after: Option<&Scalar>) -> Result<Option<Scalar>, StoreError> {
+        let found: Option<mysql::Value> = match after {
+            None => self.conn.exec_first(&self.next[0], ()),
+            Some(after) => self
+                .conn
+                .exec_first(&self.next[1], vec![values::bound(after)]),
+        }
+        .map_err(my(self.context.clone()))?;
+        Ok(found.and_then(values::scalar))
+    }
+
+    fn count(&mut self, status: &Scalar) -> Result<u64, StoreError> {
+        let mut params = vec![values::bound(status)];
+        params.extend(self.bounds.iter().cloned());
+        let n: Option<i64> = self
+            .conn
+            .exec_first(&self.count, params)
+            .map_err(my(self.context.clone()))?;
+        Ok(n.unwrap_or(0).max(0) as u64)
     }
 }

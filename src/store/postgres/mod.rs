@@ -189,6 +189,10 @@ pub struct PostgresStore {
     /// Pages are read one pending status at a time and merged (see
     /// `pages::pages_by_status`), decided by `inspect` from the table's indexes.
     pages_by_status: bool,
+    /// Whether the same index, on (status, inserted-at) with none on inserted-at, is
+    /// how a sample of the band's statuses is read, whatever the pending statuses
+    /// (`store::band_statuses`).
+    statuses_by_index: bool,
     /// The server plans a statement with its parameters' values on request
     /// (`plan_cache_mode`, PostgreSQL 12 and later; see `claims::write_marks`).
     custom_plans: bool,
@@ -212,6 +216,7 @@ impl PostgresStore {
             prepared: None,
             max_per_record: crate::config::HistoryConfig::default().max_per_record,
             pages_by_status: false,
+            statuses_by_index: false,
             custom_plans: version >= 120_000,
         })
     }
@@ -385,6 +390,7 @@ impl Store for PostgresStore {
             prepared: None,
             max_per_record: self.max_per_record,
             pages_by_status: false,
+            statuses_by_index: false,
             custom_plans: self.custom_plans,
         };
         writer.inspect_table_knowing(self.format.map(|f| (f, self.since_format)))?;

@@ -2,6 +2,7 @@
 //! `status`, `doctor` and `show` make.
 
 use super::*;
+use crate::store::band_statuses;
 
 /// The select list `records` reads, on the table aliased `t`: the row as JSON, the id
 /// and status as text, and the inserted-at value in the type `format` decodes.
@@ -284,6 +285,29 @@ impl PostgresStore {
             bounds.push(Bound(to));
             clauses.push(format!("{} {op} ${}", p.inserted_at, bounds.len()));
         }
+        if let Some(n) = range.sample
+            && self.statuses_by_index
+        {
+            let (t, st) = (p.table.clone(), p.status.quoted.clone());
+            let typed = format!("::text::{}", p.status.sql_type);
+            let band = clauses.join(" AND ");
+            let mut index = PgStatuses {
+                client: &mut self.client,
+                next: [None, Some(format!("$1{typed}"))].map(|p| {
+                    band_statuses::next_sql(&t, &st, p.as_deref(), &|e| format!("{e}::text"))
+                }),
+                count: band_statuses::count_sql(
+                    &t,
+                    &st,
+                    &band,
+                    &format!("${}{typed}", bounds.len() + 1),
+                    n,
+                ),
+                bounds,
+                context: format!("counting the records of {}", self.table.name),
+            };
+            return band_statuses::sample(&mut index);
+        }
         let sql = match range.sample {
             None => format!(
                 "SELECT {st}::text, count(*) FROM {t} WHERE {} GROUP BY 1 ORDER BY 1",
@@ -425,6 +449,45 @@ impl PostgresStore {
             ),
         }
         .map(|records| records.iter().map(Record::inserted_at).collect())
+    }
+}
+
+/// `store::band_statuses` on PostgreSQL: statuses read and bound as text, cast to the
+/// column's type.
+struct PgStatuses<'a> {
+    client: &'a mut postgres::Client,
+    /// The first status, the next one.
+    next: [String; 2],
+    count: String,
+    /// The band's bounds, bound before the status.
+    bounds: Vec<Bound<'a>>,
+    context: String,
+}
+
+impl band_statuses::StatusIndex for PgStatuses<'_> {
+    fn next(&mut self, after: Option<&Scalar>) -> Result<Option<Scalar>, StoreError> {
+        let row = match after {
+            None => self.client.query_one(&self.next[0], &[]),
+            Some(after) => self.client.query_one(&self.next[1], &[&after.to_string()]),
+        }
+        .map_err(pg(self.context.clone()))?;
+        Ok(row.get::<_, Option<String>>(0).map(Scalar::Text))
+    }
+
+    fn count(&mut self, status: &Scalar) -> Result<u64, StoreError> {
+        let status = status.to_string();
+        let mut params: Vec<&(dyn ToSql + Sync)> = self
+            .bounds
+            .iter()
+            .map(|b| b as &(dyn ToSql + Sync))
+            .collect();
+        params.push(&status);
+        let n: i64 = self
+            .client
+            .query_one(&self.count, &params)
+            .map_err(pg(self.context.clone()))?
+            .get(0);
+        Ok(n.max(0) as u64)
     }
 }
 

@@ -262,8 +262,8 @@ impl PostgresStore {
                 None,
             )?,
         };
-        self.pages_by_status =
-            self.table.pending.len() > 1 && self.pages_by_status(oid, &status.0, &inserted_at.0)?;
+        self.statuses_by_index = self.pages_by_status(oid, &status.0, &inserted_at.0)?;
+        self.pages_by_status = self.table.pending.len() > 1 && self.statuses_by_index;
         if let Some((_, since)) = &retry {
             // An empty text or integer column takes the inserted-at column's format.
             self.since_format = match known {

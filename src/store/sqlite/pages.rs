@@ -2,6 +2,7 @@
 //! it), rows into records, and the reads `status`, `doctor` and `show` make.
 
 use super::*;
+use crate::store::band_statuses;
 
 /// The SQL of a table, with names checked against the schema and quoted.
 #[derive(Debug, Clone)]
@@ -24,6 +25,10 @@ pub(super) struct Statements {
     /// status and one on the inserted-at column, its planner took the status's and
     /// sorted the rest of the band at every page (see `choose_pages`).
     pub(super) unindexed_status: bool,
+    /// Whether no index starts with the inserted-at column but one starts with the
+    /// status and then it: a sample of the band's statuses is then read status by
+    /// status (`store::band_statuses`).
+    pub(super) statuses_by_index: bool,
 }
 
 /// A quoted name (`"Date Inserted"`) as SQLite's plans write it: bare, in capitals here.
@@ -74,6 +79,7 @@ impl SqliteStore {
             },
             by_status: false,
             unindexed_status: false,
+            statuses_by_index: false,
         }
     }
 
@@ -85,6 +91,10 @@ impl SqliteStore {
     /// affinity, so on an INTEGER status `+STATUS IN ('0', '2')` would compare the
     /// stored numbers with text and match nothing.
     pub(super) fn choose_pages(&mut self, table: &str, status: &str) -> Result<(), StoreError> {
+        self.sql
+            .as_mut()
+            .expect("statements first")
+            .statuses_by_index = self.statuses_by_index(table, status)?;
         // An index on (status, inserted-at) comes first where there is one, beside one
         // on inserted-at too: one status at a time, each page reads only the pending
         // records' keys, where a range of the inserted-at index reads every record of
@@ -115,6 +125,25 @@ impl SqliteStore {
         // One status at a time is the same query when there is one.
         self.sql.as_mut().expect("statements first").by_status = self.table.pending.len() > 1;
         Ok(())
+    }
+
+    /// Whether no index of `table` starts with the inserted-at column and one that is
+    /// not partial starts with `status` and then it (see `Statements::statuses_by_index`).
+    fn statuses_by_index(&self, table: &str, status: &str) -> Result<bool, StoreError> {
+        let ins = &self.table.inserted_at;
+        let index_on = |first: &str, second: Option<&str>| -> Result<bool, StoreError> {
+            self.conn
+                .query_row(
+                    "SELECT EXISTS (SELECT 1 FROM pragma_index_list(?1) l
+                       JOIN pragma_index_info(l.name) a ON a.seqno = 0 AND a.name = ?2 COLLATE NOCASE
+                       LEFT JOIN pragma_index_info(l.name) b ON b.seqno = 1
+                      WHERE l.partial = 0 AND (?3 IS NULL OR b.name = ?3 COLLATE NOCASE))",
+                    params![table, first, second],
+                    |r| r.get(0),
+                )
+                .map_err(db("reading the table's indexes"))
+        };
+        Ok(!index_on(ins, None)? && index_on(status, Some(ins))?)
     }
 
     /// Whether column `column` of `table` has text affinity by its declared type, or
@@ -414,6 +443,31 @@ impl SqliteStore {
             params.push(to);
             clauses.push(format!("{} {op} ?{}", sql.inserted_at, params.len()));
         }
+        if let Some(n) = range.sample
+            && sql.statuses_by_index
+        {
+            let band = clauses.join(" AND ");
+            let mut index = SqliteStatuses {
+                conn: &self.conn,
+                next: [None, Some("?1")].map(|p| {
+                    band_statuses::next_sql(&sql.table, &sql.status, p, &|e| e.to_string())
+                }),
+                count: band_statuses::count_sql(
+                    &sql.table,
+                    &sql.status,
+                    &band,
+                    &format!("?{}", params.len() + 1),
+                    n,
+                ),
+                bounds: params
+                    .iter()
+                    .map(|p| p.to_sql())
+                    .collect::<Result<_, _>>()
+                    .map_err(db("binding the band"))?,
+                context: format!("counting the records of {}", self.table.name),
+            };
+            return band_statuses::sample(&mut index);
+        }
         let query = match range.sample {
             None => format!(
                 "SELECT {st}, count(*) FROM {t} WHERE {} GROUP BY {st} ORDER BY {st}",
@@ -542,5 +596,42 @@ impl SqliteStore {
         stmt.query_map(params![after, limit as i64], |r| Ok(scalar(r.get_ref(0)?)))
             .and_then(Iterator::collect)
             .map_err(db("reading inserted-at values"))
+    }
+}
+
+/// `store::band_statuses` on SQLite.
+struct SqliteStatuses<'a> {
+    conn: &'a Connection,
+    /// The first status, the next one.
+    next: [String; 2],
+    count: String,
+    /// The band's bounds, bound before the status.
+    bounds: Vec<ToSqlOutput<'a>>,
+    context: String,
+}
+
+impl band_statuses::StatusIndex for SqliteStatuses<'_> {
+    fn next(&mut self, after: Option<&Scalar>) -> Result<Option<Scalar>, StoreError> {
+        let read = |r: &rusqlite::Row<'_>| {
+            Ok(Some(r.get_ref(0)?)
+                .filter(|v| *v != ValueRef::Null)
+                .map(scalar))
+        };
+        match after {
+            None => self.conn.query_row(&self.next[0], [], read),
+            Some(after) => self.conn.query_row(&self.next[1], [after], read),
+        }
+        .map_err(db(self.context.clone()))
+    }
+
+    fn count(&mut self, status: &Scalar) -> Result<u64, StoreError> {
+        let mut values: Vec<&dyn ToSql> = self.bounds.iter().map(|b| b as &dyn ToSql).collect();
+        values.push(status);
+        self.conn
+            .query_row(&self.count, params_from_iter(values), |r| {
+                r.get::<_, i64>(0)
+            })
+            .map(|n| n.max(0) as u64)
+            .map_err(db(self.context.clone()))
     }
 }
