@@ -256,6 +256,11 @@ impl MysqlStore {
     ) -> Result<Vec<(String, u64)>, StoreError> {
         let shape = self.shape();
         let ins = format!("t.{}", shape.quoted(shape.inserted_at));
+        let (table, st) = (
+            shape.table.clone(),
+            format!("t.{}", shape.quoted(shape.status)),
+        );
+        let by_index = shape.status_age_index.is_some();
         let mut clauses = vec!["TRUE".to_string()];
         let mut params = Vec::new();
         if let Some(from) = &range.from {
@@ -268,34 +273,29 @@ impl MysqlStore {
             params.push(values::bound(to));
             clauses.push(format!("{ins} {op} ?"));
         }
-        if let Some(n) = range.sample
-            && shape.status_age_index.is_some()
-        {
-            let (t, st) = (
-                format!("{} t", shape.table),
-                format!("t.{}", shape.quoted(shape.status)),
-            );
+        if by_index {
+            let t = format!("{table} t");
             let mut index = MysqlStatuses {
                 conn: &mut self.conn,
                 next: [None, Some("?")]
                     .map(|p| band_statuses::next_sql(&t, &st, p, &|e| e.to_string())),
-                count: band_statuses::count_sql(&t, &st, &clauses.join(" AND "), "?", n),
-                bounds: params,
+                count: band_statuses::count_sql(&t, &st, &clauses.join(" AND "), "?", range.sample),
+                bounds: params.clone(),
                 context: format!("counting the records of {}", self.table.name),
             };
-            return band_statuses::sample(&mut index);
+            if let Some(counts) = band_statuses::counts(&mut index, range.sample.is_none())? {
+                return Ok(counts);
+            }
         }
         // Grouped by the bytes: statuses that differ in case only are two.
-        let status = format!("CAST(t.{} AS BINARY)", shape.quoted(shape.status));
+        let status = format!("CAST({st} AS BINARY)");
         let sql = match range.sample {
             None => format!(
-                "SELECT {status}, count(*) FROM {} t WHERE {} GROUP BY 1 ORDER BY 1",
-                shape.table,
+                "SELECT {status}, count(*) FROM {table} t WHERE {} GROUP BY 1 ORDER BY 1",
                 clauses.join(" AND ")
             ),
             Some(n) => format!(
-                "SELECT s, count(*) FROM (SELECT {status} AS s FROM {} t WHERE {} LIMIT {n}) x GROUP BY 1 ORDER BY 1",
-                shape.table,
+                "SELECT s, count(*) FROM (SELECT {status} AS s FROM {table} t WHERE {} LIMIT {n}) x GROUP BY 1 ORDER BY 1",
                 clauses.join(" AND ")
             ),
         };

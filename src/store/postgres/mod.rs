@@ -90,7 +90,7 @@ use connection::{connect, pg};
 use pages::select_records;
 
 /// A bound for the inserted-at column, converted to the column's own type.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 struct Bound<'a>(&'a Scalar);
 
 impl ToSql for Bound<'_> {

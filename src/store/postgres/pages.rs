@@ -285,11 +285,9 @@ impl PostgresStore {
             bounds.push(Bound(to));
             clauses.push(format!("{} {op} ${}", p.inserted_at, bounds.len()));
         }
-        if let Some(n) = range.sample
-            && self.statuses_by_index
-        {
-            let (t, st) = (p.table.clone(), p.status.quoted.clone());
-            let typed = format!("::text::{}", p.status.sql_type);
+        let (t, st) = (p.table.clone(), p.status.quoted.clone());
+        if self.statuses_by_index {
+            let typed = format!("::text::{}", self.prepared().status.sql_type);
             let band = clauses.join(" AND ");
             let mut index = PgStatuses {
                 client: &mut self.client,
@@ -301,25 +299,23 @@ impl PostgresStore {
                     &st,
                     &band,
                     &format!("${}{typed}", bounds.len() + 1),
-                    n,
+                    range.sample,
                 ),
-                bounds,
+                bounds: bounds.clone(),
                 context: format!("counting the records of {}", self.table.name),
             };
-            return band_statuses::sample(&mut index);
+            if let Some(counts) = band_statuses::counts(&mut index, range.sample.is_none())? {
+                return Ok(counts);
+            }
         }
         let sql = match range.sample {
             None => format!(
                 "SELECT {st}::text, count(*) FROM {t} WHERE {} GROUP BY 1 ORDER BY 1",
                 clauses.join(" AND "),
-                st = p.status.quoted,
-                t = p.table
             ),
             Some(n) => format!(
                 "SELECT s::text, count(*) FROM (SELECT {st} AS s FROM {t} WHERE {} LIMIT {n}) x GROUP BY 1 ORDER BY 1",
                 clauses.join(" AND "),
-                st = p.status.quoted,
-                t = p.table
             ),
         };
         let params: Vec<&(dyn ToSql + Sync)> =

@@ -443,9 +443,7 @@ impl SqliteStore {
             params.push(to);
             clauses.push(format!("{} {op} ?{}", sql.inserted_at, params.len()));
         }
-        if let Some(n) = range.sample
-            && sql.statuses_by_index
-        {
+        if sql.statuses_by_index {
             let band = clauses.join(" AND ");
             let mut index = SqliteStatuses {
                 conn: &self.conn,
@@ -457,7 +455,7 @@ impl SqliteStore {
                     &sql.status,
                     &band,
                     &format!("?{}", params.len() + 1),
-                    n,
+                    range.sample,
                 ),
                 bounds: params
                     .iter()
@@ -466,7 +464,9 @@ impl SqliteStore {
                     .map_err(db("binding the band"))?,
                 context: format!("counting the records of {}", self.table.name),
             };
-            return band_statuses::sample(&mut index);
+            if let Some(counts) = band_statuses::counts(&mut index, range.sample.is_none())? {
+                return Ok(counts);
+            }
         }
         let query = match range.sample {
             None => format!(
