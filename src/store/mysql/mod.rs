@@ -17,7 +17,8 @@
 //! with their lease.
 //!
 //! Parts: `connection` (TLS, errors, the shared statements' placeholders), `schema`
-//! (the tool's tables, the user's table and its columns), `values` (MySQL's values as
+//! (the tool's tables, the user's table and its columns), `samples` (a timestamp
+//! column's format), `values` (MySQL's values as
 //! records and bounds), `pages` (the band's pages and the other reads), `claims`
 //! (claims, marks, kept failures, the heartbeat), `runs` (the run log); here, the store
 //! itself, whose `Store` methods call them.
@@ -40,6 +41,7 @@ mod claims;
 mod connection;
 mod pages;
 mod runs;
+mod samples;
 mod schema;
 mod values;
 

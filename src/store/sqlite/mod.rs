@@ -17,9 +17,9 @@
 //! ends, so an overlapping tick does not try it again meanwhile.
 //!
 //! Parts: `schema` (the tool's tables and their versions, reading the table's names),
-//! `pages` (the band's page queries and the other reads), `holds` (spans, marks,
-//! kept failures, the heartbeat), `runs` (the run log); here, the store itself, whose
-//! `Store` methods call them.
+//! `pages` (the band's page queries and the other reads), `counts` (records by
+//! status), `holds` (spans, marks, kept failures, the heartbeat), `runs` (the run
+//! log); here, the store itself, whose `Store` methods call them.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -41,6 +41,7 @@ use crate::config::TableConfig;
 use crate::record::{Cell, Columns, Record, RowBuffer, Scalar, Statuses};
 use crate::timestamp::{self, Sample, TimestampFormat};
 
+mod counts;
 mod holds;
 mod pages;
 mod runs;
