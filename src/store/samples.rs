@@ -128,9 +128,11 @@ pub(super) fn read(
 ) -> Result<Vec<Sample>, StoreError> {
     let (table, column, id, named) = (target.table, &*target.column, &*target.id, target.named);
     let [by_column, by_id] = probes(table, column, id);
+    // The id's order is asked only where the column's own would sort.
+    let column_sorts = sampler.sorts(&by_column, named[1])?;
     let reach = Reach::judged(
-        sampler.sorts(&by_column, named[1])?,
-        sampler.sorts(&by_id, named[2])?,
+        column_sorts,
+        column_sorts && sampler.sorts(&by_id, named[2])?,
     );
     if reach == Reach::Ends {
         let [table, column, id] = named;
