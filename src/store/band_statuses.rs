@@ -52,20 +52,20 @@ pub(super) fn counts(
     Ok((!exact).then_some(counts))
 }
 
-/// The statement of `StatusIndex::next`, `placeholder` binding the status before, if
-/// any. Names are quoted; `value` writes the selected expression of the aggregate (a
-/// cast to text on PostgreSQL).
+/// The statements of `StatusIndex::next`: the first status, and the one after the
+/// status `placeholder` binds. Names are quoted; `value` writes the selected expression
+/// of the aggregate (a cast to text on PostgreSQL).
 pub(super) fn next_sql(
     table: &str,
     status: &str,
-    placeholder: Option<&str>,
+    placeholder: &str,
     value: &dyn Fn(&str) -> String,
-) -> String {
+) -> [String; 2] {
     let min = value(&format!("min({status})"));
-    match placeholder {
-        None => format!("SELECT {min} FROM {table}"),
-        Some(p) => format!("SELECT {min} FROM {table} WHERE {status} > {p}"),
-    }
+    [
+        format!("SELECT {min} FROM {table}"),
+        format!("SELECT {min} FROM {table} WHERE {status} > {placeholder}"),
+    ]
 }
 
 /// The statement of `StatusIndex::count`: `band` is the band's condition on the

@@ -13,8 +13,10 @@
 //! If all of those are NULL (a since column where only records in the middle of the id
 //! order were tried), the column has no samples and a since column takes the
 //! inserted-at column's format, as an empty one does: looking further would be a scan
-//! of the table at every tick, until a record at an end is tried. Each backend asks
-//! its own planner which of the two a column gets, by the plans of the two `probes`.
+//! of the table at every tick, until a record at an end is tried. Which of the two a
+//! column gets, each backend says by the plans of the two `probes` (SQLite, MySQL) or
+//! by its catalog's indexes (PostgreSQL, whose planner sorts a small table rather than
+//! read an index).
 
 use crate::store::{StoreError, quote};
 use crate::timestamp::Sample;

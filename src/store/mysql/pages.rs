@@ -277,8 +277,7 @@ impl MysqlStore {
             let t = format!("{table} t");
             let mut index = MysqlStatuses {
                 conn: &mut self.conn,
-                next: [None, Some("?")]
-                    .map(|p| band_statuses::next_sql(&t, &st, p, &|e| e.to_string())),
+                next: band_statuses::next_sql(&t, &st, "?", &|e| e.to_string()),
                 count: band_statuses::count_sql(&t, &st, &clauses.join(" AND "), "?", range.sample),
                 bounds: params.clone(),
                 context: format!("counting the records of {}", self.table.name),

@@ -291,8 +291,8 @@ impl PostgresStore {
             let band = clauses.join(" AND ");
             let mut index = PgStatuses {
                 client: &mut self.client,
-                next: [None, Some(format!("$1{typed}"))].map(|p| {
-                    band_statuses::next_sql(&t, &st, p.as_deref(), &|e| format!("{e}::text"))
+                next: band_statuses::next_sql(&t, &st, &format!("$1{typed}"), &|e| {
+                    format!("{e}::text")
                 }),
                 count: band_statuses::count_sql(
                     &t,

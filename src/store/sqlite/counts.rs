@@ -46,9 +46,7 @@ impl SqliteStore {
             let band = clauses.join(" AND ");
             let mut index = SqliteStatuses {
                 conn: &self.conn,
-                next: [None, Some("?1")].map(|p| {
-                    band_statuses::next_sql(&sql.table, &sql.status, p, &|e| e.to_string())
-                }),
+                next: band_statuses::next_sql(&sql.table, &sql.status, "?1", &|e| e.to_string()),
                 count: band_statuses::count_sql(
                     &sql.table,
                     &sql.status,
