@@ -126,17 +126,44 @@ pub(super) fn write(
         let mut params: Vec<Value> = vec![table.into(), i64::from(max_per_record).into()];
         params.extend(chunk.iter().map(|id| Value::from(*id)));
         let list: Vec<String> = (0..chunk.len()).map(|i| format!("?{}", i + 3)).collect();
-        let prune = format!(
-            "DELETE FROM {s}backlog_attempts WHERE id IN (
-                 SELECT id FROM (
-                     SELECT id, row_number() OVER (PARTITION BY record_id ORDER BY id DESC) AS n
-                     FROM {s}backlog_attempts WHERE table_name = ?1 AND record_id IN ({})
-                 ) AS ranked WHERE n > ?2)",
+        let beyond = format!(
+            "SELECT id FROM (
+                 SELECT id, row_number() OVER (PARTITION BY record_id ORDER BY id DESC) AS n
+                 FROM {s}backlog_attempts WHERE table_name = ?1 AND record_id IN ({})
+             ) AS ranked WHERE n > ?2",
             list.join(", ")
         );
-        sql.execute(&prune, &params).map_err(failed(context))?;
+        let rows = sql.query(&beyond, &params).map_err(failed(context))?;
+        delete_ids(sql, s, &rows, context)?;
     }
     Ok(())
+}
+
+/// Deletes the attempts whose ids are the first values of `rows`, by their key. Read
+/// first, then deleted by id, a delete locks only the rows it deletes: one that
+/// chose its rows in a subquery locked every row it scanned on MariaDB, and two
+/// runners writing marks deadlocked on each other's (error 1213).
+fn delete_ids(
+    sql: &mut dyn Sql,
+    s: &str,
+    rows: &[Vec<Value>],
+    context: &str,
+) -> Result<u64, StoreError> {
+    let mut deleted = 0;
+    for chunk in rows.chunks(1000) {
+        let ids: Vec<Value> = chunk.iter().map(|r| Value::from(r[0].int())).collect();
+        let list: Vec<String> = (1..=ids.len()).map(|i| format!("?{i}")).collect();
+        deleted += sql
+            .execute(
+                &format!(
+                    "DELETE FROM {s}backlog_attempts WHERE id IN ({})",
+                    list.join(", ")
+                ),
+                &ids,
+            )
+            .map_err(failed(context))?;
+    }
+    Ok(deleted)
 }
 
 /// Deletes up to `PRUNE_STEP` attempts of `table` started before `before`.
@@ -146,19 +173,21 @@ pub(super) fn prune(
     table: &str,
     before: DateTime<Utc>,
 ) -> Result<u64, StoreError> {
-    sql.execute(
-        &format!(
-            "DELETE FROM {s}backlog_attempts WHERE id IN (SELECT id FROM (
-                 SELECT id FROM {s}backlog_attempts WHERE table_name = ?1 AND started_ms < ?2
-                 ORDER BY table_name, started_ms LIMIT ?3) AS oldest)"
-        ),
-        &[
-            table.into(),
-            before.timestamp_millis().into(),
-            PRUNE_STEP.into(),
-        ],
-    )
-    .map_err(failed("pruning backlog_attempts"))
+    let context = "pruning backlog_attempts";
+    let rows = sql
+        .query(
+            &format!(
+                "SELECT id FROM {s}backlog_attempts WHERE table_name = ?1 AND started_ms < ?2
+                 ORDER BY table_name, started_ms LIMIT ?3"
+            ),
+            &[
+                table.into(),
+                before.timestamp_millis().into(),
+                PRUNE_STEP.into(),
+            ],
+        )
+        .map_err(failed(context))?;
+    delete_ids(sql, s, &rows, context)
 }
 
 /// Which attempts to read, newest first.

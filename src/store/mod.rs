@@ -15,6 +15,7 @@
 mod attempts;
 mod band_statuses;
 mod error;
+mod fault;
 mod mysql;
 mod own;
 mod pauses;
@@ -32,6 +33,7 @@ use chrono::{DateTime, Utc};
 
 pub use attempts::{Attempt, AttemptQuery};
 pub use error::StoreError;
+pub use fault::Fault;
 pub use mysql::MysqlStore;
 pub use own::Own;
 use own::{prune_attempts, write_attempts};
@@ -257,7 +259,8 @@ pub struct RunEnd {
     pub failed: u64,
     /// Records of the band held by another tick, or marked by one since they were read.
     pub skipped: u64,
-    /// Handled, but not marked: the tick no longer held them.
+    /// Handled, but not marked: the tick no longer held them, or their group of marks
+    /// could not be written.
     pub lost: u64,
     /// `done`, `stopped` (a signal ended it early), `tripped` (the breaker), `lapsed`
     /// (its holds ran out) or `failed`.
@@ -538,8 +541,10 @@ pub trait Store {
 
     /// Closes a run-log row.
     fn finish_run(&mut self, run_id: i64, end: &RunEnd) -> Result<(), StoreError> {
-        let own = self.own("backlog_runs")?;
-        runs::finish(own.sql, &own.prefix, run_id, end)
+        fault::retrying("writing the run log", || {
+            let own = self.own("backlog_runs")?;
+            runs::finish(own.sql, &own.prefix, run_id, end)
+        })
     }
 
     /// A handle, on a connection of its own, that extends the owner's leases while the

@@ -125,7 +125,9 @@ impl dyn Store + '_ {
 }
 
 /// Deletes a step of the attempts older than `history.keep` (all of them when the
-/// history is off: turning it off empties it, a step a tick).
+/// history is off: turning it off empties it, a step a tick). Housekeeping: ticks
+/// that start together prune the same oldest rows, and one that meets another's
+/// locks leaves its step to a later tick.
 pub(super) fn prune_attempts(
     sql: &mut dyn Sql,
     prefix: &str,
@@ -136,7 +138,7 @@ pub(super) fn prune_attempts(
     let before = Utc::now()
         .checked_sub_signed(keep)
         .unwrap_or(DateTime::<Utc>::MIN_UTC);
-    attempts::prune(sql, prefix, table, before).map(drop)
+    super::fault::housekeeping(attempts::prune(sql, prefix, table, before).map(drop))
 }
 
 /// Writes the attempts of `marks` (those the store could not write are `lost`), in

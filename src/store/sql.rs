@@ -227,7 +227,7 @@ fn pg_params(params: &[Value]) -> Vec<&(dyn postgres::types::ToSql + Sync)> {
 
 /// The server's message (and hint) of a PostgreSQL error, as the backend says it.
 fn pg_error(e: postgres::Error) -> SqlError {
-    super::postgres::describe_error(&e).into()
+    Box::new(super::postgres::db_error(&e))
 }
 
 /// A `timestamptz` column as RFC 3339 text in UTC, whatever the session's DateStyle.

@@ -260,12 +260,12 @@ impl<'o> Marks<'o> {
                 .expect("the writer lives as long as the tick's scope");
             writer.out = true;
             if let Some((marks, succeeded, lost)) = before {
-                self.settle_lost(&marks, &succeeded, &lost?, store);
+                self.settle_group(&marks, &succeeded, lost, store)?;
             }
             return Ok(());
         }
-        let lost = store.mark(self.owner, &marks)?;
-        self.settle_lost(&marks, &succeeded, &lost, store);
+        let lost = store.mark(self.owner, &marks);
+        self.settle_group(&marks, &succeeded, lost, store)?;
         // The vectors go back, cleared, with their room.
         (self.marks, self.succeeded) = (marks, succeeded);
         self.marks.clear();
@@ -284,12 +284,38 @@ impl<'o> Marks<'o> {
         let wrote = self.write(store);
         let last = self.writer.take().and_then(Writer::end);
         let settled = match last {
-            Some((marks, succeeded, lost)) => {
-                lost.map(|lost| self.settle_lost(&marks, &succeeded, &lost, store))
-            }
+            Some((marks, succeeded, lost)) => self.settle_group(&marks, &succeeded, lost, store),
             None => Ok(()),
         };
         wrote.and(settled)
+    }
+
+    /// Settles a group the store wrote, or could not: a group whose transaction
+    /// failed wrote nothing, so none of its marks is counted as succeeded or failed
+    /// (the run log, the summary and the metrics count what reached the table).
+    fn settle_group(
+        &mut self,
+        marks: &[Mark],
+        succeeded: &[bool],
+        written: Result<Vec<usize>, StoreError>,
+        store: &mut dyn Store,
+    ) -> Result<(), StoreError> {
+        match written {
+            Ok(lost) => {
+                self.settle_lost(marks, succeeded, &lost, store);
+                Ok(())
+            }
+            Err(e) => {
+                for (mark, &succeeded) in marks.iter().zip(succeeded) {
+                    self.uncount(&mark.status, succeeded);
+                }
+                tracing::warn!(
+                    "{} handled records were not marked: their group of marks could not be written ({e}); they keep their status and a later tick tries them again",
+                    marks.len()
+                );
+                Err(e)
+            }
+        }
     }
 
     /// Takes the marks at `lost` (of `marks`, with whether each succeeded) back out of
@@ -349,7 +375,7 @@ impl<'o> Marks<'o> {
         }
     }
 
-    /// Takes a lost mark back out of the counts.
+    /// Takes a mark that was not written back out of the counts, into the lost.
     fn uncount(&mut self, status: &Arc<str>, succeeded: bool) {
         let tally = &mut self.tally;
         tally.lost += 1;

@@ -171,7 +171,78 @@ fn a_handler_running_through_a_lapse_is_stopped(backend: Backend) {
     assert!(kept == ["1 stopped"] || kept == ["1 lost"], "{kept:?}");
 }
 
+/// The database refuses a group of marks (a trigger here; a full disk, a constraint):
+/// the tick ends with exit 4 and says how many handled records were not marked, and
+/// its run-log row counts only the marks that reached the table, never the group that
+/// did not. A later tick tries the unmarked records again.
+fn a_group_of_marks_the_database_refuses_is_not_counted(backend: Backend) {
+    let env = Env::on(backend);
+    crate::servers::pending_records(&env, 12);
+    crate::servers::batch_schedule(&env, "", "mode = \"batch\"\nbatch_size = 1");
+    // Record 12 is the band's oldest, handled last: the groups before it are written.
+    env.execute(match backend {
+        Backend::Sqlite => {
+            r#"CREATE TRIGGER refuse BEFORE UPDATE ON "BACKLOG" WHEN NEW."ID" = 12 AND NEW."STATUS" = 'SUCCESS'
+               BEGIN SELECT RAISE(ABORT, 'record 12 refused'); END"#
+        }
+        Backend::Postgres => {
+            r#"CREATE FUNCTION refuse() RETURNS trigger AS $$ BEGIN
+                 IF NEW."ID" = 12 AND NEW."STATUS" = 'SUCCESS' THEN RAISE EXCEPTION 'record 12 refused'; END IF;
+                 RETURN NEW; END $$ LANGUAGE plpgsql;
+               CREATE TRIGGER refuse BEFORE UPDATE ON "BACKLOG" FOR EACH ROW EXECUTE FUNCTION refuse()"#
+        }
+        Backend::Mysql => {
+            r#"CREATE TRIGGER refuse BEFORE UPDATE ON "BACKLOG" FOR EACH ROW BEGIN
+                 IF NEW."ID" = 12 AND NEW."STATUS" = 'SUCCESS' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'record 12 refused'; END IF;
+               END"#
+        }
+    });
+    let out = crate::servers::output_within_a_minute(crate::servers::spawn_run(&env, "0.3"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(stderr.contains("record 12 refused"), "{stderr}");
+    assert!(
+        stderr
+            .contains("handled records were not marked: their group of marks could not be written"),
+        "{stderr}"
+    );
+    let marked = env.with_status("SUCCESS");
+    assert!(marked < 12, "record 12 is not marked");
+    let last = |column: &str| {
+        env.count(&format!(
+            "SELECT {column} FROM {} ORDER BY id DESC LIMIT 1",
+            env.own("backlog_runs")
+        ))
+    };
+    assert_eq!(
+        last("succeeded"),
+        marked,
+        "the run log counts what was written"
+    );
+    assert_eq!(last("selected"), 12);
+    assert_eq!(last("lost"), 12 - marked);
+    assert_eq!(
+        env.text(&format!(
+            "SELECT outcome FROM {} ORDER BY id DESC LIMIT 1",
+            env.own("backlog_runs")
+        )),
+        "failed"
+    );
+    env.execute(match backend {
+        Backend::Mysql | Backend::Sqlite => "DROP TRIGGER refuse",
+        Backend::Postgres => r#"DROP TRIGGER refuse ON "BACKLOG""#,
+    });
+    assert!(
+        crate::servers::spawn_run(&env, "0")
+            .wait()
+            .unwrap()
+            .success()
+    );
+    assert!(crate::servers::all_success(&env));
+}
+
 crate::on_every_backend!(
     a_tick_paused_past_its_lease_hands_out_nothing_it_lost,
     a_handler_running_through_a_lapse_is_stopped,
+    a_group_of_marks_the_database_refuses_is_not_counted,
 );

@@ -339,6 +339,64 @@ fn a_status_and_age_index_serves_the_pages(backend: Backend) {
     assert!(all_success(&env));
 }
 
+/// Sixteen runners that keep every attempt and a record's newest one only: each group
+/// of marks prunes the attempts of its records, in the marks' transaction. On MariaDB
+/// two runners' prunes locked each other (error 1213) and three of sixteen runners
+/// exited 4 with their handled records unwritten, while the run log counted them. Now
+/// no runner fails, every record is marked, and the run log counts what was written.
+fn sixteen_runners_pruning_attempts_lose_no_mark_to_a_deadlock(backend: Backend) {
+    let env = Env::on(backend);
+    pending_records(&env, 20_000);
+    batch_schedule(
+        &env,
+        "",
+        "mode = \"batch\"\nbatch_size = 50\n\n[history]\nrecord = \"all\"\nmax_per_record = 1",
+    );
+    // An older attempt of every record, so each group's prune deletes rows.
+    env.execute(r#"UPDATE "BACKLOG" SET "STATUS" = 'HELD' WHERE "ID" > 1"#);
+    env.run_window("1d");
+    env.execute(&format!(
+        r#"INSERT INTO {} (table_name, record_id, run_id, window_secs, started_ms, took_ms, status, outcome, detail, output)
+           SELECT 'BACKLOG', CONCAT("ID", ''), 0, 86400, 0, 0, 'ERROR', 'error', 'seeded', '' FROM "BACKLOG";
+           UPDATE "BACKLOG" SET "STATUS" = 'NEW'"#,
+        env.own("backlog_attempts")
+    ));
+    let _ = std::fs::remove_file(env.path("handler.log"));
+    let runners: Vec<_> = (0..16).map(|_| spawn_run(&env, "0")).collect();
+    let mut selected = 0;
+    for runner in runners {
+        let out = output_within_a_minute(runner);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        selected += summary["selected"].as_i64().unwrap();
+    }
+    let handled = handled_without_overlap(&env);
+    assert_eq!(handled.len(), 20_000, "every record was handled");
+    assert!(all_success(&env), "every handled record's mark was written");
+    let runs = env.own("backlog_runs");
+    let logged = |column: &str| {
+        env.count(&format!(
+            "SELECT CAST(sum({column}) AS BIGINT) FROM {runs} WHERE id > 1"
+        ))
+    };
+    assert_eq!(
+        logged("succeeded"),
+        20_000,
+        "the run log counts the marks written"
+    );
+    assert_eq!(logged("selected"), selected);
+    assert_eq!(
+        env.count(&format!(
+            "SELECT count(*) FROM {} WHERE detail = 'seeded'",
+            env.own("backlog_attempts")
+        )),
+        0,
+        "each record keeps its newest attempt only"
+    );
+    assert_eq!(env.holds_left(), 0);
+}
+
 /// The server ends the tick's connections (the marks' and the heartbeat's too), as a
 /// restart or a failover would.
 fn drop_connections(env: &Env) {
@@ -368,4 +426,5 @@ crate::on_servers!(
     a_daemon_on_a_slow_host_goes_by_the_servers_clock,
     a_status_and_age_index_serves_the_pages,
     pages_read_while_marks_are_written_miss_no_record,
+    sixteen_runners_pruning_attempts_lose_no_mark_to_a_deadlock,
 );

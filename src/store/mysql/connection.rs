@@ -10,6 +10,7 @@ use mysql::{Conn, OptsBuilder, SslOpts};
 
 use crate::config::{MysqlTls, MysqlUrl};
 use crate::store::StoreError;
+use crate::store::fault::{DbError, Fault, retrying};
 use crate::store::sql::{Sql, SqlError, Value};
 
 /// What every connection sets first: times in UTC (`NOW()`, and `TIMESTAMP` columns
@@ -25,13 +26,6 @@ const SESSION: [&str; 4] = [
     "SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@SESSION.sql_mode, ''), 'ANSI_QUOTES', 'PIPES_AS_CONCAT')",
     "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
 ];
-
-/// The server's error codes a transaction is tried again for: a deadlock (1213), in
-/// which the server rolled it back, and a lock wait that ran out (1205).
-pub(super) const RETRYABLE: [u16; 2] = [1213, 1205];
-
-/// How often a transaction is tried again after a deadlock or a lock wait timeout.
-pub(super) const RETRIES: usize = 5;
 
 /// A MySQL error as one line: the server's message, or what happened to the
 /// connection. Never the URL, which may hold a password.
@@ -54,13 +48,28 @@ pub(in crate::store) fn describe_error(e: &mysql::Error) -> String {
     }
 }
 
-/// Whether the server rolled the transaction back for a deadlock or a lock wait.
-pub(super) fn retryable(e: &mysql::Error) -> bool {
-    matches!(e, mysql::Error::MySqlError(my) if RETRYABLE.contains(&my.code))
+/// A MySQL error as the protocol reads it: its kind (a deadlock is 1213, a lock wait
+/// that ran out 1205, a lost connection 2006 or 2013 or the socket's end, a full disk
+/// or table 1021 and 1114) and its line.
+pub(in crate::store) fn db_error(e: &mysql::Error) -> DbError {
+    let fault = match e {
+        mysql::Error::MySqlError(my) => match my.code {
+            1213 => Fault::Deadlock,
+            1205 => Fault::LockTimeout,
+            2006 | 2013 => Fault::Lost,
+            1021 | 1114 => Fault::DiskFull,
+            _ => Fault::Other,
+        },
+        mysql::Error::IoError(_) => Fault::Lost,
+        _ => Fault::Other,
+    };
+    DbError {
+        fault,
+        message: describe_error(e),
+    }
 }
 
-/// Why a transaction failed: the server's error (tried again when it is a deadlock
-/// or a lock wait), or the tool's.
+/// Why a transaction failed: the server's error, or the tool's.
 pub(super) enum Failed {
     My(mysql::Error),
     Store(StoreError),
@@ -79,36 +88,23 @@ impl From<StoreError> for Failed {
 }
 
 /// Runs `work` in a transaction, again when the server rolled it back for a deadlock
-/// or a lock wait timeout (up to `RETRIES` times).
+/// or a lock wait timeout (see `fault::retrying`).
 pub(super) fn transaction<T>(
     conn: &mut Conn,
     context: &str,
     mut work: impl FnMut(&mut mysql::Transaction<'_>) -> Result<T, Failed>,
 ) -> Result<T, StoreError> {
-    let mut tries = 0;
-    loop {
-        tries += 1;
+    retrying(context, || {
         let mut tx = conn
             .start_transaction(mysql::TxOpts::default())
             .map_err(my(context))?;
-        let result = work(&mut tx).and_then(|v| tx.commit().map(|_| v).map_err(Failed::My));
-        match result {
-            Ok(v) => return Ok(v),
-            Err(Failed::My(e)) if retryable(&e) && tries <= RETRIES => {
-                tracing::warn!(
-                    "{context}: {}; trying the transaction again ({tries} of {RETRIES})",
-                    describe_error(&e)
-                );
-            }
-            Err(Failed::My(e)) => {
-                return Err(StoreError::Database {
-                    context: context.into(),
-                    source: describe_error(&e).into(),
-                });
-            }
-            Err(Failed::Store(e)) => return Err(e),
-        }
-    }
+        let value = work(&mut tx).map_err(|failed| match failed {
+            Failed::My(e) => my(context)(e),
+            Failed::Store(e) => e,
+        })?;
+        tx.commit().map_err(my(context))?;
+        Ok(value)
+    })
 }
 
 /// A failed statement, named by what it was doing.
@@ -116,7 +112,7 @@ pub(super) fn my(context: impl Into<String>) -> impl FnOnce(mysql::Error) -> Sto
     let context = context.into();
     move |e| StoreError::Database {
         context,
-        source: describe_error(&e).into(),
+        source: Box::new(db_error(&e)),
     }
 }
 
@@ -305,7 +301,7 @@ fn run(q: &mut impl Queryable, sql: &str, params: &[Value]) -> Result<u64, SqlEr
     let (sql, values) = positional(sql, params);
     let result = q
         .exec_iter(sql, values)
-        .map_err(|e| SqlError::from(describe_error(&e)))?;
+        .map_err(|e| SqlError::from(db_error(&e)))?;
     Ok(result.affected_rows())
 }
 
@@ -313,7 +309,7 @@ fn rows(q: &mut impl Queryable, sql: &str, params: &[Value]) -> Result<Vec<Vec<V
     let (sql, values) = positional(sql, params);
     let rows: Vec<mysql::Row> = q
         .exec(sql, values)
-        .map_err(|e| SqlError::from(describe_error(&e)))?;
+        .map_err(|e| SqlError::from(db_error(&e)))?;
     Ok(rows
         .into_iter()
         .map(|row| row.unwrap().into_iter().map(from_mysql).collect())

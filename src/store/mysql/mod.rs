@@ -45,6 +45,7 @@ mod samples;
 mod schema;
 mod values;
 
+use super::fault::retrying;
 use claims::MysqlHeartbeat;
 use connection::{connect, my};
 use values::IdKind;
@@ -265,7 +266,7 @@ impl Store for MysqlStore {
     }
 
     fn begin_run(&mut self, run: &RunStart) -> Result<i64, StoreError> {
-        self.open_run(run)
+        retrying("writing the run log", || self.open_run(run))
     }
 
     fn take_records(

@@ -7,6 +7,7 @@ use mysql::prelude::Queryable;
 use super::connection::rfc3339_of;
 use super::*;
 use crate::store::KEPT_OWNER;
+use crate::store::fault::housekeeping;
 
 impl MysqlStore {
     pub(super) fn open_run(&mut self, run: &RunStart) -> Result<i64, StoreError> {
@@ -28,13 +29,11 @@ impl MysqlStore {
         // Housekeeping: a claim another session is writing may hold its row for a
         // while; what is not collected now is collected by a later tick (a kept
         // failure past its slot is free to take anyway).
-        match self.conn.exec_drop(collect, (&self.table.name, KEPT_OWNER)) {
-            Err(e) if super::connection::retryable(&e) => tracing::warn!(
-                "dropping failures kept past their slot: {}; left to a later tick",
-                super::connection::describe_error(&e)
-            ),
-            other => other.map_err(my("dropping failures kept past their slot"))?,
-        }
+        housekeeping(
+            self.conn
+                .exec_drop(collect, (&self.table.name, KEPT_OWNER))
+                .map_err(my("dropping failures kept past their slot")),
+        )?;
         self.max_per_record = run.history.max_per_record;
         let prefix = self.prefix.clone();
         crate::store::prune_attempts(&mut self.conn, &prefix, &self.table.name, &run.history)?;

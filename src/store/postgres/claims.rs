@@ -292,23 +292,25 @@ impl Heartbeat for PostgresHeartbeat {
             self.client = connect(&self.url)?;
         }
         let context = "renewing claims";
-        let mut tx = self.client.transaction().map_err(pg(context))?;
-        tx.execute(
-            &format!(
-                "UPDATE {} SET expires_at = now() + make_interval(secs => $1) WHERE owner = $2",
-                self.claims
-            ),
-            &[&lease_secs(lease_until), &self.owner],
-        )
-        .map_err(pg(context))?;
-        tx.execute(
-            &format!(
-                "UPDATE {} SET heartbeat_at = now() WHERE id = $1",
-                self.runs
-            ),
-            &[&self.run_id],
-        )
-        .map_err(pg(context))?;
-        tx.commit().map_err(pg(context))
+        crate::store::fault::retrying(context, || {
+            let mut tx = self.client.transaction().map_err(pg(context))?;
+            tx.execute(
+                &format!(
+                    "UPDATE {} SET expires_at = now() + make_interval(secs => $1) WHERE owner = $2",
+                    self.claims
+                ),
+                &[&lease_secs(lease_until), &self.owner],
+            )
+            .map_err(pg(context))?;
+            tx.execute(
+                &format!(
+                    "UPDATE {} SET heartbeat_at = now() WHERE id = $1",
+                    self.runs
+                ),
+                &[&self.run_id],
+            )
+            .map_err(pg(context))?;
+            tx.commit().map_err(pg(context))
+        })
     }
 }

@@ -2,6 +2,7 @@
 //! that names the cause and never the password.
 
 use super::*;
+use crate::store::fault::{DbError, Fault};
 
 /// A PostgreSQL error as one line: the server's message (and hint), or what happened
 /// to the connection. Never the URL, which may hold a password.
@@ -22,11 +23,32 @@ pub(in crate::store) fn describe_error(e: &postgres::Error) -> String {
     crate::causes::chain(e)
 }
 
+/// A PostgreSQL error as the protocol reads it: its kind (a deadlock is 40P01, a
+/// serialization conflict 40001, a lock not had in time 55P03, no room 53100) and its
+/// line.
+pub(in crate::store) fn db_error(e: &postgres::Error) -> DbError {
+    use postgres::error::SqlState;
+    let fault = match e.code() {
+        Some(c) if *c == SqlState::T_R_DEADLOCK_DETECTED => Fault::Deadlock,
+        Some(c) if *c == SqlState::T_R_SERIALIZATION_FAILURE => Fault::Deadlock,
+        Some(c) if *c == SqlState::LOCK_NOT_AVAILABLE => Fault::LockTimeout,
+        Some(c) if *c == SqlState::DISK_FULL => Fault::DiskFull,
+        Some(c) if *c == SqlState::ADMIN_SHUTDOWN => Fault::Lost,
+        _ if e.is_closed() => Fault::Lost,
+        _ => Fault::Other,
+    };
+    DbError {
+        fault,
+        message: describe_error(e),
+    }
+}
+
+/// A failed statement, named by what it was doing.
 pub(super) fn pg(context: impl Into<String>) -> impl FnOnce(postgres::Error) -> StoreError {
     let context = context.into();
     move |e| StoreError::Database {
         context,
-        source: describe_error(&e).into(),
+        source: Box::new(db_error(&e)),
     }
 }
 

@@ -84,8 +84,9 @@ mod schema;
 mod statements;
 
 use super::KEPT_OWNER;
+use super::fault::retrying;
 use claims::PostgresHeartbeat;
-pub(super) use connection::describe_error;
+pub(super) use connection::db_error;
 use connection::{connect, pg};
 use pages::select_records;
 
@@ -246,7 +247,7 @@ impl PostgresStore {
 
 impl MarkWriter for PostgresStore {
     fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<Vec<usize>, StoreError> {
-        self.write_marks(owner, marks)
+        Store::mark(self, owner, marks)
     }
 }
 
@@ -260,7 +261,7 @@ impl Store for PostgresStore {
     }
 
     fn ensure_own_tables(&mut self) -> Result<(), StoreError> {
-        self.create_own_tables()
+        retrying("creating the tool's tables", || self.create_own_tables())
     }
 
     fn select(
@@ -281,15 +282,18 @@ impl Store for PostgresStore {
         lease_until: DateTime<Utc>,
         wanted: &dyn Fn(&Record) -> bool,
     ) -> Result<Page, StoreError> {
-        self.take_page(owner, band, after, limit, lease_until, wanted)
+        retrying("taking a page", || {
+            self.take_page(owner, band, after, limit, lease_until, wanted)
+        })
     }
 
     fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<Vec<usize>, StoreError> {
-        self.write_marks(owner, marks)
+        let context = format!("writing statuses to {}", self.table.name);
+        retrying(&context, || self.write_marks(owner, marks))
     }
 
     fn release(&mut self, owner: &str) -> Result<(), StoreError> {
-        self.release_claims(owner)
+        retrying("releasing claims", || self.release_claims(owner))
     }
 
     fn held_by_others(&mut self, owner: &str, band: &BandQuery) -> Result<Option<u64>, StoreError> {
@@ -329,7 +333,7 @@ impl Store for PostgresStore {
     }
 
     fn begin_run(&mut self, run: &RunStart) -> Result<i64, StoreError> {
-        self.open_run(run)
+        retrying("writing the run log", || self.open_run(run))
     }
 
     fn take_records(
@@ -338,7 +342,9 @@ impl Store for PostgresStore {
         records: Vec<Record>,
         lease_until: DateTime<Utc>,
     ) -> Result<Vec<Record>, StoreError> {
-        self.claim_records(owner, records, lease_until)
+        retrying("claiming records", || {
+            self.claim_records(owner, records.clone(), lease_until)
+        })
     }
 
     fn holder(&mut self, record: &Record) -> Result<Option<super::Held>, StoreError> {
