@@ -197,8 +197,8 @@ fn a_handler_flooding_junk_lines_times_out_and_its_junk_is_logged_once_a_batch(b
     // read into memory with gigabytes.
     let log = std::fs::File::create(env.path("tick.log")).unwrap();
     let started = Instant::now();
-    let mut tick = std::process::Command::new(assert_cmd::cargo::cargo_bin("backlog"))
-        .current_dir(env.dir.path())
+    let mut tick = env
+        .command()
         .args(["run", "--window", "1d", "--now", NOW, "-v"])
         .env_remove("RUST_LOG")
         .stdout(std::process::Stdio::null())

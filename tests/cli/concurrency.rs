@@ -2,7 +2,7 @@
 //! handler's own log, not the tool's counters.
 
 use std::collections::BTreeMap;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use crate::harness::{Backend, Env, NOW, Schedule};
 
@@ -15,12 +15,10 @@ echo "end $BACKLOG_RECORD_ID $(date +%s%N)" >> handler.log
 
 /// Runs `backlog run` for each window at the same time and returns their JSON summaries.
 fn run_together(env: &Env, windows: &[&str]) -> Vec<serde_json::Value> {
-    let bin = assert_cmd::cargo::cargo_bin("backlog");
     let children: Vec<_> = windows
         .iter()
         .map(|w| {
-            Command::new(&bin)
-                .current_dir(env.dir.path())
+            env.command()
                 .args(["run", "--window", w, "--now", NOW, "--json"])
                 .stdout(Stdio::piped())
                 .spawn()

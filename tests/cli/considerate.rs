@@ -164,8 +164,7 @@ fn a_failing_record_is_tried_once_a_slot_whatever_the_runners(backend: Backend) 
     let runners: Vec<_> = (0..3)
         .map(|i| {
             std::thread::sleep(std::time::Duration::from_millis(100 * i));
-            std::process::Command::new(assert_cmd::cargo::cargo_bin("backlog"))
-                .current_dir(env.dir.path())
+            env.command()
                 .args(["run", "--window", "1d", "--now", NOW])
                 .stdout(std::process::Stdio::null())
                 .spawn()

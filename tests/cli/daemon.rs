@@ -1,7 +1,7 @@
 //! `backlog daemon` as a real process: it fires tiers on their cadence, stops cleanly on
 //! SIGTERM and reloads its schedule file, keeping the old one when the new is broken.
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use crate::concurrency::handled_without_overlap;
 use crate::harness::{Backend, Env, Running, Schedule};
@@ -29,8 +29,7 @@ exit 1
 fn start(env: &Env) -> Running {
     let log = std::fs::File::create(env.path("daemon.log")).unwrap();
     Running::spawn(
-        Command::new(assert_cmd::cargo::cargo_bin("backlog"))
-            .current_dir(env.dir.path())
+        env.command()
             .args(["daemon", "--seed", "7"])
             .stdout(Stdio::null())
             .stderr(log),

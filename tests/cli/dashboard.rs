@@ -53,8 +53,7 @@ fn served(backend: Backend, extra: &[&str]) -> (Env, Running, u16) {
     args.extend_from_slice(extra);
     let log = std::fs::File::create(env.path("serve.log")).unwrap();
     let server = Running::spawn(
-        Command::new(assert_cmd::cargo::cargo_bin("backlog"))
-            .current_dir(env.dir.path())
+        env.command()
             .args(&args)
             .env_remove("BACKLOG_TOKEN")
             .stdout(Stdio::null())
@@ -430,8 +429,7 @@ fn a_password_never_reaches_a_page() {
     env.backlog(&["run", "--window", "1d"]).assert().success();
     let port = free_port();
     let _server = Running::spawn(
-        Command::new(assert_cmd::cargo::cargo_bin("backlog"))
-            .current_dir(env.dir.path())
+        env.command()
             .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
             .stdout(Stdio::null())
             .stderr(Stdio::null()),

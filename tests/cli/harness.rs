@@ -7,7 +7,7 @@
 //! them). The methods that create, fill and read the table work on each, so one test
 //! body runs on every backend (`on_every_backend!`).
 
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -773,11 +773,33 @@ impl Env {
             .expect("the handler is executable");
     }
 
-    /// `backlog` run in the temp folder, with the clock pinned.
+    /// `backlog` run in the temp folder (as `assert_cmd` drives it).
     pub fn backlog(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::cargo_bin("backlog").expect("the binary is built");
+        let mut cmd = Command::from_std(self.command());
+        cmd.args(args);
+        cmd
+    }
+
+    /// The folder of what a tick shares with the other ticks of its host (the
+    /// registry of handler groups, `$XDG_RUNTIME_DIR/backlog`): the test's own, so
+    /// that no other `backlog` on the machine changes what the test sees, nor the
+    /// test what they see.
+    pub fn runtime_dir(&self) -> PathBuf {
+        let dir = self.path("runtime");
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .expect("the runtime folder is made");
+        dir
+    }
+
+    /// The `backlog` binary, to run in the temp folder with the host's shared state
+    /// in `runtime_dir` and none of the environment's schedule or log settings.
+    pub fn command(&self) -> std::process::Command {
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("backlog"));
         cmd.current_dir(self.dir.path())
-            .args(args)
+            .env("XDG_RUNTIME_DIR", self.runtime_dir())
             .env_remove("BACKLOG_SCHEDULE")
             .env_remove("RUST_LOG");
         cmd

@@ -18,9 +18,8 @@ echo "end $BACKLOG_RECORD_ID $(date +%s%N)" >> handler.log
 "#;
 
 fn run_1d(env: &Env) -> Command {
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("backlog"));
-    cmd.current_dir(env.dir.path())
-        .args(["run", "--window", "1d", "--now", NOW, "--json"])
+    let mut cmd = env.command();
+    cmd.args(["run", "--window", "1d", "--now", NOW, "--json"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     cmd

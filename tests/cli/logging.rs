@@ -124,8 +124,8 @@ fn text_log_lines_on_a_pipe_start_with_their_time() {
 fn the_error_line_in_a_log_file_starts_with_its_time() {
     let env = Env::new();
     let log = env.path("backlog.log");
-    let status = Command::new(assert_cmd::cargo::cargo_bin("backlog"))
-        .current_dir(env.dir.path())
+    let status = env
+        .command()
         .args(["run", "--window", "7d", "--schedule", "nope.toml"])
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
@@ -161,6 +161,7 @@ fn colours_only_on_a_terminal_and_never_with_no_color() {
             ))
             .arg("/dev/null")
             .stdin(Stdio::null())
+            .env("XDG_RUNTIME_DIR", env.runtime_dir())
             .env_remove("NO_COLOR");
         if let Some(value) = no_color {
             cmd.env("NO_COLOR", value);

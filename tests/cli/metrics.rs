@@ -232,8 +232,7 @@ fn the_daemon_serves_metrics_and_obeys_a_pause() {
         .port();
     let log = std::fs::File::create(env.path("daemon.log")).unwrap();
     let daemon = Running::spawn(
-        Command::new(assert_cmd::cargo::cargo_bin("backlog"))
-            .current_dir(env.dir.path())
+        env.command()
             .args([
                 "daemon",
                 "--metrics",

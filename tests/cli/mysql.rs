@@ -474,8 +474,8 @@ fn a_lock_wait_is_tried_again_and_then_ends_the_tick_cleanly() {
             "INSERT INTO backlog_claims VALUES ('BACKLOG', '1', 'another session', UTC_TIMESTAMP(6) - INTERVAL 1 HOUR, UTC_TIMESTAMP(6) - INTERVAL 1 HOUR)",
         )
         .unwrap();
-        let tick = std::process::Command::new(assert_cmd::cargo::cargo_bin("backlog"))
-            .current_dir(env.dir.path())
+        let tick = env
+            .command()
             .args(["run", "--window", "1d", "--now", NOW])
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())

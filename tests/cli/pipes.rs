@@ -36,9 +36,8 @@ fn a_closed_log_pipe_does_not_end_the_tick(backend: Backend) {
 
     // stdout and stderr the same pipe, as `2>&1 | head -1` makes them.
     let (reader, writer) = std::io::pipe().unwrap();
-    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("backlog"));
-    cmd.current_dir(env.dir.path())
-        .args(["run", "--window", "1d", "--now", NOW, "-v"])
+    let mut cmd = env.command();
+    cmd.args(["run", "--window", "1d", "--now", NOW, "-v"])
         .env_remove("RUST_LOG")
         .stdout(writer.try_clone().unwrap())
         .stderr(writer);
@@ -80,9 +79,8 @@ fn a_closed_log_pipe_does_not_end_the_tick(backend: Backend) {
 fn into_closed_pipes(env: &Env, args: &[&str]) -> i32 {
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);
-    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("backlog"));
-    cmd.current_dir(env.dir.path())
-        .args(args)
+    let mut cmd = env.command();
+    cmd.args(args)
         .env_remove("RUST_LOG")
         .env_remove("BACKLOG_SCHEDULE")
         .stdout(writer.try_clone().unwrap())

@@ -33,9 +33,8 @@ fn slow_backlog(backend: Backend, records: i64, handler_extra: &'static str) -> 
 }
 
 fn run_1d(env: &Env) -> Command {
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("backlog"));
-    cmd.current_dir(env.dir.path())
-        .args(["run", "--window", "1d", "--now", NOW, "--json"])
+    let mut cmd = env.command();
+    cmd.args(["run", "--window", "1d", "--now", NOW, "--json"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     cmd

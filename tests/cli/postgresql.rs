@@ -2,8 +2,6 @@
 //! TLS, passwords, id types, the planner, and the tool's own schema (what it shares
 //! with MySQL is in `servers`).
 
-use std::process::Command;
-
 use crate::concurrency::handled_without_overlap;
 use crate::harness::{
     Backend, Env, NOW, Running, Schedule, pg_admin_url, pg_connect, recording_handler,
@@ -70,12 +68,7 @@ fn the_daemon_waits_for_a_database_it_cannot_reach_yet() {
         .batch_execute(&format!("ALTER DATABASE {db} WITH ALLOW_CONNECTIONS false"))
         .unwrap();
     let log = std::fs::File::create(env.path("daemon.log")).unwrap();
-    let daemon = Running::spawn(
-        Command::new(assert_cmd::cargo::cargo_bin("backlog"))
-            .current_dir(env.dir.path())
-            .args(["daemon"])
-            .stderr(log),
-    );
+    let daemon = Running::spawn(env.command().args(["daemon"]).stderr(log));
     let daemon_log = || std::fs::read_to_string(env.path("daemon.log")).unwrap_or_default();
     wait_for(|| daemon_log().contains("trying again in 2s"));
     admin

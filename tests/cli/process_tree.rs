@@ -2,7 +2,7 @@
 //! or before the next tick takes its records over.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::harness::{Env, NOW, Schedule};
@@ -13,10 +13,8 @@ struct Tick(Child);
 
 impl Tick {
     fn start(env: &Env, args: &[&str]) -> Tick {
-        let bin = assert_cmd::cargo::cargo_bin("backlog");
         Tick(
-            Command::new(bin)
-                .current_dir(env.dir.path())
+            env.command()
                 .args(args)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())

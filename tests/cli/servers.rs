@@ -2,7 +2,7 @@
 //! band through claims, a runner killed mid-tick, a connection the server drops. Each
 //! test body runs on both servers.
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use crate::concurrency::handled_without_overlap;
@@ -51,8 +51,7 @@ pub fn batch_schedule(env: &Env, database_extra: &'static str, handler_extra: &'
 }
 
 pub fn spawn_run(env: &Env, sleep: &str) -> std::process::Child {
-    Command::new(assert_cmd::cargo::cargo_bin("backlog"))
-        .current_dir(env.dir.path())
+    env.command()
         .args(["run", "--window", "1d", "--now", NOW, "--json"])
         .env("BACKLOG_TEST_SLEEP", sleep)
         .stdout(Stdio::piped())
@@ -259,9 +258,8 @@ fn a_daemon_on_a_slow_host_goes_by_the_servers_clock(backend: Backend) {
         .expect("libfaketime: Debian's faketime package, which .ci/run installs");
     let log = std::fs::File::create(env.path("daemon.log")).unwrap();
     let daemon = Running::spawn(
-        Command::new(assert_cmd::cargo::cargo_bin("backlog"))
+        env.command()
             .arg("daemon")
-            .current_dir(env.dir.path())
             .env("LD_PRELOAD", faketime)
             .env("FAKETIME", "-2d")
             // The monotonic clock stays true: leases and timeouts are measured on it.

@@ -300,10 +300,8 @@ fn sigterm_stops_taking_records_and_leaves_the_rest_pending(backend: Backend) {
         "handler.sh",
         "#!/bin/sh\ncat > /dev/null\necho \"$BACKLOG_RECORD_ID\" >> calls.log\nsleep 1\n",
     );
-    let bin = assert_cmd::cargo::cargo_bin("backlog");
     let tick = Running::spawn(
-        std::process::Command::new(bin)
-            .current_dir(env.dir.path())
+        env.command()
             .args(["run", "--window", "1d", "--now", NOW])
             .stdout(std::process::Stdio::piped()),
     );
@@ -350,12 +348,7 @@ fn a_killed_tick_leaves_nothing_stuck(backend: Backend) {
         "handler.sh",
         "#!/bin/sh\necho $$ > handler.pid\nexec sleep 600\n",
     );
-    let bin = assert_cmd::cargo::cargo_bin("backlog");
-    let tick = Running::spawn(
-        std::process::Command::new(bin)
-            .current_dir(env.dir.path())
-            .args(["run", "--window", "1d", "--now", NOW]),
-    );
+    let tick = Running::spawn(env.command().args(["run", "--window", "1d", "--now", NOW]));
     wait_for(|| std::fs::read_to_string(env.path("handler.pid")).is_ok_and(|s| s.ends_with('\n')));
     let handler_pid: i32 = std::fs::read_to_string(env.path("handler.pid"))
         .unwrap()
