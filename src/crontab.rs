@@ -276,6 +276,7 @@ fn check_config(config: &Config, account: &Account) -> Vec<String> {
         }
         _ => String::new(),
     };
+    #[cfg(feature = "sqlite")]
     if let crate::config::DatabaseUrl::Sqlite(db) = &config.database.url
         && db.exists()
     {

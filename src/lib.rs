@@ -40,9 +40,18 @@
 //!
 //! The `cli` feature, on by default, adds the `backlog` command and the `cli` module
 //! with what only it needs (clap, progress bars, log output, signal handling, SVG
-//! plots); with `default-features = false` a tick builds without them.
+//! plots); with `default-features = false` a tick builds without them. The databases
+//! are features too, `sqlite`, `postgres` and `mysql`, all three on by default: a
+//! library user names the ones it needs (`default-features = false, features =
+//! ["postgres"]`), and a schedule file whose URL names another is refused with the
+//! feature to add.
 
 #![warn(missing_docs)]
+
+#[cfg(not(any(feature = "sqlite", feature = "postgres", feature = "mysql")))]
+compile_error!(
+    "backlog needs at least one database: enable the cargo feature sqlite, postgres or mysql"
+);
 
 pub mod account;
 pub mod backoff;
@@ -55,6 +64,7 @@ pub mod causes;
 pub mod cli;
 pub mod config;
 pub mod crontab;
+#[cfg(feature = "sqlite")]
 pub mod demo;
 pub mod doctor;
 pub mod duration;

@@ -71,6 +71,7 @@ pub struct Record {
 /// page's row buffer, read when asked for (a tick needs it for a page's first and last
 /// record only).
 #[derive(Debug, Clone)]
+#[cfg_attr(not(feature = "sqlite"), allow(dead_code))] // the SQLite dialect's pages
 enum InsertedAt {
     Held(Scalar),
     Column(usize),
@@ -95,6 +96,7 @@ impl Record {
     }
 
     /// A record of a row buffer whose column `inserted_at` holds the inserted-at value.
+    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))] // the SQLite dialect's pages
     pub(crate) fn in_buffer(
         id: Scalar,
         status: Arc<str>,
@@ -195,6 +197,7 @@ pub struct RowBuffer {
 
 /// A value in a `RowBuffer`; text as a range of its text buffer.
 #[derive(Debug, Clone, Copy)]
+#[cfg_attr(not(feature = "sqlite"), allow(dead_code))] // the SQLite dialect's pages
 enum Slot {
     Null,
     Int(i64),
@@ -202,6 +205,7 @@ enum Slot {
     Text(usize, usize),
 }
 
+#[cfg_attr(not(feature = "sqlite"), allow(dead_code))] // the SQLite dialect's pages
 impl RowBuffer {
     /// An empty buffer for rows of the columns `names`, room made for `rows` of them.
     pub(crate) fn new(names: Arc<[String]>, rows: usize) -> Self {
@@ -303,6 +307,7 @@ pub struct Columns {
 }
 
 #[derive(Clone)]
+#[cfg_attr(not(feature = "sqlite"), allow(dead_code))] // the SQLite dialect's pages
 enum Row {
     /// Names of values held in `Columns::values`.
     Values(Arc<[String]>),
@@ -321,6 +326,7 @@ impl Columns {
     }
 
     /// Row `row` of `buffer`.
+    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))] // the SQLite dialect's pages
     pub(crate) fn buffered(buffer: Arc<RowBuffer>, row: usize) -> Self {
         assert!(row < buffer.rows(), "row {row} is in the buffer");
         Columns {

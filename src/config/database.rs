@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+#[cfg(feature = "mysql")]
 use super::mysql_url::{MysqlUrl, resolve_mysql};
+#[cfg(feature = "postgres")]
 use super::postgres_url::{PostgresUrl, resolve_postgres};
 use super::ranges::{BUSY_TIMEOUT, CLAIM_LEASE, span};
 
@@ -28,10 +30,13 @@ pub(super) struct RawDatabase {
 #[derive(Clone, PartialEq, Eq)]
 pub enum DatabaseUrl {
     /// A SQLite file, already resolved against the schedule file's folder.
+    #[cfg(feature = "sqlite")]
     Sqlite(PathBuf),
     /// A PostgreSQL server.
+    #[cfg(feature = "postgres")]
     Postgres(Box<PostgresUrl>),
     /// A MySQL or MariaDB server.
+    #[cfg(feature = "mysql")]
     Mysql(Box<MysqlUrl>),
 }
 
@@ -40,15 +45,23 @@ impl DatabaseUrl {
     /// time is the server's clock rather than each host's (SQLite's runners are all
     /// on the host that has the file).
     pub fn is_server(&self) -> bool {
-        !matches!(self, DatabaseUrl::Sqlite(_))
+        match self {
+            #[cfg(feature = "sqlite")]
+            DatabaseUrl::Sqlite(_) => false,
+            #[allow(unreachable_patterns)]
+            _ => true,
+        }
     }
 }
 
 impl fmt::Display for DatabaseUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            #[cfg(feature = "sqlite")]
             DatabaseUrl::Sqlite(p) => write!(f, "sqlite:{}", p.display()),
+            #[cfg(feature = "postgres")]
             DatabaseUrl::Postgres(pg) => f.write_str(&pg.shown),
+            #[cfg(feature = "mysql")]
             DatabaseUrl::Mysql(my) => f.write_str(&my.shown),
         }
     }
@@ -83,67 +96,22 @@ pub struct DatabaseConfig {
 /// The schema of the tool's own tables on PostgreSQL when the file names none.
 pub const DEFAULT_SCHEMA: &str = "backlog";
 
-pub(super) fn resolve_database(raw: RawDatabase, dir: &Path) -> Result<DatabaseConfig, String> {
+pub(super) fn resolve_database(mut raw: RawDatabase, dir: &Path) -> Result<DatabaseConfig, String> {
     let url = raw.url.trim();
-    let claim_lease = match raw.claim_lease {
+    let claim_lease = match raw.claim_lease.take() {
         Some(t) => span("database.claim_lease", &t, CLAIM_LEASE)?,
         None => Duration::from_secs(60),
     };
-    let busy_timeout = match raw.busy_timeout {
+    let busy_timeout = match raw.busy_timeout.take() {
         Some(t) => span("database.busy_timeout", &t, BUSY_TIMEOUT)?,
         // Half the lease at most, so that a short lease alone makes a valid file.
         None => Duration::from_secs(30).min(claim_lease / 2),
     };
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        let schema = raw.schema.unwrap_or_else(|| DEFAULT_SCHEMA.to_string());
-        if schema.trim().is_empty() {
-            return Err("database.schema is empty; name the schema for the tool's own tables, like \"backlog\"".into());
-        }
-        // The statements the backends share number their parameters `?1`: a `?` in
-        // the schema's name would be read as one.
-        if schema.contains('?') {
-            return Err(format!(
-                "database.schema {schema:?} holds a '?'; name the schema with letters, digits and _, like \"backlog\""
-            ));
-        }
-        let password_file = raw.password_file.map(|f| dir.join(f));
-        let url = resolve_postgres(
-            url,
-            password_file.as_deref(),
-            std::env::var("PGPASSWORD").ok(),
-        )?;
-        return Ok(DatabaseConfig {
-            url: DatabaseUrl::Postgres(Box::new(url)),
-            busy_timeout,
-            claim_lease,
-            schema,
-            password_file,
-        });
+        return postgres_database(raw, dir, busy_timeout, claim_lease);
     }
     if url.starts_with("mysql://") || url.starts_with("mariadb://") {
-        let password_file = raw.password_file.map(|f| dir.join(f));
-        let url = resolve_mysql(
-            url,
-            password_file.as_deref(),
-            std::env::var("MYSQL_PWD").ok(),
-        )?;
-        let schema = match raw.schema {
-            Some(s) if s.trim().is_empty() || s.contains('?') => {
-                return Err(format!(
-                    "database.schema {s:?} is no database name; name the database for the tool's own tables with letters, digits and _, or leave it out to use the URL's"
-                ));
-            }
-            Some(s) => s,
-            None => url.database.clone(),
-        };
-        lease_outlives_lock_waits(claim_lease, busy_timeout)?;
-        return Ok(DatabaseConfig {
-            url: DatabaseUrl::Mysql(Box::new(url)),
-            busy_timeout,
-            claim_lease,
-            schema,
-            password_file,
-        });
+        return mysql_database(raw, dir, busy_timeout, claim_lease);
     }
     if let Some(scheme) = foreign_scheme(url) {
         return Err(format!(
@@ -160,6 +128,19 @@ pub(super) fn resolve_database(raw: RawDatabase, dir: &Path) -> Result<DatabaseC
             ));
         }
     }
+    #[cfg(not(feature = "sqlite"))]
+    return Err(not_built("a SQLite file", "sqlite"));
+    #[cfg(feature = "sqlite")]
+    sqlite_database(url, dir, busy_timeout, claim_lease)
+}
+
+#[cfg(feature = "sqlite")]
+fn sqlite_database(
+    url: &str,
+    dir: &Path,
+    busy_timeout: Duration,
+    claim_lease: Duration,
+) -> Result<DatabaseConfig, String> {
     let path = url
         .strip_prefix("sqlite://")
         .or_else(|| url.strip_prefix("sqlite:"))
@@ -179,12 +160,112 @@ pub(super) fn resolve_database(raw: RawDatabase, dir: &Path) -> Result<DatabaseC
     })
 }
 
+/// A URL of a database this build of backlog leaves out: refused with the feature
+/// that brings it.
+#[allow(dead_code)]
+fn not_built(what: &str, feature: &str) -> String {
+    format!(
+        "database.url names {what}, and this backlog was built without it (cargo feature `{feature}`); build it with that feature, or give another database"
+    )
+}
+
+#[cfg(feature = "postgres")]
+fn postgres_database(
+    raw: RawDatabase,
+    dir: &Path,
+    busy_timeout: Duration,
+    claim_lease: Duration,
+) -> Result<DatabaseConfig, String> {
+    let url = raw.url.trim();
+    let schema = raw.schema.unwrap_or_else(|| DEFAULT_SCHEMA.to_string());
+    if schema.trim().is_empty() {
+        return Err(
+            "database.schema is empty; name the schema for the tool's own tables, like \"backlog\""
+                .into(),
+        );
+    }
+    // The statements the backends share number their parameters `?1`: a `?` in
+    // the schema's name would be read as one.
+    if schema.contains('?') {
+        return Err(format!(
+            "database.schema {schema:?} holds a '?'; name the schema with letters, digits and _, like \"backlog\""
+        ));
+    }
+    let password_file = raw.password_file.map(|f| dir.join(f));
+    let url = resolve_postgres(
+        url,
+        password_file.as_deref(),
+        std::env::var("PGPASSWORD").ok(),
+    )?;
+    Ok(DatabaseConfig {
+        url: DatabaseUrl::Postgres(Box::new(url)),
+        busy_timeout,
+        claim_lease,
+        schema,
+        password_file,
+    })
+}
+
+#[cfg(not(feature = "postgres"))]
+fn postgres_database(
+    _: RawDatabase,
+    _: &Path,
+    _: Duration,
+    _: Duration,
+) -> Result<DatabaseConfig, String> {
+    Err(not_built("a PostgreSQL server", "postgres"))
+}
+
+#[cfg(feature = "mysql")]
+fn mysql_database(
+    raw: RawDatabase,
+    dir: &Path,
+    busy_timeout: Duration,
+    claim_lease: Duration,
+) -> Result<DatabaseConfig, String> {
+    let url = raw.url.trim();
+    let password_file = raw.password_file.map(|f| dir.join(f));
+    let url = resolve_mysql(
+        url,
+        password_file.as_deref(),
+        std::env::var("MYSQL_PWD").ok(),
+    )?;
+    let schema = match raw.schema {
+        Some(s) if s.trim().is_empty() || s.contains('?') => {
+            return Err(format!(
+                "database.schema {s:?} is no database name; name the database for the tool's own tables with letters, digits and _, or leave it out to use the URL's"
+            ));
+        }
+        Some(s) => s,
+        None => url.database.clone(),
+    };
+    lease_outlives_lock_waits(claim_lease, busy_timeout)?;
+    Ok(DatabaseConfig {
+        url: DatabaseUrl::Mysql(Box::new(url)),
+        busy_timeout,
+        claim_lease,
+        schema,
+        password_file,
+    })
+}
+
+#[cfg(not(feature = "mysql"))]
+fn mysql_database(
+    _: RawDatabase,
+    _: &Path,
+    _: Duration,
+    _: Duration,
+) -> Result<DatabaseConfig, String> {
+    Err(not_built("a MySQL or MariaDB server", "mysql"))
+}
+
 /// On SQLite a write, the heartbeat's renewal of a tick's holds among them, may wait up
 /// to `busy_timeout` for another writer's lock. Renewals come every quarter lease; one
 /// that waits longer than half a lease lets the holds lapse, so another tick takes the
 /// records while this one is still handing them out, and this one ends as lapsed (its
 /// marks lost). MySQL's heartbeat may wait as long for a row lock; PostgreSQL does not
 /// use `busy_timeout`.
+#[cfg_attr(not(any(feature = "sqlite", feature = "mysql")), allow(dead_code))] // SQLite and MySQL wait for locks
 fn lease_outlives_lock_waits(claim_lease: Duration, busy_timeout: Duration) -> Result<(), String> {
     use crate::duration::compact;
     if claim_lease >= busy_timeout * 2 {
@@ -231,6 +312,7 @@ fn foreign_scheme(url: &str) -> Option<&str> {
 
 /// The password in `database.password_file`: its first line, as written by
 /// `echo secret > file`.
+#[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))] // the servers' URLs
 pub(super) fn read_password_file(file: &Path) -> Result<String, String> {
     let text = std::fs::read_to_string(file).map_err(|e| {
         format!(
@@ -249,11 +331,56 @@ pub(super) fn read_password_file(file: &Path) -> Result<String, String> {
 }
 
 /// How to write what a URL cannot hold as it is, for messages.
+#[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))] // the servers' URLs
 pub(super) const ENCODE: &str = "percent-encode @ : / # ? in the user name and password (@ as %40, : as %3A, / as %2F, # as %23, ? as %3F)";
 
 /// A part of the URL that is not text once decoded, named and never shown.
+#[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))] // the servers' URLs
 pub(super) fn not_utf8(part: &str) -> String {
     format!(
         "database.url: the {part} is not UTF-8 once percent-decoded; percent-encode it from UTF-8 text"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(url: &str) -> RawDatabase {
+        RawDatabase {
+            url: url.into(),
+            busy_timeout: None,
+            claim_lease: None,
+            password_file: None,
+            schema: None,
+        }
+    }
+
+    /// A build without a database's feature refuses its URLs with the feature to add
+    /// (CI builds and tests the library with SQLite alone).
+    #[test]
+    fn a_database_left_out_of_the_build_is_refused_with_its_feature() {
+        let cases = [
+            (
+                "postgres://u@h/db",
+                cfg!(feature = "postgres"),
+                "`postgres`",
+            ),
+            ("mysql://u@h/db", cfg!(feature = "mysql"), "`mysql`"),
+            ("backlog.db", cfg!(feature = "sqlite"), "`sqlite`"),
+        ];
+        for (url, built, feature) in cases {
+            let resolved = resolve_database(raw(url), Path::new("/srv"));
+            if built {
+                assert!(resolved.is_ok(), "{url}: {:?}", resolved.err());
+            } else {
+                let message = resolved.err().unwrap_or_default();
+                assert!(
+                    message.contains("this backlog was built without it")
+                        && message.contains(feature),
+                    "{url}: {message}"
+                );
+            }
+        }
+    }
 }

@@ -11,6 +11,7 @@ use super::StoreError;
 use super::sql::{Sql, Value, failed};
 
 /// The table, for a backend (`{s}`: where the tool's tables are, `` or `schema.`).
+#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))] // MySQL writes its own
 pub(super) const DDL: &str = "
 CREATE TABLE IF NOT EXISTS {s}backlog_pauses (
     table_name TEXT NOT NULL,

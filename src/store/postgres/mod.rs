@@ -78,6 +78,7 @@ use crate::timestamp::{self, FormatSetting, Sample, TimestampFormat};
 
 mod claims;
 mod connection;
+mod dialect;
 mod pages;
 mod runs;
 mod schema;

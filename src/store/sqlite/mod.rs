@@ -42,6 +42,7 @@ use crate::record::{Cell, Columns, Record, RowBuffer, Scalar, Statuses};
 use crate::timestamp::{self, Sample, TimestampFormat};
 
 mod counts;
+mod dialect;
 mod holds;
 mod pages;
 mod runs;

@@ -1,0 +1,112 @@
+//! PostgreSQL's side of the statements the backends share (`store::sql`): `$1`
+//! placeholders, its types, `now()`, and times as RFC 3339 text whatever the session's
+//! DateStyle.
+
+use crate::store::sql::{Sql, SqlError, Value};
+
+/// PostgreSQL numbers its placeholders `$1`; the shared statements hold no other `?`.
+fn dollars(sql: &str) -> String {
+    sql.replace('?', "$")
+}
+
+impl postgres::types::ToSql for Value {
+    fn to_sql(
+        &self,
+        ty: &postgres::types::Type,
+        out: &mut bytes::BytesMut,
+    ) -> Result<postgres::types::IsNull, SqlError> {
+        use postgres::types::Type;
+        match self {
+            Value::Int(Some(i)) if *ty == Type::INT4 => i32::try_from(*i)?.to_sql(ty, out),
+            Value::Int(Some(i)) if *ty == Type::TEXT || *ty == Type::VARCHAR => {
+                i.to_string().to_sql(ty, out)
+            }
+            Value::Int(Some(i)) => i.to_sql(ty, out),
+            Value::Text(Some(t)) => t.to_sql(ty, out),
+            Value::Int(None) | Value::Text(None) => Ok(postgres::types::IsNull::Yes),
+        }
+    }
+
+    fn accepts(ty: &postgres::types::Type) -> bool {
+        use postgres::types::Type;
+        [Type::INT8, Type::INT4, Type::TEXT, Type::VARCHAR].contains(ty)
+    }
+
+    postgres::types::to_sql_checked!();
+}
+
+fn pg_rows(rows: Vec<postgres::Row>) -> Result<Vec<Vec<Value>>, SqlError> {
+    use postgres::types::Type;
+    rows.iter()
+        .map(|row| {
+            (0..row.len())
+                .map(|i| {
+                    let ty = row.columns()[i].type_();
+                    Ok(if *ty == Type::INT8 {
+                        Value::Int(row.try_get::<_, Option<i64>>(i)?)
+                    } else if *ty == Type::INT4 {
+                        Value::Int(row.try_get::<_, Option<i32>>(i)?.map(i64::from))
+                    } else {
+                        Value::Text(row.try_get::<_, Option<String>>(i)?)
+                    })
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn pg_params(params: &[Value]) -> Vec<&(dyn postgres::types::ToSql + Sync)> {
+    params
+        .iter()
+        .map(|p| p as &(dyn postgres::types::ToSql + Sync))
+        .collect()
+}
+
+/// The server's message (and hint) of a PostgreSQL error, as the backend says it.
+fn pg_error(e: postgres::Error) -> SqlError {
+    Box::new(super::db_error(&e))
+}
+
+/// A `timestamptz` column as RFC 3339 text in UTC, whatever the session's DateStyle.
+fn pg_rfc3339(column: &str) -> String {
+    format!("to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')")
+}
+
+impl Sql for postgres::Client {
+    fn rfc3339(&self, column: &str) -> String {
+        pg_rfc3339(column)
+    }
+
+    fn now(&self) -> String {
+        "now()".into()
+    }
+
+    fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, SqlError> {
+        postgres::Client::execute(self, &dollars(sql), &pg_params(params)).map_err(pg_error)
+    }
+
+    fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, SqlError> {
+        pg_rows(postgres::Client::query(self, &dollars(sql), &pg_params(params)).map_err(pg_error)?)
+    }
+}
+
+impl Sql for postgres::Transaction<'_> {
+    fn rfc3339(&self, column: &str) -> String {
+        pg_rfc3339(column)
+    }
+
+    fn now(&self) -> String {
+        "now()".into()
+    }
+
+    fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, SqlError> {
+        postgres::Transaction::execute(self, &dollars(sql), &pg_params(params)).map_err(pg_error)
+    }
+
+    fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, SqlError> {
+        pg_rows(
+            postgres::Transaction::query(self, &dollars(sql), &pg_params(params))
+                .map_err(pg_error)?,
+        )
+    }
+}

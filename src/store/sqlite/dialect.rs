@@ -1,0 +1,52 @@
+//! SQLite's side of the statements the backends share (`store::sql`): it runs them as
+//! written, `?1` placeholders and all.
+
+use crate::store::sql::{Sql, SqlError, Value};
+
+/// SQLite runs the shared statements as written.
+impl Sql for &rusqlite::Connection {
+    fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, SqlError> {
+        let mut stmt = self.prepare_cached(sql)?;
+        Ok(stmt.execute(rusqlite::params_from_iter(params.iter().map(lite)))? as u64)
+    }
+
+    fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, SqlError> {
+        use rusqlite::types::ValueRef;
+        let mut stmt = self.prepare_cached(sql)?;
+        let width = stmt.column_count();
+        let rows = stmt.query_map(rusqlite::params_from_iter(params.iter().map(lite)), |row| {
+            (0..width)
+                .map(|i| {
+                    Ok(match row.get_ref(i)? {
+                        ValueRef::Null => Value::Int(None),
+                        ValueRef::Integer(n) => Value::Int(Some(n)),
+                        ValueRef::Real(f) => Value::Int(Some(f as i64)),
+                        ValueRef::Text(t) | ValueRef::Blob(t) => {
+                            Value::Text(Some(String::from_utf8_lossy(t).into_owned()))
+                        }
+                    })
+                })
+                .collect()
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+}
+
+impl Sql for rusqlite::Connection {
+    fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, SqlError> {
+        Sql::execute(&mut &*self, sql, params)
+    }
+
+    fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, SqlError> {
+        Sql::query(&mut &*self, sql, params)
+    }
+}
+
+fn lite(v: &Value) -> rusqlite::types::Value {
+    use rusqlite::types::Value as V;
+    match v {
+        Value::Int(Some(i)) => V::Integer(*i),
+        Value::Text(Some(t)) => V::Text(t.clone()),
+        Value::Int(None) | Value::Text(None) => V::Null,
+    }
+}
