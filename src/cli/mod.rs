@@ -31,7 +31,7 @@ pub use output::{init_logging, report};
 use crate::config::Config;
 use crate::duration;
 use crate::error::Error;
-use crate::tick::{Event, TickOptions, open_store, run_tick};
+use crate::tick::{Event, TickOptions, open_store, run_tick_on};
 use crate::{crontab, demo, store};
 
 /// `backlog daemon`.
@@ -84,15 +84,34 @@ pub fn init(args: &InitArgs) -> Result<(), Error> {
     print(&text)
 }
 
-/// `backlog run`.
+/// `backlog run`: the schedule file read once, and one store (opened when first
+/// needed) for the database's clock, `--if-due`, the tick and the metrics.
 pub fn run(args: &RunArgs) -> Result<(), Error> {
     // This process's only children are its handlers: it may reap their orphans.
     crate::handler::adopt_orphans();
-    let result = run_tier(args);
+    let config = match Config::load(&args.schedule) {
+        Ok(config) => config,
+        // A file that does not load: the tick did not start (a handler that cannot be
+        // started is recorded by the tick itself).
+        Err(e) => {
+            let e = Error::from(e);
+            if !args.dry_run {
+                let now = args.now.unwrap_or_else(Utc::now);
+                crate::tick::record_failed_start(&args.schedule, args.window, now, &e);
+            }
+            return Err(e);
+        }
+    };
+    let mut store = None;
+    let result = run_tier(args, &config, &mut store);
     if let Some(path) = &args.metrics_file
         && !args.dry_run
     {
-        let written = write_metrics(&args.schedule, path);
+        // After a failed tick its connection may be gone: the metrics take a new one.
+        if result.is_err() {
+            store = None;
+        }
+        let written = write_metrics(&config, &mut store, path);
         if let Err(e) = written {
             // The tick's own outcome comes first; a tick that went well fails on it.
             if result.is_ok() {
@@ -101,22 +120,28 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
             tracing::warn!("{e}");
         }
     }
-    // A file that does not load: the tick did not start (a handler that cannot be
-    // started is recorded by the tick itself).
-    if let Err(e @ Error::Config(_)) = &result
-        && !args.dry_run
-    {
-        let now = args.now.unwrap_or_else(Utc::now);
-        crate::tick::record_failed_start(&args.schedule, args.window, now, e);
-    }
     result
 }
 
+/// The store of `backlog run`, opened the first time it is asked for.
+fn store_of<'s>(
+    store: &'s mut Option<Box<dyn store::Store>>,
+    config: &Config,
+) -> Result<&'s mut dyn store::Store, Error> {
+    if store.is_none() {
+        *store = Some(open_store(config)?);
+    }
+    Ok(store.as_deref_mut().expect("opened above"))
+}
+
 /// Writes the metrics of the schedule file's backlog to `path`, atomically.
-fn write_metrics(schedule: &std::path::Path, path: &std::path::Path) -> Result<(), Error> {
-    let config = Config::load(schedule)?;
-    let mut store = open_store(&config)?;
-    let text = crate::metrics::collect(&config, store.as_mut(), Utc::now())
+fn write_metrics(
+    config: &Config,
+    store: &mut Option<Box<dyn store::Store>>,
+    path: &std::path::Path,
+) -> Result<(), Error> {
+    let store = store_of(store, config)?;
+    let text = crate::metrics::collect(config, store, Utc::now())
         .map_err(Error::store(&config.database.url))?
         .render();
     crate::metrics::write_file(path, &text).map_err(|source| Error::Io {
@@ -125,32 +150,32 @@ fn write_metrics(schedule: &std::path::Path, path: &std::path::Path) -> Result<(
     })
 }
 
-fn run_tier(args: &RunArgs) -> Result<(), Error> {
-    let config = Config::load(&args.schedule)?;
+fn run_tier(
+    args: &RunArgs,
+    config: &Config,
+    store: &mut Option<Box<dyn store::Store>>,
+) -> Result<(), Error> {
     // `--if-due` refuses such a window itself, `--ad-hoc` or not: no cadence is due.
     if config.schedule.tier(args.window).is_none() && !args.ad_hoc && !args.if_due {
         return Err(Error::Usage(format!(
             "--window {window} is no tier's window in {} (its windows: {}); give one of them, or add --ad-hoc to run ages 0 to {window} once",
             config.path.display(),
-            windows(&config),
+            windows(config),
             window = duration::compact(args.window),
         )));
     }
     // The clock every runner shares (the database server's, on PostgreSQL), unless
     // pinned: bands, the run log and `--if-due` agree across hosts.
-    let shared_clock = config.database.url.is_server();
-    let mut store = (args.if_due || (shared_clock && args.now.is_none()))
-        .then(|| open_store(&config))
-        .transpose()?;
-    let now = match (args.now, store.as_mut()) {
-        (Some(now), _) => now,
-        (None, Some(store)) => store.clock().map_err(Error::store(store.describe()))?,
-        (None, None) => Utc::now(),
+    let now = match args.now {
+        Some(now) => now,
+        None if config.database.url.is_server() => {
+            let store = store_of(store, config)?;
+            store.clock().map_err(Error::store(store.describe()))?
+        }
+        None => Utc::now(),
     };
-    let mut opts = TickOptions::for_config(&config, args.window, now);
-    if let Some(store) = store.as_mut().filter(|_| args.if_due)
-        && !due(&config, args, store.as_mut(), opts.now)?
-    {
+    let mut opts = TickOptions::for_config(config, args.window, now);
+    if args.if_due && !due(config, args, store_of(store, config)?, opts.now)? {
         return Ok(());
     }
     opts.limit = args.limit;
@@ -174,7 +199,8 @@ fn run_tier(args: &RunArgs) -> Result<(), Error> {
     );
     let mut listed = Vec::new();
     let now = opts.now;
-    let summary = run_tick(&config, &opts, &mut |event| match event {
+    let store = store_of(store, config)?;
+    let summary = run_tick_on(config, store, &opts, &mut |event| match event {
         Event::Handled { status, .. } => {
             progress.inc(1);
             progress.set_message(format!("last: {status}"));

@@ -11,13 +11,14 @@ use chrono::{DateTime, Utc};
 use super::process::owner_name;
 use crate::config::{Config, HistoryConfig};
 use crate::error::Error;
-use crate::store::{RunEnd, RunStart};
+use crate::store::{RunEnd, RunStart, Store};
 
 /// Records, as best it can, that a tick of `window` on the schedule file at `path`
-/// could not start because of `error`. Only the file's and the handler's faults are
-/// recorded: a database that cannot be reached has no run log to write to, and a
-/// wrong command line names no tier. Says nothing when it cannot: the error itself is
-/// what the caller reports.
+/// could not start because of `error`: for a file that does not load, read as far as
+/// its `[database]`, `[table]` and tier windows go. Only the file's and the handler's
+/// faults are recorded: a database that cannot be reached has no run log to write
+/// to, and a wrong command line names no tier. Says nothing when it cannot: the
+/// error itself is what the caller reports.
 pub fn record_failed_start(path: &Path, window: Duration, now: DateTime<Utc>, error: &Error) {
     if !matches!(error, Error::Config(_) | Error::Handler { .. }) {
         return;
@@ -44,26 +45,59 @@ pub fn record_failed_start(path: &Path, window: Duration, now: DateTime<Utc>, er
     if !windows.contains(&window) {
         return;
     }
-    let lease = database.claim_lease;
     let Ok(mut store) = crate::store::open(&database, &table) else {
         return;
     };
+    let start = failed_start(window, now, database.claim_lease, history);
+    record(store.as_mut(), start, error);
+}
+
+/// Records that a tick of a file that loaded could not start (its handler cannot be
+/// made), on the store the tick opened.
+pub(crate) fn record_failed_start_on(
+    store: &mut dyn Store,
+    config: &Config,
+    window: Duration,
+    now: DateTime<Utc>,
+    error: &Error,
+) {
+    if config.schedule.tier(window).is_none() {
+        return;
+    }
+    let start = failed_start(
+        window,
+        now,
+        config.database.claim_lease,
+        config.history.clone(),
+    );
+    record(store, start, error);
+}
+
+/// The run-log row of a tick that could not start.
+fn failed_start(
+    window: Duration,
+    now: DateTime<Utc>,
+    lease: Duration,
+    history: HistoryConfig,
+) -> RunStart {
+    RunStart {
+        window,
+        tier: None,
+        younger: Duration::ZERO,
+        older: Duration::ZERO,
+        bands: "not started",
+        now,
+        owner: owner_name(),
+        lease,
+        history,
+    }
+}
+
+fn record(store: &mut dyn Store, start: RunStart, error: &Error) {
     let recorded = store
         .inspect()
         .and_then(|_| store.ensure_own_tables())
-        .and_then(|()| {
-            store.begin_run(&RunStart {
-                window,
-                tier: None,
-                younger: Duration::ZERO,
-                older: Duration::ZERO,
-                bands: "not started",
-                now,
-                owner: owner_name(),
-                lease,
-                history,
-            })
-        })
+        .and_then(|()| store.begin_run(&start))
         .and_then(|run_id| {
             store.finish_run(
                 run_id,

@@ -235,11 +235,19 @@ pub(super) enum Stale {
     Failing(String),
 }
 
-impl Drop for HeartbeatThread {
-    fn drop(&mut self) {
+impl HeartbeatThread {
+    /// Stops beating, before the tick lets its holds go (a beat that found them gone
+    /// would call them lapsed).
+    pub(super) fn stop(&mut self) {
         drop(self.stop.take());
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+impl Drop for HeartbeatThread {
+    fn drop(&mut self) {
+        self.stop();
     }
 }

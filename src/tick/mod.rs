@@ -20,6 +20,7 @@
 //! `wanted` (spread and `[retry]` delays), `summary`, `options`; `retry` hands chosen
 //! records over outside the schedule (`backlog retry`).
 
+mod begin;
 mod breaker;
 mod failed_start;
 mod hand_out;
@@ -37,6 +38,6 @@ mod wanted;
 
 pub use failed_start::record_failed_start;
 pub use options::{Event, TickOptions};
-pub use process::{open_store, process_backlog, run_tick};
+pub use process::{open_store, process_backlog, run_tick, run_tick_on};
 pub use retry::{RetrySummary, retry_records};
 pub use summary::{BandSummary, TickSummary};

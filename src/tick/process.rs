@@ -4,28 +4,27 @@
 //! the heartbeat and the lanes, runs the loop (`hand_out`), then, whatever happened,
 //! writes the marks of what was handled, lets go of the rest and closes the row.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use chrono::Utc;
 
+use super::begin::{Begun, begin};
 use super::hand_out::{Plan, hand_out};
 use super::heartbeat::HeartbeatThread;
 use super::lanes::Lanes;
 use super::marks::{MarkPlan, Marks, log_unshown};
 use super::options::{Event, TickOptions};
 use super::pager::Pager;
-use super::summary::{BandSummary, TickSummary};
+use super::summary::TickSummary;
 use super::tally::Tally;
-use super::wanted::retry_due;
 use crate::config::TableConfig;
 use crate::duration;
 use crate::error::Error;
 use crate::handler::{Context, Handler};
 use crate::record::Record;
 use crate::schedule::{BandMode, Schedule};
-use crate::store::{BandQuery, RunEnd, RunStart, Store};
+use crate::store::{BandQuery, RunStart, Store};
 
 static TICKS_IN_PROCESS: AtomicU64 = AtomicU64::new(0);
 
@@ -49,13 +48,24 @@ pub fn open_store(config: &crate::Config) -> Result<Box<dyn Store>, Error> {
 }
 
 /// Runs one tick of a schedule file's tier: opens its store and its command handler,
-/// then `process_backlog`. What `backlog run` and each tick of the daemon do.
+/// then `process_backlog`. What each tick of the daemon does.
 pub fn run_tick(
     config: &crate::Config,
     opts: &TickOptions,
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> Result<TickSummary, Error> {
     let mut store = open_store(config)?;
+    run_tick_on(config, store.as_mut(), opts, on_event)
+}
+
+/// As `run_tick`, on the store the caller opened: `backlog run` opens one, and reads
+/// the database's clock, `--if-due` and the metrics on it too.
+pub fn run_tick_on(
+    config: &crate::Config,
+    store: &mut dyn Store,
+    opts: &TickOptions,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> Result<TickSummary, Error> {
     // A dry run hands nothing over: it needs no handler, and a missing one is no reason
     // not to preview a tick.
     let mut handler: Box<dyn Handler> = if opts.dry_run {
@@ -70,7 +80,13 @@ pub fn run_tick(
                     file: Some(config.path.display().to_string()),
                     source,
                 };
-                super::record_failed_start(&config.path, opts.window, opts.now, &e);
+                super::failed_start::record_failed_start_on(
+                    store,
+                    config,
+                    opts.window,
+                    opts.now,
+                    &e,
+                );
                 return Err(e);
             }
         }
@@ -78,7 +94,7 @@ pub fn run_tick(
     process_backlog(
         &config.schedule,
         &config.table,
-        store.as_mut(),
+        store,
         handler.as_mut(),
         opts,
         on_event,
@@ -136,125 +152,91 @@ pub fn process_backlog(
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> Result<TickSummary, Error> {
     let started = Instant::now();
-    let store_err = Error::store(store.describe());
-    let tier = schedule.tier(opts.window);
-    let band = schedule.band(opts.window);
-    let limit = opts.limit.unwrap_or_else(|| schedule.limit(opts.window));
-    let format = store.inspect().map_err(&store_err)?;
-    // A spread tier takes only this tick's share of its band; a `[retry]` strategy
-    // only the records whose delay has passed.
-    let retry = table
-        .retry
-        .as_ref()
-        .map(|r| {
-            crate::backoff::catalog::build(&r.strategy, &r.params, 1.0)
-                .map(|built| (r, built.strategy))
-                .map_err(|e| Error::Usage(format!("retry: {e}")))
-        })
-        .transpose()?;
-    let takes = |r: &Record| {
-        tier.is_none_or(|(_, t)| t.takes(&r.id, opts.now))
-            && retry
-                .as_ref()
-                .is_none_or(|(config, strategy)| retry_due(r, config, strategy.as_ref(), opts.now))
-    };
-    let span = band.span(opts.now);
-    let query = BandQuery {
-        from: format.encode(span.from),
-        to: format.encode(span.to),
-        to_inclusive: span.to_inclusive,
-        take_tried: opts.retry_failed,
-        clock: opts.now,
-        wants_all: tier.is_none_or(|(_, t)| t.takes_all()) && retry.is_none(),
-    };
-    tracing::debug!(
-        "tick of window {} over {band} ({} ≤ {} {} {}), {} holds {format}",
-        duration::compact(opts.window),
-        query.from,
-        table.inserted_at,
-        if span.to_inclusive { "≤" } else { "<" },
-        query.to,
-        table.inserted_at,
-    );
-    let mut summary = TickSummary {
-        window: duration::compact(opts.window),
-        tier: tier.map(|(n, _)| n),
-        cadence: tier.map(|(_, t)| t.cadence.to_string()),
-        bands: schedule.bands,
-        band: BandSummary {
-            younger: duration::compact(band.younger),
-            older: duration::compact(band.older),
-            from: query.from.to_string(),
-            to: query.to.to_string(),
-        },
-        now: opts.now,
-        database: store.describe(),
-        table: table.name.clone(),
-        inserted_at_format: format.setting_name().to_string(),
-        inserted_at_format_detected: table.inserted_at_format
-            == crate::timestamp::FormatSetting::Auto,
-        dry_run: opts.dry_run,
-        run_id: None,
-        selected: 0,
-        succeeded: 0,
-        failed: 0,
-        skipped: 0,
-        deferred: 0,
-        lost: 0,
-        statuses: BTreeMap::new(),
-        limit,
-        limit_reached: false,
-        stopped: false,
-        breaker: None,
-        lapsed: None,
-        handler_broken: None,
-        unreadable: 0,
-        unreadable_sample: None,
-        other_offset: 0,
-        other_offset_sample: None,
-        concurrency: opts.concurrency.max(1),
-        seconds: 0.0,
-        paused: None,
-    };
-
+    let mut begun = begin(schedule, table, store, opts)?;
     // A person paused this tier (or every tier): every runner obeys, on every host.
     if !opts.dry_run {
-        summary.paused = store.paused(opts.window).map_err(&store_err)?;
-        if summary.paused.is_some() {
-            summary.seconds = started.elapsed().as_secs_f64();
-            return Ok(summary);
-        }
+        begun.summary.paused = store
+            .paused(opts.window)
+            .map_err(Error::store(store.describe()))?;
     }
+    let mut summary = if begun.summary.paused.is_some() {
+        begun.summary
+    } else if opts.dry_run {
+        preview(store, begun, opts, on_event)?
+    } else {
+        let mut run = open_run(schedule, store, &begun.summary, opts)?;
+        let marked = hand_out_and_mark(
+            schedule, table, store, handler, &begun, &mut run, opts, on_event,
+        );
+        // The tick's error comes first; then the run log's.
+        let logged = close(table, store, &begun.query, &run, &marked);
+        let tally = marked.into_tally()?;
+        logged?;
+        let mut summary = begun.summary;
+        summary.run_id = Some(run.id);
+        tally.into_summary(&mut summary);
+        summary
+    };
+    summary.seconds = started.elapsed().as_secs_f64();
+    Ok(summary)
+}
 
-    if opts.dry_run {
-        let mut unreadable = Tally::default();
-        let mut pager = Pager::new(&query);
-        while summary.selected < limit {
-            let want = opts.page_size.min((limit - summary.selected) as usize);
-            let Some(page) = pager.next(store, want).map_err(&store_err)? else {
-                break;
-            };
-            for record in page.iter().filter(|r| takes(r)) {
-                if unreadable.left_alone(record, &format) {
-                    continue;
-                }
+/// A dry run: the records the tick would hand out, read and listed, nothing held or
+/// written.
+fn preview(
+    store: &mut dyn Store,
+    begun: Begun<'_>,
+    opts: &TickOptions,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> Result<TickSummary, Error> {
+    let store_err = Error::store(store.describe());
+    let Begun {
+        query,
+        format,
+        limit,
+        wants,
+        mut summary,
+    } = begun;
+    let mut tally = Tally::default();
+    let mut pager = Pager::new(&query);
+    while tally.selected < limit {
+        let want = opts.page_size.min((limit - tally.selected) as usize);
+        let Some(page) = pager.next(store, want).map_err(&store_err)? else {
+            break;
+        };
+        for record in page.iter() {
+            if !wants.takes(record) {
+                tally.deferred += 1;
+            } else if !tally.left_alone(record, &format) {
                 on_event(Event::WouldHandle { record });
-                summary.selected += 1;
+                tally.selected += 1;
             }
-            summary.deferred += page.iter().filter(|r| !takes(r)).count() as u64;
         }
-        summary.unreadable = unreadable.unreadable;
-        summary.unreadable_sample = unreadable.unreadable_sample;
-        summary.other_offset = unreadable.other_offset;
-        summary.other_offset_sample = unreadable.other_offset_sample;
-        summary.limit_reached = summary.selected == limit;
-        summary.seconds = started.elapsed().as_secs_f64();
-        return Ok(summary);
     }
+    tally.into_summary(&mut summary);
+    Ok(summary)
+}
 
+/// A tick's run-log row, its name in the holds, and its heartbeat.
+struct Run {
+    id: i64,
+    owner: String,
+    heartbeat: HeartbeatThread,
+}
+
+/// Opens the tick's run-log row (the tool's tables made first) and starts the
+/// heartbeat that renews its holds.
+fn open_run(
+    schedule: &Schedule,
+    store: &mut dyn Store,
+    summary: &TickSummary,
+    opts: &TickOptions,
+) -> Result<Run, Error> {
+    let store_err = Error::store(store.describe());
     store.ensure_own_tables().map_err(&store_err)?;
     let owner = owner_name();
-    let run_id = store
+    let band = schedule.band(opts.window);
+    let id = store
         .begin_run(&RunStart {
             window: opts.window,
             tier: summary.tier,
@@ -270,12 +252,30 @@ pub fn process_backlog(
             history: opts.history.clone(),
         })
         .map_err(&store_err)?;
-    summary.run_id = Some(run_id);
-    let heartbeat = HeartbeatThread::start(
-        store.heartbeat(&owner, run_id).map_err(&store_err)?,
-        opts.lease,
-    );
+    let heartbeat =
+        HeartbeatThread::start(store.heartbeat(&owner, id).map_err(&store_err)?, opts.lease);
+    Ok(Run {
+        id,
+        owner,
+        heartbeat,
+    })
+}
 
+/// Hands the band's records out and marks what comes back; whatever happened, what
+/// was handled is written and the holds are let go. Returns the counts, or the error
+/// that ended the tick, with the counts it had (for the run log).
+#[allow(clippy::too_many_arguments)]
+fn hand_out_and_mark(
+    schedule: &Schedule,
+    table: &TableConfig,
+    store: &mut dyn Store,
+    handler: &mut dyn Handler,
+    begun: &Begun<'_>,
+    run: &mut Run,
+    opts: &TickOptions,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> Marked {
+    let store_err = Error::store(store.describe());
     // A record that fails is kept from every tick until the schedule's next try of it
     // (by the tick's clock): one try per slot, however many runners or overlapping
     // ticks. In cumulative bands that is the shortest tier's next slot, not the longer
@@ -291,9 +291,9 @@ pub fn process_backlog(
             .map(|(_, at)| (at - slack).max(after_now))
     };
     let mark_plan = MarkPlan {
-        owner: &owner,
+        owner: &run.owner,
         now: opts.now,
-        run_id,
+        run_id: run.id,
         window: opts.window,
         history: opts.history.clone(),
     };
@@ -305,24 +305,25 @@ pub fn process_backlog(
         opts.mark_interval,
         &keep,
     );
+    let takes = |r: &Record| begun.wants.takes(r);
     let plan = Plan {
         opts,
-        query: &query,
-        limit,
-        owner: &owner,
+        query: &begun.query,
+        limit: begun.limit,
+        owner: &run.owner,
         ctx: Context {
             table: &table.name,
             window: opts.window,
             age: None,
-            cancel: Some(heartbeat.lapsed_flag()),
+            cancel: Some(run.heartbeat.lapsed_flag()),
         },
         takes: &takes,
-        heartbeat: &heartbeat,
-        format: &format,
+        heartbeat: &run.heartbeat,
+        format: &begun.format,
     };
     // Records its pages will step over because other ticks hold them, on a backend
     // that counts them once, as the tick begins.
-    match store.held_by_others(&owner, &query) {
+    match store.held_by_others(&run.owner, &begun.query) {
         Ok(held) => marks.tally.skipped += held.unwrap_or(0),
         Err(e) => tracing::warn!("cannot count the records other ticks hold: {e}"),
     }
@@ -338,68 +339,45 @@ pub fn process_backlog(
         drop(lanes);
         (result, marks.finish(store).map_err(&store_err))
     });
-    drop(heartbeat);
-    if let Err(e) = store.release(&owner) {
+    run.heartbeat.stop();
+    if let Err(e) = store.release(&run.owner) {
         tracing::warn!(
             "cannot release this tick's records (they are free again within {}): {e}",
             duration::compact(opts.lease)
         );
     }
-    let result = result.and(cleanup);
     let tally = marks.tally;
     log_unshown(&tally);
-    let broken = tally.handler_broken();
-    let end = RunEnd {
-        selected: tally.selected,
-        succeeded: tally.succeeded,
-        failed: tally.failed,
-        skipped: tally.skipped,
-        lost: tally.lost,
-        outcome: match (&result, &tally.lapsed, &tally.breaker, tally.stopped) {
-            (Err(_), ..) => "failed",
-            _ if broken.is_some() => "failed",
-            (Ok(()), Some(_), ..) => "lapsed",
-            (Ok(()), None, Some(_), _) => "tripped",
-            (Ok(()), None, None, true) => "stopped",
-            (Ok(()), None, None, false) => "done",
-        },
-        error: match &result {
-            Err(e) => Some(e.to_string()),
-            Ok(()) => broken
-                .clone()
-                .or_else(|| tally.lapsed.clone())
-                .or_else(|| tally.breaker.clone()),
-        },
-    };
-    let logged = store.finish_run(run_id, &end).map_err(&store_err);
-    result?;
-    logged?;
-    if tally.selected + tally.skipped + tally.deferred + tally.unreadable == 0 {
-        warn_of_near_statuses(table, store, &query);
-    }
+    Marked(result.and(cleanup), tally)
+}
 
-    summary.selected = tally.selected;
-    summary.succeeded = tally.succeeded;
-    summary.failed = tally.failed;
-    summary.skipped = tally.skipped;
-    summary.deferred = tally.deferred;
-    summary.lost = tally.lost;
-    summary.statuses = tally
-        .statuses
-        .into_iter()
-        .map(|(status, n)| (status.to_string(), n))
-        .collect();
-    summary.stopped = tally.stopped;
-    summary.breaker = tally.breaker;
-    summary.lapsed = tally.lapsed;
-    summary.handler_broken = broken;
-    summary.unreadable = tally.unreadable;
-    summary.unreadable_sample = tally.unreadable_sample;
-    summary.other_offset = tally.other_offset;
-    summary.other_offset_sample = tally.other_offset_sample;
-    summary.limit_reached = tally.selected == limit;
-    summary.seconds = started.elapsed().as_secs_f64();
-    Ok(summary)
+/// What a tick's records came to: how the tick ended, and its counts.
+struct Marked(Result<(), Error>, Tally);
+
+impl Marked {
+    /// The counts, unless the tick ended on an error.
+    fn into_tally(self) -> Result<Tally, Error> {
+        self.0.map(|()| self.1)
+    }
+}
+
+/// Closes the run-log row with the counts and the outcome; after a tick whose band
+/// held nothing pending, says so if the file's statuses look misspelled.
+fn close(
+    table: &TableConfig,
+    store: &mut dyn Store,
+    query: &BandQuery,
+    run: &Run,
+    marked: &Marked,
+) -> Result<(), Error> {
+    let Marked(result, tally) = marked;
+    store
+        .finish_run(run.id, &tally.run_end(result))
+        .map_err(Error::store(store.describe()))?;
+    if result.is_ok() && tally.selected + tally.skipped + tally.deferred + tally.unreadable == 0 {
+        warn_of_near_statuses(table, store, query);
+    }
+    Ok(())
 }
 
 /// After a tick whose band held nothing pending: if a sample of the band holds

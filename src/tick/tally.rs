@@ -4,7 +4,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use super::summary::TickSummary;
+use crate::error::Error;
 use crate::record::Record;
+use crate::store::RunEnd;
 use crate::timestamp::{TextLayout, TimestampFormat};
 
 /// The running counts of a tick.
@@ -40,6 +43,56 @@ pub(super) struct Tally {
 }
 
 impl Tally {
+    /// The run-log row's end of a tick that counted this, ended with `result`.
+    pub(super) fn run_end(&self, result: &Result<(), Error>) -> RunEnd {
+        let broken = self.handler_broken();
+        RunEnd {
+            selected: self.selected,
+            succeeded: self.succeeded,
+            failed: self.failed,
+            skipped: self.skipped,
+            lost: self.lost,
+            outcome: match (result, &self.lapsed, &self.breaker, self.stopped) {
+                (Err(_), ..) => "failed",
+                _ if broken.is_some() => "failed",
+                (Ok(()), Some(_), ..) => "lapsed",
+                (Ok(()), None, Some(_), _) => "tripped",
+                (Ok(()), None, None, true) => "stopped",
+                (Ok(()), None, None, false) => "done",
+            },
+            error: match result {
+                Err(e) => Some(e.to_string()),
+                Ok(()) => broken
+                    .or_else(|| self.lapsed.clone())
+                    .or_else(|| self.breaker.clone()),
+            },
+        }
+    }
+
+    /// Writes the counts into the tick's summary.
+    pub(super) fn into_summary(self, summary: &mut TickSummary) {
+        summary.handler_broken = self.handler_broken();
+        summary.selected = self.selected;
+        summary.succeeded = self.succeeded;
+        summary.failed = self.failed;
+        summary.skipped = self.skipped;
+        summary.deferred = self.deferred;
+        summary.lost = self.lost;
+        summary.statuses = self
+            .statuses
+            .into_iter()
+            .map(|(status, n)| (status.to_string(), n))
+            .collect();
+        summary.stopped = self.stopped;
+        summary.breaker = self.breaker;
+        summary.lapsed = self.lapsed;
+        summary.unreadable = self.unreadable;
+        summary.unreadable_sample = self.unreadable_sample;
+        summary.other_offset = self.other_offset;
+        summary.other_offset_sample = self.other_offset_sample;
+        summary.limit_reached = self.selected == summary.limit;
+    }
+
     /// Why the tick failed although it ran: every record it handled failed because its
     /// handler could not run at all (a wrapper whose command is missing).
     pub(super) fn handler_broken(&self) -> Option<String> {

@@ -4,15 +4,61 @@
 
 use chrono::{DateTime, Utc};
 
+use crate::backoff::Strategy;
+use crate::config::{RetryConfig, TableConfig};
+use crate::error::Error;
 use crate::record::{Record, Scalar};
+use crate::schedule::Tier;
+
+/// What a tick takes of the records it reads.
+pub(super) struct Wants<'s> {
+    /// The tier whose spread share the tick takes; none for a window no tier has.
+    tier: Option<&'s Tier>,
+    /// The `[retry]` section and its strategy, built once a tick.
+    retry: Option<(&'s RetryConfig, Box<dyn Strategy>)>,
+    now: DateTime<Utc>,
+}
+
+impl<'s> Wants<'s> {
+    /// What a tick of `tier` at `now` wants of the records of `table`.
+    pub(super) fn new(
+        tier: Option<&'s Tier>,
+        table: &'s TableConfig,
+        now: DateTime<Utc>,
+    ) -> Result<Self, Error> {
+        let retry = table
+            .retry
+            .as_ref()
+            .map(|r| {
+                crate::backoff::catalog::build(&r.strategy, &r.params, 1.0)
+                    .map(|built| (r, built.strategy))
+                    .map_err(|e| Error::Usage(format!("retry: {e}")))
+            })
+            .transpose()?;
+        Ok(Wants { tier, retry, now })
+    }
+
+    /// Whether the tick takes `record`: its spread share, and its `[retry]` delay over.
+    pub(super) fn takes(&self, record: &Record) -> bool {
+        self.tier.is_none_or(|t| t.takes(&record.id, self.now))
+            && self.retry.as_ref().is_none_or(|(config, strategy)| {
+                retry_due(record, config, strategy.as_ref(), self.now)
+            })
+    }
+
+    /// Whether it takes every record of its band (no spread, no `[retry]`).
+    pub(super) fn all(&self) -> bool {
+        self.tier.is_none_or(|t| t.takes_all()) && self.retry.is_none()
+    }
+}
 
 /// Whether a record's `[retry]` delay has passed: its attempt count picks the delay,
 /// its `since` column says from when. A record never tried (count 0 or NULL, or no
 /// readable time) is due; one its strategy gave up on never is.
-pub(super) fn retry_due(
+fn retry_due(
     record: &Record,
-    retry: &crate::config::RetryConfig,
-    strategy: &dyn crate::backoff::Strategy,
+    retry: &RetryConfig,
+    strategy: &dyn Strategy,
     now: DateTime<Utc>,
 ) -> bool {
     use crate::backoff::{Delay, FAILURE};
