@@ -24,6 +24,8 @@ mod mysql_url;
 mod postgres_url;
 mod ranges;
 mod retry;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+mod server_url;
 mod table;
 mod tiers;
 mod toml_error;

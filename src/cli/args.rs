@@ -8,9 +8,7 @@ use chrono::{DateTime, Utc};
 use clap::{Args, Parser, Subcommand};
 
 use super::backoff;
-use super::completions::CompletionsArgs;
-use super::man_page::ManArgs;
-use super::output::print_json_error;
+use super::output::{LogFormat, print_json_error};
 use crate::duration;
 
 /// The `backlog` command line, as clap parses it (its `about` is set on the command).
@@ -169,11 +167,29 @@ pub struct ServeArgs {
     pub token_file: Option<PathBuf>,
 }
 
-/// How log lines are written.
+/// The options of `backlog completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: Shell,
+}
+
+/// The shells offered: those whose completion scripts the tests load (bash) or that
+/// clap_complete writes for the usual places (zsh's `$fpath`, fish's completions folder).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum LogFormat {
-    Text,
-    Json,
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+/// The options of `backlog man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The command whose page to print, like `run` or `backoff delays` [default: the
+    /// page of backlog itself].
+    pub command: Vec<String>,
 }
 
 impl Cli {

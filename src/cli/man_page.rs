@@ -2,19 +2,11 @@
 //! stdout. `backlog man` is backlog(1), which lists the commands; `backlog man run` is
 //! backlog-run(1), the page that list refers to, with the command's options.
 
-use clap::{Args, CommandFactory as _};
+use clap::CommandFactory as _;
 
-use super::args::Cli;
+use super::args::{Cli, ManArgs};
 use super::output::print;
 use crate::error::Error;
-
-/// The options of `backlog man`.
-#[derive(Debug, Args)]
-pub struct ManArgs {
-    /// The command whose page to print, like `run` or `backoff delays` [default: the
-    /// page of backlog itself].
-    pub command: Vec<String>,
-}
 
 /// `backlog man`.
 pub fn man(args: &ManArgs) -> Result<(), Error> {

@@ -22,11 +22,11 @@ mod output;
 
 pub use args::*;
 pub use backoff::{BackoffCommand, backoff_budget, backoff_delays, backoff_plot, backoff_simulate};
-pub use completions::{CompletionsArgs, Shell, completions};
-pub use man_page::{ManArgs, man};
+pub use completions::completions;
+pub use man_page::man;
 pub use operate::{PauseArgs, ResumeArgs, RetryArgs, ShowArgs, pause, resume, retry, show};
 pub(crate) use output::print;
-pub use output::{init_logging, report};
+pub use output::{LogFormat, init_logging, report};
 
 use crate::config::Config;
 use crate::duration;
@@ -65,7 +65,10 @@ pub fn serve(args: &ServeArgs) -> Result<(), Error> {
     // Fails now on a file that does not load, rather than on the first page.
     Config::load(&args.schedule)?;
     let token = crate::web::load_token(args.token_file.as_deref())?;
-    crate::web::serve(args.schedule.clone(), args.listen, token)
+    // Said on stdout, as a command's result: where to point the browser.
+    crate::web::serve(args.schedule.clone(), args.listen, token, |addr| {
+        print(&format!("serving the dashboard at http://{addr}/\n"))
+    })
 }
 
 /// `backlog init`.

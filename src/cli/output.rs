@@ -5,8 +5,14 @@
 use std::io::IsTerminal as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::args::LogFormat;
 use crate::error::Error;
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
 
 /// Sends logs to stderr: this tool's at `level`, its libraries' (the PostgreSQL
 /// client logs every statement at debug) only from warnings up. Each line starts with

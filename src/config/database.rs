@@ -310,38 +310,6 @@ fn foreign_scheme(url: &str) -> Option<&str> {
     .then_some(scheme)
 }
 
-/// The password in `database.password_file`: its first line, as written by
-/// `echo secret > file`.
-#[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))] // the servers' URLs
-pub(super) fn read_password_file(file: &Path) -> Result<String, String> {
-    let text = std::fs::read_to_string(file).map_err(|e| {
-        format!(
-            "database.password_file: cannot read {}: {e}",
-            file.display()
-        )
-    })?;
-    let password = text.lines().next().unwrap_or("");
-    if password.is_empty() {
-        return Err(format!(
-            "database.password_file: {} is empty; write the password on its first line",
-            file.display()
-        ));
-    }
-    Ok(password.to_string())
-}
-
-/// How to write what a URL cannot hold as it is, for messages.
-#[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))] // the servers' URLs
-pub(super) const ENCODE: &str = "percent-encode @ : / # ? in the user name and password (@ as %40, : as %3A, / as %2F, # as %23, ? as %3F)";
-
-/// A part of the URL that is not text once decoded, named and never shown.
-#[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))] // the servers' URLs
-pub(super) fn not_utf8(part: &str) -> String {
-    format!(
-        "database.url: the {part} is not UTF-8 once percent-decoded; percent-encode it from UTF-8 text"
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

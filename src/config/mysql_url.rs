@@ -76,14 +76,14 @@ pub(super) fn resolve_mysql(
     let url = url::Url::parse(text).map_err(|e| {
         format!(
             "database.url is not a valid MySQL URL ({e}); {}",
-            super::database::ENCODE
+            super::server_url::ENCODE
         )
     })?;
     let decode = |part: &str, value: &str| {
         percent_encoding::percent_decode_str(value)
             .decode_utf8()
             .map(|d| d.into_owned())
-            .map_err(|_| super::database::not_utf8(part))
+            .map_err(|_| super::server_url::not_utf8(part))
     };
     let user = match url.username() {
         "" => None,
@@ -155,7 +155,7 @@ pub(super) fn resolve_mysql(
         (true, Some(_)) => {
             return Err("database.url holds a password and database.password_file is set too; keep one (the file is the safer)".into());
         }
-        (false, Some(file)) => password = Some(super::database::read_password_file(file)?),
+        (false, Some(file)) => password = Some(super::server_url::read_password_file(file)?),
         (false, None) => password = env_password.filter(|p| !p.is_empty()),
         (true, None) => {}
     }

@@ -8,7 +8,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::database::{ENCODE, not_utf8, read_password_file};
+use super::server_url::{ENCODE, not_utf8, read_password_file};
 
 /// A PostgreSQL connection, with its password resolved from wherever it came. Only
 /// `shown` (the URL without its password) is ever printed: the `Debug` and `Display`

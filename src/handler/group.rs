@@ -21,6 +21,7 @@
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 
 use super::proc_stat::boot_ticks_now;
+use super::signal::signal_group;
 use super::{registry, watchdog};
 
 /// Live groups one process can track: above the largest concurrency a tick allows,
@@ -168,14 +169,6 @@ pub fn kill_live_groups() {
         if pgid > 0 {
             signal_group(pgid, libc::SIGKILL);
         }
-    }
-}
-
-pub(super) fn signal_group(pgid: i32, signal: libc::c_int) {
-    // SAFETY: kill(2) with a negative pid signals a process group; it has no memory
-    // effects, and an ESRCH (the group is gone) is the expected, harmless answer.
-    unsafe {
-        libc::kill(-pgid, signal);
     }
 }
 

@@ -14,6 +14,7 @@ mod command;
 mod group;
 mod proc_stat;
 mod registry;
+mod signal;
 mod subreaper;
 mod tree;
 mod watchdog;

@@ -22,8 +22,8 @@ use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use super::group::signal_group;
 use super::proc_stat::ProcStat;
+use super::signal::signal_group;
 
 /// Bytes per line, the newline included.
 const LINE: usize = 48;

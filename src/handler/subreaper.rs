@@ -36,8 +36,9 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use super::group::{live_snapshot, signal_group};
+use super::group::live_snapshot;
 use super::proc_stat::{ProcStat, boot_ticks_now, ticks_per_second};
+use super::signal::signal_group;
 use super::watchdog;
 
 /// The least time between two sweeps after handlers end.

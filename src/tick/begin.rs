@@ -1,8 +1,11 @@
-//! The start of a tick: its band as bounds in the inserted-at column's own format,
-//! what it wants of the band, and the summary it begins with. Reads the table's
-//! shape (`Store::inspect`) and nothing else.
+//! The start of a tick: its name, its band as bounds in the inserted-at column's own
+//! format, what it wants of the band, and the summary it begins with. Reads the
+//! table's shape (`Store::inspect`) and nothing else.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use chrono::Utc;
 
 use super::options::TickOptions;
 use super::summary::{BandSummary, TickSummary};
@@ -13,6 +16,22 @@ use crate::error::Error;
 use crate::schedule::Schedule;
 use crate::store::{BandQuery, Store};
 use crate::timestamp::{FormatSetting, TimestampFormat};
+
+static TICKS_IN_PROCESS: AtomicU64 = AtomicU64::new(0);
+
+/// A name for this tick in the tool's holds and claims: host, process, and a count for ticks run
+/// by one process.
+pub(super) fn owner_name() -> String {
+    let host = hostname::get()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "localhost".into());
+    let n = TICKS_IN_PROCESS.fetch_add(1, Ordering::Relaxed);
+    format!(
+        "{host}/{}/{}/{n}",
+        std::process::id(),
+        Utc::now().timestamp_millis()
+    )
+}
 
 /// A tick, begun.
 pub(super) struct Begun<'s> {

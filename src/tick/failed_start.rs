@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::process::owner_name;
+use super::begin::owner_name;
 use crate::config::{Config, HistoryConfig};
 use crate::error::Error;
 use crate::store::{RunEnd, RunStart, Store};

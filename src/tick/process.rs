@@ -4,12 +4,9 @@
 //! the heartbeat and the lanes, runs the loop (`hand_out`), then, whatever happened,
 //! writes the marks of what was handled, lets go of the rest and closes the row.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use chrono::Utc;
-
-use super::begin::{Begun, begin};
+use super::begin::{Begun, begin, owner_name};
 use super::hand_out::{Plan, hand_out};
 use super::heartbeat::HeartbeatThread;
 use super::lanes::Lanes;
@@ -25,22 +22,6 @@ use crate::handler::{Context, Handler};
 use crate::record::Record;
 use crate::schedule::{BandMode, Schedule};
 use crate::store::{BandQuery, RunStart, Store};
-
-static TICKS_IN_PROCESS: AtomicU64 = AtomicU64::new(0);
-
-/// A name for this tick in the tool's holds and claims: host, process, and a count for ticks run
-/// by one process.
-pub(super) fn owner_name() -> String {
-    let host = hostname::get()
-        .map(|h| h.to_string_lossy().into_owned())
-        .unwrap_or_else(|_| "localhost".into());
-    let n = TICKS_IN_PROCESS.fetch_add(1, Ordering::Relaxed);
-    format!(
-        "{host}/{}/{}/{n}",
-        std::process::id(),
-        Utc::now().timestamp_millis()
-    )
-}
 
 /// Opens the store a schedule file names.
 pub fn open_store(config: &crate::Config) -> Result<Box<dyn Store>, Error> {

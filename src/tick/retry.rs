@@ -8,11 +8,11 @@
 
 use std::time::{Duration, Instant};
 
+use super::begin::owner_name;
 use super::heartbeat::{HeartbeatThread, Stale};
 use super::lanes::catch_panic;
 use super::marks::{MarkPlan, Marks, log_unshown};
 use super::options::{Event, TickOptions};
-use super::process::owner_name;
 use crate::error::Error;
 use crate::handler::{Context, Handler};
 use crate::record::Record;

@@ -89,12 +89,17 @@ fn shared(schedule: PathBuf, token: Option<String>) -> Arc<Shared> {
     })
 }
 
-/// `backlog serve`: serves the dashboard until the process is stopped.
-pub fn serve(schedule: PathBuf, addr: SocketAddr, token: Option<String>) -> Result<(), Error> {
+/// `backlog serve`: serves the dashboard until the process is stopped, once
+/// `listening` has said where (the command line says it on stdout).
+pub fn serve(
+    schedule: PathBuf,
+    addr: SocketAddr,
+    token: Option<String>,
+    listening: impl FnOnce(SocketAddr) -> Result<(), Error>,
+) -> Result<(), Error> {
     let listener = bind(addr, &token)?;
     let runtime = runtime()?;
-    // Said on stdout, as a command's result: where to point the browser.
-    crate::cli::print(&format!("serving the dashboard at http://{addr}/\n"))?;
+    listening(addr)?;
     runtime
         .block_on(serve_on(listener, shared(schedule, token)))
         .map_err(|source| Error::Io {

@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, HashSet};
 use mysql::Value as My;
 use mysql::prelude::Queryable;
 
+use super::connection::placeholders;
 use super::connection::{Failed, transaction};
-use super::pages::placeholders;
 use super::*;
 use crate::store::{KEPT_OWNER, group_marks};
 

@@ -290,6 +290,11 @@ fn from_mysql(v: mysql::Value) -> Value {
     }
 }
 
+/// `?, ?, …`: `n` placeholders.
+pub(super) fn placeholders(n: usize) -> String {
+    vec!["?"; n].join(", ")
+}
+
 /// A `DATETIME(6)` column of the tool's tables (UTC) as RFC 3339 text with milliseconds.
 pub(super) fn rfc3339_of(column: &str) -> String {
     format!(

@@ -3,6 +3,7 @@
 
 use mysql::prelude::Queryable;
 
+use super::connection::placeholders;
 use super::*;
 use crate::record::{Columns, Statuses};
 use crate::store::band_statuses;
@@ -22,11 +23,6 @@ pub(super) fn status_in(status: &str, statuses: &[String]) -> (String, Vec<mysql
         format!("(t.{status} IN ({list}) AND CAST(t.{status} AS BINARY) IN ({list}))"),
         [values.clone(), values].concat(),
     )
-}
-
-/// `?, ?, …`: `n` placeholders.
-pub(super) fn placeholders(n: usize) -> String {
-    vec!["?"; n].join(", ")
 }
 
 /// Rows of `shape.select` as records, their inserted-at values read in `format`.

@@ -1,0 +1,34 @@
+//! What the URLs of the servers (`postgres_url`, `mysql_url`) share: the password
+//! read from `database.password_file`, and the words of their messages about
+//! encoding.
+
+use std::path::Path;
+
+/// The password in `database.password_file`: its first line, as written by
+/// `echo secret > file`.
+pub(super) fn read_password_file(file: &Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(file).map_err(|e| {
+        format!(
+            "database.password_file: cannot read {}: {e}",
+            file.display()
+        )
+    })?;
+    let password = text.lines().next().unwrap_or("");
+    if password.is_empty() {
+        return Err(format!(
+            "database.password_file: {} is empty; write the password on its first line",
+            file.display()
+        ));
+    }
+    Ok(password.to_string())
+}
+
+/// How to write what a URL cannot hold as it is, for messages.
+pub(super) const ENCODE: &str = "percent-encode @ : / # ? in the user name and password (@ as %40, : as %3A, / as %2F, # as %23, ? as %3F)";
+
+/// A part of the URL that is not text once decoded, named and never shown.
+pub(super) fn not_utf8(part: &str) -> String {
+    format!(
+        "database.url: the {part} is not UTF-8 once percent-decoded; percent-encode it from UTF-8 text"
+    )
+}
