@@ -40,7 +40,7 @@ pub use fault::Fault;
 #[cfg(feature = "mysql")]
 pub use mysql::MysqlStore;
 pub use own::Own;
-use own::{prune_attempts, write_attempts};
+use own::write_attempts;
 pub use pauses::Pause;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;

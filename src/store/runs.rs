@@ -1,14 +1,14 @@
-//! The run log's reads and a tick's last write, as every backend keeps `backlog_runs`:
-//! what `status` and `--if-due` read, and the row a tick closes. (Opening a row stays
-//! with each backend: it closes the rows of silent ticks and collects what they held,
-//! which each backend holds its own way.)
+//! The run log, as every backend keeps `backlog_runs`: the row a tick opens (after
+//! closing the rows of silent ticks; what they held each backend collects its own way)
+//! and closes, and what `status` and `--if-due` read.
 
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+use super::fault::housekeeping;
 use super::sql::{Sql, Value, failed};
-use super::{RunEnd, RunRow, StoreError};
+use super::{KEPT_OWNER, RunEnd, RunRow, RunStart, StoreError};
 
 /// A time of the run log, as `Sql::rfc3339` gives it.
 fn instant(text: &str) -> Result<DateTime<Utc>, StoreError> {
@@ -81,6 +81,70 @@ pub(super) fn last_runs(
             })
         })
         .collect()
+}
+
+/// Opens the run-log row of `run` on `table` and returns its id. First the rows of
+/// ticks that stopped beating for a whole lease are closed as `abandoned`; then
+/// `collect` drops what the backend's holds kept past their time, and a step of the
+/// attempts past `history.keep` is pruned.
+pub(super) fn open(
+    sql: &mut dyn Sql,
+    s: &str,
+    table: &str,
+    run: &RunStart,
+    collect: &mut dyn FnMut(&mut dyn Sql) -> Result<(), StoreError>,
+) -> Result<i64, StoreError> {
+    let context = "writing the run log";
+    let lease_us = i64::try_from(run.lease.as_micros()).unwrap_or(i64::MAX);
+    sql.execute(
+        &format!(
+            "UPDATE {s}backlog_runs SET outcome = 'abandoned', error = 'no heartbeat since ' || {since} || ': the tick was killed or lost its database'
+             WHERE table_name = ?1 AND outcome = 'running' AND heartbeat_at < {silent}",
+            since = sql.rfc3339("heartbeat_at"),
+            silent = sql.ago("?2"),
+        ),
+        &[table.into(), lease_us.into()],
+    )
+    .map_err(failed(context))?;
+    collect(sql)?;
+    super::own::prune_attempts(sql, s, table, &run.history)?;
+    let (clock, now) = (sql.time("?7"), sql.now());
+    let params = [
+        table.into(),
+        (run.window.as_secs() as i64).into(),
+        run.tier.map(|t| t as i64).into(),
+        (run.younger.as_secs() as i64).into(),
+        (run.older.as_secs() as i64).into(),
+        run.bands.into(),
+        sql.time_value(run.now),
+        run.owner.as_str().into(),
+    ];
+    sql.insert_returning_id(
+        &format!(
+            "INSERT INTO {s}backlog_runs (table_name, window_secs, tier, band_from_secs, band_to_secs, bands, clock, started_at, heartbeat_at, outcome, owner)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, {clock}, {now}, {now}, 'running', ?8)"
+        ),
+        &params,
+    )
+    .map_err(failed(context))
+}
+
+/// Drops the failures the servers' claims kept past the end of their slot. Housekeeping:
+/// a claim another session is writing may hold its row for a while, and what is not
+/// dropped now a later tick drops (a kept failure past its slot is free to take anyway).
+#[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))] // the servers' claims
+pub(super) fn collect_kept(sql: &mut dyn Sql, s: &str, table: &str) -> Result<(), StoreError> {
+    let now = sql.now();
+    housekeeping(
+        sql.execute(
+            &format!(
+                "DELETE FROM {s}backlog_claims WHERE table_name = ?1 AND owner = ?2 AND expires_at < {now}"
+            ),
+            &[table.into(), KEPT_OWNER.into()],
+        )
+        .map(drop)
+        .map_err(failed("dropping failures kept past their slot")),
+    )
 }
 
 /// Closes the run-log row `run_id`, at the database's time.

@@ -7,6 +7,8 @@
 //! are the trait's to write. Values are 64-bit integers or text, either possibly NULL,
 //! which every backend stores alike.
 
+use chrono::{DateTime, SecondsFormat, Utc};
+
 use crate::store::StoreError;
 
 /// A value bound to, or read from, a shared statement.
@@ -95,6 +97,29 @@ pub trait Sql {
     fn bigint(&self) -> &'static str {
         "BIGINT"
     }
+
+    /// The database's time `micros` microseconds ago (`micros` a placeholder bound to
+    /// an integer), as a time column of the tool's tables holds it.
+    fn ago(&self, micros: &str) -> String {
+        format!(
+            "strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-' || ({micros} / 1000000.0) || ' seconds')"
+        )
+    }
+
+    /// A time as the placeholder `time_value` binds it, written into a time column of
+    /// the tool's tables (SQLite keeps the RFC 3339 text as it is).
+    fn time(&self, placeholder: &str) -> String {
+        placeholder.to_string()
+    }
+
+    /// `t` bound for `time`: RFC 3339 text in UTC.
+    fn time_value(&self, t: DateTime<Utc>) -> Value {
+        t.to_rfc3339_opts(SecondsFormat::Secs, true).as_str().into()
+    }
+
+    /// Runs an INSERT into one of the tool's tables whose key is `id`, generated, and
+    /// returns the new row's id.
+    fn insert_returning_id(&mut self, sql: &str, params: &[Value]) -> Result<i64, SqlError>;
 }
 
 /// Names a failed statement by what it was doing.

@@ -310,6 +310,17 @@ fn run(q: &mut impl Queryable, sql: &str, params: &[Value]) -> Result<u64, SqlEr
     Ok(result.affected_rows())
 }
 
+fn inserted(q: &mut impl Queryable, sql: &str, params: &[Value]) -> Result<i64, SqlError> {
+    let (sql, values) = positional(sql, params);
+    let result = q
+        .exec_iter(sql, values)
+        .map_err(|e| SqlError::from(db_error(&e)))?;
+    result
+        .last_insert_id()
+        .and_then(|id| i64::try_from(id).ok())
+        .ok_or_else(|| "the INSERT returned no id".into())
+}
+
 fn rows(q: &mut impl Queryable, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, SqlError> {
     let (sql, values) = positional(sql, params);
     let rows: Vec<mysql::Row> = q
@@ -348,6 +359,28 @@ macro_rules! mysql_sql {
 
             fn bigint(&self) -> &'static str {
                 "SIGNED"
+            }
+
+            fn ago(&self, micros: &str) -> String {
+                format!("UTC_TIMESTAMP(6) - INTERVAL {micros} MICROSECOND")
+            }
+
+            fn time(&self, placeholder: &str) -> String {
+                format!("STR_TO_DATE({placeholder}, '%Y-%m-%dT%H:%i:%s.%fZ')")
+            }
+
+            fn time_value(&self, t: chrono::DateTime<chrono::Utc>) -> Value {
+                t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+                    .as_str()
+                    .into()
+            }
+
+            fn insert_returning_id(
+                &mut self,
+                sql: &str,
+                params: &[Value],
+            ) -> Result<i64, SqlError> {
+                inserted(self, sql, params)
             }
         }
     };

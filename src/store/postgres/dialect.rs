@@ -2,6 +2,8 @@
 //! placeholders, its types, `now()`, and times as RFC 3339 text whatever the session's
 //! DateStyle.
 
+use chrono::{DateTime, SecondsFormat, Utc};
+
 use crate::store::sql::{Sql, SqlError, Value};
 
 /// PostgreSQL numbers its placeholders `$1`; the shared statements hold no other `?`.
@@ -72,41 +74,54 @@ fn pg_rfc3339(column: &str) -> String {
     format!("to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')")
 }
 
-impl Sql for postgres::Client {
-    fn rfc3339(&self, column: &str) -> String {
-        pg_rfc3339(column)
-    }
+/// PostgreSQL's forms of the clauses the shared statements cannot write alike.
+macro_rules! pg_sql {
+    ($t:ty) => {
+        impl Sql for $t {
+            fn rfc3339(&self, column: &str) -> String {
+                pg_rfc3339(column)
+            }
 
-    fn now(&self) -> String {
-        "now()".into()
-    }
+            fn now(&self) -> String {
+                "now()".into()
+            }
 
-    fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, SqlError> {
-        postgres::Client::execute(self, &dollars(sql), &pg_params(params)).map_err(pg_error)
-    }
+            fn ago(&self, micros: &str) -> String {
+                format!("now() - CAST({micros} AS BIGINT) * INTERVAL '1 microsecond'")
+            }
 
-    fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, SqlError> {
-        pg_rows(postgres::Client::query(self, &dollars(sql), &pg_params(params)).map_err(pg_error)?)
-    }
+            // Bound as text, then read as a time: the value's own type is text.
+            fn time(&self, placeholder: &str) -> String {
+                format!("CAST(CAST({placeholder} AS TEXT) AS TIMESTAMPTZ)")
+            }
+
+            fn time_value(&self, t: DateTime<Utc>) -> Value {
+                t.to_rfc3339_opts(SecondsFormat::Micros, true)
+                    .as_str()
+                    .into()
+            }
+
+            fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, SqlError> {
+                <$t>::execute(self, &dollars(sql), &pg_params(params)).map_err(pg_error)
+            }
+
+            fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, SqlError> {
+                pg_rows(<$t>::query(self, &dollars(sql), &pg_params(params)).map_err(pg_error)?)
+            }
+
+            fn insert_returning_id(
+                &mut self,
+                sql: &str,
+                params: &[Value],
+            ) -> Result<i64, SqlError> {
+                let rows = Sql::query(self, &format!("{sql} RETURNING id"), params)?;
+                rows.first()
+                    .and_then(|row| row[0].int())
+                    .ok_or_else(|| "the INSERT returned no id".into())
+            }
+        }
+    };
 }
 
-impl Sql for postgres::Transaction<'_> {
-    fn rfc3339(&self, column: &str) -> String {
-        pg_rfc3339(column)
-    }
-
-    fn now(&self) -> String {
-        "now()".into()
-    }
-
-    fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, SqlError> {
-        postgres::Transaction::execute(self, &dollars(sql), &pg_params(params)).map_err(pg_error)
-    }
-
-    fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, SqlError> {
-        pg_rows(
-            postgres::Transaction::query(self, &dollars(sql), &pg_params(params))
-                .map_err(pg_error)?,
-        )
-    }
-}
+pg_sql!(postgres::Client);
+pg_sql!(postgres::Transaction<'_>);

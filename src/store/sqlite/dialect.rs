@@ -30,6 +30,11 @@ impl Sql for &rusqlite::Connection {
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
+
+    fn insert_returning_id(&mut self, sql: &str, params: &[Value]) -> Result<i64, SqlError> {
+        Sql::execute(self, sql, params)?;
+        Ok(self.last_insert_rowid())
+    }
 }
 
 impl Sql for rusqlite::Connection {
@@ -39,6 +44,10 @@ impl Sql for rusqlite::Connection {
 
     fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, SqlError> {
         Sql::query(&mut &*self, sql, params)
+    }
+
+    fn insert_returning_id(&mut self, sql: &str, params: &[Value]) -> Result<i64, SqlError> {
+        Sql::insert_returning_id(&mut &*self, sql, params)
     }
 }
 
