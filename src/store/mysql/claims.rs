@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use mysql::Value as My;
+use mysql::{TxOpts, Value as My};
 use mysql::prelude::Queryable;
 
 use super::connection::placeholders;
@@ -336,20 +336,31 @@ impl Heartbeat for MysqlHeartbeat {
         if self.conn.ping().is_err() {
             self.conn = super::connect(&self.url, self.lock_wait)?;
         }
-        let (claims, runs, owner, run_id) = (&self.claims, &self.runs, &self.owner, self.run_id);
-        transaction(&mut self.conn, "renewing claims", |tx| {
-            tx.exec_drop(
-                format!(
-                    "UPDATE {claims} SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND WHERE owner = ?"
-                ),
-                (lease_us(lease_until), owner),
-            )?;
-            tx.exec_drop(
-                format!("UPDATE {runs} SET heartbeat_at = UTC_TIMESTAMP(6) WHERE id = ?"),
-                (run_id,),
-            )?;
-            Ok(())
-        })
+        // Not tried again on a deadlock or a lock wait: the next beat, a quarter lease
+        // later, is the retry. Retried here, a beat could wait out several lock waits
+        // and renew claims that had run out meanwhile, as if nothing had happened.
+        let context = "renewing claims";
+        let mut tx = self
+            .conn
+            .start_transaction(TxOpts::default())
+            .map_err(my(context))?;
+        tx.exec_drop(
+            format!(
+                "UPDATE {} SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND WHERE owner = ?",
+                self.claims
+            ),
+            (lease_us(lease_until), &self.owner),
+        )
+        .map_err(my(context))?;
+        tx.exec_drop(
+            format!(
+                "UPDATE {} SET heartbeat_at = UTC_TIMESTAMP(6) WHERE id = ?",
+                self.runs
+            ),
+            (self.run_id,),
+        )
+        .map_err(my(context))?;
+        tx.commit().map_err(my(context))
     }
 }
 

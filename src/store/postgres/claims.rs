@@ -291,26 +291,26 @@ impl Heartbeat for PostgresHeartbeat {
         if self.client.is_closed() {
             self.client = connect(&self.url)?;
         }
+        // Not tried again on a deadlock: the next beat, a quarter lease later, is the
+        // retry (a beat retried past the lease would renew claims that had run out).
         let context = "renewing claims";
-        crate::store::fault::retrying(context, || {
-            let mut tx = self.client.transaction().map_err(pg(context))?;
-            tx.execute(
-                &format!(
-                    "UPDATE {} SET expires_at = now() + make_interval(secs => $1) WHERE owner = $2",
-                    self.claims
-                ),
-                &[&lease_secs(lease_until), &self.owner],
-            )
-            .map_err(pg(context))?;
-            tx.execute(
-                &format!(
-                    "UPDATE {} SET heartbeat_at = now() WHERE id = $1",
-                    self.runs
-                ),
-                &[&self.run_id],
-            )
-            .map_err(pg(context))?;
-            tx.commit().map_err(pg(context))
-        })
+        let mut tx = self.client.transaction().map_err(pg(context))?;
+        tx.execute(
+            &format!(
+                "UPDATE {} SET expires_at = now() + make_interval(secs => $1) WHERE owner = $2",
+                self.claims
+            ),
+            &[&lease_secs(lease_until), &self.owner],
+        )
+        .map_err(pg(context))?;
+        tx.execute(
+            &format!(
+                "UPDATE {} SET heartbeat_at = now() WHERE id = $1",
+                self.runs
+            ),
+            &[&self.run_id],
+        )
+        .map_err(pg(context))?;
+        tx.commit().map_err(pg(context))
     }
 }
