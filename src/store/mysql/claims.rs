@@ -5,8 +5,8 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use mysql::{TxOpts, Value as My};
 use mysql::prelude::Queryable;
+use mysql::{TxOpts, Value as My};
 
 use super::connection::placeholders;
 use super::connection::{Failed, transaction};
