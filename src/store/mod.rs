@@ -14,6 +14,7 @@
 
 mod attempts;
 mod band_statuses;
+mod claims;
 mod error;
 mod fault;
 #[cfg(feature = "mysql")]

@@ -226,47 +226,6 @@ impl MysqlStore {
         })
     }
 
-    pub(super) fn release_claims(&mut self, owner: &str) -> Result<(), StoreError> {
-        let sql = format!(
-            "DELETE FROM {} WHERE table_name = ? AND owner = ?",
-            self.own_table("backlog_claims")
-        );
-        let name = self.table.name.clone();
-        transaction(&mut self.conn, "releasing claims", |tx| {
-            Ok(tx.exec_drop(&sql, (&name, owner))?)
-        })
-    }
-
-    pub(super) fn find_holder(
-        &mut self,
-        record: &Record,
-    ) -> Result<Option<crate::store::Held>, StoreError> {
-        if !self.has_table("backlog_claims")? {
-            return Ok(None);
-        }
-        let sql = format!(
-            "SELECT owner, claimed_at, expires_at FROM {} WHERE table_name = ? AND record_id = ? AND expires_at > UTC_TIMESTAMP(6)",
-            self.own_table("backlog_claims")
-        );
-        let row: Option<(My, My, My)> = self
-            .conn
-            .exec_first(sql, (&self.table.name, record.id.to_string()))
-            .map_err(my("reading the tool's claims"))?;
-        Ok(row.map(|(owner, claimed, expires)| {
-            let time = |v: &My| values::naive(v).map(|t| t.and_utc()).unwrap_or_default();
-            match values::text(&owner) {
-                Some(o) if o == KEPT_OWNER => crate::store::Held {
-                    owner: None,
-                    until: time(&claimed),
-                },
-                owner => crate::store::Held {
-                    owner,
-                    until: time(&expires),
-                },
-            }
-        }))
-    }
-
     pub(super) fn count_held(&mut self) -> Result<(u64, u64), StoreError> {
         if !self.has_table("backlog_claims")? {
             return Ok((0, 0));

@@ -212,7 +212,9 @@ impl Store for MysqlStore {
     }
 
     fn release(&mut self, owner: &str) -> Result<(), StoreError> {
-        self.release_claims(owner)
+        retrying("releasing claims", || {
+            crate::store::claims::release(self.own("backlog_claims")?, owner)
+        })
     }
 
     /// None where no index starts with the id: the marks' lock would scan the table,
@@ -286,7 +288,7 @@ impl Store for MysqlStore {
     }
 
     fn holder(&mut self, record: &Record) -> Result<Option<super::Held>, StoreError> {
-        self.find_holder(record)
+        crate::store::claims::holder(self.own("backlog_claims")?, &record.id.to_string())
     }
 
     fn held_counts(&mut self) -> Result<(u64, u64), StoreError> {

@@ -137,17 +137,6 @@ impl PostgresStore {
             .collect())
     }
 
-    pub(super) fn release_claims(&mut self, owner: &str) -> Result<(), StoreError> {
-        let sql = format!(
-            "DELETE FROM {} WHERE table_name = $1 AND owner = $2",
-            self.own_table("backlog_claims")
-        );
-        self.client
-            .execute(&sql, &[&self.table.name, &owner])
-            .map_err(pg("releasing claims"))?;
-        Ok(())
-    }
-
     pub(super) fn claim_records(
         &mut self,
         owner: &str,
@@ -170,37 +159,6 @@ impl PostgresStore {
             .into_iter()
             .filter(|r| claimed.contains(&r.id.to_string()))
             .collect())
-    }
-
-    pub(super) fn find_holder(
-        &mut self,
-        record: &Record,
-    ) -> Result<Option<crate::store::Held>, StoreError> {
-        if !self.has_run_log()? {
-            return Ok(None);
-        }
-        let sql = format!(
-            "SELECT owner, claimed_at, expires_at FROM {} WHERE table_name = $1 AND record_id = $2 AND expires_at > now()",
-            self.own_table("backlog_claims")
-        );
-        let row = self
-            .client
-            .query_opt(&sql, &[&self.table.name, &record.id.to_string()])
-            .map_err(pg("reading the tool's claims"))?;
-        Ok(row.map(|r| {
-            let owner: String = r.get(0);
-            if owner == KEPT_OWNER {
-                crate::store::Held {
-                    owner: None,
-                    until: r.get(1),
-                }
-            } else {
-                crate::store::Held {
-                    owner: Some(owner),
-                    until: r.get(2),
-                }
-            }
-        }))
     }
 
     pub(super) fn count_held(&mut self) -> Result<(u64, u64), StoreError> {

@@ -294,7 +294,9 @@ impl Store for PostgresStore {
     }
 
     fn release(&mut self, owner: &str) -> Result<(), StoreError> {
-        retrying("releasing claims", || self.release_claims(owner))
+        retrying("releasing claims", || {
+            crate::store::claims::release(self.own("backlog_claims")?, owner)
+        })
     }
 
     fn held_by_others(&mut self, owner: &str, band: &BandQuery) -> Result<Option<u64>, StoreError> {
@@ -349,7 +351,7 @@ impl Store for PostgresStore {
     }
 
     fn holder(&mut self, record: &Record) -> Result<Option<super::Held>, StoreError> {
-        self.find_holder(record)
+        crate::store::claims::holder(self.own("backlog_claims")?, &record.id.to_string())
     }
 
     fn held_counts(&mut self) -> Result<(u64, u64), StoreError> {

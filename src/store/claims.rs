@@ -1,0 +1,70 @@
+//! The servers' claims (PostgreSQL, MySQL: a row of `backlog_claims` a record), read
+//! and written alike on both through the shared statements: a tick's release of what
+//! it still holds, and who holds a record now. Taking and marking stay each server's
+//! (PostgreSQL's arrays and prepared plans, MySQL's row locks through the id's index).
+#![cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
+
+use chrono::{DateTime, Utc};
+
+use super::sql::failed;
+use super::{Held, KEPT_OWNER, Own, StoreError};
+
+/// Lets go of every claim `owner` holds on the table (the kept failures, under
+/// another owner, stay).
+pub(super) fn release(own: Own<'_>, owner: &str) -> Result<(), StoreError> {
+    if !own.exists {
+        return Ok(());
+    }
+    let s = &own.prefix;
+    own.sql
+        .execute(
+            &format!("DELETE FROM {s}backlog_claims WHERE table_name = ?1 AND owner = ?2"),
+            &[own.table.into(), owner.into()],
+        )
+        .map_err(failed("releasing claims"))?;
+    Ok(())
+}
+
+/// Who holds the record with this id now: a tick until its claim runs out, or the
+/// keep of a failure until its slot ends.
+pub(super) fn holder(own: Own<'_>, record_id: &str) -> Result<Option<Held>, StoreError> {
+    if !own.exists {
+        return Ok(None);
+    }
+    let s = &own.prefix;
+    let sql = own.sql;
+    let rows = sql
+        .query(
+            &format!(
+                "SELECT owner, {claimed}, {expires} FROM {s}backlog_claims WHERE table_name = ?1 AND record_id = ?2 AND expires_at > {now}",
+                claimed = sql.rfc3339("claimed_at"),
+                expires = sql.rfc3339("expires_at"),
+                now = sql.now(),
+            ),
+            &[own.table.into(), record_id.into()],
+        )
+        .map_err(failed("reading the tool's claims"))?;
+    let Some(row) = rows.first() else {
+        return Ok(None);
+    };
+    let time = |i: usize| -> Result<DateTime<Utc>, StoreError> {
+        let text = row[i].text().unwrap_or_default();
+        DateTime::parse_from_rfc3339(&text)
+            .map(|t| t.with_timezone(&Utc))
+            .map_err(|e| {
+                StoreError::Schema(format!(
+                    "backlog_claims holds a time {text:?} that is not RFC 3339: {e}"
+                ))
+            })
+    };
+    Ok(Some(match row[0].text() {
+        Some(owner) if owner == KEPT_OWNER => Held {
+            owner: None,
+            until: time(1)?,
+        },
+        owner => Held {
+            owner,
+            until: time(2)?,
+        },
+    }))
+}
