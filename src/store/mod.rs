@@ -13,6 +13,7 @@
 //! lease runs out.
 
 mod attempts;
+mod band;
 mod band_statuses;
 mod claims;
 mod error;
@@ -36,6 +37,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 pub use attempts::{Attempt, AttemptQuery};
+pub use band::{BandQuery, Cursor, Page, Range};
 pub use error::StoreError;
 pub use fault::Fault;
 #[cfg(feature = "mysql")]
@@ -45,6 +47,7 @@ use own::write_attempts;
 pub use pauses::Pause;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
+pub use runs::{RunEnd, RunRow, RunStart};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 pub use totals::{DURATION_BUCKETS, DurationHistogram, RecentRun, RunTotals};
@@ -135,196 +138,6 @@ fn group_marks(
         groups.entry((&*m.status, since)).or_default().push(&m.id);
     }
     groups
-}
-
-/// The bounds of a band, encoded in the inserted-at column's format.
-#[derive(Debug, Clone)]
-pub struct BandQuery {
-    /// Inclusive lower bound (the oldest inserted-at value in the band).
-    pub from: Scalar,
-    /// Exclusive upper bound (the newest inserted-at value), inclusive when `to_inclusive`.
-    pub to: Scalar,
-    /// Set when the band reaches age 0, so a record is taken from the moment it exists.
-    pub to_inclusive: bool,
-    /// Take records that failed earlier in their tier's slot too, though they are
-    /// kept from other ticks until the slot ends (`backlog run --retry-failed`).
-    pub take_tried: bool,
-    /// The tick's clock (`--now`, or the real time): a failure is kept until the end
-    /// of its slot by this clock (see `Mark::keep_until`), so a tick reproduced with a
-    /// pinned clock sees the slots that clock is in.
-    pub clock: DateTime<Utc>,
-    /// The tick wants every record it reads (no `spread`, no `[retry]` delay). Only
-    /// then may a backend lock a page's rows as it reads them: a row locked and not
-    /// wanted would be skipped by a tick that wants it (another tier's, a
-    /// `--retry-failed` run) and missed for its slot.
-    pub wants_all: bool,
-}
-
-/// Where the previous page ended: the last record's inserted-at value and id. Pages go
-/// newest first, by (inserted-at, id) descending.
-#[derive(Debug, Clone)]
-pub struct Cursor {
-    /// The inserted-at value of the page's last record.
-    pub inserted_at: Scalar,
-    /// The id of the page's last record, which breaks ties between equal inserted-at
-    /// values.
-    pub id: Scalar,
-}
-
-/// One page of a band as `take` leaves it.
-#[derive(Debug, Default)]
-pub struct Page {
-    /// Where the page ended, for the next one; none when it read nothing.
-    pub cursor: Option<Cursor>,
-    /// How many records the page read: fewer than asked for means the band's end.
-    pub read: usize,
-    /// The records now this tick's to hand over, in band order.
-    pub taken: Vec<Record>,
-    /// Records the tick did not want (its spread share, a `[retry]` delay not over).
-    pub deferred: u64,
-    /// Records another live tick holds, or that one marked since the page was read.
-    pub skipped: u64,
-}
-
-impl Cursor {
-    /// Where a page that ends with `record` ends.
-    pub fn after(record: &Record) -> Cursor {
-        Cursor {
-            inserted_at: record.inserted_at(),
-            id: record.id.clone(),
-        }
-    }
-}
-
-impl Page {
-    /// The page's accounting, from the records read, whether each (by its place in
-    /// `read`) is now this tick's were it wanted, and what the tick wants. The records
-    /// taken stay in the vector they were read into.
-    fn sorted(
-        mut read: Vec<Record>,
-        ours: impl Fn(usize, &Record) -> bool,
-        wanted: &dyn Fn(&Record) -> bool,
-    ) -> Page {
-        let mut page = Page {
-            cursor: read.last().map(Cursor::after),
-            read: read.len(),
-            ..Page::default()
-        };
-        let mut i = 0;
-        read.retain(|record| {
-            let mine = ours(i, record);
-            i += 1;
-            if !wanted(record) {
-                page.deferred += 1;
-                false
-            } else if !mine {
-                page.skipped += 1;
-                false
-            } else {
-                true
-            }
-        });
-        page.taken = read;
-        page
-    }
-}
-
-/// A tick as the run log records it when it starts.
-#[derive(Debug, Clone)]
-pub struct RunStart {
-    /// The tier's window (zero for `backlog retry`): which tier the run-log row is about.
-    pub window: Duration,
-    /// The tier's 1-based number; none for a window no tier has, or a run that is no tick.
-    pub tier: Option<usize>,
-    /// The band's lower age bound (exclusive, unless zero).
-    pub younger: Duration,
-    /// The band's upper age bound (inclusive).
-    pub older: Duration,
-    /// How the bands were computed: `disjoint` or `cumulative` (see `BandMode`), or
-    /// `retry` / `not started` for a run that is not a tick of a band.
-    pub bands: &'static str,
-    /// The tick's `now` (pinned or real).
-    pub now: DateTime<Utc>,
-    /// The tick's name in holds and the run log, unique across hosts: `host/pid/ms/n`,
-    /// with the tick's start in Unix milliseconds and its number in the process.
-    pub owner: String,
-    /// The claims' lease: a run still `running` with no heartbeat for a whole lease was
-    /// killed or cut off (its claims have run out), and `begin_run` closes it as
-    /// `abandoned`.
-    pub lease: Duration,
-    /// How long attempts are kept, and how many a record: `begin_run` deletes a step
-    /// of those past `keep`, and the marks keep each record's newest.
-    pub history: crate::config::HistoryConfig,
-}
-
-/// How a tick ended, for the run log.
-#[derive(Debug, Clone, Default)]
-pub struct RunEnd {
-    /// Records handed to the handler.
-    pub selected: u64,
-    /// Records marked with the success status.
-    pub succeeded: u64,
-    /// Records marked with any other status.
-    pub failed: u64,
-    /// Records of the band held by another tick, or marked by one since they were read.
-    pub skipped: u64,
-    /// Handled, but not marked: the tick no longer held them, or their group of marks
-    /// could not be written.
-    pub lost: u64,
-    /// `done`, `stopped` (a signal ended it early), `tripped` (the breaker), `lapsed`
-    /// (its holds ran out) or `failed`.
-    pub outcome: &'static str,
-    /// Why the tick did not end `done`: the error, the broken handler, the lapse or
-    /// the breaker's reason.
-    pub error: Option<String>,
-}
-
-/// A range of inserted-at values for counting: `from` inclusive unless `from_exclusive`,
-/// `to` exclusive unless `to_inclusive`; an open end is unbounded.
-#[derive(Debug, Clone, Default)]
-pub struct Range {
-    /// Lower bound; unbounded when none.
-    pub from: Option<Scalar>,
-    /// Leave out records inserted exactly at `from`.
-    pub from_exclusive: bool,
-    /// Upper bound; unbounded when none.
-    pub to: Option<Scalar>,
-    /// Count records inserted exactly at `to` too.
-    pub to_inclusive: bool,
-    /// Count only this many records of the range (any), a sample: what a tick looks at
-    /// when its band held nothing pending, at a cost that does not grow with the band.
-    pub sample: Option<usize>,
-}
-
-/// The last tick of one window, from the run log.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct RunRow {
-    /// The run log's row id: the `run_id` of `backlog status` and `--json`.
-    pub run_id: i64,
-    /// The tier's window in seconds; 0 for `backlog retry` runs.
-    pub window_secs: u64,
-    /// The tick's `now`.
-    pub clock: DateTime<Utc>,
-    /// When the tick started by the runner's real clock (not `clock`), RFC 3339 UTC with
-    /// milliseconds.
-    pub started_at: String,
-    /// When it ended, in the same form; none while it runs (or if it died unrecorded).
-    pub finished_at: Option<String>,
-    /// Records handed to the handler.
-    pub selected: u64,
-    /// Records marked with the success status.
-    pub succeeded: u64,
-    /// Records marked with any other status.
-    pub failed: u64,
-    /// Records the tick left to other ticks holding them.
-    pub skipped: u64,
-    /// `running`, `done`, `stopped`, `tripped`, `lapsed`, `failed`, or `abandoned`
-    /// (it stopped renewing its lease without finishing: killed, or its host went
-    /// away).
-    pub outcome: String,
-    /// Why it did not end `done` (see `RunEnd::error`); for `abandoned`, since when
-    /// it was silent.
-    pub error: Option<String>,
 }
 
 /// How the database runs a band query, for `backlog doctor`.

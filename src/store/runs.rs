@@ -8,7 +8,88 @@ use chrono::{DateTime, Utc};
 
 use super::fault::housekeeping;
 use super::sql::{Sql, Value, failed};
-use super::{KEPT_OWNER, RunEnd, RunRow, RunStart, StoreError};
+use super::{KEPT_OWNER, StoreError};
+
+/// A tick as the run log records it when it starts.
+#[derive(Debug, Clone)]
+pub struct RunStart {
+    /// The tier's window (zero for `backlog retry`): which tier the run-log row is about.
+    pub window: Duration,
+    /// The tier's 1-based number; none for a window no tier has, or a run that is no tick.
+    pub tier: Option<usize>,
+    /// The band's lower age bound (exclusive, unless zero).
+    pub younger: Duration,
+    /// The band's upper age bound (inclusive).
+    pub older: Duration,
+    /// How the bands were computed: `disjoint` or `cumulative` (see `BandMode`), or
+    /// `retry` / `not started` for a run that is not a tick of a band.
+    pub bands: &'static str,
+    /// The tick's `now` (pinned or real).
+    pub now: DateTime<Utc>,
+    /// The tick's name in holds and the run log, unique across hosts: `host/pid/ms/n`,
+    /// with the tick's start in Unix milliseconds and its number in the process.
+    pub owner: String,
+    /// The claims' lease: a run still `running` with no heartbeat for a whole lease was
+    /// killed or cut off (its claims have run out), and `begin_run` closes it as
+    /// `abandoned`.
+    pub lease: Duration,
+    /// How long attempts are kept, and how many a record: `begin_run` deletes a step
+    /// of those past `keep`, and the marks keep each record's newest.
+    pub history: crate::config::HistoryConfig,
+}
+
+/// How a tick ended, for the run log.
+#[derive(Debug, Clone, Default)]
+pub struct RunEnd {
+    /// Records handed to the handler.
+    pub selected: u64,
+    /// Records marked with the success status.
+    pub succeeded: u64,
+    /// Records marked with any other status.
+    pub failed: u64,
+    /// Records of the band held by another tick, or marked by one since they were read.
+    pub skipped: u64,
+    /// Handled, but not marked: the tick no longer held them, or their group of marks
+    /// could not be written.
+    pub lost: u64,
+    /// `done`, `stopped` (a signal ended it early), `tripped` (the breaker), `lapsed`
+    /// (its holds ran out) or `failed`.
+    pub outcome: &'static str,
+    /// Why the tick did not end `done`: the error, the broken handler, the lapse or
+    /// the breaker's reason.
+    pub error: Option<String>,
+}
+
+/// The last tick of one window, from the run log.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RunRow {
+    /// The run log's row id: the `run_id` of `backlog status` and `--json`.
+    pub run_id: i64,
+    /// The tier's window in seconds; 0 for `backlog retry` runs.
+    pub window_secs: u64,
+    /// The tick's `now`.
+    pub clock: DateTime<Utc>,
+    /// When the tick started by the runner's real clock (not `clock`), RFC 3339 UTC with
+    /// milliseconds.
+    pub started_at: String,
+    /// When it ended, in the same form; none while it runs (or if it died unrecorded).
+    pub finished_at: Option<String>,
+    /// Records handed to the handler.
+    pub selected: u64,
+    /// Records marked with the success status.
+    pub succeeded: u64,
+    /// Records marked with any other status.
+    pub failed: u64,
+    /// Records the tick left to other ticks holding them.
+    pub skipped: u64,
+    /// `running`, `done`, `stopped`, `tripped`, `lapsed`, `failed`, or `abandoned`
+    /// (it stopped renewing its lease without finishing: killed, or its host went
+    /// away).
+    pub outcome: String,
+    /// Why it did not end `done` (see `RunEnd::error`); for `abandoned`, since when
+    /// it was silent.
+    pub error: Option<String>,
+}
 
 /// A time of the run log, as `Sql::rfc3339` gives it.
 fn instant(text: &str) -> Result<DateTime<Utc>, StoreError> {
