@@ -6,17 +6,18 @@
 //! where the tick still holds the record (`Store::mark`); a mark that lands nowhere is
 //! taken back out of the counts and counted as lost, never as a success.
 
-use std::sync::{Arc, mpsc};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
+use super::mark_writer::Writer;
 use super::options::Event;
 use super::tally::Tally;
 use crate::config::{HistoryConfig, HistoryRecord};
 use crate::handler::{Ending, Handled, Outcome};
 use crate::record::Record;
-use crate::store::{Attempt, Mark, MarkWriter, Store, StoreError};
+use crate::store::{Attempt, Mark, Store, StoreError};
 
 /// How many failures a tick logs at WARN, one line each; the rest are counted in one
 /// line at its end (the attempts keep them all).
@@ -253,13 +254,7 @@ impl<'o> Marks<'o> {
         }
         self.open_writer(store);
         if let Some(writer) = self.writer.as_mut() {
-            let before = writer.wait();
-            writer
-                .groups
-                .send((marks, succeeded))
-                .expect("the writer lives as long as the tick's scope");
-            writer.out = true;
-            if let Some((marks, succeeded, lost)) = before {
+            if let Some((marks, succeeded, lost)) = writer.send(marks, succeeded) {
                 self.settle_group(&marks, &succeeded, lost, store)?;
             }
             return Ok(());
@@ -454,63 +449,5 @@ pub(super) fn log_unshown(tally: &Tally) {
             "{} more records failed in this tick (not shown; `backlog show ID` lists a record's attempts)",
             tally.warned - WARN_CAP
         );
-    }
-}
-
-/// A group of marks and whether each succeeded.
-type Group = (Vec<Mark>, Vec<bool>);
-
-/// A group written: the places of its lost marks, or why it could not be written.
-type Written = (Vec<Mark>, Vec<bool>, Result<Vec<usize>, StoreError>);
-
-/// The thread that writes groups on the store's second connection (`Marks::open_writer`).
-struct Writer {
-    groups: mpsc::Sender<Group>,
-    done: mpsc::Receiver<Written>,
-    /// A group is being written.
-    out: bool,
-    thread: std::thread::JoinHandle<()>,
-}
-
-impl Writer {
-    /// Writes each group it is sent with `writer`, on a thread of its own, until the
-    /// channel closes.
-    fn start(mut writer: Box<dyn MarkWriter>, owner: &str) -> Self {
-        let (groups, to_write) = mpsc::channel::<Group>();
-        let (written, done) = mpsc::channel();
-        let owner = owner.to_string();
-        let thread = std::thread::spawn(move || {
-            for (marks, succeeded) in to_write {
-                let lost = writer.mark(&owner, &marks);
-                if written.send((marks, succeeded, lost)).is_err() {
-                    return;
-                }
-            }
-        });
-        Writer {
-            groups,
-            done,
-            out: false,
-            thread,
-        }
-    }
-
-    /// The last group, once written; then the thread ends, and its connection closes.
-    fn end(mut self) -> Option<Written> {
-        let last = self.wait();
-        drop(self.groups);
-        if let Err(panic) = self.thread.join() {
-            std::panic::resume_unwind(panic);
-        }
-        last
-    }
-
-    /// The group being written, once it is; none when none is out.
-    fn wait(&mut self) -> Option<Written> {
-        if !self.out {
-            return None;
-        }
-        self.out = false;
-        Some(self.done.recv().expect("the writer answers every group"))
     }
 }

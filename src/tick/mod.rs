@@ -26,6 +26,7 @@ mod failed_start;
 mod hand_out;
 mod heartbeat;
 mod lanes;
+mod mark_writer;
 mod marks;
 mod options;
 mod pace;
