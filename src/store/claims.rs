@@ -1,13 +1,43 @@
 //! The servers' claims (PostgreSQL, MySQL: a row of `backlog_claims` a record), read
-//! and written alike on both through the shared statements: a tick's release of what
+//! and written alike on both through the shared statements: the run-log row a tick
+//! opens once the kept failures past their slot are dropped, a tick's release of what
 //! it still holds, and who holds a record now. Taking and marking stay each server's
 //! (PostgreSQL's arrays and prepared plans, MySQL's row locks through the id's index).
 #![cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
 
 use chrono::{DateTime, Utc};
 
-use super::sql::failed;
-use super::{Held, KEPT_OWNER, Own, StoreError};
+use super::fault::housekeeping;
+use super::sql::{Sql, failed};
+use super::{Held, KEPT_OWNER, Own, RunStart, StoreError, runs};
+
+/// Opens the run-log row of `run` on a server (`runs::open`), dropping the failures
+/// the claims kept past their slot.
+pub(super) fn open_run(
+    sql: &mut dyn Sql,
+    s: &str,
+    table: &str,
+    run: &RunStart,
+) -> Result<i64, StoreError> {
+    runs::open(sql, s, table, run, &mut |sql| collect_kept(sql, s, table))
+}
+
+/// Drops the failures the servers' claims kept past the end of their slot. Housekeeping:
+/// a claim another session is writing may hold its row for a while, and what is not
+/// dropped now a later tick drops (a kept failure past its slot is free to take anyway).
+fn collect_kept(sql: &mut dyn Sql, s: &str, table: &str) -> Result<(), StoreError> {
+    let now = sql.now();
+    housekeeping(
+        sql.execute(
+            &format!(
+                "DELETE FROM {s}backlog_claims WHERE table_name = ?1 AND owner = ?2 AND expires_at < {now}"
+            ),
+            &[table.into(), KEPT_OWNER.into()],
+        )
+        .map(drop)
+        .map_err(failed("dropping failures kept past their slot")),
+    )
+}
 
 /// Lets go of every claim `owner` holds on the table (the kept failures, under
 /// another owner, stay).

@@ -6,9 +6,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::fault::housekeeping;
+use super::StoreError;
 use super::sql::{Sql, Value, failed};
-use super::{KEPT_OWNER, StoreError};
 
 /// A tick as the run log records it when it starts.
 #[derive(Debug, Clone)]
@@ -208,24 +207,6 @@ pub(super) fn open(
         &params,
     )
     .map_err(failed(context))
-}
-
-/// Drops the failures the servers' claims kept past the end of their slot. Housekeeping:
-/// a claim another session is writing may hold its row for a while, and what is not
-/// dropped now a later tick drops (a kept failure past its slot is free to take anyway).
-#[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))] // the servers' claims
-pub(super) fn collect_kept(sql: &mut dyn Sql, s: &str, table: &str) -> Result<(), StoreError> {
-    let now = sql.now();
-    housekeeping(
-        sql.execute(
-            &format!(
-                "DELETE FROM {s}backlog_claims WHERE table_name = ?1 AND owner = ?2 AND expires_at < {now}"
-            ),
-            &[table.into(), KEPT_OWNER.into()],
-        )
-        .map(drop)
-        .map_err(failed("dropping failures kept past their slot")),
-    )
 }
 
 /// Closes the run-log row `run_id`, at the database's time.

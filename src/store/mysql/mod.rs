@@ -20,8 +20,9 @@
 //! (the tool's tables, the user's table and its columns), `samples` (a timestamp
 //! column's format), `values` (MySQL's values as
 //! records and bounds), `pages` (the band's pages and the other reads), `claims`
-//! (claims, marks, kept failures, the heartbeat), `runs` (the run log); here, the store
-//! itself, whose `Store` methods call them.
+//! (claims, marks, kept failures, the heartbeat); here, the store itself, whose
+//! `Store` methods call them (the run log is opened as on every server,
+//! `store::claims::open_run`).
 
 use std::sync::Arc;
 
@@ -40,7 +41,6 @@ use crate::timestamp::TimestampFormat;
 mod claims;
 mod connection;
 mod pages;
-mod runs;
 mod samples;
 mod schema;
 mod values;
@@ -268,7 +268,11 @@ impl Store for MysqlStore {
     }
 
     fn begin_run(&mut self, run: &RunStart) -> Result<i64, StoreError> {
-        retrying("writing the run log", || self.open_run(run))
+        self.max_per_record = run.history.max_per_record;
+        let (prefix, table) = (self.prefix.clone(), self.table.name.clone());
+        retrying("writing the run log", || {
+            crate::store::claims::open_run(&mut self.conn, &prefix, &table, run)
+        })
     }
 
     fn take_records(

@@ -1,8 +1,7 @@
-//! The run log on PostgreSQL: a tick's row opened (`store::runs`), after the failures
-//! kept past their slot are dropped.
+//! The run log on PostgreSQL: whether it is there, and a tick's row opened as on
+//! every server (`store::claims::open_run`).
 
 use super::*;
-use crate::store::runs;
 
 impl PostgresStore {
     pub(super) fn has_run_log(&mut self) -> Result<bool, StoreError> {
@@ -18,8 +17,6 @@ impl PostgresStore {
         self.max_per_record = run.history.max_per_record;
         let prefix = format!("{}.", self.schema);
         let table = self.table.name.clone();
-        runs::open(&mut self.client, &prefix, &table, run, &mut |sql| {
-            runs::collect_kept(sql, &prefix, &table)
-        })
+        crate::store::claims::open_run(&mut self.client, &prefix, &table, run)
     }
 }
