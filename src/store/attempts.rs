@@ -10,7 +10,7 @@
 use chrono::{DateTime, TimeZone as _, Utc};
 
 use super::StoreError;
-use super::sql::{Sql, Value, failed, rows_of};
+use super::sql::{Sql, Value, failed, numbered, rows_of};
 
 /// The table, for a backend: `{s}` is where the tool's tables are (`` or `schema.`),
 /// `{id}` the backend's auto-increment key.
@@ -126,13 +126,12 @@ pub(super) fn write(
     for chunk in ids.chunks(500) {
         let mut params: Vec<Value> = vec![table.into(), i64::from(max_per_record).into()];
         params.extend(chunk.iter().map(|id| Value::from(*id)));
-        let list: Vec<String> = (0..chunk.len()).map(|i| format!("?{}", i + 3)).collect();
         let beyond = format!(
             "SELECT id FROM (
                  SELECT id, row_number() OVER (PARTITION BY record_id ORDER BY id DESC) AS n
                  FROM {s}backlog_attempts WHERE table_name = ?1 AND record_id IN ({})
              ) AS ranked WHERE n > ?2",
-            list.join(", ")
+            numbered(3, chunk.len())
         );
         let rows = sql.query(&beyond, &params).map_err(failed(context))?;
         delete_ids(sql, s, &rows, context)?;
@@ -153,12 +152,11 @@ fn delete_ids(
     let mut deleted = 0;
     for chunk in rows.chunks(1000) {
         let ids: Vec<Value> = chunk.iter().map(|r| Value::from(r[0].int())).collect();
-        let list: Vec<String> = (1..=ids.len()).map(|i| format!("?{i}")).collect();
         deleted += sql
             .execute(
                 &format!(
                     "DELETE FROM {s}backlog_attempts WHERE id IN ({})",
-                    list.join(", ")
+                    numbered(1, ids.len())
                 ),
                 &ids,
             )

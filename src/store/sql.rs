@@ -130,16 +130,19 @@ pub(super) fn failed(context: &str) -> impl FnOnce(SqlError) -> StoreError + '_ 
     }
 }
 
+/// `?a, ?a+1, …`: `n` placeholders numbered from `first`, for an `IN (…)` list.
+pub(super) fn numbered(first: usize, n: usize) -> String {
+    (first..first + n)
+        .map(|i| format!("?{i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// `(?a, ?a+1, …), (…)`: the placeholders of `rows` rows of `width` values for a
 /// multi-row INSERT, numbered from `first`.
 pub(super) fn rows_of(rows: usize, width: usize, first: usize) -> String {
     (0..rows)
-        .map(|r| {
-            let cells: Vec<String> = (0..width)
-                .map(|c| format!("?{}", first + r * width + c))
-                .collect();
-            format!("({})", cells.join(", "))
-        })
+        .map(|r| format!("({})", numbered(first + r * width, width)))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -150,6 +153,7 @@ mod tests {
 
     #[test]
     fn rows_are_numbered_in_order() {
+        assert_eq!(numbered(3, 2), "?3, ?4");
         assert_eq!(rows_of(2, 2, 2), "(?2, ?3), (?4, ?5)");
     }
 }

@@ -3,6 +3,7 @@
 //! slot ends; what `retry`, `show` and the metrics ask of them.
 
 use super::*;
+use crate::store::sql::numbered;
 
 /// Whether a tick other than ?2 holds a span of table ?1 at ?3 (unix milliseconds).
 const OTHERS_HOLD: &str = "SELECT EXISTS (SELECT 1 FROM backlog_holds WHERE table_name = ?1 AND owner <> ?2 AND expires_at > ?3)";
@@ -315,9 +316,7 @@ impl SqliteStore {
         let q = self.sql();
         // Both counts join the table and count what is still pending: ?1 table, ?2
         // now, ?3… the pending statuses.
-        let pending: Vec<String> = (0..self.table.pending.len())
-            .map(|i| format!("?{}", i + 3))
-            .collect();
+        let pending = numbered(3, self.table.pending.len());
         let count = |from: String| -> Result<i64, StoreError> {
             let mut values: Vec<&dyn ToSql> = vec![&self.table.name, &now];
             values.extend(self.table.pending.iter().map(|p| p as &dyn ToSql));
@@ -325,7 +324,7 @@ impl SqliteStore {
                 .query_row(
                     &format!(
                         "SELECT count(*) FROM {from} AND {t}.{st} IN ({})",
-                        pending.join(", "),
+                        pending,
                         t = q.table,
                         st = q.status
                     ),

@@ -2,6 +2,7 @@
 //! it), rows into records, and the reads `doctor` and `show` make.
 
 use super::*;
+use crate::store::sql::numbered;
 
 /// The SQL of a table, with names checked against the schema and quoted.
 #[derive(Debug, Clone)]
@@ -196,10 +197,7 @@ impl SqliteStore {
         let pending = if q.by_status {
             "= ?9".to_string()
         } else {
-            let list: Vec<String> = (0..self.table.pending.len())
-                .map(|i| format!("?{}", i + 9))
-                .collect();
-            format!("IN ({})", list.join(", "))
+            format!("IN ({})", numbered(9, self.table.pending.len()))
         };
         let status = if q.unindexed_status && !q.by_status {
             format!("+{}", q.status)
@@ -419,10 +417,7 @@ impl SqliteStore {
         let list = if one_at_a_time {
             "?3".to_string()
         } else {
-            (0..statuses.len())
-                .map(|i| format!("?{}", i + 3))
-                .collect::<Vec<_>>()
-                .join(", ")
+            numbered(3, statuses.len())
         };
         let query = format!(
             "SELECT * FROM {t} WHERE {st} IN ({list}) AND {ins} IS NOT NULL AND (?2 IS NULL OR {ins} < ?2) ORDER BY {ins} ASC LIMIT ?1",
