@@ -146,12 +146,12 @@ pub fn process_backlog(
         preview(store, begun, opts, on_event)?
     } else {
         let mut run = open_run(schedule, store, &begun.summary, opts)?;
-        let marked = hand_out_and_mark(
+        let (result, tally) = hand_out_and_mark(
             schedule, table, store, handler, &begun, &mut run, opts, on_event,
         );
         // The tick's error comes first; then the run log's.
-        let logged = close(table, store, &begun.query, &run, &marked);
-        let tally = marked.into_tally()?;
+        let logged = close(table, store, &begun.query, &run, &result, &tally);
+        result?;
         logged?;
         let mut summary = begun.summary;
         summary.run_id = Some(run.id);
@@ -243,8 +243,8 @@ fn open_run(
 }
 
 /// Hands the band's records out and marks what comes back; whatever happened, what
-/// was handled is written and the holds are let go. Returns the counts, or the error
-/// that ended the tick, with the counts it had (for the run log).
+/// was handled is written and the holds are let go. Returns how the tick ended and its
+/// counts (the run log takes both, even after an error).
 #[allow(clippy::too_many_arguments)]
 fn hand_out_and_mark(
     schedule: &Schedule,
@@ -255,7 +255,7 @@ fn hand_out_and_mark(
     run: &mut Run,
     opts: &TickOptions,
     on_event: &mut dyn FnMut(Event<'_>),
-) -> Marked {
+) -> (Result<(), Error>, Tally) {
     let store_err = Error::store(store.describe());
     // A record that fails is kept from every tick until the schedule's next try of it
     // (by the tick's clock): one try per slot, however many runners or overlapping
@@ -329,17 +329,7 @@ fn hand_out_and_mark(
     }
     let tally = marks.tally;
     log_unshown(&tally);
-    Marked(result.and(cleanup), tally)
-}
-
-/// What a tick's records came to: how the tick ended, and its counts.
-struct Marked(Result<(), Error>, Tally);
-
-impl Marked {
-    /// The counts, unless the tick ended on an error.
-    fn into_tally(self) -> Result<Tally, Error> {
-        self.0.map(|()| self.1)
-    }
+    (result.and(cleanup), tally)
 }
 
 /// Closes the run-log row with the counts and the outcome; after a tick whose band
@@ -349,9 +339,9 @@ fn close(
     store: &mut dyn Store,
     query: &BandQuery,
     run: &Run,
-    marked: &Marked,
+    result: &Result<(), Error>,
+    tally: &Tally,
 ) -> Result<(), Error> {
-    let Marked(result, tally) = marked;
     store
         .finish_run(run.id, &tally.run_end(result))
         .map_err(Error::store(store.describe()))?;
