@@ -12,6 +12,9 @@ use chrono::{DateTime, NaiveDateTime, SecondsFormat, Utc};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
+mod row_buffer;
+pub use row_buffer::RowBuffer;
+
 /// A single database value of the kinds ids and inserted-at columns hold, in the
 /// column's own type: a handler matches on it (`Scalar::Int(id)`) or prints it (its
 /// `Display` is the value as the database holds it).
@@ -184,97 +187,6 @@ impl Serialize for Cell<'_> {
     }
 }
 
-/// The values of a page's rows, in two buffers that the page's records share: reading
-/// a record allocates nothing, and a handler that reads no column builds no JSON. A
-/// tick with an in-process handler spent more on a record's own allocations (a vector,
-/// a string per text column, a copy of its inserted-at text) than on reading the row.
-#[derive(Debug)]
-pub struct RowBuffer {
-    names: Arc<[String]>,
-    slots: Vec<Slot>,
-    text: String,
-}
-
-/// A value in a `RowBuffer`; text as a range of its text buffer.
-#[derive(Debug, Clone, Copy)]
-#[cfg_attr(not(feature = "sqlite"), allow(dead_code))] // the SQLite dialect's pages
-enum Slot {
-    Null,
-    Int(i64),
-    Real(f64),
-    Text(usize, usize),
-}
-
-#[cfg_attr(not(feature = "sqlite"), allow(dead_code))] // the SQLite dialect's pages
-impl RowBuffer {
-    /// An empty buffer for rows of the columns `names`, room made for `rows` of them.
-    pub(crate) fn new(names: Arc<[String]>, rows: usize) -> Self {
-        let slots = Vec::with_capacity(rows * names.len());
-        RowBuffer {
-            names,
-            slots,
-            text: String::new(),
-        }
-    }
-
-    /// Empties the buffer for rows of the columns `names`, keeping its memory.
-    pub(crate) fn reset(&mut self, names: Arc<[String]>, rows: usize) {
-        self.slots.clear();
-        self.slots.reserve(rows * names.len());
-        self.text.clear();
-        self.names = names;
-    }
-
-    pub(crate) fn push_null(&mut self) {
-        self.slots.push(Slot::Null);
-    }
-
-    pub(crate) fn push_int(&mut self, i: i64) {
-        self.slots.push(Slot::Int(i));
-    }
-
-    pub(crate) fn push_real(&mut self, f: f64) {
-        self.slots.push(Slot::Real(f));
-    }
-
-    /// Text as the database holds it; invalid UTF-8 is replaced.
-    pub(crate) fn push_text(&mut self, bytes: &[u8]) {
-        let start = self.text.len();
-        match std::str::from_utf8(bytes) {
-            Ok(s) => self.text.push_str(s),
-            Err(_) => self.text.push_str(&String::from_utf8_lossy(bytes)),
-        }
-        self.slots.push(Slot::Text(start, self.text.len()));
-    }
-
-    /// A blob, kept as its base64 text.
-    pub(crate) fn push_blob(&mut self, bytes: &[u8]) {
-        use base64::Engine as _;
-        let start = self.text.len();
-        base64::engine::general_purpose::STANDARD.encode_string(bytes, &mut self.text);
-        self.slots.push(Slot::Text(start, self.text.len()));
-    }
-
-    /// The rows pushed in full so far.
-    pub(crate) fn rows(&self) -> usize {
-        self.slots.len() / self.names.len().max(1)
-    }
-
-    /// The value of column `column` of row `row`.
-    pub(crate) fn cell(&self, row: usize, column: usize) -> Cell<'_> {
-        self.slot(row * self.names.len() + column)
-    }
-
-    fn slot(&self, i: usize) -> Cell<'_> {
-        match self.slots[i] {
-            Slot::Null => Cell::Null,
-            Slot::Int(i) => Cell::Int(i),
-            Slot::Real(f) => Cell::Real(f),
-            Slot::Text(start, end) => Cell::Text(&self.text[start..end]),
-        }
-    }
-}
-
 /// The distinct statuses a store has read, so that records share them instead of each
 /// owning a copy: a page holds a few statuses over a thousand records.
 #[derive(Debug, Default)]
@@ -338,14 +250,14 @@ impl Columns {
     fn names(&self) -> &[String] {
         match &self.row {
             Row::Values(names) => names,
-            Row::Buffered(buffer, _) => &buffer.names,
+            Row::Buffered(buffer, _) => buffer.names(),
         }
     }
 
     fn values(&self) -> &[Value] {
         self.values.get_or_init(|| match &self.row {
             Row::Values(_) => unreachable!("given values are set at construction"),
-            Row::Buffered(buffer, row) => (0..buffer.names.len())
+            Row::Buffered(buffer, row) => (0..buffer.names().len())
                 .map(|c| buffer.cell(*row, c).to_json())
                 .collect(),
         })
@@ -423,7 +335,7 @@ impl Serialize for Columns {
         let mut map = serializer.serialize_map(Some(self.len()))?;
         match (&self.row, self.values.get()) {
             (Row::Buffered(buffer, row), None) => {
-                for (c, name) in buffer.names.iter().enumerate() {
+                for (c, name) in buffer.names().iter().enumerate() {
                     map.serialize_entry(name, &buffer.cell(*row, c))?;
                 }
             }
