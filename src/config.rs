@@ -18,6 +18,7 @@ mod database;
 mod handler;
 mod history;
 mod keys;
+mod location;
 #[cfg(feature = "mysql")]
 mod mysql_url;
 #[cfg(feature = "postgres")]
@@ -29,11 +30,13 @@ mod server_url;
 mod table;
 mod tiers;
 mod toml_error;
+mod variables;
 
-pub use database::{DEFAULT_SCHEMA, DatabaseConfig, DatabaseUrl};
+pub use database::{DEFAULT_SCHEMA, DatabaseConfig, DatabaseUrl, URL_VARIABLE};
 use database::{RawDatabase, resolve_database};
 pub use handler::{HandlerConfig, HandlerMode, MAX_CONCURRENCY};
 pub use history::{HistoryConfig, HistoryRecord};
+pub use location::{STDIN, find as find_schedule, is_stdin, search_path};
 #[cfg(feature = "mysql")]
 pub use mysql_url::{MysqlTls, MysqlUrl};
 #[cfg(feature = "postgres")]
@@ -92,42 +95,42 @@ pub struct Config {
 }
 
 impl Config {
-    /// Reads and validates a schedule file.
+    /// Reads and validates a schedule file (`-`: standard input, read once).
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
-            file: path.to_path_buf(),
-            message: if e.kind() == std::io::ErrorKind::NotFound {
-                "no such schedule file; pass --schedule FILE, or run `backlog init` to write one"
-                    .to_string()
-            } else {
-                format!("cannot read the schedule file: {e}")
-            },
-        })?;
+        let text = location::read(path)?;
         Config::parse(&text, path)
     }
 
     /// Validates the text of a schedule file read from `path`.
     pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let shown = if is_stdin(path) {
+            Path::new("<stdin>")
+        } else {
+            path
+        };
         let at = |span: Option<std::ops::Range<usize>>, message: String| {
             let (line, col) = span.map(|s| line_col(text, s.start)).unwrap_or((1, 1));
-            let mut file = path.as_os_str().to_owned();
+            let mut file = shown.as_os_str().to_owned();
             file.push(format!(":{line}:{col}"));
             ConfigError {
                 file: file.into(),
                 message,
             }
         };
-        let document = toml::Deserializer::parse(text).map_err(|e| {
+        let mut document = toml::de::DeTable::parse(text).map_err(|e| {
             let (span, message) = toml_error::describe_syntax(&e, text);
             at(span, message)
         })?;
+        variables::expand(document.get_mut(), &environment)
+            .map_err(|(span, message)| at(Some(span), message))?;
+        let document = toml::Deserializer::from(document);
         let raw: RawFile = serde_path_to_error::deserialize(document).map_err(|e| {
             let (span, message) = toml_error::describe(e, text);
             at(span, message)
         })?;
         let dir = dir_of(path);
         let fail = |message: String| ConfigError {
-            file: path.to_path_buf(),
+            file: shown.to_path_buf(),
             message,
         };
         Ok(Config {
@@ -147,8 +150,13 @@ impl Config {
     /// that cannot start records why, so `status` shows the cause rather than a tier
     /// gone quiet.
     pub fn database_of(path: &Path) -> Option<(DatabaseConfig, TableConfig, Vec<Duration>)> {
+        if is_stdin(path) {
+            return None; // read once, by the load that failed
+        }
         let text = std::fs::read_to_string(path).ok()?;
-        let mut document: toml::Table = toml::from_str(&text).ok()?;
+        let mut document = toml::de::DeTable::parse(&text).ok()?;
+        variables::expand(document.get_mut(), &environment).ok()?;
+        let mut document = toml::Table::deserialize(toml::Deserializer::from(document)).ok()?;
         let database: RawDatabase = document.remove("database")?.try_into().ok()?;
         let table: RawTable = document.remove("table")?.try_into().ok()?;
         let windows = match document.remove("tier") {
@@ -165,6 +173,12 @@ impl Config {
             windows,
         ))
     }
+}
+
+/// A variable of the environment, for `${VAR}` in the file (one that is not UTF-8 is
+/// as good as unset: it could not go into the file's text either).
+fn environment(name: &str) -> Option<String> {
+    std::env::var(name).ok()
 }
 
 /// The folder relative paths of the file at `path` resolve against: absolute, and

@@ -68,15 +68,18 @@ pub fn doctor(path: &std::path::Path) -> Vec<Check> {
         "table {} has {}, {} and {}; {} holds {format}",
         t.name, t.id, t.status, t.inserted_at, t.inserted_at
     )));
+    // Counted first: the scan reads distinct values, and says so beside the rows.
+    let counts = store.count_by_status(&store::Range::default());
+    let rows: Option<u64> = counts.as_ref().ok().map(|c| c.iter().map(|(_, n)| n).sum());
     checks.push(match store.scan_inserted_at(SCAN_BUDGET) {
         Ok(scan) if scan.bad.is_empty() => ok(format!(
-            "{} {} values read, {}: all readable",
+            "{} distinct {} values read, {}: all readable",
             scan.read,
             t.inserted_at,
-            if scan.complete {
-                "the whole column".to_string()
-            } else {
-                format!("the oldest, in {} s", SCAN_BUDGET.as_secs())
+            match (scan.complete, rows) {
+                (true, Some(rows)) => format!("the whole column of {rows} rows"),
+                (true, None) => "the whole column".to_string(),
+                (false, _) => format!("the oldest, in {} s", SCAN_BUDGET.as_secs()),
             }
         )),
         Ok(scan) => {
@@ -88,7 +91,7 @@ pub fn doctor(path: &std::path::Path) -> Vec<Check> {
             let mut problems = Vec::new();
             if let Some(first) = unreadable.first() {
                 problems.push(format!(
-                    "{} of {read} {} values read are not {} timestamps, like {first:?}: fix them, or they are never selected",
+                    "{} of {read} distinct {} values read are not {} timestamps, like {first:?}: fix them, or they are never selected",
                     unreadable.len(),
                     t.inserted_at,
                     format.setting_name(),
@@ -96,7 +99,7 @@ pub fn doctor(path: &std::path::Path) -> Vec<Check> {
             }
             if let Some(first) = offsets.first() {
                 problems.push(format!(
-                    "{} of {read} {} values read carry another UTC offset than the column's {}, like {first:?}: text compares them as written, so they land in the wrong band; store every value in one offset (UTC), or use a timestamp column",
+                    "{} of {read} distinct {} values read carry another UTC offset than the column's {}, like {first:?}: text compares them as written, so they land in the wrong band; store every value in one offset (UTC), or use a timestamp column",
                     offsets.len(),
                     t.inserted_at,
                     format.offset_written().unwrap_or_default(),
@@ -106,7 +109,7 @@ pub fn doctor(path: &std::path::Path) -> Vec<Check> {
         }
         Err(e) => fail(format!("{database}: {e}")),
     });
-    checks.push(match store.count_by_status(&store::Range::default()) {
+    checks.push(match counts {
         Ok(counts) => statuses(&config, &counts),
         Err(e) => fail(format!("{database}: {e}")),
     });

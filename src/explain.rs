@@ -10,7 +10,9 @@ use std::time::Duration;
 use chrono::{DateTime, TimeZone, Utc};
 use serde::Serialize;
 
+use crate::backoff::{Curve, Delay, Due};
 use crate::duration;
+use crate::record::{Record, Scalar};
 use crate::schedule::{BandMode, Cadence, Schedule};
 
 /// One tier, explained.
@@ -41,13 +43,32 @@ pub struct Explanation {
     pub bands: BandMode,
     /// Each tier, in the schedule's order.
     pub tiers: Vec<TierPlan>,
-    /// Tries over a record's whole life, if it never succeeds.
+    /// Tries over a record's whole life, if it never succeeds, by the tiers alone.
     pub total_tries: f64,
+    /// The same under the `[retry]` curve, when the file has one (see `with_retry`).
+    pub retry: Option<RetryPlan>,
     /// Past this age a record is never tried again.
     pub never_after: String,
     /// What in the schedule may not do what its author meant: a band a record can pass
     /// through untried, overlapping bands.
     pub warnings: Vec<String>,
+}
+
+/// What the `[retry]` curve leaves of the tiers' tries.
+#[derive(Debug, Clone, Serialize)]
+pub struct RetryPlan {
+    /// The strategy, as the file names it.
+    pub strategy: String,
+    /// Tries over the life of a record that keeps failing, the curve's waits
+    /// observed (the mean over a sample of ids: spread and jitter draw by id).
+    pub tries: f64,
+    /// Some id reached `CAP` tries, where counting stopped: `tries` is a floor.
+    pub capped: bool,
+}
+
+impl RetryPlan {
+    /// The most tries counted for one id.
+    pub const CAP: usize = 10_000;
 }
 
 /// When a record of a given age is tried next.
@@ -61,6 +82,32 @@ pub struct NextTry {
     pub by_tier: Option<usize>,
     /// When that tier tries it (UTC); absent when it is never tried again.
     pub at: Option<DateTime<Utc>>,
+    /// When the `[retry]` curve's wait for this record ends, when that is after now:
+    /// no tick takes it before.
+    pub retry_until: Option<DateTime<Utc>>,
+    /// The `[retry]` strategy gave up on the record: no tick takes it again.
+    pub retry_gave_up: bool,
+}
+
+impl NextTry {
+    /// What keeps the record from the tiers' next slots, if anything, as a clause:
+    /// `once its [retry] wait ends at …`.
+    pub fn retry_note(&self) -> Option<String> {
+        if self.retry_gave_up {
+            return Some("its [retry] strategy gave up on it".into());
+        }
+        self.retry_until
+            .map(|t| format!("its [retry] wait ends at {}", duration::instant(t)))
+    }
+
+    /// Why no tier tries the record again (when `at` is none).
+    pub fn never_why(&self) -> String {
+        match self.retry_note() {
+            Some(note) if self.retry_gave_up => note,
+            Some(note) => format!("{note}, after it leaves the last tier's band"),
+            None => "older than the last window".into(),
+        }
+    }
 }
 
 /// The period and longest gap of a cadence. A cron expression is sampled over four
@@ -143,6 +190,7 @@ pub fn explain(schedule: &Schedule) -> Explanation {
     Explanation {
         bands: schedule.bands,
         total_tries: tiers.iter().map(|t| t.tries).sum(),
+        retry: None,
         tiers,
         never_after: duration::compact(last),
         warnings,
@@ -200,6 +248,72 @@ pub fn next_try(schedule: &Schedule, age: Duration, now: DateTime<Utc>) -> NextT
         in_tier: in_tier.map(|i| i + 1),
         by_tier: best.map(|(n, _)| n),
         at: best.map(|(_, t)| t),
+        retry_until: None,
+        retry_gave_up: false,
+    }
+}
+
+/// When a pending record is tried next, as the ticks decide it: the first slot from
+/// `from` (now, or the end of a failure's keep) of a tier whose band holds it then and
+/// that takes it (a spread tier takes it one tick in `spread`), once the `[retry]`
+/// curve's wait is over. None when its age cannot be read, or is in the future.
+pub fn next_try_of(
+    schedule: &Schedule,
+    curve: Option<&Curve>,
+    record: &Record,
+    now: DateTime<Utc>,
+    from: DateTime<Utc>,
+) -> Option<NextTry> {
+    let age = record.age(now)?.to_std().ok()?;
+    let mut next = next_try(schedule, age, now);
+    let inserted = now - chrono::Duration::from_std(age).ok()?;
+    let start = match curve.map_or(Due::From(None), |c| c.due(record)) {
+        Due::Never => {
+            next.retry_gave_up = true;
+            None
+        }
+        Due::From(until) => {
+            next.retry_until = until.filter(|t| *t > now);
+            Some(until.map_or(from, |t| t.max(from)))
+        }
+    };
+    let best =
+        start.and_then(|s| next_attempt(schedule, inserted, Some(&record.id.to_string()), s));
+    next.by_tier = best.map(|(n, _)| n);
+    next.at = best.map(|(_, t)| t);
+    Some(next)
+}
+
+/// Tries over the life of a record that keeps failing under the `[retry]` curve: the
+/// mean over a sample of ids (a spread tier and a jittered wait draw by id), each
+/// counted up to `RetryPlan::CAP`.
+pub fn retry_tries(schedule: &Schedule, curve: &Curve, strategy: &str) -> RetryPlan {
+    const SAMPLE: i64 = 8;
+    // A fixed day, so the figure does not change with today's date.
+    let inserted = Utc.with_ymd_and_hms(2024, 1, 1, 0, 0, 0).unwrap();
+    let (mut total, mut capped) = (0usize, false);
+    for id in 0..SAMPLE {
+        let waits = curve.waits(&Scalar::Int(id), RetryPlan::CAP);
+        let key = id.to_string();
+        let mut from = inserted;
+        let mut count = 0;
+        while let Some((_, at)) = next_attempt(schedule, inserted, Some(&key), from) {
+            count += 1;
+            if count == RetryPlan::CAP {
+                capped = true;
+                break;
+            }
+            let Some(Delay::Wait(s)) = waits.get(count - 1) else {
+                break; // the strategy gave up
+            };
+            from = at + chrono::Duration::milliseconds(((s * 1000.0) as i64).max(1));
+        }
+        total += count;
+    }
+    RetryPlan {
+        strategy: strategy.to_string(),
+        tries: total as f64 / SAMPLE as f64,
+        capped,
     }
 }
 
@@ -253,10 +367,23 @@ impl Explanation {
             ));
         }
         out.push_str(&format!(
-            "\nA pending record is tried about {} times over its life; past {} it is never tried again.\n",
+            "\n{} about {} times over its life; past {} it is never tried again.\n",
+            if self.retry.is_some() {
+                "By the tiers alone, a pending record would be tried"
+            } else {
+                "A pending record is tried"
+            },
             tries(self.total_tries),
             self.never_after
         ));
+        if let Some(retry) = &self.retry {
+            out.push_str(&format!(
+                "Under [retry] ({}), a record that keeps failing is tried about {}{} times over its life, each try after the strategy's wait.\n",
+                retry.strategy,
+                if retry.capped { "more than " } else { "" },
+                tries(retry.tries)
+            ));
+        }
         for w in &self.warnings {
             out.push_str(&format!("warning: {w}\n"));
         }

@@ -81,10 +81,10 @@ pub fn record_view(
         Some(h) if h.owner.is_none() => (h.until + crate::schedule::due_slack()).max(now),
         _ => now,
     };
-    let next = age.filter(|_| pending).map(|a| {
-        let later = (from - now).to_std().unwrap_or_default();
-        crate::explain::next_try(&config.schedule, a + later, from)
-    });
+    let curve = crate::backoff::Curve::of(&config.table)?;
+    let next = pending
+        .then(|| crate::explain::next_try_of(&config.schedule, curve.as_ref(), &record, now, from))
+        .flatten();
     let attempts = store
         .attempts(&AttemptQuery {
             record_id: Some(record.id.to_string()),

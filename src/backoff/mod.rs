@@ -9,6 +9,7 @@
 mod adaptive;
 mod budget;
 pub mod catalog;
+mod curve;
 mod exponential;
 #[cfg(feature = "cli")]
 mod plot;
@@ -18,6 +19,7 @@ mod simulation;
 
 pub use adaptive::{Adaptive, Step};
 pub use budget::{Budget, budget};
+pub use curve::{Curve, Due};
 pub use exponential::{Exponential, Jitter};
 #[cfg(feature = "cli")]
 pub use plot::{Panel, plot};

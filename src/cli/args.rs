@@ -72,9 +72,10 @@ pub enum Command {
 /// The options of `backlog explain`.
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
-    /// The schedule file.
-    #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
-    pub schedule: PathBuf,
+    /// The schedule file, - for standard input [default: the first of ./backlog.toml,
+    /// $XDG_CONFIG_HOME/backlog/backlog.toml, /etc/backlog/backlog.toml]
+    #[arg(long, short, env = "BACKLOG_SCHEDULE", value_name = "FILE")]
+    pub schedule: Option<PathBuf>,
     /// Say when a record of this age is tried next, like 3d.
     #[arg(long, value_parser = duration::parse_span, conflicts_with = "id")]
     pub age: Option<Duration>,
@@ -92,9 +93,10 @@ pub struct ExplainArgs {
 /// The options of `backlog doctor`.
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
-    /// The schedule file.
-    #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
-    pub schedule: PathBuf,
+    /// The schedule file, - for standard input [default: the first of ./backlog.toml,
+    /// $XDG_CONFIG_HOME/backlog/backlog.toml, /etc/backlog/backlog.toml]
+    #[arg(long, short, env = "BACKLOG_SCHEDULE", value_name = "FILE")]
+    pub schedule: Option<PathBuf>,
     /// Print the checks as JSON.
     #[arg(long)]
     pub json: bool,
@@ -103,9 +105,10 @@ pub struct DoctorArgs {
 /// The options of `backlog status`.
 #[derive(Debug, Args)]
 pub struct StatusArgs {
-    /// The schedule file.
-    #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
-    pub schedule: PathBuf,
+    /// The schedule file, - for standard input [default: the first of ./backlog.toml,
+    /// $XDG_CONFIG_HOME/backlog/backlog.toml, /etc/backlog/backlog.toml]
+    #[arg(long, short, env = "BACKLOG_SCHEDULE", value_name = "FILE")]
+    pub schedule: Option<PathBuf>,
     /// Pin the clock (RFC 3339) [default: now].
     #[arg(long, value_parser = parse_now)]
     pub now: Option<DateTime<Utc>>,
@@ -127,9 +130,10 @@ pub struct StatusArgs {
 /// The options of `backlog daemon`.
 #[derive(Debug, Args)]
 pub struct DaemonArgs {
-    /// The schedule file; a change to it, or SIGHUP, reloads it.
-    #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
-    pub schedule: PathBuf,
+    /// The schedule file; a change to it, or SIGHUP, reloads it [default: the first
+    /// of ./backlog.toml, $XDG_CONFIG_HOME/backlog/backlog.toml, /etc/backlog/backlog.toml]
+    #[arg(long, short, env = "BACKLOG_SCHEDULE", value_name = "FILE")]
+    pub schedule: Option<PathBuf>,
     /// How much it logs (`-v`, `-vv`).
     #[command(flatten)]
     pub verbosity: Verbosity,
@@ -155,9 +159,10 @@ pub struct DaemonArgs {
 /// The options of `backlog serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// The schedule file; it is read afresh for every page.
-    #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
-    pub schedule: PathBuf,
+    /// The schedule file; it is read afresh for every page [default: the first
+    /// of ./backlog.toml, $XDG_CONFIG_HOME/backlog/backlog.toml, /etc/backlog/backlog.toml]
+    #[arg(long, short, env = "BACKLOG_SCHEDULE", value_name = "FILE")]
+    pub schedule: Option<PathBuf>,
     /// Where to listen. Beyond loopback a token is needed (--token-file).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
     pub listen: std::net::SocketAddr,
@@ -202,9 +207,16 @@ impl Cli {
                 .take_while(|a| a != "--")
                 .any(|a| a == "--json");
             if e.use_stderr() && asked_json {
+                // The whole message, which clap may write over several lines (a list
+                // of the arguments missing), up to the usage after its blank line.
                 let text = e.render().to_string();
-                let line = text.lines().next().unwrap_or_default();
-                let message = line.strip_prefix("error: ").unwrap_or(line);
+                let message: Vec<&str> = text
+                    .lines()
+                    .take_while(|l| !l.trim().is_empty())
+                    .map(str::trim)
+                    .collect();
+                let message = message.join(" ");
+                let message = message.strip_prefix("error: ").unwrap_or(&message);
                 print_json_error(message, e.exit_code());
             }
             e.exit()
@@ -253,9 +265,10 @@ impl Cli {
 /// The options of `backlog crontab`.
 #[derive(Debug, Args)]
 pub struct CrontabArgs {
-    /// The schedule file.
-    #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
-    pub schedule: PathBuf,
+    /// The schedule file [default: the first of ./backlog.toml,
+    /// $XDG_CONFIG_HOME/backlog/backlog.toml, /etc/backlog/backlog.toml]
+    #[arg(long, short, env = "BACKLOG_SCHEDULE", value_name = "FILE")]
+    pub schedule: Option<PathBuf>,
     /// Where the lines append their output [default: backlog.log beside the schedule file].
     #[arg(long)]
     pub log: Option<PathBuf>,
@@ -299,9 +312,10 @@ pub struct RunArgs {
     /// The window of the tier to run, like 1d or 7d.
     #[arg(long, short, value_parser = parse_window)]
     pub window: Duration,
-    /// The schedule file.
-    #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
-    pub schedule: PathBuf,
+    /// The schedule file, - for standard input [default: the first of ./backlog.toml,
+    /// $XDG_CONFIG_HOME/backlog/backlog.toml, /etc/backlog/backlog.toml]
+    #[arg(long, short, env = "BACKLOG_SCHEDULE", value_name = "FILE")]
+    pub schedule: Option<PathBuf>,
     /// Pin the clock (RFC 3339, like 2026-11-21T08:30:00Z) to reproduce a tick
     /// [default: now].
     #[arg(long, value_parser = parse_now)]

@@ -6,6 +6,7 @@
 //! the command failed before it had one, `{"error": …, "exit_code": …}` (the error's
 //! line still goes to stderr, for a person reading along).
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -34,8 +35,30 @@ use crate::error::Error;
 use crate::tick::open_store;
 use crate::{crontab, demo};
 
+/// The schedule file a command reads: the one `--schedule` names (`-`: standard
+/// input), or the first of the places it is looked for.
+fn schedule_file(given: &Option<PathBuf>) -> Result<PathBuf, Error> {
+    Ok(crate::config::find_schedule(given.as_deref())?)
+}
+
+/// The same, for a command that reads the file again later (`why`): standard input,
+/// read once, is refused.
+fn schedule_to_reread(given: &Option<PathBuf>, why: &str) -> Result<PathBuf, Error> {
+    let path = schedule_file(given)?;
+    if crate::config::is_stdin(&path) {
+        return Err(Error::Usage(format!(
+            "--schedule -: {why}, and standard input can be read only once; give the schedule's file"
+        )));
+    }
+    Ok(path)
+}
+
 /// `backlog daemon`.
 pub fn daemon(args: &DaemonArgs) -> Result<(), Error> {
+    let schedule = schedule_to_reread(
+        &args.schedule,
+        "the daemon reads it again on a change and on SIGHUP",
+    )?;
     crate::handler::adopt_orphans();
     let signals = crate::runner::Signals {
         stop: stop_on_signals()?,
@@ -48,25 +71,29 @@ pub fn daemon(args: &DaemonArgs) -> Result<(), Error> {
         },
     )?;
     if let Some(addr) = args.metrics {
-        crate::web::start_metrics(args.schedule.clone(), addr)?;
+        crate::web::start_metrics(schedule.clone(), addr)?;
     }
     if let Some(addr) = args.http {
         let token = crate::web::load_token(args.token_file.as_deref())?;
-        crate::web::start(args.schedule.clone(), addr, token)?;
+        crate::web::start(schedule.clone(), addr, token)?;
     }
     let seed = args.seed.unwrap_or_else(|| {
         Utc::now().timestamp_nanos_opt().unwrap_or_default() as u64 ^ u64::from(std::process::id())
     });
-    crate::runner::run_daemon(&args.schedule, &signals, seed)
+    crate::runner::run_daemon(&schedule, &signals, seed)
 }
 
 /// `backlog serve`.
 pub fn serve(args: &ServeArgs) -> Result<(), Error> {
+    let schedule = schedule_to_reread(
+        &args.schedule,
+        "the dashboard reads it again for every page",
+    )?;
     // Fails now on a file that does not load, rather than on the first page.
-    Config::load(&args.schedule)?;
+    Config::load(&schedule)?;
     let token = crate::web::load_token(args.token_file.as_deref())?;
     // Said on stdout, as a command's result: where to point the browser.
-    crate::web::serve(args.schedule.clone(), args.listen, token, |addr| {
+    crate::web::serve(schedule, args.listen, token, |addr| {
         print(&format!("serving the dashboard at http://{addr}/\n"))
     })
 }
@@ -89,7 +116,8 @@ pub fn init(args: &InitArgs) -> Result<(), Error> {
 
 /// `backlog crontab`.
 pub fn crontab(args: &CrontabArgs) -> Result<(), Error> {
-    let config = Config::load(&args.schedule)?;
+    let file = schedule_to_reread(&args.schedule, "the crontab's lines read it at every tick")?;
+    let config = Config::load(&file)?;
     let absolute = |p: &std::path::Path| {
         std::path::absolute(p).map_err(|source| Error::Io {
             context: format!("cannot resolve {}", p.display()),
@@ -98,7 +126,7 @@ pub fn crontab(args: &CrontabArgs) -> Result<(), Error> {
     };
     // The real path, links resolved: a file reached through a symlink is the same
     // file, with the same block.
-    let schedule = std::fs::canonicalize(&args.schedule).or_else(|_| absolute(&args.schedule))?;
+    let schedule = std::fs::canonicalize(&file).or_else(|_| absolute(&file))?;
     let binary = match &args.binary {
         Some(b) => absolute(b)?,
         None => std::env::current_exe().map_err(|source| Error::Io {
@@ -152,7 +180,9 @@ pub fn crontab(args: &CrontabArgs) -> Result<(), Error> {
         crontab::owner(args.user.as_deref())?;
         let current = crontab::read(args.user.as_deref())?;
         let (text, removed) = crontab::uninstall(&current, &schedule)?;
-        if removed {
+        if removed && crontab::is_empty(&text) {
+            crontab::remove(args.user.as_deref())?;
+        } else if removed {
             crontab::write(args.user.as_deref(), &text)?;
         }
         if args.json {
@@ -175,23 +205,35 @@ pub fn crontab(args: &CrontabArgs) -> Result<(), Error> {
 
 /// `backlog explain`.
 pub fn explain(args: &ExplainArgs) -> Result<(), Error> {
-    let config = Config::load(&args.schedule)?;
+    let config = Config::load(&schedule_file(&args.schedule)?)?;
+    // Which file was read, and whether the environment replaced its database.
+    let file = match &args.schedule {
+        _ if crate::config::is_stdin(&config.path) => "<stdin>".to_string(),
+        Some(_) => config.path.display().to_string(),
+        None => format!("{} (found; no --schedule given)", config.path.display()),
+    };
+    let url_variable = std::env::var(crate::config::URL_VARIABLE)
+        .is_ok_and(|u| !u.trim().is_empty())
+        .then_some(crate::config::URL_VARIABLE);
     let now = args.now.unwrap_or_else(Utc::now);
-    let plan = crate::explain::explain(&config.schedule);
-    let age = match (&args.age, &args.id) {
-        (Some(age), _) => Some(*age),
+    let mut plan = crate::explain::explain(&config.schedule);
+    let curve = crate::backoff::Curve::of(&config.table)?;
+    if let (Some(curve), Some(retry)) = (&curve, &config.table.retry) {
+        plan.retry = Some(crate::explain::retry_tries(
+            &config.schedule,
+            curve,
+            &retry.strategy,
+        ));
+    }
+    // A record's next try is the one `show` and the dashboard give, `[retry]` and
+    // spread included: what a tick would do.
+    let next = match (&args.age, &args.id) {
+        (Some(age), _) => Some(crate::explain::next_try(&config.schedule, *age, now)),
         (None, Some(id)) => {
-            let mut store = open_store(&config)?;
-            let err = Error::store(store.describe());
-            store.inspect().map_err(&err)?;
-            let record = store.find(id).map_err(&err)?.ok_or_else(|| {
-                Error::Usage(format!(
-                    "table {} has no record with {} = {id}",
-                    config.table.name, config.table.id
-                ))
-            })?;
-            if !config.table.is_pending(&record.status) {
-                let status = &*record.status;
+            let mut store = crate::operate::inspected(&config)?;
+            let view = crate::operate::record_view(&config, store.as_mut(), id, now, 0)?;
+            if !view.pending {
+                let status = &*view.record.status;
                 return print(&if args.json {
                     let value = serde_json::json!({"id": id, "status": status, "pending": false, "next_try": null});
                     format!("{value}\n")
@@ -199,18 +241,17 @@ pub fn explain(args: &ExplainArgs) -> Result<(), Error> {
                     format!("record {id} is {status}, not pending: no tier tries it\n")
                 });
             }
-            Some(
-                record
-                    .age(now)
-                    .and_then(|a| a.to_std().ok())
-                    .unwrap_or_default(),
-            )
+            view.next
         }
         (None, None) => None,
     };
-    let next = age.map(|a| crate::explain::next_try(&config.schedule, a, now));
     if args.json {
         let mut value = serde_json::to_value(&plan).expect("an explanation serialises");
+        value["schedule"] = file.into();
+        value["database"] = serde_json::json!({
+            "url": config.database.url.to_string(),
+            "from_environment": url_variable,
+        });
         let handler = &config.handler;
         value["handler"] = serde_json::json!({
             "command": handler.command,
@@ -225,7 +266,13 @@ pub fn explain(args: &ExplainArgs) -> Result<(), Error> {
         }
         return print(&format!("{value}\n"));
     }
-    let mut text = plan.render(&config.path.display().to_string());
+    let mut text = plan.render(&file);
+    if let Some(variable) = url_variable {
+        text.push_str(&format!(
+            "Database: {} (from {variable}, in place of the file's database.url).\n",
+            config.database.url
+        ));
+    }
     text.push_str(&format!(
         "Handler: {}.\n",
         crate::handler::describe(&config.handler)
@@ -249,7 +296,11 @@ pub fn explain(args: &ExplainArgs) -> Result<(), Error> {
             }
             _ => "it is never tried again".to_string(),
         };
-        text.push_str(&format!("\n{subject} {band}; {when}.\n"));
+        let note = next
+            .retry_note()
+            .map(|n| format!(" ({n})"))
+            .unwrap_or_default();
+        text.push_str(&format!("\n{subject} {band}; {when}{note}.\n"));
     }
     print(&text)
 }
@@ -257,7 +308,7 @@ pub fn explain(args: &ExplainArgs) -> Result<(), Error> {
 /// `backlog doctor`. Failing checks exit 1, after the checks are printed (with
 /// `--json`, the one object carries them and the error).
 pub fn doctor(args: &DoctorArgs) -> Result<(), Error> {
-    let checks = crate::doctor::doctor(&args.schedule);
+    let checks = crate::doctor::doctor(&schedule_file(&args.schedule)?);
     let failure = match checks.iter().filter(|c| !c.ok).count() {
         0 => None,
         n => Some(Error::Unhealthy(n)),
@@ -287,7 +338,7 @@ pub(super) fn with_error(value: &mut serde_json::Value, failure: Option<&Error>)
 
 /// `backlog status`.
 pub fn status(args: &StatusArgs) -> Result<(), Error> {
-    let config = Config::load(&args.schedule)?;
+    let config = Config::load(&schedule_file(&args.schedule)?)?;
     let mut store = open_store(&config)?;
     let now = match args.now {
         Some(now) => now,

@@ -20,9 +20,10 @@ use crate::operate::{RecordView, RetryPlan, Selection, inspected};
 pub struct ShowArgs {
     /// The record's id, as its table holds it.
     pub id: String,
-    /// The schedule file.
-    #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
-    pub schedule: PathBuf,
+    /// The schedule file, - for standard input [default: the first of ./backlog.toml,
+    /// $XDG_CONFIG_HOME/backlog/backlog.toml, /etc/backlog/backlog.toml]
+    #[arg(long, short, env = "BACKLOG_SCHEDULE", value_name = "FILE")]
+    pub schedule: Option<PathBuf>,
     /// How many of its attempts to list, newest first.
     #[arg(long, default_value_t = 20)]
     pub attempts: usize,
@@ -49,9 +50,10 @@ pub struct RetryArgs {
     /// With --status: at most this many records, oldest first.
     #[arg(long, default_value_t = 100, requires = "status")]
     pub limit: usize,
-    /// The schedule file.
-    #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
-    pub schedule: PathBuf,
+    /// The schedule file, - for standard input [default: the first of ./backlog.toml,
+    /// $XDG_CONFIG_HOME/backlog/backlog.toml, /etc/backlog/backlog.toml]
+    #[arg(long, short, env = "BACKLOG_SCHEDULE", value_name = "FILE")]
+    pub schedule: Option<PathBuf>,
     /// List the records it would hand over; change nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -79,9 +81,10 @@ pub struct PauseArgs {
     /// Why, for whoever reads `status` next.
     #[arg(long)]
     pub reason: Option<String>,
-    /// The schedule file.
-    #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
-    pub schedule: PathBuf,
+    /// The schedule file, - for standard input [default: the first of ./backlog.toml,
+    /// $XDG_CONFIG_HOME/backlog/backlog.toml, /etc/backlog/backlog.toml]
+    #[arg(long, short, env = "BACKLOG_SCHEDULE", value_name = "FILE")]
+    pub schedule: Option<PathBuf>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -93,9 +96,10 @@ pub struct ResumeArgs {
     /// The tier to resume, by its window [default: every pause of the table].
     #[arg(long, short, value_parser = duration::parse_span)]
     pub window: Option<Duration>,
-    /// The schedule file.
-    #[arg(long, short, env = "BACKLOG_SCHEDULE", default_value = "backlog.toml")]
-    pub schedule: PathBuf,
+    /// The schedule file, - for standard input [default: the first of ./backlog.toml,
+    /// $XDG_CONFIG_HOME/backlog/backlog.toml, /etc/backlog/backlog.toml]
+    #[arg(long, short, env = "BACKLOG_SCHEDULE", value_name = "FILE")]
+    pub schedule: Option<PathBuf>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -103,7 +107,7 @@ pub struct ResumeArgs {
 
 /// `backlog show`.
 pub fn show(args: &ShowArgs) -> Result<(), Error> {
-    let config = Config::load(&args.schedule)?;
+    let config = Config::load(&super::schedule_file(&args.schedule)?)?;
     let mut store = inspected(&config)?;
     let now = args.now.unwrap_or_else(Utc::now);
     let view = crate::operate::record_view(&config, store.as_mut(), &args.id, now, args.attempts)?;
@@ -139,12 +143,16 @@ pub fn show(args: &ShowArgs) -> Result<(), Error> {
                 .map_or("in no band".to_string(), |n| format!("in tier {n}'s band"));
             match (next.by_tier, next.at) {
                 (Some(n), Some(at)) => text.push_str(&format!(
-                    "{band}; tried next at {} (in {}), by tier {n}\n",
+                    "{band}; tried next at {} (in {}), by tier {n}{}\n",
                     duration::instant(at),
-                    duration::rough((at - now).to_std().unwrap_or_default())
+                    duration::rough((at - now).to_std().unwrap_or_default()),
+                    next.retry_note()
+                        .map(|note| format!(", once {note}"))
+                        .unwrap_or_default()
                 )),
                 _ => text.push_str(&format!(
-                    "{band}; never tried again (older than the last window)\n"
+                    "{band}; never tried again ({})\n",
+                    next.never_why()
                 )),
             }
         }
@@ -195,7 +203,7 @@ pub fn show(args: &ShowArgs) -> Result<(), Error> {
 /// `backlog retry`.
 pub fn retry(args: &RetryArgs) -> Result<(), Error> {
     crate::handler::adopt_orphans();
-    let config = Config::load(&args.schedule)?;
+    let config = Config::load(&super::schedule_file(&args.schedule)?)?;
     let mut store = inspected(&config)?;
     let now = args.now.unwrap_or_else(Utc::now);
     let selection = match &args.status {
@@ -258,7 +266,7 @@ pub fn retry(args: &RetryArgs) -> Result<(), Error> {
 
 /// `backlog pause`.
 pub fn pause(args: &PauseArgs) -> Result<(), Error> {
-    let config = Config::load(&args.schedule)?;
+    let config = Config::load(&super::schedule_file(&args.schedule)?)?;
     let mut store = inspected(&config)?;
     let pause = crate::operate::pause(
         &config,
@@ -284,7 +292,7 @@ pub fn pause(args: &PauseArgs) -> Result<(), Error> {
 
 /// `backlog resume`.
 pub fn resume(args: &ResumeArgs) -> Result<(), Error> {
-    let config = Config::load(&args.schedule)?;
+    let config = Config::load(&super::schedule_file(&args.schedule)?)?;
     let mut store = inspected(&config)?;
     let before = store.pauses().map_err(Error::store(store.describe()))?;
     let (lifted, still) = crate::operate::resume(&config, store.as_mut(), args.window)?;

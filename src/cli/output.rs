@@ -35,8 +35,52 @@ pub fn init_logging(level: tracing::Level, format: LogFormat) {
         .with_target(false)
         .with_ansi(std::io::stderr().is_terminal() && !no_color);
     match format {
-        LogFormat::Text => builder.finish().with(ours).init(),
+        LogFormat::Text => builder.fmt_fields(TextFields).finish().with(ours).init(),
         LogFormat::Json => builder.json().finish().with(ours).init(),
+    }
+}
+
+/// Fields a JSON log line carries for a collector to filter on, which a text line
+/// already says in its words (`record 203: ERROR (exit 1)`).
+const JSON_ONLY: [&str; 3] = ["record", "tier", "outcome"];
+
+/// The fields of a text log line: its message, then `name=value` for the others but
+/// `JSON_ONLY`.
+struct TextFields;
+
+impl<'w> tracing_subscriber::fmt::FormatFields<'w> for TextFields {
+    fn format_fields<R: tracing_subscriber::field::RecordFields>(
+        &self,
+        mut writer: tracing_subscriber::fmt::format::Writer<'w>,
+        fields: R,
+    ) -> std::fmt::Result {
+        let mut visitor = TextVisitor {
+            writer: &mut writer,
+            result: Ok(()),
+            first: true,
+        };
+        fields.record(&mut visitor);
+        visitor.result
+    }
+}
+
+struct TextVisitor<'a, 'w> {
+    writer: &'a mut tracing_subscriber::fmt::format::Writer<'w>,
+    result: std::fmt::Result,
+    first: bool,
+}
+
+impl tracing::field::Visit for TextVisitor<'_, '_> {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        if self.result.is_err() || JSON_ONLY.contains(&field.name()) {
+            return;
+        }
+        let space = if self.first { "" } else { " " };
+        self.first = false;
+        self.result = match field.name() {
+            "message" => write!(self.writer, "{space}{value:?}"),
+            name => write!(self.writer, "{space}{name}={value:?}"),
+        };
     }
 }
 
@@ -49,12 +93,28 @@ static LOG_FORMAT: std::sync::OnceLock<LogFormat> = std::sync::OnceLock::new();
 /// terminal shows it as it happens; a pipe's reader (journald, docker) stamps lines
 /// itself, and a script reading `backlog: …` keeps the line it knows.
 fn stderr_is_a_file() -> bool {
-    use std::os::fd::AsFd as _;
-    std::io::stderr()
+    is_a_file(std::io::stderr())
+}
+
+/// Whether `stream` writes to a regular file.
+fn is_a_file(stream: impl std::os::fd::AsFd) -> bool {
+    stream
         .as_fd()
         .try_clone_to_owned()
         .and_then(|fd| std::fs::File::from(fd).metadata())
         .is_ok_and(|m| m.is_file())
+}
+
+/// A tick's result lines as stdout should get them: in a file (a crontab line's `>>
+/// backlog.log 2>&1`, which the log lines share), each starts with its time and
+/// `INFO`, as a log line does, so every line of that file says when it was written;
+/// elsewhere as they are.
+pub(super) fn as_log_lines(text: String) -> String {
+    if !is_a_file(std::io::stdout()) {
+        return text;
+    }
+    let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.6fZ");
+    text.lines().map(|l| format!("{now}  INFO {l}\n")).collect()
 }
 
 /// Set once stderr's reader has gone away: logs stop there, the work goes on.

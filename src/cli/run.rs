@@ -19,7 +19,8 @@ use crate::tick::{Event, TickOptions, open_store, run_tick_on};
 pub fn run(args: &RunArgs) -> Result<(), Error> {
     // This process's only children are its handlers: it may reap their orphans.
     crate::handler::adopt_orphans();
-    let config = match Config::load(&args.schedule) {
+    let schedule = super::schedule_file(&args.schedule)?;
+    let config = match Config::load(&schedule) {
         Ok(config) => config,
         // A file that does not load: the tick did not start (a handler that cannot be
         // started is recorded by the tick itself).
@@ -27,7 +28,7 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
             let e = Error::from(e);
             if !args.dry_run {
                 let now = args.now.unwrap_or_else(Utc::now);
-                crate::tick::record_failed_start(&args.schedule, args.window, now, &e);
+                crate::tick::record_failed_start(&schedule, args.window, now, &e);
             }
             return Err(e);
         }
@@ -173,6 +174,7 @@ fn run_tier(
             ));
         }
         text.push_str(&format!("{}\n", summary.line(&config.table)));
+        text = super::output::as_log_lines(text);
     }
     print(&text)?;
     failure.map_or(Ok(()), Err)
@@ -234,6 +236,11 @@ fn due(
             next.map(show).unwrap_or_else(|| "never".into())
         )
     };
-    print(&(text + "\n"))?;
+    let text = if args.json {
+        text + "\n"
+    } else {
+        super::output::as_log_lines(text + "\n")
+    };
+    print(&text)?;
     Ok(false)
 }

@@ -19,7 +19,7 @@ use super::ranges::{BUSY_TIMEOUT, CLAIM_LEASE, span};
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawDatabase {
-    url: String,
+    url: Option<String>,
     busy_timeout: Option<String>,
     claim_lease: Option<String>,
     password_file: Option<String>,
@@ -96,8 +96,36 @@ pub struct DatabaseConfig {
 /// The schema of the tool's own tables on PostgreSQL when the file names none.
 pub const DEFAULT_SCHEMA: &str = "backlog";
 
+/// The variable that, set and not empty, replaces `[database] url`: where a service
+/// manager or a container keeps the secret a URL holds.
+pub const URL_VARIABLE: &str = "BACKLOG_DATABASE_URL";
+
+/// The `[database]` section resolved, its URL replaced by `BACKLOG_DATABASE_URL` when
+/// that is set: a message about the URL then names the variable.
 pub(super) fn resolve_database(mut raw: RawDatabase, dir: &Path) -> Result<DatabaseConfig, String> {
-    let url = raw.url.trim();
+    let Some(url) = std::env::var(URL_VARIABLE)
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+    else {
+        if raw.url.is_none() {
+            return Err(format!(
+                "database.url is missing; set it to the database's path or URL, or set {URL_VARIABLE}"
+            ));
+        }
+        return resolve_url(raw, dir);
+    };
+    raw.url = Some(url);
+    resolve_url(raw, dir).map_err(|m| match m.strip_prefix("database.url") {
+        Some(rest) => {
+            format!("{URL_VARIABLE} (set in the environment, it replaces database.url){rest}")
+        }
+        None => m,
+    })
+}
+
+fn resolve_url(mut raw: RawDatabase, dir: &Path) -> Result<DatabaseConfig, String> {
+    let url = raw.url.clone().unwrap_or_default();
+    let url = url.trim();
     let claim_lease = match raw.claim_lease.take() {
         Some(t) => span("database.claim_lease", &t, CLAIM_LEASE)?,
         None => Duration::from_secs(60),
@@ -176,7 +204,7 @@ fn postgres_database(
     busy_timeout: Duration,
     claim_lease: Duration,
 ) -> Result<DatabaseConfig, String> {
-    let url = raw.url.trim();
+    let url = raw.url.as_deref().unwrap_or_default().trim();
     let schema = raw.schema.unwrap_or_else(|| DEFAULT_SCHEMA.to_string());
     if schema.trim().is_empty() {
         return Err(
@@ -223,7 +251,7 @@ fn mysql_database(
     busy_timeout: Duration,
     claim_lease: Duration,
 ) -> Result<DatabaseConfig, String> {
-    let url = raw.url.trim();
+    let url = raw.url.as_deref().unwrap_or_default().trim();
     let password_file = raw.password_file.map(|f| dir.join(f));
     let url = resolve_mysql(
         url,
@@ -316,7 +344,7 @@ mod tests {
 
     fn raw(url: &str) -> RawDatabase {
         RawDatabase {
-            url: url.into(),
+            url: Some(url.into()),
             busy_timeout: None,
             claim_lease: None,
             password_file: None,
@@ -338,7 +366,7 @@ mod tests {
             ("backlog.db", cfg!(feature = "sqlite"), "`sqlite`"),
         ];
         for (url, built, feature) in cases {
-            let resolved = resolve_database(raw(url), Path::new("/srv"));
+            let resolved = resolve_url(raw(url), Path::new("/srv"));
             if built {
                 assert!(resolved.is_ok(), "{url}: {:?}", resolved.err());
             } else {

@@ -88,6 +88,8 @@ struct Sent {
     answers: Vec<Option<Handled>>,
     /// Why the records still waiting will get no answer, and how their work ended.
     ended: Option<(String, Ending)>,
+    /// When its lines went to the process.
+    sent_at: Instant,
 }
 
 impl Sent {
@@ -119,6 +121,9 @@ pub struct BatchHandler {
     sent: VecDeque<Sent>,
     /// What the process wrote that was no answer, while the oldest batch was awaited.
     junk: Junk,
+    /// When the last answers were read: a record's time runs from the later of this
+    /// and its batch's sending (the process was busy with the records before it).
+    last_read: Option<Instant>,
     /// The process tree's set-up, held while the handler lives (`tree`).
     _tree: Tree,
 }
@@ -141,6 +146,7 @@ impl BatchHandler {
             running: None,
             sent: VecDeque::new(),
             junk: Junk::default(),
+            last_read: None,
             _tree: Tree::new(),
         })
     }
@@ -204,6 +210,7 @@ impl BatchHandler {
 
     /// Ends the process and its group; the next batch starts a new one.
     fn stop(&mut self) -> String {
+        self.last_read = None;
         let Some(mut running) = self.running.take() else {
             return String::new();
         };
@@ -223,19 +230,26 @@ impl BatchHandler {
 
     /// Files each of the whole lines read (see `file_answer`).
     fn file_lines(&mut self, lines: &[u8]) {
-        match std::str::from_utf8(lines) {
-            Ok(text) => text.lines().for_each(|line| self.file_answer(line)),
-            Err(_) => String::from_utf8_lossy(lines)
-                .lines()
-                .for_each(|line| self.file_answer(line)),
+        let text = String::from_utf8_lossy(lines);
+        let count = text.lines().count() as u32;
+        if count == 0 {
+            return; // the start of a line: its time runs on
         }
+        // Each record's time is its share of the time since the process was last heard
+        // from or was sent its batch, whichever is later: the answers read together
+        // split it (a process answers a line once it read it and did its work).
+        let now = Instant::now();
+        let from = self.last_read.max(self.sent.front().map(|s| s.sent_at));
+        self.last_read = Some(now);
+        let took = from.map(|f| now.saturating_duration_since(f) / count);
+        text.lines().for_each(|line| self.file_answer(line, took));
     }
 
     /// Reads one answer line and files it with the batch waiting for its record. A
     /// line that is not a JSON object, or names no record still waiting, is junk:
     /// counted, and logged once with the batch; one without a numeric code is that
     /// record's error.
-    fn file_answer(&mut self, line: &str) {
+    fn file_answer(&mut self, line: &str, took: Option<Duration>) {
         let parsed = line
             .trim_start()
             .starts_with('{')
@@ -270,7 +284,7 @@ impl BatchHandler {
                 ),
             ),
         };
-        self.sent[batch].answers[i] = Some(handled);
+        self.sent[batch].answers[i] = Some(Handled { took, ..handled });
     }
 
     /// After the oldest batch timed out or its process died: the records of the later
@@ -285,6 +299,11 @@ impl BatchHandler {
             .collect();
         if queued.iter().all(Vec::is_empty) {
             return Ok(());
+        }
+        // Their time runs from now, to the new process.
+        let now = Instant::now();
+        for sent in self.sent.iter_mut().skip(1) {
+            sent.sent_at = now;
         }
         let running = self.start()?;
         for lines in queued.into_iter().filter(|l| !l.is_empty()) {
@@ -356,6 +375,7 @@ impl Handler for BatchHandler {
             running: None,
             sent: VecDeque::new(),
             junk: Junk::default(),
+            last_read: None,
             _tree: self._tree.clone(),
         }))
     }
@@ -392,6 +412,7 @@ impl Pipelined for BatchHandler {
             waiting,
             answers: records.iter().map(|_| None).collect(),
             ended: None,
+            sent_at: Instant::now(),
         });
         Ok(())
     }

@@ -57,6 +57,10 @@ pub struct Handled {
     pub code: Option<i64>,
     /// How the work on the record ended.
     pub ending: Ending,
+    /// The record's own time, where the handler knows it better than the tick, which
+    /// times what it handed over as a whole: a batch's record, from its line in to its
+    /// answer out. None: the tick's time is the record's.
+    pub took: Option<std::time::Duration>,
 }
 
 /// How a handler's work on a record ended, beyond the status it earned: what the
@@ -83,6 +87,7 @@ impl Handled {
             output: String::new(),
             code: None,
             ending: Ending::Answered,
+            took: None,
         }
     }
 

@@ -101,6 +101,7 @@ pub(super) fn begin<'s>(
         failed: 0,
         skipped: 0,
         deferred: 0,
+        deferred_by: wants.reasons(),
         lost: 0,
         statuses: BTreeMap::new(),
         limit,

@@ -20,7 +20,8 @@ use crate::store::{RunEnd, RunStart, Store};
 /// to, and a wrong command line names no tier. Says nothing when it cannot: the
 /// error itself is what the caller reports.
 pub fn record_failed_start(path: &Path, window: Duration, now: DateTime<Utc>, error: &Error) {
-    if !matches!(error, Error::Config(_) | Error::Handler { .. }) {
+    // Standard input was read once, by the load that failed.
+    if !matches!(error, Error::Config(_) | Error::Handler { .. }) || crate::config::is_stdin(path) {
         return;
     }
     // The file's `[history]` when it loads; otherwise nothing is pruned (an attempt is

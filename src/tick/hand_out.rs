@@ -176,8 +176,9 @@ pub(super) fn hand_out<'c>(
                 size.observe(records.len(), latency);
                 for (record, handled) in records.iter().zip(results) {
                     breaker.count(&handled);
+                    let took = handled.took.unwrap_or(latency);
                     marks
-                        .settle(record, handled, latency, store, on_event)
+                        .settle(record, handled, took, store, on_event)
                         .map_err(&store_err)?;
                 }
             }

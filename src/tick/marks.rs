@@ -57,6 +57,9 @@ pub(super) struct Marks<'o> {
     history: HistoryConfig,
     run_id: i64,
     window_secs: u64,
+    /// The tier's number, for the log lines' `tier` field; none for a window no tier
+    /// has, or `backlog retry`.
+    tier: Option<usize>,
 }
 
 /// Where the marks of a tick go: its owner and clock, its run-log row and tier, and
@@ -66,6 +69,8 @@ pub(super) struct MarkPlan<'o> {
     pub(super) now: DateTime<Utc>,
     pub(super) run_id: i64,
     pub(super) window: Duration,
+    /// The tier's number, when the window is a tier's.
+    pub(super) tier: Option<usize>,
     pub(super) history: HistoryConfig,
 }
 
@@ -83,6 +88,7 @@ impl<'o> Marks<'o> {
             now,
             run_id,
             window,
+            tier,
             history,
         } = plan;
         Marks {
@@ -104,6 +110,7 @@ impl<'o> Marks<'o> {
             history,
             run_id,
             window_secs: window.as_secs(),
+            tier,
         }
     }
 
@@ -163,7 +170,7 @@ impl<'o> Marks<'o> {
                 tally.warned += 1;
             }
         }
-        log_outcome(record, &handled, &status, tally.warned);
+        log_outcome(record, &handled, &status, tally.warned, self.tier);
         on_event(Event::Handled {
             record,
             handled: &handled,
@@ -392,11 +399,18 @@ impl<'o> Marks<'o> {
 /// rest at DEBUG, counted in one line at the tick's end), so a crontab line's log and
 /// a cron mail show why without `-v`; a success or a mapped status (an answer) at
 /// DEBUG.
-fn log_outcome(record: &Record, handled: &Handled, status: &str, warned: u64) {
+///
+/// Each line carries `record`, `tier` and `outcome` as fields, for log collectors
+/// (`--log-format json`); text lines say them in words.
+fn log_outcome(record: &Record, handled: &Handled, status: &str, warned: u64, tier: Option<usize>) {
+    let id = &record.id;
     if handled.outcome == Outcome::Success {
-        tracing::debug!("record {}: {status} ({})", record.id, handled.detail);
+        tracing::debug!(record = %id, tier, outcome = status, "record {id}: {status} ({})", handled.detail);
     } else if handled.outcome == Outcome::Error && warned <= WARN_CAP {
         tracing::warn!(
+            record = %id,
+            tier,
+            outcome = status,
             "record {}: {status} ({}){}",
             record.id,
             handled.detail,
@@ -404,6 +418,9 @@ fn log_outcome(record: &Record, handled: &Handled, status: &str, warned: u64) {
         );
     } else {
         tracing::debug!(
+            record = %id,
+            tier,
+            outcome = status,
             "record {}: {status} ({}){}",
             record.id,
             handled.detail,

@@ -276,6 +276,7 @@ fn hand_out_and_mark(
         now: opts.now,
         run_id: run.id,
         window: opts.window,
+        tier: begun.summary.tier,
         history: opts.history.clone(),
     };
     let mut marks = Marks::new(

@@ -121,6 +121,7 @@ pub fn retry_records(
             now: opts.now,
             run_id,
             window: Duration::ZERO,
+            tier: None,
             history,
         };
         let mut marks = Marks::new(table, plan, Some(1), 1, Duration::ZERO, &keep);

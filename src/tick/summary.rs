@@ -59,8 +59,12 @@ pub struct TickSummary {
     pub failed: u64,
     /// Records of the band held by another tick, or marked by one since they were read.
     pub skipped: u64,
-    /// Records of the band left to other ticks by the tier's `spread`.
+    /// Records of the band left to later ticks: the tier's `spread` share, or a
+    /// `[retry]` wait not over.
     pub deferred: u64,
+    /// Why records could be deferred by this tick: `spread` (the tier's share a
+    /// tick), `retry` (the `[retry]` curve's waits); empty when neither applies.
+    pub deferred_by: Vec<&'static str>,
     /// Records handled whose mark was not written because the tick no longer held
     /// them (paused past its lease, another tick took them over): they keep their
     /// status and are counted neither as succeeded nor as failed.
@@ -127,9 +131,27 @@ impl TickSummary {
         } else {
             format!("ages over {} up to {}", self.band.younger, self.band.older)
         };
+        // Records left to later ticks, and why (the tier's spread, `[retry]` waits).
+        let deferred = if self.deferred > 0 {
+            let why: Vec<&str> = self
+                .deferred_by
+                .iter()
+                .map(|w| match *w {
+                    "retry" => "[retry] waits not over",
+                    other => other,
+                })
+                .collect();
+            format!(
+                ", deferred {} to later ticks ({})",
+                self.deferred,
+                why.join(", ")
+            )
+        } else {
+            String::new()
+        };
         let mut line = if self.dry_run {
             format!(
-                "{tier}, {band}: dry run, would hand over {} records",
+                "{tier}, {band}: dry run, would hand over {} records{deferred}",
                 self.selected
             )
         } else {
@@ -147,16 +169,7 @@ impl TickSummary {
             };
             format!(
                 "{tier}, {band}: selected {}, succeeded {}, failed {}{statuses}, skipped {}{} in {:.2}s",
-                self.selected,
-                self.succeeded,
-                self.failed,
-                self.skipped,
-                if self.deferred > 0 {
-                    format!(", deferred {} to later ticks (spread)", self.deferred)
-                } else {
-                    String::new()
-                },
-                self.seconds
+                self.selected, self.succeeded, self.failed, self.skipped, deferred, self.seconds
             )
         };
         if self.limit_reached {

@@ -353,8 +353,12 @@ pub(crate) fn record(
                 Some(next) => {
                     p { @match next.in_tier { Some(n) => { "In tier " (n) "'s band; " }, None => { "In no band; " } }
                         @match (next.by_tier, next.at) {
-                            (Some(n), Some(at)) => { "tried next " (ago(at, now)) " (" (when(at)) "), by tier " (n) "." },
-                            _ => { "never tried again: it is older than the last window." },
+                            (Some(n), Some(at)) => {
+                                "tried next " (ago(at, now)) " (" (when(at)) "), by tier " (n)
+                                @if let Some(note) = next.retry_note() { ", once " (note) }
+                                "."
+                            },
+                            _ => { "never tried again: " (next.never_why()) "." },
                         }
                     }
                 },

@@ -637,6 +637,15 @@ fn with_json_a_failure_is_a_json_object_on_stdout_too() {
             .starts_with("invalid value '7x' for '--window <WINDOW>': \"7x\" is not a duration"),
         "{value}"
     );
+    // A message clap writes over several lines is kept whole: what is missing too.
+    let out = env.backlog(&["run", "--json"]).assert().code(2);
+    assert_eq!(
+        json_of(&out.get_output().stdout),
+        serde_json::json!({
+            "error": "the following required arguments were not provided: --window <WINDOW>",
+            "exit_code": 2,
+        })
+    );
 }
 
 #[test]

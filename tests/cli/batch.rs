@@ -171,6 +171,52 @@ crate::on_every_backend!(
     the_next_batch_is_sent_before_the_one_before_is_answered,
 );
 
+/// A batch record's time is its own, from its line in to its answer out: 40 records
+/// of 20 ms each in one batch take 0.8 s together, and each attempt says about 20 ms,
+/// not the batch's 0.8 s.
+#[test]
+fn a_batch_records_time_is_its_own_not_the_batchs() {
+    let env = Env::new();
+    env.create_table("TEXT");
+    let aged: Vec<(i64, i64)> = (1..=40).map(|id| (id, id * 60)).collect();
+    env.insert_aged(&aged, |t| t.format("%Y-%m-%d %H:%M:%S").to_string().into());
+    env.write_schedule(&Schedule {
+        command: r#"["./batch.py"]"#,
+        handler_extra: "mode = \"batch\"\nbatch_size = 40",
+        ..Schedule::default()
+    });
+    env.write_handler(
+        "batch.py",
+        "#!/usr/bin/env python3\nimport json, sys, time\nfor line in sys.stdin:\n    time.sleep(0.02)\n    print(json.dumps({\"id\": json.loads(line)[\"id\"], \"code\": 1}), flush=True)\n",
+    );
+    let started = Instant::now();
+    env.backlog(&["run", "--window", "1d", "--now", NOW])
+        .assert()
+        .success();
+    assert!(started.elapsed() >= Duration::from_millis(800));
+    let took: Vec<i64> = (1..=40)
+        .map(|id| {
+            let out = env
+                .backlog(&["show", &id.to_string(), "--json"])
+                .assert()
+                .success();
+            let view: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+            view["attempts"][0]["took_ms"].as_i64().unwrap()
+        })
+        .collect();
+    let mut sorted = took.clone();
+    sorted.sort();
+    // The median: a record read together with others shares their time.
+    assert!(
+        (10..300).contains(&sorted[20]),
+        "each record's own time, not the batch's 800 ms and more: {took:?}"
+    );
+    assert!(
+        took.iter().sum::<i64>() >= 700,
+        "they add up to the batch: {took:?}"
+    );
+}
+
 /// Never answers: writes lines that are no answers as fast as it can, forever, so that
 /// its stdout always has something to read.
 const JUNK_FLOODING_HANDLER: &str = r#"#!/usr/bin/env python3

@@ -176,7 +176,15 @@ fn install_and_uninstall_round_trip_on_the_real_crontab() {
     env.backlog(&["crontab", "--uninstall", "--user", USER])
         .assert()
         .success();
-    assert_eq!(crontab_l(), "");
+    let listed = Command::new("crontab")
+        .args(["-u", USER, "-l"])
+        .output()
+        .unwrap();
+    assert!(
+        !listed.status.success()
+            && String::from_utf8_lossy(&listed.stderr).contains("no crontab for"),
+        "a user who had no crontab is left with none, not an empty one: {listed:?}"
+    );
 }
 
 /// Each thing cron would trip over, as the crontab's user, is refused with a line that

@@ -18,7 +18,7 @@ fi
 exit 0
 "#;
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -26,7 +26,7 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn wait_for_port(port: u16) {
+pub(crate) fn wait_for_port(port: u16) {
     let deadline = Instant::now() + Duration::from_secs(30);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(Instant::now() < deadline, "nothing listens on {port}");
@@ -64,10 +64,10 @@ fn served(backend: Backend, extra: &[&str]) -> (Env, Running, u16) {
 }
 
 /// A response: its status code, headers (lowercased) and body.
-struct Response {
-    code: u16,
-    head: String,
-    body: String,
+pub(crate) struct Response {
+    pub(crate) code: u16,
+    pub(crate) head: String,
+    pub(crate) body: String,
 }
 
 fn request(port: u16, method: &str, path: &str, headers: &[&str], body: &str) -> Response {
@@ -105,7 +105,7 @@ fn request(port: u16, method: &str, path: &str, headers: &[&str], body: &str) ->
     }
 }
 
-fn get(port: u16, path: &str) -> Response {
+pub(crate) fn get(port: u16, path: &str) -> Response {
     request(port, "GET", path, &[], "")
 }
 

@@ -36,9 +36,22 @@ fn doctor_finds_a_missing_index_and_its_fix_works() {
     );
 
     env.db().execute_batch(&fix).unwrap();
+    // A third record inserted in the same second as the first: two distinct values in
+    // three rows, each counted as what it is.
+    env.db()
+        .execute_batch(
+            "INSERT INTO BACKLOG (ID, STATUS, DATE_INSERTED) SELECT 3, 'NEW', DATE_INSERTED FROM BACKLOG WHERE ID = 1",
+        )
+        .unwrap();
     let out = env.backlog(&["doctor"]).assert().success();
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     assert!(stdout.lines().all(|l| l.starts_with("ok ")), "{stdout}");
+    assert!(
+        stdout.contains(
+            "ok   2 distinct DATE_INSERTED values read, the whole column of 3 rows: all readable"
+        ),
+        "{stdout}"
+    );
     assert!(stdout.contains("ok   the band query reads an index range: SEARCH BACKLOG USING INDEX backlog_by_date_inserted"), "{stdout}");
 }
 
@@ -86,7 +99,7 @@ fn doctor_reads_the_whole_column(backend: Backend) {
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     assert!(
         stdout.contains(&format!(
-            "FAIL 1 of 2500 DATE_INSERTED values read are not sqlite timestamps, like \"{bad}\""
+            "FAIL 1 of 2500 distinct DATE_INSERTED values read are not sqlite timestamps, like \"{bad}\""
         )),
         "{stdout}"
     );

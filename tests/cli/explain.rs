@@ -57,7 +57,7 @@ fn explain_prints_the_bands_and_when_a_record_is_tried_next() {
     );
     assert_eq!(
         text,
-        "backlog.toml: 6 tiers, disjoint bands
+        "backlog.toml (found; no --schedule given): 6 tiers, disjoint bands
 
 tier  window  cadence    band                       tries in band
    1  1d      every 5m   ages 0 to 1d                         288
@@ -106,7 +106,7 @@ fn explain_reads_a_record_by_id(backend: Backend) {
     env.backlog(&["explain", "--id", "99"])
         .assert()
         .code(2)
-        .stderr("backlog: table BACKLOG has no record with ID = 99\n");
+        .stderr("backlog: table BACKLOG has no record with ID = \"99\"\n");
 }
 
 fn status_counts_by_band_and_shows_last_ticks_and_overdue_tiers(backend: Backend) {

@@ -798,9 +798,13 @@ impl Env {
     /// in `runtime_dir` and none of the environment's schedule or log settings.
     pub fn command(&self) -> std::process::Command {
         let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("backlog"));
+        // What the binary reads of its environment is the test's: no schedule file or
+        // database named there, and a folder of its own for ~/.config.
         cmd.current_dir(self.dir.path())
             .env("XDG_RUNTIME_DIR", self.runtime_dir())
+            .env("XDG_CONFIG_HOME", self.path("config-home"))
             .env_remove("BACKLOG_SCHEDULE")
+            .env_remove("BACKLOG_DATABASE_URL")
             .env_remove("RUST_LOG");
         cmd
     }

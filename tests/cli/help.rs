@@ -71,7 +71,7 @@ fn usage_lines_require_only_what_has_no_default() {
         assert_eq!(required, expected, "{command:?}: {usage}");
         for line in text.lines().filter(|l| l.contains("The schedule file")) {
             assert!(
-                line.contains("[default: backlog.toml]"),
+                line.contains("[default: the first of ./backlog.toml, $XDG_CONFIG_HOME/backlog/backlog.toml, /etc/backlog/backlog.toml]"),
                 "{command:?}: {line}"
             );
         }

@@ -69,6 +69,33 @@ fn run_logs_one_json_object_per_line() {
         })
         .count();
     assert_eq!(failed, 13, "{stderr}");
+    // Each record's line carries its id, tier and outcome as fields, for a collector
+    // to filter on without parsing the message.
+    let records: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|l| !l["fields"]["record"].is_null())
+        .collect();
+    assert_eq!(records.len(), 60, "{stderr}");
+    for line in &records {
+        let fields = &line["fields"];
+        assert_eq!(fields["tier"], 2, "{line}");
+        let message = fields["message"].as_str().unwrap();
+        assert!(
+            message.starts_with(&format!(
+                "record {}: {}",
+                fields["record"].as_str().unwrap(),
+                fields["outcome"].as_str().unwrap()
+            )),
+            "{line}"
+        );
+    }
+    assert_eq!(
+        records
+            .iter()
+            .filter(|l| l["fields"]["outcome"] == "ERROR")
+            .count(),
+        13
+    );
 }
 
 /// With JSON logs, the line saying why the command failed is a JSON log line too,
@@ -143,6 +170,51 @@ fn the_error_line_in_a_log_file_starts_with_its_time() {
         .assert()
         .code(3)
         .stderr("backlog: nope.toml: no such schedule file; pass --schedule FILE, or run `backlog init` to write one\n");
+}
+
+/// As a crontab line runs a tick (`>> backlog.log 2>&1`): every line the file gets
+/// starts with its time, the summary on stdout and an `--if-due` "not due" line too.
+#[test]
+fn every_line_of_a_crontab_log_file_starts_with_its_time() {
+    let env = demo();
+    let log = env.path("backlog.log");
+    for args in [
+        &["run", "-w", "7d", "-s", "demo/backlog.toml", "--now", NOW][..],
+        &[
+            "run",
+            "-w",
+            "7d",
+            "-s",
+            "demo/backlog.toml",
+            "--now",
+            NOW,
+            "--if-due",
+        ],
+    ] {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .unwrap();
+        let status = env
+            .command()
+            .args(args)
+            .stdout(file.try_clone().unwrap())
+            .stderr(file)
+            .status()
+            .unwrap();
+        assert!(status.success(), "{args:?}");
+    }
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("  INFO tier 2 (7d every 1h), ages over 1d up to 7d: selected 60, succeeded 47, failed 13"), "{text}");
+    assert!(
+        text.contains("  INFO tier 2 (7d every 1h): not due, last tick at "),
+        "{text}"
+    );
+    for line in text.lines() {
+        let time = line.split(' ').next().unwrap();
+        assert!(is_utc_time(time), "every line starts with its time: {line}");
+    }
 }
 
 /// On a terminal (a pseudo-terminal `script` opens) log lines are coloured, unless

@@ -26,5 +26,6 @@ mod postgresql;
 mod process_tree;
 mod query_plan;
 mod retry;
+mod schedule_file;
 mod servers;
 mod tick;

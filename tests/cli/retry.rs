@@ -1,6 +1,9 @@
 //! A `[retry]` section: a per-record strategy on two more columns of the table.
 
-use crate::harness::{Backend, Env, Schedule, recording_handler};
+use chrono::{DurationRound as _, SecondsFormat, Utc};
+
+use crate::dashboard::{free_port, get, wait_for_port};
+use crate::harness::{Backend, Env, Running, Schedule, recording_handler};
 
 const RETRY: &str = r#"
 [retry]
@@ -45,7 +48,10 @@ fn a_tick_skips_records_whose_delay_has_not_passed_and_counts_the_tries(backend:
         [1, 3],
         "1 never tried; 3 waited 2h of 1h; 2 only 30m of 1h; 4 2h of 4h"
     );
-    assert!(out.contains("deferred 2 to later ticks"), "{out}");
+    assert!(
+        out.contains("deferred 2 to later ticks ([retry] waits not over)"),
+        "{out}"
+    );
     let rows = env.lines(
         r#"SELECT CAST("ID" AS TEXT) || ' ' || CAST("FAILURES" AS TEXT) || ' ' || "LAST_TRY" FROM "BACKLOG" ORDER BY "ID""#,
     );
@@ -94,7 +100,118 @@ fn a_bad_retry_section_is_an_error(backend: Backend) {
         ));
 }
 
+fn stdout(assert: assert_cmd::assert::Assert) -> String {
+    String::from_utf8_lossy(&assert.get_output().stdout).into_owned()
+}
+
+/// `show`, `explain --id`, `show --json`, the dashboard and dry runs agree on when a
+/// record under a `[retry]` curve is tried next: the first slot of its tier once its
+/// wait is over, not the tier's next slot. On the real clock, since the dashboard has
+/// no other: the record's last try is set from the hour now began.
+fn every_view_of_a_record_agrees_with_the_tick_on_its_next_try(backend: Backend) {
+    let now = Utc::now();
+    let hour = now.duration_trunc(chrono::Duration::hours(1)).unwrap();
+    let env = Env::on(backend);
+    env.create_table("TEXT");
+    env.execute(r#"ALTER TABLE "BACKLOG" ADD COLUMN "FAILURES" INTEGER; ALTER TABLE "BACKLOG" ADD COLUMN "LAST_TRY" TEXT;"#);
+    // Three days old: tier 2's band (7d, every hour).
+    env.insert_aged_at(now, &[(7, 3 * 86_400)], |t| {
+        t.format("%Y-%m-%d %H:%M:%S").to_string().into()
+    });
+    // Failed three times, the last an hour before this hour began: exponential from 1h
+    // waits 4h after the third, so the first slot it may take is 3h after this hour
+    // began, where tier 2's next slot is 1h after.
+    let last = (hour - chrono::Duration::hours(1)).format("%Y-%m-%d %H:%M:%S");
+    env.execute(&format!(
+        r#"UPDATE "BACKLOG" SET "FAILURES" = 3, "LAST_TRY" = '{last}' WHERE "ID" = 7"#
+    ));
+    env.write_handler("handler.sh", &recording_handler(&[]));
+    std::fs::write(env.path("backlog.toml"), schedule_with(&env, RETRY)).unwrap();
+    let next = hour + chrono::Duration::hours(3);
+    let next_text = next.to_rfc3339_opts(SecondsFormat::Secs, true);
+
+    let show = stdout(env.backlog(&["show", "7"]).assert().success());
+    assert!(
+        show.contains(&format!("in tier 2's band; tried next at {next_text} (in ")),
+        "{show}"
+    );
+    assert!(
+        show.contains(&format!(
+            "by tier 2, once its [retry] wait ends at {next_text}\n"
+        )),
+        "{show}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&stdout(
+        env.backlog(&["show", "7", "--json"]).assert().success(),
+    ))
+    .unwrap();
+    assert_eq!(json["next_try"]["at"], next_text, "{json}");
+    assert_eq!(
+        json["next_try"]["retry_until"], json["next_try"]["at"],
+        "{json}"
+    );
+
+    let explain = stdout(env.backlog(&["explain", "--id", "7"]).assert().success());
+    assert!(
+        explain.contains(&format!("; it is tried next at {next_text} (in "))
+            && explain.contains(&format!(
+                "by tier 2 (its [retry] wait ends at {next_text})."
+            )),
+        "{explain}"
+    );
+    assert!(
+        explain.contains("Under [retry] (exponential), a record that keeps failing is tried about"),
+        "{explain}"
+    );
+
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let server = Running::spawn(
+        env.command()
+            .args(["serve", "--listen", &listen])
+            .env_remove("BACKLOG_TOKEN")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null()),
+    );
+    wait_for_port(port);
+    let page = get(port, "/record?id=7");
+    drop(server);
+    assert_eq!(page.code, 200, "{}", page.body);
+    assert!(
+        page.body
+            .contains(&next.format("%Y-%m-%d %H:%M:%S UTC").to_string())
+            && page.body.contains("once its [retry] wait ends at"),
+        "{}",
+        page.body
+    );
+
+    // The tick itself: a dry run of tier 2 just before that slot leaves it, and says
+    // why; at the slot it takes it.
+    let before = (next - chrono::Duration::seconds(1)).to_rfc3339();
+    let text = stdout(
+        env.backlog(&["run", "-w", "7d", "--dry-run", "--now", &before])
+            .assert()
+            .success(),
+    );
+    assert!(
+        text.contains(
+            "dry run, would hand over 0 records, deferred 1 to later ticks ([retry] waits not over)"
+        ),
+        "{text}"
+    );
+    let text = stdout(
+        env.backlog(&["run", "-w", "7d", "--dry-run", "--now", &next_text])
+            .assert()
+            .success(),
+    );
+    assert!(
+        text.contains("dry run, would hand over 1 records\n"),
+        "{text}"
+    );
+}
+
 crate::on_every_backend!(
     a_tick_skips_records_whose_delay_has_not_passed_and_counts_the_tries,
     a_bad_retry_section_is_an_error,
+    every_view_of_a_record_agrees_with_the_tick_on_its_next_try,
 );

@@ -1,0 +1,189 @@
+//! `${VAR}` in the schedule file: any string value may name an environment variable,
+//! so a secret (a database URL with its password, a token) lives in the environment a
+//! service manager or a container gives, not in a file checked into a repository.
+//!
+//! Only the braced form is read: a bare `$HOME` stays as written, since handler
+//! commands are often shell lines that mean it for the shell. `$$` is one dollar sign,
+//! so `$${HOME}` hands `${HOME}` itself to a shell. Keys are never expanded, nor
+//! comments: only the values the TOML reader found, after it found them, so a value
+//! holding a quote or a newline cannot change the file's shape.
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+use toml::Spanned;
+use toml::de::{DeTable, DeValue};
+
+/// A variable that cannot be expanded, and where: the string's place in the file.
+pub(super) type Unexpanded = (Range<usize>, String);
+
+/// Expands every string value of `table` (and of its tables and arrays) with `lookup`,
+/// the environment in the program; the first variable that is not set is an error
+/// naming its key and the fix.
+pub(super) fn expand(
+    table: &mut DeTable<'_>,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), Unexpanded> {
+    expand_table(table, "", lookup)
+}
+
+fn expand_table(
+    table: &mut DeTable<'_>,
+    path: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), Unexpanded> {
+    for (key, value) in table.iter_mut() {
+        let key = key.get_ref();
+        let path = if path.is_empty() {
+            key.to_string()
+        } else {
+            format!("{path}.{key}")
+        };
+        expand_value(value, &path, lookup)?;
+    }
+    Ok(())
+}
+
+fn expand_value(
+    value: &mut Spanned<DeValue<'_>>,
+    path: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), Unexpanded> {
+    let span = value.span();
+    match value.get_mut() {
+        DeValue::String(s) => {
+            if s.contains('$') {
+                let expanded = substitute(s, lookup).map_err(|m| (span, format!("{path}: {m}")))?;
+                *s = Cow::Owned(expanded);
+            }
+            Ok(())
+        }
+        DeValue::Table(t) => expand_table(t, path, lookup),
+        DeValue::Array(items) => {
+            for (i, item) in items.iter_mut().enumerate() {
+                expand_value(item, &format!("{path}[{i}]"), lookup)?;
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// `text` with `${NAME}` replaced by NAME's value and `$$` by `$`; a lone `$` stays.
+fn substitute(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        if let Some(tail) = after.strip_prefix('$') {
+            out.push('$');
+            rest = tail;
+        } else if let Some(tail) = after.strip_prefix('{') {
+            let Some(end) = tail.find('}') else {
+                return Err(
+                    "\"${\" is not closed; write ${NAME} for a variable, or $$ for a dollar sign"
+                        .to_string(),
+                );
+            };
+            let name = &tail[..end];
+            if !is_name(name) {
+                return Err(format!(
+                    "${{{name}}} is not a variable name (letters, digits and _, not first a digit); write $$ for a dollar sign"
+                ));
+            }
+            let value = lookup(name).ok_or_else(|| {
+                format!(
+                    "${{{name}}} names an environment variable that is not set; set {name}, or write $${{{name}}} for the text itself"
+                )
+            })?;
+            out.push_str(&value);
+            rest = &tail[end + 1..];
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+fn is_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(name: &str) -> Option<String> {
+        match name {
+            "DB_URL" => Some("postgres://app:s3cr$t@db/shop".into()),
+            "EMPTY" => Some(String::new()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn variables_are_replaced_and_double_dollars_kept_as_one() {
+        assert_eq!(
+            substitute("${DB_URL}?sslmode=require", &env).unwrap(),
+            "postgres://app:s3cr$t@db/shop?sslmode=require"
+        );
+        assert_eq!(substitute("a${EMPTY}b", &env).unwrap(), "ab");
+        assert_eq!(
+            substitute("echo $$${DB_URL}", &env).unwrap(),
+            "echo $postgres://app:s3cr$t@db/shop"
+        );
+        assert_eq!(
+            substitute("cost: $5, $HOME, $$", &env).unwrap(),
+            "cost: $5, $HOME, $"
+        );
+        assert_eq!(substitute("$${HOME}", &env).unwrap(), "${HOME}");
+    }
+
+    #[test]
+    fn an_unset_or_malformed_variable_is_named_with_its_fix() {
+        assert_eq!(
+            substitute("${NOPE}", &env).unwrap_err(),
+            "${NOPE} names an environment variable that is not set; set NOPE, or write $${NOPE} for the text itself"
+        );
+        assert!(
+            substitute("${DB_URL", &env)
+                .unwrap_err()
+                .contains("not closed")
+        );
+        assert!(
+            substitute("${1X}", &env)
+                .unwrap_err()
+                .contains("${1X} is not a variable name")
+        );
+        assert!(
+            substitute("${}", &env)
+                .unwrap_err()
+                .contains("${} is not a variable name")
+        );
+    }
+
+    #[test]
+    fn every_string_of_the_file_is_expanded_and_errors_name_the_key() {
+        let text = "a = \"${DB_URL}\"\n[t]\nlist = [\"x\", \"${NOPE}\"]\n";
+        let mut doc = DeTable::parse(text).unwrap().into_inner();
+        let (span, message) = expand(&mut doc, &env).unwrap_err();
+        assert_eq!(&text[span], "\"${NOPE}\"");
+        assert!(message.starts_with("t.list[1]: ${NOPE} names"), "{message}");
+        let mut doc = DeTable::parse("a = \"${DB_URL}\"\nn = 3")
+            .unwrap()
+            .into_inner();
+        expand(&mut doc, &env).unwrap();
+        let a = doc.iter().find(|(k, _)| k.get_ref() == "a").unwrap().1;
+        let DeValue::String(a) = a.get_ref() else {
+            panic!("a string")
+        };
+        assert_eq!(a, "postgres://app:s3cr$t@db/shop");
+    }
+}
