@@ -126,7 +126,7 @@ pub fn show(args: &ShowArgs) -> Result<(), Error> {
         "record {} of {}: {}, inserted {}{}\n",
         record.id,
         config.table.name,
-        record.status,
+        config.table.label(&record.status),
         record.inserted_at(),
         age.map(|a| format!(", {} old", duration::rough(a)))
             .unwrap_or_default()
@@ -188,7 +188,7 @@ pub fn show(args: &ShowArgs) -> Result<(), Error> {
             duration::instant(a.started),
             duration::tier_name(a.window_secs),
             a.outcome,
-            a.status,
+            config.table.label(&a.status),
             a.detail,
             duration::handler_time(a.took_ms),
             a.run_id

@@ -2,6 +2,8 @@
 //! status values a tick reads and writes. A record marked successful is never one a
 //! tick takes again: `success` may not be among the `pending` statuses.
 
+use std::collections::BTreeMap;
+
 use serde::Deserialize;
 
 use super::retry::{RawRetry, RetryConfig, resolve_retry};
@@ -20,6 +22,8 @@ pub(super) struct RawTable {
     pending: Option<Vec<String>>,
     success: Option<String>,
     error: Option<String>,
+    #[serde(default)]
+    labels: BTreeMap<String, String>,
 }
 
 /// The `[table]` section: names and status values of the user's table.
@@ -50,6 +54,10 @@ pub struct TableConfig {
     pub error: String,
     /// The `[retry]` section, if the file has one.
     pub retry: Option<RetryConfig>,
+    /// Names people read for status values (`table.labels`), where the column holds
+    /// codes: `{ "0" = "pending", "1" = "done" }`. Shown in logs, summaries, `show`,
+    /// `status` and the dashboard; the table, the JSON and the metrics keep the values.
+    pub labels: BTreeMap<String, String>,
 }
 
 impl TableConfig {
@@ -67,7 +75,13 @@ impl TableConfig {
             success: "SUCCESS".into(),
             error: "ERROR".into(),
             retry: None,
+            labels: BTreeMap::new(),
         }
+    }
+
+    /// A status as people read it: its label (`table.labels`), or the value itself.
+    pub fn label<'a>(&'a self, status: &'a str) -> &'a str {
+        self.labels.get(status).map_or(status, String::as_str)
     }
 
     /// Whether a record with this status is one a tick takes (it is in `pending`).
@@ -109,6 +123,12 @@ pub(super) fn resolve_table(raw: RawTable, retry: Option<RawRetry>) -> Result<Ta
         table.pending = pending;
     }
     table.retry = retry.map(resolve_retry).transpose()?;
+    if let Some((value, _)) = raw.labels.iter().find(|(_, l)| l.trim().is_empty()) {
+        return Err(format!(
+            "table.labels: the label of {value:?} is empty; give the name to show for it, like labels = {{ \"0\" = \"pending\" }}"
+        ));
+    }
+    table.labels = raw.labels;
     table.success = raw.success.unwrap_or(table.success);
     table.error = raw.error.unwrap_or(table.error);
     if table.is_pending(&table.success) {

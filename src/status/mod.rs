@@ -78,6 +78,8 @@ pub struct Status {
     pub now: DateTime<Utc>,
     /// Statuses in display order: pending first, then success, then the rest.
     pub statuses: Vec<String>,
+    /// The names shown for status values (`table.labels`): the columns' headings.
+    pub labels: std::collections::BTreeMap<String, String>,
     /// One row per tier's age range, youngest first, with the records too old for any tier
     /// and those stamped in the future in rows of their own.
     pub ages: Vec<AgeRow>,
@@ -231,6 +233,7 @@ pub fn status(
         table: config.table.name.clone(),
         now,
         statuses,
+        labels: config.table.labels.clone(),
         ages,
         oldest_pending,
         tiers,
@@ -269,7 +272,10 @@ impl Status {
             .max(4);
         out.push_str(&format!("{:<width$}", "ages"));
         for s in &self.statuses {
-            out.push_str(&format!("  {:>9}", s));
+            out.push_str(&format!(
+                "  {:>9}",
+                self.labels.get(s).map_or(s.as_str(), String::as_str)
+            ));
         }
         out.push('\n');
         for row in &self.ages {

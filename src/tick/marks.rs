@@ -34,6 +34,8 @@ pub(super) struct Marks<'o> {
     succeeded: Vec<bool>,
     /// Shared with the marks: a status is allocated once a tick, not once a record.
     success: Arc<str>,
+    /// The names log lines give status values (`table.labels`).
+    labels: std::collections::BTreeMap<String, String>,
     error: Arc<str>,
     /// The tick's clock, written to `[retry]`'s `since` column.
     now: DateTime<Utc>,
@@ -97,6 +99,7 @@ impl<'o> Marks<'o> {
             marks: Vec::new(),
             succeeded: Vec::new(),
             success: table.success.as_str().into(),
+            labels: table.labels.clone(),
             error: table.error.as_str().into(),
             now,
             keep,
@@ -170,7 +173,8 @@ impl<'o> Marks<'o> {
                 tally.warned += 1;
             }
         }
-        log_outcome(record, &handled, &status, tally.warned, self.tier);
+        let label = self.labels.get(&*status).map_or(&*status, String::as_str);
+        log_outcome(record, &handled, &status, label, tally.warned, self.tier);
         on_event(Event::Handled {
             record,
             handled: &handled,
@@ -402,16 +406,24 @@ impl<'o> Marks<'o> {
 ///
 /// Each line carries `record`, `tier` and `outcome` as fields, for log collectors
 /// (`--log-format json`); text lines say them in words.
-fn log_outcome(record: &Record, handled: &Handled, status: &str, warned: u64, tier: Option<usize>) {
+/// `label` is the status as people read it (`table.labels`), which the message says.
+fn log_outcome(
+    record: &Record,
+    handled: &Handled,
+    status: &str,
+    label: &str,
+    warned: u64,
+    tier: Option<usize>,
+) {
     let id = &record.id;
     if handled.outcome == Outcome::Success {
-        tracing::debug!(record = %id, tier, outcome = status, "record {id}: {status} ({})", handled.detail);
+        tracing::debug!(record = %id, tier, outcome = status, "record {id}: {label} ({})", handled.detail);
     } else if handled.outcome == Outcome::Error && warned <= WARN_CAP {
         tracing::warn!(
             record = %id,
             tier,
             outcome = status,
-            "record {}: {status} ({}){}",
+            "record {}: {label} ({}){}",
             record.id,
             handled.detail,
             tail_for_log(&handled.output)
@@ -421,7 +433,7 @@ fn log_outcome(record: &Record, handled: &Handled, status: &str, warned: u64, ti
             record = %id,
             tier,
             outcome = status,
-            "record {}: {status} ({}){}",
+            "record {}: {label} ({}){}",
             record.id,
             handled.detail,
             tail_for_log(&handled.output)

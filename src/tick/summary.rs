@@ -160,7 +160,7 @@ impl TickSummary {
                 .statuses
                 .iter()
                 .filter(|(s, _)| **s != table.success && **s != table.error)
-                .map(|(s, n)| format!("{s} {n}"))
+                .map(|(s, n)| format!("{} {n}", table.label(s)))
                 .collect();
             let statuses = if mapped.is_empty() {
                 String::new()

@@ -3,6 +3,7 @@
 //! as text. Each page is complete without JavaScript; `refresh.js` only swaps the
 //! content of `<main>` for a fresh copy every few seconds.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -187,7 +188,7 @@ pub(crate) fn overview(o: &Overview, csrf: &str, notice: Option<&str>) -> Markup
         }
         h2 { "Records by age and status" }
         table {
-            thead { tr { th { "ages" } @for st in &s.statuses { th.num { (st) } } } }
+            thead { tr { th { "ages" } @for st in &s.statuses { th.num { (label(&s.labels, st)) } } } }
             tbody {
                 @for row in &s.ages {
                     tr {
@@ -202,7 +203,7 @@ pub(crate) fn overview(o: &Overview, csrf: &str, notice: Option<&str>) -> Markup
             figure { img src="/plots/backlog.svg" alt="pending records by age"; figcaption { "Pending records by age" } }
         }
         h2 { "Latest failures" a.more href="/failures" { "all failures →" } }
-        (attempts_table(&o.failures, true))
+        (attempts_table(&o.failures, true, &o.status.labels))
     };
     layout(&s.table, notice, true, body)
 }
@@ -226,7 +227,16 @@ fn band_of(o: &Overview, tier: usize) -> String {
 }
 
 /// Attempts, newest first; with `records`, each links to its record.
-fn attempts_table(attempts: &[Attempt], records: bool) -> Markup {
+/// A status as people read it: its label (`table.labels`), or the value itself.
+fn label<'a>(labels: &'a BTreeMap<String, String>, status: &'a str) -> &'a str {
+    labels.get(status).map_or(status, String::as_str)
+}
+
+fn attempts_table(
+    attempts: &[Attempt],
+    records: bool,
+    labels: &BTreeMap<String, String>,
+) -> Markup {
     html! {
         @if attempts.is_empty() {
             p.muted { "None kept." }
@@ -240,7 +250,7 @@ fn attempts_table(attempts: &[Attempt], records: bool) -> Markup {
                             @if records { td { a href={ "/record?id=" (urlencode(&a.record_id)) } { (a.record_id) } } }
                             td { (duration::tier_name(a.window_secs)) }
                             td { (badge(&a.outcome)) }
-                            td { (a.status) }
+                            td { (label(labels, &a.status)) }
                             td { (a.detail)
                                 @if !a.output.is_empty() {
                                     @if records {
@@ -267,6 +277,7 @@ pub(crate) fn urlencode(text: &str) -> String {
 /// The failures page: a filter, the attempts, and a retry of their records.
 pub(crate) fn failures(
     attempts: &[Attempt],
+    labels: &BTreeMap<String, String>,
     filter: &FailureFilter,
     tiers: &[String],
     csrf: &str,
@@ -298,7 +309,7 @@ pub(crate) fn failures(
                 button type="submit" { "Retry the " (ids.len()) " records of these failures…" }
             }
         }
-        (attempts_table(attempts, true))
+        (attempts_table(attempts, true, labels))
     };
     layout("Failures", notice, true, body)
 }
@@ -334,6 +345,7 @@ pub(crate) fn confirm_retry(
 /// A record: its status, where it is in the schedule, its columns, its attempts.
 pub(crate) fn record(
     view: &RecordView,
+    labels: &BTreeMap<String, String>,
     now: DateTime<Utc>,
     csrf: &str,
     notice: Option<&str>,
@@ -342,7 +354,7 @@ pub(crate) fn record(
     let id = r.id.to_string();
     let columns = serde_json::to_value(&r.columns).unwrap_or_default();
     let body = html! {
-        h1 { "Record " (id) " " (badge(&r.status)) }
+        h1 { "Record " (id) " " (badge(label(labels, &r.status))) }
         p.meta {
             "Inserted " (r.inserted_at().to_string())
             @if let Some(age) = view.age { ", " (duration::rough(age)) " old" }
@@ -398,7 +410,7 @@ pub(crate) fn record(
             }
         }
         h2 { "Attempts" small { " newest first" } }
-        (attempts_table(&view.attempts, false))
+        (attempts_table(&view.attempts, false, labels))
     };
     layout(&format!("Record {id}"), notice, true, body)
 }

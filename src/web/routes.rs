@@ -212,13 +212,15 @@ async fn failures(State(shared): Shared_, Query(q): Query<FailuresQuery>) -> Res
             .iter()
             .map(|t| crate::duration::compact(t.window))
             .collect();
-        Ok((data::failures(&config, &filter, LISTED)?, tiers))
+        let labels = config.table.labels.clone();
+        Ok((data::failures(&config, &filter, LISTED)?, tiers, labels))
     })
     .await;
     match result {
-        Ok((attempts, tiers)) => Html(
+        Ok((attempts, tiers, labels)) => Html(
             pages::failures(
                 &attempts,
+                &labels,
                 &q.filter,
                 &tiers,
                 &shared.csrf,
@@ -242,13 +244,15 @@ async fn record(State(shared): Shared_, Query(q): Query<RecordQuery>) -> Respons
     let now = Utc::now();
     let result = blocking(&shared, move |config| {
         let mut store = operate::inspected(&config)?;
-        operate::record_view(&config, store.as_mut(), &id, now, 50)
+        let view = operate::record_view(&config, store.as_mut(), &id, now, 50)?;
+        Ok((view, config.table.labels.clone()))
     })
     .await;
     match result {
-        Ok(view) => Html(
+        Ok((view, labels)) => Html(
             pages::record(
                 &view,
+                &labels,
                 now,
                 &shared.csrf,
                 notice(&shared, q.done.as_deref()).as_deref(),
