@@ -289,6 +289,21 @@ impl Columns {
         self.names().iter().map(String::as_str).zip(self.values())
     }
 
+    /// The row as a person reads it (`show`, the dashboard): a blob, which handlers get
+    /// as base64, shows as its text when that text is a JSON object or array (a
+    /// payload column of type BLOB); everything else as handlers get it.
+    pub fn for_people(&self) -> Map<String, Value> {
+        self.iter()
+            .map(|(name, value)| {
+                let shown = match value {
+                    Value::String(s) => json_in_base64(s).map(Value::String),
+                    _ => None,
+                };
+                (name.to_string(), shown.unwrap_or_else(|| value.clone()))
+            })
+            .collect()
+    }
+
     /// How many columns the row has.
     pub fn len(&self) -> usize {
         self.names().len()
@@ -349,9 +364,50 @@ impl Serialize for Columns {
     }
 }
 
+/// The JSON text that `text` is the base64 of, if it is one: an object or an array,
+/// so that text that merely happens to be base64 stays as it is.
+fn json_in_base64(text: &str) -> Option<String> {
+    use base64::Engine as _;
+    if text.len() < 4 || !text.len().is_multiple_of(4) {
+        return None;
+    }
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .ok()?;
+    let decoded = String::from_utf8(bytes).ok()?;
+    let trimmed = decoded.trim_start();
+    ((trimmed.starts_with('{') || trimmed.starts_with('['))
+        && serde_json::from_str::<Value>(&decoded).is_ok())
+    .then_some(decoded)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_blob_of_json_text_is_shown_as_its_text_and_nothing_else_changes() {
+        use base64::Engine as _;
+        let b64 = |t: &str| base64::engine::general_purpose::STANDARD.encode(t);
+        let names: Arc<[String]> = ["PAYLOAD", "NOTE", "RAW", "N"].map(String::from).into();
+        let columns = Columns::new(
+            names,
+            vec![
+                Value::String(b64(r#"{"order": 7, "lines": [1, 2]}"#)),
+                Value::String("abcd".into()),
+                Value::String(b64("\u{0}\u{1}binary")),
+                Value::from(3),
+            ],
+        );
+        let shown = columns.for_people();
+        assert_eq!(shown["PAYLOAD"], r#"{"order": 7, "lines": [1, 2]}"#);
+        assert_eq!(
+            shown["NOTE"], "abcd",
+            "base64-looking text that is no JSON stays"
+        );
+        assert_eq!(shown["RAW"], columns.get("RAW").unwrap().clone());
+        assert_eq!(shown["N"], 3);
+    }
 
     /// A buffer of two rows of (ID, NAME, SCORE, NOTE): text, a float, NULL, a blob and
     /// invalid UTF-8 among them.

@@ -133,7 +133,7 @@ pub fn show(args: &ShowArgs) -> Result<(), Error> {
     );
     text.push_str(&format!(
         "columns: {}\n",
-        serde_json::to_value(&record.columns).unwrap_or_default()
+        serde_json::Value::Object(record.columns.for_people())
     ));
     match (next, pending) {
         (_, false) => text.push_str("not pending: no tier tries it again\n"),

@@ -352,7 +352,7 @@ pub(crate) fn record(
 ) -> Markup {
     let r = &view.record;
     let id = r.id.to_string();
-    let columns = serde_json::to_value(&r.columns).unwrap_or_default();
+    let columns = serde_json::Value::Object(r.columns.for_people());
     let body = html! {
         h1 { "Record " (id) " " (badge(label(labels, &r.status))) }
         p.meta {

@@ -460,19 +460,20 @@ fn init_prints_json_when_asked() {
 
 /// A status column of codes (0 pending, 1 done) with `[table] labels`: every place a
 /// person reads a status says its label (the log line of a failure, the summary,
-/// `status`'s headings, `show`, the dashboard); the table keeps its codes.
+/// `status`'s headings, `show`, the dashboard); the table keeps its codes. A BLOB
+/// holding JSON text shows as that text.
 #[test]
 fn status_codes_are_shown_by_their_labels() {
     let env = Env::new();
     env.db()
         .execute_batch(
-            "CREATE TABLE BACKLOG (ID INTEGER PRIMARY KEY, STATUS INTEGER, DATE_INSERTED TEXT);
+            "CREATE TABLE BACKLOG (ID INTEGER PRIMARY KEY, STATUS INTEGER, DATE_INSERTED TEXT, PAYLOAD BLOB);
              CREATE INDEX BY_DATE ON BACKLOG (DATE_INSERTED);",
         )
         .unwrap();
     env.db()
         .execute_batch(
-            "INSERT INTO BACKLOG VALUES (1, 0, '2026-11-21 11:50:00'), (2, 0, '2026-11-21 11:40:00');",
+            "INSERT INTO BACKLOG VALUES (1, 0, '2026-11-21 11:50:00', NULL), (2, 0, '2026-11-21 11:40:00', CAST('{\"order\":2}' AS BLOB));",
         )
         .unwrap();
     env.write_handler("handler.sh", &crate::harness::recording_handler(&[2]));
@@ -508,6 +509,8 @@ fn status_codes_are_shown_by_their_labels() {
         show.starts_with("record 2 of BACKLOG: pending, inserted"),
         "{show}"
     );
+    // A BLOB of JSON text is shown as that text (its handler gets it as base64).
+    assert!(show.contains(r#""PAYLOAD":"{\"order\":2}""#), "{show}");
 
     let port = crate::dashboard::free_port();
     let listen = format!("127.0.0.1:{port}");
