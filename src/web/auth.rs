@@ -57,11 +57,35 @@ pub(crate) fn local_host(headers: &axum::http::HeaderMap) -> bool {
         // HTTP/1.0 without a Host: a local client, not a browser.
         return true;
     };
-    let name = match host.rsplit_once(':') {
-        Some((name, port)) if port.chars().all(|c| c.is_ascii_digit()) => name,
-        _ => host,
+    loopback_name(host)
+}
+
+/// Whether a `Host` value (a name or an address, and maybe a port) is this machine by
+/// its loopback: `localhost`, or an address parsed as one that is loopback (127.0.0.0/8,
+/// ::1, and ::ffff:127.x.y.z). A name that only looks like one (`127.evil.example`,
+/// `127.0.0.1.nip.io`, `localhost.evil`) is another site's.
+fn loopback_name(host: &str) -> bool {
+    use std::net::{IpAddr, Ipv6Addr};
+    let name = match host.strip_prefix('[') {
+        // [v6]:port or [v6]
+        Some(rest) => match rest.split_once(']') {
+            Some((v6, port)) if port.is_empty() || is_port(port.strip_prefix(':')) => {
+                return v6.parse::<Ipv6Addr>().is_ok_and(|a| {
+                    a.is_loopback() || a.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+                });
+            }
+            _ => return false,
+        },
+        None => match host.rsplit_once(':') {
+            Some((name, port)) if is_port(Some(port)) => name,
+            _ => host,
+        },
     };
-    matches!(name, "localhost" | "127.0.0.1" | "[::1]") || name.starts_with("127.")
+    name.eq_ignore_ascii_case("localhost") || name.parse::<IpAddr>().is_ok_and(|a| a.is_loopback())
+}
+
+fn is_port(port: Option<&str>) -> bool {
+    port.is_some_and(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
 }
 
 /// Whether a form was posted from a page of this server: a browser says where a POST
@@ -101,6 +125,37 @@ pub(crate) fn carried(headers: &axum::http::HeaderMap) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_loopback_names_and_addresses_are_this_machine() {
+        for host in [
+            "localhost",
+            "LOCALHOST:8080",
+            "127.0.0.1",
+            "127.0.0.1:80",
+            "127.1.2.3:9",
+            "[::1]",
+            "[::1]:8080",
+            "[::ffff:127.0.0.1]:80",
+        ] {
+            assert!(loopback_name(host), "{host}");
+        }
+        for host in [
+            "127.evil.example",
+            "127.0.0.1.nip.io",
+            "127.0.0.1.nip.io:8080",
+            "localhost.evil",
+            "evil.localhost",
+            "[::2]",
+            "[::1",
+            "[::1]junk",
+            "10.0.0.1",
+            "::1",
+            "",
+        ] {
+            assert!(!loopback_name(host), "{host}");
+        }
+    }
 
     #[test]
     fn tokens_compare_whole() {

@@ -264,6 +264,20 @@ fn another_host_name_or_origin_is_refused() {
     );
     let rebound = request(port, "GET", "/", &["Host: attacker.example"], "");
     assert_eq!(rebound.code, 421, "{}", rebound.body);
+    // Names that only look like this machine are another site's.
+    for host in [
+        "127.evil.example",
+        "127.0.0.1.nip.io",
+        "localhost.evil",
+        "127.0.0.1.nip.io:8080",
+    ] {
+        let probe = request(port, "GET", "/", &[&format!("Host: {host}")], "");
+        assert_eq!(probe.code, 421, "{host}: {}", probe.body);
+    }
+    for host in ["[::1]", "[::1]:8080", "127.0.0.2", "LOCALHOST"] {
+        let probe = request(port, "GET", "/", &[&format!("Host: {host}")], "");
+        assert_eq!(probe.code, 200, "{host}: {}", probe.body);
+    }
     let token = csrf(&get(port, "/").body);
     let foreign = request(
         port,
