@@ -202,11 +202,20 @@ impl Cli {
     /// exit code 2, and, when it asked for `--json`, the same as a JSON error on stdout.
     pub fn parse_or_exit() -> Cli {
         Cli::try_parse().unwrap_or_else(|e| {
-            let asked_json = std::env::args()
-                .skip(1)
-                .take_while(|a| a != "--")
-                .any(|a| a == "--json");
-            if e.use_stderr() && asked_json {
+            let asked = |flag: &str| {
+                std::env::args()
+                    .skip(1)
+                    .take_while(|a| a != "--")
+                    .any(|a| a == flag)
+            };
+            // A monitoring system reads 2 from `status --check` as CRITICAL: a command
+            // line it cannot run is UNKNOWN (3) to it.
+            let code = if e.use_stderr() && asked("--check") {
+                3
+            } else {
+                e.exit_code()
+            };
+            if e.use_stderr() && asked("--json") {
                 // The whole message, which clap may write over several lines (a list
                 // of the arguments missing), up to the usage after its blank line.
                 let text = e.render().to_string();
@@ -217,7 +226,11 @@ impl Cli {
                     .collect();
                 let message = message.join(" ");
                 let message = message.strip_prefix("error: ").unwrap_or(&message);
-                print_json_error(message, e.exit_code());
+                print_json_error(message, code);
+            }
+            if code != e.exit_code() {
+                let _ = e.print();
+                std::process::exit(code);
             }
             e.exit()
         })

@@ -71,7 +71,9 @@ impl Check {
 /// - warning: a last tick the breaker stopped or whose hold lapsed, a pause past the
 ///   end its author gave (`--until`), failures past `warn_failures`.
 ///
-/// A paused tier is not late.
+/// A paused tier is not late, but it is a warning naming the pause: it hides a tier
+/// that would fail. A tier that never ticked is one only once its first slot after the
+/// first tick of any tier has passed (or when no tier ever ticked).
 pub fn check(status: &Status, thresholds: Thresholds) -> Check {
     let mut findings = Vec::new();
     let now = status.now;
@@ -81,20 +83,32 @@ pub fn check(status: &Status, thresholds: Thresholds) -> Check {
     for t in &status.tiers {
         let name = format!("tier {} ({})", t.tier, t.window);
         if let Some(p) = t.paused.as_ref().or(everything_paused) {
-            if let Some(until) = p.until.filter(|u| *u < now) {
-                findings.push((
-                    CheckLevel::Warning,
-                    format!(
-                        "{name} is still paused, past the end its pause gave ({}); `backlog resume` lifts it",
+            // A paused tier hides whatever else it would say: it is named, always.
+            let resume = if p.window_secs == 0 {
+                "backlog resume".to_string()
+            } else {
+                format!("backlog resume --window {}", t.window)
+            };
+            findings.push((
+                CheckLevel::Warning,
+                match p.until.filter(|u| *u < now) {
+                    Some(until) => format!(
+                        "{name} is still paused, past the end its pause gave ({}); `{resume}` lifts it",
                         show(until)
                     ),
-                ));
-            }
+                    None => format!("{name} is {}; `{resume}` lifts it", p.describe()),
+                },
+            ));
             continue;
         }
         let period = Duration::from_secs_f64(t.period_seconds.max(1.0));
         match &t.last_tick {
-            None => never.push(t.tier.to_string()),
+            // Not before its first slot after the tool's first tick: a tier of a new
+            // install whose slot has not come yet is on time.
+            None if status.first_tick.is_none() || t.overdue_seconds.is_some() => {
+                never.push(t.tier.to_string())
+            }
+            None => {}
             Some(run) => {
                 let age = (now - run.clock).to_std().unwrap_or_default();
                 if age > 2 * period {

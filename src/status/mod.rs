@@ -55,8 +55,9 @@ pub struct TierStatus {
     pub cadence: String,
     /// Its last tick in the run log; none if it never ticked.
     pub last_tick: Option<RunRow>,
-    /// When the tick after the last one is due by the cadence (UTC); none before a first
-    /// tick.
+    /// When the tick after the last one is due by the cadence (UTC); for a tier that
+    /// never ticked, its first slot after the first tick of any tier (a tier is not
+    /// late before its first slot came); none before any tick.
     pub next_due: Option<DateTime<Utc>>,
     /// How late the tier is, past a grace of a minute or a tenth of its period.
     pub overdue_seconds: Option<u64>,
@@ -76,6 +77,8 @@ pub struct Status {
     pub table: String,
     /// The clock the ages and the overdue times are measured from (UTC).
     pub now: DateTime<Utc>,
+    /// The first tick of any tier the run log holds: when the tool began on this table.
+    pub first_tick: Option<DateTime<Utc>>,
     /// Statuses in display order: pending first, then success, then the rest.
     pub statuses: Vec<String>,
     /// The names shown for status values (`table.labels`): the columns' headings.
@@ -185,6 +188,7 @@ pub fn status(
     });
 
     let runs = store.last_runs()?;
+    let first_tick = store.first_tick()?;
     let pauses = store.pauses()?;
     let pause_of = |window: u64| pauses.iter().find(|p| p.window_secs == window).cloned();
     let failures_24h = store
@@ -203,9 +207,10 @@ pub fn status(
                 .iter()
                 .find(|r| r.window_secs == tier.window.as_secs())
                 .cloned();
-            let next_due = last_tick
-                .as_ref()
-                .and_then(|r| tier.cadence.next_due(r.clock));
+            let next_due = match &last_tick {
+                Some(r) => tier.cadence.next_due(r.clock),
+                None => first_tick.and_then(|f| tier.cadence.next_due(f)),
+            };
             let period = plan.tiers[i].period_seconds;
             // A daemon's tick comes up to the tier's jitter after its slot: not late.
             let grace = chrono::Duration::seconds((period / 10.0).max(60.0) as i64)
@@ -232,6 +237,7 @@ pub fn status(
         database: store.describe(),
         table: config.table.name.clone(),
         now,
+        first_tick,
         statuses,
         labels: config.table.labels.clone(),
         ages,

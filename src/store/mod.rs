@@ -348,6 +348,15 @@ pub trait Store {
         limit: usize,
     ) -> Result<Vec<Scalar>, StoreError>;
 
+    /// The clock of the first tick on this table the run log holds; none if none ran.
+    fn first_tick(&mut self) -> Result<Option<DateTime<Utc>>, StoreError> {
+        let own = self.own("backlog_runs")?;
+        if !own.exists {
+            return Ok(None);
+        }
+        runs::first_tick(own.sql, &own.prefix, own.table)
+    }
+
     /// The last run of each window on this table, newest first.
     fn last_runs(&mut self) -> Result<Vec<RunRow>, StoreError> {
         let own = self.own("backlog_runs")?;

@@ -123,6 +123,28 @@ pub(super) fn last_tick(
         .transpose()
 }
 
+/// The clock of the first tick on `table` the run log holds (retries left out): when
+/// the tool began working this table, as far as the log remembers.
+pub(super) fn first_tick(
+    sql: &mut dyn Sql,
+    s: &str,
+    table: &str,
+) -> Result<Option<DateTime<Utc>>, StoreError> {
+    let rows = sql
+        .query(
+            &format!(
+                "SELECT {} FROM {s}backlog_runs WHERE table_name = ?1 AND window_secs > 0 ORDER BY id LIMIT 1",
+                sql.rfc3339("clock")
+            ),
+            &[table.into()],
+        )
+        .map_err(failed("reading the run log"))?;
+    rows.first()
+        .and_then(|r| r[0].text())
+        .map(|t| instant(&t))
+        .transpose()
+}
+
 /// The last run of each tier's window on `table` (retries, window 0, left out).
 pub(super) fn last_runs(
     sql: &mut dyn Sql,
