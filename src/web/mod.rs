@@ -14,6 +14,7 @@
 
 mod auth;
 mod data;
+mod health;
 mod pages;
 mod plots;
 mod routes;
@@ -133,6 +134,8 @@ pub fn start_metrics(schedule: PathBuf, addr: SocketAddr) -> Result<(), Error> {
     tracing::info!("serving metrics at http://{addr}/metrics");
     let app = axum::Router::new()
         .route("/metrics", axum::routing::get(routes::metrics))
+        .route("/healthz", axum::routing::get(health::alive))
+        .route("/readyz", axum::routing::get(health::ready))
         .with_state(shared(schedule, None));
     in_background("the metrics server", listener, app)
 }

@@ -36,6 +36,9 @@ pub(crate) fn router(shared: Arc<Shared>) -> axum::Router {
         .route("/login", get(login))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(Arc::clone(&shared), guard))
+        // Added after the guard, so outside it: probes carry no token and use any name.
+        .route("/healthz", get(super::health::alive))
+        .route("/readyz", get(super::health::ready))
         .with_state(shared)
 }
 

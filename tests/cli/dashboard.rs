@@ -289,6 +289,44 @@ fn another_host_name_or_origin_is_refused() {
     assert_eq!(foreign.code, 403, "{}", foreign.body);
 }
 
+/// `/healthz` answers while the process lives; `/readyz` while the database answers and
+/// no tier's last tick failed, and says why not otherwise. Both answer under any host
+/// name and without the token, as probes send neither.
+#[test]
+fn health_probes_say_alive_and_ready() {
+    let token_file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(token_file.path(), "0123456789abcdef0123456789abcdef\n").unwrap();
+    let (env, _server, port) = served(
+        Backend::Sqlite,
+        &["--token-file", token_file.path().to_str().unwrap()],
+    );
+    let probe = |path: &str| request(port, "GET", path, &["Host: 10.1.2.3:8080"], "");
+    let alive = probe("/healthz");
+    assert_eq!((alive.code, alive.body.as_str()), (200, "ok\n"));
+    let ready = probe("/readyz");
+    assert_eq!((ready.code, ready.body.as_str()), (200, "ready\n"));
+    assert_eq!(
+        probe("/").code,
+        401,
+        "the dashboard itself still wants its token"
+    );
+    // A tick whose handler cannot run fails: not ready, and why.
+    env.write_handler("handler.sh", "#!/bin/sh\nexec no-such-command-here\n");
+    env.backlog(&["run", "--window", "1d", "--retry-failed"])
+        .assert()
+        .code(5);
+    let unready = probe("/readyz");
+    assert_eq!(unready.code, 503, "{}", unready.body);
+    assert!(
+        unready
+            .body
+            .starts_with("backlog: tier 1's last tick failed: the handler could not run"),
+        "{}",
+        unready.body
+    );
+    assert_eq!(probe("/healthz").code, 200);
+}
+
 /// A set of failures is retried only after a confirm step that says how many.
 fn a_set_is_retried_after_a_confirm_step(backend: Backend) {
     let (env, _server, port) = served(backend, &[]);

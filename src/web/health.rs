@@ -1,0 +1,67 @@
+//! `/healthz` and `/readyz`, for a service manager or an orchestrator's probes: the
+//! process answers, and the backlog can be worked (the database answers and no tier's
+//! last tick failed). They say nothing of a record, so they answer under any host name
+//! and without the dashboard's token, as a probe sends neither.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use super::{DEADLINE, Shared};
+use crate::config::Config;
+use crate::error::Error;
+
+fn text(code: StatusCode, body: String) -> Response {
+    (code, [(header::CONTENT_TYPE, "text/plain")], body).into_response()
+}
+
+/// `/healthz`: the process is alive and serving.
+pub(super) async fn alive() -> Response {
+    text(StatusCode::OK, "ok\n".into())
+}
+
+/// `/readyz`: 200 when the schedule file loads, the database answers and no tier's
+/// last tick failed or was abandoned; 503 with the reason otherwise.
+pub(super) async fn ready(State(shared): State<Arc<Shared>>) -> Response {
+    let schedule = shared.schedule.clone();
+    let job = tokio::task::spawn_blocking(move || -> Result<Option<String>, Error> {
+        let config = Config::load(&schedule)?;
+        let mut store = crate::tick::open_store(&config)?;
+        let runs = store
+            .last_runs()
+            .map_err(Error::store(&config.database.url))?;
+        let tier_of = |secs: u64| {
+            config
+                .schedule
+                .tiers
+                .iter()
+                .position(|t| t.window.as_secs() == secs)
+        };
+        Ok(runs
+            .iter()
+            .filter(|r| matches!(r.outcome.as_str(), "failed" | "abandoned"))
+            .find_map(|r| {
+                tier_of(r.window_secs).map(|i| {
+                    format!(
+                        "tier {}'s last tick {}: {}",
+                        i + 1,
+                        r.outcome,
+                        r.error.as_deref().unwrap_or("no error recorded")
+                    )
+                })
+            }))
+    });
+    let unready = |why: String| text(StatusCode::SERVICE_UNAVAILABLE, format!("backlog: {why}\n"));
+    match tokio::time::timeout(DEADLINE, job).await {
+        Ok(Ok(Ok(None))) => text(StatusCode::OK, "ready\n".into()),
+        Ok(Ok(Ok(Some(why)))) => unready(why),
+        Ok(Ok(Err(e))) => unready(e.to_string()),
+        Ok(Err(_)) => unready("the check could not run".into()),
+        Err(_) => unready(format!(
+            "the database did not answer within {} s",
+            DEADLINE.as_secs()
+        )),
+    }
+}
