@@ -48,6 +48,7 @@ pub use table::TableConfig;
 use table::{RawTable, resolve_table};
 pub use tiers::DEFAULT_LIMIT;
 use tiers::{RawTier, resolve_schedule};
+pub use variables::used_in as variables_used_in;
 
 /// The schedule file could not be read or is not valid.
 #[derive(Debug, thiserror::Error)]

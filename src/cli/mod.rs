@@ -166,6 +166,16 @@ pub fn crontab(args: &CrontabArgs) -> Result<(), Error> {
             args.user.as_deref(),
             &crontab::install(&current, &block, &schedule)?,
         )?;
+        // The file's `${VAR}` were set where it was loaded; cron's lines may lack them.
+        let used = std::fs::read_to_string(&file)
+            .map(|text| crate::config::variables_used_in(&text))
+            .unwrap_or_default();
+        for name in crontab::unset_for_cron(&used, &current) {
+            tracing::warn!(
+                "{} uses ${{{name}}}, which cron's lines do not get from this shell: add a `{name}=…` line to the crontab above the block (`crontab -e`), or set it in /etc/environment",
+                schedule.display()
+            );
+        }
         if args.json {
             return json(serde_json::json!({
                 "installed": true, "tiers": config.schedule.tiers.len(), "block": block,

@@ -27,6 +27,23 @@ pub(super) fn expand(
     expand_table(table, "", lookup)
 }
 
+/// The variables the strings of a schedule file's text name, each once, in order; none
+/// when the text is not TOML (its load says why).
+pub fn used_in(text: &str) -> Vec<String> {
+    let Ok(mut document) = DeTable::parse(text) else {
+        return Vec::new();
+    };
+    let names = std::cell::RefCell::new(Vec::<String>::new());
+    let _ = expand(document.get_mut(), &|name| {
+        let mut names = names.borrow_mut();
+        if !names.iter().any(|n| n == name) {
+            names.push(name.to_string());
+        }
+        Some(String::new())
+    });
+    names.into_inner()
+}
+
 fn expand_table(
     table: &mut DeTable<'_>,
     path: &str,
@@ -167,6 +184,13 @@ mod tests {
                 .unwrap_err()
                 .contains("${} is not a variable name")
         );
+    }
+
+    #[test]
+    fn the_variables_a_file_uses_are_listed_once() {
+        let text = "a = \"${DB_URL}x${TOKEN}\"\nb = [\"${DB_URL}\", \"$${NOT}\"]\n# ${COMMENT}\n";
+        assert_eq!(used_in(text), ["DB_URL", "TOKEN"]);
+        assert!(used_in("not = toml = at all").is_empty());
     }
 
     #[test]

@@ -187,6 +187,41 @@ fn install_and_uninstall_round_trip_on_the_real_crontab() {
     );
 }
 
+/// A schedule file that names `${DB_URL}` installs, with a warning that cron's lines do
+/// not get it from this shell, unless the crontab sets it.
+#[test]
+fn install_warns_of_a_variable_cron_would_not_have() {
+    let _turn = one_at_a_time();
+    let env = env_of_the_user();
+    let binary = env.path("backlog").display().to_string();
+    let text = std::fs::read_to_string(env.path("backlog.toml")).unwrap();
+    let url = format!("url = \"{}\"", env.url());
+    assert!(text.contains(&url));
+    std::fs::write(
+        env.path("backlog.toml"),
+        text.replacen(&url, "url = \"${DB_URL}\"", 1),
+    )
+    .unwrap();
+    for (mine, warned) in [("", true), ("DB_URL=backlog.db\n", false)] {
+        set_crontab(mine);
+        let out = env
+            .backlog(&["crontab", "--install", "--user", USER, "--binary", &binary])
+            .env("DB_URL", env.url())
+            .assert()
+            .success();
+        let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        assert_eq!(
+            stderr.contains("uses ${DB_URL}, which cron's lines do not get from this shell: add a `DB_URL=…` line to the crontab above the block"),
+            warned,
+            "{mine:?}: {stderr}"
+        );
+    }
+    let _ = Command::new("crontab")
+        .args(["-u", USER, "-r"])
+        .stderr(Stdio::null())
+        .status();
+}
+
 /// Each thing cron would trip over, as the crontab's user, is refused with a line that
 /// names it and the fix, before anything is written.
 #[test]
