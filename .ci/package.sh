@@ -35,7 +35,8 @@ fail() { echo ".ci/package.sh: $*" >&2; exit 1; }
 installing=
 if ! cargo deb --version >/dev/null 2>&1; then
     echo ".ci/package.sh: installing cargo-deb (cargo install cargo-deb --locked)"
-    cargo install --quiet cargo-deb --locked &
+    # In a folder of its own (cargo's default), not a CARGO_TARGET_DIR the build locks.
+    env -u CARGO_TARGET_DIR cargo install --quiet cargo-deb --locked &
     installing=$!
 fi
 cargo build --release --locked
