@@ -64,8 +64,8 @@ example="$assets/backlog.toml"
 # it at your table and handler, check it with
 # `backlog doctor --schedule /etc/backlog/orders.toml`, then
 # `systemctl enable --now backlog@orders`. The service writes only under its state
-# directory, /var/lib/backlog/orders/ (see `systemctl cat backlog@orders`), so a
-# SQLite backlog lives there; a database server needs no such path.
+# directory, /var/lib/backlog/orders/ (/usr/lib/systemd/system/backlog@.service says
+# why), so a SQLite backlog lives there; a database server needs no such path.
 #
 EOF
     sed -e 's|^# A SQLite file, relative to this file\.$|# A SQLite file the service may write (a relative path is to this file: read-only).|' \
