@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# The Debian package, end to end: builds it (packaging/build-deb.sh: the release
+# profile, the man pages, completions, example schedule and copyright it generates),
+# installs it with dpkg, checks what it installed, purges it, and checks that nothing
+# of it is left. `.ci/run` runs it after the tests; alone, as root on a throwaway
+# machine: `bash .ci/package.sh`.
+#
+# - cargo-deb is installed with `cargo install cargo-deb --locked` when `cargo deb` is
+#   missing; it compiles while the release build's last, single-threaded step runs.
+# - man-db (`man -w`) and systemd (`systemd-analyze verify`) are installed when missing.
+# - Debian's container images drop /usr/share/man and most of /usr/share/doc at
+#   install (path-exclude in /etc/dpkg/dpkg.cfg.d/): such files are checked in the
+#   .deb (`dpkg -c`), and on disk only where dpkg keeps them.
+# - The unit is checked with `systemd-analyze verify` on an instance, backlog@ci,
+#   which needs no running systemd: any line it prints (an unknown key, a bad value, a
+#   missing command or man page) fails the run. `systemctl enable` works offline too,
+#   so the purge is checked to take the link it made.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PATH:/usr/sbin:/sbin"
+started=$SECONDS
+
+updated=no
+need() {
+    command -v "$1" >/dev/null && return
+    echo ".ci/package.sh: installing $2 (for $1)"
+    if [ "$updated" = no ]; then apt-get update -qq; updated=yes; fi
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null
+}
+need cc gcc
+need man man-db
+need systemd-analyze systemd
+fail() { echo ".ci/package.sh: $*" >&2; exit 1; }
+
+installing=
+if ! cargo deb --version >/dev/null 2>&1; then
+    echo ".ci/package.sh: installing cargo-deb (cargo install cargo-deb --locked)"
+    # In a folder of its own (cargo's default), not a CARGO_TARGET_DIR the build locks.
+    env -u CARGO_TARGET_DIR cargo install --quiet cargo-deb --locked &
+    installing=$!
+fi
+cargo build --release --locked
+if [ -n "$installing" ]; then wait "$installing"; fi
+deb=$(packaging/build-deb.sh | tail -n 1)
+[ -f "$deb" ] || fail "packaging/build-deb.sh made no package ($deb)"
+built=$SECONDS
+echo ".ci/package.sh: built $deb"
+
+# What the package must hold, in the .deb itself.
+dpkg -c "$deb" | awk '{print substr($6, 2)}' >"${deb%.deb}.contents"
+expected=(
+    /usr/bin/backlog
+    /usr/share/man/man1/backlog.1.gz
+    /usr/share/man/man1/backlog-daemon.1.gz
+    /usr/share/man/man1/backlog-backoff-plot.1.gz
+    /usr/share/bash-completion/completions/backlog
+    /usr/share/zsh/vendor-completions/_backlog
+    /usr/share/fish/vendor_completions.d/backlog.fish
+    /usr/share/doc/backlog/examples/backlog.toml
+    /usr/share/doc/backlog/copyright
+    /usr/lib/systemd/system/backlog@.service
+)
+for path in "${expected[@]}"; do
+    grep -qxF "$path" "${deb%.deb}.contents" || fail "$deb lacks $path"
+done
+
+# Whether dpkg leaves PATH out at install: the last path-exclude or path-include of
+# its configuration that matches it decides.
+dropped() {
+    local verdict=no option pattern
+    while read -r option pattern; do
+        # shellcheck disable=SC2053 # the pattern is a glob
+        case "$option" in
+            path-exclude) [[ $1 == $pattern ]] && verdict=yes ;;
+            path-include) [[ $1 == $pattern ]] && verdict=no ;;
+        esac
+    done < <(cat /etc/dpkg/dpkg.cfg.d/* /etc/dpkg/dpkg.cfg 2>/dev/null | sed -n 's/^\(path-[a-z]*\)[= ]\(.*\)$/\1 \2/p')
+    [ "$verdict" = yes ]
+}
+
+dpkg -i "$deb" >/dev/null
+for path in "${expected[@]}"; do
+    [ -e "$path" ] || dropped "$path" || fail "$path is not installed"
+done
+version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n 1)
+[ "$(/usr/bin/backlog --version)" = "backlog $version" ] || fail "/usr/bin/backlog --version: $(/usr/bin/backlog --version)"
+man_flag=
+if dropped /usr/share/man/man1/backlog.1.gz; then
+    echo ".ci/package.sh: dpkg here drops /usr/share/man; the man pages were checked in the .deb only"
+    man_flag=--man=no
+else
+    [ "$(man -w backlog)" = /usr/share/man/man1/backlog.1.gz ] || fail "man -w backlog: $(man -w backlog)"
+    [ "$(man -w backlog-daemon)" = /usr/share/man/man1/backlog-daemon.1.gz ] || fail "man -w backlog-daemon"
+fi
+bash -c 'source /usr/share/bash-completion/completions/backlog && complete -p backlog' >/dev/null ||
+    fail "the bash completion does not load"
+if ! dropped /usr/share/doc/backlog/examples/backlog.toml; then
+    /usr/bin/backlog explain --schedule /usr/share/doc/backlog/examples/backlog.toml >/dev/null
+fi
+verify=$(systemd-analyze verify $man_flag backlog@ci.service 2>&1) || true
+[ -z "$verify" ] || fail "systemd-analyze verify backlog@ci.service: $verify"
+systemctl enable backlog@ci.service 2>/dev/null
+[ -L /etc/systemd/system/multi-user.target.wants/backlog@ci.service ] || fail "systemctl enable made no link"
+
+dpkg --purge backlog >/dev/null
+[ ! -e /usr/bin/backlog ] || fail "/usr/bin/backlog is still there after the purge"
+while read -r path; do
+    case "$path" in
+        # A folder may stay if it holds other files, or another package has it.
+        */) [ ! -d "$path" ] || [ -n "$(ls -A "$path")" ] || dpkg -S "${path%/}" >/dev/null 2>&1 ||
+            fail "the purge left the empty folder $path" ;;
+        *) [ ! -e "$path" ] || fail "the purge left $path" ;;
+    esac
+done <"${deb%.deb}.contents"
+[ ! -e /etc/systemd/system/multi-user.target.wants/backlog@ci.service ] ||
+    fail "the purge left the link systemctl enable made"
+if dpkg-query -W -f '${Status}' backlog 2>/dev/null | grep -qv 'not-installed'; then
+    fail "dpkg still knows backlog: $(dpkg-query -W -f '${Status}' backlog)"
+fi
+
+echo ".ci/package.sh: the package installs, checks out and purges clean:" \
+    "$((built - started))s to build, $((SECONDS - built))s to check"
