@@ -36,6 +36,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::batch_output::{Answers, Said, log_stderr};
+use super::batch_sent::Sent;
 use super::bounded_lines::{Junk, JunkKind, MAX_LINE, Splitter, sample, truncated};
 use super::child::{OUTPUT_GRACE, OUTPUT_TAIL};
 use super::command::resolve;
@@ -75,35 +76,6 @@ struct Running {
     answers: Answers,
     /// Closed when the thread logging its stderr is done.
     stderr_logged: mpsc::Receiver<()>,
-}
-
-/// A batch sent and not yet fully answered.
-struct Sent {
-    /// The lines as written, and where each record's line ends: the records still
-    /// waiting are sent again after a restart they did not cause.
-    lines: Arc<[u8]>,
-    ends: Vec<usize>,
-    /// The place in the batch of each record still waiting, by its id.
-    waiting: HashMap<Scalar, usize>,
-    answers: Vec<Option<Handled>>,
-    /// Why the records still waiting will get no answer, and how their work ended.
-    ended: Option<(String, Ending)>,
-    /// When its lines went to the process.
-    sent_at: Instant,
-}
-
-impl Sent {
-    /// The lines of the records still waiting, in the batch's order.
-    fn unanswered_lines(&self) -> Vec<u8> {
-        let mut out = Vec::new();
-        for (i, answer) in self.answers.iter().enumerate() {
-            if answer.is_none() {
-                let start = if i == 0 { 0 } else { self.ends[i - 1] };
-                out.extend_from_slice(&self.lines[start..self.ends[i]]);
-            }
-        }
-        out
-    }
 }
 
 /// Runs one long-lived program for many records (`handler.batch_size`), in the

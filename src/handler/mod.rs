@@ -7,6 +7,7 @@
 
 mod batch;
 mod batch_output;
+mod batch_sent;
 mod bounded_lines;
 mod child;
 mod closure;
