@@ -38,7 +38,8 @@ pub struct ShowArgs {
 /// The options of `backlog retry`.
 #[derive(Debug, Args)]
 pub struct RetryArgs {
-    /// The ids of the records to hand over now.
+    /// The ids of the records to hand over now; `-` reads them from standard input
+    /// (one or more a line, separated by blanks or commas).
     #[arg(required_unless_present = "status")]
     pub ids: Vec<String>,
     /// Or the pending records of this status (with --older-than and --limit).
@@ -200,6 +201,47 @@ pub fn show(args: &ShowArgs) -> Result<(), Error> {
     print(&text)
 }
 
+/// The most ids `backlog retry -` reads: an action on more is a tick's job.
+const MAX_IDS: usize = 10_000;
+
+/// The ids given, those of standard input in place of `-` (which the schedule file
+/// cannot be read from too).
+fn ids_of(given: &[String], schedule: &Option<PathBuf>) -> Result<Vec<String>, Error> {
+    if !given.iter().any(|id| id == "-") {
+        return Ok(given.to_vec());
+    }
+    if schedule.as_deref().is_some_and(crate::config::is_stdin) {
+        return Err(Error::Usage(
+            "ids from standard input (-) and --schedule - cannot both read it; give the schedule's file".into(),
+        ));
+    }
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map_err(|source| {
+        Error::Io {
+            context: "cannot read the ids from standard input".into(),
+            source,
+        }
+    })?;
+    let mut ids: Vec<String> = given.iter().filter(|id| *id != "-").cloned().collect();
+    ids.extend(
+        text.split(|c: char| c.is_whitespace() || c == ',')
+            .filter(|id| !id.is_empty())
+            .map(String::from),
+    );
+    if ids.len() > MAX_IDS {
+        return Err(Error::Usage(format!(
+            "{} ids given, more than the {MAX_IDS} one retry takes; give them in parts, or let the ticks take them",
+            ids.len()
+        )));
+    }
+    if ids.is_empty() {
+        return Err(Error::Usage(
+            "no ids on standard input; give one or more, a line or blanks apart".into(),
+        ));
+    }
+    Ok(ids)
+}
+
 /// `backlog retry`.
 pub fn retry(args: &RetryArgs) -> Result<(), Error> {
     crate::handler::adopt_orphans();
@@ -216,7 +258,7 @@ pub fn retry(args: &RetryArgs) -> Result<(), Error> {
                 .unwrap_or(now),
             limit: args.limit,
         },
-        None => Selection::Ids(args.ids.clone()),
+        None => Selection::Ids(ids_of(&args.ids, &args.schedule)?),
     };
     let RetryPlan { records, refused } =
         crate::operate::plan_retry(&config, store.as_mut(), &selection)?;
@@ -233,7 +275,10 @@ pub fn retry(args: &RetryArgs) -> Result<(), Error> {
         } else {
             let mut text: String = records
                 .iter()
-                .map(|r| format!("{}\t{}\t{}\n", r.id, r.inserted_at(), r.status))
+                .map(|r| {
+                    let status = config.table.label(&r.status);
+                    format!("{}\t{}\t{status}\n", r.id, r.inserted_at())
+                })
                 .collect();
             text.push_str(&format!("dry run: would hand over {} records\n", ids.len()));
             text

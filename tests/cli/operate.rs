@@ -159,6 +159,23 @@ fn retry_a_set_by_status(backend: Backend) {
         "{text}"
     );
     assert_eq!(calls(&env), 0);
+    // Ids from standard input, a line or blanks apart (`-`), as a script pipes them.
+    let text = stdout(
+        env.backlog(&["retry", "-", "--dry-run", "--now", NOW])
+            .write_stdin("3\n1, 2\n\n")
+            .assert()
+            .success(),
+    );
+    assert!(text.starts_with("3\t"), "{text}");
+    assert!(
+        text.ends_with("dry run: would hand over 3 records\n"),
+        "{text}"
+    );
+    env.backlog(&["retry", "-", "--dry-run"])
+        .write_stdin("\n")
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("no ids on standard input"));
     env.backlog(&[
         "retry",
         "--status",
