@@ -202,6 +202,8 @@ pub struct AttemptQuery {
     pub since: Option<DateTime<Utc>>,
     /// At most this many.
     pub limit: usize,
+    /// After skipping this many, newest first (a page of a longer list).
+    pub offset: usize,
     /// Successes too (when `outcomes` is empty).
     pub successes: bool,
 }
@@ -209,13 +211,8 @@ pub struct AttemptQuery {
 /// (`signal` is quoted: MySQL reserves the word.)
 const COLUMNS: &str = "record_id, run_id, window_secs, started_ms, took_ms, status, outcome, code, \"signal\", detail, output";
 
-/// The attempts of `table` that `query` asks for, newest first.
-pub(super) fn read(
-    sql: &mut dyn Sql,
-    s: &str,
-    table: &str,
-    query: &AttemptQuery,
-) -> Result<Vec<Attempt>, StoreError> {
+/// The `WHERE` clause of `query` on `table`'s attempts, and its values.
+fn filter_of(table: &str, query: &AttemptQuery) -> (String, Vec<Value>) {
     let mut params: Vec<Value> = vec![table.into()];
     let mut filter = String::from("table_name = ?1");
     let mut bind = |clause: &str, value: Value, params: &mut Vec<Value>| {
@@ -247,15 +244,45 @@ pub(super) fn read(
         }
         filter.push_str(&format!(" AND outcome IN ({})", list.join(", ")));
     }
+    (filter, params)
+}
+
+/// The attempts of `table` that `query` asks for, newest first.
+pub(super) fn read(
+    sql: &mut dyn Sql,
+    s: &str,
+    table: &str,
+    query: &AttemptQuery,
+) -> Result<Vec<Attempt>, StoreError> {
+    let (filter, mut params) = filter_of(table, query);
     params.push((query.limit.max(1) as i64).into());
+    params.push((query.offset as i64).into());
     let text = format!(
-        "SELECT {COLUMNS} FROM {s}backlog_attempts WHERE {filter} ORDER BY id DESC LIMIT ?{}",
+        "SELECT {COLUMNS} FROM {s}backlog_attempts WHERE {filter} ORDER BY id DESC LIMIT ?{} OFFSET ?{}",
+        params.len() - 1,
         params.len()
     );
     let rows = sql
         .query(&text, &params)
         .map_err(failed("reading backlog_attempts"))?;
     Ok(rows.iter().map(|r| attempt(r)).collect())
+}
+
+/// How many attempts of `table` `query` picks, whatever its limit and offset.
+pub(super) fn count(
+    sql: &mut dyn Sql,
+    s: &str,
+    table: &str,
+    query: &AttemptQuery,
+) -> Result<u64, StoreError> {
+    let (filter, params) = filter_of(table, query);
+    let rows = sql
+        .query(
+            &format!("SELECT count(*) FROM {s}backlog_attempts WHERE {filter}"),
+            &params,
+        )
+        .map_err(failed("counting backlog_attempts"))?;
+    Ok(rows.first().and_then(|r| r[0].int()).unwrap_or(0).max(0) as u64)
 }
 
 /// How many attempts of `table` ended in each outcome since `since`.

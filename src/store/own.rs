@@ -48,6 +48,11 @@ impl dyn Store + '_ {
         })
     }
 
+    /// How many attempts `query` picks, whatever its limit and offset.
+    pub fn attempt_count(&mut self, query: &AttemptQuery) -> Result<u64, StoreError> {
+        self.read_own(0, |sql, s, table| attempts::count(sql, s, table, query))
+    }
+
     /// How many attempts ended in each outcome since `since`.
     pub fn attempt_counts(
         &mut self,

@@ -41,9 +41,18 @@ pub(crate) struct FailureFilter {
     /// An outcome (`error`, `timeout`…); empty: any but success.
     #[serde(default)]
     pub(crate) outcome: String,
+    /// Which page of the list, from 1 (as text: a form flattened into another reads
+    /// every value as text; one that is no number is the first page).
+    #[serde(default)]
+    pub(crate) page: String,
 }
 
 impl FailureFilter {
+    /// The page asked for, from 1.
+    pub(crate) fn page(&self) -> usize {
+        self.page.trim().parse().unwrap_or(1).max(1)
+    }
+
     /// The query it stands for, or why it stands for none.
     pub(crate) fn query(&self, limit: usize) -> Result<AttemptQuery, String> {
         let window_secs = match self.tier.trim() {
@@ -63,20 +72,23 @@ impl FailureFilter {
             window_secs,
             outcomes,
             limit,
+            offset: (self.page() - 1).saturating_mul(limit),
             ..AttemptQuery::default()
         })
     }
 }
 
-/// The latest failed attempts that `filter` picks, at most `limit`.
+/// The failed attempts that `filter` picks, newest first: its page of at most
+/// `limit`, and how many it picks in all.
 pub(crate) fn failures(
     config: &Config,
     filter: &FailureFilter,
     limit: usize,
-) -> Result<Vec<Attempt>, Error> {
+) -> Result<(Vec<Attempt>, u64), Error> {
     let query = filter.query(limit).map_err(Error::Usage)?;
     let mut store = crate::operate::inspected(config)?;
-    store
-        .attempts(&query)
-        .map_err(Error::store(store.describe()))
+    let store_err = Error::store(store.describe());
+    let page = store.attempts(&query).map_err(&store_err)?;
+    let total = store.attempt_count(&query).map_err(&store_err)?;
+    Ok((page, total))
 }

@@ -274,9 +274,19 @@ pub(crate) fn urlencode(text: &str) -> String {
     percent_encoding::utf8_percent_encode(text, percent_encoding::NON_ALPHANUMERIC).to_string()
 }
 
-/// The failures page: a filter, the attempts, and a retry of their records.
+/// How long the failures' list is, and its pages.
+pub(crate) struct Listed {
+    /// Attempts the filter picks in all.
+    pub(crate) total: u64,
+    /// At most this many a page.
+    pub(crate) per_page: usize,
+}
+
+/// The failures page: a filter, the attempts (a page of them, with their count and
+/// links to the pages around), and a retry of the page's records.
 pub(crate) fn failures(
     attempts: &[Attempt],
+    listed: Listed,
     labels: &BTreeMap<String, String>,
     filter: &FailureFilter,
     tiers: &[String],
@@ -287,6 +297,17 @@ pub(crate) fn failures(
     let mut ids: Vec<&str> = attempts.iter().map(|a| a.record_id.as_str()).collect();
     ids.sort_unstable();
     ids.dedup();
+    let page = filter.page();
+    let per_page = listed.per_page.max(1) as u64;
+    let pages = listed.total.div_ceil(per_page);
+    let first = (page as u64 - 1) * per_page + 1;
+    let page_link = |n: usize| {
+        format!(
+            "/failures?tier={}&outcome={}&page={n}",
+            urlencode(&filter.tier),
+            urlencode(&filter.outcome)
+        )
+    };
     let body = html! {
         h1 { "Failures" }
         form.filter method="get" action="/failures" {
@@ -301,11 +322,23 @@ pub(crate) fn failures(
             } }
             button type="submit" { "Filter" }
         }
+        p.meta.listed {
+            @if listed.total == 0 {
+                "No failures kept."
+            } @else if attempts.is_empty() {
+                "None on page " (page) "; " (listed.total) " in all."
+            } @else {
+                "Failures " (first) "–" (first + attempts.len() as u64 - 1) " of " (listed.total) ", newest first."
+            }
+            @if page > 1 { " " a.prev href=(page_link(page - 1)) { "← newer" } }
+            @if (page as u64) < pages { " " a.next href=(page_link(page + 1)) { "older →" } }
+        }
         @if !ids.is_empty() {
             form method="post" action="/failures/retry" {
                 (csrf_field(csrf))
                 input type="hidden" name="tier" value=(filter.tier);
                 input type="hidden" name="outcome" value=(filter.outcome);
+                input type="hidden" name="page" value=(page);
                 button type="submit" { "Retry the " (ids.len()) " records of these failures…" }
             }
         }
@@ -331,11 +364,12 @@ pub(crate) fn confirm_retry(
                 (csrf_field(csrf))
                 input type="hidden" name="tier" value=(filter.tier);
                 input type="hidden" name="outcome" value=(filter.outcome);
+                input type="hidden" name="page" value=(filter.page());
                 input type="hidden" name="confirm" value="yes";
                 input type="hidden" name="ids" value=(ids.join(","));
                 button.danger type="submit" { "Retry " (ids.len()) " records" }
                 " "
-                a href={ "/failures?tier=" (urlencode(&filter.tier)) "&outcome=" (urlencode(&filter.outcome)) } { "Cancel" }
+                a href={ "/failures?tier=" (urlencode(&filter.tier)) "&outcome=" (urlencode(&filter.outcome)) "&page=" (filter.page()) } { "Cancel" }
             }
         }
     };

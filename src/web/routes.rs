@@ -216,13 +216,18 @@ async fn failures(State(shared): Shared_, Query(q): Query<FailuresQuery>) -> Res
             .map(|t| crate::duration::compact(t.window))
             .collect();
         let labels = config.table.labels.clone();
-        Ok((data::failures(&config, &filter, LISTED)?, tiers, labels))
+        let (attempts, total) = data::failures(&config, &filter, LISTED)?;
+        Ok((attempts, total, tiers, labels))
     })
     .await;
     match result {
-        Ok((attempts, tiers, labels)) => Html(
+        Ok((attempts, total, tiers, labels)) => Html(
             pages::failures(
                 &attempts,
+                pages::Listed {
+                    total,
+                    per_page: LISTED,
+                },
                 &labels,
                 &q.filter,
                 &tiers,
@@ -395,9 +400,10 @@ async fn retry_failures(State(shared): Shared_, Form(form): Form<RetryFailures>)
         return forged();
     }
     let back = format!(
-        "/failures?tier={}&outcome={}",
+        "/failures?tier={}&outcome={}&page={}",
         pages::urlencode(&form.filter.tier),
-        pages::urlencode(&form.filter.outcome)
+        pages::urlencode(&form.filter.outcome),
+        form.filter.page()
     );
     if form.confirm == "yes" {
         let ids: Vec<String> = form
@@ -415,6 +421,7 @@ async fn retry_failures(State(shared): Shared_, Form(form): Form<RetryFailures>)
     let filter = form.filter.clone();
     let result = blocking(&shared, move |config| {
         let mut ids: Vec<String> = data::failures(&config, &filter, LISTED)?
+            .0
             .into_iter()
             .map(|a| a.record_id)
             .collect();

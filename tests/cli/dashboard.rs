@@ -367,9 +367,83 @@ fn a_set_is_retried_after_a_confirm_step(backend: Backend) {
     assert_eq!(env.with_status("SUCCESS"), 3);
 }
 
+/// The failures page says how many failures the filter picks and pages through them,
+/// 200 a page, newest first; a page past the end says so.
+fn failures_are_counted_and_paged(backend: Backend) {
+    let env = Env::on(backend);
+    env.create_table("TEXT");
+    let aged: Vec<(i64, i64)> = (1..=205).map(|id| (id, 60 + id)).collect();
+    env.insert_aged_at(chrono::Utc::now(), &aged, |t| {
+        t.format("%Y-%m-%d %H:%M:%S").to_string().into()
+    });
+    env.write_schedule(&Schedule {
+        command: r#"["./batch.py"]"#,
+        handler_extra: "mode = \"batch\"\nbatch_size = 500",
+        tiers: PROGRESSIVE_TIERS,
+        ..Schedule::default()
+    });
+    env.write_handler(
+        "batch.py",
+        "#!/usr/bin/env python3\nimport json, sys\nfor line in sys.stdin:\n    print(json.dumps({\"id\": json.loads(line)[\"id\"], \"code\": 1}), flush=True)\n",
+    );
+    env.backlog(&["run", "--window", "1d"]).assert().success();
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let _server = Running::spawn(
+        env.command()
+            .args(["serve", "--listen", &listen])
+            .env_remove("BACKLOG_TOKEN")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    wait_for_port(port);
+    let rows = |body: &str| body.matches("<a href=\"/record?id=").count();
+    let first = get(port, "/failures?tier=1d");
+    assert!(
+        first.body.contains("Failures 1–200 of 205, newest first."),
+        "{}",
+        first.body
+    );
+    assert_eq!(rows(&first.body), 200);
+    assert!(
+        first
+            .body
+            .contains("href=\"/failures?tier=1d&amp;outcome=&amp;page=2\""),
+        "{}",
+        first.body
+    );
+    let second = get(port, "/failures?tier=1d&outcome=&page=2");
+    assert!(
+        second
+            .body
+            .contains("Failures 201–205 of 205, newest first."),
+        "{}",
+        second.body
+    );
+    assert_eq!(rows(&second.body), 5);
+    // The oldest five of the tick: records 1 to 5 were handed out first.
+    assert!(
+        second.body.contains("<a href=\"/record?id=1\">"),
+        "{}",
+        second.body
+    );
+    assert!(
+        second.body.contains("page=1\""),
+        "a link back: {}",
+        second.body
+    );
+    let past = get(port, "/failures?tier=1d&page=9");
+    assert!(
+        past.body.contains("None on page 9; 205 in all."),
+        "{}",
+        past.body
+    );
+}
+
 crate::on_every_backend!(
     pages_escape_what_they_show_and_actions_need_their_token,
     a_set_is_retried_after_a_confirm_step,
+    failures_are_counted_and_paged,
 );
 
 /// With a token, every request needs it: a header, or the cookie `/login` sets.
