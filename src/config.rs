@@ -44,7 +44,7 @@ pub use postgres_url::{PostgresUrl, Verify};
 pub use ranges::{MAX_BATCH_SIZE, MAX_LIMIT, MAX_SPREAD, SPAN};
 use retry::RawRetry;
 pub use retry::RetryConfig;
-pub use table::TableConfig;
+pub use table::{Labels, TableConfig};
 use table::{RawTable, resolve_table};
 pub use tiers::DEFAULT_LIMIT;
 use tiers::{RawTier, resolve_schedule};

@@ -57,7 +57,19 @@ pub struct TableConfig {
     /// Names people read for status values (`table.labels`), where the column holds
     /// codes: `{ "0" = "pending", "1" = "done" }`. Shown in logs, summaries, `show`,
     /// `status` and the dashboard; the table, the JSON and the metrics keep the values.
-    pub labels: BTreeMap<String, String>,
+    pub labels: Labels,
+}
+
+/// The names of status values (`table.labels`), for what people read.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(transparent)]
+pub struct Labels(pub BTreeMap<String, String>);
+
+impl Labels {
+    /// A status as people read it: its label, or the value itself.
+    pub fn of<'a>(&'a self, status: &'a str) -> &'a str {
+        self.0.get(status).map_or(status, String::as_str)
+    }
 }
 
 impl TableConfig {
@@ -75,13 +87,13 @@ impl TableConfig {
             success: "SUCCESS".into(),
             error: "ERROR".into(),
             retry: None,
-            labels: BTreeMap::new(),
+            labels: Labels::default(),
         }
     }
 
     /// A status as people read it: its label (`table.labels`), or the value itself.
     pub fn label<'a>(&'a self, status: &'a str) -> &'a str {
-        self.labels.get(status).map_or(status, String::as_str)
+        self.labels.of(status)
     }
 
     /// Whether a record with this status is one a tick takes (it is in `pending`).
@@ -128,7 +140,7 @@ pub(super) fn resolve_table(raw: RawTable, retry: Option<RawRetry>) -> Result<Ta
             "table.labels: the label of {value:?} is empty; give the name to show for it, like labels = {{ \"0\" = \"pending\" }}"
         ));
     }
-    table.labels = raw.labels;
+    table.labels = Labels(raw.labels);
     table.success = raw.success.unwrap_or(table.success);
     table.error = raw.error.unwrap_or(table.error);
     if table.is_pending(&table.success) {

@@ -82,7 +82,7 @@ pub struct Status {
     /// Statuses in display order: pending first, then success, then the rest.
     pub statuses: Vec<String>,
     /// The names shown for status values (`table.labels`): the columns' headings.
-    pub labels: std::collections::BTreeMap<String, String>,
+    pub labels: crate::config::Labels,
     /// One row per tier's age range, youngest first, with the records too old for any tier
     /// and those stamped in the future in rows of their own.
     pub ages: Vec<AgeRow>,
@@ -278,10 +278,7 @@ impl Status {
             .max(4);
         out.push_str(&format!("{:<width$}", "ages"));
         for s in &self.statuses {
-            out.push_str(&format!(
-                "  {:>9}",
-                self.labels.get(s).map_or(s.as_str(), String::as_str)
-            ));
+            out.push_str(&format!("  {:>9}", self.labels.of(s)));
         }
         out.push('\n');
         for row in &self.ages {

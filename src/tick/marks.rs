@@ -35,7 +35,7 @@ pub(super) struct Marks<'o> {
     /// Shared with the marks: a status is allocated once a tick, not once a record.
     success: Arc<str>,
     /// The names log lines give status values (`table.labels`).
-    labels: std::collections::BTreeMap<String, String>,
+    labels: crate::config::Labels,
     error: Arc<str>,
     /// The tick's clock, written to `[retry]`'s `since` column.
     now: DateTime<Utc>,
@@ -173,7 +173,7 @@ impl<'o> Marks<'o> {
                 tally.warned += 1;
             }
         }
-        let label = self.labels.get(&*status).map_or(&*status, String::as_str);
+        let label = self.labels.of(&status);
         log_outcome(record, &handled, &status, label, tally.warned, self.tier);
         on_event(Event::Handled {
             record,

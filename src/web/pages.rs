@@ -3,13 +3,13 @@
 //! as text. Each page is complete without JavaScript; `refresh.js` only swaps the
 //! content of `<main>` for a fresh copy every few seconds.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
 use super::data::{FailureFilter, Overview};
+use crate::config::Labels;
 use crate::duration;
 use crate::operate::RecordView;
 use crate::store::Attempt;
@@ -188,7 +188,7 @@ pub(crate) fn overview(o: &Overview, csrf: &str, notice: Option<&str>) -> Markup
         }
         h2 { "Records by age and status" }
         table {
-            thead { tr { th { "ages" } @for st in &s.statuses { th.num { (label(&s.labels, st)) } } } }
+            thead { tr { th { "ages" } @for st in &s.statuses { th.num { (s.labels.of(st)) } } } }
             tbody {
                 @for row in &s.ages {
                     tr {
@@ -227,16 +227,7 @@ fn band_of(o: &Overview, tier: usize) -> String {
 }
 
 /// Attempts, newest first; with `records`, each links to its record.
-/// A status as people read it: its label (`table.labels`), or the value itself.
-fn label<'a>(labels: &'a BTreeMap<String, String>, status: &'a str) -> &'a str {
-    labels.get(status).map_or(status, String::as_str)
-}
-
-fn attempts_table(
-    attempts: &[Attempt],
-    records: bool,
-    labels: &BTreeMap<String, String>,
-) -> Markup {
+fn attempts_table(attempts: &[Attempt], records: bool, labels: &Labels) -> Markup {
     html! {
         @if attempts.is_empty() {
             p.muted { "None kept." }
@@ -250,7 +241,7 @@ fn attempts_table(
                             @if records { td { a href={ "/record?id=" (urlencode(&a.record_id)) } { (a.record_id) } } }
                             td { (duration::tier_name(a.window_secs)) }
                             td { (badge(&a.outcome)) }
-                            td { (label(labels, &a.status)) }
+                            td { (labels.of(&a.status)) }
                             td { (a.detail)
                                 @if !a.output.is_empty() {
                                     @if records {
@@ -287,7 +278,7 @@ pub(crate) struct Listed {
 pub(crate) fn failures(
     attempts: &[Attempt],
     listed: Listed,
-    labels: &BTreeMap<String, String>,
+    labels: &Labels,
     filter: &FailureFilter,
     tiers: &[String],
     csrf: &str,
@@ -379,7 +370,7 @@ pub(crate) fn confirm_retry(
 /// A record: its status, where it is in the schedule, its columns, its attempts.
 pub(crate) fn record(
     view: &RecordView,
-    labels: &BTreeMap<String, String>,
+    labels: &Labels,
     now: DateTime<Utc>,
     csrf: &str,
     notice: Option<&str>,
@@ -388,7 +379,7 @@ pub(crate) fn record(
     let id = r.id.to_string();
     let columns = serde_json::Value::Object(r.columns.for_people());
     let body = html! {
-        h1 { "Record " (id) " " (badge(label(labels, &r.status))) }
+        h1 { "Record " (id) " " (badge(labels.of(&r.status))) }
         p.meta {
             "Inserted " (r.inserted_at().to_string())
             @if let Some(age) = view.age { ", " (duration::rough(age)) " old" }
