@@ -84,11 +84,7 @@ pub fn check(status: &Status, thresholds: Thresholds) -> Check {
         let name = format!("tier {} ({})", t.tier, t.window);
         if let Some(p) = t.paused.as_ref().or(everything_paused) {
             // A paused tier hides whatever else it would say: it is named, always.
-            let resume = if p.window_secs == 0 {
-                "backlog resume".to_string()
-            } else {
-                format!("backlog resume --window {}", t.window)
-            };
+            let resume = p.resume_command();
             findings.push((
                 CheckLevel::Warning,
                 match p.until.filter(|u| *u < now) {

@@ -51,6 +51,17 @@ impl Pause {
         }
     }
 
+    /// The command that lifts it: `backlog resume`, or `backlog resume --window 7d`.
+    pub fn resume_command(&self) -> String {
+        match self.window_secs {
+            0 => "backlog resume".into(),
+            w => format!(
+                "backlog resume --window {}",
+                crate::duration::compact(std::time::Duration::from_secs(w))
+            ),
+        }
+    }
+
     /// One line: `paused since … by …: reason; meant to end at …`.
     pub fn describe(&self) -> String {
         let show = crate::duration::instant;

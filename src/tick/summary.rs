@@ -117,13 +117,15 @@ impl TickSummary {
             None => format!("window {} (no tier has it)", self.window),
         };
         if let Some(p) = &self.paused {
-            let (whose, resume) = match p.window_secs {
-                0 => ("every tier is ", "backlog resume".to_string()),
-                _ => ("", format!("backlog resume --window {}", self.window)),
+            let whose = if p.window_secs == 0 {
+                "every tier is "
+            } else {
+                ""
             };
             return format!(
-                "{tier}: not ticking, {whose}{}; `{resume}` lifts it",
-                p.describe()
+                "{tier}: not ticking, {whose}{}; `{}` lifts it",
+                p.describe(),
+                p.resume_command()
             );
         }
         let band = if self.band.younger == "0s" {
