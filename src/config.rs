@@ -32,7 +32,7 @@ mod tiers;
 mod toml_error;
 mod variables;
 
-pub use database::{DEFAULT_SCHEMA, DatabaseConfig, DatabaseUrl, URL_VARIABLE};
+pub use database::{DEFAULT_SCHEMA, DatabaseConfig, DatabaseUrl};
 use database::{RawDatabase, resolve_database};
 pub use handler::{HandlerConfig, HandlerMode, MAX_CONCURRENCY};
 pub use history::{HistoryConfig, HistoryRecord};

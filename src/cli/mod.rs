@@ -222,9 +222,7 @@ pub fn explain(args: &ExplainArgs) -> Result<(), Error> {
         Some(_) => config.path.display().to_string(),
         None => format!("{} (found; no --schedule given)", config.path.display()),
     };
-    let url_variable = std::env::var(crate::config::URL_VARIABLE)
-        .is_ok_and(|u| !u.trim().is_empty())
-        .then_some(crate::config::URL_VARIABLE);
+    let url_variable = config.database.url_variable;
     let now = args.now.unwrap_or_else(Utc::now);
     let mut plan = crate::explain::explain(&config.schedule);
     let curve = crate::backoff::Curve::of(&config.table)?;

@@ -87,6 +87,9 @@ pub struct DatabaseConfig {
     /// Where the tool's own tables (run log, claims, version) go: a PostgreSQL schema,
     /// or on MySQL a database (the URL's own unless `database.schema` names another).
     pub schema: String,
+    /// The environment variable the URL came from (`BACKLOG_DATABASE_URL`), when it
+    /// replaced the file's `database.url`.
+    pub url_variable: Option<&'static str>,
     /// `database.password_file`, resolved against the schedule file's folder: read
     /// when the file is loaded, by whoever loads it (`crontab --install` checks that
     /// the crontab's user can).
@@ -98,7 +101,7 @@ pub const DEFAULT_SCHEMA: &str = "backlog";
 
 /// The variable that, set and not empty, replaces `[database] url`: where a service
 /// manager or a container keeps the secret a URL holds.
-pub const URL_VARIABLE: &str = "BACKLOG_DATABASE_URL";
+const URL_VARIABLE: &str = "BACKLOG_DATABASE_URL";
 
 /// The `[database]` section resolved, its URL replaced by `BACKLOG_DATABASE_URL` when
 /// that is set: a message about the URL then names the variable.
@@ -115,12 +118,14 @@ pub(super) fn resolve_database(mut raw: RawDatabase, dir: &Path) -> Result<Datab
         return resolve_url(raw, dir);
     };
     raw.url = Some(url);
-    resolve_url(raw, dir).map_err(|m| match m.strip_prefix("database.url") {
+    let mut database = resolve_url(raw, dir).map_err(|m| match m.strip_prefix("database.url") {
         Some(rest) => {
             format!("{URL_VARIABLE} (set in the environment, it replaces database.url){rest}")
         }
         None => m,
-    })
+    })?;
+    database.url_variable = Some(URL_VARIABLE);
+    Ok(database)
 }
 
 fn resolve_url(mut raw: RawDatabase, dir: &Path) -> Result<DatabaseConfig, String> {
@@ -180,6 +185,7 @@ fn sqlite_database(
     }
     lease_outlives_lock_waits(claim_lease, busy_timeout)?;
     Ok(DatabaseConfig {
+        url_variable: None,
         url: DatabaseUrl::Sqlite(dir.join(path)),
         busy_timeout,
         claim_lease,
@@ -226,6 +232,7 @@ fn postgres_database(
         std::env::var("PGPASSWORD").ok(),
     )?;
     Ok(DatabaseConfig {
+        url_variable: None,
         url: DatabaseUrl::Postgres(Box::new(url)),
         busy_timeout,
         claim_lease,
@@ -269,6 +276,7 @@ fn mysql_database(
     };
     lease_outlives_lock_waits(claim_lease, busy_timeout)?;
     Ok(DatabaseConfig {
+        url_variable: None,
         url: DatabaseUrl::Mysql(Box::new(url)),
         busy_timeout,
         claim_lease,
