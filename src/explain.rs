@@ -237,19 +237,25 @@ pub fn next_attempt(
 
 /// When a pending record aged `age` at `now` is tried next, by the tiers' slots.
 pub fn next_try(schedule: &Schedule, age: Duration, now: DateTime<Utc>) -> NextTry {
-    let in_tier = schedule.tiers.iter().position(|tier| {
-        let band = schedule.band(tier.window);
-        (age > band.younger || band.younger.is_zero()) && age <= band.older
-    });
     let inserted = now - chrono::Duration::from_std(age).unwrap_or(chrono::Duration::MAX);
-    let best = next_attempt(schedule, inserted, None, now);
-    NextTry {
-        age: duration::rough(age),
-        in_tier: in_tier.map(|i| i + 1),
-        by_tier: best.map(|(n, _)| n),
-        at: best.map(|(_, t)| t),
-        retry_until: None,
-        retry_gave_up: false,
+    NextTry::at(schedule, age, next_attempt(schedule, inserted, None, now))
+}
+
+impl NextTry {
+    /// A record of age `age`, tried next by `best` (a tier and its slot), if by any.
+    fn at(schedule: &Schedule, age: Duration, best: Option<(usize, DateTime<Utc>)>) -> Self {
+        let in_tier = schedule.tiers.iter().position(|tier| {
+            let band = schedule.band(tier.window);
+            (age > band.younger || band.younger.is_zero()) && age <= band.older
+        });
+        NextTry {
+            age: duration::rough(age),
+            in_tier: in_tier.map(|i| i + 1),
+            by_tier: best.map(|(n, _)| n),
+            at: best.map(|(_, t)| t),
+            retry_until: None,
+            retry_gave_up: false,
+        }
     }
 }
 
@@ -265,23 +271,25 @@ pub fn next_try_of(
     from: DateTime<Utc>,
 ) -> Option<NextTry> {
     let age = record.age(now)?.to_std().ok()?;
-    let mut next = next_try(schedule, age, now);
     let inserted = now - chrono::Duration::from_std(age).ok()?;
-    let start = match curve.map_or(Due::From(None), |c| c.due(record)) {
-        Due::Never => {
-            next.retry_gave_up = true;
-            None
-        }
-        Due::From(until) => {
-            next.retry_until = until.filter(|t| *t > now);
-            Some(until.map_or(from, |t| t.max(from)))
-        }
+    let due = curve.map_or(Due::From(None), |c| c.due(record));
+    let best = match due {
+        Due::Never => None,
+        Due::From(until) => next_attempt(
+            schedule,
+            inserted,
+            Some(&record.id.to_string()),
+            until.map_or(from, |t| t.max(from)),
+        ),
     };
-    let best =
-        start.and_then(|s| next_attempt(schedule, inserted, Some(&record.id.to_string()), s));
-    next.by_tier = best.map(|(n, _)| n);
-    next.at = best.map(|(_, t)| t);
-    Some(next)
+    Some(NextTry {
+        retry_until: match due {
+            Due::From(until) => until.filter(|t| *t > now),
+            Due::Never => None,
+        },
+        retry_gave_up: due == Due::Never,
+        ..NextTry::at(schedule, age, best)
+    })
 }
 
 /// Tries over the life of a record that keeps failing under the `[retry]` curve: the
