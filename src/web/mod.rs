@@ -12,6 +12,7 @@
 //! Parts: `auth` (the token and the CSRF token), `data` (what a page reads),
 //! `pages` (the HTML), `plots` (the SVGs), `routes` (the handlers).
 
+mod actions;
 mod auth;
 mod data;
 mod health;
