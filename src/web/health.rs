@@ -13,7 +13,24 @@ use super::{DEADLINE, Shared};
 use crate::config::Config;
 use crate::error::Error;
 
-fn text(code: StatusCode, body: String) -> Response {
+/// Runs `work` on a blocking thread within the deadline; an error is the line that
+/// says why (its own; `broken` when the work itself broke down; or that the database
+/// did not answer in time), for a plain-text answer to a machine (a probe, a scraper).
+pub(super) async fn within_deadline<T: Send + 'static>(
+    broken: &str,
+    work: impl FnOnce() -> Result<T, Error> + Send + 'static,
+) -> Result<T, String> {
+    match tokio::time::timeout(DEADLINE, tokio::task::spawn_blocking(work)).await {
+        Ok(Ok(result)) => result.map_err(|e| e.to_string()),
+        Ok(Err(_)) => Err(broken.to_string()),
+        Err(_) => Err(format!(
+            "the database did not answer within {} s",
+            DEADLINE.as_secs()
+        )),
+    }
+}
+
+pub(super) fn text(code: StatusCode, body: String) -> Response {
     (code, [(header::CONTENT_TYPE, "text/plain")], body).into_response()
 }
 
@@ -26,42 +43,40 @@ pub(super) async fn alive() -> Response {
 /// last tick failed or was abandoned; 503 with the reason otherwise.
 pub(super) async fn ready(State(shared): State<Arc<Shared>>) -> Response {
     let schedule = shared.schedule.clone();
-    let job = tokio::task::spawn_blocking(move || -> Result<Option<String>, Error> {
-        let config = Config::load(&schedule)?;
-        let mut store = crate::tick::open_store(&config)?;
-        let runs = store
-            .last_runs()
-            .map_err(Error::store(&config.database.url))?;
-        let tier_of = |secs: u64| {
-            config
-                .schedule
-                .tiers
+    let checked = within_deadline(
+        "the check could not run",
+        move || -> Result<Option<String>, Error> {
+            let config = Config::load(&schedule)?;
+            let mut store = crate::tick::open_store(&config)?;
+            let runs = store
+                .last_runs()
+                .map_err(Error::store(&config.database.url))?;
+            let tier_of = |secs: u64| {
+                config
+                    .schedule
+                    .tiers
+                    .iter()
+                    .position(|t| t.window.as_secs() == secs)
+            };
+            Ok(runs
                 .iter()
-                .position(|t| t.window.as_secs() == secs)
-        };
-        Ok(runs
-            .iter()
-            .filter(|r| matches!(r.outcome.as_str(), "failed" | "abandoned"))
-            .find_map(|r| {
-                tier_of(r.window_secs).map(|i| {
-                    format!(
-                        "tier {}'s last tick {}: {}",
-                        i + 1,
-                        r.outcome,
-                        r.error.as_deref().unwrap_or("no error recorded")
-                    )
-                })
-            }))
-    });
-    let unready = |why: String| text(StatusCode::SERVICE_UNAVAILABLE, format!("backlog: {why}\n"));
-    match tokio::time::timeout(DEADLINE, job).await {
-        Ok(Ok(Ok(None))) => text(StatusCode::OK, "ready\n".into()),
-        Ok(Ok(Ok(Some(why)))) => unready(why),
-        Ok(Ok(Err(e))) => unready(e.to_string()),
-        Ok(Err(_)) => unready("the check could not run".into()),
-        Err(_) => unready(format!(
-            "the database did not answer within {} s",
-            DEADLINE.as_secs()
-        )),
+                .filter(|r| matches!(r.outcome.as_str(), "failed" | "abandoned"))
+                .find_map(|r| {
+                    tier_of(r.window_secs).map(|i| {
+                        format!(
+                            "tier {}'s last tick {}: {}",
+                            i + 1,
+                            r.outcome,
+                            r.error.as_deref().unwrap_or("no error recorded")
+                        )
+                    })
+                }))
+        },
+    );
+    match checked.await {
+        Ok(None) => text(StatusCode::OK, "ready\n".into()),
+        Ok(Some(why)) | Err(why) => {
+            text(StatusCode::SERVICE_UNAVAILABLE, format!("backlog: {why}\n"))
+        }
     }
 }

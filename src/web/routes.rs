@@ -329,30 +329,18 @@ async fn script() -> Response {
 /// one line of text (what a scraper logs), within the deadline.
 pub(super) async fn metrics(State(shared): Shared_) -> Response {
     let schedule = shared.schedule.clone();
-    let job = tokio::task::spawn_blocking(move || -> Result<String, Error> {
+    let read = super::health::within_deadline("the metrics could not be read", move || {
         let config = Config::load(&schedule)?;
         let mut store = crate::tick::open_store(&config)?;
         crate::metrics::collect(&config, store.as_mut(), Utc::now())
             .map(|s| s.render())
             .map_err(Error::store(&config.database.url))
     });
-    let failed = |why: String| {
-        (
+    match read.await {
+        Ok(text) => ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response(),
+        Err(why) => super::health::text(
             StatusCode::INTERNAL_SERVER_ERROR,
-            [(header::CONTENT_TYPE, "text/plain")],
             format!("backlog: {why}\n"),
-        )
-            .into_response()
-    };
-    match tokio::time::timeout(DEADLINE, job).await {
-        Ok(Ok(Ok(text))) => {
-            ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
-        }
-        Ok(Ok(Err(e))) => failed(e.to_string()),
-        Ok(Err(_)) => failed("the metrics could not be read".into()),
-        Err(_) => failed(format!(
-            "the database did not answer within {} s",
-            DEADLINE.as_secs()
-        )),
+        ),
     }
 }
