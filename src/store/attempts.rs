@@ -12,28 +12,29 @@ use chrono::{DateTime, TimeZone as _, Utc};
 use super::StoreError;
 use super::sql::{Sql, Value, failed, numbered, rows_of};
 
-/// The table, for a backend: `{s}` is where the tool's tables are (`` or `schema.`),
-/// `{id}` the backend's auto-increment key.
-#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))] // MySQL writes its own
-pub(super) const DDL: &str = "
-CREATE TABLE IF NOT EXISTS {s}backlog_attempts (
-    id {id},
-    table_name TEXT NOT NULL,
-    record_id TEXT NOT NULL,
-    run_id BIGINT NOT NULL,
-    window_secs BIGINT NOT NULL,
-    started_ms BIGINT NOT NULL,
-    took_ms BIGINT NOT NULL,
-    status TEXT NOT NULL,
-    outcome TEXT NOT NULL,
-    code BIGINT,
-    signal BIGINT,
-    detail TEXT NOT NULL,
-    output TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS backlog_attempts_by_record ON {s}backlog_attempts (table_name, record_id, id);
-CREATE INDEX IF NOT EXISTS backlog_attempts_by_time ON {s}backlog_attempts (table_name, started_ms);
-";
+/// The table: a row per try kept, found by record and by time.
+pub(super) const TABLE: super::tables::Table = super::tables::Table {
+    name: "backlog_attempts",
+    columns: r#"id {serial},
+        table_name {key} NOT NULL,
+        record_id {key} NOT NULL,
+        run_id {bigint} NOT NULL,
+        window_secs {bigint} NOT NULL,
+        started_ms {bigint} NOT NULL,
+        took_ms {bigint} NOT NULL,
+        status {text} NOT NULL,
+        outcome {text} NOT NULL,
+        code {bigint},
+        "signal" {bigint},
+        detail {text} NOT NULL,
+        output {text} NOT NULL"#,
+    key: None,
+    indexes: &[
+        ("backlog_attempts_by_record", "table_name, record_id, id"),
+        ("backlog_attempts_by_time", "table_name, started_ms"),
+    ],
+    mark: "took_ms",
+};
 
 /// How many attempts of a group go in one INSERT (12 values each).
 const ROWS_PER_INSERT: usize = 50;

@@ -11,6 +11,27 @@ use super::fault::housekeeping;
 use super::sql::{Sql, failed};
 use super::{Held, KEPT_OWNER, Own, RunStart, StoreError, runs};
 
+/// The servers' claims: a row per record a tick holds, or a failure kept until its
+/// slot ends (`KEPT_OWNER`).
+pub(super) const TABLE: super::tables::Table = super::tables::Table {
+    name: "backlog_claims",
+    columns: "table_name {key} NOT NULL,
+        record_id {key} NOT NULL,
+        owner {key} NOT NULL,
+        claimed_at {time} NOT NULL,
+        expires_at {time} NOT NULL",
+    key: Some("table_name, record_id"),
+    indexes: &[("backlog_claims_by_owner", "owner")],
+    mark: "record_id",
+};
+
+/// The tool's tables on a server: the shared ones and the claims.
+pub(super) fn tables() -> Vec<&'static super::tables::Table> {
+    let mut tables = super::tables::SHARED.to_vec();
+    tables.push(&TABLE);
+    tables
+}
+
 /// Opens the run-log row of `run` on a server (`runs::open`), dropping the failures
 /// the claims kept past their slot.
 pub(super) fn open_run(

@@ -29,6 +29,7 @@ mod samples;
 mod sql;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+mod tables;
 mod totals;
 
 use std::collections::BTreeMap;
@@ -55,52 +56,6 @@ pub use totals::{DURATION_BUCKETS, DurationHistogram, RecentRun, RunTotals};
 use crate::config::{DatabaseConfig, DatabaseUrl, TableConfig};
 use crate::record::{Record, Scalar};
 use crate::timestamp::TimestampFormat;
-
-/// Refuses tables of another version than `known`, the one this release writes on
-/// that backend; `place` says where they are.
-fn check_version(found: &str, known: i64, place: &str) -> Result<(), StoreError> {
-    if found.parse::<i64>().ok() == Some(known) {
-        return Ok(());
-    }
-    Err(StoreError::Schema(format!(
-        "the tool's tables in {place} are at schema version {found}, this backlog knows version {known}; use the backlog release that made them"
-    )))
-}
-
-/// The tool's own tables and a column each has that a table of the same name made by
-/// someone else is unlikely to have: how a backend tells its tables from a user's.
-const OWN_TABLE_MARKS: [(&str, &str); 7] = [
-    ("backlog_meta", "value"),
-    ("backlog_runs", "window_secs"),
-    ("backlog_holds", "low"),
-    ("backlog_claims", "record_id"),
-    ("backlog_tried", "until_ms"),
-    ("backlog_attempts", "took_ms"),
-    ("backlog_pauses", "by_whom"),
-];
-
-/// The columns of a table, if there is one of that name.
-type ColumnsOf<'a> = dyn FnMut(&str) -> Result<Option<Vec<String>>, StoreError> + 'a;
-
-/// Refuses a table named like one of the tool's own that is not the tool's: `columns`
-/// says which columns a table of that name has, if it exists; `fix` says how to keep
-/// the tool's tables apart on that backend.
-fn not_ours(tables: &[&str], columns: &mut ColumnsOf<'_>, fix: &str) -> Result<(), StoreError> {
-    for (table, mark) in OWN_TABLE_MARKS
-        .into_iter()
-        .filter(|(t, _)| tables.contains(t))
-    {
-        if let Some(found) = columns(table)?
-            && !found.iter().any(|c| c == mark)
-        {
-            return Err(StoreError::Schema(format!(
-                "a table {table} is there but it is not backlog's (it has no column {mark}; its columns: {}): {fix}",
-                found.join(", ")
-            )));
-        }
-    }
-    Ok(())
-}
 
 /// The owner of a claim kept on a record that failed, until the schedule's next try of
 /// it (PostgreSQL and MySQL, whose runners claim each record): no runner takes it

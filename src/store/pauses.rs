@@ -10,19 +10,19 @@ use chrono::{DateTime, TimeZone as _, Utc};
 use super::StoreError;
 use super::sql::{Sql, Value, failed};
 
-/// The table, for a backend (`{s}`: where the tool's tables are, `` or `schema.`).
-#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))] // MySQL writes its own
-pub(super) const DDL: &str = "
-CREATE TABLE IF NOT EXISTS {s}backlog_pauses (
-    table_name TEXT NOT NULL,
-    window_secs BIGINT NOT NULL,
-    since_ms BIGINT NOT NULL,
-    until_ms BIGINT,
-    reason TEXT,
-    by_whom TEXT NOT NULL,
-    PRIMARY KEY (table_name, window_secs)
-);
-";
+/// The table: a row per paused tier (window 0: every tier).
+pub(super) const TABLE: super::tables::Table = super::tables::Table {
+    name: "backlog_pauses",
+    columns: "table_name {key} NOT NULL,
+        window_secs {bigint} NOT NULL,
+        since_ms {bigint} NOT NULL,
+        until_ms {bigint},
+        reason {text},
+        by_whom {text} NOT NULL",
+    key: Some("table_name, window_secs"),
+    indexes: &[],
+    mark: "by_whom",
+};
 
 /// A pause of one tier, or of all (`window_secs` 0).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

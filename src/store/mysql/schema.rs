@@ -5,83 +5,14 @@
 use mysql::prelude::Queryable;
 
 use super::*;
-use crate::store::{check_version, not_ours, quote};
+use crate::store::quote;
+use crate::store::sql::Sql;
+use crate::store::tables;
 use crate::timestamp::{self, FormatSetting};
 
-/// The tool's own tables in the database `{s}` (quoted, with its dot). The columns of
-/// `backlog_attempts` and `backlog_pauses` are those of the other backends, whose
-/// statements this one shares; text that is part of a key is a `VARCHAR` (MySQL
-/// indexes no `TEXT`), compared byte for byte (`utf8mb4_bin`: ids `a` and `A` are two
-/// records). Indexes are declared with their tables, so that `IF NOT EXISTS` covers
-/// them (MySQL has no `CREATE INDEX IF NOT EXISTS`).
-const OWN_TABLES: [&str; 5] = [
-    r#"CREATE TABLE IF NOT EXISTS {s}backlog_meta ("key" VARCHAR(64) PRIMARY KEY, value TEXT NOT NULL) {o}"#,
-    "CREATE TABLE IF NOT EXISTS {s}backlog_runs (
-        id BIGINT AUTO_INCREMENT PRIMARY KEY,
-        table_name VARCHAR(255) NOT NULL,
-        window_secs BIGINT NOT NULL,
-        tier INT,
-        band_from_secs BIGINT NOT NULL,
-        band_to_secs BIGINT NOT NULL,
-        bands VARCHAR(32) NOT NULL,
-        clock DATETIME(6) NOT NULL,
-        started_at DATETIME(6) NOT NULL,
-        heartbeat_at DATETIME(6),
-        finished_at DATETIME(6),
-        selected BIGINT NOT NULL DEFAULT 0,
-        succeeded BIGINT NOT NULL DEFAULT 0,
-        failed BIGINT NOT NULL DEFAULT 0,
-        skipped BIGINT NOT NULL DEFAULT 0,
-        lost BIGINT NOT NULL DEFAULT 0,
-        outcome VARCHAR(32) NOT NULL,
-        error TEXT,
-        owner VARCHAR(255) NOT NULL,
-        INDEX backlog_runs_by_window (table_name, window_secs, id)
-    ) {o}",
-    "CREATE TABLE IF NOT EXISTS {s}backlog_claims (
-        table_name VARCHAR(255) NOT NULL,
-        record_id VARCHAR(255) NOT NULL,
-        owner VARCHAR(255) NOT NULL,
-        claimed_at DATETIME(6) NOT NULL,
-        expires_at DATETIME(6) NOT NULL,
-        PRIMARY KEY (table_name, record_id),
-        INDEX backlog_claims_by_owner (owner)
-    ) {o}",
-    r#"CREATE TABLE IF NOT EXISTS {s}backlog_attempts (
-        id BIGINT AUTO_INCREMENT PRIMARY KEY,
-        table_name VARCHAR(255) NOT NULL,
-        record_id VARCHAR(255) NOT NULL,
-        run_id BIGINT NOT NULL,
-        window_secs BIGINT NOT NULL,
-        started_ms BIGINT NOT NULL,
-        took_ms BIGINT NOT NULL,
-        status TEXT NOT NULL,
-        outcome VARCHAR(16) NOT NULL,
-        code BIGINT,
-        "signal" BIGINT,
-        detail TEXT NOT NULL,
-        output TEXT NOT NULL,
-        INDEX backlog_attempts_by_record (table_name, record_id, id),
-        INDEX backlog_attempts_by_time (table_name, started_ms)
-    ) {o}"#,
-    "CREATE TABLE IF NOT EXISTS {s}backlog_pauses (
-        table_name VARCHAR(255) NOT NULL,
-        window_secs BIGINT NOT NULL,
-        since_ms BIGINT NOT NULL,
-        until_ms BIGINT,
-        reason TEXT,
-        by_whom TEXT NOT NULL,
-        PRIMARY KEY (table_name, window_secs)
-    ) {o}",
-];
-
 /// The tables' options: InnoDB for row locks and transactions, text compared byte for
-/// byte.
+/// byte (`utf8mb4_bin`: ids `a` and `A` are two records).
 const TABLE_OPTIONS: &str = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin";
-
-/// The version of the tables above on MySQL; a release that changes them adds a
-/// migration to `create_own_tables`.
-const SCHEMA_VERSION: i64 = 1;
 
 /// The name of the lock that serialises the creation of the tool's tables, so that
 /// eight runners starting at once on a new database do not race their DDL.
@@ -386,112 +317,115 @@ impl MysqlStore {
         Ok(name.as_ref().map(text))
     }
 
-    /// The version in `backlog_meta`, or none while any of the tool's tables is missing.
-    fn own_version(&mut self) -> Result<Option<String>, StoreError> {
-        let context = "reading the tool's tables";
-        let found: Option<i64> = self
-            .conn
-            .exec_first(
-                "SELECT count(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME IN ('backlog_meta', 'backlog_runs', 'backlog_claims', 'backlog_attempts', 'backlog_pauses')",
-                (&self.own_database,),
-            )
-            .map_err(my(context))?;
-        if found != Some(5) {
-            return Ok(None);
-        }
-        let version: Option<mysql::Value> = self
-            .conn
-            .query_first(format!(
-                r#"SELECT value FROM {} WHERE "key" = 'schema_version'"#,
-                self.own_table("backlog_meta")
-            ))
-            .map_err(my(context))?;
-        Ok(version.as_ref().map(text))
+    /// Makes the tool's tables ready (`store::tables::ensure`). MySQL commits each DDL
+    /// statement by itself: a named lock keeps the other runners out meanwhile, and the
+    /// version is written last, so that a creation cut short is done again.
+    pub(super) fn create_own_tables(&mut self) -> Result<(), StoreError> {
+        let mut ddl = MysqlDdl {
+            conn: &mut self.conn,
+            database: &self.own_database,
+            prefix: &self.prefix,
+            url_database: &self.url.database,
+        };
+        tables::ensure(&mut ddl)
+    }
+}
+
+/// The tool's tables on MySQL (`store::tables`), in their database.
+struct MysqlDdl<'a> {
+    conn: &'a mut Conn,
+    /// Unquoted.
+    database: &'a str,
+    /// Quoted, with its dot.
+    prefix: &'a str,
+    /// The URL's database, which is there already.
+    url_database: &'a str,
+}
+
+impl tables::Ddl for MysqlDdl<'_> {
+    fn sql(&mut self) -> &mut dyn Sql {
+        &mut *self.conn
     }
 
-    pub(super) fn create_own_tables(&mut self) -> Result<(), StoreError> {
-        let context = "creating the tool's own tables";
-        let database = self.own_database.clone();
-        let conn = &mut self.conn;
-        not_ours(
-            &[
-                "backlog_meta",
-                "backlog_runs",
-                "backlog_claims",
-                "backlog_attempts",
-                "backlog_pauses",
-            ],
-            &mut |table| {
-                let rows: Vec<mysql::Value> = conn
-                    .exec(
-                        "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
-                        (&database, table),
-                    )
-                    .map_err(my(context))?;
-                Ok((!rows.is_empty()).then(|| rows.iter().map(text).collect()))
-            },
-            &format!(
-                "rename that table, or give the tool a database of its own with database.schema (now {database:?})"
-            ),
-        )?;
-        // Tables made by an administrator (or an earlier run) need no DDL, so a runner
-        // may work without the right to create anything.
-        if self.own_version()?.is_none() {
-            let locked: Option<i64> = self
-                .conn
-                .exec_first("SELECT GET_LOCK(?, 60)", (OWN_TABLES_LOCK,))
-                .map_err(my(context))?;
-            if locked != Some(1) {
-                return Err(StoreError::Database {
-                    context: context.into(),
-                    source: "another runner held the lock on the tool's tables for a minute".into(),
-                });
-            }
-            let made = self.make_own_tables();
-            let _ = self
-                .conn
-                .exec_drop("SELECT RELEASE_LOCK(?)", (OWN_TABLES_LOCK,));
-            made?;
-        }
-        let found = self.own_version()?;
-        check_version(
-            &found.unwrap_or_default(),
-            SCHEMA_VERSION,
-            &format!("database {}", self.prefix.trim_end_matches('.')),
+    fn prefix(&self) -> String {
+        self.prefix.to_string()
+    }
+
+    fn place(&self) -> String {
+        format!("database {}", self.prefix.trim_end_matches('.'))
+    }
+
+    fn apart(&self) -> String {
+        format!(
+            "rename that table, or give the tool a database of its own with database.schema (now {:?})",
+            self.database
         )
     }
 
-    /// The DDL, under the lock: the database if it is not the URL's, the tables, and
-    /// the version last, so that a creation cut short is done again.
-    fn make_own_tables(&mut self) -> Result<(), StoreError> {
-        let context = "creating the tool's own tables (this needs the right to create tables there: run one tick as a user who has it, or have an administrator run it once)";
-        if self.own_version()?.is_some() {
+    fn spell(&self, placeholder: &str) -> &'static str {
+        match placeholder {
+            "serial" => "BIGINT AUTO_INCREMENT PRIMARY KEY",
+            "bigint" => "BIGINT",
+            "int" => "INT",
+            "key" => "VARCHAR(255)",
+            "time" => "DATETIME(6)",
+            _ => "TEXT",
+        }
+    }
+
+    fn tables(&self) -> Vec<&'static tables::Table> {
+        crate::store::claims::tables()
+    }
+
+    fn columns(&mut self, name: &str) -> Result<Option<Vec<String>>, StoreError> {
+        let rows: Vec<mysql::Value> = self
+            .conn
+            .exec(
+                "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION",
+                (self.database, name),
+            )
+            .map_err(my("reading the tool's tables"))?;
+        Ok((!rows.is_empty()).then(|| rows.iter().map(text).collect()))
+    }
+
+    fn lock(&mut self) -> Result<(), StoreError> {
+        let locked: Option<i64> = self
+            .conn
+            .exec_first("SELECT GET_LOCK(?, 60)", (OWN_TABLES_LOCK,))
+            .map_err(my("waiting for the lock on the tool's tables"))?;
+        if locked != Some(1) {
+            return Err(StoreError::Database {
+                context: "creating the tool's own tables".into(),
+                source: "another runner held the lock on the tool's tables for a minute".into(),
+            });
+        }
+        Ok(())
+    }
+
+    fn unlock(&mut self) {
+        let _ = self
+            .conn
+            .exec_drop("SELECT RELEASE_LOCK(?)", (OWN_TABLES_LOCK,));
+    }
+
+    fn make_place(&mut self) -> Result<(), StoreError> {
+        if self.database == self.url_database {
             return Ok(());
         }
-        if self.own_database != self.url.database {
-            self.conn
-                .query_drop(format!(
-                    "CREATE DATABASE IF NOT EXISTS {}",
-                    quote(&self.own_database)
-                ))
-                .map_err(my(context))?;
-        }
-        for ddl in OWN_TABLES {
-            self.conn
-                .query_drop(
-                    ddl.replace("{s}", &self.prefix)
-                        .replace("{o}", TABLE_OPTIONS),
-                )
-                .map_err(my(context))?;
-        }
         self.conn
-            .exec_drop(
-                format!(
-                    r#"INSERT IGNORE INTO {} ("key", value) VALUES ('schema_version', ?)"#,
-                    self.own_table("backlog_meta")
-                ),
-                (SCHEMA_VERSION.to_string(),),
-            )
-            .map_err(my(context))
+            .query_drop(format!("CREATE DATABASE IF NOT EXISTS {}", quote(self.database)))
+            .map_err(my("creating the tool's database (this needs the right to create one: run one tick as a user who has it, or have an administrator create it)"))
+    }
+
+    fn inline_indexes(&self) -> bool {
+        true
+    }
+
+    fn options(&self, _table: &tables::Table) -> &'static str {
+        TABLE_OPTIONS
+    }
+
+    fn base(&self) -> i64 {
+        1
     }
 }

@@ -70,7 +70,7 @@ use serde_json::Value;
 
 use super::{
     BandQuery, Cursor, Heartbeat, Mark, MarkWriter, Page, QueryPlan, Range, RunStart, Store,
-    StoreError, check_version, group_marks, index_name, not_ours, quote,
+    StoreError, group_marks, index_name, quote,
 };
 use crate::config::{PostgresUrl, TableConfig};
 use crate::record::{Record, Scalar, Statuses};

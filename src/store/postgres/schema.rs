@@ -3,62 +3,8 @@
 //! columns and their types, the inserted-at format, the prepared statements.
 
 use super::*;
-use crate::store::samples;
-
-/// The tool's own tables, in the schema `{s}` (already quoted).
-const OWN_TABLES: &str = "
-CREATE SCHEMA IF NOT EXISTS {s};
-CREATE TABLE IF NOT EXISTS {s}.backlog_meta (key text PRIMARY KEY, value text NOT NULL);
-INSERT INTO {s}.backlog_meta (key, value) VALUES ('schema_version', '3') ON CONFLICT DO NOTHING;
-CREATE TABLE IF NOT EXISTS {s}.backlog_runs (
-    id bigserial PRIMARY KEY,
-    table_name text NOT NULL,
-    window_secs bigint NOT NULL,
-    tier integer,
-    band_from_secs bigint NOT NULL,
-    band_to_secs bigint NOT NULL,
-    bands text NOT NULL,
-    clock timestamptz NOT NULL,
-    started_at timestamptz NOT NULL,
-    heartbeat_at timestamptz,
-    finished_at timestamptz,
-    selected bigint NOT NULL DEFAULT 0,
-    succeeded bigint NOT NULL DEFAULT 0,
-    failed bigint NOT NULL DEFAULT 0,
-    skipped bigint NOT NULL DEFAULT 0,
-    lost bigint NOT NULL DEFAULT 0,
-    outcome text NOT NULL,
-    error text,
-    owner text NOT NULL
-);
-CREATE INDEX IF NOT EXISTS backlog_runs_by_window ON {s}.backlog_runs (table_name, window_secs, id);
-CREATE TABLE IF NOT EXISTS {s}.backlog_claims (
-    table_name text NOT NULL,
-    record_id text NOT NULL,
-    owner text NOT NULL,
-    claimed_at timestamptz NOT NULL,
-    expires_at timestamptz NOT NULL,
-    PRIMARY KEY (table_name, record_id)
-);
-CREATE INDEX IF NOT EXISTS backlog_claims_by_owner ON {s}.backlog_claims (owner);
-";
-
-/// The version of the tables above; a release that changes them adds a migration to
-/// `ensure_own_tables`. Version 1 had no `lost` count in the run log; version 2 no
-/// `backlog_attempts` and no `backlog_pauses`.
-const SCHEMA_VERSION: i64 = 3;
-
-/// The shared tables (attempts, pauses), as PostgreSQL writes them in schema `s`
-/// (quoted).
-fn shared_tables(s: &str) -> String {
-    format!(
-        "{}{}",
-        crate::store::attempts::DDL,
-        crate::store::pauses::DDL
-    )
-    .replace("{s}", &format!("{s}."))
-    .replace("{id}", "bigserial PRIMARY KEY")
-}
+use crate::store::sql::Sql;
+use crate::store::{claims, samples, tables};
 
 /// The key of the advisory lock that serialises the creation of the tool's tables, so
 /// that eight runners starting at once on a new database do not race their DDL.
@@ -301,97 +247,113 @@ impl PostgresStore {
         Ok(format)
     }
 
+    /// Makes the tool's tables ready (`store::tables::ensure`) in one transaction, its
+    /// DDL under an advisory lock; then prepares the statements that use them.
     pub(super) fn create_own_tables(&mut self) -> Result<(), StoreError> {
         let context = "creating the tool's own tables";
-        let [meta, runs, claims] =
-            ["backlog_meta", "backlog_runs", "backlog_claims"].map(|t| self.own_table(t));
-        // The version, or none while any of the three tables is missing.
-        let version = |tx: &mut postgres::Transaction<'_>| -> Result<Option<String>, StoreError> {
-            let exists: bool = tx
-                .query_one(
-                    "SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL AND to_regclass($3) IS NOT NULL",
-                    &[&meta, &runs, &claims],
-                )
-                .map_err(pg(context))?
-                .get(0);
-            if !exists {
-                return Ok(None);
-            }
-            Ok(tx
-                .query_opt(
-                    &format!("SELECT value FROM {meta} WHERE key = 'schema_version'"),
-                    &[],
-                )
-                .map_err(pg(context))?
-                .map(|r| r.get(0)))
-        };
         let mut tx = self.client.transaction().map_err(pg(context))?;
-        let schema = self.schema.trim_matches('"').replace("\"\"", "\"");
-        not_ours(
-            &[
-                "backlog_meta",
-                "backlog_runs",
-                "backlog_claims",
-                "backlog_attempts",
-                "backlog_pauses",
-            ],
-            &mut |table| {
-                let rows = tx
-                    .query(
-                        "SELECT column_name::text FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2",
-                        &[&schema, &table],
-                    )
-                    .map_err(pg(context))?;
-                Ok((!rows.is_empty()).then(|| rows.iter().map(|r| r.get(0)).collect()))
-            },
-            &format!(
-                "rename that table, or give the tool a schema of its own with database.schema (now {schema:?})"
-            ),
-        )?;
-        // Tables made by an administrator (or an earlier run) need no DDL, so a runner
-        // may work without the right to create anything.
-        let mut found = version(&mut tx)?;
-        if found.is_none() {
-            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&OWN_TABLES_LOCK])
-                .map_err(pg(context))?;
-            tx.batch_execute(&OWN_TABLES.replace("{s}", &self.schema))
-                .map_err(pg(context))?;
-            tx.batch_execute(&shared_tables(&self.schema))
-                .map_err(pg(context))?;
-            found = version(&mut tx)?;
-        }
-        if found.as_deref() == Some("1") {
-            // DDL once, by the first runner of this release; the others wait for it.
-            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&OWN_TABLES_LOCK])
-                .map_err(pg(context))?;
-            if version(&mut tx)?.as_deref() == Some("1") {
-                tx.batch_execute(&format!(
-                    "ALTER TABLE {runs} ADD COLUMN IF NOT EXISTS lost bigint NOT NULL DEFAULT 0;
-                     UPDATE {meta} SET value = '2' WHERE key = 'schema_version';"
-                ))
-                .map_err(pg("moving the tool's tables to version 2 (this needs the right to alter them: run one tick as their owner)"))?;
-            }
-            found = version(&mut tx)?;
-        }
-        if found.as_deref() == Some("2") {
-            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&OWN_TABLES_LOCK])
-                .map_err(pg(context))?;
-            if version(&mut tx)?.as_deref() == Some("2") {
-                tx.batch_execute(&format!(
-                    "{} UPDATE {meta} SET value = '3' WHERE key = 'schema_version';",
-                    shared_tables(&self.schema)
-                ))
-                .map_err(pg("moving the tool's tables to version 3 (this needs the right to create tables in the tool's schema: run one tick as their owner)"))?;
-            }
-            found = version(&mut tx)?;
-        }
-        check_version(
-            &found.unwrap_or_default(),
-            SCHEMA_VERSION,
-            &format!("schema {}", self.schema),
-        )?;
+        tables::ensure(&mut PgDdl {
+            tx: &mut tx,
+            schema: &self.schema,
+        })?;
         tx.commit().map_err(pg(context))?;
         self.prepare_own()
+    }
+}
+
+/// The tool's tables on PostgreSQL (`store::tables`), in their schema.
+struct PgDdl<'a, 'b> {
+    tx: &'a mut postgres::Transaction<'b>,
+    /// Quoted.
+    schema: &'a str,
+}
+
+impl PgDdl<'_, '_> {
+    /// The schema's name as the catalog has it.
+    fn schema_name(&self) -> String {
+        self.schema.trim_matches('"').replace("\"\"", "\"")
+    }
+}
+
+impl tables::Ddl for PgDdl<'_, '_> {
+    fn sql(&mut self) -> &mut dyn Sql {
+        &mut *self.tx
+    }
+
+    fn prefix(&self) -> String {
+        format!("{}.", self.schema)
+    }
+
+    fn place(&self) -> String {
+        format!("schema {}", self.schema)
+    }
+
+    fn apart(&self) -> String {
+        format!(
+            "rename that table, or give the tool a schema of its own with database.schema (now {:?})",
+            self.schema_name()
+        )
+    }
+
+    fn spell(&self, placeholder: &str) -> &'static str {
+        match placeholder {
+            "serial" => "bigserial PRIMARY KEY",
+            "bigint" => "bigint",
+            "int" => "integer",
+            "time" => "timestamptz",
+            _ => "text",
+        }
+    }
+
+    fn tables(&self) -> Vec<&'static tables::Table> {
+        claims::tables()
+    }
+
+    fn columns(&mut self, name: &str) -> Result<Option<Vec<String>>, StoreError> {
+        let rows = self
+            .tx
+            .query(
+                "SELECT column_name::text FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position",
+                &[&self.schema_name(), &name],
+            )
+            .map_err(pg("reading the tool's tables"))?;
+        Ok((!rows.is_empty()).then(|| rows.iter().map(|r| r.get(0)).collect()))
+    }
+
+    fn lock(&mut self) -> Result<(), StoreError> {
+        self.tx
+            .execute("SELECT pg_advisory_xact_lock($1)", &[&OWN_TABLES_LOCK])
+            .map_err(pg("waiting for the lock on the tool's tables"))?;
+        Ok(())
+    }
+
+    fn make_place(&mut self) -> Result<(), StoreError> {
+        self.tx
+            .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {}", self.schema))
+            .map_err(pg("creating the tool's schema (this needs the right to create one in the database: run one tick as a user who has it, or have an administrator create it)"))
+    }
+
+    /// Version 1 had no `lost` count in the run log; version 2 no `backlog_attempts`
+    /// and no `backlog_pauses`.
+    fn base(&self) -> i64 {
+        3
+    }
+
+    fn legacy(&mut self, version: i64) -> Result<(), StoreError> {
+        match version {
+            1 => {
+                let runs = format!("{}.backlog_runs", self.schema);
+                self.tx
+                    .batch_execute(&format!(
+                        "ALTER TABLE {runs} ADD COLUMN IF NOT EXISTS lost bigint NOT NULL DEFAULT 0"
+                    ))
+                    .map_err(pg("moving the tool's tables to version 2 (this needs the right to alter them: run one tick as their owner)"))?;
+            }
+            // `ensure` made what version 2 lacked: the attempts and the pauses.
+            2 => {}
+            _ => return tables::unknown(&self.place(), version),
+        }
+        tables::set_version(self, version + 1)
     }
 }
 

@@ -4,6 +4,33 @@
 
 use super::*;
 use crate::store::sql::numbered;
+use crate::store::tables::Table;
+
+/// A tick's span of inserted-at values: a row per tick; `low` and `high` are values of
+/// the user's column, kept untyped.
+pub(super) const HOLDS_TABLE: Table = Table {
+    name: "backlog_holds",
+    columns: "table_name {key} NOT NULL,
+        owner {key} NOT NULL,
+        low {any} NOT NULL,
+        high {any} NOT NULL,
+        expires_at {bigint} NOT NULL",
+    key: Some("table_name, owner"),
+    indexes: &[],
+    mark: "low",
+};
+
+/// Failures kept from every tick until their slot ends: a row per record.
+pub(super) const TRIED_TABLE: Table = Table {
+    name: "backlog_tried",
+    columns: "table_name {key} NOT NULL,
+        record_id {any} NOT NULL,
+        until_ms {bigint} NOT NULL,
+        expires_ms {bigint} NOT NULL",
+    key: Some("table_name, record_id"),
+    indexes: &[],
+    mark: "until_ms",
+};
 
 /// Whether a tick other than ?2 holds a span of table ?1 at ?3 (unix milliseconds).
 const OTHERS_HOLD: &str = "SELECT EXISTS (SELECT 1 FROM backlog_holds WHERE table_name = ?1 AND owner <> ?2 AND expires_at > ?3)";

@@ -35,7 +35,7 @@ use rusqlite::{
 
 use super::{
     BandQuery, Cursor, Heartbeat, Mark, Page, QueryPlan, Range, RunStart, Store, StoreError,
-    check_version, index_name, not_ours, quote,
+    index_name, quote,
 };
 use crate::config::TableConfig;
 use crate::record::{Cell, Columns, Record, RowBuffer, Scalar, Statuses};

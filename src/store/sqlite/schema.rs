@@ -3,66 +3,8 @@
 
 use super::*;
 use crate::store::samples;
-
-const OWN_TABLES: &str = "
-CREATE TABLE IF NOT EXISTS backlog_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-INSERT OR IGNORE INTO backlog_meta (key, value) VALUES ('schema_version', '4');
-CREATE TABLE IF NOT EXISTS backlog_runs (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    table_name TEXT NOT NULL,
-    window_secs INTEGER NOT NULL,
-    tier INTEGER,
-    band_from_secs INTEGER NOT NULL,
-    band_to_secs INTEGER NOT NULL,
-    bands TEXT NOT NULL,
-    clock TEXT NOT NULL,
-    started_at TEXT NOT NULL,
-    heartbeat_at TEXT,
-    finished_at TEXT,
-    selected INTEGER NOT NULL DEFAULT 0,
-    succeeded INTEGER NOT NULL DEFAULT 0,
-    failed INTEGER NOT NULL DEFAULT 0,
-    skipped INTEGER NOT NULL DEFAULT 0,
-    lost INTEGER NOT NULL DEFAULT 0,
-    outcome TEXT NOT NULL,
-    error TEXT,
-    owner TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS backlog_runs_by_window ON backlog_runs (table_name, window_secs, id);
-CREATE TABLE IF NOT EXISTS backlog_holds (
-    table_name TEXT NOT NULL,
-    owner TEXT NOT NULL,
-    low NOT NULL,
-    high NOT NULL,
-    expires_at INTEGER NOT NULL,
-    PRIMARY KEY (table_name, owner)
-);
-CREATE TABLE IF NOT EXISTS backlog_tried (
-    table_name TEXT NOT NULL,
-    record_id NOT NULL,
-    until_ms INTEGER NOT NULL,
-    expires_ms INTEGER NOT NULL,
-    PRIMARY KEY (table_name, record_id)
-) WITHOUT ROWID;
-";
-
-/// The version of the tables above; `ensure_own_tables` migrates the earlier ones.
-/// Version 1 claimed records one by one in `backlog_claims`; version 2 had no `lost`
-/// count in the run log, and no `backlog_tried` (records that failed, kept from the
-/// other ticks until the end of their tier's slot); version 3 no `backlog_attempts`
-/// and no `backlog_pauses`.
-const SCHEMA_VERSION: i64 = 4;
-
-/// The shared tables (attempts, pauses), as SQLite writes them.
-fn shared_tables() -> String {
-    format!(
-        "{}{}",
-        crate::store::attempts::DDL,
-        crate::store::pauses::DDL
-    )
-    .replace("{s}", "")
-    .replace("{id}", "INTEGER PRIMARY KEY AUTOINCREMENT")
-}
+use crate::store::sql::Sql;
+use crate::store::tables::{self, Table};
 
 impl SqliteStore {
     /// Resolves the table's real name and columns, case-insensitively as SQLite does.
@@ -145,91 +87,135 @@ impl SqliteStore {
         samples::read(&mut sampler, &target, &|e| e.to_string())
     }
 
+    /// Makes the tool's tables ready (`store::tables::ensure`), in one transaction that
+    /// holds the database's write lock from its start: no other tick writes DDL meanwhile.
     pub(super) fn create_own_tables(&mut self) -> Result<(), StoreError> {
+        let context = "creating the tool's own tables";
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(db("creating the tool's own tables"))?;
-        not_ours(
-            &[
-                "backlog_meta",
-                "backlog_runs",
-                "backlog_holds",
-                "backlog_claims",
-                "backlog_tried",
-                "backlog_attempts",
-                "backlog_pauses",
-            ],
-            &mut |table| {
-                let columns: Vec<String> = tx
-                    .prepare("SELECT name FROM pragma_table_info(?1)")
-                    .and_then(|mut s| s.query_map([table], |r| r.get(0))?.collect())
-                    .map_err(db("reading the schema"))?;
-                Ok((!columns.is_empty()).then_some(columns))
-            },
-            "rename that table, or keep the backlog in another database file",
-        )?;
-        tx.execute_batch(OWN_TABLES)
-            .and_then(|()| tx.execute_batch(&shared_tables()))
-            .map_err(db("creating the tool's own tables"))?;
-        let mut version: String = tx
-            .query_row(
-                "SELECT value FROM backlog_meta WHERE key = 'schema_version'",
-                [],
-                |r| r.get(0),
-            )
-            .map_err(db("reading backlog_meta"))?;
-        if version == "1" {
-            // Version 1 claimed records one by one. A tick of that release still running
-            // would not see the new spans, so wait until its claims are gone.
-            let live: i64 = tx
-                .query_row(
-                    "SELECT count(*) FROM backlog_claims WHERE expires_at > ?1",
-                    [Utc::now().timestamp_millis()],
-                    |r| r.get(0),
-                )
-                .map_err(db("reading backlog_claims"))?;
-            if live > 0 {
-                return Err(StoreError::Schema(format!(
-                    "a tick of an earlier backlog release holds {live} {} in backlog_claims of {}; let it finish (or wait for its lease to run out), then run again to move the tool's tables to version {SCHEMA_VERSION}",
-                    if live == 1 { "record" } else { "records" },
-                    self.path.display()
-                )));
+            .map_err(db(context))?;
+        tables::ensure(&mut SqliteDdl {
+            conn: &tx,
+            path: self.path.display().to_string(),
+        })?;
+        tx.commit().map_err(db(context))
+    }
+}
+
+/// The tool's tables on SQLite (`store::tables`), in the main database of the file.
+struct SqliteDdl<'a> {
+    conn: &'a Connection,
+    path: String,
+}
+
+impl tables::Ddl for SqliteDdl<'_> {
+    fn sql(&mut self) -> &mut dyn Sql {
+        &mut self.conn
+    }
+
+    fn prefix(&self) -> String {
+        String::new()
+    }
+
+    fn place(&self) -> String {
+        self.path.clone()
+    }
+
+    fn apart(&self) -> String {
+        "rename that table, or keep the backlog in another database file".into()
+    }
+
+    fn spell(&self, placeholder: &str) -> &'static str {
+        match placeholder {
+            "serial" => "INTEGER PRIMARY KEY AUTOINCREMENT",
+            "bigint" | "int" => "INTEGER",
+            "any" => "",
+            _ => "TEXT",
+        }
+    }
+
+    fn tables(&self) -> Vec<&'static Table> {
+        let mut tables = tables::SHARED.to_vec();
+        tables.extend([&holds::HOLDS_TABLE, &holds::TRIED_TABLE]);
+        tables
+    }
+
+    fn columns(&mut self, name: &str) -> Result<Option<Vec<String>>, StoreError> {
+        let columns: Vec<String> = self
+            .conn
+            .prepare_cached("SELECT name FROM pragma_table_info(?1)")
+            .and_then(|mut s| s.query_map([name], |r| r.get(0))?.collect())
+            .map_err(db("reading the schema"))?;
+        Ok((!columns.is_empty()).then_some(columns))
+    }
+
+    /// The transaction holds the write lock already.
+    fn lock(&mut self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// Kept failures are found by key alone: their rows are kept in its order.
+    fn options(&self, table: &Table) -> &'static str {
+        if table.name == holds::TRIED_TABLE.name {
+            "WITHOUT ROWID"
+        } else {
+            ""
+        }
+    }
+
+    /// Version 1 claimed records one by one in `backlog_claims`; version 2 had no
+    /// `lost` count in the run log, and no `backlog_tried` (records that failed, kept
+    /// from the other ticks until the end of their tier's slot); version 3 no
+    /// `backlog_attempts` and no `backlog_pauses`.
+    fn base(&self) -> i64 {
+        4
+    }
+
+    fn legacy(&mut self, version: i64) -> Result<(), StoreError> {
+        let step = format!("moving the tool's tables to version {}", version + 1);
+        match version {
+            1 => {
+                // A tick of that release still running would not see the new spans, so
+                // wait until its claims are gone.
+                let live: i64 = self
+                    .conn
+                    .query_row(
+                        "SELECT count(*) FROM backlog_claims WHERE expires_at > ?1",
+                        [Utc::now().timestamp_millis()],
+                        |r| r.get(0),
+                    )
+                    .map_err(db("reading backlog_claims"))?;
+                if live > 0 {
+                    return Err(StoreError::Schema(format!(
+                        "a tick of an earlier backlog release holds {live} {} in backlog_claims of {}; let it finish (or wait for its lease to run out), then run again to move the tool's tables to version {}",
+                        if live == 1 { "record" } else { "records" },
+                        self.path,
+                        tables::version_for(self.base()),
+                    )));
+                }
+                self.conn
+                    .execute_batch("DROP TABLE backlog_claims")
+                    .map_err(db(step))?;
             }
-            tx.execute_batch(
-                "DROP TABLE backlog_claims; UPDATE backlog_meta SET value = '2' WHERE key = 'schema_version';",
-            )
-            .map_err(db("moving the tool's tables to version 2"))?;
-            version = "2".into();
+            // A run log made just now, by `ensure`, already has the column.
+            2 if !self
+                .columns("backlog_runs")?
+                .unwrap_or_default()
+                .iter()
+                .any(|c| c == "lost") =>
+            {
+                self.conn
+                    .execute_batch(
+                        "ALTER TABLE backlog_runs ADD COLUMN lost INTEGER NOT NULL DEFAULT 0",
+                    )
+                    .map_err(db(step))?;
+            }
+            // `ensure` made what version 3 lacked: the attempts and the pauses.
+            2 | 3 => {}
+            _ => return tables::unknown(&self.path, version),
         }
-        if version == "2" {
-            // A run log made just now, by the CREATE above, already has the column.
-            let has_lost: bool = tx
-                .query_row(
-                    "SELECT EXISTS (SELECT 1 FROM pragma_table_info('backlog_runs') WHERE name = 'lost')",
-                    [],
-                    |r| r.get(0),
-                )
-                .map_err(db("reading backlog_runs"))?;
-            let add = if has_lost {
-                ""
-            } else {
-                "ALTER TABLE backlog_runs ADD COLUMN lost INTEGER NOT NULL DEFAULT 0;"
-            };
-            tx.execute_batch(&format!(
-                "{add} UPDATE backlog_meta SET value = '3' WHERE key = 'schema_version';"
-            ))
-            .map_err(db("moving the tool's tables to version 3"))?;
-            version = "3".into();
-        }
-        if version == "3" {
-            // The CREATE above made the attempts and the pauses.
-            tx.execute_batch("UPDATE backlog_meta SET value = '4' WHERE key = 'schema_version';")
-                .map_err(db("moving the tool's tables to version 4"))?;
-            version = "4".into();
-        }
-        check_version(&version, SCHEMA_VERSION, &self.path.display().to_string())?;
-        tx.commit().map_err(db("creating the tool's own tables"))
+        tables::set_version(self, version + 1)
     }
 }
 
