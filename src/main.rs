@@ -23,6 +23,7 @@ fn main() -> ExitCode {
         Command::Backoff(cli::BackoffCommand::Plot(args)) => cli::backoff_plot(args),
         Command::Show(args) => cli::show(args),
         Command::Retry(args) => cli::retry(args),
+        Command::Snooze(args) => cli::snooze(args),
         Command::Pause(args) => cli::pause(args),
         Command::Resume(args) => cli::resume(args),
         Command::Serve(args) => cli::serve(args),

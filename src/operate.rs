@@ -76,9 +76,11 @@ pub fn record_view(
     let age = record.age(now).and_then(|a| a.to_std().ok());
     let pending = config.table.is_pending(&record.status);
     let held = store.holder(&record).map_err(&store_err)?;
-    // A failure kept from the ticks is tried at the first slot after the keep ends.
+    // A record kept from the ticks is tried at the first slot from the keep's end: a
+    // failure's ends `DUE_SLACK` before its next slot (a tick a moment early counts for
+    // it), a snooze's at the time asked.
     let from = match &held {
-        Some(h) if h.owner.is_none() => (h.until + crate::schedule::due_slack()).max(now),
+        Some(h) if h.owner.is_none() => h.until.max(now),
         _ => now,
     };
     let curve = crate::backoff::Curve::of(&config.table)?;
@@ -129,11 +131,13 @@ pub struct RetryPlan {
     pub refused: Vec<String>,
 }
 
-/// Looks the records of a selection up: only pending ones are retried.
-pub fn plan_retry(
+/// Looks the records of a selection up for `action` (`retry`, `snooze`), which takes
+/// pending records only.
+pub fn plan(
     config: &Config,
     store: &mut dyn Store,
     selection: &Selection,
+    action: &str,
 ) -> Result<RetryPlan, Error> {
     let store_err = Error::store(store.describe());
     let mut plan = RetryPlan::default();
@@ -145,7 +149,7 @@ pub fn plan_retry(
         } => {
             if !config.table.is_pending(status) {
                 return Err(Error::Usage(format!(
-                    "--status {status:?} is not one of table.pending ({}): a retry takes pending records only",
+                    "--status {status:?} is not one of table.pending ({}): a {action} takes pending records only",
                     config.table.pending.join(", ")
                 )));
             }
@@ -158,7 +162,7 @@ pub fn plan_retry(
                 match store.find(id).map_err(&store_err)? {
                     None => plan.refused.push(format!("{id:?}: no such record")),
                     Some(r) if !config.table.is_pending(&r.status) => plan.refused.push(format!(
-                        "{id:?}: {} is not pending (a retry takes records of {})",
+                        "{id:?}: {} is not pending (a {action} takes records of {})",
                         r.status,
                         config.table.pending.join(", ")
                     )),
@@ -199,6 +203,21 @@ pub fn run_retry(
         &opts,
         &mut |_| {},
     )
+}
+
+/// Snoozes the planned records until `until`: they stay pending, and no tick takes
+/// them before then (see [`crate::tick::snooze_records`]).
+pub fn snooze(
+    config: &Config,
+    store: &mut dyn Store,
+    records: Vec<Record>,
+    until: DateTime<Utc>,
+    now: DateTime<Utc>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Result<RetrySummary, Error> {
+    let mut opts = TickOptions::for_config(config, Duration::ZERO, now);
+    opts.stop = stop;
+    crate::tick::snooze_records(&config.table, store, records, until, &whoami(), &opts)
 }
 
 /// The window of a tier of the file in seconds, or a usage error listing them.

@@ -57,6 +57,8 @@ pub enum Command {
     Show(super::ShowArgs),
     /// Hand records to the handler now (by id, or pending ones by status and age).
     Retry(super::RetryArgs),
+    /// Keep records from the ticks until a time (by id, or pending ones by status and age).
+    Snooze(super::SnoozeArgs),
     /// Pause a tier (or every tier) on every runner, until `backlog resume`.
     Pause(super::PauseArgs),
     /// Lift a pause.
@@ -247,6 +249,7 @@ impl Cli {
             Command::Backoff(command) => command.json(),
             Command::Show(args) => args.json,
             Command::Retry(args) => args.json,
+            Command::Snooze(args) => args.json,
             Command::Pause(args) => args.json,
             Command::Resume(args) => args.json,
             Command::Init(args) => args.json,
@@ -263,6 +266,7 @@ impl Cli {
             Command::Daemon(args) => (1, args.verbosity.verbose, args.log_format),
             Command::Run(args) => (0, args.verbosity.verbose, args.log_format),
             Command::Retry(args) => (0, args.verbosity.verbose, LogFormat::Text),
+            Command::Snooze(args) => (0, args.verbosity.verbose, LogFormat::Text),
             _ => (0, 0, LogFormat::Text),
         };
         let level = match (base, verbose) {

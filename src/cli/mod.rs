@@ -19,6 +19,7 @@ mod man_page;
 mod operate;
 mod output;
 mod run;
+mod snooze;
 
 pub use args::*;
 pub use backoff::{BackoffCommand, backoff_budget, backoff_delays, backoff_plot, backoff_simulate};
@@ -28,6 +29,7 @@ pub use operate::{PauseArgs, ResumeArgs, RetryArgs, ShowArgs, pause, resume, ret
 pub(crate) use output::print;
 pub use output::{LogFormat, init_logging, report};
 pub use run::run;
+pub use snooze::{SnoozeArgs, snooze};
 
 use crate::config::Config;
 use crate::duration;

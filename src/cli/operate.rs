@@ -14,6 +14,8 @@ use crate::config::Config;
 use crate::duration;
 use crate::error::Error;
 use crate::operate::{RecordView, RetryPlan, Selection, inspected};
+use crate::record::Record;
+use crate::tick::RetrySummary;
 
 /// The options of `backlog show`.
 #[derive(Debug, Args)]
@@ -35,11 +37,11 @@ pub struct ShowArgs {
     pub json: bool,
 }
 
-/// The options of `backlog retry`.
+/// Which records a person's action takes: ids, or the pending records of a status.
 #[derive(Debug, Args)]
-pub struct RetryArgs {
-    /// The ids of the records to hand over now; `-` reads them from standard input
-    /// (one or more a line, separated by blanks or commas).
+pub struct SelectArgs {
+    /// The ids of the records; `-` reads them from standard input (one or more a
+    /// line, separated by blanks or commas).
     #[arg(required_unless_present = "status")]
     pub ids: Vec<String>,
     /// Or the pending records of this status (with --older-than and --limit).
@@ -51,6 +53,36 @@ pub struct RetryArgs {
     /// With --status: at most this many records, oldest first.
     #[arg(long, default_value_t = 100, requires = "status")]
     pub limit: usize,
+}
+
+impl SelectArgs {
+    /// The selection, ages counted from `now`; ids of standard input read (`-`).
+    pub fn selection(
+        &self,
+        now: DateTime<Utc>,
+        schedule: &Option<PathBuf>,
+    ) -> Result<Selection, Error> {
+        Ok(match &self.status {
+            Some(status) => Selection::Status {
+                status: status.clone(),
+                before: self
+                    .older_than
+                    .and_then(|d| chrono::Duration::from_std(d).ok())
+                    .and_then(|d| now.checked_sub_signed(d))
+                    .unwrap_or(now),
+                limit: self.limit,
+            },
+            None => Selection::Ids(ids_of(&self.ids, schedule)?),
+        })
+    }
+}
+
+/// The options of `backlog retry`.
+#[derive(Debug, Args)]
+pub struct RetryArgs {
+    /// The records to hand over now.
+    #[command(flatten)]
+    pub select: SelectArgs,
     /// The schedule file, - for standard input [default: the first of ./backlog.toml,
     /// $XDG_CONFIG_HOME/backlog/backlog.toml, /etc/backlog/backlog.toml]
     #[arg(long, short, env = "BACKLOG_SCHEDULE", value_name = "FILE")]
@@ -169,7 +201,16 @@ pub fn show(args: &ShowArgs) -> Result<(), Error> {
                 duration::instant(h.until)
             )),
             None => text.push_str(&format!(
-                "failed in its tier's slot: kept from the ticks until {} (`backlog retry {}` tries it now)\n",
+                "{}: kept from the ticks until {} (`backlog retry {}` tries it now)\n",
+                // A snooze's attempt says who asked and why: the handler, or a person.
+                match attempts.first() {
+                    Some(a) if a.outcome == crate::store::SNOOZED => a.detail.clone(),
+                    // What `Snooze::describe` wrote of a handler's "not before".
+                    Some(a) if a.detail.contains(", retry after ") => {
+                        format!("snoozed by its handler ({})", a.detail)
+                    }
+                    _ => "failed in its tier's slot".to_string(),
+                },
                 duration::instant(h.until),
                 record.id
             )),
@@ -201,7 +242,7 @@ pub fn show(args: &ShowArgs) -> Result<(), Error> {
     print(&text)
 }
 
-/// The most ids `backlog retry -` reads: an action on more is a tick's job.
+/// The most ids `backlog retry -` or `snooze -` reads: an action on more is a tick's job.
 const MAX_IDS: usize = 10_000;
 
 /// The ids given, those of standard input in place of `-` (which the schedule file
@@ -230,7 +271,7 @@ fn ids_of(given: &[String], schedule: &Option<PathBuf>) -> Result<Vec<String>, E
     );
     if ids.len() > MAX_IDS {
         return Err(Error::Usage(format!(
-            "{} ids given, more than the {MAX_IDS} one retry takes; give them in parts, or let the ticks take them",
+            "{} ids given, more than the {MAX_IDS} one action takes; give them in parts, or let the ticks take them",
             ids.len()
         )));
     }
@@ -248,23 +289,10 @@ pub fn retry(args: &RetryArgs) -> Result<(), Error> {
     let config = Config::load(&super::schedule_file(&args.schedule)?)?;
     let mut store = inspected(&config)?;
     let now = args.now.unwrap_or_else(Utc::now);
-    let selection = match &args.status {
-        Some(status) => Selection::Status {
-            status: status.clone(),
-            before: args
-                .older_than
-                .and_then(|d| chrono::Duration::from_std(d).ok())
-                .and_then(|d| now.checked_sub_signed(d))
-                .unwrap_or(now),
-            limit: args.limit,
-        },
-        None => Selection::Ids(ids_of(&args.ids, &args.schedule)?),
-    };
+    let selection = args.select.selection(now, &args.schedule)?;
     let RetryPlan { records, refused } =
-        crate::operate::plan_retry(&config, store.as_mut(), &selection)?;
-    for why in &refused {
-        tracing::warn!("not retried: {why}");
-    }
+        crate::operate::plan(&config, store.as_mut(), &selection, "retry")?;
+    warn_refused("not retried", &refused);
     if args.dry_run {
         let ids: Vec<String> = records.iter().map(|r| r.id.to_string()).collect();
         return print(&if args.json {
@@ -284,16 +312,7 @@ pub fn retry(args: &RetryArgs) -> Result<(), Error> {
             text
         });
     }
-    if records.is_empty() {
-        return Err(Error::Usage(format!(
-            "nothing to retry{}",
-            if refused.is_empty() {
-                String::new()
-            } else {
-                format!(": {}", refused.join("; "))
-            }
-        )));
-    }
+    let records = some_to("retry", records, &refused)?;
     let summary = crate::operate::run_retry(
         &config,
         store.as_mut(),
@@ -302,11 +321,42 @@ pub fn retry(args: &RetryArgs) -> Result<(), Error> {
         super::stop_on_signals()?,
     )?;
     if args.json {
-        let mut value = serde_json::to_value(&summary).expect("a summary serialises");
-        value["refused"] = refused.into();
-        return print(&format!("{value}\n"));
+        return print(&format!("{}\n", with_refused(&summary, refused)));
     }
     print(&format!("{}\n", summary.line()))
+}
+
+/// Logs each record an action leaves out, and why.
+pub(super) fn warn_refused(what: &str, refused: &[String]) {
+    for why in refused {
+        tracing::warn!("{what}: {why}");
+    }
+}
+
+/// The records of a plan, or a usage error naming why none is left to `action`.
+pub(super) fn some_to(
+    action: &str,
+    records: Vec<Record>,
+    refused: &[String],
+) -> Result<Vec<Record>, Error> {
+    if !records.is_empty() {
+        return Ok(records);
+    }
+    Err(Error::Usage(format!(
+        "nothing to {action}{}",
+        if refused.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", refused.join("; "))
+        }
+    )))
+}
+
+/// An action's summary as `--json` prints it, with the ids it left out and why.
+pub(super) fn with_refused(summary: &RetrySummary, refused: Vec<String>) -> serde_json::Value {
+    let mut value = serde_json::to_value(summary).expect("a summary serialises");
+    value["refused"] = refused.into();
+    value
 }
 
 /// `backlog pause`.

@@ -43,7 +43,7 @@ use super::command::resolve;
 use super::group::LiveGroup;
 use super::subreaper;
 use super::tree::Tree;
-use super::{Context, Ending, Handled, Handler, HandlerError, Outcome, Pipelined};
+use super::{Context, Ending, Handled, Handler, HandlerError, Outcome, Pipelined, Snooze};
 use crate::config::HandlerConfig;
 use crate::duration;
 use crate::record::{Columns, Record, Scalar};
@@ -63,6 +63,8 @@ struct Answer {
     id: Option<serde_json::Value>,
     code: Option<serde_json::Value>,
     message: Option<serde_json::Value>,
+    /// A failure's "not before": seconds, or an RFC 3339 time (see `Snooze`).
+    retry_after: Option<serde_json::Value>,
 }
 
 /// A running batch process.
@@ -247,7 +249,11 @@ impl BatchHandler {
             return;
         };
         let handled = match answer.code.as_ref().and_then(serde_json::Value::as_i64) {
-            Some(code) => self.answer(code, answer.message.as_ref().and_then(|m| m.as_str())),
+            Some(code) => self.answer(
+                code,
+                answer.message.as_ref().and_then(|m| m.as_str()),
+                answer.retry_after.as_ref(),
+            ),
             None => Handled::new(
                 Outcome::Error,
                 format!(
@@ -285,9 +291,18 @@ impl BatchHandler {
         Ok(())
     }
 
-    fn answer(&self, code: i64, message: Option<&str>) -> Handled {
-        let detail: Cow<'static, str> = match code {
-            0 => "code 0".into(),
+    fn answer(
+        &self,
+        code: i64,
+        message: Option<&str>,
+        retry_after: Option<&serde_json::Value>,
+    ) -> Handled {
+        // A success has nothing to try again; a `retry_after` that cannot be read is
+        // no snooze (the record fails as answered, and is tried at its next slot).
+        let snooze = retry_after.filter(|_| code != 0).and_then(Snooze::of_json);
+        let detail: Cow<'static, str> = match (code, snooze) {
+            (0, _) => "code 0".into(),
+            (_, Some(snooze)) => format!("code {code}, {}", snooze.describe()).into(),
             _ => format!("code {code}").into(),
         };
         let handled = match i32::try_from(code) {
@@ -298,9 +313,13 @@ impl BatchHandler {
             },
             Err(_) => Handled::new(Outcome::Error, detail),
         };
-        handled
+        let handled = handled
             .with_code(code)
-            .with_output(truncated(message.unwrap_or_default(), OUTPUT_TAIL))
+            .with_output(truncated(message.unwrap_or_default(), OUTPUT_TAIL));
+        match snooze {
+            Some(snooze) => handled.snoozed(snooze),
+            None => handled,
+        }
     }
 }
 

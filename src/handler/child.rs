@@ -45,6 +45,8 @@ pub(super) struct Ended {
     pub cancelled: bool,
     /// `[stdout] …` and `[stderr] …`, bounded.
     pub output: String,
+    /// The end of stdout as it was written, after an exit with `SNOOZE_EXIT` only.
+    pub stdout: String,
 }
 
 /// The end of one output stream.
@@ -302,6 +304,12 @@ fn watch(
         }
     }
     let (status, _) = status.expect("the loop ends after the exit");
+    // Read for its `retry-after:` line only where the exit asks for a later try.
+    let stdout = if status.code() == Some(super::SNOOZE_EXIT) {
+        String::from_utf8_lossy(&tails[0].kept).into_owned()
+    } else {
+        String::new()
+    };
     let mut output = String::new();
     for t in &tails {
         t.note(&mut output);
@@ -315,6 +323,7 @@ fn watch(
         timed_out: stage > 0 && !cancelled,
         cancelled,
         output,
+        stdout,
     }
 }
 

@@ -18,7 +18,7 @@ use std::process::{Command, ExitStatus};
 use std::time::Duration;
 
 use super::tree::Tree;
-use super::{Context, Ending, Handled, Handler, HandlerError, Outcome, child};
+use super::{Context, Ending, Handled, Handler, HandlerError, Outcome, SNOOZE_EXIT, Snooze, child};
 use crate::config::HandlerConfig;
 use crate::duration;
 use crate::record::Record;
@@ -63,9 +63,20 @@ impl CommandHandler {
         })
     }
 
-    fn outcome(&self, status: ExitStatus) -> Handled {
+    /// What an exit says; `stdout` is read for a snooze (`SNOOZE_EXIT` and a
+    /// `retry-after:` line), and a snooze's exit code may still map to a status.
+    fn outcome(&self, status: ExitStatus, stdout: &str) -> Handled {
         match (status.code(), status.signal()) {
             (Some(0), _) => Handled::new(Outcome::Success, "exit 0").with_code(0),
+            (Some(code @ SNOOZE_EXIT), _) if let Some(snooze) = Snooze::of_stdout(stdout) => {
+                let detail = format!("exit {code}, {}", snooze.describe());
+                match self.exit_codes.get(&code) {
+                    Some(s) => Handled::new(Outcome::Status(s.clone()), detail),
+                    None => Handled::new(Outcome::Error, detail),
+                }
+                .with_code(code.into())
+                .snoozed(snooze)
+            }
             (Some(code), _) => match self.exit_codes.get(&code) {
                 Some(s) => Handled::new(Outcome::Status(s.clone()), format!("exit {code}")),
                 None => Handled::new(Outcome::Error, format!("exit {code}")),
@@ -208,7 +219,7 @@ impl Handler for CommandHandler {
             )
             .ended(Ending::TimedOut)
         } else {
-            self.outcome(ended.status)
+            self.outcome(ended.status, &ended.stdout)
         };
         handled.output = ended.output;
         Ok(handled)

@@ -16,6 +16,7 @@ mod group;
 mod proc_stat;
 mod registry;
 mod signal;
+mod snooze;
 mod subreaper;
 mod tree;
 mod watchdog;
@@ -27,6 +28,7 @@ pub use batch::BatchHandler;
 pub use closure::FnHandler;
 pub use command::CommandHandler;
 pub use group::kill_live_groups;
+pub use snooze::{SNOOZE_EXIT, Snooze};
 pub use subreaper::adopt_orphans;
 
 use crate::record::Record;
@@ -44,7 +46,10 @@ pub enum Outcome {
 
 /// An outcome and what the handler said on the way: what [`Handler::handle`] returns
 /// for a record. `backlog show` and the run log keep the detail and the output.
+/// Built with [`Handled::new`] and its `with_…` methods, so that a field added later
+/// breaks no handler.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Handled {
     /// The status the record gets.
     pub outcome: Outcome,
@@ -62,11 +67,15 @@ pub struct Handled {
     /// times what it handed over as a whole: a batch's record, from its line in to its
     /// answer out. None: the tick's time is the record's.
     pub took: Option<std::time::Duration>,
+    /// When the record may be tried again, where the handler said (a failure only):
+    /// no tick takes it before then (see [`Snooze`]).
+    pub snooze: Option<Snooze>,
 }
 
 /// How a handler's work on a record ended, beyond the status it earned: what the
 /// attempts keep and the breaker and the logs tell apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Ending {
     /// The handler answered: an exit code, a batch answer, a closure's return.
     Answered,
@@ -77,6 +86,8 @@ pub enum Ending {
     Crashed(Option<i32>),
     /// The tick stopped it: its hold on the record lapsed.
     Stopped,
+    /// Not handed to the handler: a person snoozed it (`backlog snooze`).
+    Snoozed,
 }
 
 impl Handled {
@@ -89,6 +100,7 @@ impl Handled {
             code: None,
             ending: Ending::Answered,
             took: None,
+            snooze: None,
         }
     }
 
@@ -110,13 +122,21 @@ impl Handled {
         self
     }
 
+    /// The same, not to be tried again before `snooze` ends (ignored on a success).
+    pub fn snoozed(mut self, snooze: Snooze) -> Self {
+        self.snooze = Some(snooze);
+        self
+    }
+
     /// What the attempts call this ending: `success`, `error`, `mapped` (a status from
-    /// `handler.exit_codes`), `timeout`, `crash` or `stopped`.
+    /// `handler.exit_codes`), `timeout`, `crash`, `stopped`, or `snoozed` (no try: a
+    /// person's `backlog snooze`).
     pub fn kind(&self) -> &'static str {
         match (self.ending, &self.outcome) {
             (Ending::TimedOut, _) => "timeout",
             (Ending::Crashed(_), _) => "crash",
             (Ending::Stopped, _) => "stopped",
+            (Ending::Snoozed, _) => crate::store::SNOOZED,
             (Ending::Answered, Outcome::Success) => "success",
             (Ending::Answered, Outcome::Error) => "error",
             (Ending::Answered, Outcome::Status(_)) => "mapped",

@@ -36,6 +36,11 @@ pub(super) const TABLE: super::tables::Table = super::tables::Table {
     mark: "took_ms",
 };
 
+/// The outcome of an attempt that was no try but a person's action (`backlog snooze`):
+/// kept so that `show` says who snoozed a record, counted as neither a failure nor a
+/// handler's time.
+pub const SNOOZED: &str = "snoozed";
+
 /// How many attempts of a group go in one INSERT (12 values each).
 const ROWS_PER_INSERT: usize = 50;
 
@@ -235,7 +240,7 @@ fn filter_of(table: &str, query: &AttemptQuery) -> (String, Vec<Value>) {
     }
     if query.outcomes.is_empty() {
         if !query.successes {
-            filter.push_str(" AND outcome <> 'success'");
+            filter.push_str(&format!(" AND outcome NOT IN ('success', '{SNOOZED}')"));
         }
     } else {
         let mut list = Vec::new();

@@ -37,7 +37,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-pub use attempts::{Attempt, AttemptQuery};
+pub use attempts::{Attempt, AttemptQuery, SNOOZED};
 pub use band::{BandQuery, Cursor, Page, Range};
 pub use error::StoreError;
 pub use fault::Fault;

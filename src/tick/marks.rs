@@ -193,8 +193,10 @@ impl<'o> Marks<'o> {
         self.marks.push(Mark {
             at: self.now,
             id: record.id.clone(),
+            // The later of the schedule's next try and the handler's "not before".
             keep_until: if failed_and_pending {
-                (self.keep)(record)
+                let snooze = handled.snooze.map(|s| s.until(self.now));
+                (self.keep)(record).max(snooze)
             } else {
                 None
             },

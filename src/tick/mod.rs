@@ -40,5 +40,5 @@ mod wanted;
 pub use failed_start::record_failed_start;
 pub use options::{Event, TickOptions};
 pub use process::{open_store, process_backlog, run_tick, run_tick_on};
-pub use retry::{RetrySummary, retry_records};
+pub use retry::{RetrySummary, retry_records, snooze_records};
 pub use summary::{BandSummary, TickSummary};

@@ -8,13 +8,15 @@
 
 use std::time::{Duration, Instant};
 
+use chrono::{DateTime, Utc};
+
 use super::begin::owner_name;
 use super::heartbeat::{HeartbeatThread, Stale};
 use super::lanes::catch_panic;
 use super::marks::{MarkPlan, Marks, log_unshown};
 use super::options::{Event, TickOptions};
 use crate::error::Error;
-use crate::handler::{Context, Handler};
+use crate::handler::{Context, Ending, Handled, Handler, HandlerError, Outcome, Snooze};
 use crate::record::Record;
 use crate::store::{RunEnd, RunStart, Store};
 
@@ -44,8 +46,8 @@ pub struct RetrySummary {
 impl RetrySummary {
     /// One line: `retried 2 records: succeeded 1, failed 1; run 7`.
     pub fn line(&self) -> String {
-        let mut line = format!(
-            "retried {} {}: succeeded {}, failed {}",
+        format!(
+            "retried {} {}: succeeded {}, failed {}{}",
             self.selected,
             if self.selected == 1 {
                 "record"
@@ -53,8 +55,15 @@ impl RetrySummary {
                 "records"
             },
             self.succeeded,
-            self.failed
-        );
+            self.failed,
+            self.rest()
+        )
+    }
+
+    /// What ends a person's action's line: what was skipped or lost, why it stopped
+    /// early, and its run-log row.
+    pub fn rest(&self) -> String {
+        let mut line = String::new();
         if self.skipped > 0 {
             line.push_str(&format!(
                 ", skipped {} (no longer pending, or held by a tick now)",
@@ -84,6 +93,63 @@ pub fn retry_records(
     opts: &TickOptions,
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> Result<RetrySummary, Error> {
+    let action = Action {
+        bands: "retry",
+        chunk: 1,
+        handle: &mut |record, ctx| handler.handle(record, ctx),
+    };
+    act(table, store, records, opts, action, on_event)
+}
+
+/// Snoozes `records` until `until` (by `opts.now`'s clock): each stays pending, its
+/// status as it is, and no tick takes it before then (`backlog retry` does). `by`
+/// says who, in the attempt kept of it. The records are held and marked a group at
+/// a time, like a tick's.
+pub fn snooze_records(
+    table: &crate::TableConfig,
+    store: &mut dyn Store,
+    records: Vec<Record>,
+    until: DateTime<Utc>,
+    by: &str,
+    opts: &TickOptions,
+) -> Result<RetrySummary, Error> {
+    let detail = format!("snoozed by {by}");
+    let action = Action {
+        bands: "snooze",
+        chunk: SNOOZE_GROUP,
+        handle: &mut |record, _| {
+            Ok(
+                Handled::new(Outcome::Status(record.status.to_string()), detail.clone())
+                    .ended(Ending::Snoozed)
+                    .snoozed(Snooze::Until(until)),
+            )
+        },
+    };
+    act(table, store, records, opts, action, &mut |_| {})
+}
+
+/// How many records a snooze holds and marks at once.
+const SNOOZE_GROUP: usize = 500;
+
+/// What a person's action does with each record it holds.
+struct Action<'a> {
+    /// The run-log row's `bands`: `retry`, `snooze`.
+    bands: &'static str,
+    /// Records held, handled and marked at once.
+    chunk: usize,
+    handle: &'a mut dyn FnMut(&Record, &Context<'_>) -> Result<Handled, HandlerError>,
+}
+
+/// Runs `action` on `records`, each only while this process holds it, with a run-log
+/// row of window 0 and every attempt kept.
+fn act(
+    table: &crate::TableConfig,
+    store: &mut dyn Store,
+    records: Vec<Record>,
+    opts: &TickOptions,
+    action: Action<'_>,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> Result<RetrySummary, Error> {
     let store_err = Error::store(store.describe());
     store.ensure_own_tables().map_err(&store_err)?;
     let owner = owner_name();
@@ -93,7 +159,7 @@ pub fn retry_records(
             tier: None,
             younger: Duration::ZERO,
             older: Duration::ZERO,
-            bands: "retry",
+            bands: action.bands,
             now: opts.now,
             owner: owner.clone(),
             lease: opts.lease,
@@ -124,11 +190,19 @@ pub fn retry_records(
             tier: None,
             history,
         };
-        let mut marks = Marks::new(table, plan, Some(1), 1, Duration::ZERO, &keep);
+        let mut marks = Marks::new(
+            table,
+            plan,
+            Some(action.chunk),
+            action.chunk,
+            Duration::ZERO,
+            &keep,
+        );
         let mut stopped = None;
         let mut outcome = Ok(());
         let mut skipped = 0;
-        for record in records {
+        let mut records = records.into_iter().peekable();
+        'chunks: while records.peek().is_some() {
             if opts.stop.load(std::sync::atomic::Ordering::Relaxed) {
                 stopped = Some("stopped by a signal".to_string());
                 break;
@@ -139,36 +213,36 @@ pub fn retry_records(
             }
             let lease_until = chrono::Utc::now()
                 + chrono::Duration::from_std(opts.lease).unwrap_or(chrono::Duration::MAX);
-            let Some(record) = store
-                .take_records(&owner, vec![record], lease_until)
-                .map_err(&store_err)?
-                .pop()
-            else {
-                skipped += 1;
-                continue;
-            };
-            let ctx = Context {
-                table: &table.name,
-                window: Duration::ZERO,
-                age: record.age(opts.now).and_then(|a| a.to_std().ok()),
-                cancel: Some(heartbeat.lapsed_flag()),
-            };
-            let started = Instant::now();
-            match catch_panic(|| handler.handle(&record, &ctx)) {
-                Ok(handled) => {
-                    if let Err(e) =
-                        marks.settle(&record, handled, started.elapsed(), store, on_event)
-                    {
-                        outcome = Err(store_err(e));
-                        break;
+            let chunk: Vec<Record> = records.by_ref().take(action.chunk).collect();
+            let asked = chunk.len();
+            let taken = store
+                .take_records(&owner, chunk, lease_until)
+                .map_err(&store_err)?;
+            skipped += (asked - taken.len()) as u64;
+            for record in taken {
+                let ctx = Context {
+                    table: &table.name,
+                    window: Duration::ZERO,
+                    age: record.age(opts.now).and_then(|a| a.to_std().ok()),
+                    cancel: Some(heartbeat.lapsed_flag()),
+                };
+                let started = Instant::now();
+                match catch_panic(|| (action.handle)(&record, &ctx)) {
+                    Ok(handled) => {
+                        if let Err(e) =
+                            marks.settle(&record, handled, started.elapsed(), store, on_event)
+                        {
+                            outcome = Err(store_err(e));
+                            break 'chunks;
+                        }
                     }
-                }
-                Err(e) => {
-                    outcome = Err(Error::Handler {
-                        file: None,
-                        source: e,
-                    });
-                    break;
+                    Err(e) => {
+                        outcome = Err(Error::Handler {
+                            file: None,
+                            source: e,
+                        });
+                        break 'chunks;
+                    }
                 }
             }
         }

@@ -73,7 +73,7 @@ async fn retry_now(shared: &Shared, ids: Vec<String>) -> Result<String, Response
     let job = tokio::task::spawn_blocking(move || -> Result<String, Error> {
         let config = Config::load(&schedule)?;
         let mut store = operate::inspected(&config)?;
-        let plan = operate::plan_retry(&config, store.as_mut(), &Selection::Ids(ids))?;
+        let plan = operate::plan(&config, store.as_mut(), &Selection::Ids(ids), "retry")?;
         if plan.records.is_empty() {
             return Ok(format!("Not retried: {}", plan.refused.join("; ")));
         }
@@ -173,7 +173,7 @@ pub(super) async fn retry_failures(
         ids.sort();
         ids.dedup();
         let mut store = operate::inspected(&config)?;
-        let plan = operate::plan_retry(&config, store.as_mut(), &Selection::Ids(ids))?;
+        let plan = operate::plan(&config, store.as_mut(), &Selection::Ids(ids), "retry")?;
         let ids: Vec<String> = plan.records.iter().map(|r| r.id.to_string()).collect();
         Ok((ids, plan.refused.len()))
     })

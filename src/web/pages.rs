@@ -35,7 +35,7 @@ fn badge(text: &str) -> Markup {
     let class = match text {
         "SUCCESS" | "success" | "done" => "ok",
         "error" | "ERROR" | "timeout" | "crash" | "failed" | "abandoned" | "lost" => "bad",
-        "tripped" | "lapsed" | "stopped" | "mapped" | "paused" => "warn",
+        "tripped" | "lapsed" | "stopped" | "mapped" | "paused" | "snoozed" => "warn",
         _ => "plain",
     };
     html! { span class={ "badge " (class) } { (text) } }

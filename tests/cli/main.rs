@@ -28,4 +28,5 @@ mod query_plan;
 mod retry;
 mod schedule_file;
 mod servers;
+mod snooze;
 mod tick;

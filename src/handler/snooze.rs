@@ -1,0 +1,116 @@
+//! "Not before": a handler's answer that a record may be tried again only later (an
+//! HTTP 429 with `Retry-After`), and `backlog snooze`. The record stays pending; no
+//! tick hands it out before then, on any runner, through the same keep as a failure
+//! kept until its slot ends (`store::Mark::keep_until`), for as long as asked.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+/// The exit code with which a per-record handler asks for a later try, together with
+/// a `retry-after:` line on its stdout: `EX_TEMPFAIL` of sysexits.h.
+pub const SNOOZE_EXIT: i32 = 75;
+
+/// When a record may be tried again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Snooze {
+    /// This long after the tick's clock when the record was handled.
+    For(Duration),
+    /// Not before this time (by the tick's clock).
+    Until(DateTime<Utc>),
+}
+
+impl Snooze {
+    /// A `retry-after` value as a handler writes it: whole seconds (`3600`), or an RFC
+    /// 3339 time (`2026-11-26T14:00:00Z`); none for anything else.
+    pub fn parse(text: &str) -> Option<Snooze> {
+        let text = text.trim();
+        if let Ok(seconds) = text.parse::<u64>() {
+            return Some(Snooze::For(Duration::from_secs(seconds)));
+        }
+        DateTime::parse_from_rfc3339(text)
+            .ok()
+            .map(|t| Snooze::Until(t.with_timezone(&Utc)))
+    }
+
+    /// A batch answer's `retry_after`: a number of seconds, or a string `parse` reads.
+    pub fn of_json(value: &serde_json::Value) -> Option<Snooze> {
+        match value {
+            serde_json::Value::Number(n) => n
+                .as_u64()
+                .or_else(|| n.as_f64().filter(|f| *f >= 0.0).map(|f| f.ceil() as u64))
+                .map(|s| Snooze::For(Duration::from_secs(s))),
+            serde_json::Value::String(s) => Snooze::parse(s),
+            _ => None,
+        }
+    }
+
+    /// The last `retry-after: …` line of a handler's stdout (the name in any case).
+    pub fn of_stdout(stdout: &str) -> Option<Snooze> {
+        stdout.lines().rev().find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.trim()
+                .eq_ignore_ascii_case("retry-after")
+                .then(|| Snooze::parse(value))
+                .flatten()
+        })
+    }
+
+    /// The time it ends, for a record handled at `now` (the tick's clock).
+    pub fn until(self, now: DateTime<Utc>) -> DateTime<Utc> {
+        match self {
+            Snooze::Until(t) => t,
+            Snooze::For(d) => chrono::Duration::from_std(d)
+                .ok()
+                .and_then(|d| now.checked_add_signed(d))
+                .unwrap_or(DateTime::<Utc>::MAX_UTC),
+        }
+    }
+
+    /// As a handler's detail says it: `retry after 1h`, `retry after 2026-…Z`.
+    pub fn describe(self) -> String {
+        match self {
+            Snooze::For(d) => format!("retry after {}", crate::duration::compact(d)),
+            Snooze::Until(t) => format!(
+                "retry after {}",
+                t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_and_times_are_read_and_anything_else_is_not() {
+        assert_eq!(
+            Snooze::parse(" 3600 "),
+            Some(Snooze::For(Duration::from_secs(3600)))
+        );
+        assert_eq!(
+            Snooze::parse("2026-11-26T14:00:00+01:00"),
+            Some(Snooze::Until("2026-11-26T13:00:00Z".parse().unwrap()))
+        );
+        for bad in ["", "-5", "1h", "tomorrow", "2026-11-26"] {
+            assert_eq!(Snooze::parse(bad), None, "{bad}");
+        }
+        assert_eq!(
+            Snooze::of_json(&serde_json::json!(1.5)),
+            Some(Snooze::For(Duration::from_secs(2)))
+        );
+        assert_eq!(Snooze::of_json(&serde_json::json!(-1)), None);
+        assert_eq!(Snooze::of_json(&serde_json::json!(true)), None);
+    }
+
+    #[test]
+    fn the_last_retry_after_line_of_stdout_counts() {
+        let out = "sending\nRetry-After: 60\nstill 429\nretry-after: 120\n";
+        assert_eq!(
+            Snooze::of_stdout(out),
+            Some(Snooze::For(Duration::from_secs(120)))
+        );
+        assert_eq!(Snooze::of_stdout("no such line\nretry-after: soon"), None);
+    }
+}
