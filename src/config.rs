@@ -307,6 +307,36 @@ cron = "0 * * * *"
                 "/etc/backlog.toml: table.success \"NEW\" is also in table.pending; a record marked successful would be tried forever",
             ),
             (
+                "status = \"STATUS\"",
+                "status = \"STATUS\"\ngiven_up = \"ERROR\"",
+                "/etc/backlog.toml: table.given_up \"ERROR\" is also in table.pending; a record given up on would be tried again: give it a status of its own, like \"DEAD\"",
+            ),
+            (
+                "status = \"STATUS\"",
+                "status = \"STATUS\"\ngiven_up = \"SUCCESS\"",
+                "/etc/backlog.toml: table.given_up \"SUCCESS\" is table.success; a record given up on would read as done: give it a status of its own, like \"DEAD\"",
+            ),
+            (
+                "status = \"STATUS\"",
+                "status = \"STATUS\"\ngiven_up = \" \"",
+                "/etc/backlog.toml: table.given_up is empty; name the status of a record the tool gave up on, like \"DEAD\", or leave it out",
+            ),
+            (
+                "status = \"STATUS\"",
+                "status = \"STATUS\"\ngive_up_after = 5",
+                "/etc/backlog.toml: table.give_up_after needs table.given_up, the status a record gets once given up on, like given_up = \"DEAD\"",
+            ),
+            (
+                "status = \"STATUS\"",
+                "status = \"STATUS\"\ngiven_up = \"DEAD\"\ngive_up_after = 0",
+                "/etc/backlog.toml: table.give_up_after = 0 is out of range; give 1 to 1000 failures",
+            ),
+            (
+                "status = \"STATUS\"",
+                "status = \"STATUS\"\ngiven_up = 7",
+                "/etc/backlog.toml:9:12: table.given_up: found the number 7 where a status in quotes is expected; write it like given_up = \"DEAD\"",
+            ),
+            (
                 "url = \"backlog.db\"",
                 "url = \"postgres://u:secret@db/x\"\npassword_file = \"pw\"",
                 "/etc/backlog.toml: database.url holds a password and database.password_file is set too; keep one (the file is the safer)",

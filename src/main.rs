@@ -24,6 +24,7 @@ fn main() -> ExitCode {
         Command::Show(args) => cli::show(args),
         Command::Retry(args) => cli::retry(args),
         Command::Snooze(args) => cli::snooze(args),
+        Command::GiveUp(args) => cli::give_up(args),
         Command::Pause(args) => cli::pause(args),
         Command::Resume(args) => cli::resume(args),
         Command::Serve(args) => cli::serve(args),

@@ -105,6 +105,18 @@ pub fn record_view(
     })
 }
 
+/// The file's config as a retry reads it: a record given up on (`table.given_up`) is
+/// taken like a pending one, so that `backlog retry` brings it back (to the success
+/// status, or the error status and the schedule again).
+pub fn for_retry(mut config: Config) -> Config {
+    if let Some(given_up) = config.table.given_up.clone()
+        && !config.table.is_pending(&given_up)
+    {
+        config.table.pending.push(given_up);
+    }
+    config
+}
+
 /// Which records to retry.
 #[derive(Debug, Clone)]
 pub enum Selection {

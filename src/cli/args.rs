@@ -59,6 +59,8 @@ pub enum Command {
     Retry(super::RetryArgs),
     /// Keep records from the ticks until a time (by id, or pending ones by status and age).
     Snooze(super::SnoozeArgs),
+    /// Give up on records: mark them with table.given_up (by id, or pending ones by status and age).
+    GiveUp(super::GiveUpArgs),
     /// Pause a tier (or every tier) on every runner, until `backlog resume`.
     Pause(super::PauseArgs),
     /// Lift a pause.
@@ -248,8 +250,9 @@ impl Cli {
             Command::Crontab(args) => args.json,
             Command::Backoff(command) => command.json(),
             Command::Show(args) => args.json,
-            Command::Retry(args) => args.json,
-            Command::Snooze(args) => args.json,
+            Command::Retry(args) => args.act.json,
+            Command::Snooze(args) => args.act.json,
+            Command::GiveUp(args) => args.act.json,
             Command::Pause(args) => args.json,
             Command::Resume(args) => args.json,
             Command::Init(args) => args.json,
@@ -265,8 +268,9 @@ impl Cli {
         let (base, verbose, format) = match &self.command {
             Command::Daemon(args) => (1, args.verbosity.verbose, args.log_format),
             Command::Run(args) => (0, args.verbosity.verbose, args.log_format),
-            Command::Retry(args) => (0, args.verbosity.verbose, LogFormat::Text),
-            Command::Snooze(args) => (0, args.verbosity.verbose, LogFormat::Text),
+            Command::Retry(args) => (0, args.act.verbosity.verbose, LogFormat::Text),
+            Command::Snooze(args) => (0, args.act.verbosity.verbose, LogFormat::Text),
+            Command::GiveUp(args) => (0, args.act.verbosity.verbose, LogFormat::Text),
             _ => (0, 0, LogFormat::Text),
         };
         let level = match (base, verbose) {

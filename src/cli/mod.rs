@@ -12,6 +12,7 @@ use std::sync::atomic::AtomicBool;
 
 use chrono::Utc;
 
+mod act;
 mod args;
 mod backoff;
 mod completions;
@@ -19,8 +20,8 @@ mod man_page;
 mod operate;
 mod output;
 mod run;
-mod snooze;
 
+pub use act::{GiveUpArgs, SnoozeArgs, give_up, snooze};
 pub use args::*;
 pub use backoff::{BackoffCommand, backoff_budget, backoff_delays, backoff_plot, backoff_simulate};
 pub use completions::completions;
@@ -29,7 +30,6 @@ pub use operate::{PauseArgs, ResumeArgs, RetryArgs, ShowArgs, pause, resume, ret
 pub(crate) use output::print;
 pub use output::{LogFormat, init_logging, report};
 pub use run::run;
-pub use snooze::{SnoozeArgs, snooze};
 
 use crate::config::Config;
 use crate::duration;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use clap::Args;
 
-use super::args::{Verbosity, parse_now};
+use super::args::parse_now;
 use super::output::print;
 use crate::config::Config;
 use crate::duration;
@@ -83,22 +83,8 @@ pub struct RetryArgs {
     /// The records to hand over now.
     #[command(flatten)]
     pub select: SelectArgs,
-    /// The schedule file, - for standard input [default: the first of ./backlog.toml,
-    /// $XDG_CONFIG_HOME/backlog/backlog.toml, /etc/backlog/backlog.toml]
-    #[arg(long, short, env = "BACKLOG_SCHEDULE", value_name = "FILE")]
-    pub schedule: Option<PathBuf>,
-    /// List the records it would hand over; change nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Pin the clock (RFC 3339) for ages and --older-than [default: now].
-    #[arg(long, value_parser = parse_now)]
-    pub now: Option<DateTime<Utc>>,
-    /// Print JSON.
-    #[arg(long)]
-    pub json: bool,
-    /// How much it logs (`-v`, `-vv`).
     #[command(flatten)]
-    pub verbosity: Verbosity,
+    pub act: super::act::ActArgs,
 }
 
 /// The options of `backlog pause`.
@@ -286,16 +272,17 @@ fn ids_of(given: &[String], schedule: &Option<PathBuf>) -> Result<Vec<String>, E
 /// `backlog retry`.
 pub fn retry(args: &RetryArgs) -> Result<(), Error> {
     crate::handler::adopt_orphans();
-    let config = Config::load(&super::schedule_file(&args.schedule)?)?;
+    let config =
+        crate::operate::for_retry(Config::load(&super::schedule_file(&args.act.schedule)?)?);
     let mut store = inspected(&config)?;
-    let now = args.now.unwrap_or_else(Utc::now);
-    let selection = args.select.selection(now, &args.schedule)?;
+    let now = args.act.now.unwrap_or_else(Utc::now);
+    let selection = args.select.selection(now, &args.act.schedule)?;
     let RetryPlan { records, refused } =
         crate::operate::plan(&config, store.as_mut(), &selection, "retry")?;
     warn_refused("not retried", &refused);
-    if args.dry_run {
+    if args.act.dry_run {
         let ids: Vec<String> = records.iter().map(|r| r.id.to_string()).collect();
-        return print(&if args.json {
+        return print(&if args.act.json {
             format!(
                 "{}\n",
                 serde_json::json!({"would_retry": ids, "refused": refused})
@@ -320,7 +307,7 @@ pub fn retry(args: &RetryArgs) -> Result<(), Error> {
         now,
         super::stop_on_signals()?,
     )?;
-    if args.json {
+    if args.act.json {
         return print(&format!("{}\n", with_refused(&summary, refused)));
     }
     print(&format!("{}\n", summary.line()))

@@ -96,6 +96,15 @@ pub(super) fn key(path: &str) -> Option<Key> {
         ),
         "table.success" => (Text, "a status in quotes", "success = \"SUCCESS\"".into()),
         "table.error" => (Text, "a status in quotes", "error = \"ERROR\"".into()),
+        "table.given_up" => (Text, "a status in quotes", "given_up = \"DEAD\"".into()),
+        "table.give_up_after" => {
+            return Some(number(
+                "give_up_after",
+                "failures",
+                crate::config::table::GIVE_UP_AFTER_MAX as u64,
+                25,
+            ));
+        }
         "handler" => (
             Table,
             "a section",

@@ -22,6 +22,8 @@ pub(super) struct RawTable {
     pending: Option<Vec<String>>,
     success: Option<String>,
     error: Option<String>,
+    given_up: Option<String>,
+    give_up_after: Option<u32>,
     #[serde(default)]
     labels: BTreeMap<String, String>,
 }
@@ -52,6 +54,13 @@ pub struct TableConfig {
     /// The status a record gets when its handler fails, times out or crashes
     /// (`table.error`), unless `handler.exit_codes` maps its exit code to another.
     pub error: String,
+    /// The status of a record the tool gave up on (`table.given_up`, off unless set):
+    /// one still pending past the last tier's window, or failed `give_up_after` times.
+    /// Not pending; `backlog retry` takes it all the same.
+    pub given_up: Option<String>,
+    /// How many failures in a row give a record up (`table.give_up_after`), counted in
+    /// the tool's own tables; none: only age gives up.
+    pub give_up_after: Option<u32>,
     /// The `[retry]` section, if the file has one.
     pub retry: Option<RetryConfig>,
     /// Names people read for status values (`table.labels`), where the column holds
@@ -86,6 +95,8 @@ impl TableConfig {
             pending: vec!["NEW".into(), "ERROR".into()],
             success: "SUCCESS".into(),
             error: "ERROR".into(),
+            given_up: None,
+            give_up_after: None,
             retry: None,
             labels: Labels::default(),
         }
@@ -149,5 +160,43 @@ pub(super) fn resolve_table(raw: RawTable, retry: Option<RawRetry>) -> Result<Ta
             table.success
         ));
     }
+    table.given_up = raw.given_up;
+    table.give_up_after = raw.give_up_after;
+    check_giving_up(&table)?;
     Ok(table)
+}
+
+/// The most failures `table.give_up_after` counts.
+pub const GIVE_UP_AFTER_MAX: u32 = 1000;
+
+/// `given_up` is a status of its own, neither pending nor success, and
+/// `give_up_after` needs it.
+fn check_giving_up(table: &TableConfig) -> Result<(), String> {
+    match &table.given_up {
+        Some(s) if s.trim().is_empty() => {
+            return Err(
+                "table.given_up is empty; name the status of a record the tool gave up on, like \"DEAD\", or leave it out".into(),
+            );
+        }
+        Some(s) if table.is_pending(s) => {
+            return Err(format!(
+                "table.given_up {s:?} is also in table.pending; a record given up on would be tried again: give it a status of its own, like \"DEAD\""
+            ));
+        }
+        Some(s) if *s == table.success => {
+            return Err(format!(
+                "table.given_up {s:?} is table.success; a record given up on would read as done: give it a status of its own, like \"DEAD\""
+            ));
+        }
+        _ => {}
+    }
+    match table.give_up_after {
+        Some(_) if table.given_up.is_none() => Err(
+            "table.give_up_after needs table.given_up, the status a record gets once given up on, like given_up = \"DEAD\"".into(),
+        ),
+        Some(n) if n == 0 || n > GIVE_UP_AFTER_MAX => Err(format!(
+            "table.give_up_after = {n} is out of range; give 1 to {GIVE_UP_AFTER_MAX} failures"
+        )),
+        _ => Ok(()),
+    }
 }

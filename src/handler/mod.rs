@@ -88,6 +88,8 @@ pub enum Ending {
     Stopped,
     /// Not handed to the handler: a person snoozed it (`backlog snooze`).
     Snoozed,
+    /// Not handed to the handler: given up on, past the last tier or by a person.
+    GivenUp,
 }
 
 impl Handled {
@@ -129,14 +131,15 @@ impl Handled {
     }
 
     /// What the attempts call this ending: `success`, `error`, `mapped` (a status from
-    /// `handler.exit_codes`), `timeout`, `crash`, `stopped`, or `snoozed` (no try: a
-    /// person's `backlog snooze`).
+    /// `handler.exit_codes`), `timeout`, `crash`, `stopped`, or an action that was no
+    /// try: `snoozed` (a person's `backlog snooze`), `given_up`.
     pub fn kind(&self) -> &'static str {
         match (self.ending, &self.outcome) {
             (Ending::TimedOut, _) => "timeout",
             (Ending::Crashed(_), _) => "crash",
             (Ending::Stopped, _) => "stopped",
             (Ending::Snoozed, _) => crate::store::SNOOZED,
+            (Ending::GivenUp, _) => crate::store::GIVEN_UP,
             (Ending::Answered, Outcome::Success) => "success",
             (Ending::Answered, Outcome::Error) => "error",
             (Ending::Answered, Outcome::Status(_)) => "mapped",

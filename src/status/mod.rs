@@ -194,7 +194,7 @@ pub fn status(
     let failures_24h = store
         .attempt_counts(now - chrono::Duration::hours(24))?
         .into_iter()
-        .filter(|(outcome, _)| outcome != "success" && outcome != crate::store::SNOOZED)
+        .filter(|(outcome, _)| outcome != "success" && !crate::store::ACTIONS.contains(&&**outcome))
         .collect();
     let plan = crate::explain::explain(&config.schedule);
     let tiers = config

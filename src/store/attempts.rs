@@ -36,10 +36,25 @@ pub(super) const TABLE: super::tables::Table = super::tables::Table {
     mark: "took_ms",
 };
 
-/// The outcome of an attempt that was no try but a person's action (`backlog snooze`):
-/// kept so that `show` says who snoozed a record, counted as neither a failure nor a
-/// handler's time.
+/// The outcome of an attempt that was no try but a person's `backlog snooze`.
 pub const SNOOZED: &str = "snoozed";
+
+/// The outcome of an attempt that was no try but the record given up on (past the last
+/// tier, by a person, or after `table.give_up_after` failures).
+pub const GIVEN_UP: &str = "given_up";
+
+/// Outcomes of attempts that were no try but an action on the record: kept so that
+/// `show` says who did what and why, counted as neither a failure nor a handler's time.
+pub const ACTIONS: [&str; 2] = [SNOOZED, GIVEN_UP];
+
+/// The outcomes that are no failure, as an SQL list: success and the actions.
+pub(super) fn not_failures_sql() -> String {
+    std::iter::once("success")
+        .chain(ACTIONS)
+        .map(|o| format!("'{o}'"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
 
 /// How many attempts of a group go in one INSERT (12 values each).
 const ROWS_PER_INSERT: usize = 50;
@@ -240,7 +255,7 @@ fn filter_of(table: &str, query: &AttemptQuery) -> (String, Vec<Value>) {
     }
     if query.outcomes.is_empty() {
         if !query.successes {
-            filter.push_str(&format!(" AND outcome NOT IN ('success', '{SNOOZED}')"));
+            filter.push_str(&format!(" AND outcome NOT IN ({})", not_failures_sql()));
         }
     } else {
         let mut list = Vec::new();

@@ -17,6 +17,7 @@ mod band;
 mod band_statuses;
 mod claims;
 mod error;
+mod failures;
 mod fault;
 #[cfg(feature = "mysql")]
 mod mysql;
@@ -37,14 +38,14 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-pub use attempts::{Attempt, AttemptQuery, SNOOZED};
+pub use attempts::{ACTIONS, Attempt, AttemptQuery, GIVEN_UP, SNOOZED};
 pub use band::{BandQuery, Cursor, Page, Range};
 pub use error::StoreError;
 pub use fault::Fault;
 #[cfg(feature = "mysql")]
 pub use mysql::MysqlStore;
 pub use own::Own;
-use own::write_attempts;
+use own::write_with_marks;
 pub use pauses::Pause;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
@@ -137,6 +138,10 @@ pub struct Mark {
     /// The attempt to keep in `backlog_attempts` with the mark (in its transaction),
     /// when `[history]` keeps this one.
     pub attempt: Option<Box<Attempt>>,
+    /// The record's failures in a row once this mark is written, where they are
+    /// counted (`table.give_up_after`): kept in `backlog_failures`, 0 removing its row;
+    /// none leaves the count as it is.
+    pub failures: Option<u32>,
 }
 
 /// Who holds a record, and until when.

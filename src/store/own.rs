@@ -63,6 +63,19 @@ impl dyn Store + '_ {
         })
     }
 
+    /// The failures in a row of the records with these ids that have failed
+    /// (`table.give_up_after`); none while the tool's tables are not there.
+    pub fn failure_counts(
+        &mut self,
+        ids: &[String],
+    ) -> Result<std::collections::HashMap<String, u32>, StoreError> {
+        let own = self.own("backlog_failures")?;
+        if !own.exists {
+            return Ok(Default::default());
+        }
+        super::failures::read(own.sql, &own.prefix, own.table, ids)
+    }
+
     /// The pauses of the table's tiers.
     pub fn pauses(&mut self) -> Result<Vec<Pause>, StoreError> {
         self.read_own(Vec::new(), pauses::list)
@@ -146,9 +159,10 @@ pub(super) fn prune_attempts(
     super::fault::housekeeping(attempts::prune(sql, prefix, table, before).map(drop))
 }
 
-/// Writes the attempts of `marks` (those the store could not write are `lost`), in
-/// the marks' transaction, keeping each record's newest `max_per_record`.
-pub(super) fn write_attempts(
+/// Writes what the tool's tables keep of `marks` (those the store could not write are
+/// `lost`), in the marks' transaction: their attempts, keeping each record's newest
+/// `max_per_record`, and their failures in a row.
+pub(super) fn write_with_marks(
     sql: &mut dyn Sql,
     prefix: &str,
     table: &str,
@@ -156,6 +170,9 @@ pub(super) fn write_attempts(
     lost: &dyn Fn(usize) -> bool,
     max_per_record: u32,
 ) -> Result<(), StoreError> {
+    if marks.iter().any(|m| m.failures.is_some()) {
+        super::failures::write(sql, prefix, table, marks, lost)?;
+    }
     let rows: Vec<(&Attempt, bool)> = marks
         .iter()
         .enumerate()

@@ -32,7 +32,7 @@ pub(super) fn runs(sql: &mut dyn Sql, s: &str, table: &str) -> Result<Vec<RunTot
         .query(
             &format!(
                 "SELECT window_secs, outcome, count(*), CAST(sum(selected) AS {int}), CAST(sum(succeeded) AS {int}), CAST(sum(failed) AS {int}), CAST(sum(skipped) AS {int}), CAST(sum(lost) AS {int})
-                 FROM {s}backlog_runs WHERE table_name = ?1 AND bands <> 'snooze' GROUP BY window_secs, outcome ORDER BY window_secs, outcome",
+                 FROM {s}backlog_runs WHERE table_name = ?1 AND bands NOT IN ('snooze', 'give-up') GROUP BY window_secs, outcome ORDER BY window_secs, outcome",
                 int = sql.bigint()
             ),
             &[table.into()],
@@ -92,9 +92,9 @@ pub(super) fn durations(
     let rows = sql
         .query(
             &format!(
-                "SELECT window_secs, count(*), CAST(sum(took_ms) AS {int}), {} FROM {s}backlog_attempts WHERE table_name = ?1 AND outcome <> '{}' GROUP BY window_secs ORDER BY window_secs",
+                "SELECT window_secs, count(*), CAST(sum(took_ms) AS {int}), {} FROM {s}backlog_attempts WHERE table_name = ?1 AND outcome NOT IN ({}) GROUP BY window_secs ORDER BY window_secs",
                 buckets.join(", "),
-                super::attempts::SNOOZED
+                super::attempts::ACTIONS.map(|o| format!("'{o}'")).join(", ")
             ),
             &[table.into()],
         )

@@ -103,6 +103,7 @@ pub(super) fn begin<'s>(
         deferred: 0,
         deferred_by: wants.reasons(),
         lost: 0,
+        given_up: 0,
         statuses: BTreeMap::new(),
         limit,
         limit_reached: false,

@@ -97,6 +97,9 @@ pub(super) fn hand_out<'c>(
                     Err(e) => halt = Some(store_err(e)),
                     Ok(None) => pager.done = true,
                     Ok(Some(page)) => {
+                        if let Err(e) = marks.failures.read(&page.taken, store) {
+                            halt = Some(store_err(e));
+                        }
                         inline_run = (0, Duration::ZERO);
                         size.took(page.taken.len());
                         marks.tally.deferred += page.deferred;

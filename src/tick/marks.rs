@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
+use super::give_up::FailureCounts;
 use super::mark_writer::Writer;
 use super::options::Event;
 use super::tally::Tally;
@@ -62,6 +63,8 @@ pub(super) struct Marks<'o> {
     /// The tier's number, for the log lines' `tier` field; none for a window no tier
     /// has, or `backlog retry`.
     tier: Option<usize>,
+    /// Failures in a row, where `table.give_up_after` counts them.
+    pub(super) failures: FailureCounts,
 }
 
 /// Where the marks of a tick go: its owner and clock, its run-log row and tier, and
@@ -114,6 +117,7 @@ impl<'o> Marks<'o> {
             run_id,
             window_secs: window.as_secs(),
             tier,
+            failures: FailureCounts::of(table),
         }
     }
 
@@ -138,7 +142,7 @@ impl<'o> Marks<'o> {
     pub(super) fn settle(
         &mut self,
         record: &Record,
-        handled: Handled,
+        mut handled: Handled,
         took: Duration,
         store: &mut dyn Store,
         on_event: &mut dyn FnMut(Event<'_>),
@@ -159,6 +163,9 @@ impl<'o> Marks<'o> {
                 Arc::from(s.as_str())
             }
         };
+        let (status, failures) = self
+            .failures
+            .count(record, &mut handled, status, &self.pending);
         if handled.outcome != Outcome::Success {
             if handled.ending == Ending::Answered && matches!(handled.code, Some(126 | 127)) {
                 tally.cannot_run += 1;
@@ -202,6 +209,7 @@ impl<'o> Marks<'o> {
             },
             status,
             attempt,
+            failures,
         });
         if self.marks.len() >= self.group || self.last_write.elapsed() >= self.interval {
             self.write(store)?;

@@ -18,11 +18,13 @@
 //! `pager` (pages and their size), `lanes` (inline, pipelined, a pool of workers),
 //! `pace` (the rate), `breaker`, `heartbeat`, `marks` (status writes), `tally` (counts),
 //! `wanted` (spread and `[retry]` delays), `summary`, `options`; `retry` hands chosen
-//! records over outside the schedule (`backlog retry`).
+//! records over outside the schedule (`backlog retry`, `snooze`); `give_up` gives up on
+//! records past the last tier.
 
 mod begin;
 mod breaker;
 mod failed_start;
+mod give_up;
 mod hand_out;
 mod heartbeat;
 mod lanes;
@@ -40,5 +42,5 @@ mod wanted;
 pub use failed_start::record_failed_start;
 pub use options::{Event, TickOptions};
 pub use process::{open_store, process_backlog, run_tick, run_tick_on};
-pub use retry::{RetrySummary, retry_records, snooze_records};
+pub use retry::{RetrySummary, give_up_records, retry_records, snooze_records};
 pub use summary::{BandSummary, TickSummary};

@@ -156,6 +156,7 @@ pub fn process_backlog(
         let mut summary = begun.summary;
         summary.run_id = Some(run.id);
         tally.into_summary(&mut summary);
+        summary.given_up = super::give_up::past_last_tier(schedule, table, store, opts)?;
         summary
     };
     summary.seconds = started.elapsed().as_secs_f64();

@@ -128,12 +128,40 @@ pub fn snooze_records(
     act(table, store, records, opts, action, &mut |_| {})
 }
 
+/// Gives `records` up: each gets `table.given_up` (which must be set), and an attempt
+/// `given_up` whose detail says why. Held and marked a group at a time, like a
+/// snooze's; `backlog retry` brings them back.
+pub fn give_up_records(
+    table: &crate::TableConfig,
+    store: &mut dyn Store,
+    records: Vec<Record>,
+    why: &str,
+    opts: &TickOptions,
+) -> Result<RetrySummary, Error> {
+    let Some(given_up) = table.given_up.clone() else {
+        return Err(Error::Usage(
+            "table.given_up is not set; name the status of a record given up on in the schedule file, like given_up = \"DEAD\"".into(),
+        ));
+    };
+    let action = Action {
+        bands: "give-up",
+        chunk: SNOOZE_GROUP,
+        handle: &mut |_, _| {
+            Ok(
+                Handled::new(Outcome::Status(given_up.clone()), why.to_string())
+                    .ended(Ending::GivenUp),
+            )
+        },
+    };
+    act(table, store, records, opts, action, &mut |_| {})
+}
+
 /// How many records a snooze holds and marks at once.
 const SNOOZE_GROUP: usize = 500;
 
 /// What a person's action does with each record it holds.
 struct Action<'a> {
-    /// The run-log row's `bands`: `retry`, `snooze`.
+    /// The run-log row's `bands`: `retry`, `snooze`, `give-up`.
     bands: &'static str,
     /// Records held, handled and marked at once.
     chunk: usize,
@@ -219,6 +247,7 @@ fn act(
                 .take_records(&owner, chunk, lease_until)
                 .map_err(&store_err)?;
             skipped += (asked - taken.len()) as u64;
+            marks.failures.read(&taken, store).map_err(&store_err)?;
             for record in taken {
                 let ctx = Context {
                     table: &table.name,

@@ -69,6 +69,9 @@ pub struct TickSummary {
     /// them (paused past its lease, another tick took them over): they keep their
     /// status and are counted neither as succeeded nor as failed.
     pub lost: u64,
+    /// Pending records past the last tier's window given up on at the tick's end
+    /// (`table.given_up`; ticks of the last tier only), in a run-log row of their own.
+    pub given_up: u64,
     /// The count of each status written.
     pub statuses: BTreeMap<String, u64>,
     /// The most records the tick would hand over: `--limit`, or the tier's limit.
@@ -200,6 +203,13 @@ impl TickSummary {
             line.push_str(&format!(
                 "; lost {} (handled after this tick's hold lapsed; not marked, they stay pending)",
                 self.lost
+            ));
+        }
+        if self.given_up > 0 {
+            line.push_str(&format!(
+                "; gave up on {} past the last tier ({})",
+                self.given_up,
+                table.label(table.given_up.as_deref().unwrap_or_default())
             ));
         }
         if self.stopped {

@@ -71,7 +71,7 @@ pub(super) struct RetryRecord {
 async fn retry_now(shared: &Shared, ids: Vec<String>) -> Result<String, Response> {
     let schedule = shared.schedule.clone();
     let job = tokio::task::spawn_blocking(move || -> Result<String, Error> {
-        let config = Config::load(&schedule)?;
+        let config = operate::for_retry(Config::load(&schedule)?);
         let mut store = operate::inspected(&config)?;
         let plan = operate::plan(&config, store.as_mut(), &Selection::Ids(ids), "retry")?;
         if plan.records.is_empty() {
@@ -172,6 +172,7 @@ pub(super) async fn retry_failures(
             .collect();
         ids.sort();
         ids.dedup();
+        let config = operate::for_retry(config);
         let mut store = operate::inspected(&config)?;
         let plan = operate::plan(&config, store.as_mut(), &Selection::Ids(ids), "retry")?;
         let ids: Vec<String> = plan.records.iter().map(|r| r.id.to_string()).collect();

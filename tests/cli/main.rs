@@ -13,6 +13,7 @@ mod dashboard;
 mod doctor;
 mod explain;
 mod formats;
+mod give_up;
 mod harness;
 mod help;
 mod lapse;

@@ -209,7 +209,7 @@ impl MysqlStore {
                 ),
                 params,
             )?;
-            crate::store::write_attempts(
+            crate::store::write_with_marks(
                 tx,
                 &prefix,
                 &name,

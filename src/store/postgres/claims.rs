@@ -120,7 +120,7 @@ impl PostgresStore {
             written.extend(rows.iter().map(|r| r.get::<_, String>(0)));
         }
         let prefix = format!("{}.", self.schema);
-        crate::store::write_attempts(
+        crate::store::write_with_marks(
             &mut tx,
             &prefix,
             &self.table.name,

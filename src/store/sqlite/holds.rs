@@ -152,7 +152,7 @@ impl SqliteStore {
                 .prepare_cached(HOLDS)?
                 .query_row(params![self.table.name, owner, now], |r| r.get(0))?;
             let mut conn: &Connection = tx;
-            crate::store::write_attempts(
+            crate::store::write_with_marks(
                 &mut conn,
                 "",
                 &self.table.name,
