@@ -14,6 +14,7 @@ use serde::Deserialize;
 
 use crate::schedule::{BandMode, Schedule};
 
+mod alert;
 mod database;
 mod handler;
 mod history;
@@ -32,6 +33,7 @@ mod tiers;
 mod toml_error;
 mod variables;
 
+pub use alert::{AlertConfig, AlertUrl};
 pub use database::{DEFAULT_SCHEMA, DatabaseConfig, DatabaseUrl};
 use database::{RawDatabase, resolve_database};
 pub use handler::{HandlerConfig, HandlerMode, MAX_CONCURRENCY};
@@ -72,6 +74,7 @@ struct RawFile {
     handler: handler::RawHandler,
     retry: Option<RawRetry>,
     history: Option<history::RawHistory>,
+    alert: Option<alert::RawAlert>,
     #[serde(default, rename = "tier")]
     tiers: Vec<RawTier>,
 }
@@ -93,6 +96,8 @@ pub struct Config {
     pub schedule: Schedule,
     /// The `[history]` section: which attempts `backlog_attempts` keeps.
     pub history: HistoryConfig,
+    /// The `[alert]` section: where failures are pushed, how often at most.
+    pub alert: AlertConfig,
 }
 
 impl Config {
@@ -140,6 +145,7 @@ impl Config {
             table: resolve_table(raw.table, raw.retry).map_err(fail)?,
             handler: handler::resolve(raw.handler).map_err(fail)?,
             history: history::resolve(raw.history).map_err(fail)?,
+            alert: alert::resolve(raw.alert).map_err(fail)?,
             schedule: resolve_schedule(raw.bands, raw.limit, raw.timezone, raw.tiers)
                 .map_err(fail)?,
             dir,

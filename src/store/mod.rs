@@ -12,6 +12,7 @@
 //! renews; a tick that dies stops renewing, and its records are free again once the
 //! lease runs out.
 
+mod alerts;
 mod attempts;
 mod band;
 mod band_statuses;
@@ -37,6 +38,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+pub use alerts::Claim;
 pub use attempts::{Attempt, AttemptQuery};
 pub use band::{BandQuery, Cursor, Page, Range};
 pub use error::StoreError;

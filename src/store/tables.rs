@@ -64,15 +64,23 @@ pub(super) const RUNS: Table = Table {
     mark: "window_secs",
 };
 
-/// The tables every database has: the version, the run log, attempts, pauses (a
-/// database adds how its ticks hold records, see `Ddl::tables`).
-pub(super) const SHARED: [&Table; 4] =
-    [&META, &RUNS, &super::attempts::TABLE, &super::pauses::TABLE];
+/// The tables every database has: the version, the run log, attempts, pauses, alerts
+/// (a database adds how its ticks hold records, see `Ddl::tables`).
+pub(super) const SHARED: [&Table; 5] = [
+    &META,
+    &RUNS,
+    &super::attempts::TABLE,
+    &super::pauses::TABLE,
+    &super::alerts::TABLE,
+];
 
 /// The steps of the tables since the backends shared them, written once: the `n`th
 /// moves a database's tables from `Ddl::base` + n to the next version. A step that
 /// only adds a table has no statements: `ensure` creates every missing table first.
-pub(super) const LATER: &[&[&str]] = &[];
+pub(super) const LATER: &[&[&str]] = &[
+    // backlog_alerts (`[alert]`'s deduplication), created by `ensure` before the step.
+    &[],
+];
 
 /// What a database says and does for [`ensure`].
 pub(super) trait Ddl {

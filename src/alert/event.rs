@@ -1,0 +1,158 @@
+//! An alert as its receivers get it: one JSON object, the same on a command's stdin
+//! and in a webhook's body, that says on its own what happened and where.
+
+use std::time::Duration;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::Serialize;
+
+use crate::config::Config;
+use crate::duration;
+use crate::error::Error;
+use crate::tick::TickSummary;
+
+/// What an alert is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// A tick failed: an error ended it (exit code 4, 5…), or its handler could run
+    /// for no record.
+    TickFailed,
+    /// A tick stopped because its holds lapsed (it was paused past its lease).
+    TickLapsed,
+    /// A tick could not start: its handler cannot be made.
+    TickNotStarted,
+    /// The breaker stopped a tick (`handler.stop_after_failures` failures in a row).
+    BreakerTripped,
+    /// Records outlived the schedule and were given up. Reserved: nothing raises it
+    /// yet (issue 29, item 2).
+    GivenUp,
+    /// A tier's tick is late by its cadence (the daemon checks).
+    TierOverdue,
+}
+
+impl Kind {
+    /// The name the event and `backlog_alerts` give it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::TickFailed => "tick_failed",
+            Kind::TickLapsed => "tick_lapsed",
+            Kind::TickNotStarted => "tick_not_started",
+            Kind::BreakerTripped => "breaker_tripped",
+            Kind::GivenUp => "given_up",
+            Kind::TierOverdue => "tier_overdue",
+        }
+    }
+}
+
+/// A tick's counts, in an event about a tick that ran.
+#[derive(Debug, Clone, Serialize)]
+pub struct Counts {
+    /// Records handed to the handler.
+    pub selected: u64,
+    /// Records marked with the success status.
+    pub succeeded: u64,
+    /// Records marked with another status.
+    pub failed: u64,
+    /// Records another tick held.
+    pub skipped: u64,
+    /// Records handled whose mark was lost.
+    pub lost: u64,
+}
+
+/// One alert.
+#[derive(Debug, Clone, Serialize)]
+pub struct Event {
+    /// What happened.
+    pub kind: Kind,
+    /// The backlog table, as `table.name` names it.
+    pub table: String,
+    /// The tier's 1-based number; absent for a window no tier has (`--ad-hoc`).
+    pub tier: Option<usize>,
+    /// The tier's window, compact (`7d`).
+    pub window: String,
+    /// When it happened, by the tick's clock (RFC 3339, UTC).
+    pub time: String,
+    /// The host of the runner that raised it.
+    pub host: String,
+    /// One line a person reads first.
+    pub message: String,
+    /// The exit code `backlog run` ends with, for a tick that failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<u8>,
+    /// What the tick did before it stopped, for a tick that ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counts: Option<Counts>,
+    /// Alerts of this tier and kind held back since the last one sent.
+    pub held_back: u64,
+}
+
+impl Event {
+    /// An event of `kind` about the tier of `window` in `config`'s schedule.
+    pub fn new(
+        config: &Config,
+        window: Duration,
+        kind: Kind,
+        at: DateTime<Utc>,
+        message: String,
+    ) -> Event {
+        Event {
+            kind,
+            table: config.table.name.clone(),
+            tier: config.schedule.tier(window).map(|(n, _)| n),
+            window: duration::compact(window),
+            time: at.to_rfc3339_opts(SecondsFormat::Secs, true),
+            host: hostname::get()
+                .map(|h| h.to_string_lossy().into_owned())
+                .unwrap_or_else(|_| "localhost".into()),
+            message: message.lines().next().unwrap_or_default().to_string(),
+            exit_code: None,
+            counts: None,
+            held_back: 0,
+        }
+    }
+
+    /// The event a tick's end raises, if any: `started` says whether it got as far as
+    /// its handler (an error before then is a tick that could not start).
+    pub fn of_tick(
+        config: &Config,
+        window: Duration,
+        at: DateTime<Utc>,
+        result: &Result<TickSummary, Error>,
+        started: bool,
+    ) -> Option<Event> {
+        let (kind, error, counts) = match result {
+            Err(e) if !started => (Kind::TickNotStarted, e.to_string(), None),
+            Err(e) => (Kind::TickFailed, e.to_string(), None),
+            Ok(summary) => {
+                let error = summary.failure(&config.path)?;
+                let kind = match error {
+                    Error::Lapsed(_) => Kind::TickLapsed,
+                    Error::Tripped(_) => Kind::BreakerTripped,
+                    _ => Kind::TickFailed,
+                };
+                let counts = Counts {
+                    selected: summary.selected,
+                    succeeded: summary.succeeded,
+                    failed: summary.failed,
+                    skipped: summary.skipped,
+                    lost: summary.lost,
+                };
+                (kind, error.to_string(), Some(counts))
+            }
+        };
+        let code = match result {
+            Err(e) => e.exit_code(),
+            Ok(summary) => summary.failure(&config.path)?.exit_code(),
+        };
+        let mut event = Event::new(config, window, kind, at, error);
+        event.exit_code = Some(code as u8);
+        event.counts = counts;
+        Some(event)
+    }
+
+    /// The event as its receivers get it: one line of JSON.
+    pub fn json(&self) -> String {
+        serde_json::to_string(self).expect("an event always serialises")
+    }
+}

@@ -1,0 +1,139 @@
+//! Alerts that reach a person: what `[alert]` sends when a tick fails, lapses, cannot
+//! start or trips its breaker, or a tier is overdue, and the healthchecks.io pings of
+//! every tick.
+//!
+//! An alert goes out after the tick's run-log row is closed, at most once per tier,
+//! kind and `alert_every` across every runner (`backlog_alerts` keeps the last one
+//! sent and counts those held back). Delivering is best effort: a command or a server
+//! that fails is a warning, and never changes the tick's outcome or exit code. A dry
+//! run sends nothing.
+
+mod deliver;
+mod event;
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+pub use deliver::{COMMAND_TIMEOUT, HTTP_TIMEOUT};
+pub use event::{Counts, Event, Kind};
+
+use crate::config::Config;
+use crate::error::Error;
+use crate::store::{Claim, Store};
+use crate::tick::TickSummary;
+
+/// Pings `URL/start` as a tick begins.
+pub fn tick_starting(config: &Config) {
+    if let Some(url) = &config.alert.ping {
+        deliver::ping(&url.with_path_suffix("/start"));
+    }
+}
+
+/// After a tick's run-log row is closed: pings its outcome (`URL`, or `URL/N` with
+/// the exit code it ends with) and raises the alert it calls for, if any. `started`
+/// says whether the tick got as far as its handler.
+pub fn tick_ended(
+    config: &Config,
+    store: &mut dyn Store,
+    window: Duration,
+    now: DateTime<Utc>,
+    result: &Result<TickSummary, Error>,
+    started: bool,
+) {
+    let event = Event::of_tick(config, window, now, result, started);
+    if let Some(url) = &config.alert.ping {
+        match event.as_ref().and_then(|e| e.exit_code) {
+            None => deliver::ping(url),
+            Some(code) => deliver::ping(&url.with_path_suffix(&format!("/{code}"))),
+        }
+    }
+    if let Some(event) = event {
+        raise(config, Some(store), window, now, event);
+    }
+}
+
+/// Sends `event` about the tier of `window`, unless another of its kind went out
+/// less than `alert_every` before `now`; returns whether it was sent. Without the
+/// store's word (its database cannot be reached) the alert is sent: twice is better
+/// than never.
+pub fn raise(
+    config: &Config,
+    store: Option<&mut dyn Store>,
+    window: Duration,
+    now: DateTime<Utc>,
+    mut event: Event,
+) -> bool {
+    let alert = &config.alert;
+    if !alert.sends() {
+        return false;
+    }
+    let kind = event.kind.name();
+    let claim = |store: &mut dyn Store| store.claim_alert(window, kind, now, alert.every);
+    // After a failed tick its connection may be gone: the claim takes a new one.
+    let claimed = match store.map(|s| claim(s)) {
+        Some(Ok(c)) => Ok(c),
+        _ => crate::store::open(&config.database, &config.table)
+            .and_then(|mut store| claim(store.as_mut())),
+    };
+    match claimed {
+        Ok(Some(Claim::HeldBack)) => {
+            tracing::info!(
+                "alert {kind} of the {} tier held back: one went out less than {} ago",
+                event.window,
+                crate::duration::compact(alert.every)
+            );
+            return false;
+        }
+        Ok(Some(Claim::Send { held_back })) => event.held_back = held_back,
+        Ok(None) => {}
+        Err(e) => tracing::warn!("alert {kind} sent without deduplication: {e}"),
+    }
+    let json = event.json();
+    if let Some(url) = &alert.webhook {
+        deliver::webhook(url, &json);
+    }
+    if let Some(command) = &alert.command {
+        deliver::command(command, &config.dir, &json);
+    }
+    true
+}
+
+/// For the daemon: raises `tier_overdue` for each tier `status` finds late at `now`
+/// (a paused tier is not late), and pings `URL/fail` with each one sent.
+pub fn check_overdue(config: &Config, store: &mut dyn Store, now: DateTime<Utc>) {
+    // Late ticks are what healthchecks.io's own schedule sees: a file that only
+    // pings leaves them to it.
+    if !config.alert.sends() {
+        return;
+    }
+    let tiers = match crate::status::tiers(config, store, now) {
+        Ok(tiers) => tiers,
+        Err(e) => {
+            tracing::warn!("cannot check whether a tier is overdue: {e}");
+            return;
+        }
+    };
+    for (tier, window) in tiers
+        .iter()
+        .zip(config.schedule.tiers.iter().map(|t| t.window))
+    {
+        let (Some(secs), Some(due)) = (tier.overdue_seconds, tier.next_due) else {
+            continue;
+        };
+        let message = format!(
+            "tier {} ({} {}) was due at {}, {} ago; is its crontab line or daemon running?",
+            tier.tier,
+            tier.window,
+            tier.cadence,
+            crate::duration::instant(due),
+            crate::duration::rough(Duration::from_secs(secs))
+        );
+        let event = Event::new(config, window, Kind::TierOverdue, now, message);
+        if raise(config, Some(store), window, now, event)
+            && let Some(url) = &config.alert.ping
+        {
+            deliver::ping(&url.with_path_suffix("/fail"));
+        }
+    }
+}
