@@ -1,6 +1,7 @@
 //! Integration tests: the real `backlog` binary on real SQLite files and real
 //! PostgreSQL and MariaDB servers.
 
+mod alert;
 mod backoff;
 mod bad_input;
 mod batch;
@@ -15,6 +16,7 @@ mod explain;
 mod formats;
 mod harness;
 mod help;
+mod hooks;
 mod lapse;
 mod logging;
 mod metrics;

@@ -549,6 +549,7 @@ fn own_tables_live_in_the_named_schema_with_a_version() {
     assert_eq!(
         tables,
         [
+            "backlog_alerts",
             "backlog_attempts",
             "backlog_claims",
             "backlog_meta",
@@ -557,20 +558,25 @@ fn own_tables_live_in_the_named_schema_with_a_version() {
         ]
     );
     assert!(!env.has_own_tables(), "nothing in the default schema");
-    assert_eq!(
-        env.text("SELECT value FROM jobs_meta.backlog_meta WHERE key = 'schema_version'"),
-        "3"
-    );
-    // Version 1 (no `lost` count in the run log, no attempts, no pauses) moves to
-    // version 3 on the next tick.
+    let version = "SELECT value FROM jobs_meta.backlog_meta WHERE key = 'schema_version'";
+    assert_eq!(env.text(version), "4");
+    // Version 3 (no alerts) moves to version 4 on the next tick: backlog_alerts is made.
     env.execute(
-        "ALTER TABLE jobs_meta.backlog_runs DROP COLUMN lost; DROP TABLE jobs_meta.backlog_attempts, jobs_meta.backlog_pauses; UPDATE jobs_meta.backlog_meta SET value = '1' WHERE key = 'schema_version'",
+        "DROP TABLE jobs_meta.backlog_alerts; UPDATE jobs_meta.backlog_meta SET value = '3' WHERE key = 'schema_version'",
     );
     env.run_window("1d");
+    assert_eq!(env.text(version), "4");
     assert_eq!(
-        env.text("SELECT value FROM jobs_meta.backlog_meta WHERE key = 'schema_version'"),
-        "3"
+        env.text("SELECT count(*)::text FROM jobs_meta.backlog_alerts"),
+        "0"
     );
+    // Version 1 (no `lost` count in the run log, no attempts, no pauses, no alerts)
+    // moves to version 4 on the next tick.
+    env.execute(
+        "ALTER TABLE jobs_meta.backlog_runs DROP COLUMN lost; DROP TABLE jobs_meta.backlog_attempts, jobs_meta.backlog_pauses, jobs_meta.backlog_alerts; UPDATE jobs_meta.backlog_meta SET value = '1' WHERE key = 'schema_version'",
+    );
+    env.run_window("1d");
+    assert_eq!(env.text(version), "4");
     assert_eq!(
         env.text("SELECT sum(lost)::text FROM jobs_meta.backlog_runs"),
         "0"
@@ -579,12 +585,12 @@ fn own_tables_live_in_the_named_schema_with_a_version() {
         env.text("SELECT count(*)::text FROM jobs_meta.backlog_attempts"),
         "0"
     );
-    env.execute("UPDATE jobs_meta.backlog_meta SET value = '4' WHERE key = 'schema_version'");
+    env.execute("UPDATE jobs_meta.backlog_meta SET value = '5' WHERE key = 'schema_version'");
     env.backlog(&["run", "--window", "1d", "--now", NOW])
         .assert()
         .code(4)
         .stderr(predicates::str::ends_with(
-            ": the tool's tables in schema \"jobs_meta\" are at schema version 4, this backlog knows version 3; use the backlog release that made them\n",
+            ": the tool's tables in schema \"jobs_meta\" are at schema version 5, this backlog knows version 4; use the backlog release that made them\n",
         ));
 }
 
