@@ -121,12 +121,13 @@ impl Event {
         result: &Result<TickSummary, Error>,
         started: bool,
     ) -> Option<Event> {
+        let failure;
         let (kind, error, counts) = match result {
-            Err(e) if !started => (Kind::TickNotStarted, e.to_string(), None),
-            Err(e) => (Kind::TickFailed, e.to_string(), None),
+            Err(e) if !started => (Kind::TickNotStarted, e, None),
+            Err(e) => (Kind::TickFailed, e, None),
             Ok(summary) => {
-                let error = summary.failure(&config.path)?;
-                let kind = match error {
+                failure = summary.failure(&config.path)?;
+                let kind = match failure {
                     Error::Lapsed(_) => Kind::TickLapsed,
                     Error::Tripped(_) => Kind::BreakerTripped,
                     _ => Kind::TickFailed,
@@ -138,14 +139,11 @@ impl Event {
                     skipped: summary.skipped,
                     lost: summary.lost,
                 };
-                (kind, error.to_string(), Some(counts))
+                (kind, &failure, Some(counts))
             }
         };
-        let code = match result {
-            Err(e) => e.exit_code(),
-            Ok(summary) => summary.failure(&config.path)?.exit_code(),
-        };
-        let mut event = Event::new(config, window, kind, at, error);
+        let code = error.exit_code();
+        let mut event = Event::new(config, window, kind, at, error.to_string());
         event.exit_code = Some(code as u8);
         event.counts = counts;
         Some(event)

@@ -71,7 +71,7 @@ pub fn raise(
     let kind = event.kind.name();
     let claim = |store: &mut dyn Store| store.claim_alert(window, kind, now, alert.every);
     // After a failed tick its connection may be gone: the claim takes a new one.
-    let claimed = match store.map(|s| claim(s)) {
+    let claimed = match store.map(&claim) {
         Some(Ok(c)) => Ok(c),
         _ => crate::store::open(&config.database, &config.table)
             .and_then(|mut store| claim(store.as_mut())),

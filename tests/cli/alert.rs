@@ -185,6 +185,34 @@ fn an_alert_command_gets_the_event_on_its_stdin() {
     );
 }
 
+/// A tick the breaker stopped ran: its alert carries what it did, and exit code 7.
+#[test]
+fn a_tripped_breaker_alerts_with_the_ticks_counts() {
+    let hooks = Hooks::start();
+    let env = Env::new();
+    env.classic();
+    env.write_schedule(&Schedule {
+        handler_extra: "stop_after_failures = 1",
+        ..Schedule::default()
+    });
+    env.write_handler("handler.sh", &recording_handler(&[1, 2, 3, 4]));
+    let path = env.path("backlog.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        format!("{text}\n[alert]\nwebhook = \"{}/hook\"\n", hooks.url),
+    )
+    .unwrap();
+    tick(&env, 0, 7);
+    let events = posted(&hooks.take());
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0]["kind"], "breaker_tripped");
+    assert_eq!(events[0]["exit_code"], 7);
+    assert_eq!(events[0]["counts"]["selected"], 1);
+    assert_eq!(events[0]["counts"]["failed"], 1);
+    assert_eq!(events[0]["counts"]["succeeded"], 0);
+}
+
 /// Each bad `[alert]` gets one line naming the key and the fix, and exit code 3.
 #[test]
 fn bad_alert_sections_get_messages_that_name_the_key() {
