@@ -157,13 +157,7 @@ impl Config {
     /// that cannot start records why, so `status` shows the cause rather than a tier
     /// gone quiet.
     pub fn database_of(path: &Path) -> Option<(DatabaseConfig, TableConfig, Vec<Duration>)> {
-        if is_stdin(path) {
-            return None; // read once, by the load that failed
-        }
-        let text = std::fs::read_to_string(path).ok()?;
-        let mut document = toml::de::DeTable::parse(&text).ok()?;
-        variables::expand(document.get_mut(), &environment).ok()?;
-        let mut document = toml::Table::deserialize(toml::Deserializer::from(document)).ok()?;
+        let mut document = sections_of(path)?;
         let database: RawDatabase = document.remove("database")?.try_into().ok()?;
         let table: RawTable = document.remove("table")?.try_into().ok()?;
         let windows = match document.remove("tier") {
@@ -180,6 +174,24 @@ impl Config {
             windows,
         ))
     }
+
+    /// The `[alert]` section of a schedule file that does not load as a whole, if it
+    /// does: a bad edit elsewhere still reaches a person.
+    pub fn alert_of(path: &Path) -> Option<AlertConfig> {
+        let raw: alert::RawAlert = sections_of(path)?.remove("alert")?.try_into().ok()?;
+        alert::resolve(Some(raw)).ok()
+    }
+}
+
+/// The sections of a schedule file as TOML, `${VAR}` expanded, whatever they hold.
+fn sections_of(path: &Path) -> Option<toml::Table> {
+    if is_stdin(path) {
+        return None; // read once, by the load that failed
+    }
+    let text = std::fs::read_to_string(path).ok()?;
+    let mut document = toml::de::DeTable::parse(&text).ok()?;
+    variables::expand(document.get_mut(), &environment).ok()?;
+    toml::Table::deserialize(toml::Deserializer::from(document)).ok()
 }
 
 /// A variable of the environment, for `${VAR}` in the file (one that is not UTF-8 is
@@ -191,7 +203,7 @@ fn environment(name: &str) -> Option<String> {
 /// The folder relative paths of the file at `path` resolve against: absolute, and
 /// through any symlink to the real file, so the database and handler resolve the same
 /// wherever the tool runs and however the file is named.
-fn dir_of(path: &Path) -> PathBuf {
+pub(crate) fn dir_of(path: &Path) -> PathBuf {
     std::fs::canonicalize(path)
         .or_else(|_| std::path::absolute(path))
         .ok()

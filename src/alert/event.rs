@@ -89,8 +89,21 @@ pub struct Event {
 
 impl Event {
     /// An event of `kind` about the tier of `window` in `config`'s schedule.
-    pub fn new(
+    pub fn about(
         config: &Config,
+        window: Duration,
+        kind: Kind,
+        at: DateTime<Utc>,
+        message: String,
+    ) -> Event {
+        let tier = config.schedule.tier(window).map(|(n, _)| n);
+        Event::new(&config.table.name, tier, window, kind, at, message)
+    }
+
+    /// An event of `kind` about the tier `tier` (of `window`) of the backlog `table`.
+    pub fn new(
+        table: &str,
+        tier: Option<usize>,
         window: Duration,
         kind: Kind,
         at: DateTime<Utc>,
@@ -98,8 +111,8 @@ impl Event {
     ) -> Event {
         Event {
             kind,
-            table: config.table.name.clone(),
-            tier: config.schedule.tier(window).map(|(n, _)| n),
+            table: table.to_string(),
+            tier,
             window: duration::compact(window),
             time: at.to_rfc3339_opts(SecondsFormat::Secs, true),
             host: hostname::get()
@@ -143,7 +156,7 @@ impl Event {
             }
         };
         let code = error.exit_code();
-        let mut event = Event::new(config, window, kind, at, error.to_string());
+        let mut event = Event::about(config, window, kind, at, error.to_string());
         event.exit_code = Some(code as u8);
         event.counts = counts;
         Some(event)

@@ -11,6 +11,7 @@
 mod deliver;
 mod event;
 
+use std::path::Path;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -18,10 +19,46 @@ use chrono::{DateTime, Utc};
 pub use deliver::{COMMAND_TIMEOUT, HTTP_TIMEOUT};
 pub use event::{Counts, Event, Kind};
 
-use crate::config::Config;
+use crate::config::{AlertConfig, Config, DatabaseConfig, TableConfig};
 use crate::error::Error;
 use crate::store::{Claim, Store};
 use crate::tick::TickSummary;
+
+/// Where the alerts of one schedule file go, and the database that deduplicates
+/// them: a whole `Config`'s, or what a file that does not load still says.
+#[derive(Debug, Clone, Copy)]
+pub struct Route<'a> {
+    /// The `[alert]` section.
+    pub alert: &'a AlertConfig,
+    /// The schedule file's folder, where a relative `command` is found and run.
+    pub dir: &'a Path,
+    /// The database `backlog_alerts` is in.
+    pub database: &'a DatabaseConfig,
+    /// The backlog table the alerts are about.
+    pub table: &'a TableConfig,
+}
+
+impl<'a> Route<'a> {
+    /// The route of a schedule file that loaded.
+    pub fn of(config: &'a Config) -> Route<'a> {
+        Route {
+            alert: &config.alert,
+            dir: &config.dir,
+            database: &config.database,
+            table: &config.table,
+        }
+    }
+
+    /// Pings `URL/N` (`URL` for 0): how a tick ended, by its exit code.
+    pub fn ping_end(&self, code: u8) {
+        if let Some(url) = &self.alert.ping {
+            match code {
+                0 => deliver::ping(url),
+                n => deliver::ping(&url.with_path_suffix(&format!("/{n}"))),
+            }
+        }
+    }
+}
 
 /// Pings `URL/start` as a tick begins.
 pub fn tick_starting(config: &Config) {
@@ -42,15 +79,36 @@ pub fn tick_ended(
     started: bool,
 ) {
     let event = Event::of_tick(config, window, now, result, started);
-    if let Some(url) = &config.alert.ping {
-        match event.as_ref().and_then(|e| e.exit_code) {
-            None => deliver::ping(url),
-            Some(code) => deliver::ping(&url.with_path_suffix(&format!("/{code}"))),
-        }
-    }
+    let route = Route::of(config);
+    route.ping_end(event.as_ref().and_then(|e| e.exit_code).unwrap_or(0));
     if let Some(event) = event {
-        raise(config, Some(store), window, now, event);
+        raise(route, Some(store), window, now, event);
     }
+}
+
+/// After a tick of a schedule file that does not load was recorded as not started:
+/// pings its exit code and raises `tick_not_started` with what the file still says
+/// (`tier`: the window's place among the file's tiers).
+pub fn not_started(
+    route: Route<'_>,
+    store: &mut dyn Store,
+    tier: Option<usize>,
+    window: Duration,
+    now: DateTime<Utc>,
+    error: &Error,
+) {
+    let code = error.exit_code() as u8;
+    route.ping_end(code);
+    let mut event = Event::new(
+        &route.table.name,
+        tier,
+        window,
+        Kind::TickNotStarted,
+        now,
+        error.to_string(),
+    );
+    event.exit_code = Some(code);
+    raise(route, Some(store), window, now, event);
 }
 
 /// Sends `event` about the tier of `window`, unless another of its kind went out
@@ -58,13 +116,13 @@ pub fn tick_ended(
 /// store's word (its database cannot be reached) the alert is sent: twice is better
 /// than never.
 pub fn raise(
-    config: &Config,
+    route: Route<'_>,
     store: Option<&mut dyn Store>,
     window: Duration,
     now: DateTime<Utc>,
     mut event: Event,
 ) -> bool {
-    let alert = &config.alert;
+    let alert = route.alert;
     if !alert.sends() {
         return false;
     }
@@ -73,7 +131,7 @@ pub fn raise(
     // After a failed tick its connection may be gone: the claim takes a new one.
     let claimed = match store.map(&claim) {
         Some(Ok(c)) => Ok(c),
-        _ => crate::store::open(&config.database, &config.table)
+        _ => crate::store::open(route.database, route.table)
             .and_then(|mut store| claim(store.as_mut())),
     };
     match claimed {
@@ -94,7 +152,7 @@ pub fn raise(
         deliver::webhook(url, &json);
     }
     if let Some(command) = &alert.command {
-        deliver::command(command, &config.dir, &json);
+        deliver::command(command, route.dir, &json);
     }
     true
 }
@@ -129,8 +187,8 @@ pub fn check_overdue(config: &Config, store: &mut dyn Store, now: DateTime<Utc>)
             crate::duration::instant(due),
             crate::duration::rough(Duration::from_secs(secs))
         );
-        let event = Event::new(config, window, Kind::TierOverdue, now, message);
-        if raise(config, Some(store), window, now, event)
+        let event = Event::about(config, window, Kind::TierOverdue, now, message);
+        if raise(Route::of(config), Some(store), window, now, event)
             && let Some(url) = &config.alert.ping
         {
             deliver::ping(&url.with_path_suffix("/fail"));

@@ -153,7 +153,31 @@ fn a_failed_delivery_is_a_warning_naming_the_url_without_its_token(backend: Back
     );
 }
 
+/// A bad edit elsewhere in the file: the tick cannot start (exit code 3), and the
+/// `[alert]` the file still holds says so.
+fn a_file_that_does_not_load_still_alerts(backend: Backend) {
+    let hooks = Hooks::start();
+    let env = failing_env(
+        backend,
+        &format!("webhook = \"{0}/hook\"\nping = \"{0}/ping\"", hooks.url),
+    );
+    let path = env.path("backlog.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replacen("every = \"1h\"", "evry = \"1h\"", 1)).unwrap();
+    tick(&env, 0, 3);
+    let got = hooks.take();
+    assert_eq!(pings(&got), ["/ping/3"]);
+    let events = posted(&got);
+    assert_eq!(events.len(), 1, "{got:?}");
+    assert_eq!(events[0]["kind"], "tick_not_started");
+    assert_eq!(events[0]["tier"], 1);
+    assert_eq!(events[0]["exit_code"], 3);
+    let message = events[0]["message"].as_str().unwrap();
+    assert!(message.contains("unknown field `evry`"), "{message}");
+}
+
 crate::on_every_backend!(
+    a_file_that_does_not_load_still_alerts,
     a_failing_tick_sends_one_webhook_and_pings_then_holds_back_within_alert_every,
     a_tick_that_goes_well_pings_success_and_alerts_nothing,
     a_failed_delivery_is_a_warning_naming_the_url_without_its_token,
