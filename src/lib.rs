@@ -54,6 +54,7 @@ compile_error!(
 );
 
 pub mod account;
+pub mod alert;
 pub mod backoff;
 pub mod causes;
 // The `backlog` command's own parts, public for `main.rs` only: not the library's API

@@ -2,7 +2,8 @@
 //!
 //! One loop, one step after another: stop if asked; reload the schedule file if it
 //! changed or SIGHUP came; forget ticks that finished; start the tiers whose time has
-//! come; sleep a little. Each tick runs on a thread of its own with its own database
+//! come; tell a person of tiers overdue (`[alert]`, once a minute); sleep a little.
+//! Each tick runs on a thread of its own with its own database
 //! connection; a tier whose previous tick still runs is skipped for that slot, and the
 //! skip is logged, never queued. Interval slots are anchored to the Unix epoch, so a
 //! restart does not shift them, and a slot missed while the daemon was down (judged by
@@ -42,6 +43,9 @@ pub struct Signals {
     /// SIGHUP: read the schedule file again.
     pub reload: Arc<AtomicBool>,
 }
+
+/// How often the daemon looks for overdue tiers, when `[alert]` sends alerts.
+const OVERDUE_EVERY: Duration = Duration::from_secs(60);
 
 /// The longest the loop sleeps, so that signals and file changes are seen promptly.
 const NAP: Duration = Duration::from_millis(200);
@@ -241,6 +245,8 @@ pub fn run_daemon(path: &Path, signals: &Signals, seed: u64) -> Result<(), Error
     let mut running: HashMap<Duration, JoinHandle<bool>> = HashMap::new();
     // Ticks in a row that failed on the database, per tier.
     let mut failures: HashMap<Duration, u32> = HashMap::new();
+    // The last look for overdue tiers; its thread, while it still sends.
+    let mut overdue: (Option<std::time::Instant>, Option<JoinHandle<()>>) = (None, None);
     tracing::info!(
         "daemon started: {} of {}",
         config.schedule.tier_count(),
@@ -340,7 +346,22 @@ pub fn run_daemon(path: &Path, signals: &Signals, seed: u64) -> Result<(), Error
             clock.next = next_fire(tier, now, &mut rng);
         }
 
-        // 5. Sleep until the next tick, or a nap.
+        // 5. Tell a person of tiers overdue, on a thread: an alert may take seconds.
+        if config.alert.sends()
+            && overdue.0.is_none_or(|at| at.elapsed() >= OVERDUE_EVERY)
+            && overdue.1.as_ref().is_none_or(JoinHandle::is_finished)
+        {
+            let (config, now) = (config.clone(), shared.now());
+            overdue = (
+                Some(std::time::Instant::now()),
+                Some(thread::spawn(move || match open_store(&config) {
+                    Ok(mut store) => crate::alert::check_overdue(&config, store.as_mut(), now),
+                    Err(e) => tracing::warn!("cannot check whether a tier is overdue: {e}"),
+                })),
+            );
+        }
+
+        // 6. Sleep until the next tick, or a nap.
         let next = clocks.iter().map(|c| c.next).min().unwrap_or(now);
         thread::sleep(
             (next - shared.now())

@@ -140,15 +140,7 @@ fn run_tier(
     })?;
     progress.finish_and_clear();
 
-    let failure = match (&summary.handler_broken, &summary.lapsed, &summary.breaker) {
-        (Some(why), ..) => Some(Error::Handler {
-            file: Some(config.path.display().to_string()),
-            source: crate::handler::HandlerError::CannotRun(why.clone()),
-        }),
-        (None, Some(why), _) => Some(Error::Lapsed(why.clone())),
-        (None, None, Some(why)) => Some(Error::Tripped(why.clone())),
-        (None, None, None) => None,
-    };
+    let failure = summary.failure(&config.path);
     let mut text = String::new();
     if args.json {
         let mut value = serde_json::to_value(&summary).expect("a summary always serialises");

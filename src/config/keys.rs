@@ -157,6 +157,27 @@ pub(super) fn key(path: &str) -> Option<Key> {
             "exit_codes = { 75 = \"RETRY\" }".into(),
         ),
         "handler.exit_codes.*" => (Text, "a status in quotes", "75 = \"RETRY\"".into()),
+        "alert" => (
+            Table,
+            "a section",
+            section("alert", "webhook = \"https://hooks.example/backlog\""),
+        ),
+        "alert.command" => (
+            List,
+            "a list of a program and its arguments",
+            "command = [\"./notify.sh\", \"ops\"]".into(),
+        ),
+        "alert.webhook" => (
+            Text,
+            "an http:// or https:// address in quotes",
+            "webhook = \"https://hooks.example/backlog\"".into(),
+        ),
+        "alert.ping" => (
+            Text,
+            "an http:// or https:// address in quotes",
+            "ping = \"https://hc-ping.com/UUID\"".into(),
+        ),
+        "alert.alert_every" => duration("alert_every", "15m"),
         "history" => (Table, "a section", section("history", "keep = \"30d\"")),
         "history.keep" => duration("keep", "30d"),
         "history.max_per_record" => {

@@ -22,6 +22,13 @@ pub(super) const HANDLER_TIMEOUT: Range = Range::positive(Duration::from_secs(86
 /// `jitter`: none, up to 100 years (a tier's ticks are delayed by up to that).
 pub(super) const JITTER: Range = Range::up_to(duration::LONGEST);
 
+/// `alert.alert_every`: a second (tests, a noisy drill) up to 30 days; past that an
+/// alert held back is news no more.
+pub(super) const ALERT_EVERY: Range = Range {
+    min: Duration::from_secs(1),
+    max: Duration::from_secs(30 * 86_400),
+};
+
 /// The most records one tick selects (`limit`, a tier's `limit`, `--limit`).
 pub const MAX_LIMIT: u64 = 1_000_000_000;
 /// The most records a batch handler gets at once: they are held in memory.

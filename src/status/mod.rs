@@ -187,17 +187,43 @@ pub fn status(
         }
     });
 
-    let runs = store.last_runs()?;
     let first_tick = store.first_tick()?;
-    let pauses = store.pauses()?;
-    let pause_of = |window: u64| pauses.iter().find(|p| p.window_secs == window).cloned();
     let failures_24h = store
         .attempt_counts(now - chrono::Duration::hours(24))?
         .into_iter()
         .filter(|(outcome, _)| outcome != "success" && !crate::store::ACTIONS.contains(&&**outcome))
         .collect();
+    let tiers = tiers(config, store, now)?;
+
+    Ok(Status {
+        database: store.describe(),
+        table: config.table.name.clone(),
+        now,
+        first_tick,
+        statuses,
+        labels: config.table.labels.clone(),
+        ages,
+        oldest_pending,
+        tiers,
+        paused: store.pauses()?.into_iter().find(|p| p.window_secs == 0),
+        failures_24h,
+    })
+}
+
+/// Each tier's last tick, when it is next due and whether it is overdue at `now`:
+/// what `status` shows and what the daemon's `tier_overdue` alert checks. Reads the
+/// run log and the pauses only, so a daemon may ask every minute.
+pub fn tiers(
+    config: &Config,
+    store: &mut dyn Store,
+    now: DateTime<Utc>,
+) -> Result<Vec<TierStatus>, StoreError> {
+    let runs = store.last_runs()?;
+    let first_tick = store.first_tick()?;
+    let pauses = store.pauses()?;
+    let pause_of = |window: u64| pauses.iter().find(|p| p.window_secs == window).cloned();
     let plan = crate::explain::explain(&config.schedule);
-    let tiers = config
+    Ok(config
         .schedule
         .tiers
         .iter()
@@ -231,21 +257,7 @@ pub fn status(
                 paused: pause_of(tier.window.as_secs()),
             }
         })
-        .collect();
-
-    Ok(Status {
-        database: store.describe(),
-        table: config.table.name.clone(),
-        now,
-        first_tick,
-        statuses,
-        labels: config.table.labels.clone(),
-        ages,
-        oldest_pending,
-        tiers,
-        paused: pause_of(0),
-        failures_24h,
-    })
+        .collect())
 }
 
 /// How long a finished tick took, in seconds.

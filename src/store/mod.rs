@@ -12,6 +12,7 @@
 //! renews; a tick that dies stops renewing, and its records are free again once the
 //! lease runs out.
 
+mod alerts;
 mod attempts;
 mod band;
 mod band_statuses;
@@ -38,6 +39,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+pub use alerts::Claim;
 pub use attempts::{ACTIONS, Attempt, AttemptQuery, GIVEN_UP, SNOOZED};
 pub use band::{BandQuery, Cursor, Page, Range};
 pub use error::StoreError;

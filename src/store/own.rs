@@ -7,8 +7,8 @@ use chrono::{DateTime, Utc};
 
 use super::sql::Sql;
 use super::{
-    Attempt, AttemptQuery, DurationHistogram, Mark, Pause, RecentRun, RunTotals, Store, StoreError,
-    attempts, pauses, totals,
+    Attempt, AttemptQuery, Claim, DurationHistogram, Mark, Pause, RecentRun, RunTotals, Store,
+    StoreError, alerts, attempts, pauses, totals,
 };
 
 /// The tool's own tables as the statements the backends share see them: a connection
@@ -122,6 +122,34 @@ impl dyn Store + '_ {
         self.read_own((), |sql, s, table| {
             attempts::write(sql, s, table, &rows, max_per_record)
         })
+    }
+
+    /// Claims the right to send an alert of `kind` about the tier of `window`, one per
+    /// `every` by the clock `now` across every runner; `None` while the tool's tables
+    /// (or this release's `backlog_alerts`) are not there: nothing then deduplicates,
+    /// and an alert is better sent twice than not at all.
+    pub fn claim_alert(
+        &mut self,
+        window: Duration,
+        kind: &str,
+        now: DateTime<Utc>,
+        every: Duration,
+    ) -> Result<Option<Claim>, StoreError> {
+        let own = self.own("backlog_alerts")?;
+        if !own.exists {
+            return Ok(None);
+        }
+        let every_ms = i64::try_from(every.as_millis()).unwrap_or(i64::MAX);
+        alerts::claim(
+            own.sql,
+            &own.prefix,
+            own.table,
+            window.as_secs(),
+            kind,
+            now.timestamp_millis(),
+            every_ms,
+        )
+        .map(Some)
     }
 
     /// The run log summed by tier and outcome.

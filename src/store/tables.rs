@@ -64,14 +64,16 @@ pub(super) const RUNS: Table = Table {
     mark: "window_secs",
 };
 
-/// The tables every database has: the version, the run log, attempts, pauses (a
-/// database adds how its ticks hold records, see `Ddl::tables`).
-pub(super) const SHARED: [&Table; 5] = [
+/// The tables every database has: the version, the run log, attempts, pauses,
+/// failures in a row, alerts (a database adds how its ticks hold records, see
+/// `Ddl::tables`).
+pub(super) const SHARED: [&Table; 6] = [
     &META,
     &RUNS,
     &super::attempts::TABLE,
     &super::pauses::TABLE,
     &super::failures::TABLE,
+    &super::alerts::TABLE,
 ];
 
 /// The steps of the tables since the backends shared them, written once: the `n`th
@@ -79,6 +81,8 @@ pub(super) const SHARED: [&Table; 5] = [
 /// only adds a table has no statements: `ensure` creates every missing table first.
 pub(super) const LATER: &[&[&str]] = &[
     // `backlog_failures`: failures in a row, for `table.give_up_after`.
+    &[],
+    // backlog_alerts (`[alert]`'s deduplication), created by `ensure` before the step.
     &[],
 ];
 

@@ -1,7 +1,8 @@
 //! A tick that could not start (a bad edit of the schedule file, a handler that is
 //! not executable) still leaves a row in the run log when the database can be
 //! reached: `status`, `status --check` and the metrics then show why a tier went quiet,
-//! instead of asking whether cron runs at all.
+//! instead of asking whether cron runs at all; and the file's `[alert]`, as far as
+//! it reads, tells a person.
 
 use std::path::Path;
 use std::time::Duration;
@@ -9,6 +10,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use super::begin::owner_name;
+use crate::alert::Route;
 use crate::config::{Config, HistoryConfig};
 use crate::error::Error;
 use crate::store::{RunEnd, RunStart, Store};
@@ -26,10 +28,17 @@ pub fn record_failed_start(path: &Path, window: Duration, now: DateTime<Utc>, er
     }
     // The file's `[history]` when it loads; otherwise nothing is pruned (an attempt is
     // kept "for ever" by this row), since how long to keep them is unknown.
-    let (database, table, windows, history) = match Config::load(path) {
+    // Its `[alert]` too, as far as it reads: a bad edit at 3 a.m. reaches a person.
+    let (database, table, windows, history, alert) = match Config::load(path) {
         Ok(config) => {
             let windows = config.schedule.tiers.iter().map(|t| t.window).collect();
-            (config.database, config.table, windows, config.history)
+            (
+                config.database,
+                config.table,
+                windows,
+                config.history,
+                config.alert,
+            )
         }
         Err(_) => match Config::database_of(path) {
             Some((database, table, windows)) => {
@@ -37,20 +46,29 @@ pub fn record_failed_start(path: &Path, window: Duration, now: DateTime<Utc>, er
                     keep: crate::duration::LONGEST,
                     ..HistoryConfig::default()
                 };
-                (database, table, windows, history)
+                let alert = Config::alert_of(path).unwrap_or_default();
+                (database, table, windows, history, alert)
             }
             None => return,
         },
     };
     // Only a window of the file: a typo would invent a tier.
-    if !windows.contains(&window) {
+    let Some(tier) = windows.iter().position(|w| *w == window) else {
         return;
-    }
+    };
     let Ok(mut store) = crate::store::open(&database, &table) else {
         return;
     };
     let start = failed_start(window, now, database.claim_lease, history);
     record(store.as_mut(), start, error);
+    let dir = crate::config::dir_of(path);
+    let route = Route {
+        alert: &alert,
+        dir: &dir,
+        database: &database,
+        table: &table,
+    };
+    crate::alert::not_started(route, store.as_mut(), Some(tier + 1), window, now, error);
 }
 
 /// Records that a tick of a file that loaded could not start (its handler cannot be

@@ -40,12 +40,32 @@ pub fn run_tick(
 }
 
 /// As `run_tick`, on the store the caller opened: `backlog run` opens one, and reads
-/// the database's clock, `--if-due` and the metrics on it too.
+/// the database's clock, `--if-due` and the metrics on it too. Pings and alerts as
+/// the file's `[alert]` says (none for a dry run), once the run-log row is closed.
 pub fn run_tick_on(
     config: &crate::Config,
     store: &mut dyn Store,
     opts: &TickOptions,
     on_event: &mut dyn FnMut(Event<'_>),
+) -> Result<TickSummary, Error> {
+    if opts.dry_run {
+        return tick_on(config, store, opts, on_event, &mut false);
+    }
+    crate::alert::tick_starting(config);
+    let mut started = false;
+    let result = tick_on(config, store, opts, on_event, &mut started);
+    crate::alert::tick_ended(config, store, opts.window, opts.now, &result, started);
+    result
+}
+
+/// `run_tick_on` without its pings and alerts; `started` is set once the handler
+/// is made (an error before is a tick that could not start).
+fn tick_on(
+    config: &crate::Config,
+    store: &mut dyn Store,
+    opts: &TickOptions,
+    on_event: &mut dyn FnMut(Event<'_>),
+    started: &mut bool,
 ) -> Result<TickSummary, Error> {
     // A dry run hands nothing over: it needs no handler, and a missing one is no reason
     // not to preview a tick.
@@ -72,6 +92,7 @@ pub fn run_tick_on(
             }
         }
     };
+    *started = true;
     process_backlog(
         &config.schedule,
         &config.table,

@@ -109,6 +109,22 @@ pub struct TickSummary {
 }
 
 impl TickSummary {
+    /// The error a tick that ran ends with all the same (exit codes 5, 8, 7): its
+    /// handler could run for no record, its holds lapsed, or the breaker stopped it.
+    /// `file` is the schedule file the handler came from.
+    pub fn failure(&self, file: &std::path::Path) -> Option<crate::Error> {
+        use crate::Error;
+        match (&self.handler_broken, &self.lapsed, &self.breaker) {
+            (Some(why), ..) => Some(Error::Handler {
+                file: Some(file.display().to_string()),
+                source: crate::handler::HandlerError::CannotRun(why.clone()),
+            }),
+            (None, Some(why), _) => Some(Error::Lapsed(why.clone())),
+            (None, None, Some(why)) => Some(Error::Tripped(why.clone())),
+            (None, None, None) => None,
+        }
+    }
+
     /// A one-line account, as `backlog run` prints it.
     pub fn line(&self, table: &TableConfig) -> String {
         let tier = match self.tier {

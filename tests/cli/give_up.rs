@@ -215,3 +215,21 @@ fn without_given_up_nothing_is_given_up() {
             "backlog.toml sets no table.given_up; name the status of a record given up on there, like given_up = \"DEAD\"\n",
         ));
 }
+
+/// A tick that gives records up raises `given_up`, once per `alert_every`, saying how
+/// many and why.
+#[test]
+fn giving_up_raises_the_given_up_alert() {
+    let hooks = crate::hooks::Hooks::start();
+    let env = env_giving_up(Backend::Sqlite, &[]);
+    crate::hooks::add_webhook(&env.path("backlog.toml"), &hooks.url);
+    env.run_window("30d");
+    let events = crate::hooks::posted(&hooks.take());
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["kind"], "given_up");
+    assert_eq!(events[0]["window"], "30d");
+    assert_eq!(
+        events[0]["message"],
+        "gave up on 1 record of BACKLOG (1 past the last tier): now DEAD; `backlog retry ID` brings one back"
+    );
+}

@@ -1,6 +1,7 @@
 //! Integration tests: the real `backlog` binary on real SQLite files and real
 //! PostgreSQL and MariaDB servers.
 
+mod alert;
 mod backoff;
 mod bad_input;
 mod batch;
@@ -16,6 +17,7 @@ mod formats;
 mod give_up;
 mod harness;
 mod help;
+mod hooks;
 mod lapse;
 mod logging;
 mod metrics;

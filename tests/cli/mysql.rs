@@ -530,28 +530,30 @@ fn an_ignored_index_is_never_forced() {
     assert!(!out.contains("1176"), "{out}");
 }
 
-/// The tool's tables of the first MySQL release (version 1: no failures in a row) move
-/// to version 2 on the next tick; a version this release does not know stops it.
+/// The tool's tables of the first MySQL release (version 1: no failures in a row, no
+/// alerts) move to version 3 on the next tick; a version this release does not know
+/// stops it.
 #[test]
-fn own_tables_of_version_one_move_to_version_two() {
+fn own_tables_of_version_one_move_to_version_three() {
     let env = Env::on(Backend::Mysql);
     env.classic();
     env.write_schedule(&Schedule::default());
     env.write_handler("handler.sh", &recording_handler(&[]));
     env.run_window("1d");
     let version = || env.text(r#"SELECT value FROM backlog_meta WHERE "key" = 'schema_version'"#);
-    assert_eq!(version(), "2");
+    assert_eq!(version(), "3");
     env.execute(
-        r#"DROP TABLE backlog_failures; UPDATE backlog_meta SET value = '1' WHERE "key" = 'schema_version'"#,
+        r#"DROP TABLE backlog_failures, backlog_alerts; UPDATE backlog_meta SET value = '1' WHERE "key" = 'schema_version'"#,
     );
     env.run_window("1d");
-    assert_eq!(version(), "2");
+    assert_eq!(version(), "3");
     assert_eq!(env.count("SELECT count(*) FROM backlog_failures"), 0);
-    env.execute(r#"UPDATE backlog_meta SET value = '3' WHERE "key" = 'schema_version'"#);
+    assert_eq!(env.count("SELECT count(*) FROM backlog_alerts"), 0);
+    env.execute(r#"UPDATE backlog_meta SET value = '4' WHERE "key" = 'schema_version'"#);
     env.backlog(&["run", "--window", "1d", "--now", NOW])
         .assert()
         .code(4)
         .stderr(predicates::str::ends_with(
-            "are at schema version 3, this backlog knows version 2; use the backlog release that made them\n",
+            "are at schema version 4, this backlog knows version 3; use the backlog release that made them\n",
         ));
 }

@@ -549,6 +549,7 @@ fn own_tables_live_in_the_named_schema_with_a_version() {
     assert_eq!(
         tables,
         [
+            "backlog_alerts",
             "backlog_attempts",
             "backlog_claims",
             "backlog_failures",
@@ -560,24 +561,30 @@ fn own_tables_live_in_the_named_schema_with_a_version() {
     assert!(!env.has_own_tables(), "nothing in the default schema");
     let version =
         || env.text("SELECT value FROM jobs_meta.backlog_meta WHERE key = 'schema_version'");
-    assert_eq!(version(), "4");
-    // Version 3 (no failures in a row) moves to version 4 on the next tick.
+    assert_eq!(version(), "5");
+    // Version 3 (no failures in a row, no alerts) moves to version 5 on the next tick.
     env.execute(
-        "DROP TABLE jobs_meta.backlog_failures; UPDATE jobs_meta.backlog_meta SET value = '3' WHERE key = 'schema_version'",
+        "DROP TABLE jobs_meta.backlog_failures, jobs_meta.backlog_alerts; UPDATE jobs_meta.backlog_meta SET value = '3' WHERE key = 'schema_version'",
     );
     env.run_window("1d");
-    assert_eq!(version(), "4");
+    assert_eq!(version(), "5");
     assert_eq!(
-        env.text("SELECT count(*)::text FROM jobs_meta.backlog_failures"),
+        env.text("SELECT ((SELECT count(*) FROM jobs_meta.backlog_failures) + (SELECT count(*) FROM jobs_meta.backlog_alerts))::text"),
         "0"
     );
-    // Version 1 (no `lost` count in the run log, no attempts, no pauses) moves to
-    // version 4 on the next tick.
+    // Version 4 (no alerts) moves to version 5.
     env.execute(
-        "ALTER TABLE jobs_meta.backlog_runs DROP COLUMN lost; DROP TABLE jobs_meta.backlog_attempts, jobs_meta.backlog_pauses, jobs_meta.backlog_failures; UPDATE jobs_meta.backlog_meta SET value = '1' WHERE key = 'schema_version'",
+        "DROP TABLE jobs_meta.backlog_alerts; UPDATE jobs_meta.backlog_meta SET value = '4' WHERE key = 'schema_version'",
     );
     env.run_window("1d");
-    assert_eq!(version(), "4");
+    assert_eq!(version(), "5");
+    // Version 1 (no `lost` count in the run log, no attempts, no pauses) moves to
+    // version 5 on the next tick.
+    env.execute(
+        "ALTER TABLE jobs_meta.backlog_runs DROP COLUMN lost; DROP TABLE jobs_meta.backlog_attempts, jobs_meta.backlog_pauses, jobs_meta.backlog_failures, jobs_meta.backlog_alerts; UPDATE jobs_meta.backlog_meta SET value = '1' WHERE key = 'schema_version'",
+    );
+    env.run_window("1d");
+    assert_eq!(version(), "5");
     assert_eq!(
         env.text("SELECT sum(lost)::text FROM jobs_meta.backlog_runs"),
         "0"
@@ -586,12 +593,12 @@ fn own_tables_live_in_the_named_schema_with_a_version() {
         env.text("SELECT count(*)::text FROM jobs_meta.backlog_attempts"),
         "0"
     );
-    env.execute("UPDATE jobs_meta.backlog_meta SET value = '5' WHERE key = 'schema_version'");
+    env.execute("UPDATE jobs_meta.backlog_meta SET value = '6' WHERE key = 'schema_version'");
     env.backlog(&["run", "--window", "1d", "--now", NOW])
         .assert()
         .code(4)
         .stderr(predicates::str::ends_with(
-            ": the tool's tables in schema \"jobs_meta\" are at schema version 5, this backlog knows version 4; use the backlog release that made them\n",
+            ": the tool's tables in schema \"jobs_meta\" are at schema version 6, this backlog knows version 5; use the backlog release that made them\n",
         ));
 }
 

@@ -564,9 +564,10 @@ crate::on_every_backend!(
 );
 
 /// A database whose tool tables an earlier release made (version 1, records claimed
-/// one by one) moves to version 5 (spans, a `lost` count, attempts and pauses, then
-/// failures in a row) on the first tick, but not while a tick of that release still
-/// holds claims: it would not see the new spans.
+/// one by one) moves to version 6 (spans, a `lost` count, attempts and pauses, then
+/// failures in a row and alerts) on the first tick, but not while a tick of that
+/// release still holds claims: it would not see the new spans. Tables at version 4
+/// gain `backlog_failures` and `backlog_alerts`.
 #[test]
 fn sqlite_tables_of_version_one_move_to_spans() {
     let env = classic_env(Backend::Sqlite, Schedule::default(), &[]);
@@ -587,27 +588,35 @@ fn sqlite_tables_of_version_one_move_to_spans() {
             ": a tick of an earlier backlog release holds 1 record in backlog_claims of ",
         ))
         .stderr(predicates::str::ends_with(
-            "; let it finish (or wait for its lease to run out), then run again to move the tool's tables to version 5\n",
+            "; let it finish (or wait for its lease to run out), then run again to move the tool's tables to version 6\n",
         ));
     assert_eq!(env.with_status("SUCCESS"), 0, "nothing handled");
 
     env.execute("UPDATE backlog_claims SET expires_at = 0");
     let out = env.run_window("1d");
     assert!(out.contains("selected 2, succeeded 2"), "{out}");
-    assert_eq!(
-        env.text("SELECT value FROM backlog_meta WHERE key = 'schema_version'"),
-        "5"
-    );
-    assert_eq!(
-        env.lines("SELECT name FROM sqlite_schema WHERE name LIKE 'backlog_%' AND type = 'table' ORDER BY 1"),
-        [
-            "backlog_attempts",
-            "backlog_failures",
-            "backlog_holds",
-            "backlog_meta",
-            "backlog_pauses",
-            "backlog_runs",
-            "backlog_tried"
-        ]
-    );
+    let version = "SELECT value FROM backlog_meta WHERE key = 'schema_version'";
+    assert_eq!(env.text(version), "6");
+    let tables =
+        "SELECT name FROM sqlite_schema WHERE name LIKE 'backlog_%' AND type = 'table' ORDER BY 1";
+    let all = [
+        "backlog_alerts",
+        "backlog_attempts",
+        "backlog_failures",
+        "backlog_holds",
+        "backlog_meta",
+        "backlog_pauses",
+        "backlog_runs",
+        "backlog_tried",
+    ];
+    assert_eq!(env.lines(tables), all);
+
+    // Version 4, the release before failures in a row and alerts: the next tick adds
+    // their tables.
+    env.execute("DROP TABLE backlog_alerts");
+    env.execute("DROP TABLE backlog_failures");
+    env.execute("UPDATE backlog_meta SET value = '4' WHERE key = 'schema_version'");
+    env.run_window("1d");
+    assert_eq!(env.text(version), "6");
+    assert_eq!(env.lines(tables), all);
 }
