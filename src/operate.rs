@@ -232,6 +232,21 @@ pub fn snooze(
     crate::tick::snooze_records(&config.table, store, records, until, &whoami(), &opts)
 }
 
+/// Gives up on the planned records (`table.given_up`, which must be set); `why` goes
+/// in each record's attempt (see [`crate::tick::give_up_records`]).
+pub fn give_up(
+    config: &Config,
+    store: &mut dyn Store,
+    records: Vec<Record>,
+    why: &str,
+    now: DateTime<Utc>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Result<RetrySummary, Error> {
+    let mut opts = TickOptions::for_config(config, Duration::ZERO, now);
+    opts.stop = stop;
+    crate::tick::give_up_records(&config.table, store, records, why, &opts)
+}
+
 /// The window of a tier of the file in seconds, or a usage error listing them.
 pub fn tier_window(config: &Config, window: Duration) -> Result<u64, Error> {
     if config.schedule.tier(window).is_some() {

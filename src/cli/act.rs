@@ -167,9 +167,7 @@ pub fn give_up(args: &GiveUpArgs) -> Result<(), Error> {
             after: &|_| format!(": now {label} (`backlog retry` brings them back)"),
             json: serde_json::json!({"status": given_up}),
             run: &|config, store, records| {
-                let mut opts = crate::TickOptions::for_config(config, Duration::ZERO, now);
-                opts.stop = stop.clone();
-                crate::tick::give_up_records(&config.table, store, records, &why, &opts)
+                crate::operate::give_up(config, store, records, &why, now, stop.clone())
             },
         },
     )
