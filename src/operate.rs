@@ -15,6 +15,10 @@ use crate::record::Record;
 use crate::store::{Attempt, AttemptQuery, Held, Pause, Store};
 use crate::tick::{RetrySummary, TickOptions, open_store};
 
+mod select;
+
+pub use select::{Filter, RetryPlan, Selection, plan};
+
 /// A store ready for reading records: opened and its table inspected.
 pub fn inspected(config: &Config) -> Result<Box<dyn Store>, Error> {
     let mut store = open_store(config)?;
@@ -115,78 +119,6 @@ pub fn for_retry(mut config: Config) -> Config {
         config.table.pending.push(given_up);
     }
     config
-}
-
-/// Which records to retry.
-#[derive(Debug, Clone)]
-pub enum Selection {
-    /// These ids.
-    Ids(Vec<String>),
-    /// The pending records of a status inserted before a time, oldest first, at most
-    /// `limit`.
-    Status {
-        /// Only records of this status, which must be one of `table.pending`.
-        status: String,
-        /// Only records inserted before this.
-        before: DateTime<Utc>,
-        /// At most this many.
-        limit: usize,
-    },
-}
-
-/// The records a retry would hand over, and why the others are not retried.
-#[derive(Debug, Clone, Default)]
-pub struct RetryPlan {
-    /// The pending records found, in the selection's order.
-    pub records: Vec<Record>,
-    /// One line per id left out, with why: no such record, or not pending.
-    pub refused: Vec<String>,
-}
-
-/// Looks the records of a selection up for `action` (`retry`, `snooze`), which takes
-/// pending records only.
-pub fn plan(
-    config: &Config,
-    store: &mut dyn Store,
-    selection: &Selection,
-    action: &str,
-) -> Result<RetryPlan, Error> {
-    let store_err = Error::store(store.describe());
-    let mut plan = RetryPlan::default();
-    match selection {
-        Selection::Status {
-            status,
-            before,
-            limit,
-        } => {
-            if !config.table.is_pending(status) {
-                return Err(Error::Usage(format!(
-                    "--status {status:?} is not one of table.pending ({}): a {action} takes pending records only",
-                    config.table.pending.join(", ")
-                )));
-            }
-            plan.records = store
-                .oldest_of(std::slice::from_ref(status), Some(*before), *limit)
-                .map_err(&store_err)?;
-        }
-        Selection::Ids(ids) => {
-            for id in ids {
-                match store.find(id).map_err(&store_err)? {
-                    None => plan.refused.push(format!("{id:?}: no such record")),
-                    Some(r) if !config.table.is_pending(&r.status) => plan.refused.push(format!(
-                        "{id:?}: {} is not pending (a {action} takes records of {})",
-                        r.status,
-                        config.table.pending.join(", ")
-                    )),
-                    Some(r) if plan.records.iter().any(|p| p.id == r.id) => plan
-                        .refused
-                        .push(format!("{id:?}: record {} is named twice", r.id)),
-                    Some(r) => plan.records.push(r),
-                }
-            }
-        }
-    }
-    Ok(plan)
 }
 
 /// Hands the planned records to the schedule file's handler now (see

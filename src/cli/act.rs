@@ -195,12 +195,15 @@ fn act(
             merge(&mut value, action.json);
             format!("{value}\n")
         } else {
-            format!(
-                "dry run: would {} {} records: {}\n",
-                action.verb,
-                ids.len(),
-                ids.join(", ")
-            )
+            match ids.len() {
+                0 => format!("dry run: would {} no record\n", action.verb),
+                1 => format!("dry run: would {} 1 record: {}\n", action.verb, ids[0]),
+                n => format!(
+                    "dry run: would {} {n} records: {}\n",
+                    action.verb,
+                    ids.join(", ")
+                ),
+            }
         });
     }
     let records = some_to(action.verb, records, &refused)?;

@@ -13,7 +13,7 @@ use super::output::print;
 use crate::config::Config;
 use crate::duration;
 use crate::error::Error;
-use crate::operate::{RecordView, RetryPlan, Selection, inspected};
+use crate::operate::{Filter, RecordView, RetryPlan, Selection, inspected};
 use crate::record::Record;
 use crate::tick::RetrySummary;
 
@@ -37,43 +37,63 @@ pub struct ShowArgs {
     pub json: bool,
 }
 
-/// Which records a person's action takes: ids, or the pending records of a status.
+/// Which records a person's action takes: ids, or the pending records a filter picks.
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("filter").multiple(true).args(["status", "tier", "outcome", "error_contains"])))]
 pub struct SelectArgs {
     /// The ids of the records; `-` reads them from standard input (one or more a
     /// line, separated by blanks or commas).
-    #[arg(required_unless_present = "status")]
+    #[arg(required_unless_present = "filter", conflicts_with = "filter")]
     pub ids: Vec<String>,
-    /// Or the pending records of this status (with --older-than and --limit).
-    #[arg(long, conflicts_with = "ids")]
+    /// Or the pending records of this status.
+    #[arg(long)]
     pub status: Option<String>,
-    /// With --status: only records older than this, like 2d.
-    #[arg(long, value_parser = duration::parse_span, requires = "status")]
+    /// Or the pending records in this tier's band now, by its window (7d).
+    #[arg(long, value_parser = duration::parse_span, value_name = "WINDOW")]
+    pub tier: Option<Duration>,
+    /// Or the pending records with a failed attempt of this outcome (error, timeout,
+    /// crash, mapped…).
+    #[arg(long)]
+    pub outcome: Option<String>,
+    /// Or the pending records with a failed attempt whose detail or output holds this
+    /// text, in any case.
+    #[arg(long, value_name = "TEXT")]
+    pub error_contains: Option<String>,
+    /// With a filter: only records older than this, like 2d.
+    #[arg(long, value_parser = duration::parse_span, requires = "filter")]
     pub older_than: Option<Duration>,
-    /// With --status: at most this many records, oldest first.
-    #[arg(long, default_value_t = 100, requires = "status")]
+    /// With a filter: at most this many records (oldest first, or a tier's newest
+    /// first, or those of the newest attempts).
+    #[arg(long, default_value_t = 100, requires = "filter")]
     pub limit: usize,
 }
 
 impl SelectArgs {
-    /// The selection, ages counted from `now`; ids of standard input read (`-`).
+    /// The selection, ages and bands placed at `now`; ids of standard input read (`-`).
     pub fn selection(
         &self,
         now: DateTime<Utc>,
         schedule: &Option<PathBuf>,
     ) -> Result<Selection, Error> {
-        Ok(match &self.status {
-            Some(status) => Selection::Status {
-                status: status.clone(),
-                before: self
-                    .older_than
-                    .and_then(|d| chrono::Duration::from_std(d).ok())
-                    .and_then(|d| now.checked_sub_signed(d))
-                    .unwrap_or(now),
-                limit: self.limit,
-            },
-            None => Selection::Ids(ids_of(&self.ids, schedule)?),
-        })
+        if !self.ids.is_empty() {
+            return Ok(Selection::Ids(ids_of(&self.ids, schedule)?));
+        }
+        if self.limit == 0 || self.limit > MAX_IDS {
+            return Err(Error::Usage(format!(
+                "--limit {} is out of range; give 1 to {MAX_IDS} records",
+                self.limit
+            )));
+        }
+        let mut filter = Filter::new(self.limit, now);
+        filter.status = self.status.clone();
+        filter.tier = self.tier;
+        filter.before = self
+            .older_than
+            .and_then(|d| chrono::Duration::from_std(d).ok())
+            .and_then(|d| now.checked_sub_signed(d));
+        filter.outcome = self.outcome.clone();
+        filter.error_contains = self.error_contains.clone().filter(|t| !t.is_empty());
+        Ok(Selection::Filter(filter))
     }
 }
 

@@ -13,6 +13,7 @@ mod daemon;
 mod dashboard;
 mod doctor;
 mod explain;
+mod filters;
 mod formats;
 mod give_up;
 mod harness;

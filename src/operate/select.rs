@@ -1,0 +1,211 @@
+//! Which records a person's action takes (`retry`, `snooze`, `give-up`, and the
+//! dashboard's): ids, or a filter (a status, a tier's band, an age, the outcome or
+//! the text of their failures), of which only pending records are kept.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use crate::config::Config;
+use crate::error::Error;
+use crate::record::Record;
+use crate::store::{AttemptQuery, BandQuery, Cursor, Store};
+
+/// Which records an action takes.
+#[derive(Debug, Clone)]
+pub enum Selection {
+    /// These ids.
+    Ids(Vec<String>),
+    /// The pending records a filter picks.
+    Filter(Filter),
+}
+
+/// The pending records an action takes: all that every given part picks, at most
+/// `limit`.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Filter {
+    /// Only this status, which must be pending; none: every pending status.
+    pub status: Option<String>,
+    /// Only the records in this tier's band (by its window) at `now`.
+    pub tier: Option<Duration>,
+    /// Only records inserted before this.
+    pub before: Option<DateTime<Utc>>,
+    /// Only records with a failed attempt of this outcome (`error`, `timeout`…).
+    pub outcome: Option<String>,
+    /// Only records with a failed attempt whose detail or output holds this text, in
+    /// any case.
+    pub error_contains: Option<String>,
+    /// At most this many.
+    pub limit: usize,
+    /// The clock a tier's band is placed by.
+    pub now: DateTime<Utc>,
+}
+
+impl Filter {
+    /// A filter of every pending record, up to `limit`, with the bands placed at `now`.
+    pub fn new(limit: usize, now: DateTime<Utc>) -> Self {
+        Filter {
+            status: None,
+            tier: None,
+            before: None,
+            outcome: None,
+            error_contains: None,
+            limit,
+            now,
+        }
+    }
+}
+
+/// The records an action would take, and why the others named are not taken.
+#[derive(Debug, Clone, Default)]
+pub struct RetryPlan {
+    /// The pending records found, in the selection's order.
+    pub records: Vec<Record>,
+    /// One line per id left out, with why: no such record, or not pending.
+    pub refused: Vec<String>,
+}
+
+/// How many failed attempts a filter on attempts reads, newest first, at most: the
+/// records it finds are those it reads of.
+const ATTEMPTS_READ: usize = 20_000;
+
+/// Looks the records of a selection up for `action` (`retry`, `snooze`, `give-up`),
+/// which takes pending records only.
+pub fn plan(
+    config: &Config,
+    store: &mut dyn Store,
+    selection: &Selection,
+    action: &str,
+) -> Result<RetryPlan, Error> {
+    match selection {
+        Selection::Ids(ids) => by_ids(config, store, ids, action),
+        Selection::Filter(filter) => Ok(RetryPlan {
+            records: filtered(config, store, filter, action)?,
+            refused: Vec::new(),
+        }),
+    }
+}
+
+fn by_ids(
+    config: &Config,
+    store: &mut dyn Store,
+    ids: &[String],
+    action: &str,
+) -> Result<RetryPlan, Error> {
+    let store_err = Error::store(store.describe());
+    let mut plan = RetryPlan::default();
+    for id in ids {
+        match store.find(id).map_err(&store_err)? {
+            None => plan.refused.push(format!("{id:?}: no such record")),
+            Some(r) if !config.table.is_pending(&r.status) => plan.refused.push(format!(
+                "{id:?}: {} is not pending (a {action} takes records of {})",
+                r.status,
+                config.table.pending.join(", ")
+            )),
+            Some(r) if plan.records.iter().any(|p| p.id == r.id) => plan
+                .refused
+                .push(format!("{id:?}: record {} is named twice", r.id)),
+            Some(r) => plan.records.push(r),
+        }
+    }
+    Ok(plan)
+}
+
+/// The pending records `filter` picks: read from the failed attempts it names, else
+/// from its tier's band (newest first, as a tick reads it), else the oldest of its
+/// statuses.
+fn filtered(
+    config: &Config,
+    store: &mut dyn Store,
+    filter: &Filter,
+    action: &str,
+) -> Result<Vec<Record>, Error> {
+    let store_err = Error::store(store.describe());
+    let statuses = match &filter.status {
+        Some(status) if !config.table.is_pending(status) => {
+            return Err(Error::Usage(format!(
+                "--status {status:?} is not one of table.pending ({}): a {action} takes pending records only",
+                config.table.pending.join(", ")
+            )));
+        }
+        Some(status) => vec![status.clone()],
+        None => config.table.pending.clone(),
+    };
+    let band = filter
+        .tier
+        .map(|window| {
+            super::tier_window(config, window)?;
+            Ok::<_, Error>(config.schedule.band(window).span(filter.now))
+        })
+        .transpose()?;
+    let keep = |r: &Record| {
+        statuses.iter().any(|s| **s == *r.status)
+            && match (filter.before, r.inserted_time) {
+                (Some(before), Some(t)) => t < before,
+                (Some(_), None) => false,
+                (None, _) => true,
+            }
+            && band.as_ref().is_none_or(|b| {
+                r.inserted_time
+                    .is_some_and(|t| t >= b.from && (t < b.to || (b.to_inclusive && t == b.to)))
+            })
+    };
+    let mut records: Vec<Record> = Vec::new();
+    if filter.outcome.is_some() || filter.error_contains.is_some() {
+        let attempts = store
+            .attempts(&AttemptQuery {
+                outcomes: filter.outcome.iter().cloned().collect(),
+                contains: filter.error_contains.clone(),
+                limit: ATTEMPTS_READ,
+                ..AttemptQuery::default()
+            })
+            .map_err(&store_err)?;
+        let mut seen = std::collections::HashSet::new();
+        for a in attempts {
+            if records.len() >= filter.limit {
+                break;
+            }
+            if !seen.insert(a.record_id.clone()) {
+                continue;
+            }
+            if let Some(r) = store.find(&a.record_id).map_err(&store_err)?
+                && keep(&r)
+            {
+                records.push(r);
+            }
+        }
+        return Ok(records);
+    }
+    if let Some(span) = &band {
+        let format = store.inspect().map_err(&store_err)?;
+        let query = BandQuery {
+            from: format.encode(span.from),
+            to: format.encode(span.to),
+            to_inclusive: span.to_inclusive,
+            take_tried: true,
+            clock: filter.now,
+            wants_all: true,
+        };
+        let mut after: Option<Cursor> = None;
+        while records.len() < filter.limit {
+            let page = store
+                .select(&query, after.as_ref(), 1_000)
+                .map_err(&store_err)?;
+            let Some(last) = page.last() else {
+                break;
+            };
+            after = Some(Cursor::after(last));
+            let full = page.len() == 1_000;
+            records.extend(page.into_iter().filter(|r| keep(r)));
+            if !full {
+                break;
+            }
+        }
+        records.truncate(filter.limit);
+        return Ok(records);
+    }
+    store
+        .oldest_of(&statuses, filter.before, filter.limit)
+        .map_err(&store_err)
+}
