@@ -17,6 +17,7 @@ mod attempts;
 mod band;
 mod band_statuses;
 mod claims;
+mod columns;
 mod error;
 mod failures;
 mod fault;

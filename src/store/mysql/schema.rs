@@ -147,32 +147,9 @@ impl MysqlStore {
         let table = format!("{}.{}", quote(&database), quote(&name));
         let columns = self.columns(&database, &name)?;
         let names: Vec<String> = columns.iter().map(|c| c.0.clone()).collect();
-        let find = |key: &'static str, wanted: &str| {
-            columns
-                .iter()
-                .position(|c| c.0 == wanted)
-                .or_else(|| {
-                    columns
-                        .iter()
-                        .position(|c| c.0.eq_ignore_ascii_case(wanted))
-                })
-                .ok_or_else(|| StoreError::NoColumn {
-                    table: self.table.name.clone(),
-                    column: wanted.to_string(),
-                    key,
-                    available: names.clone(),
-                })
-        };
-        let id = find("table.id", &self.table.id)?;
-        let status = find("table.status", &self.table.status)?;
-        let inserted_at = find("table.inserted_at", &self.table.inserted_at)?;
-        let retry = match &self.table.retry {
-            Some(r) => Some((
-                find("retry.count", &r.count)?,
-                find("retry.since", &r.since)?,
-            )),
-            None => None,
-        };
+        let named = crate::store::columns::find(&self.table, &names)?;
+        let (id, status, inserted_at, retry) =
+            (named.id, named.status, named.inserted_at, named.retry);
         if self.table.inserted_at_timezone.is_some() && columns[inserted_at].1 != "datetime" {
             return Err(StoreError::Timestamps {
                 table: self.table.name.clone(),

@@ -163,29 +163,12 @@ impl PostgresStore {
         let (oid, table) = self.resolve_table()?;
         let columns = self.columns(oid)?;
         let names: Vec<String> = columns.iter().map(|c| c.0.clone()).collect();
-        let find = |key: &'static str, wanted: &str| {
-            columns
-                .iter()
-                .find(|c| c.0 == wanted)
-                .or_else(|| columns.iter().find(|c| c.0.eq_ignore_ascii_case(wanted)))
-                .cloned()
-                .ok_or_else(|| StoreError::NoColumn {
-                    table: self.table.name.clone(),
-                    column: wanted.to_string(),
-                    key,
-                    available: names.clone(),
-                })
-        };
-        let id = find("table.id", &self.table.id)?;
-        let status = find("table.status", &self.table.status)?;
-        let inserted_at = find("table.inserted_at", &self.table.inserted_at)?;
-        let retry = match &self.table.retry {
-            Some(r) => Some((
-                find("retry.count", &r.count)?,
-                find("retry.since", &r.since)?,
-            )),
-            None => None,
-        };
+        let named = crate::store::columns::find(&self.table, &names)?;
+        let [id, status, inserted_at] =
+            [named.id, named.status, named.inserted_at].map(|i| columns[i].clone());
+        let retry = named
+            .retry
+            .map(|(count, since)| (columns[count].clone(), columns[since].clone()));
         if self.table.inserted_at_timezone.is_some()
             && inserted_at.1 != "timestamp without time zone"
         {

@@ -49,25 +49,9 @@ impl SqliteStore {
             .query_map([&table], |r| r.get(0))
             .and_then(Iterator::collect)
             .map_err(db("reading the schema"))?;
-        let resolve = |key: &'static str, wanted: &str| {
-            columns
-                .iter()
-                .find(|c| c.eq_ignore_ascii_case(wanted))
-                .cloned()
-                .ok_or_else(|| StoreError::NoColumn {
-                    table: table.clone(),
-                    column: wanted.to_string(),
-                    key,
-                    available: columns.clone(),
-                })
-        };
-        let id = resolve("table.id", &self.table.id)?;
-        let status = resolve("table.status", &self.table.status)?;
-        let inserted_at = resolve("table.inserted_at", &self.table.inserted_at)?;
-        if let Some(retry) = &self.table.retry {
-            resolve("retry.count", &retry.count)?;
-            resolve("retry.since", &retry.since)?;
-        }
+        let named = crate::store::columns::find(&self.table, &columns)?;
+        let [id, status, inserted_at] =
+            [named.id, named.status, named.inserted_at].map(|i| columns[i].clone());
         Ok((table, [id, status, inserted_at]))
     }
 

@@ -1,0 +1,47 @@
+//! The columns a schedule file names, found among the table's as every database reads
+//! them (exactly, else in any case, as an unquoted name would match): what `inspect`
+//! does first on each.
+
+use crate::config::TableConfig;
+
+use super::StoreError;
+
+/// Where the named columns are among the table's.
+pub(super) struct Named {
+    pub(super) id: usize,
+    pub(super) status: usize,
+    pub(super) inserted_at: usize,
+    /// `[retry]`'s count and since columns, when the file has the section.
+    #[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
+    // SQLite asks only that they exist
+    pub(super) retry: Option<(usize, usize)>,
+}
+
+/// Finds the columns `table` names among `names` (the table's, in its order), or says
+/// which is missing and which there are.
+pub(super) fn find(table: &TableConfig, names: &[String]) -> Result<Named, StoreError> {
+    let find = |key: &'static str, wanted: &str| {
+        names
+            .iter()
+            .position(|c| c == wanted)
+            .or_else(|| names.iter().position(|c| c.eq_ignore_ascii_case(wanted)))
+            .ok_or_else(|| StoreError::NoColumn {
+                table: table.name.clone(),
+                column: wanted.to_string(),
+                key,
+                available: names.to_vec(),
+            })
+    };
+    Ok(Named {
+        id: find("table.id", &table.id)?,
+        status: find("table.status", &table.status)?,
+        inserted_at: find("table.inserted_at", &table.inserted_at)?,
+        retry: match &table.retry {
+            Some(r) => Some((
+                find("retry.count", &r.count)?,
+                find("retry.since", &r.since)?,
+            )),
+            None => None,
+        },
+    })
+}
