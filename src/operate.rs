@@ -79,7 +79,12 @@ pub fn record_view(
     })?;
     let age = record.age(now).and_then(|a| a.to_std().ok());
     let pending = config.table.is_pending(&record.status);
-    let held = store.holder(&record).map_err(&store_err)?;
+    // A keep left from before the record stopped being pending (given up, marked
+    // done by hand) holds nothing back any more.
+    let held = store
+        .holder(&record)
+        .map_err(&store_err)?
+        .filter(|h| pending || h.owner.is_some());
     // A record kept from the ticks is tried at the first slot from the keep's end: a
     // failure's ends `DUE_SLACK` before its next slot (a tick a moment early counts for
     // it), a snooze's at the time asked.

@@ -105,6 +105,14 @@ pub fn snooze(args: &SnoozeArgs) -> Result<(), Error> {
             })?,
         (None, None) => return Err(Error::Usage("give --for SPAN or --until TIME".into())),
     };
+    if until - now
+        > chrono::Duration::from_std(crate::handler::LONGEST_SNOOZE).expect("a year fits")
+    {
+        return Err(Error::Usage(format!(
+            "--until {} is more than a year ahead; snooze for at most 366d, or give the records up",
+            duration::instant(until)
+        )));
+    }
     if until <= now {
         return Err(Error::Usage(format!(
             "--until {} is not after now ({}); give a later time, or --for a span",

@@ -234,7 +234,12 @@ pub fn show(args: &ShowArgs) -> Result<(), Error> {
         text.push_str(&format!(
             "  {}  {:<7} {:<8} {} ({}), took {}, run {}\n",
             duration::instant(a.started),
-            duration::tier_name(a.window_secs),
+            // Window 0 is a person's action, or the tool's giving up.
+            match (a.window_secs, a.outcome.as_str()) {
+                (0, crate::store::SNOOZED) => "snooze".to_string(),
+                (0, crate::store::GIVEN_UP) => "give-up".to_string(),
+                (w, _) => duration::tier_name(w),
+            },
             a.outcome,
             config.table.label(&a.status),
             a.detail,

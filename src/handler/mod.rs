@@ -28,7 +28,7 @@ pub use batch::BatchHandler;
 pub use closure::FnHandler;
 pub use command::CommandHandler;
 pub use group::kill_live_groups;
-pub use snooze::{SNOOZE_EXIT, Snooze};
+pub use snooze::{LONGEST_SNOOZE, SNOOZE_EXIT, Snooze};
 pub use subreaper::adopt_orphans;
 
 use crate::record::Record;

@@ -11,6 +11,12 @@ use chrono::{DateTime, Utc};
 /// a `retry-after:` line on its stdout: `EX_TEMPFAIL` of sysexits.h.
 pub const SNOOZE_EXIT: i32 = 75;
 
+/// The longest a snooze keeps a record: a year. A handler's answer beyond it (an
+/// epoch in milliseconds given as seconds, a typo) is no snooze: the record fails as
+/// answered, rather than leave the schedule for ages (or past what a database's time
+/// column holds).
+pub const LONGEST_SNOOZE: Duration = Duration::from_secs(366 * 86_400);
+
 /// When a record may be tried again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Snooze {
@@ -26,11 +32,22 @@ impl Snooze {
     pub fn parse(text: &str) -> Option<Snooze> {
         let text = text.trim();
         if let Ok(seconds) = text.parse::<u64>() {
-            return Some(Snooze::For(Duration::from_secs(seconds)));
+            return Snooze::For(Duration::from_secs(seconds)).within_reach();
         }
         DateTime::parse_from_rfc3339(text)
             .ok()
-            .map(|t| Snooze::Until(t.with_timezone(&Utc)))
+            .and_then(|t| Snooze::Until(t.with_timezone(&Utc)).within_reach())
+    }
+
+    /// The snooze, if it ends within `LONGEST_SNOOZE` of now (the real clock: a
+    /// handler answers in real time).
+    fn within_reach(self) -> Option<Snooze> {
+        let reach = chrono::Duration::from_std(LONGEST_SNOOZE).expect("a year fits");
+        match self {
+            Snooze::For(d) if d > LONGEST_SNOOZE => None,
+            Snooze::Until(t) if t > Utc::now() + reach => None,
+            s => Some(s),
+        }
     }
 
     /// A batch answer's `retry_after`: a number of seconds, or a string `parse` reads.
@@ -39,7 +56,7 @@ impl Snooze {
             serde_json::Value::Number(n) => n
                 .as_u64()
                 .or_else(|| n.as_f64().filter(|f| *f >= 0.0).map(|f| f.ceil() as u64))
-                .map(|s| Snooze::For(Duration::from_secs(s))),
+                .and_then(|s| Snooze::For(Duration::from_secs(s)).within_reach()),
             serde_json::Value::String(s) => Snooze::parse(s),
             _ => None,
         }
@@ -56,14 +73,16 @@ impl Snooze {
         })
     }
 
-    /// The time it ends, for a record handled at `now` (the tick's clock).
+    /// The time it ends, for a record handled at `now` (the tick's clock), at most
+    /// `LONGEST_SNOOZE` past it.
     pub fn until(self, now: DateTime<Utc>) -> DateTime<Utc> {
+        let reach = now + chrono::Duration::from_std(LONGEST_SNOOZE).expect("a year fits");
         match self {
-            Snooze::Until(t) => t,
+            Snooze::Until(t) => t.min(reach),
             Snooze::For(d) => chrono::Duration::from_std(d)
                 .ok()
                 .and_then(|d| now.checked_add_signed(d))
-                .unwrap_or(DateTime::<Utc>::MAX_UTC),
+                .map_or(reach, |t| t.min(reach)),
         }
     }
 
@@ -93,7 +112,15 @@ mod tests {
             Snooze::parse("2026-11-26T14:00:00+01:00"),
             Some(Snooze::Until("2026-11-26T13:00:00Z".parse().unwrap()))
         );
-        for bad in ["", "-5", "1h", "tomorrow", "2026-11-26"] {
+        for bad in [
+            "",
+            "-5",
+            "1h",
+            "tomorrow",
+            "2026-11-26",
+            "1764165600000",
+            "9999-01-01T00:00:00Z",
+        ] {
             assert_eq!(Snooze::parse(bad), None, "{bad}");
         }
         assert_eq!(

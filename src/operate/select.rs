@@ -70,6 +70,9 @@ pub struct RetryPlan {
 /// records it finds are those it reads of.
 const ATTEMPTS_READ: usize = 20_000;
 
+/// Attempts read at once (each with its output, up to 4 KiB).
+const ATTEMPTS_PAGE: usize = 500;
+
 /// Looks the records of a selection up for `action` (`retry`, `snooze`, `give-up`),
 /// which takes pending records only.
 pub fn plan(
@@ -130,7 +133,15 @@ fn filtered(
             )));
         }
         Some(status) => vec![status.clone()],
-        None => config.table.pending.clone(),
+        // A retry takes given-up records (`for_retry`), but only those it is asked for
+        // by id or by their status: a filter of failures does not bring them back.
+        None => config
+            .table
+            .pending
+            .iter()
+            .filter(|s| config.table.given_up.as_ref() != Some(*s))
+            .cloned()
+            .collect(),
     };
     let band = filter
         .tier
@@ -153,27 +164,40 @@ fn filtered(
     };
     let mut records: Vec<Record> = Vec::new();
     if filter.outcome.is_some() || filter.error_contains.is_some() {
-        let attempts = store
-            .attempts(&AttemptQuery {
-                outcomes: filter.outcome.iter().cloned().collect(),
-                contains: filter.error_contains.clone(),
-                limit: ATTEMPTS_READ,
-                ..AttemptQuery::default()
+        // Matched here, not by the database: every database folds the case of
+        // non-ASCII text its own way (SQLite's LOWER only ASCII's).
+        let text = filter.error_contains.as_deref().map(str::to_lowercase);
+        let holds = |a: &crate::store::Attempt| {
+            text.as_deref().is_none_or(|t| {
+                a.detail.to_lowercase().contains(t) || a.output.to_lowercase().contains(t)
             })
-            .map_err(&store_err)?;
+        };
         let mut seen = std::collections::HashSet::new();
-        for a in attempts {
-            if records.len() >= filter.limit {
+        let mut query = AttemptQuery {
+            outcomes: filter.outcome.iter().cloned().collect(),
+            limit: ATTEMPTS_PAGE,
+            ..AttemptQuery::default()
+        };
+        while records.len() < filter.limit && query.offset < ATTEMPTS_READ {
+            let attempts = store.attempts(&query).map_err(&store_err)?;
+            let read = attempts.len();
+            for a in attempts.into_iter().filter(|a| holds(a)) {
+                if records.len() >= filter.limit {
+                    break;
+                }
+                if !seen.insert(a.record_id.clone()) {
+                    continue;
+                }
+                if let Some(r) = store.find(&a.record_id).map_err(&store_err)?
+                    && keep(&r)
+                {
+                    records.push(r);
+                }
+            }
+            if read < ATTEMPTS_PAGE {
                 break;
             }
-            if !seen.insert(a.record_id.clone()) {
-                continue;
-            }
-            if let Some(r) = store.find(&a.record_id).map_err(&store_err)?
-                && keep(&r)
-            {
-                records.push(r);
-            }
+            query.offset += ATTEMPTS_PAGE;
         }
         return Ok(records);
     }

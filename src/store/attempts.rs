@@ -227,8 +227,6 @@ pub struct AttemptQuery {
     pub offset: usize,
     /// Successes too (when `outcomes` is empty).
     pub successes: bool,
-    /// Only those whose detail or output holds this text, in any case.
-    pub contains: Option<String>,
 }
 
 /// (`signal` is quoted: MySQL reserves the word.)
@@ -252,23 +250,6 @@ fn filter_of(table: &str, query: &AttemptQuery) -> (String, Vec<Value>) {
         bind(
             " AND started_ms >= #",
             since.timestamp_millis().into(),
-            &mut params,
-        );
-    }
-    if let Some(text) = &query.contains {
-        // `!` escapes LIKE's wildcards in the text: one escape every database reads
-        // alike (MySQL's default, `\`, is also its string escape).
-        let escaped: String = text
-            .to_lowercase()
-            .chars()
-            .flat_map(|c| match c {
-                '%' | '_' | '!' => vec!['!', c],
-                c => vec![c],
-            })
-            .collect();
-        bind(
-            " AND (LOWER(detail) LIKE # ESCAPE '!' OR LOWER(output) LIKE # ESCAPE '!')",
-            format!("%{escaped}%").as_str().into(),
             &mut params,
         );
     }

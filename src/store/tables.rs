@@ -180,16 +180,17 @@ fn under_lock(d: &mut dyn Ddl, current: i64) -> Result<(), StoreError> {
             for statement in create(d, table) {
                 d.sql().execute(&statement, &[]).map_err(failed(context))?;
             }
+            // The version goes in with its table: MySQL commits each DDL statement,
+            // and a creation cut short after it makes the other tables next time.
+            if table.name == META.name {
+                write_new_version(d, current)?;
+            }
         }
-        if version(d)?.is_none() {
-            let insert = format!(
-                r#"INSERT INTO {}backlog_meta ("key", value) VALUES ('schema_version', ?1)"#,
-                d.prefix()
-            );
-            d.sql()
-                .execute(&insert, &[Value::from(&*current.to_string())])
-                .map_err(failed(context))?;
-        }
+    }
+    // Every table there but no version: a creation cut short between the version's
+    // table and its row (before this release wrote them together).
+    if version(d)?.is_none() {
+        write_new_version(d, current)?;
     }
     let base = d.base();
     loop {
@@ -246,6 +247,21 @@ pub(super) fn version(d: &mut dyn Ddl) -> Result<Option<String>, StoreError> {
         .query(&sql, &[])
         .map_err(failed("reading backlog_meta"))?;
     Ok(rows.first().and_then(|row| row[0].text()))
+}
+
+/// Writes the version of tables made just now, unless a row is there: another runner's,
+/// which a transaction begun before it wrote it may not have seen.
+fn write_new_version(d: &mut dyn Ddl, current: i64) -> Result<(), StoreError> {
+    // An upsert that sets the key to itself: insert, or leave the row as it is.
+    let insert = format!(
+        r#"INSERT INTO {}backlog_meta ("key", value) VALUES ('schema_version', ?1) {}"#,
+        d.prefix(),
+        d.sql().upsert(&[r#""key""#], &[r#""key""#])
+    );
+    d.sql()
+        .execute(&insert, &[Value::from(&*current.to_string())])
+        .map_err(failed("writing backlog_meta"))?;
+    Ok(())
 }
 
 /// Writes the tables' version (a step of a migration, in its transaction where the

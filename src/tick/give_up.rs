@@ -98,8 +98,9 @@ impl FailureCounts {
 
     /// The status a handled record gets, and the count its mark writes (see
     /// `Mark::failures`): a try that failed and left the record pending counts one
-    /// more, up to the limit, where it gives the record up; any other try clears it;
-    /// what was no try (a snooze, a stop) leaves it.
+    /// more, up to the limit, where it gives the record up; any other try, and giving
+    /// up, clear it; what was no try (a person's snooze, a stop) leaves it. A handler's
+    /// "not before" is a failed try, and counts.
     pub(super) fn count(
         &mut self,
         record: &Record,
@@ -110,6 +111,10 @@ impl FailureCounts {
         let Some((limit, given_up)) = &self.limit else {
             return (status, None);
         };
+        if handled.ending == Ending::GivenUp {
+            // Given up on: a retry that brings it back starts the count again.
+            return (status, Some(0));
+        }
         let a_try = matches!(
             handled.ending,
             Ending::Answered | Ending::TimedOut | Ending::Crashed(_)

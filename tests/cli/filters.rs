@@ -5,7 +5,7 @@
 use crate::harness::{Backend, Env, NOW, Schedule};
 
 /// Records 1 to 4 (the classic ages), failed by a handler that says why: 1 a 429,
-/// 2 a 500, 3 a timeout (a handler of 1s that sleeps), 4 succeeds.
+/// 2 a 500 (in French), 3 a timeout (a handler of 1s that sleeps), 4 succeeds.
 fn env_after_failures(backend: Backend) -> Env {
     let env = Env::on(backend);
     env.classic();
@@ -15,7 +15,7 @@ fn env_after_failures(backend: Backend) -> Env {
     });
     env.write_handler(
         "handler.sh",
-        "#!/bin/sh\ncat > /dev/null\necho \"$BACKLOG_RECORD_ID\" >> calls.log\ncase \"$BACKLOG_RECORD_ID\" in\n  1) echo 'HTTP 429 Too Many Requests'; exit 1 ;;\n  2) echo 'HTTP 500 Internal Server Error' >&2; exit 1 ;;\n  3) sleep 5 ;;\nesac\nexit 0\n",
+        "#!/bin/sh\ncat > /dev/null\necho \"$BACKLOG_RECORD_ID\" >> calls.log\ncase \"$BACKLOG_RECORD_ID\" in\n  1) echo 'HTTP 429 Too Many Requests'; exit 1 ;;\n  2) echo 'HTTP 500 Échec interne' >&2; exit 1 ;;\n  3) sleep 5 ;;\nesac\nexit 0\n",
     );
     for window in ["1d", "7d", "180d"] {
         env.backlog(&["run", "--window", window, "--now", NOW])
@@ -57,7 +57,20 @@ fn a_filter_picks_records_by_the_outcome_and_text_of_their_failures_and_by_tier(
         .assert()
         .success();
     assert_eq!(snoozed(&out), "dry run: would snooze 2 records: 2, 1\n");
-    // LIKE's wildcards are the text's own characters.
+    // Any case, beyond ASCII too, on every database.
+    let out = env
+        .backlog(&[
+            "snooze",
+            "--error-contains",
+            "échec",
+            "--for",
+            "1h",
+            "--dry-run",
+        ])
+        .assert()
+        .success();
+    assert_eq!(snoozed(&out), "dry run: would snooze 1 record: 2\n");
+    // A wildcard of SQL's LIKE is the text's own character.
     let out = env
         .backlog(&[
             "snooze",

@@ -233,3 +233,47 @@ fn giving_up_raises_the_given_up_alert() {
         "gave up on 1 record of BACKLOG (1 past the last tier): now DEAD; `backlog retry ID` brings one back"
     );
 }
+
+/// Giving up by hand clears a record's failures in a row: brought back, it has all of
+/// `give_up_after` to go again.
+#[test]
+fn giving_up_by_hand_clears_the_count_of_failures() {
+    let env = env_giving_up(Backend::Sqlite, &[1]);
+    let file = std::fs::read_to_string(env.path("backlog.toml")).unwrap();
+    std::fs::write(
+        env.path("backlog.toml"),
+        file.replacen(
+            "given_up = \"DEAD\"",
+            "given_up = \"DEAD\"\ngive_up_after = 3",
+            1,
+        ),
+    )
+    .unwrap();
+    env.run_window("1d");
+    env.backlog(&["run", "--window", "1d", "--now", "2026-11-21T12:05:00Z"])
+        .assert()
+        .success();
+    assert_eq!(env.count("SELECT failures FROM backlog_failures"), 2);
+    env.backlog(&["give-up", "1"]).assert().success();
+    assert_eq!(env.count("SELECT count(*) FROM backlog_failures"), 0);
+    env.backlog(&["retry", "1"]).assert().success();
+    assert_eq!(
+        env.statuses()[0],
+        (1, "ERROR".into()),
+        "its first failure again"
+    );
+}
+
+/// A version row gone (a creation cut short between the table and its row) is written
+/// again rather than read as an empty version.
+#[test]
+fn a_missing_version_row_is_written_again() {
+    let env = env_giving_up(Backend::Sqlite, &[]);
+    env.run_window("1d");
+    env.execute("DELETE FROM backlog_meta WHERE key = 'schema_version'");
+    env.run_window("1d");
+    assert_eq!(
+        env.text("SELECT value FROM backlog_meta WHERE key = 'schema_version'"),
+        "6"
+    );
+}

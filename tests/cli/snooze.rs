@@ -140,7 +140,7 @@ fn exit_75_with_a_retry_after_line_snoozes_a_record() {
     env.write_schedule(&Schedule::default());
     env.write_handler(
         "handler.sh",
-        "#!/bin/sh\ncat > /dev/null\necho \"$BACKLOG_RECORD_ID\" >> calls.log\ncase \"$BACKLOG_RECORD_ID\" in\n  1) echo 'busy'; echo 'Retry-After: 2026-11-21T12:30:00Z'; exit 75 ;;\n  2) echo 'busy, no time given'; exit 75 ;;\nesac\nexit 0\n",
+        "#!/bin/sh\ncat > /dev/null\necho \"$BACKLOG_RECORD_ID\" >> calls.log\ncase \"$BACKLOG_RECORD_ID\" in\n  1) echo 'busy'; echo 'Retry-After: 2026-11-21T12:30:00Z'; exit 75 ;;\n  2) echo 'busy, no time given'; exit 75 ;;\n  3) echo 'retry-after: 1764165600000'; exit 75 ;;\nesac\nexit 0\n",
     );
     let out = env
         .backlog(&["run", "--window", "1d", "--now", NOW, "-v"])
@@ -157,6 +157,18 @@ fn exit_75_with_a_retry_after_line_snoozes_a_record() {
     assert_eq!(env.take_calls(), [2]);
     run_at(&env, "2026-11-21T12:30:00Z");
     assert_eq!(env.take_calls(), [1, 2]);
+    // Milliseconds given as seconds: more than a year ahead, no snooze; the next slot
+    // tries it.
+    let out = env
+        .backlog(&["run", "--window", "7d", "--now", NOW, "-v"])
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(stderr.contains("record 3: ERROR (exit 75)"), "{stderr}");
+    env.backlog(&["run", "--window", "7d", "--now", "2026-11-21T13:00:00Z"])
+        .assert()
+        .success();
+    assert_eq!(env.take_calls(), [3, 3]);
 }
 
 /// A snooze that is not after now, one with no time at all, and one of records that

@@ -29,8 +29,18 @@ impl SqliteStore {
         let Some((table, _)) = found else {
             let mut stmt = self
                 .conn
-                .prepare("SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') AND name NOT GLOB 'sqlite_*'
-                  AND name NOT IN ('backlog_meta', 'backlog_runs', 'backlog_holds', 'backlog_claims', 'backlog_tried') ORDER BY name")
+                .prepare(&format!(
+                    "SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') AND name NOT GLOB 'sqlite_*'
+                     AND name NOT IN ({}) ORDER BY name",
+                    // The tool's, and the claims of version 1.
+                    own_tables()
+                        .iter()
+                        .map(|t| t.name)
+                        .chain(["backlog_claims"])
+                        .map(|n| format!("'{n}'"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
                 .map_err(db("reading the schema"))?;
             let available = stmt
                 .query_map([], |r| r.get(0))
@@ -87,6 +97,13 @@ impl SqliteStore {
     }
 }
 
+/// The tool's tables on SQLite: the shared ones and its spans'.
+fn own_tables() -> Vec<&'static Table> {
+    let mut tables = tables::SHARED.to_vec();
+    tables.extend([&holds::HOLDS_TABLE, &holds::TRIED_TABLE]);
+    tables
+}
+
 /// The tool's tables on SQLite (`store::tables`), in the main database of the file.
 struct SqliteDdl<'a> {
     conn: &'a Connection,
@@ -120,9 +137,7 @@ impl tables::Ddl for SqliteDdl<'_> {
     }
 
     fn tables(&self) -> Vec<&'static Table> {
-        let mut tables = tables::SHARED.to_vec();
-        tables.extend([&holds::HOLDS_TABLE, &holds::TRIED_TABLE]);
-        tables
+        own_tables()
     }
 
     fn columns(&mut self, name: &str) -> Result<Option<Vec<String>>, StoreError> {
