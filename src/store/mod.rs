@@ -85,7 +85,8 @@ fn index_name(table: &str, column: &str) -> String {
 }
 
 /// Marks grouped by what one UPDATE writes: the status, and the `[retry]` time in the
-/// `since` column's format when there is one.
+/// `since` column's format when there is one and the mark ends a try (none: the
+/// status alone is written).
 #[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))] // the servers' claims
 fn group_marks(
     marks: &[Mark],
@@ -93,7 +94,7 @@ fn group_marks(
 ) -> BTreeMap<(&str, Option<Scalar>), Vec<&Scalar>> {
     let mut groups: BTreeMap<_, Vec<&Scalar>> = BTreeMap::new();
     for m in marks {
-        let since = since_format.map(|f| f.encode(m.at));
+        let since = since_format.filter(|_| m.tried).map(|f| f.encode(m.at));
         groups.entry((&*m.status, since)).or_default().push(&m.id);
     }
     groups
@@ -141,6 +142,9 @@ pub struct Mark {
     /// The attempt to keep in `backlog_attempts` with the mark (in its transaction),
     /// when `[history]` keeps this one.
     pub attempt: Option<Box<Attempt>>,
+    /// The mark ends a try (its handler ran): only a try counts in `[retry]`'s count
+    /// and time columns, not a person's snooze or giving up.
+    pub tried: bool,
     /// The record's failures in a row once this mark is written, where they are
     /// counted (`table.give_up_after`): kept in `backlog_failures`, 0 removing its row;
     /// none leaves the count as it is.

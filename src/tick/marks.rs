@@ -210,6 +210,7 @@ impl<'o> Marks<'o> {
             status,
             attempt,
             failures,
+            tried: !matches!(handled.ending, Ending::Snoozed | Ending::GivenUp),
         });
         if self.marks.len() >= self.group || self.last_write.elapsed() >= self.interval {
             self.write(store)?;

@@ -3,7 +3,7 @@
 use chrono::{DurationRound as _, SecondsFormat, Utc};
 
 use crate::dashboard::{free_port, get, wait_for_port};
-use crate::harness::{Backend, Env, Running, Schedule, recording_handler};
+use crate::harness::{Backend, Env, NOW, Running, Schedule, recording_handler};
 
 const RETRY: &str = r#"
 [retry]
@@ -210,7 +210,25 @@ fn every_view_of_a_record_agrees_with_the_tick_on_its_next_try(backend: Backend)
     );
 }
 
+/// A snooze by hand is no try: the count and time of `[retry]` stay as they were, as
+/// does the status.
+fn a_snooze_by_hand_leaves_the_retry_columns_alone(backend: Backend) {
+    let env = env_with_tries(backend);
+    std::fs::write(env.path("backlog.toml"), schedule_with(&env, RETRY)).unwrap();
+    let rows = || {
+        env.lines(
+            r#"SELECT CAST("ID" AS TEXT) || ' ' || "STATUS" || ' ' || CAST(coalesce("FAILURES", 0) AS TEXT) || ' ' || coalesce("LAST_TRY", '-') FROM "BACKLOG" ORDER BY "ID""#,
+        )
+    };
+    let before = rows();
+    env.backlog(&["snooze", "2", "3", "--for", "2h", "--now", NOW])
+        .assert()
+        .success();
+    assert_eq!(rows(), before);
+}
+
 crate::on_every_backend!(
+    a_snooze_by_hand_leaves_the_retry_columns_alone,
     a_tick_skips_records_whose_delay_has_not_passed_and_counts_the_tries,
     a_bad_retry_section_is_an_error,
     every_view_of_a_record_agrees_with_the_tick_on_its_next_try,

@@ -112,9 +112,9 @@ impl PostgresStore {
                     let since = Bound(since);
                     let mut with_since = params.to_vec();
                     with_since.push(&since);
-                    tx.query(&set_status, &with_since)
+                    tx.query(&set_status[0], &with_since)
                 }
-                None => tx.query(&set_status, &params),
+                None => tx.query(&set_status[1], &params),
             }
             .map_err(pg(context.clone()))?;
             written.extend(rows.iter().map(|r| r.get::<_, String>(0)));

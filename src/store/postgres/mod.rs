@@ -156,7 +156,7 @@ struct OwnSql {
     take_next: String,
     claim: String,
     claim_locked: String,
-    set_status: String,
+    set_status: [String; 2],
 }
 
 /// Those statements, prepared.
@@ -170,8 +170,9 @@ struct Own {
     /// its transaction locked.
     claim: Statement,
     claim_locked: Statement,
-    /// Lets go of the claims and writes the status where this tick still claimed.
-    set_status: Statement,
+    /// Lets go of the claims and writes the status where this tick still claimed:
+    /// with `[retry]`'s count and time (a try), and the status alone.
+    set_status: [Statement; 2],
 }
 
 /// A backlog table on a PostgreSQL server, with the tool's tables in a schema of their

@@ -117,15 +117,19 @@ impl PostgresStore {
         );
         let written =
             format!("FROM held h WHERE t.{idq} = h.record_id::{idt} RETURNING h.record_id");
-        let set_status_sql = match &self.table.retry {
-            // The attempt count and time go with the status, in the same statement.
-            Some(r) => format!(
-                "{held} UPDATE {table} t SET {st} = $1::text::{stt}, {count} = coalesce(t.{count}, 0) + 1, {since} = $9 {written}",
-                count = quote(&r.count),
-                since = quote(&r.since)
-            ),
-            None => format!("{held} UPDATE {table} t SET {st} = $1::text::{stt} {written}"),
-        };
+        let status_alone = format!("{held} UPDATE {table} t SET {st} = $1::text::{stt} {written}");
+        let set_status_sql = [
+            match &self.table.retry {
+                // The attempt count and time go with the status, in the same statement.
+                Some(r) => format!(
+                    "{held} UPDATE {table} t SET {st} = $1::text::{stt}, {count} = coalesce(t.{count}, 0) + 1, {since} = $9 {written}",
+                    count = quote(&r.count),
+                    since = quote(&r.since)
+                ),
+                None => status_alone.clone(),
+            },
+            status_alone,
+        ];
         let lock_rows_sql = format!(
             "SELECT 1 FROM {table} t WHERE t.{idq} = ANY ($1::text[]::{idt}[]) FOR NO KEY UPDATE OF t"
         );
@@ -174,7 +178,10 @@ impl PostgresStore {
                 claim: prepare(&sql.claim, &[])?,
                 // Typed: the statement leaves $2 unused.
                 claim_locked: prepare(&sql.claim_locked, &CLAIM_TYPES)?,
-                set_status: prepare(&sql.set_status, &[])?,
+                set_status: [
+                    prepare(&sql.set_status[0], &[])?,
+                    prepare(&sql.set_status[1], &[])?,
+                ],
             });
         }
         Ok(())

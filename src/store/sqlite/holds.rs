@@ -165,9 +165,14 @@ impl SqliteStore {
                 return Ok(false);
             }
             let mut set = tx.prepare_cached(&self.sql().set_status)?;
+            let mut alone = tx.prepare_cached(&self.sql().set_status_alone)?;
             let mut status: Option<&str> = None;
             let mut since: Option<DateTime<Utc>> = None;
             for m in by_id(marks) {
+                if !m.tried && self.since_format.is_some() {
+                    alone.execute(params![&*m.status, m.id])?;
+                    continue;
+                }
                 if status != Some(&*m.status) {
                     set.raw_bind_parameter(1, &*m.status)?;
                     status = Some(&m.status);

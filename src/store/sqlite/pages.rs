@@ -14,6 +14,8 @@ pub(super) struct Statements {
     pub(super) first_page: String,
     pub(super) next_page: String,
     pub(super) set_status: String,
+    /// The status alone, for a mark that ends no try (with `[retry]`).
+    pub(super) set_status_alone: String,
     /// Whether a page is read one pending status at a time and merged: where an index
     /// on (status, inserted-at) serves the band, a query for several statuses at once
     /// is several index ranges whose union SQLite sorts in a temporary B-tree, the
@@ -77,6 +79,7 @@ impl SqliteStore {
                 ),
                 None => format!("UPDATE {t} SET {st} = ?1 WHERE {id} = ?2"),
             },
+            set_status_alone: format!("UPDATE {t} SET {st} = ?1 WHERE {id} = ?2"),
             by_status: false,
             unindexed_status: false,
             statuses_by_index: false,
