@@ -35,7 +35,7 @@ pub(crate) fn wait_for_port(port: u16) {
 }
 
 /// A backlog with a failure kept, ticked once, and `backlog serve` on a free port.
-fn served(backend: Backend, extra: &[&str]) -> (Env, Running, u16) {
+pub(crate) fn served(backend: Backend, extra: &[&str]) -> (Env, Running, u16) {
     let env = Env::on(backend);
     env.create_table("TEXT");
     env.insert_aged_at(chrono::Utc::now(), &[(1, 60), (2, 120), (3, 180)], |t| {
@@ -70,7 +70,13 @@ pub(crate) struct Response {
     pub(crate) body: String,
 }
 
-fn request(port: u16, method: &str, path: &str, headers: &[&str], body: &str) -> Response {
+pub(crate) fn request(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[&str],
+    body: &str,
+) -> Response {
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(60)))
@@ -120,7 +126,7 @@ impl Drop for KillGroup {
 }
 
 /// Where a redirect leads.
-fn location(response: &Response) -> String {
+pub(crate) fn location(response: &Response) -> String {
     response
         .head
         .lines()
@@ -131,7 +137,7 @@ fn location(response: &Response) -> String {
 }
 
 /// The CSRF token the pages' forms carry.
-fn csrf(page: &str) -> String {
+pub(crate) fn csrf(page: &str) -> String {
     let at = page
         .find("name=\"csrf\" value=\"")
         .expect("a form with its token")
@@ -335,9 +341,9 @@ fn a_set_is_retried_after_a_confirm_step(backend: Backend) {
     let confirm = request(
         port,
         "POST",
-        "/failures/retry",
+        "/bulk",
         &[],
-        &format!("tier=1d&outcome=&csrf={token}"),
+        &format!("from=failures&action=retry&tier=1d&outcome=&csrf={token}"),
     );
     assert_eq!(confirm.code, 200);
     assert!(
@@ -359,9 +365,9 @@ fn a_set_is_retried_after_a_confirm_step(backend: Backend) {
     let done = request(
         port,
         "POST",
-        "/failures/retry",
+        "/bulk",
         &[],
-        &format!("tier=1d&outcome=&confirm=yes&ids=2&csrf={token}"),
+        &format!("from=failures&action=retry&tier=1d&outcome=&confirm=yes&ids=2&csrf={token}"),
     );
     assert_eq!(done.code, 303);
     assert_eq!(env.with_status("SUCCESS"), 3);
@@ -571,6 +577,71 @@ fn a_password_never_reaches_a_page() {
     }
 }
 
+/// chromedriver, on a free port, and the headless Chromium it starts; both go when
+/// this is dropped, the test failed or not.
+pub(crate) struct Driver {
+    _driver: Running,
+    _group: KillGroup,
+    port: u16,
+}
+
+impl Driver {
+    pub(crate) fn start() -> Driver {
+        let port = free_port();
+        // chromedriver leads a process group of its own, and the browser it starts is
+        // in it: the whole group goes with the test.
+        let driver = Running::spawn(std::os::unix::process::CommandExt::process_group(
+            Command::new("chromedriver")
+                .arg(format!("--port={port}"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+            0,
+        ));
+        let group = KillGroup(driver.id());
+        wait_for_port(port);
+        Driver {
+            _driver: driver,
+            _group: group,
+            port,
+        }
+    }
+
+    /// A headless browser session.
+    pub(crate) async fn connect(&self) -> fantoccini::Client {
+        // fantoccini's client carries TLS it does not need here; rustls wants a provider.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut caps = serde_json::Map::new();
+        caps.insert(
+            "goog:chromeOptions".into(),
+            serde_json::json!({"args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,1700"]}),
+        );
+        fantoccini::ClientBuilder::rustls()
+            .expect("a TLS setup")
+            .capabilities(caps)
+            .connect(&format!("http://127.0.0.1:{}", self.port))
+            .await
+            .expect("chromedriver answers")
+    }
+}
+
+// A click returns before the next page is there: wait for what only it has.
+pub(crate) async fn click(browser: &fantoccini::Client, what: fantoccini::Locator<'_>) {
+    browser.find(what).await.unwrap().click().await.unwrap();
+}
+pub(crate) async fn text_when_there(
+    browser: &fantoccini::Client,
+    what: fantoccini::Locator<'_>,
+) -> String {
+    browser
+        .wait()
+        .for_element(what)
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
 /// What a person does, in a real browser: find a failed record through the search,
 /// retry it and see it become SUCCESS with one more attempt; pause a tier from the
 /// overview and see `backlog run` refuse to tick it. Saves a screenshot of the
@@ -578,44 +649,14 @@ fn a_password_never_reaches_a_page() {
 #[test]
 fn in_a_real_browser() {
     let (env, _server, port) = served(Backend::Sqlite, &[]);
-    let driver_port = free_port();
-    // chromedriver leads a process group of its own, and the browser it starts is in
-    // it: the whole group goes when the test ends, failed or not.
-    let _driver = Running::spawn(std::os::unix::process::CommandExt::process_group(
-        Command::new("chromedriver")
-            .arg(format!("--port={driver_port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null()),
-        0,
-    ));
-    let _browser_group = KillGroup(_driver.id());
-    wait_for_port(driver_port);
+    let driver = Driver::start();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    // fantoccini's client carries TLS it does not need here; rustls wants a provider.
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let screenshot = runtime.block_on(async {
-        use fantoccini::{Client, ClientBuilder, Locator};
-        let mut caps = serde_json::Map::new();
-        caps.insert(
-            "goog:chromeOptions".into(),
-            serde_json::json!({"args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,1700"]}),
-        );
-        let browser = ClientBuilder::rustls()
-            .expect("a TLS setup")
-            .capabilities(caps)
-            .connect(&format!("http://127.0.0.1:{driver_port}"))
-            .await
-            .expect("chromedriver answers");
-        // A click returns before the next page is there: wait for what only it has.
-        async fn click(browser: &Client, what: Locator<'_>) {
-            browser.find(what).await.unwrap().click().await.unwrap();
-        }
-        async fn text_when_there(browser: &Client, what: Locator<'_>) -> String {
-            browser.wait().for_element(what).await.unwrap().text().await.unwrap()
-        }
+        use fantoccini::{Client, Locator};
+        let browser = driver.connect().await;
         async fn rows(browser: &Client) -> usize {
             browser
                 .find_all(Locator::Css("table.attempts tbody tr"))
@@ -633,13 +674,22 @@ fn in_a_real_browser() {
             .for_element(Locator::Css("form[action='/record/retry']"))
             .await
             .unwrap();
-        assert_eq!(text_when_there(&browser, Locator::Css("h1")).await, "Record 2 ERROR");
+        assert_eq!(
+            text_when_there(&browser, Locator::Css("h1")).await,
+            "Record 2 ERROR"
+        );
         assert_eq!(rows(&browser).await, 1);
         std::fs::write(env.path("fixed"), "").unwrap();
         click(&browser, Locator::XPath("//button[text()='Retry now']")).await;
         let notice = text_when_there(&browser, Locator::Css(".notice")).await;
-        assert!(notice.starts_with("retried 1 record: succeeded 1"), "{notice}");
-        assert_eq!(text_when_there(&browser, Locator::Css("h1")).await, "Record 2 SUCCESS");
+        assert!(
+            notice.starts_with("retried 1 record: succeeded 1"),
+            "{notice}"
+        );
+        assert_eq!(
+            text_when_there(&browser, Locator::Css("h1")).await,
+            "Record 2 SUCCESS"
+        );
         assert_eq!(rows(&browser).await, 2, "the retry's attempt is kept");
 
         browser.goto(&base).await.unwrap();
@@ -652,9 +702,16 @@ fn in_a_real_browser() {
             .send_keys("partner maintenance")
             .await
             .unwrap();
-        click(&browser, Locator::XPath("//details//button[text()='Pause']")).await;
+        click(
+            &browser,
+            Locator::XPath("//details//button[text()='Pause']"),
+        )
+        .await;
         let notice = text_when_there(&browser, Locator::Css(".notice")).await;
-        assert!(notice.starts_with("Paused tier 1 (1d): paused since"), "{notice}");
+        assert!(
+            notice.starts_with("Paused tier 1 (1d): paused since"),
+            "{notice}"
+        );
         let png = browser.screenshot().await.unwrap();
         browser.close().await.unwrap();
         png
