@@ -5,9 +5,8 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::dashboard::{
-    Driver, click, csrf, free_port, get, location, request, text_when_there, wait_for_port,
-};
+use crate::dashboard::{csrf, free_port, get, location, request, wait_for_port};
+use crate::dashboard_browser::{Driver, click, text_when_there};
 use crate::harness::{Backend, Env, PROGRESSIVE_TIERS, Running, Schedule};
 
 /// Fails every record; while the file `slow` exists, first waits for the file `go`
@@ -149,8 +148,9 @@ fn in_flight_lists_what_a_tick_holds(backend: Backend) {
     assert!(tick.wait().status.success());
     let after = get(port, "/in-flight").body;
     assert!(!after.contains("<table class=\"held\">"), "{after}");
-    // The failures are kept from the ticks until their slot ends, shown apart.
-    assert!(after.contains("<table class=\"kept\">"), "{after}");
+    // (Its failures are kept from the ticks until tier 1's 5-minute slot ends, shown
+    // apart: not asserted, as a tick near the slot's end keeps them for no time.)
+    assert!(after.contains("Failures kept from the ticks"), "{after}");
 }
 
 crate::on_every_backend!(
@@ -206,6 +206,25 @@ fn bulk_actions_need_their_token() {
         1,
         "a snoozed record stays pending"
     );
+}
+
+/// Opens `page`, types `text` into the bulk form's field `field`, presses `button`,
+/// and returns the title of the confirm page it leads to.
+async fn bulk_form(
+    browser: &fantoccini::Client,
+    page: &str,
+    field: &str,
+    text: &str,
+    button: &str,
+) -> String {
+    use fantoccini::Locator;
+    browser.goto(page).await.unwrap();
+    let css = format!("div.bulk input[name={field}]");
+    let input = browser.find(Locator::Css(&css)).await.unwrap();
+    input.send_keys(text).await.unwrap();
+    let xpath = format!("//button[text()='{button}']");
+    click(browser, Locator::XPath(&xpath)).await;
+    text_when_there(browser, Locator::Css("h1")).await
 }
 
 /// In a real browser: the records page's counts and pages, a tick's hold in the
@@ -283,42 +302,16 @@ fn bulk_actions_in_a_real_browser() {
         assert!(tick.wait().status.success());
 
         // Snooze the tier's failed records from the records page.
-        browser
-            .goto(&format!("{base}/records?tier=1d&status=ERROR"))
-            .await
-            .unwrap();
-        browser
-            .find(Locator::Css("div.bulk input[name=until]"))
-            .await
-            .unwrap()
-            .send_keys("2h")
-            .await
-            .unwrap();
-        click(&browser, Locator::XPath("//button[text()='Snooze…']")).await;
-        let title = text_when_there(&browser, Locator::Css("h1")).await;
+        let page = format!("{base}/records?tier=1d&status=ERROR");
+        let title = bulk_form(&browser, &page, "until", "2h", "Snooze…").await;
         assert_eq!(title, "Snooze 5 records?");
         click(&browser, Locator::Css("button.danger")).await;
         let notice = text_when_there(&browser, Locator::Css(".notice")).await;
         assert!(notice.starts_with("snoozed 5 records until"), "{notice}");
 
         // Give up on the records of tier 1's failures from the failures page.
-        browser
-            .goto(&format!("{base}/failures?tier=1d"))
-            .await
-            .unwrap();
-        browser
-            .find(Locator::Css("div.bulk input[name=reason]"))
-            .await
-            .unwrap()
-            .send_keys("partner gone")
-            .await
-            .unwrap();
-        click(
-            &browser,
-            Locator::XPath("//button[text()='Give up (DEAD)…']"),
-        )
-        .await;
-        let title = text_when_there(&browser, Locator::Css("h1")).await;
+        let page = format!("{base}/failures?tier=1d");
+        let title = bulk_form(&browser, &page, "reason", "partner gone", "Give up (DEAD)…").await;
         assert_eq!(title, "Give up 5 records?");
         assert_eq!(
             env.with_status("ERROR"),

@@ -11,6 +11,7 @@ mod considerate;
 mod crontab;
 mod daemon;
 mod dashboard;
+mod dashboard_browser;
 mod dashboard_bulk;
 mod doctor;
 mod explain;
