@@ -21,6 +21,7 @@ mod columns;
 mod error;
 mod failures;
 mod fault;
+mod in_flight;
 #[cfg(feature = "mysql")]
 mod mysql;
 mod own;
@@ -45,6 +46,7 @@ pub use attempts::{ACTIONS, Attempt, AttemptQuery, GIVEN_UP, SNOOZED};
 pub use band::{BandQuery, Cursor, Page, Range};
 pub use error::StoreError;
 pub use fault::Fault;
+pub use in_flight::{ClaimRow, InFlight, SpanRow};
 #[cfg(feature = "mysql")]
 pub use mysql::MysqlStore;
 pub use own::Own;

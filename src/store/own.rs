@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use super::sql::Sql;
 use super::{
     Attempt, AttemptQuery, Claim, DurationHistogram, Mark, Pause, RecentRun, RunTotals, Store,
-    StoreError, alerts, attempts, pauses, totals,
+    StoreError, alerts, attempts, in_flight, pauses, totals,
 };
 
 /// The tool's own tables as the statements the backends share see them: a connection
@@ -162,6 +162,26 @@ impl dyn Store + '_ {
         self.read_own(Vec::new(), |sql, s, table| {
             totals::recent(sql, s, table, limit)
         })
+    }
+
+    /// What is held now, at most `limit` rows of each kind: a server's claims
+    /// (`backlog_claims`), or SQLite's spans (`backlog_holds`, by this host's clock
+    /// `now`, as SQLite's holds count time); nothing while the tool's tables are not
+    /// there.
+    pub fn in_flight(
+        &mut self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<in_flight::InFlight, StoreError> {
+        let own = self.own("backlog_holds")?;
+        if own.exists {
+            return in_flight::spans(own.sql, own.table, now, limit);
+        }
+        let own = self.own("backlog_claims")?;
+        if own.exists {
+            return in_flight::claims(own.sql, &own.prefix, own.table, limit);
+        }
+        Ok(in_flight::InFlight::Nothing)
     }
 
     /// The durations of the attempts kept, by tier, as histograms.

@@ -1,23 +1,21 @@
 //! The dashboard's actions: POSTs that carry the page's CSRF token, do what the
-//! commands do (`retry`, `pause`, `resume`) through the same code, and answer with a
+//! commands do (`retry`, `pause`, `resume`; `bulk.rs` the actions on many records)
+//! through the same code, and answer with a
 //! redirect (303) to the page that shows their result, with a notice that page says
 //! once, so a reload never repeats one.
 
 use axum::extract::{Form, State};
 use axum::http::StatusCode;
-use axum::response::{Html, IntoResponse, Redirect, Response};
-use chrono::Utc;
+use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
-use super::data::{self, FailureFilter};
-use super::routes::{LISTED, Shared_, blocking, error_page};
-use super::{DEADLINE, Shared, auth, pages};
-use crate::config::Config;
+use super::routes::{Shared_, blocking, error_page};
+use super::{Shared, auth, pages};
 use crate::error::Error;
-use crate::operate::{self, Selection};
+use crate::operate;
 
 /// An action's form refused for a missing or wrong CSRF token.
-fn forged() -> Response {
+pub(super) fn forged() -> Response {
     error_page(
         StatusCode::FORBIDDEN,
         "Refused",
@@ -25,14 +23,14 @@ fn forged() -> Response {
     )
 }
 
-fn csrf_ok(shared: &Shared, given: &str) -> bool {
+pub(super) fn csrf_ok(shared: &Shared, given: &str) -> bool {
     auth::same(given, &shared.csrf)
 }
 
 /// A redirect to `to` with a message for the page that shows the result. The message
 /// stays on the server, under a random key the address carries: a link made elsewhere
 /// cannot put words of its own on the dashboard.
-fn done(shared: &Shared, to: &str, message: &str) -> Response {
+pub(super) fn done(shared: &Shared, to: &str, message: &str) -> Response {
     let key = auth::new_secret();
     {
         let mut notices = shared.notices.lock().unwrap_or_else(|e| e.into_inner());
@@ -65,46 +63,6 @@ pub(super) struct RetryRecord {
     csrf: String,
 }
 
-/// Retries records now: through the same call as `backlog retry`. A retry that
-/// outlasts the deadline (slow handlers) goes on; the page it leads to says so, and
-/// the attempts show each record's result as it ends.
-async fn retry_now(shared: &Shared, ids: Vec<String>) -> Result<String, Response> {
-    let schedule = shared.schedule.clone();
-    let job = tokio::task::spawn_blocking(move || -> Result<String, Error> {
-        let config = operate::for_retry(Config::load(&schedule)?);
-        let mut store = operate::inspected(&config)?;
-        let plan = operate::plan(&config, store.as_mut(), &Selection::Ids(ids), "retry")?;
-        if plan.records.is_empty() {
-            return Ok(format!("Not retried: {}", plan.refused.join("; ")));
-        }
-        let summary = operate::run_retry(
-            &config,
-            store.as_mut(),
-            plan.records,
-            Utc::now(),
-            Default::default(),
-        )?;
-        Ok(summary.line())
-    });
-    match tokio::time::timeout(DEADLINE, job).await {
-        Err(_) => Ok(format!(
-            "The retry is still running after {} s (a handler is slow); each record's attempts show its result when it ends.",
-            DEADLINE.as_secs()
-        )),
-        Ok(Err(_)) => Err(error_page(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "Something broke",
-            "The retry failed; the server's log says more.",
-        )),
-        Ok(Ok(Err(e))) => Err(error_page(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "Cannot retry",
-            &e.to_string(),
-        )),
-        Ok(Ok(Ok(message))) => Ok(message),
-    }
-}
-
 pub(super) async fn retry_record(
     State(shared): Shared_,
     Form(form): Form<RetryRecord>,
@@ -112,78 +70,12 @@ pub(super) async fn retry_record(
     if !csrf_ok(&shared, &form.csrf) {
         return forged();
     }
-    match retry_now(&shared, vec![form.id.clone()]).await {
+    match super::bulk::act_now(&shared, super::bulk::Act::Retry, vec![form.id.clone()]).await {
         Ok(message) => done(
             &shared,
             &format!("/record?id={}", pages::urlencode(&form.id)),
             &message,
         ),
-        Err(page) => page,
-    }
-}
-
-#[derive(Deserialize)]
-pub(super) struct RetryFailures {
-    #[serde(flatten)]
-    filter: FailureFilter,
-    #[serde(default)]
-    csrf: String,
-    /// Set by the confirm page: the ids it listed, comma-separated.
-    #[serde(default)]
-    ids: String,
-    #[serde(default)]
-    confirm: String,
-}
-
-/// The retry of a filtered set: first a confirm page listing the records (still
-/// pending) of the failures shown; then, confirmed, those records and no others.
-pub(super) async fn retry_failures(
-    State(shared): Shared_,
-    Form(form): Form<RetryFailures>,
-) -> Response {
-    if !csrf_ok(&shared, &form.csrf) {
-        return forged();
-    }
-    let back = format!(
-        "/failures?tier={}&outcome={}&page={}",
-        pages::urlencode(&form.filter.tier),
-        pages::urlencode(&form.filter.outcome),
-        form.filter.page()
-    );
-    if form.confirm == "yes" {
-        let ids: Vec<String> = form
-            .ids
-            .split(',')
-            .filter(|id| !id.is_empty())
-            .take(LISTED)
-            .map(String::from)
-            .collect();
-        return match retry_now(&shared, ids).await {
-            Ok(message) => done(&shared, &back, &message),
-            Err(page) => page,
-        };
-    }
-    let filter = form.filter.clone();
-    let result = blocking(&shared, move |config| {
-        let mut ids: Vec<String> = data::failures(&config, &filter, LISTED)?
-            .0
-            .into_iter()
-            .map(|a| a.record_id)
-            .collect();
-        ids.sort();
-        ids.dedup();
-        let config = operate::for_retry(config);
-        let mut store = operate::inspected(&config)?;
-        let plan = operate::plan(&config, store.as_mut(), &Selection::Ids(ids), "retry")?;
-        let ids: Vec<String> = plan.records.iter().map(|r| r.id.to_string()).collect();
-        Ok((ids, plan.refused.len()))
-    })
-    .await;
-    match result {
-        Ok((ids, refused)) => {
-            Html(pages::confirm_retry(&ids, refused, &form.filter, &shared.csrf).into_string())
-                .into_response()
-        }
         Err(page) => page,
     }
 }

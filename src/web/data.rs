@@ -92,3 +92,34 @@ pub(crate) fn failures(
     let total = store.attempt_count(&query).map_err(&store_err)?;
     Ok((page, total))
 }
+
+/// The records of the failures `filter` picks, on every page, newest failure first,
+/// each once, at most `most`.
+pub(crate) fn failed_records(
+    config: &Config,
+    filter: &FailureFilter,
+    most: usize,
+) -> Result<Vec<String>, Error> {
+    const STEP: usize = 1000;
+    let mut query = filter.query(STEP).map_err(Error::Usage)?;
+    query.offset = 0;
+    let mut store = crate::operate::inspected(config)?;
+    let store_err = Error::store(store.describe());
+    let mut seen = std::collections::HashSet::new();
+    let mut ids = Vec::new();
+    loop {
+        let page = store.attempts(&query).map_err(&store_err)?;
+        for a in &page {
+            if seen.insert(a.record_id.clone()) {
+                ids.push(a.record_id.clone());
+                if ids.len() == most {
+                    return Ok(ids);
+                }
+            }
+        }
+        if page.len() < STEP {
+            return Ok(ids);
+        }
+        query.offset += STEP;
+    }
+}

@@ -10,14 +10,19 @@
 //! gives an error page, never a hung server.
 //!
 //! Parts: `auth` (the token and the CSRF token), `data` (what a page reads),
-//! `pages` (the HTML), `plots` (the SVGs), `routes` (the handlers).
+//! `pages` (the HTML), `plots` (the SVGs), `routes` (the handlers), `actions` (the
+//! POSTs), `bulk` (actions on many records, through a confirm page), `records` (a
+//! tier's records by status, keyset-paged), `in_flight` (what the ticks hold now).
 
 mod actions;
 mod auth;
+mod bulk;
 mod data;
 mod health;
+mod in_flight;
 mod pages;
 mod plots;
+mod records;
 mod routes;
 
 use std::net::SocketAddr;

@@ -62,6 +62,8 @@ pub(crate) fn layout(title: &str, notice: Option<&str>, refresh: bool, body: Mar
                     nav {
                         a href="/" { "Overview" }
                         a href="/failures" { "Failures" }
+                        a href="/records" { "Records" }
+                        a href="/in-flight" { "In flight" }
                     }
                     form.search method="get" action="/record" {
                         input type="search" name="id" placeholder="record id" aria-label="record id" required;
@@ -93,7 +95,7 @@ pub(crate) fn error(title: &str, message: &str) -> Markup {
     )
 }
 
-fn csrf_field(csrf: &str) -> Markup {
+pub(crate) fn csrf_field(csrf: &str) -> Markup {
     html! { input type="hidden" name="csrf" value=(csrf); }
 }
 
@@ -138,7 +140,7 @@ pub(crate) fn overview(o: &Overview, csrf: &str, notice: Option<&str>) -> Markup
                 @for t in &s.tiers {
                     tr {
                         td { (t.tier) }
-                        td { (t.window) }
+                        td { a href={ "/records?tier=" (urlencode(&t.window)) } { (t.window) } }
                         td { (band_of(o, t.tier)) }
                         td { (t.cadence) }
                         @if let Some(r) = &t.last_tick {
@@ -193,7 +195,13 @@ pub(crate) fn overview(o: &Overview, csrf: &str, notice: Option<&str>) -> Markup
                 @for row in &s.ages {
                     tr {
                         td { (row.label) @if let Some(n) = row.tier { span.muted { " tier " (n) } } }
-                        @for st in &s.statuses { td.num { (row.counts.get(st).copied().unwrap_or(0)) } }
+                        @for st in &s.statuses {
+                            @let n = row.counts.get(st).copied().unwrap_or(0);
+                            @match row.tier.and_then(|n| o.config.schedule.tiers.get(n - 1)) {
+                                Some(t) => { td.num { a href={ "/records?tier=" (duration::compact(t.window)) "&status=" (urlencode(st)) } { (n) } } },
+                                None => { td.num { (n) } },
+                            }
+                        }
                     }
                 }
             }
@@ -274,20 +282,17 @@ pub(crate) struct Listed {
 }
 
 /// The failures page: a filter, the attempts (a page of them, with their count and
-/// links to the pages around), and a retry of the page's records.
+/// links to the pages around), and `actions`, the bulk actions on their records.
 pub(crate) fn failures(
     attempts: &[Attempt],
     listed: Listed,
     labels: &Labels,
     filter: &FailureFilter,
     tiers: &[String],
-    csrf: &str,
+    actions: Markup,
     notice: Option<&str>,
 ) -> Markup {
     let outcomes = ["error", "timeout", "crash", "mapped", "stopped", "lost"];
-    let mut ids: Vec<&str> = attempts.iter().map(|a| a.record_id.as_str()).collect();
-    ids.sort_unstable();
-    ids.dedup();
     let page = filter.page();
     let per_page = listed.per_page.max(1) as u64;
     let pages = listed.total.div_ceil(per_page);
@@ -324,47 +329,10 @@ pub(crate) fn failures(
             @if page > 1 { " " a.prev href=(page_link(page - 1)) { "← newer" } }
             @if (page as u64) < pages { " " a.next href=(page_link(page + 1)) { "older →" } }
         }
-        @if !ids.is_empty() {
-            form method="post" action="/failures/retry" {
-                (csrf_field(csrf))
-                input type="hidden" name="tier" value=(filter.tier);
-                input type="hidden" name="outcome" value=(filter.outcome);
-                input type="hidden" name="page" value=(page);
-                button type="submit" { "Retry the " (ids.len()) " records of these failures…" }
-            }
-        }
+        @if !attempts.is_empty() { (actions) }
         (attempts_table(attempts, true, labels))
     };
     layout("Failures", notice, true, body)
-}
-
-/// The confirm step of a retry of a set.
-pub(crate) fn confirm_retry(
-    ids: &[String],
-    refused: usize,
-    filter: &FailureFilter,
-    csrf: &str,
-) -> Markup {
-    let body = html! {
-        h1 { "Retry " (ids.len()) " records?" }
-        p { "Each is handed to the handler now, one at a time, through the same holds as a tick: a record a tick holds now is skipped." }
-        @if refused > 0 { p.muted { (refused) " more are no longer pending and are left alone." } }
-        p.ids { @for id in ids.iter().take(50) { code { (id) } " " } @if ids.len() > 50 { "…" } }
-        @if !ids.is_empty() {
-            form method="post" action="/failures/retry" {
-                (csrf_field(csrf))
-                input type="hidden" name="tier" value=(filter.tier);
-                input type="hidden" name="outcome" value=(filter.outcome);
-                input type="hidden" name="page" value=(filter.page());
-                input type="hidden" name="confirm" value="yes";
-                input type="hidden" name="ids" value=(ids.join(","));
-                button.danger type="submit" { "Retry " (ids.len()) " records" }
-                " "
-                a href={ "/failures?tier=" (urlencode(&filter.tier)) "&outcome=" (urlencode(&filter.outcome)) "&page=" (filter.page()) } { "Cancel" }
-            }
-        }
-    };
-    layout("Retry", None, false, body)
 }
 
 /// A record: its status, where it is in the schedule, its columns, its attempts.

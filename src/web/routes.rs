@@ -27,7 +27,9 @@ pub(crate) fn router(shared: Arc<Shared>) -> axum::Router {
         .route("/failures", get(failures))
         .route("/record", get(record))
         .route("/record/retry", post(actions::retry_record))
-        .route("/failures/retry", post(actions::retry_failures))
+        .route("/records", get(super::records::records))
+        .route("/in-flight", get(super::in_flight::in_flight))
+        .route("/bulk", post(super::bulk::bulk))
         .route("/pause", post(actions::pause))
         .route("/resume", post(actions::resume))
         .route("/plots/ticks.svg", get(plot_ticks))
@@ -218,11 +220,11 @@ async fn failures(State(shared): Shared_, Query(q): Query<FailuresQuery>) -> Res
             .collect();
         let labels = config.table.labels.clone();
         let (attempts, total) = data::failures(&config, &filter, LISTED)?;
-        Ok((attempts, total, tiers, labels))
+        Ok((attempts, total, tiers, labels, config.table.given_up))
     })
     .await;
     match result {
-        Ok((attempts, total, tiers, labels)) => Html(
+        Ok((attempts, total, tiers, labels, given_up)) => Html(
             pages::failures(
                 &attempts,
                 pages::Listed {
@@ -232,7 +234,17 @@ async fn failures(State(shared): Shared_, Query(q): Query<FailuresQuery>) -> Res
                 &labels,
                 &q.filter,
                 &tiers,
-                &shared.csrf,
+                super::bulk::forms(
+                    &[
+                        ("from", "failures"),
+                        ("tier", &q.filter.tier),
+                        ("outcome", &q.filter.outcome),
+                        ("page", &q.filter.page().to_string()),
+                    ],
+                    &format!("the records of these {total} failures (every page, up to 10,000)"),
+                    given_up.as_deref(),
+                    &shared.csrf,
+                ),
                 notice(&shared, q.done.as_deref()).as_deref(),
             )
             .into_string(),

@@ -1,9 +1,8 @@
 //! The web dashboard (`backlog serve`): plain HTTP for status codes, the token, CSRF,
-//! escaping and load; a real headless Chromium (through chromedriver) for what a
-//! person does: find a failed record, retry it, pause a tier.
+//! escaping and load (a real headless Chromium is `dashboard_browser.rs`'s).
 
 use std::io::{Read as _, Write as _};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::harness::{Backend, Env, PROGRESSIVE_TIERS, Running, Schedule};
@@ -35,7 +34,7 @@ pub(crate) fn wait_for_port(port: u16) {
 }
 
 /// A backlog with a failure kept, ticked once, and `backlog serve` on a free port.
-fn served(backend: Backend, extra: &[&str]) -> (Env, Running, u16) {
+pub(crate) fn served(backend: Backend, extra: &[&str]) -> (Env, Running, u16) {
     let env = Env::on(backend);
     env.create_table("TEXT");
     env.insert_aged_at(chrono::Utc::now(), &[(1, 60), (2, 120), (3, 180)], |t| {
@@ -70,7 +69,13 @@ pub(crate) struct Response {
     pub(crate) body: String,
 }
 
-fn request(port: u16, method: &str, path: &str, headers: &[&str], body: &str) -> Response {
+pub(crate) fn request(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[&str],
+    body: &str,
+) -> Response {
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(60)))
@@ -109,18 +114,8 @@ pub(crate) fn get(port: u16, path: &str) -> Response {
     request(port, "GET", path, &[], "")
 }
 
-/// Kills a process group when dropped (a test that panics included).
-struct KillGroup(u32);
-
-impl Drop for KillGroup {
-    fn drop(&mut self) {
-        // SAFETY: kill(2) on a process group this test started.
-        unsafe { libc::kill(-(self.0 as i32), libc::SIGKILL) };
-    }
-}
-
 /// Where a redirect leads.
-fn location(response: &Response) -> String {
+pub(crate) fn location(response: &Response) -> String {
     response
         .head
         .lines()
@@ -131,7 +126,7 @@ fn location(response: &Response) -> String {
 }
 
 /// The CSRF token the pages' forms carry.
-fn csrf(page: &str) -> String {
+pub(crate) fn csrf(page: &str) -> String {
     let at = page
         .find("name=\"csrf\" value=\"")
         .expect("a form with its token")
@@ -335,9 +330,9 @@ fn a_set_is_retried_after_a_confirm_step(backend: Backend) {
     let confirm = request(
         port,
         "POST",
-        "/failures/retry",
+        "/bulk",
         &[],
-        &format!("tier=1d&outcome=&csrf={token}"),
+        &format!("from=failures&action=retry&tier=1d&outcome=&csrf={token}"),
     );
     assert_eq!(confirm.code, 200);
     assert!(
@@ -359,9 +354,9 @@ fn a_set_is_retried_after_a_confirm_step(backend: Backend) {
     let done = request(
         port,
         "POST",
-        "/failures/retry",
+        "/bulk",
         &[],
-        &format!("tier=1d&outcome=&confirm=yes&ids=2&csrf={token}"),
+        &format!("from=failures&action=retry&tier=1d&outcome=&confirm=yes&ids=2&csrf={token}"),
     );
     assert_eq!(done.code, 303);
     assert_eq!(env.with_status("SUCCESS"), 3);
@@ -569,102 +564,4 @@ fn a_password_never_reaches_a_page() {
             "{path} shows the password"
         );
     }
-}
-
-/// What a person does, in a real browser: find a failed record through the search,
-/// retry it and see it become SUCCESS with one more attempt; pause a tier from the
-/// overview and see `backlog run` refuse to tick it. Saves a screenshot of the
-/// overview to target/dashboard-overview.png.
-#[test]
-fn in_a_real_browser() {
-    let (env, _server, port) = served(Backend::Sqlite, &[]);
-    let driver_port = free_port();
-    // chromedriver leads a process group of its own, and the browser it starts is in
-    // it: the whole group goes when the test ends, failed or not.
-    let _driver = Running::spawn(std::os::unix::process::CommandExt::process_group(
-        Command::new("chromedriver")
-            .arg(format!("--port={driver_port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null()),
-        0,
-    ));
-    let _browser_group = KillGroup(_driver.id());
-    wait_for_port(driver_port);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    // fantoccini's client carries TLS it does not need here; rustls wants a provider.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let screenshot = runtime.block_on(async {
-        use fantoccini::{Client, ClientBuilder, Locator};
-        let mut caps = serde_json::Map::new();
-        caps.insert(
-            "goog:chromeOptions".into(),
-            serde_json::json!({"args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,1700"]}),
-        );
-        let browser = ClientBuilder::rustls()
-            .expect("a TLS setup")
-            .capabilities(caps)
-            .connect(&format!("http://127.0.0.1:{driver_port}"))
-            .await
-            .expect("chromedriver answers");
-        // A click returns before the next page is there: wait for what only it has.
-        async fn click(browser: &Client, what: Locator<'_>) {
-            browser.find(what).await.unwrap().click().await.unwrap();
-        }
-        async fn text_when_there(browser: &Client, what: Locator<'_>) -> String {
-            browser.wait().for_element(what).await.unwrap().text().await.unwrap()
-        }
-        async fn rows(browser: &Client) -> usize {
-            browser
-                .find_all(Locator::Css("table.attempts tbody tr"))
-                .await
-                .unwrap()
-                .len()
-        }
-        let base = format!("http://127.0.0.1:{port}");
-        browser.goto(&base).await.unwrap();
-        let search = browser.find(Locator::Css("input[name=id]")).await.unwrap();
-        search.send_keys("2").await.unwrap();
-        click(&browser, Locator::Css("form.search button")).await;
-        browser
-            .wait()
-            .for_element(Locator::Css("form[action='/record/retry']"))
-            .await
-            .unwrap();
-        assert_eq!(text_when_there(&browser, Locator::Css("h1")).await, "Record 2 ERROR");
-        assert_eq!(rows(&browser).await, 1);
-        std::fs::write(env.path("fixed"), "").unwrap();
-        click(&browser, Locator::XPath("//button[text()='Retry now']")).await;
-        let notice = text_when_there(&browser, Locator::Css(".notice")).await;
-        assert!(notice.starts_with("retried 1 record: succeeded 1"), "{notice}");
-        assert_eq!(text_when_there(&browser, Locator::Css("h1")).await, "Record 2 SUCCESS");
-        assert_eq!(rows(&browser).await, 2, "the retry's attempt is kept");
-
-        browser.goto(&base).await.unwrap();
-        click(&browser, Locator::Css("details.pause summary")).await;
-        click(&browser, Locator::Css("details.pause option[value='1d']")).await;
-        browser
-            .find(Locator::Css("details.pause input[name=reason]"))
-            .await
-            .unwrap()
-            .send_keys("partner maintenance")
-            .await
-            .unwrap();
-        click(&browser, Locator::XPath("//details//button[text()='Pause']")).await;
-        let notice = text_when_there(&browser, Locator::Css(".notice")).await;
-        assert!(notice.starts_with("Paused tier 1 (1d): paused since"), "{notice}");
-        let png = browser.screenshot().await.unwrap();
-        browser.close().await.unwrap();
-        png
-    });
-    env.backlog(&["run", "--window", "1d"])
-        .assert()
-        .success()
-        .stdout(predicates::str::contains("not ticking, paused since"))
-        .stdout(predicates::str::contains(": partner maintenance;"));
-    let target = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
-    std::fs::create_dir_all(&target).unwrap();
-    std::fs::write(target.join("dashboard-overview.png"), screenshot).unwrap();
 }

@@ -11,6 +11,8 @@ mod considerate;
 mod crontab;
 mod daemon;
 mod dashboard;
+mod dashboard_browser;
+mod dashboard_bulk;
 mod doctor;
 mod explain;
 mod filters;
