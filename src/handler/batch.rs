@@ -25,7 +25,6 @@
 //! that are no answers) is counted and logged once a batch (`bounded_lines`); stderr is
 //! logged at a bounded rate, and dropped unread when debug is off.
 
-use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::Write;
 use std::os::unix::process::CommandExt;
@@ -35,15 +34,15 @@ use std::sync::{Arc, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::batch_output::{Answers, Said, log_stderr};
+use super::batch_output::{Answer, Answers, Said, log_stderr};
 use super::batch_sent::Sent;
-use super::bounded_lines::{Junk, JunkKind, MAX_LINE, Splitter, sample, truncated};
-use super::child::{OUTPUT_GRACE, OUTPUT_TAIL};
+use super::bounded_lines::{Junk, JunkKind, MAX_LINE, Splitter, sample};
+use super::child::OUTPUT_GRACE;
 use super::command::resolve;
 use super::group::LiveGroup;
 use super::subreaper;
 use super::tree::Tree;
-use super::{Context, Ending, Handled, Handler, HandlerError, Outcome, Pipelined, Snooze};
+use super::{Context, Ending, Handled, Handler, HandlerError, Outcome, Pipelined};
 use crate::config::HandlerConfig;
 use crate::duration;
 use crate::record::{Columns, Record, Scalar};
@@ -55,16 +54,6 @@ struct Line<'a> {
     window: &'a str,
     age_seconds: Option<u64>,
     record: &'a Columns,
-}
-
-/// One answer line as the process writes it; other keys are ignored.
-#[derive(serde::Deserialize)]
-struct Answer {
-    id: Option<serde_json::Value>,
-    code: Option<serde_json::Value>,
-    message: Option<serde_json::Value>,
-    /// A failure's "not before": seconds, or an RFC 3339 time (see `Snooze`).
-    retry_after: Option<serde_json::Value>,
 }
 
 /// A running batch process.
@@ -229,11 +218,11 @@ impl BatchHandler {
             .starts_with('{')
             .then(|| serde_json::from_str::<Answer>(line).ok())
             .flatten();
-        let Some(answer) = parsed else {
+        let Some(mut answer) = parsed else {
             self.junk.note(JunkKind::NotAnswer, line.as_bytes());
             return;
         };
-        let id = match answer.id {
+        let id = match answer.id.take() {
             Some(serde_json::Value::Number(n)) => n.as_i64().map(Scalar::Int),
             Some(serde_json::Value::String(s)) => Some(Scalar::Text(s)),
             _ => None,
@@ -249,11 +238,7 @@ impl BatchHandler {
             return;
         };
         let handled = match answer.code.as_ref().and_then(serde_json::Value::as_i64) {
-            Some(code) => self.answer(
-                code,
-                answer.message.as_ref().and_then(|m| m.as_str()),
-                answer.retry_after.as_ref(),
-            ),
+            Some(code) => answer.handled(code, &self.exit_codes),
             None => Handled::new(
                 Outcome::Error,
                 format!(
@@ -289,37 +274,6 @@ impl BatchHandler {
             let _ = running.input.send(lines.into());
         }
         Ok(())
-    }
-
-    fn answer(
-        &self,
-        code: i64,
-        message: Option<&str>,
-        retry_after: Option<&serde_json::Value>,
-    ) -> Handled {
-        // A success has nothing to try again; a `retry_after` that cannot be read is
-        // no snooze (the record fails as answered, and is tried at its next slot).
-        let snooze = retry_after.filter(|_| code != 0).and_then(Snooze::of_json);
-        let detail: Cow<'static, str> = match (code, snooze) {
-            (0, _) => "code 0".into(),
-            (_, Some(snooze)) => format!("code {code}, {}", snooze.describe()).into(),
-            _ => format!("code {code}").into(),
-        };
-        let handled = match i32::try_from(code) {
-            Ok(0) => Handled::new(Outcome::Success, detail),
-            Ok(c) => match self.exit_codes.get(&c) {
-                Some(status) => Handled::new(Outcome::Status(status.clone()), detail),
-                None => Handled::new(Outcome::Error, detail),
-            },
-            Err(_) => Handled::new(Outcome::Error, detail),
-        };
-        let handled = handled
-            .with_code(code)
-            .with_output(truncated(message.unwrap_or_default(), OUTPUT_TAIL));
-        match snooze {
-            Some(snooze) => handled.snoozed(snooze),
-            None => handled,
-        }
     }
 }
 

@@ -9,8 +9,12 @@ use std::os::fd::AsRawFd;
 use std::process::{ChildStderr, ChildStdout};
 use std::time::{Duration, Instant};
 
-use super::bounded_lines::{Junk, JunkKind, Splitter};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use super::bounded_lines::{Junk, JunkKind, Splitter, truncated};
 use super::child::OUTPUT_TAIL;
+use super::{Handled, Outcome, Snooze};
 
 /// The process's stdout, read by the tick itself when it waits for answers: by then
 /// most of a batch's answers are in the pipe, and one read takes them all. A thread
@@ -80,6 +84,51 @@ impl Answers {
         self.ended = true;
         self.splitter.finish(&mut self.lines);
         Said::Read
+    }
+}
+
+/// One answer line as the process writes it; other keys are ignored.
+#[derive(serde::Deserialize)]
+pub(super) struct Answer {
+    pub(super) id: Option<serde_json::Value>,
+    pub(super) code: Option<serde_json::Value>,
+    message: Option<serde_json::Value>,
+    /// A failure's "not before": seconds, or an RFC 3339 time (see `Snooze`).
+    retry_after: Option<serde_json::Value>,
+}
+
+impl Answer {
+    /// What the answer says of its record, its `code` read: success for 0, a status
+    /// of `exit_codes`, or an error; a failure's `retry_after` snoozes it.
+    pub(super) fn handled(&self, code: i64, exit_codes: &BTreeMap<i32, String>) -> Handled {
+        // A success has nothing to try again; a `retry_after` that cannot be read is
+        // no snooze (the record fails as answered, and is tried at its next slot).
+        let snooze = self
+            .retry_after
+            .as_ref()
+            .filter(|_| code != 0)
+            .and_then(Snooze::of_json);
+        let detail: Cow<'static, str> = match (code, snooze) {
+            (0, _) => "code 0".into(),
+            (_, Some(snooze)) => format!("code {code}, {}", snooze.describe()).into(),
+            _ => format!("code {code}").into(),
+        };
+        let handled = match i32::try_from(code) {
+            Ok(0) => Handled::new(Outcome::Success, detail),
+            Ok(c) => match exit_codes.get(&c) {
+                Some(status) => Handled::new(Outcome::Status(status.clone()), detail),
+                None => Handled::new(Outcome::Error, detail),
+            },
+            Err(_) => Handled::new(Outcome::Error, detail),
+        };
+        let message = self.message.as_ref().and_then(|m| m.as_str());
+        let handled = handled
+            .with_code(code)
+            .with_output(truncated(message.unwrap_or_default(), OUTPUT_TAIL));
+        match snooze {
+            Some(snooze) => handled.snoozed(snooze),
+            None => handled,
+        }
     }
 }
 
