@@ -218,12 +218,14 @@ fn act(
             tier: None,
             history,
         };
+        // A group is a chunk: written once its records are settled (a retry's, each
+        // as it ends), not one by one.
         let mut marks = Marks::new(
             table,
             plan,
             Some(action.chunk),
             action.chunk,
-            Duration::ZERO,
+            Duration::from_secs(1),
             &keep,
         );
         let mut stopped = None;
