@@ -162,74 +162,98 @@ fn filtered(
                     .is_some_and(|t| t >= b.from && (t < b.to || (b.to_inclusive && t == b.to)))
             })
     };
-    let mut records: Vec<Record> = Vec::new();
     if filter.outcome.is_some() || filter.error_contains.is_some() {
-        // Matched here, not by the database: every database folds the case of
-        // non-ASCII text its own way (SQLite's LOWER only ASCII's).
-        let text = filter.error_contains.as_deref().map(str::to_lowercase);
-        let holds = |a: &crate::store::Attempt| {
-            text.as_deref().is_none_or(|t| {
-                a.detail.to_lowercase().contains(t) || a.output.to_lowercase().contains(t)
-            })
-        };
-        let mut seen = std::collections::HashSet::new();
-        let mut query = AttemptQuery {
-            outcomes: filter.outcome.iter().cloned().collect(),
-            limit: ATTEMPTS_PAGE,
-            ..AttemptQuery::default()
-        };
-        while records.len() < filter.limit && query.offset < ATTEMPTS_READ {
-            let attempts = store.attempts(&query).map_err(&store_err)?;
-            let read = attempts.len();
-            for a in attempts.into_iter().filter(|a| holds(a)) {
-                if records.len() >= filter.limit {
-                    break;
-                }
-                if !seen.insert(a.record_id.clone()) {
-                    continue;
-                }
-                if let Some(r) = store.find(&a.record_id).map_err(&store_err)?
-                    && keep(&r)
-                {
-                    records.push(r);
-                }
-            }
-            if read < ATTEMPTS_PAGE {
-                break;
-            }
-            query.offset += ATTEMPTS_PAGE;
-        }
-        return Ok(records);
+        return from_attempts(store, filter, &keep);
     }
     if let Some(span) = &band {
-        let format = store.inspect().map_err(&store_err)?;
-        let query = BandQuery {
-            from: format.encode(span.from),
-            to: format.encode(span.to),
-            to_inclusive: span.to_inclusive,
-            take_tried: true,
-            clock: filter.now,
-            wants_all: true,
-        };
-        let mut after: Option<Cursor> = None;
-        while records.len() < filter.limit {
-            let page = store
-                .select(&query, after.as_ref(), 1_000)
-                .map_err(&store_err)?;
-            let Some(last) = page.last() else {
-                break;
-            };
-            after = Some(Cursor::after(last));
-            let full = page.len() == 1_000;
-            records.extend(page.into_iter().filter(|r| keep(r)));
-            if !full {
-                break;
-            }
-        }
-        records.truncate(filter.limit);
-        return Ok(records);
+        return from_band(store, filter, span, &keep);
     }
     store
         .oldest_of(&statuses, filter.before, filter.limit)
         .map_err(&store_err)
+}
+
+/// The records of the newest failed attempts of `filter`'s outcome and text that
+/// `keep` keeps, newest first.
+fn from_attempts(
+    store: &mut dyn Store,
+    filter: &Filter,
+    keep: &dyn Fn(&Record) -> bool,
+) -> Result<Vec<Record>, Error> {
+    let store_err = Error::store(store.describe());
+    let mut records: Vec<Record> = Vec::new();
+    // Matched here, not by the database: every database folds the case of
+    // non-ASCII text its own way (SQLite's LOWER only ASCII's).
+    let text = filter.error_contains.as_deref().map(str::to_lowercase);
+    let holds = |a: &crate::store::Attempt| {
+        text.as_deref().is_none_or(|t| {
+            a.detail.to_lowercase().contains(t) || a.output.to_lowercase().contains(t)
+        })
+    };
+    let mut seen = std::collections::HashSet::new();
+    let mut query = AttemptQuery {
+        outcomes: filter.outcome.iter().cloned().collect(),
+        limit: ATTEMPTS_PAGE,
+        ..AttemptQuery::default()
+    };
+    while records.len() < filter.limit && query.offset < ATTEMPTS_READ {
+        let attempts = store.attempts(&query).map_err(&store_err)?;
+        let read = attempts.len();
+        for a in attempts.into_iter().filter(|a| holds(a)) {
+            if records.len() >= filter.limit {
+                break;
+            }
+            if !seen.insert(a.record_id.clone()) {
+                continue;
+            }
+            if let Some(r) = store.find(&a.record_id).map_err(&store_err)?
+                && keep(&r)
+            {
+                records.push(r);
+            }
+        }
+        if read < ATTEMPTS_PAGE {
+            break;
+        }
+        query.offset += ATTEMPTS_PAGE;
+    }
+    Ok(records)
+}
+
+/// The records of a tier's band now that `keep` keeps, newest first, as a tick reads
+/// them.
+fn from_band(
+    store: &mut dyn Store,
+    filter: &Filter,
+    span: &crate::schedule::Span,
+    keep: &dyn Fn(&Record) -> bool,
+) -> Result<Vec<Record>, Error> {
+    let store_err = Error::store(store.describe());
+    let mut records: Vec<Record> = Vec::new();
+    let format = store.inspect().map_err(&store_err)?;
+    let query = BandQuery {
+        from: format.encode(span.from),
+        to: format.encode(span.to),
+        to_inclusive: span.to_inclusive,
+        take_tried: true,
+        clock: filter.now,
+        wants_all: true,
+    };
+    let mut after: Option<Cursor> = None;
+    while records.len() < filter.limit {
+        let page = store
+            .select(&query, after.as_ref(), 1_000)
+            .map_err(&store_err)?;
+        let Some(last) = page.last() else {
+            break;
+        };
+        after = Some(Cursor::after(last));
+        let full = page.len() == 1_000;
+        records.extend(page.into_iter().filter(|r| keep(r)));
+        if !full {
+            break;
+        }
+    }
+    records.truncate(filter.limit);
+    Ok(records)
 }

@@ -81,6 +81,7 @@ mod connection;
 mod dialect;
 mod pages;
 mod runs;
+mod scan;
 mod schema;
 mod statements;
 

@@ -46,6 +46,7 @@ mod dialect;
 mod holds;
 mod pages;
 mod runs;
+mod scan;
 mod schema;
 
 use holds::SqliteHeartbeat;
