@@ -142,8 +142,7 @@ pub fn run_retry(
                 source,
             }
         })?;
-    let mut opts = TickOptions::for_config(config, Duration::ZERO, now);
-    opts.stop = stop;
+    let opts = action_options(config, now, stop);
     crate::tick::retry_records(
         &config.table,
         store,
@@ -152,6 +151,18 @@ pub fn run_retry(
         &opts,
         &mut |_| {},
     )
+}
+
+/// The options of a person's action on records: the file's, at `now`, outside any
+/// tier (window 0), ended early once `stop` is set.
+fn action_options(
+    config: &Config,
+    now: DateTime<Utc>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> TickOptions {
+    let mut opts = TickOptions::for_config(config, Duration::ZERO, now);
+    opts.stop = stop;
+    opts
 }
 
 /// Snoozes the planned records until `until`: they stay pending, and no tick takes
@@ -164,8 +175,7 @@ pub fn snooze(
     now: DateTime<Utc>,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> Result<RetrySummary, Error> {
-    let mut opts = TickOptions::for_config(config, Duration::ZERO, now);
-    opts.stop = stop;
+    let opts = action_options(config, now, stop);
     crate::tick::snooze_records(&config.table, store, records, until, &whoami(), &opts)
 }
 
@@ -179,8 +189,7 @@ pub fn give_up(
     now: DateTime<Utc>,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> Result<RetrySummary, Error> {
-    let mut opts = TickOptions::for_config(config, Duration::ZERO, now);
-    opts.stop = stop;
+    let opts = action_options(config, now, stop);
     crate::tick::give_up_records(&config.table, store, records, why, &opts)
 }
 

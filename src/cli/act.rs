@@ -126,6 +126,7 @@ pub fn snooze(args: &SnoozeArgs) -> Result<(), Error> {
         &config,
         &args.select,
         &args.act,
+        now,
         Action {
             verb: "snooze",
             noun: "snooze",
@@ -167,6 +168,7 @@ pub fn give_up(args: &GiveUpArgs) -> Result<(), Error> {
         &config,
         &args.select,
         &args.act,
+        now,
         Action {
             verb: "give up",
             noun: "give-up",
@@ -187,9 +189,9 @@ fn act(
     config: &Config,
     select: &SelectArgs,
     args: &ActArgs,
+    now: DateTime<Utc>,
     action: Action<'_>,
 ) -> Result<(), Error> {
-    let now = args.now.unwrap_or_else(Utc::now);
     let mut store = inspected(config)?;
     let selection = select.selection(now, &args.schedule)?;
     let RetryPlan { records, refused } =

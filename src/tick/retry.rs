@@ -116,7 +116,7 @@ pub fn snooze_records(
     let detail = format!("snoozed by {by}");
     let action = Action {
         bands: "snooze",
-        chunk: SNOOZE_GROUP,
+        chunk: ACTION_GROUP,
         handle: &mut |record, _| {
             Ok(
                 Handled::new(Outcome::Status(record.status.to_string()), detail.clone())
@@ -145,7 +145,7 @@ pub fn give_up_records(
     };
     let action = Action {
         bands: "give-up",
-        chunk: SNOOZE_GROUP,
+        chunk: ACTION_GROUP,
         handle: &mut |_, _| {
             Ok(
                 Handled::new(Outcome::Status(given_up.clone()), why.to_string())
@@ -156,8 +156,8 @@ pub fn give_up_records(
     act(table, store, records, opts, action, &mut |_| {})
 }
 
-/// How many records a snooze holds and marks at once.
-const SNOOZE_GROUP: usize = 500;
+/// How many records a snooze or a give-up holds and marks at once.
+const ACTION_GROUP: usize = 500;
 
 /// What a person's action does with each record it holds.
 struct Action<'a> {
