@@ -21,6 +21,7 @@ mod columns;
 mod error;
 mod failures;
 mod fault;
+mod holds;
 mod in_flight;
 #[cfg(feature = "mysql")]
 mod mysql;
@@ -28,6 +29,7 @@ mod own;
 mod pauses;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod reads;
 mod runs;
 mod samples;
 mod sql;
@@ -46,6 +48,7 @@ pub use attempts::{ACTIONS, Attempt, AttemptQuery, GIVEN_UP, SNOOZED};
 pub use band::{BandQuery, Cursor, Page, Range};
 pub use error::StoreError;
 pub use fault::Fault;
+pub use holds::{Heartbeat, Held, Holds, Mark, MarkWriter};
 pub use in_flight::{ClaimRow, InFlight, SpanRow};
 #[cfg(feature = "mysql")]
 pub use mysql::MysqlStore;
@@ -54,6 +57,8 @@ use own::write_with_marks;
 pub use pauses::Pause;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
+use reads::SCAN_PAGE;
+pub use reads::{InsertedAtScan, QueryPlan, Reads, Survey};
 pub use runs::{RunEnd, RunRow, RunStart};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
@@ -102,69 +107,8 @@ fn group_marks(
     groups
 }
 
-/// How the database runs a band query, for `backlog doctor`.
-#[derive(Debug, Clone)]
-pub struct QueryPlan {
-    /// The plan reads an index range on the inserted-at column.
-    pub uses_index: bool,
-    /// The plan as the database prints it.
-    pub detail: String,
-    /// The statement that would give the band query an index, when it has none.
-    pub create_index: Option<String>,
-}
-
-/// Distinct inserted-at values `scan_inserted_at` reads a page at a time.
-const SCAN_PAGE: usize = 10_000;
-
-/// What a scan of the inserted-at column found.
-#[derive(Debug, Clone, Default)]
-pub struct InsertedAtScan {
-    /// Distinct values read.
-    pub read: usize,
-    /// Whether it read the whole column (else it stopped at its time budget).
-    pub complete: bool,
-    /// The values that cannot be read, or carry another UTC offset, in column order.
-    pub bad: Vec<String>,
-}
-
-/// A new status for a record, written once its handler returned.
-#[derive(Debug, Clone)]
-pub struct Mark {
-    /// The record's id.
-    pub id: Scalar,
-    /// Shared by the marks of a status (a tick writes few distinct ones).
-    pub status: std::sync::Arc<str>,
-    /// When the record was handled (the tick's clock): written to `[retry]`'s `since`
-    /// column, when the table has one.
-    pub at: DateTime<Utc>,
-    /// For a record that failed and stays pending: no tick whose clock is before this
-    /// time (the end of its tier's slot, by the tick's clock) takes it again, so a
-    /// failing counterpart sees one try per slot whatever the number of runners.
-    pub keep_until: Option<DateTime<Utc>>,
-    /// The attempt to keep in `backlog_attempts` with the mark (in its transaction),
-    /// when `[history]` keeps this one.
-    pub attempt: Option<Box<Attempt>>,
-    /// The mark ends a try (its handler ran): only a try counts in `[retry]`'s count
-    /// and time columns, not a person's snooze or giving up.
-    pub tried: bool,
-    /// The record's failures in a row once this mark is written, where they are
-    /// counted (`table.give_up_after`): kept in `backlog_failures`, 0 removing its row;
-    /// none leaves the count as it is.
-    pub failures: Option<u32>,
-}
-
-/// Who holds a record, and until when.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Held {
-    /// The tick that holds it (host/pid/…); none when it is kept after a failure, so
-    /// no tick takes it before the schedule's next try.
-    pub owner: Option<String>,
-    /// When the hold runs out, unless renewed.
-    pub until: DateTime<Utc>,
-}
-
 /// A backend holding the backlog table and the tool's own tables.
-pub trait Store {
+pub trait Store: Reads + Survey + Holds {
     /// The database, for messages (never with a password).
     fn describe(&self) -> String;
 
@@ -174,66 +118,6 @@ pub trait Store {
 
     /// Creates the tool's own tables (run log, claims) if they are missing.
     fn ensure_own_tables(&mut self) -> Result<(), StoreError>;
-
-    /// Up to `limit` pending records of the band, newest first, after `after`.
-    fn select(
-        &mut self,
-        band: &BandQuery,
-        after: Option<&Cursor>,
-        limit: usize,
-    ) -> Result<Vec<Record>, StoreError>;
-
-    /// Reads the next page of the band, like `select`, and holds for `owner` until
-    /// `lease_until` the records it wants that are still pending and that no live tick
-    /// holds, atomically: a record another tick marked or holds in the meantime is
-    /// skipped, never handed over twice at once.
-    fn take(
-        &mut self,
-        owner: &str,
-        band: &BandQuery,
-        after: Option<&Cursor>,
-        limit: usize,
-        lease_until: DateTime<Utc>,
-        wanted: &dyn Fn(&Record) -> bool,
-    ) -> Result<Page, StoreError>;
-
-    /// Writes the statuses, in one transaction, of the records the owner still holds;
-    /// the records are no longer the owner's to hand over (a backend may keep holding
-    /// them until `release`). Returns the places in `marks` of those it no longer held
-    /// (its hold lapsed and another tick may have them): not written, they are lost.
-    fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<Vec<usize>, StoreError>;
-
-    /// How many marks a tick writes per transaction, at most, unless told otherwise;
-    /// asked again after each group, so a backend may size the next by what the last
-    /// cost (SQLite's grow on a table whose rows are scattered).
-    fn mark_group(&self) -> usize {
-        1000
-    }
-
-    /// A writer of this store's marks on a connection of its own, for a tick to write
-    /// a group while it takes the next pages: on a server, the marks are the largest
-    /// part of a tick's time, and the server can write one group while it reads the
-    /// next. None where the tick writes them itself (SQLite has one writer at a time).
-    fn mark_writer(&mut self) -> Result<Option<Box<dyn MarkWriter>>, StoreError> {
-        Ok(None)
-    }
-
-    /// Lets go of everything the owner still holds: the tick is over.
-    fn release(&mut self, owner: &str) -> Result<(), StoreError>;
-
-    /// How many records of the band, still pending, another tick than `owner` holds
-    /// now, or are kept after a failure from ticks like this one: counted as skipped
-    /// once, as a tick begins, by a backend whose pages for `band` step over them
-    /// unread (PostgreSQL's, locking only the rows no other tick holds, for a tick that
-    /// wants every record). None where the pages read them and count them there. (A
-    /// hold that runs out during the tick may see its record counted and then taken.)
-    fn held_by_others(
-        &mut self,
-        _owner: &str,
-        _band: &BandQuery,
-    ) -> Result<Option<u64>, StoreError> {
-        Ok(None)
-    }
 
     /// The clock (`now`) of the last tick of `window` on this table that did not fail,
     /// from the run log; none if it never ran.
@@ -245,23 +129,11 @@ pub trait Store {
         runs::last_tick(own.sql, &own.prefix, own.table, window)
     }
 
-    /// The number of records of each status whose inserted-at value is in `range`.
-    fn count_by_status(&mut self, range: &Range) -> Result<Vec<(String, u64)>, StoreError>;
-
     /// The pending record with the oldest inserted-at value.
     fn oldest_pending(&mut self) -> Result<Option<Record>, StoreError> {
         let pending = self.table().pending.clone();
         Ok(self.oldest_of(&pending, None, 1)?.pop())
     }
-
-    /// Up to `limit` records of these statuses, oldest first, inserted before `before`
-    /// if given (after `inspect`).
-    fn oldest_of(
-        &mut self,
-        statuses: &[String],
-        before: Option<DateTime<Utc>>,
-        limit: usize,
-    ) -> Result<Vec<Record>, StoreError>;
 
     /// The table the store was opened on, as the schedule file describes it.
     fn table(&self) -> &TableConfig;
@@ -273,12 +145,6 @@ pub trait Store {
     fn clock(&mut self) -> Result<DateTime<Utc>, StoreError> {
         Ok(Utc::now())
     }
-
-    /// The record with this id (given as text, as a user types it).
-    fn find(&mut self, id: &str) -> Result<Option<Record>, StoreError>;
-
-    /// How the database runs the band query (after `inspect`).
-    fn band_plan(&mut self) -> Result<QueryPlan, StoreError>;
 
     /// Reads the inserted-at column's distinct values in order, a page at a time, until
     /// its end or `budget` has passed, and returns what it read and the values the
@@ -308,14 +174,6 @@ pub trait Store {
             after = values.last().cloned();
         }
     }
-
-    /// Up to `limit` distinct non-NULL inserted-at values above `after`, in the column's
-    /// order (an index range when the column has an index).
-    fn inserted_at_page(
-        &mut self,
-        after: Option<&Scalar>,
-        limit: usize,
-    ) -> Result<Vec<Scalar>, StoreError>;
 
     /// The clock of the first tick on this table the run log holds; none if none ran.
     fn first_tick(&mut self) -> Result<Option<DateTime<Utc>>, StoreError> {
@@ -347,48 +205,10 @@ pub trait Store {
         })
     }
 
-    /// A handle, on a connection of its own, that extends the owner's leases while the
-    /// tick's own connection waits on a handler.
-    fn heartbeat(&self, owner: &str, run_id: i64) -> Result<Box<dyn Heartbeat>, StoreError>;
-
-    /// Holds for `owner`, until `lease_until`, those of `records` that are still
-    /// pending and that no live tick holds, and returns them (`backlog retry`). A
-    /// failure kept from the ticks until its slot ends is taken all the same: a
-    /// person asked for it.
-    fn take_records(
-        &mut self,
-        owner: &str,
-        records: Vec<Record>,
-        lease_until: DateTime<Utc>,
-    ) -> Result<Vec<Record>, StoreError>;
-
-    /// Who holds a record now, if anyone: a tick, or the keep of a failure until its
-    /// slot ends.
-    fn holder(&mut self, record: &Record) -> Result<Option<Held>, StoreError>;
-
-    /// How many records live ticks hold now, and how many failures are kept from the
-    /// ticks until their slot ends.
-    fn held_counts(&mut self) -> Result<(u64, u64), StoreError>;
-
     /// The tool's own tables, for what every backend does alike (see [`Own`]); its
     /// `exists` says whether the tool's table `table` is there.
     #[doc(hidden)]
     fn own(&mut self, table: &str) -> Result<Own<'_>, StoreError>;
-}
-
-/// Writes a tick's marks on a connection of its own, on another thread, while the
-/// tick goes on taking pages on its store's (see `Store::mark_writer`).
-pub trait MarkWriter: Send {
-    /// As `Store::mark`.
-    fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<Vec<usize>, StoreError>;
-}
-
-/// Extends a tick's claims from another thread.
-pub trait Heartbeat: Send {
-    /// Extends the owner's live holds to `lease_until`. A hold that already ran out is
-    /// not brought back (another tick may have taken its records since):
-    /// `StoreError::HoldLapsed` says so.
-    fn beat(&mut self, lease_until: DateTime<Utc>) -> Result<(), StoreError>;
 }
 
 /// Opens the store a schedule file names.

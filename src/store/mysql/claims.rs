@@ -5,16 +5,17 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+use mysql::Value as My;
 use mysql::prelude::Queryable;
-use mysql::{TxOpts, Value as My};
 
 use super::connection::placeholders;
 use super::connection::{Failed, transaction};
+use super::heartbeat::MysqlHeartbeat;
 use super::*;
 use crate::store::{KEPT_OWNER, group_marks};
 
 /// Microseconds from now to `until`, for a lease measured on the database's clock.
-fn lease_us(until: DateTime<Utc>) -> i64 {
+pub(super) fn lease_us(until: DateTime<Utc>) -> i64 {
     (until - Utc::now())
         .num_microseconds()
         .unwrap_or(i64::MAX)
@@ -88,12 +89,53 @@ impl MysqlStore {
             claim_in(tx, plan, ids)
         })
     }
+}
 
-    pub(super) fn write_marks(
+impl Holds for MysqlStore {
+    /// Takes a page for `owner`: reads it and claims the records `wanted` in one
+    /// transaction. Where the page is one query (through the inserted-at index) and
+    /// the tick wants every record, it locks its rows as it reads them, skipping those another runner's transaction
+    /// holds (`FOR UPDATE SKIP LOCKED`): runners reading the band at the same moment
+    /// get pages of their own instead of all reading one and all but one finding it
+    /// claimed. (One status at a time, merged, the page is read, then its rows locked
+    /// as they are claimed: a locking read cannot be one branch of a union everywhere.)
+    fn take(
         &mut self,
         owner: &str,
-        marks: &[Mark],
-    ) -> Result<Vec<usize>, StoreError> {
+        band: &BandQuery,
+        after: Option<&Cursor>,
+        limit: usize,
+        lease_until: DateTime<Utc>,
+        wanted: &dyn Fn(&Record) -> bool,
+    ) -> Result<Page, StoreError> {
+        let plan = self.claim_plan(owner, lease_until, band.take_tried, band.clock);
+        let (mut sql, params) = self.page(band, after, limit);
+        // Locked as read only for a tick that wants every record: a row locked and not
+        // wanted would be skipped by a tick that wants it (another tier's, a
+        // `--retry-failed` run) and missed for its slot.
+        if band.wants_all && !self.pages_by_status() {
+            sql.push_str(" FOR UPDATE SKIP LOCKED");
+        }
+        let shape = self
+            .shape
+            .as_ref()
+            .expect("inspect() runs before any query");
+        let format = self.format.expect("inspect() runs before any query");
+        let (read, ours) = connection::transaction(&mut self.conn, "claiming records", |tx| {
+            let rows: Vec<mysql::Row> = tx.exec(&sql, params.clone())?;
+            let read = super::pages::records_of(shape, format, rows);
+            let ids: Vec<&Scalar> = read.iter().filter(|r| wanted(r)).map(|r| &r.id).collect();
+            let ours = super::claims::claim_in(tx, &plan, &ids)?;
+            Ok((read, ours))
+        })?;
+        Ok(Page::sorted(
+            read,
+            |_, r| ours.contains(&r.id.to_string()),
+            wanted,
+        ))
+    }
+
+    fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<Vec<usize>, StoreError> {
         // The rows first, then the claims: a runner that claims a record locks its row
         // before it reads the claim, so once the rows are ours the claims read below
         // show any takeover, and none can happen until we commit. Then one UPDATE per
@@ -226,7 +268,66 @@ impl MysqlStore {
         })
     }
 
-    pub(super) fn count_held(&mut self) -> Result<(u64, u64), StoreError> {
+    /// None where no index starts with the id: the marks' lock would scan the table,
+    /// and, read beside it, pages would skip what it scanned (see `Shape::by_id`).
+    fn mark_writer(&mut self) -> Result<Option<Box<dyn MarkWriter>>, StoreError> {
+        if !self.shape().id_indexed {
+            return Ok(None);
+        }
+        let mut writer = MysqlStore::open(
+            &self.url,
+            &self.own_database,
+            self.lock_wait,
+            self.table.clone(),
+        )?;
+        // What the tick's store read of the table, not read again: sampling a text
+        // timestamp column without an index scans the table.
+        writer.shape = self.shape.clone();
+        writer.format = self.format;
+        writer.since_format = self.since_format;
+        writer.max_per_record = self.max_per_record;
+        Ok(Some(Box::new(writer)))
+    }
+
+    fn release(&mut self, owner: &str) -> Result<(), StoreError> {
+        retrying("releasing claims", || {
+            crate::store::claims::release(self.own("backlog_claims")?, owner)
+        })
+    }
+
+    fn heartbeat(&self, owner: &str, run_id: i64) -> Result<Box<dyn Heartbeat>, StoreError> {
+        Ok(Box::new(MysqlHeartbeat {
+            conn: connect(&self.url, self.lock_wait)?,
+            url: self.url.clone(),
+            lock_wait: self.lock_wait,
+            claims: self.own_table("backlog_claims"),
+            runs: self.own_table("backlog_runs"),
+            owner: owner.to_string(),
+            run_id,
+        }))
+    }
+
+    fn take_records(
+        &mut self,
+        owner: &str,
+        records: Vec<Record>,
+        lease_until: DateTime<Utc>,
+    ) -> Result<Vec<Record>, StoreError> {
+        // A failure kept until its slot ends is taken: a person asked for it.
+        let ids: Vec<&Scalar> = records.iter().map(|r| &r.id).collect();
+        let plan = self.claim_plan(owner, lease_until, true, Utc::now());
+        let claimed = self.claim(&plan, &ids)?;
+        Ok(records
+            .into_iter()
+            .filter(|r| claimed.contains(&r.id.to_string()))
+            .collect())
+    }
+
+    fn holder(&mut self, record: &Record) -> Result<Option<Held>, StoreError> {
+        crate::store::claims::holder(self.own("backlog_claims")?, &record.id.to_string())
+    }
+
+    fn held_counts(&mut self) -> Result<(u64, u64), StoreError> {
         if !self.has_table("backlog_claims")? {
             return Ok((0, 0));
         }
@@ -275,51 +376,6 @@ impl MysqlStore {
             still_pending += n.unwrap_or(0);
         }
         Ok((held.unwrap_or(0).max(0) as u64, still_pending.max(0) as u64))
-    }
-}
-
-pub(super) struct MysqlHeartbeat {
-    pub(super) conn: Conn,
-    pub(super) url: MysqlUrl,
-    pub(super) lock_wait: std::time::Duration,
-    pub(super) claims: String,
-    pub(super) runs: String,
-    pub(super) owner: String,
-    pub(super) run_id: i64,
-}
-
-impl Heartbeat for MysqlHeartbeat {
-    /// Renews the claims; a connection the server dropped (a restart, a failover) is
-    /// opened again, since the claims outlive it in their table.
-    fn beat(&mut self, lease_until: DateTime<Utc>) -> Result<(), StoreError> {
-        if self.conn.ping().is_err() {
-            self.conn = super::connect(&self.url, self.lock_wait)?;
-        }
-        // Not tried again on a deadlock or a lock wait: the next beat, a quarter lease
-        // later, is the retry. Retried here, a beat could wait out several lock waits
-        // and renew claims that had run out meanwhile, as if nothing had happened.
-        let context = "renewing claims";
-        let mut tx = self
-            .conn
-            .start_transaction(TxOpts::default())
-            .map_err(my(context))?;
-        tx.exec_drop(
-            format!(
-                "UPDATE {} SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND WHERE owner = ?",
-                self.claims
-            ),
-            (lease_us(lease_until), &self.owner),
-        )
-        .map_err(my(context))?;
-        tx.exec_drop(
-            format!(
-                "UPDATE {} SET heartbeat_at = UTC_TIMESTAMP(6) WHERE id = ?",
-                self.runs
-            ),
-            (self.run_id,),
-        )
-        .map_err(my(context))?;
-        tx.commit().map_err(my(context))
     }
 }
 

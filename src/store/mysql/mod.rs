@@ -18,11 +18,11 @@
 //!
 //! Parts: `connection` (TLS, errors, the shared statements' placeholders), `schema`
 //! (the tool's tables, the user's table and its columns), `samples` (a timestamp
-//! column's format), `values` (MySQL's values as
-//! records and bounds), `pages` (the band's pages and the other reads), `claims`
-//! (claims, marks, kept failures, the heartbeat); here, the store itself, whose
-//! `Store` methods call them (the run log is opened as on every server,
-//! `store::claims::open_run`).
+//! column's format), `values` (MySQL's values as records and bounds), `pages` (the
+//! band's pages and records: `Reads`), `survey` (counts, the band's plan, the
+//! inserted-at values: `Survey`), `claims` (pages taken, claims, marks, kept failures,
+//! the heartbeat: `Holds`); here, the store itself (the run log is opened as on every
+//! server, `store::claims::open_run`).
 
 use std::sync::Arc;
 
@@ -31,8 +31,8 @@ use mysql::Conn;
 use mysql::prelude::Queryable;
 
 use super::{
-    BandQuery, Cursor, Heartbeat, Mark, MarkWriter, Page, QueryPlan, Range, RunStart, Store,
-    StoreError,
+    BandQuery, Cursor, Heartbeat, Held, Holds, Mark, MarkWriter, Page, QueryPlan, Range, Reads,
+    RunStart, Store, StoreError, Survey,
 };
 use crate::config::{MysqlUrl, TableConfig};
 use crate::record::{Record, Scalar};
@@ -40,13 +40,14 @@ use crate::timestamp::TimestampFormat;
 
 mod claims;
 mod connection;
+mod heartbeat;
 mod pages;
 mod samples;
 mod schema;
+mod survey;
 mod values;
 
 use super::fault::retrying;
-use claims::MysqlHeartbeat;
 use connection::{connect, my};
 use values::IdKind;
 
@@ -169,7 +170,7 @@ impl MysqlStore {
 
 impl MarkWriter for MysqlStore {
     fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<Vec<usize>, StoreError> {
-        self.write_marks(owner, marks)
+        Holds::mark(self, owner, marks)
     }
 }
 
@@ -186,117 +187,12 @@ impl Store for MysqlStore {
         self.create_own_tables()
     }
 
-    fn select(
-        &mut self,
-        band: &BandQuery,
-        after: Option<&Cursor>,
-        limit: usize,
-    ) -> Result<Vec<Record>, StoreError> {
-        self.select_page(band, after, limit)
-    }
-
-    fn take(
-        &mut self,
-        owner: &str,
-        band: &BandQuery,
-        after: Option<&Cursor>,
-        limit: usize,
-        lease_until: DateTime<Utc>,
-        wanted: &dyn Fn(&Record) -> bool,
-    ) -> Result<Page, StoreError> {
-        self.take_page(owner, band, after, limit, lease_until, wanted)
-    }
-
-    fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<Vec<usize>, StoreError> {
-        self.write_marks(owner, marks)
-    }
-
-    fn release(&mut self, owner: &str) -> Result<(), StoreError> {
-        retrying("releasing claims", || {
-            crate::store::claims::release(self.own("backlog_claims")?, owner)
-        })
-    }
-
-    /// None where no index starts with the id: the marks' lock would scan the table,
-    /// and, read beside it, pages would skip what it scanned (see `Shape::by_id`).
-    fn mark_writer(&mut self) -> Result<Option<Box<dyn MarkWriter>>, StoreError> {
-        if !self.shape().id_indexed {
-            return Ok(None);
-        }
-        let mut writer = MysqlStore::open(
-            &self.url,
-            &self.own_database,
-            self.lock_wait,
-            self.table.clone(),
-        )?;
-        // What the tick's store read of the table, not read again: sampling a text
-        // timestamp column without an index scans the table.
-        writer.shape = self.shape.clone();
-        writer.format = self.format;
-        writer.since_format = self.since_format;
-        writer.max_per_record = self.max_per_record;
-        Ok(Some(Box::new(writer)))
-    }
-
-    fn count_by_status(&mut self, range: &Range) -> Result<Vec<(String, u64)>, StoreError> {
-        self.count_statuses(range)
-    }
-
-    fn oldest_of(
-        &mut self,
-        statuses: &[String],
-        before: Option<DateTime<Utc>>,
-        limit: usize,
-    ) -> Result<Vec<Record>, StoreError> {
-        self.read_oldest(statuses, before, limit)
-    }
-
-    fn find(&mut self, id: &str) -> Result<Option<Record>, StoreError> {
-        self.find_record(id)
-    }
-
-    fn band_plan(&mut self) -> Result<QueryPlan, StoreError> {
-        self.plan_band()
-    }
-
-    fn inserted_at_page(
-        &mut self,
-        after: Option<&Scalar>,
-        limit: usize,
-    ) -> Result<Vec<Scalar>, StoreError> {
-        self.read_inserted_at(after, limit)
-    }
-
     fn begin_run(&mut self, run: &RunStart) -> Result<i64, StoreError> {
         self.max_per_record = run.history.max_per_record;
         let (prefix, table) = (self.prefix.clone(), self.table.name.clone());
         retrying("writing the run log", || {
             crate::store::claims::open_run(&mut self.conn, &prefix, &table, run)
         })
-    }
-
-    fn take_records(
-        &mut self,
-        owner: &str,
-        records: Vec<Record>,
-        lease_until: DateTime<Utc>,
-    ) -> Result<Vec<Record>, StoreError> {
-        // A failure kept until its slot ends is taken: a person asked for it.
-        let ids: Vec<&Scalar> = records.iter().map(|r| &r.id).collect();
-        let plan = self.claim_plan(owner, lease_until, true, Utc::now());
-        let claimed = self.claim(&plan, &ids)?;
-        Ok(records
-            .into_iter()
-            .filter(|r| claimed.contains(&r.id.to_string()))
-            .collect())
-    }
-
-    fn holder(&mut self, record: &Record) -> Result<Option<super::Held>, StoreError> {
-        crate::store::claims::holder(self.own("backlog_claims")?, &record.id.to_string())
-    }
-
-    fn held_counts(&mut self) -> Result<(u64, u64), StoreError> {
-        self.count_held()
     }
 
     fn clock(&mut self) -> Result<DateTime<Utc>, StoreError> {
@@ -322,17 +218,5 @@ impl Store for MysqlStore {
             table: &self.table.name,
             exists,
         })
-    }
-
-    fn heartbeat(&self, owner: &str, run_id: i64) -> Result<Box<dyn Heartbeat>, StoreError> {
-        Ok(Box::new(MysqlHeartbeat {
-            conn: connect(&self.url, self.lock_wait)?,
-            url: self.url.clone(),
-            lock_wait: self.lock_wait,
-            claims: self.own_table("backlog_claims"),
-            runs: self.own_table("backlog_runs"),
-            owner: owner.to_string(),
-            run_id,
-        }))
     }
 }

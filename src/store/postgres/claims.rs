@@ -160,44 +160,140 @@ impl PostgresStore {
             .filter(|r| claimed.contains(&r.id.to_string()))
             .collect())
     }
-
-    pub(super) fn count_held(&mut self) -> Result<(u64, u64), StoreError> {
-        if !self.has_run_log()? {
-            return Ok((0, 0));
-        }
-        // Kept failures count while their record is still pending (one retried since
-        // is not).
-        let p = self.prepared();
-        let sql = format!(
-            "SELECT count(*) FILTER (WHERE c.owner <> $2),
-                    count(*) FILTER (WHERE c.owner = $2 AND EXISTS (
-                        SELECT 1 FROM {table} t WHERE t.{idq} = c.record_id::{idt}
-                        AND t.{st} = ANY ($3::text[]::{stt}[])))
-             FROM {claims} c WHERE c.table_name = $1 AND c.expires_at > now()",
-            claims = self.own_table("backlog_claims"),
-            table = p.table,
-            idq = p.id.quoted,
-            idt = p.id.sql_type,
-            st = p.status.quoted,
-            stt = p.status.sql_type,
-        );
-        let pending = self.table.pending.clone();
-        let row = self
-            .client
-            .query_one(&sql, &[&self.table.name, &KEPT_OWNER, &pending])
-            .map_err(pg("counting the records held"))?;
-        Ok((row.get::<_, i64>(0) as u64, row.get::<_, i64>(1) as u64))
-    }
 }
 
 impl PostgresStore {
-    /// Records of the band, still pending, that another tick holds now or that are
-    /// kept after a failure (see `Store::held_by_others`).
-    pub(super) fn count_held_in_band(
+    /// Whether the pages of `band` are taken locked (see `take_page`).
+    fn locks_pages(&self, band: &BandQuery) -> bool {
+        band.wants_all && !self.pages_by_status
+    }
+
+    fn take_in_transaction(
         &mut self,
         owner: &str,
         band: &BandQuery,
-    ) -> Result<u64, StoreError> {
+        after: Option<&Cursor>,
+        limit: usize,
+        lease_until: DateTime<Utc>,
+        wanted: &dyn Fn(&Record) -> bool,
+    ) -> Result<Page, StoreError> {
+        let own = self.own_statements();
+        let name = self.table.name.clone();
+        let more: [&(dyn ToSql + Sync); 4] = [&name, &band.take_tried, &band.clock, &KEPT_OWNER];
+        let rows = self.page_rows(&own.take_first, &own.take_next, band, after, limit, &more)?;
+        let read = self.records(&rows)?;
+        self.claim_page(read, owner, lease_until, band, true, wanted)
+    }
+
+    /// Claims the records of a page `read` that the tick wants (`locked`: their rows
+    /// are this transaction's already), and sorts the page by what became the tick's.
+    fn claim_page(
+        &mut self,
+        read: Vec<Record>,
+        owner: &str,
+        lease_until: DateTime<Utc>,
+        band: &BandQuery,
+        locked: bool,
+        wanted: &dyn Fn(&Record) -> bool,
+    ) -> Result<Page, StoreError> {
+        let ids: Vec<Scalar> = read
+            .iter()
+            .filter(|r| wanted(r))
+            .map(|r| r.id.clone())
+            .collect();
+        let ours = if ids.is_empty() {
+            std::collections::HashSet::new()
+        } else {
+            self.claim(owner, &ids, lease_until, band, locked)?
+        };
+        Ok(Page::sorted(
+            read,
+            |_, r| ours.contains(&r.id.to_string()),
+            wanted,
+        ))
+    }
+}
+
+impl Holds for PostgresStore {
+    fn take(
+        &mut self,
+        owner: &str,
+        band: &BandQuery,
+        after: Option<&Cursor>,
+        limit: usize,
+        lease_until: DateTime<Utc>,
+        wanted: &dyn Fn(&Record) -> bool,
+    ) -> Result<Page, StoreError> {
+        // Runners on several hosts share a band, so each record is claimed on its own,
+        // in one transaction a page: the page locks its rows no other tick holds or is
+        // taking (see `TakeSql::page`), then one statement claims them (see
+        // `claim_sql`). Only for a tick that wants every record it reads, and a page that
+        // is one index range: a row locked and not wanted would be skipped by a tick
+        // that wants it, and the pages read one status at a time would lock a page of
+        // each. Otherwise the page is read, and the rows of the records wanted locked as
+        // they are claimed, as before.
+        if !self.locks_pages(band) {
+            let read = self.select(band, after, limit)?;
+            return self.claim_page(read, owner, lease_until, band, false, wanted);
+        }
+        self.client
+            .batch_execute("BEGIN")
+            .map_err(pg("taking a page"))?;
+        // A panic on the way (a library user's `wanted`, a row of an unexpected type)
+        // must not leave the session inside the transaction, holding the page's rows.
+        let taken = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.take_in_transaction(owner, band, after, limit, lease_until, wanted)
+        }))
+        .unwrap_or_else(|panic| {
+            let _ = self.client.batch_execute("ROLLBACK");
+            std::panic::resume_unwind(panic)
+        });
+        let end = if taken.is_ok() { "COMMIT" } else { "ROLLBACK" };
+        match (taken, self.client.batch_execute(end)) {
+            (Ok(page), Ok(())) => Ok(page),
+            (Err(e), _) => Err(e),
+            (Ok(_), Err(e)) => Err(pg("taking a page")(e)),
+        }
+    }
+
+    fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<Vec<usize>, StoreError> {
+        let context = format!("writing statuses to {}", self.table.name);
+        retrying(&context, || self.write_marks(owner, marks))
+    }
+
+    fn mark_writer(&mut self) -> Result<Option<Box<dyn MarkWriter>>, StoreError> {
+        let mut url = self.url.clone();
+        if url.config.get_application_name() == Some("backlog") {
+            url.config.application_name("backlog marks");
+        }
+        let mut writer = PostgresStore {
+            client: connect(&url)?,
+            url,
+            schema: self.schema.clone(),
+            table: self.table.clone(),
+            format: None,
+            since_format: None,
+            prepared: None,
+            max_per_record: self.max_per_record,
+            pages_by_status: false,
+            statuses_by_index: false,
+            custom_plans: self.custom_plans,
+        };
+        writer.inspect_table_knowing(self.format.map(|f| (f, self.since_format)))?;
+        writer.prepare_own()?;
+        Ok(Some(Box::new(writer)))
+    }
+
+    fn release(&mut self, owner: &str) -> Result<(), StoreError> {
+        retrying("releasing claims", || {
+            crate::store::claims::release(self.own("backlog_claims")?, owner)
+        })
+    }
+
+    fn held_by_others(&mut self, owner: &str, band: &BandQuery) -> Result<Option<u64>, StoreError> {
+        if !self.locks_pages(band) {
+            return Ok(None);
+        }
         let p = self.prepared();
         let sql = format!(
             "SELECT count(*) FROM {claims} c JOIN {table} t ON t.{idq} = c.record_id::{idt}
@@ -229,7 +325,66 @@ impl PostgresStore {
                 ],
             )
             .map_err(pg("counting the records other ticks hold"))?;
-        Ok(row.get::<_, i64>(0) as u64)
+        Ok(Some(row.get::<_, i64>(0) as u64))
+    }
+
+    fn heartbeat(&self, owner: &str, run_id: i64) -> Result<Box<dyn Heartbeat>, StoreError> {
+        // Named apart in pg_stat_activity, for whoever looks at the server.
+        let mut url = self.url.clone();
+        if url.config.get_application_name() == Some("backlog") {
+            url.config.application_name("backlog heartbeat");
+        }
+        Ok(Box::new(PostgresHeartbeat {
+            client: connect(&url)?,
+            url,
+            claims: self.own_table("backlog_claims"),
+            runs: self.own_table("backlog_runs"),
+            owner: owner.to_string(),
+            run_id,
+        }))
+    }
+
+    fn take_records(
+        &mut self,
+        owner: &str,
+        records: Vec<Record>,
+        lease_until: DateTime<Utc>,
+    ) -> Result<Vec<Record>, StoreError> {
+        retrying("claiming records", || {
+            self.claim_records(owner, records.clone(), lease_until)
+        })
+    }
+
+    fn holder(&mut self, record: &Record) -> Result<Option<Held>, StoreError> {
+        crate::store::claims::holder(self.own("backlog_claims")?, &record.id.to_string())
+    }
+
+    fn held_counts(&mut self) -> Result<(u64, u64), StoreError> {
+        if !self.has_run_log()? {
+            return Ok((0, 0));
+        }
+        // Kept failures count while their record is still pending (one retried since
+        // is not).
+        let p = self.prepared();
+        let sql = format!(
+            "SELECT count(*) FILTER (WHERE c.owner <> $2),
+                    count(*) FILTER (WHERE c.owner = $2 AND EXISTS (
+                        SELECT 1 FROM {table} t WHERE t.{idq} = c.record_id::{idt}
+                        AND t.{st} = ANY ($3::text[]::{stt}[])))
+             FROM {claims} c WHERE c.table_name = $1 AND c.expires_at > now()",
+            claims = self.own_table("backlog_claims"),
+            table = p.table,
+            idq = p.id.quoted,
+            idt = p.id.sql_type,
+            st = p.status.quoted,
+            stt = p.status.sql_type,
+        );
+        let pending = self.table.pending.clone();
+        let row = self
+            .client
+            .query_one(&sql, &[&self.table.name, &KEPT_OWNER, &pending])
+            .map_err(pg("counting the records held"))?;
+        Ok((row.get::<_, i64>(0) as u64, row.get::<_, i64>(1) as u64))
     }
 }
 

@@ -58,8 +58,9 @@
 //!
 //! Parts: `connection` (TLS, errors as one line), `schema` (the tool's tables, the
 //! user's table and its columns), `statements` (the SQL a tick runs, prepared),
-//! `pages` (the band's pages and the other reads), `claims` (claims, marks, kept failures, the heartbeat), `runs`
-//! (the run log); here, the store itself, whose `Store` methods call them.
+//! `pages` (the band's pages and records: `Reads`), `survey` (counts, the band's plan, the
+//! inserted-at values: `Survey`), `claims` (pages taken, claims, marks, kept failures, the
+//! heartbeat: `Holds`), `runs` (the run log); here, the store itself.
 
 use std::sync::Arc;
 
@@ -69,8 +70,8 @@ use postgres::{Client, NoTls, Statement};
 use serde_json::Value;
 
 use super::{
-    BandQuery, Cursor, Heartbeat, Mark, MarkWriter, Page, QueryPlan, Range, RunStart, Store,
-    StoreError, group_marks, index_name, quote,
+    BandQuery, Cursor, Heartbeat, Held, Holds, Mark, MarkWriter, Page, QueryPlan, Range, Reads,
+    RunStart, Store, StoreError, Survey, group_marks, index_name, quote,
 };
 use crate::config::{PostgresUrl, TableConfig};
 use crate::record::{Record, Scalar, Statuses};
@@ -81,13 +82,12 @@ mod connection;
 mod dialect;
 mod pages;
 mod runs;
-mod scan;
 mod schema;
 mod statements;
+mod survey;
 
 use super::KEPT_OWNER;
 use super::fault::retrying;
-use claims::PostgresHeartbeat;
 pub(super) use connection::db_error;
 use connection::{connect, pg};
 use pages::select_records;
@@ -250,7 +250,7 @@ impl PostgresStore {
 
 impl MarkWriter for PostgresStore {
     fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<Vec<usize>, StoreError> {
-        Store::mark(self, owner, marks)
+        Holds::mark(self, owner, marks)
     }
 }
 
@@ -260,104 +260,15 @@ impl Store for PostgresStore {
     }
 
     fn inspect(&mut self) -> Result<TimestampFormat, StoreError> {
-        self.inspect_table()
+        self.inspect_table_knowing(None)
     }
 
     fn ensure_own_tables(&mut self) -> Result<(), StoreError> {
         retrying("creating the tool's tables", || self.create_own_tables())
     }
 
-    fn select(
-        &mut self,
-        band: &BandQuery,
-        after: Option<&Cursor>,
-        limit: usize,
-    ) -> Result<Vec<Record>, StoreError> {
-        self.select_page(band, after, limit)
-    }
-
-    fn take(
-        &mut self,
-        owner: &str,
-        band: &BandQuery,
-        after: Option<&Cursor>,
-        limit: usize,
-        lease_until: DateTime<Utc>,
-        wanted: &dyn Fn(&Record) -> bool,
-    ) -> Result<Page, StoreError> {
-        retrying("taking a page", || {
-            self.take_page(owner, band, after, limit, lease_until, wanted)
-        })
-    }
-
-    fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<Vec<usize>, StoreError> {
-        let context = format!("writing statuses to {}", self.table.name);
-        retrying(&context, || self.write_marks(owner, marks))
-    }
-
-    fn release(&mut self, owner: &str) -> Result<(), StoreError> {
-        retrying("releasing claims", || {
-            crate::store::claims::release(self.own("backlog_claims")?, owner)
-        })
-    }
-
-    fn held_by_others(&mut self, owner: &str, band: &BandQuery) -> Result<Option<u64>, StoreError> {
-        if !self.locks_pages(band) {
-            return Ok(None);
-        }
-        self.count_held_in_band(owner, band).map(Some)
-    }
-
-    fn count_by_status(&mut self, range: &Range) -> Result<Vec<(String, u64)>, StoreError> {
-        self.count_statuses(range)
-    }
-
-    fn oldest_of(
-        &mut self,
-        statuses: &[String],
-        before: Option<DateTime<Utc>>,
-        limit: usize,
-    ) -> Result<Vec<Record>, StoreError> {
-        self.read_oldest(statuses, before, limit)
-    }
-
-    fn find(&mut self, id: &str) -> Result<Option<Record>, StoreError> {
-        self.find_record(id)
-    }
-
-    fn band_plan(&mut self) -> Result<QueryPlan, StoreError> {
-        self.plan_band()
-    }
-
-    fn inserted_at_page(
-        &mut self,
-        after: Option<&Scalar>,
-        limit: usize,
-    ) -> Result<Vec<Scalar>, StoreError> {
-        self.read_inserted_at(after, limit)
-    }
-
     fn begin_run(&mut self, run: &RunStart) -> Result<i64, StoreError> {
         retrying("writing the run log", || self.open_run(run))
-    }
-
-    fn take_records(
-        &mut self,
-        owner: &str,
-        records: Vec<Record>,
-        lease_until: DateTime<Utc>,
-    ) -> Result<Vec<Record>, StoreError> {
-        retrying("claiming records", || {
-            self.claim_records(owner, records.clone(), lease_until)
-        })
-    }
-
-    fn holder(&mut self, record: &Record) -> Result<Option<super::Held>, StoreError> {
-        crate::store::claims::holder(self.own("backlog_claims")?, &record.id.to_string())
-    }
-
-    fn held_counts(&mut self) -> Result<(u64, u64), StoreError> {
-        self.count_held()
     }
 
     fn clock(&mut self) -> Result<DateTime<Utc>, StoreError> {
@@ -384,44 +295,5 @@ impl Store for PostgresStore {
             table: &self.table.name,
             exists,
         })
-    }
-
-    fn mark_writer(&mut self) -> Result<Option<Box<dyn MarkWriter>>, StoreError> {
-        let mut url = self.url.clone();
-        if url.config.get_application_name() == Some("backlog") {
-            url.config.application_name("backlog marks");
-        }
-        let mut writer = PostgresStore {
-            client: connect(&url)?,
-            url,
-            schema: self.schema.clone(),
-            table: self.table.clone(),
-            format: None,
-            since_format: None,
-            prepared: None,
-            max_per_record: self.max_per_record,
-            pages_by_status: false,
-            statuses_by_index: false,
-            custom_plans: self.custom_plans,
-        };
-        writer.inspect_table_knowing(self.format.map(|f| (f, self.since_format)))?;
-        writer.prepare_own()?;
-        Ok(Some(Box::new(writer)))
-    }
-
-    fn heartbeat(&self, owner: &str, run_id: i64) -> Result<Box<dyn Heartbeat>, StoreError> {
-        // Named apart in pg_stat_activity, for whoever looks at the server.
-        let mut url = self.url.clone();
-        if url.config.get_application_name() == Some("backlog") {
-            url.config.application_name("backlog heartbeat");
-        }
-        Ok(Box::new(PostgresHeartbeat {
-            client: connect(&url)?,
-            url,
-            claims: self.own_table("backlog_claims"),
-            runs: self.own_table("backlog_runs"),
-            owner: owner.to_string(),
-            run_id,
-        }))
     }
 }

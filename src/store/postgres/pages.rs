@@ -2,7 +2,6 @@
 //! `status` and `show` make.
 
 use super::*;
-use crate::store::band_statuses;
 
 /// The select list `records` reads, on the table aliased `t`: the row as JSON, the id
 /// and status as text, and the inserted-at value in the type `format` decodes.
@@ -133,21 +132,9 @@ impl PostgresStore {
         self.records(&rows)
     }
 
-    pub(super) fn select_page(
-        &mut self,
-        band: &BandQuery,
-        after: Option<&Cursor>,
-        limit: usize,
-    ) -> Result<Vec<Record>, StoreError> {
-        let p = self.prepared();
-        let (first, next) = (p.first_page.clone(), p.next_page.clone());
-        let rows = self.page_rows(&first, &next, band, after, limit, &[])?;
-        self.records(&rows)
-    }
-
     /// The rows of a page: the first (`first`, by whether the band's end is inclusive)
     /// or the one after `after` (`next`), with `more` bound after the page's own.
-    fn page_rows(
+    pub(super) fn page_rows(
         &mut self,
         first: &[Statement; 2],
         next: &Statement,
@@ -176,165 +163,22 @@ impl PostgresStore {
         };
         rows.map_err(pg(format!("selecting from {}", self.table.name)))
     }
+}
 
-    pub(super) fn take_page(
+impl Reads for PostgresStore {
+    fn select(
         &mut self,
-        owner: &str,
         band: &BandQuery,
         after: Option<&Cursor>,
         limit: usize,
-        lease_until: DateTime<Utc>,
-        wanted: &dyn Fn(&Record) -> bool,
-    ) -> Result<Page, StoreError> {
-        // Runners on several hosts share a band, so each record is claimed on its own,
-        // in one transaction a page: the page locks its rows no other tick holds or is
-        // taking (see `TakeSql::page`), then one statement claims them (see
-        // `claim_sql`). Only for a tick that wants every record it reads, and a page that
-        // is one index range: a row locked and not wanted would be skipped by a tick
-        // that wants it, and the pages read one status at a time would lock a page of
-        // each. Otherwise the page is read, and the rows of the records wanted locked as
-        // they are claimed, as before.
-        if !self.locks_pages(band) {
-            let read = self.select_page(band, after, limit)?;
-            return self.claim_page(read, owner, lease_until, band, false, wanted);
-        }
-        self.client
-            .batch_execute("BEGIN")
-            .map_err(pg("taking a page"))?;
-        // A panic on the way (a library user's `wanted`, a row of an unexpected type)
-        // must not leave the session inside the transaction, holding the page's rows.
-        let taken = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.take_in_transaction(owner, band, after, limit, lease_until, wanted)
-        }))
-        .unwrap_or_else(|panic| {
-            let _ = self.client.batch_execute("ROLLBACK");
-            std::panic::resume_unwind(panic)
-        });
-        let end = if taken.is_ok() { "COMMIT" } else { "ROLLBACK" };
-        match (taken, self.client.batch_execute(end)) {
-            (Ok(page), Ok(())) => Ok(page),
-            (Err(e), _) => Err(e),
-            (Ok(_), Err(e)) => Err(pg("taking a page")(e)),
-        }
-    }
-
-    /// Whether the pages of `band` are taken locked (see `take_page`).
-    pub(super) fn locks_pages(&self, band: &BandQuery) -> bool {
-        band.wants_all && !self.pages_by_status
-    }
-
-    fn take_in_transaction(
-        &mut self,
-        owner: &str,
-        band: &BandQuery,
-        after: Option<&Cursor>,
-        limit: usize,
-        lease_until: DateTime<Utc>,
-        wanted: &dyn Fn(&Record) -> bool,
-    ) -> Result<Page, StoreError> {
-        let own = self.own_statements();
-        let name = self.table.name.clone();
-        let more: [&(dyn ToSql + Sync); 4] = [&name, &band.take_tried, &band.clock, &KEPT_OWNER];
-        let rows = self.page_rows(&own.take_first, &own.take_next, band, after, limit, &more)?;
-        let read = self.records(&rows)?;
-        self.claim_page(read, owner, lease_until, band, true, wanted)
-    }
-
-    /// Claims the records of a page `read` that the tick wants (`locked`: their rows
-    /// are this transaction's already), and sorts the page by what became the tick's.
-    fn claim_page(
-        &mut self,
-        read: Vec<Record>,
-        owner: &str,
-        lease_until: DateTime<Utc>,
-        band: &BandQuery,
-        locked: bool,
-        wanted: &dyn Fn(&Record) -> bool,
-    ) -> Result<Page, StoreError> {
-        let ids: Vec<Scalar> = read
-            .iter()
-            .filter(|r| wanted(r))
-            .map(|r| r.id.clone())
-            .collect();
-        let ours = if ids.is_empty() {
-            std::collections::HashSet::new()
-        } else {
-            self.claim(owner, &ids, lease_until, band, locked)?
-        };
-        Ok(Page::sorted(
-            read,
-            |_, r| ours.contains(&r.id.to_string()),
-            wanted,
-        ))
-    }
-
-    pub(super) fn count_statuses(
-        &mut self,
-        range: &Range,
-    ) -> Result<Vec<(String, u64)>, StoreError> {
+    ) -> Result<Vec<Record>, StoreError> {
         let p = self.prepared();
-        let mut clauses = vec!["true".to_string()];
-        let mut bounds = Vec::new();
-        if let Some(from) = &range.from {
-            let op = if range.from_exclusive { ">" } else { ">=" };
-            bounds.push(Bound(from));
-            clauses.push(format!("{} {op} ${}", p.inserted_at, bounds.len()));
-        }
-        if let Some(to) = &range.to {
-            let op = if range.to_inclusive { "<=" } else { "<" };
-            bounds.push(Bound(to));
-            clauses.push(format!("{} {op} ${}", p.inserted_at, bounds.len()));
-        }
-        let (t, st) = (p.table.clone(), p.status.quoted.clone());
-        if self.statuses_by_index {
-            let typed = format!("::text::{}", self.prepared().status.sql_type);
-            let band = clauses.join(" AND ");
-            let mut index = PgStatuses {
-                client: &mut self.client,
-                next: band_statuses::next_sql(&t, &st, &format!("$1{typed}"), &|e| {
-                    format!("{e}::text")
-                }),
-                count: band_statuses::count_sql(
-                    &t,
-                    &st,
-                    &band,
-                    &format!("${}{typed}", bounds.len() + 1),
-                    range.sample,
-                ),
-                bounds: bounds.clone(),
-                context: format!("counting the records of {}", self.table.name),
-            };
-            if let Some(counts) = band_statuses::counts(&mut index, range.sample.is_none())? {
-                return Ok(counts);
-            }
-        }
-        let sql = match range.sample {
-            None => format!(
-                "SELECT {st}::text, count(*) FROM {t} WHERE {} GROUP BY 1 ORDER BY 1",
-                clauses.join(" AND "),
-            ),
-            Some(n) => format!(
-                "SELECT s::text, count(*) FROM (SELECT {st} AS s FROM {t} WHERE {} LIMIT {n}) x GROUP BY 1 ORDER BY 1",
-                clauses.join(" AND "),
-            ),
-        };
-        let params: Vec<&(dyn ToSql + Sync)> =
-            bounds.iter().map(|b| b as &(dyn ToSql + Sync)).collect();
-        Ok(self
-            .client
-            .query(&sql, &params)
-            .map_err(pg(format!("counting the records of {}", self.table.name)))?
-            .iter()
-            .map(|r| {
-                (
-                    r.get::<_, Option<String>>(0).unwrap_or_default(),
-                    r.get::<_, i64>(1) as u64,
-                )
-            })
-            .collect())
+        let (first, next) = (p.first_page.clone(), p.next_page.clone());
+        let rows = self.page_rows(&first, &next, band, after, limit, &[])?;
+        self.records(&rows)
     }
 
-    pub(super) fn read_oldest(
+    fn oldest_of(
         &mut self,
         statuses: &[String],
         before: Option<DateTime<Utc>>,
@@ -361,7 +205,7 @@ impl PostgresStore {
         }
     }
 
-    pub(super) fn find_record(&mut self, id: &str) -> Result<Option<Record>, StoreError> {
+    fn find(&mut self, id: &str) -> Result<Option<Record>, StoreError> {
         let p = self.prepared();
         // Text that is no id of the column's type (`abc` for a bigint) is no record;
         // the server would refuse the cast.
@@ -377,45 +221,6 @@ impl PostgresStore {
         }
         let clause = format!("WHERE t.{} = $1::text::{}", p.id.quoted, p.id.sql_type);
         Ok(self.query_records(&clause, &[&id])?.pop())
-    }
-}
-
-/// `store::band_statuses` on PostgreSQL: statuses read and bound as text, cast to the
-/// column's type.
-struct PgStatuses<'a> {
-    client: &'a mut postgres::Client,
-    /// The first status, the next one.
-    next: [String; 2],
-    count: String,
-    /// The band's bounds, bound before the status.
-    bounds: Vec<Bound<'a>>,
-    context: String,
-}
-
-impl band_statuses::StatusIndex for PgStatuses<'_> {
-    fn next(&mut self, after: Option<&Scalar>) -> Result<Option<Scalar>, StoreError> {
-        let row = match after {
-            None => self.client.query_one(&self.next[0], &[]),
-            Some(after) => self.client.query_one(&self.next[1], &[&after.to_string()]),
-        }
-        .map_err(pg(self.context.clone()))?;
-        Ok(row.get::<_, Option<String>>(0).map(Scalar::Text))
-    }
-
-    fn count(&mut self, status: &Scalar) -> Result<u64, StoreError> {
-        let status = status.to_string();
-        let mut params: Vec<&(dyn ToSql + Sync)> = self
-            .bounds
-            .iter()
-            .map(|b| b as &(dyn ToSql + Sync))
-            .collect();
-        params.push(&status);
-        let n: i64 = self
-            .client
-            .query_one(&self.count, &params)
-            .map_err(pg(self.context.clone()))?
-            .get(0);
-        Ok(n.max(0) as u64)
     }
 }
 

@@ -149,11 +149,7 @@ impl PostgresStore {
         }
     }
 
-    pub(super) fn inspect_table(&mut self) -> Result<TimestampFormat, StoreError> {
-        self.inspect_table_knowing(None)
-    }
-
-    /// `inspect_table`, with the formats of the inserted-at and `[retry]` since columns
+    /// `Store::inspect`, with the formats of the inserted-at and `[retry]` since columns
     /// already `known` (a marks' writer has its tick's): sampling a text or integer
     /// column without an index scans the table.
     pub(super) fn inspect_table_knowing(

@@ -69,8 +69,8 @@ const HOLDS: &str = "SELECT EXISTS (SELECT 1 FROM backlog_holds WHERE table_name
 /// Why a span no longer counts, for `StoreError::HoldLapsed`.
 const LAPSED: &str = "its span in backlog_holds ran out, or another tick dropped it as run out";
 
-impl SqliteStore {
-    pub(super) fn take_page(
+impl Holds for SqliteStore {
+    fn take(
         &mut self,
         owner: &str,
         band: &BandQuery,
@@ -133,11 +133,7 @@ impl SqliteStore {
         ))
     }
 
-    pub(super) fn write_marks(
-        &mut self,
-        owner: &str,
-        marks: &[Mark],
-    ) -> Result<Vec<usize>, StoreError> {
+    fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<Vec<usize>, StoreError> {
         // Only while the tick's span is live: a span is never extended once it ran
         // out, so a live one never lapsed, and no other tick took its records.
         // One UPDATE per record, in one transaction. An UPDATE of one row needs no
@@ -229,7 +225,31 @@ impl SqliteStore {
         })
     }
 
-    pub(super) fn release_span(&mut self, owner: &str) -> Result<(), StoreError> {
+    /// Each commit writes again every page its group touched, the B-trees' inner pages
+    /// among them (and, in a rollback journal, each once more into the journal): with
+    /// groups of 5,000 instead of 1,000 a tick with a fast handler went from 0.88–0.89
+    /// to 0.93–0.97 of the floor (BENCHMARKS.md, run 6). Where the ids are scattered
+    /// over the table, nearly every mark of a group is a page of its own, so a tick of
+    /// 67,500 records in groups of 5,000 wrote about twice the pages of one
+    /// transaction, 1.9 s against 1.1 s (BENCHMARKS.md, issue 15); where they follow
+    /// the dates, 5,000 marks share a few pages and a larger group gains nothing but
+    /// holds more marks in memory (72 bytes each: 100,000 of them were 7 MB of a tick's
+    /// 17). So the first group is 1,000, enough to judge by; the next are 5,000, or,
+    /// once a group cost more than `SCATTERED` a mark to write, up to 100,000, bounded
+    /// first by `TickOptions::mark_interval` (a second of handling). The cost, where it
+    /// grows:
+    /// a group holds the write lock for as long as it writes, 0.4–0.5 s (WAL) or 0.9 s (rollback journal) for 65,500
+    /// scattered marks on that table; other ticks wait for it within their busy
+    /// timeout. (PostgreSQL keeps 1,000: with 5,000, one runner was half as fast.)
+    fn mark_group(&self) -> usize {
+        match self.scattered {
+            None => 1_000,
+            Some(false) => 5_000,
+            Some(true) => 100_000,
+        }
+    }
+
+    fn release(&mut self, owner: &str) -> Result<(), StoreError> {
         self.conn
             .execute(
                 "DELETE FROM backlog_holds WHERE table_name = ?1 AND owner = ?2",
@@ -239,7 +259,17 @@ impl SqliteStore {
         Ok(())
     }
 
-    pub(super) fn hold_records(
+    fn heartbeat(&self, owner: &str, run_id: i64) -> Result<Box<dyn Heartbeat>, StoreError> {
+        let conn = connect(&self.path, self.busy_timeout)?;
+        Ok(Box::new(SqliteHeartbeat {
+            conn,
+            owner: owner.to_string(),
+            run_id,
+            held: false,
+        }))
+    }
+
+    fn take_records(
         &mut self,
         owner: &str,
         records: Vec<Record>,
@@ -299,10 +329,7 @@ impl SqliteStore {
         Ok(taken)
     }
 
-    pub(super) fn find_holder(
-        &mut self,
-        record: &Record,
-    ) -> Result<Option<crate::store::Held>, StoreError> {
+    fn holder(&mut self, record: &Record) -> Result<Option<crate::store::Held>, StoreError> {
         if !self.has_run_log()? {
             return Ok(None);
         }
@@ -339,7 +366,7 @@ impl SqliteStore {
         }))
     }
 
-    pub(super) fn count_held(&mut self) -> Result<(u64, u64), StoreError> {
+    fn held_counts(&mut self) -> Result<(u64, u64), StoreError> {
         if !self.has_run_log()? {
             return Ok((0, 0));
         }

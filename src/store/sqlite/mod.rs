@@ -17,9 +17,10 @@
 //! ends, so an overlapping tick does not try it again meanwhile.
 //!
 //! Parts: `schema` (the tool's tables and their versions, reading the table's names),
-//! `pages` (the band's page queries and the other reads), `counts` (records by
-//! status), `holds` (spans, marks, kept failures, the heartbeat), `runs` (the run
-//! log); here, the store itself, whose `Store` methods call them.
+//! `pages` (the band's page queries and records: `Reads`), `survey` (records by status,
+//! the band's plan, the inserted-at values: `Survey`), `holds` (spans, marks, kept
+//! failures, the heartbeat: `Holds`); here, the store itself, and the run log opened
+//! once the spans of killed ticks are dropped.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -33,23 +34,21 @@ use rusqlite::{
     params_from_iter,
 };
 
+use super::sql::{Sql, failed};
 use super::{
-    BandQuery, Cursor, Heartbeat, Mark, Page, QueryPlan, Range, RunStart, Store, StoreError,
-    index_name, quote,
+    BandQuery, Cursor, Heartbeat, Holds, Mark, Page, QueryPlan, Range, Reads, RunStart, Store,
+    StoreError, Survey, index_name, quote, runs,
 };
 use crate::config::TableConfig;
 use crate::record::{Cell, Columns, Record, RowBuffer, Scalar, Statuses};
 use crate::timestamp::{self, Sample, TimestampFormat};
 
-mod counts;
 mod dialect;
 mod holds;
 mod pages;
-mod runs;
-mod scan;
 mod schema;
+mod survey;
 
-use holds::SqliteHeartbeat;
 use pages::Statements;
 
 /// A backlog table in a SQLite file, with the tool's tables beside it in the same file.
@@ -233,116 +232,26 @@ impl Store for SqliteStore {
         self.create_own_tables()
     }
 
-    fn select(
-        &mut self,
-        band: &BandQuery,
-        after: Option<&Cursor>,
-        limit: usize,
-    ) -> Result<Vec<Record>, StoreError> {
-        Ok(self.page(band, after, limit, "", 0, false, false)?.records)
-    }
-
-    fn count_by_status(&mut self, range: &Range) -> Result<Vec<(String, u64)>, StoreError> {
-        self.count_statuses(range)
-    }
-
-    fn oldest_of(
-        &mut self,
-        statuses: &[String],
-        before: Option<DateTime<Utc>>,
-        limit: usize,
-    ) -> Result<Vec<Record>, StoreError> {
-        self.read_oldest(statuses, before, limit)
-    }
-
-    fn find(&mut self, id: &str) -> Result<Option<Record>, StoreError> {
-        let sql = self.sql();
-        let query = format!("SELECT * FROM {} WHERE {} = ?1", sql.table, sql.id);
-        // A column without affinity holds 42 and '42' as different values: try the
-        // integer first when the text is one.
-        if let Ok(n) = id.parse::<i64>()
-            && let Some(r) = self.records(&query, &[&n])?.pop()
-        {
-            return Ok(Some(r));
-        }
-        Ok(self.records(&query, &[&id])?.pop())
-    }
-
-    fn band_plan(&mut self) -> Result<QueryPlan, StoreError> {
-        self.plan_band()
-    }
-
-    fn inserted_at_page(
-        &mut self,
-        after: Option<&Scalar>,
-        limit: usize,
-    ) -> Result<Vec<Scalar>, StoreError> {
-        self.read_inserted_at(after, limit)
-    }
-
-    fn take(
-        &mut self,
-        owner: &str,
-        band: &BandQuery,
-        after: Option<&Cursor>,
-        limit: usize,
-        lease_until: DateTime<Utc>,
-        wanted: &dyn Fn(&Record) -> bool,
-    ) -> Result<Page, StoreError> {
-        self.take_page(owner, band, after, limit, lease_until, wanted)
-    }
-
-    fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<Vec<usize>, StoreError> {
-        self.write_marks(owner, marks)
-    }
-
-    /// Each commit writes again every page its group touched, the B-trees' inner pages
-    /// among them (and, in a rollback journal, each once more into the journal): with
-    /// groups of 5,000 instead of 1,000 a tick with a fast handler went from 0.88–0.89
-    /// to 0.93–0.97 of the floor (BENCHMARKS.md, run 6). Where the ids are scattered
-    /// over the table, nearly every mark of a group is a page of its own, so a tick of
-    /// 67,500 records in groups of 5,000 wrote about twice the pages of one
-    /// transaction, 1.9 s against 1.1 s (BENCHMARKS.md, issue 15); where they follow
-    /// the dates, 5,000 marks share a few pages and a larger group gains nothing but
-    /// holds more marks in memory (72 bytes each: 100,000 of them were 7 MB of a tick's
-    /// 17). So the first group is 1,000, enough to judge by; the next are 5,000, or,
-    /// once a group cost more than `SCATTERED` a mark to write, up to 100,000, bounded
-    /// first by `TickOptions::mark_interval` (a second of handling). The cost, where it
-    /// grows:
-    /// a group holds the write lock for as long as it writes, 0.4–0.5 s (WAL) or 0.9 s (rollback journal) for 65,500
-    /// scattered marks on that table; other ticks wait for it within their busy
-    /// timeout. (PostgreSQL keeps 1,000: with 5,000, one runner was half as fast.)
-    fn mark_group(&self) -> usize {
-        match self.scattered {
-            None => 1_000,
-            Some(false) => 5_000,
-            Some(true) => 100_000,
-        }
-    }
-
-    fn release(&mut self, owner: &str) -> Result<(), StoreError> {
-        self.release_span(owner)
-    }
-
     fn begin_run(&mut self, run: &RunStart) -> Result<i64, StoreError> {
-        self.open_run(run)
-    }
-
-    fn take_records(
-        &mut self,
-        owner: &str,
-        records: Vec<Record>,
-        lease_until: DateTime<Utc>,
-    ) -> Result<Vec<Record>, StoreError> {
-        self.hold_records(owner, records, lease_until)
-    }
-
-    fn holder(&mut self, record: &Record) -> Result<Option<super::Held>, StoreError> {
-        self.find_holder(record)
-    }
-
-    fn held_counts(&mut self) -> Result<(u64, u64), StoreError> {
-        self.count_held()
+        self.max_per_record = run.history.max_per_record;
+        let table = self.table.name.clone();
+        // The spans of killed ticks have run out: nobody will release them. Failures
+        // kept until the end of their slot are collected once it is over.
+        let mut collect = |sql: &mut dyn Sql| {
+            let now_ms = Utc::now().timestamp_millis();
+            sql.execute(
+                "DELETE FROM backlog_holds WHERE table_name = ?1 AND expires_at < ?2",
+                &[table.as_str().into(), now_ms.into()],
+            )
+            .map_err(failed("dropping spans that ran out"))?;
+            sql.execute(
+                "DELETE FROM backlog_tried WHERE table_name = ?1 AND expires_ms <= ?2",
+                &[table.as_str().into(), now_ms.into()],
+            )
+            .map_err(failed("dropping failures kept past their slot"))?;
+            Ok(())
+        };
+        runs::open(&mut self.conn, "", &self.table.name, run, &mut collect)
     }
 
     fn table(&self) -> &TableConfig {
@@ -357,16 +266,6 @@ impl Store for SqliteStore {
             table: &self.table.name,
             exists,
         })
-    }
-
-    fn heartbeat(&self, owner: &str, run_id: i64) -> Result<Box<dyn Heartbeat>, StoreError> {
-        let conn = connect(&self.path, self.busy_timeout)?;
-        Ok(Box::new(SqliteHeartbeat {
-            conn,
-            owner: owner.to_string(),
-            run_id,
-            held: false,
-        }))
     }
 }
 

@@ -406,8 +406,19 @@ impl SqliteStore {
             .collect();
         Ok(Read { records, held })
     }
+}
 
-    pub(super) fn read_oldest(
+impl Reads for SqliteStore {
+    fn select(
+        &mut self,
+        band: &BandQuery,
+        after: Option<&Cursor>,
+        limit: usize,
+    ) -> Result<Vec<Record>, StoreError> {
+        Ok(self.page(band, after, limit, "", 0, false, false)?.records)
+    }
+
+    fn oldest_of(
         &mut self,
         statuses: &[String],
         before: Option<DateTime<Utc>>,
@@ -445,5 +456,18 @@ impl SqliteStore {
         merged.sort_unstable_by_key(Record::inserted_at);
         merged.truncate(limit_n);
         Ok(merged)
+    }
+
+    fn find(&mut self, id: &str) -> Result<Option<Record>, StoreError> {
+        let sql = self.sql();
+        let query = format!("SELECT * FROM {} WHERE {} = ?1", sql.table, sql.id);
+        // A column without affinity holds 42 and '42' as different values: try the
+        // integer first when the text is one.
+        if let Ok(n) = id.parse::<i64>()
+            && let Some(r) = self.records(&query, &[&n])?.pop()
+        {
+            return Ok(Some(r));
+        }
+        Ok(self.records(&query, &[&id])?.pop())
     }
 }

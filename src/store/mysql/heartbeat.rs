@@ -1,0 +1,53 @@
+//! The heartbeat on MySQL: a connection of its own that renews a tick's claims and its
+//! run-log row while the tick's own connection waits on a handler.
+
+use mysql::TxOpts;
+use mysql::prelude::Queryable;
+
+use super::claims::lease_us;
+use super::*;
+
+pub(super) struct MysqlHeartbeat {
+    pub(super) conn: Conn,
+    pub(super) url: MysqlUrl,
+    pub(super) lock_wait: std::time::Duration,
+    pub(super) claims: String,
+    pub(super) runs: String,
+    pub(super) owner: String,
+    pub(super) run_id: i64,
+}
+
+impl Heartbeat for MysqlHeartbeat {
+    /// Renews the claims; a connection the server dropped (a restart, a failover) is
+    /// opened again, since the claims outlive it in their table.
+    fn beat(&mut self, lease_until: DateTime<Utc>) -> Result<(), StoreError> {
+        if self.conn.ping().is_err() {
+            self.conn = super::connect(&self.url, self.lock_wait)?;
+        }
+        // Not tried again on a deadlock or a lock wait: the next beat, a quarter lease
+        // later, is the retry. Retried here, a beat could wait out several lock waits
+        // and renew claims that had run out meanwhile, as if nothing had happened.
+        let context = "renewing claims";
+        let mut tx = self
+            .conn
+            .start_transaction(TxOpts::default())
+            .map_err(my(context))?;
+        tx.exec_drop(
+            format!(
+                "UPDATE {} SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND WHERE owner = ?",
+                self.claims
+            ),
+            (lease_us(lease_until), &self.owner),
+        )
+        .map_err(my(context))?;
+        tx.exec_drop(
+            format!(
+                "UPDATE {} SET heartbeat_at = UTC_TIMESTAMP(6) WHERE id = ?",
+                self.runs
+            ),
+            (self.run_id,),
+        )
+        .map_err(my(context))?;
+        tx.commit().map_err(my(context))
+    }
+}

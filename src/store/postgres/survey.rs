@@ -1,0 +1,178 @@
+//! What `status` and `doctor` read of the table on PostgreSQL: its records counted by
+//! status, how the server plans the band query, and the inserted-at column's distinct
+//! values, a page at a time.
+
+use super::*;
+use crate::store::band_statuses;
+
+impl Survey for PostgresStore {
+    fn count_by_status(&mut self, range: &Range) -> Result<Vec<(String, u64)>, StoreError> {
+        let p = self.prepared();
+        let mut clauses = vec!["true".to_string()];
+        let mut bounds = Vec::new();
+        if let Some(from) = &range.from {
+            let op = if range.from_exclusive { ">" } else { ">=" };
+            bounds.push(Bound(from));
+            clauses.push(format!("{} {op} ${}", p.inserted_at, bounds.len()));
+        }
+        if let Some(to) = &range.to {
+            let op = if range.to_inclusive { "<=" } else { "<" };
+            bounds.push(Bound(to));
+            clauses.push(format!("{} {op} ${}", p.inserted_at, bounds.len()));
+        }
+        let (t, st) = (p.table.clone(), p.status.quoted.clone());
+        if self.statuses_by_index {
+            let typed = format!("::text::{}", self.prepared().status.sql_type);
+            let band = clauses.join(" AND ");
+            let mut index = PgStatuses {
+                client: &mut self.client,
+                next: band_statuses::next_sql(&t, &st, &format!("$1{typed}"), &|e| {
+                    format!("{e}::text")
+                }),
+                count: band_statuses::count_sql(
+                    &t,
+                    &st,
+                    &band,
+                    &format!("${}{typed}", bounds.len() + 1),
+                    range.sample,
+                ),
+                bounds: bounds.clone(),
+                context: format!("counting the records of {}", self.table.name),
+            };
+            if let Some(counts) = band_statuses::counts(&mut index, range.sample.is_none())? {
+                return Ok(counts);
+            }
+        }
+        let sql = match range.sample {
+            None => format!(
+                "SELECT {st}::text, count(*) FROM {t} WHERE {} GROUP BY 1 ORDER BY 1",
+                clauses.join(" AND "),
+            ),
+            Some(n) => format!(
+                "SELECT s::text, count(*) FROM (SELECT {st} AS s FROM {t} WHERE {} LIMIT {n}) x GROUP BY 1 ORDER BY 1",
+                clauses.join(" AND "),
+            ),
+        };
+        let params: Vec<&(dyn ToSql + Sync)> =
+            bounds.iter().map(|b| b as &(dyn ToSql + Sync)).collect();
+        Ok(self
+            .client
+            .query(&sql, &params)
+            .map_err(pg(format!("counting the records of {}", self.table.name)))?
+            .iter()
+            .map(|r| {
+                (
+                    r.get::<_, Option<String>>(0).unwrap_or_default(),
+                    r.get::<_, i64>(1) as u64,
+                )
+            })
+            .collect())
+    }
+
+    fn band_plan(&mut self) -> Result<QueryPlan, StoreError> {
+        let p = self
+            .prepared
+            .as_ref()
+            .expect("inspect() runs before any query");
+        let sql = format!("EXPLAIN {}", p.first_page_sql);
+        let now = Utc::now();
+        let format = self.format();
+        let (from, to) = (
+            format.encode(now - chrono::Duration::days(7)),
+            format.encode(now - chrono::Duration::days(1)),
+        );
+        let pending = self.table.pending.clone();
+        let limit: i64 = 200;
+        let detail: Vec<String> = self
+            .client
+            .query(&sql, &[&Bound(&from), &Bound(&to), &pending, &limit])
+            .map_err(pg("explaining the band query"))?
+            .iter()
+            .map(|r| r.get::<_, String>(0).trim().to_string())
+            .collect();
+        let bare = p.inserted_at.trim_matches('"').to_string();
+        let uses_index = detail
+            .iter()
+            .any(|line| line.starts_with("Index Cond:") && line.contains(&bare));
+        let create_index = (!uses_index).then(|| {
+            format!(
+                "CREATE INDEX CONCURRENTLY {} ON {} ({});",
+                quote(&index_name(&self.table.name, &bare)),
+                p.table,
+                p.inserted_at
+            )
+        });
+        Ok(QueryPlan {
+            uses_index,
+            detail: detail.join("; "),
+            create_index,
+        })
+    }
+
+    fn inserted_at_page(
+        &mut self,
+        after: Option<&Scalar>,
+        limit: usize,
+    ) -> Result<Vec<Scalar>, StoreError> {
+        // Whole records, one per distinct value: the store reads a value only through
+        // a record (its format's decoding of the column's type).
+        let ins = self.prepared().inserted_at.clone();
+        let limit = limit as i64;
+        match after {
+            None => self.query_records(
+                &format!(
+                    "WHERE t.{ins} IS NOT NULL AND t.ctid IN (SELECT DISTINCT ON (t2.{ins}) t2.ctid FROM {table} t2 WHERE t2.{ins} IS NOT NULL ORDER BY t2.{ins} LIMIT $1) ORDER BY t.{ins}",
+                    table = self.prepared().table
+                ),
+                &[&limit],
+            ),
+            Some(after) => self.query_records(
+                &format!(
+                    "WHERE t.{ins} > $2 AND t.ctid IN (SELECT DISTINCT ON (t2.{ins}) t2.ctid FROM {table} t2 WHERE t2.{ins} > $2 ORDER BY t2.{ins} LIMIT $1) ORDER BY t.{ins}",
+                    table = self.prepared().table
+                ),
+                &[&limit, &Bound(after)],
+            ),
+        }
+        .map(|records| records.iter().map(Record::inserted_at).collect())
+    }
+}
+
+/// `store::band_statuses` on PostgreSQL: statuses read and bound as text, cast to the
+/// column's type.
+struct PgStatuses<'a> {
+    client: &'a mut postgres::Client,
+    /// The first status, the next one.
+    next: [String; 2],
+    count: String,
+    /// The band's bounds, bound before the status.
+    bounds: Vec<Bound<'a>>,
+    context: String,
+}
+
+impl band_statuses::StatusIndex for PgStatuses<'_> {
+    fn next(&mut self, after: Option<&Scalar>) -> Result<Option<Scalar>, StoreError> {
+        let row = match after {
+            None => self.client.query_one(&self.next[0], &[]),
+            Some(after) => self.client.query_one(&self.next[1], &[&after.to_string()]),
+        }
+        .map_err(pg(self.context.clone()))?;
+        Ok(row.get::<_, Option<String>>(0).map(Scalar::Text))
+    }
+
+    fn count(&mut self, status: &Scalar) -> Result<u64, StoreError> {
+        let status = status.to_string();
+        let mut params: Vec<&(dyn ToSql + Sync)> = self
+            .bounds
+            .iter()
+            .map(|b| b as &(dyn ToSql + Sync))
+            .collect();
+        params.push(&status);
+        let n: i64 = self
+            .client
+            .query_one(&self.count, &params)
+            .map_err(pg(self.context.clone()))?
+            .get(0);
+        Ok(n.max(0) as u64)
+    }
+}
