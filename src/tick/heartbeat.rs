@@ -216,20 +216,26 @@ impl HeartbeatThread {
         if let Some(lapsed) = &why.lapsed {
             return Some(Stale::Lapsed(lapsed.clone()));
         }
-        let cause = match &why.failing {
-            Some((_, e)) => format!(" ({e})"),
-            None => " (the tick was paused, or its heartbeat could not run)".into(),
-        };
-        Some(Stale::Failing(format!(
-            "claims not renewed for {}{cause}; stopped taking records before they run out",
-            seconds(age)
-        )))
+        // Beats that fail are the database's error; a beat that did not come in time
+        // (the tick paused, its heartbeat starved or stuck) is a hold about to lapse.
+        match &why.failing {
+            Some((_, e)) => Some(Stale::Failing(format!(
+                "claims not renewed for {} ({e}); stopped taking records before they run out",
+                seconds(age)
+            ))),
+            None => Some(Stale::Lapsed(format!(
+                "claims not renewed for {} (the tick was paused, or its heartbeat could not run; its lease is {}); stopped taking records before they run out",
+                seconds(age),
+                duration::compact(self.lease)
+            ))),
+        }
     }
 }
 
 /// Why a tick hands out no more records.
 pub(super) enum Stale {
-    /// Its holds may have run out: another tick may have its records.
+    /// Its holds may have run out, or will before long with no renewal in sight (the
+    /// tick or its heartbeat could not run): another tick may have its records.
     Lapsed(String),
     /// Its heartbeat has failed for half a lease (the database): before they run out.
     Failing(String),
@@ -249,5 +255,57 @@ impl HeartbeatThread {
 impl Drop for HeartbeatThread {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A heartbeat whose beats take `takes` each, then fail when `fails`.
+    struct Slow {
+        takes: Duration,
+        fails: bool,
+    }
+
+    impl Heartbeat for Slow {
+        fn beat(&mut self, _: chrono::DateTime<Utc>) -> Result<(), StoreError> {
+            thread::sleep(self.takes);
+            if self.fails {
+                return Err(StoreError::Schema("the server is gone".into()));
+            }
+            Ok(())
+        }
+    }
+
+    /// What `stale` says once half a lease passed without a renewal.
+    fn stale_after_half_a_lease(beat: Slow) -> Stale {
+        let lease = Duration::from_millis(800);
+        let mut thread = HeartbeatThread::start(Box::new(beat), lease);
+        thread::sleep(lease * 5 / 8);
+        let stale = thread.stale().expect("no renewal for over half a lease");
+        thread.stop();
+        stale
+    }
+
+    #[test]
+    fn a_beat_that_cannot_come_in_time_is_a_lapse_and_failing_beats_the_databases() {
+        // The first beat starts at a quarter lease and is still running at five eighths.
+        let stuck = Slow {
+            takes: Duration::from_millis(700),
+            fails: false,
+        };
+        assert!(matches!(
+            stale_after_half_a_lease(stuck),
+            Stale::Lapsed(why) if why.contains("its heartbeat could not run")
+        ));
+        let failing = Slow {
+            takes: Duration::ZERO,
+            fails: true,
+        };
+        assert!(matches!(
+            stale_after_half_a_lease(failing),
+            Stale::Failing(why) if why.contains("the server is gone")
+        ));
     }
 }
