@@ -218,6 +218,7 @@ fn command_handler(dir: &Path, command: &[&str], mode: HandlerMode) -> Box<dyn b
         timeout: Duration::from_secs(30),
         concurrency: 1,
         rate: None,
+        rate_group: None,
         stop_after_failures: None,
         env: Default::default(),
         exit_codes: Default::default(),

@@ -36,8 +36,11 @@ pub struct HandlerConfig {
     pub timeout: Duration,
     /// Records in their handlers at once within one tick (batch mode: processes).
     pub concurrency: usize,
-    /// Handler starts per unit of time, spaced evenly; none for as fast as they go.
+    /// Handler starts per unit of time, spaced evenly, for every runner of a table
+    /// and tier together; none for as fast as they go.
     pub rate: Option<Rate>,
+    /// The name of one rate that tiers and tables calling the same counterpart share.
+    pub rate_group: Option<String>,
     /// Failures in a row after which a tick stops handing out records (the breaker).
     pub stop_after_failures: Option<u32>,
     /// Variables added to the handler's environment, over those it inherits (`PATH` here
@@ -51,6 +54,9 @@ pub struct HandlerConfig {
 /// process for a command handler), and more than this is better served by more runners.
 pub const MAX_CONCURRENCY: usize = 1024;
 
+/// The longest name of a `handler.rate_group` (it is a key of `backlog_rates`).
+const MAX_RATE_GROUP: usize = 100;
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawHandler {
@@ -61,6 +67,7 @@ pub(super) struct RawHandler {
     timeout: Option<String>,
     concurrency: Option<i64>,
     rate: Option<String>,
+    rate_group: Option<String>,
     stop_after_failures: Option<i64>,
     #[serde(default)]
     env: BTreeMap<String, String>,
@@ -110,6 +117,18 @@ pub(super) fn resolve(raw: RawHandler) -> Result<HandlerConfig, String> {
         .rate
         .map(|r| Rate::parse(&r).map_err(|e| format!("handler.rate: {e}")))
         .transpose()?;
+    if let Some(group) = &raw.rate_group {
+        if rate.is_none() {
+            return Err(format!(
+                "handler.rate_group = {group:?} names a shared rate, but handler.rate is not set; give the rate too, like rate = \"20/s\""
+            ));
+        }
+        if group.trim().is_empty() || group.chars().count() > MAX_RATE_GROUP {
+            return Err(format!(
+                "handler.rate_group: {group:?} is not a name; use 1 to {MAX_RATE_GROUP} characters, like \"payments-api\""
+            ));
+        }
+    }
     let stop_after_failures = match raw.stop_after_failures {
         None => None,
         Some(n) if (1..=i64::from(u32::MAX)).contains(&n) => Some(n as u32),
@@ -127,6 +146,7 @@ pub(super) fn resolve(raw: RawHandler) -> Result<HandlerConfig, String> {
         timeout,
         concurrency,
         rate,
+        rate_group: raw.rate_group,
         stop_after_failures,
         env: raw.env,
         exit_codes,

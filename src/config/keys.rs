@@ -137,6 +137,11 @@ pub(super) fn key(path: &str) -> Option<Key> {
             "starts per second, minute or hour in quotes",
             "rate = \"20/s\"".into(),
         ),
+        "handler.rate_group" => (
+            Text,
+            "the name of a rate shared by tiers and tables, in quotes",
+            "rate_group = \"payments-api\"".into(),
+        ),
         "handler.stop_after_failures" => {
             return Some(number(
                 "stop_after_failures",

@@ -29,6 +29,7 @@ mod own;
 mod pauses;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod rates;
 mod reads;
 mod runs;
 mod samples;
@@ -202,6 +203,28 @@ pub trait Store: Reads + Survey + Holds {
         fault::retrying("writing the run log", || {
             let own = self.own("backlog_runs")?;
             runs::finish(own.sql, &own.prefix, run_id, end)
+        })
+    }
+
+    /// Reserves `n` handler starts of the shared rate `rate`, one `interval` apart, for
+    /// every runner of it together (see `rates`); returns how long from now until the
+    /// first of them. None where the tool's tables are not there (a dry run): the
+    /// caller spaces its starts alone.
+    fn reserve_starts(
+        &mut self,
+        rate: &str,
+        n: u64,
+        interval: Duration,
+    ) -> Result<Option<Duration>, StoreError> {
+        let now = self.clock()?.timestamp_micros();
+        let interval = i64::try_from(interval.as_micros()).unwrap_or(i64::MAX);
+        fault::retrying("reserving handler starts", || {
+            let own = self.own("backlog_rates")?;
+            if !own.exists {
+                return Ok(None);
+            }
+            let first = rates::reserve(own.sql, &own.prefix, rate, n, interval, now)?;
+            Ok(Some(Duration::from_micros((first - now).max(0) as u64)))
         })
     }
 

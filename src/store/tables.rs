@@ -65,15 +65,16 @@ pub(super) const RUNS: Table = Table {
 };
 
 /// The tables every database has: the version, the run log, attempts, pauses,
-/// failures in a row, alerts (a database adds how its ticks hold records, see
-/// `Ddl::tables`).
-pub(super) const SHARED: [&Table; 6] = [
+/// failures in a row, alerts, shared rates (a database adds how its ticks hold records,
+/// see `Ddl::tables`).
+pub(super) const SHARED: [&Table; 7] = [
     &META,
     &RUNS,
     &super::attempts::TABLE,
     &super::pauses::TABLE,
     &super::failures::TABLE,
     &super::alerts::TABLE,
+    &super::rates::TABLE,
 ];
 
 /// The steps of the tables since the backends shared them, written once: the `n`th
@@ -83,6 +84,8 @@ pub(super) const LATER: &[&[&str]] = &[
     // `backlog_failures`: failures in a row, for `table.give_up_after`.
     &[],
     // backlog_alerts (`[alert]`'s deduplication), created by `ensure` before the step.
+    &[],
+    // backlog_rates (`handler.rate` shared by the fleet), created the same way.
     &[],
 ];
 

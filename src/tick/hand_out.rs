@@ -54,7 +54,16 @@ pub(super) fn hand_out<'c>(
         batch,
         opts.rate.map(|r| r.per_second()),
     );
-    let mut pace = Pace::new(opts.rate);
+    // The rate is the fleet's: every runner of the table and tier, or of the group.
+    let shared = match &opts.rate_group {
+        Some(group) => format!("group {group}"),
+        None => format!(
+            "table {}, tier {}s",
+            store.table().name,
+            opts.window.as_secs()
+        ),
+    };
+    let mut pace = Pace::new(opts.rate, Some(shared));
     let mut breaker = Breaker::new(opts.stop_after_failures);
     let mut queue: VecDeque<Record> = VecDeque::new();
     let mut taken: u64 = 0;
@@ -121,7 +130,7 @@ pub(super) fn hand_out<'c>(
             }
             // Pace, then check the holds right before handing out.
             let n = batch.min(queue.len());
-            let wait = pace.delay();
+            let wait = pace.delay(n, store).map_err(&store_err)?;
             if !wait.is_zero() {
                 marks.write_before(wait, store).map_err(&store_err)?;
             }

@@ -39,8 +39,12 @@ pub struct TickOptions {
     /// Records (batch mode: batches) in their handlers at once. Above 1 the handler
     /// must offer workers (`Handler::worker`).
     pub concurrency: usize,
-    /// Handler starts per unit of time, spaced evenly.
+    /// Handler starts per unit of time, spaced evenly, for every runner of the table
+    /// and tier together (their starts reserved in the database).
     pub rate: Option<Rate>,
+    /// The name of a rate shared by tiers or tables that call the same counterpart
+    /// (`handler.rate_group`), in place of the table and tier's own.
+    pub rate_group: Option<String>,
     /// After this many failures in a row (error, timeout, crash; not a mapped status)
     /// the tick hands out no more records: the breaker trips.
     pub stop_after_failures: Option<u32>,
@@ -69,6 +73,7 @@ impl TickOptions {
             mark_interval: Duration::from_secs(1),
             concurrency: 1,
             rate: None,
+            rate_group: None,
             stop_after_failures: None,
             retry_failed: false,
             history: Default::default(),
@@ -81,6 +86,7 @@ impl TickOptions {
             lease: config.database.claim_lease,
             concurrency: config.handler.concurrency,
             rate: config.handler.rate,
+            rate_group: config.handler.rate_group.clone(),
             stop_after_failures: config.handler.stop_after_failures,
             history: config.history.clone(),
             ..TickOptions::new(window, now)

@@ -2,40 +2,90 @@
 //!
 //! Starts are spaced one interval apart, not allowed in bursts: a tick that waited
 //! for its page does not make up for lost time by starting several at once. A batch
-//! of n records counts as n starts.
+//! of n records counts as n starts. The rate is the fleet's: every runner of the same
+//! table and tier (or `handler.rate_group`) reserves its starts in the database
+//! (`Store::reserve_starts`), so four runners at `20/s` start 20 a second in all, not
+//! 80.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::rate::Rate;
+use crate::store::{Store, StoreError};
 
 /// How often a waiting tick looks at its stop flag.
 const STOP_CHECK: Duration = Duration::from_millis(50);
 
+/// How much of the rate a runner reserves at once, at least: a tenth of a second's
+/// starts (two at `20/s`), so that a fast rate costs the database ten reservations a
+/// second, not one a start, and a runner that ends leaves little of it unused.
+const RESERVE_AHEAD: Duration = Duration::from_millis(100);
+
 pub(super) struct Pace {
     interval: Option<Duration>,
-    /// The earliest the next start may be.
+    /// The name of the rate shared with every runner of it (`Store::reserve_starts`);
+    /// none where this tick spaces its starts alone.
+    shared: Option<String>,
+    /// The fewest starts a reservation takes (see `RESERVE_AHEAD`).
+    chunk: u64,
+    /// Starts reserved and not used yet: runs of them, each from when and how many.
+    reserved: VecDeque<(Instant, u64)>,
+    /// The earliest the next start may be, where this tick spaces its starts alone.
     next: Instant,
 }
 
 impl Pace {
-    pub(super) fn new(rate: Option<Rate>) -> Self {
+    /// Starts spaced to keep to `rate`: shared, when `shared` names it, with every
+    /// runner of the same name.
+    pub(super) fn new(rate: Option<Rate>, shared: Option<String>) -> Self {
+        let interval = rate.map(|r| r.interval());
+        let chunk = interval.map_or(1, |i| {
+            (RESERVE_AHEAD.as_secs_f64() / i.as_secs_f64().max(1e-9)).ceil() as u64
+        });
         Pace {
-            interval: rate.map(|r| r.interval()),
+            shared: shared.filter(|_| interval.is_some()),
+            interval,
+            chunk: chunk.max(1),
+            reserved: VecDeque::new(),
             next: Instant::now(),
         }
     }
 
-    /// How long until the next start may be.
-    pub(super) fn delay(&self) -> Duration {
-        match self.interval {
-            None => Duration::ZERO,
-            Some(_) => self.next.saturating_duration_since(Instant::now()),
+    /// How long until `records` more may start; where the rate is shared, reserves
+    /// their starts first (call it before `wait`, for the same records).
+    pub(super) fn delay(
+        &mut self,
+        records: usize,
+        store: &mut dyn Store,
+    ) -> Result<Duration, StoreError> {
+        let Some(interval) = self.interval else {
+            return Ok(Duration::ZERO);
+        };
+        if let Some(name) = &self.shared {
+            let have: u64 = self.reserved.iter().map(|r| r.1).sum();
+            if have < records as u64 {
+                let want = (records as u64 - have).max(self.chunk);
+                match store.reserve_starts(name, want, interval)? {
+                    Some(wait) => self.reserved.push_back((Instant::now() + wait, want)),
+                    // No table to share it in (a dry run): alone.
+                    None => self.shared = None,
+                }
+            }
+        }
+        Ok(self.first().saturating_duration_since(Instant::now()))
+    }
+
+    /// When the next start may be.
+    fn first(&self) -> Instant {
+        match (&self.shared, self.reserved.front()) {
+            (Some(_), Some((at, _))) => *at,
+            _ => self.next,
         }
     }
 
-    /// Waits until `records` more may start. Returns false, at once, if `stop` is set
-    /// meanwhile: a rate of a few an hour must not hold a stopping tick.
+    /// Waits until `records` more may start, and counts them. Returns false, at once,
+    /// if `stop` is set meanwhile: a rate of a few an hour must not hold a stopping tick.
     pub(super) fn wait(&mut self, records: usize, stop: &AtomicBool) -> bool {
         let Some(interval) = self.interval else {
             return true;
@@ -45,11 +95,32 @@ impl Pace {
                 return false;
             }
             let now = Instant::now();
-            if now >= self.next {
-                self.next = now.max(self.next) + interval.saturating_mul(records as u32);
+            let first = self.first();
+            if now >= first {
+                if self.shared.is_some() {
+                    self.use_reserved(records as u64, interval);
+                } else {
+                    self.next = now.max(self.next) + interval.saturating_mul(records as u32);
+                }
                 return true;
             }
-            std::thread::sleep((self.next - now).min(STOP_CHECK));
+            std::thread::sleep((first - now).min(STOP_CHECK));
+        }
+    }
+
+    /// Counts `n` reserved starts as used, the earliest first.
+    fn use_reserved(&mut self, mut n: u64, interval: Duration) {
+        while n > 0 {
+            let Some((at, left)) = self.reserved.front_mut() else {
+                return;
+            };
+            let used = n.min(*left);
+            *at += interval.saturating_mul(used as u32);
+            *left -= used;
+            n -= used;
+            if *left == 0 {
+                self.reserved.pop_front();
+            }
         }
     }
 }
@@ -61,7 +132,7 @@ mod tests {
     #[test]
     fn starts_are_spaced_by_the_interval() {
         let stop = AtomicBool::new(false);
-        let mut pace = Pace::new(Some(Rate::parse("50/s").unwrap()));
+        let mut pace = Pace::new(Some(Rate::parse("50/s").unwrap()), None);
         let started = Instant::now();
         for _ in 0..6 {
             assert!(pace.wait(1, &stop));
@@ -73,7 +144,7 @@ mod tests {
     #[test]
     fn a_stop_ends_the_wait() {
         let stop = AtomicBool::new(false);
-        let mut pace = Pace::new(Some(Rate::parse("1/h").unwrap()));
+        let mut pace = Pace::new(Some(Rate::parse("1/h").unwrap()), None);
         assert!(pace.wait(1, &stop));
         stop.store(true, Ordering::Relaxed);
         assert!(!pace.wait(1, &stop), "an hour's wait ends with the stop");

@@ -1,6 +1,7 @@
-//! A tick is gentle with a counterpart: `rate` spaces handler starts evenly, and
-//! `stop_after_failures` (the breaker) stops a tick whose handler keeps failing,
-//! leaving the rest of the band as it was.
+//! A tick is gentle with a counterpart: `rate` spaces handler starts evenly, for all
+//! the runners of a tier (or of a `rate_group`) together, and `stop_after_failures` (the
+//! breaker) stops a tick whose handler keeps failing, leaving the rest of the band as it
+//! was.
 
 use crate::harness::{Backend, Env, NOW, Schedule};
 
@@ -151,6 +152,78 @@ fn a_rate_spaces_the_starts(backend: Backend) {
     assert!(span_ms >= 900, "six starts within {span_ms} ms");
 }
 
+/// Runs `windows` at once, one runner each, and waits for them all to succeed.
+fn runners_at_once(env: &Env, windows: &[&str]) {
+    let runners: Vec<_> = windows
+        .iter()
+        .map(|window| {
+            env.command()
+                .args(["run", "--window", window, "--now", NOW])
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut r in runners {
+        assert!(r.wait().unwrap().success());
+    }
+}
+
+/// The first start to the last, in milliseconds, after checking each record started
+/// once.
+fn span_of_starts_ms(env: &Env, records: i64) -> u128 {
+    let mut starts = starts(env);
+    starts.sort_by_key(|(id, _)| *id);
+    let ids: Vec<i64> = starts.iter().map(|(id, _)| *id).collect();
+    assert_eq!(ids, (1..=records).collect::<Vec<_>>(), "each record once");
+    let times = starts.iter().map(|(_, t)| *t);
+    (times.clone().max().unwrap() - times.min().unwrap()) / 1_000_000
+}
+
+/// `rate = "20/s"` is the fleet's: four runners of one tier over 100 records start 20 a
+/// second in all (99 intervals of 50 ms: at least 4.5 s), not 80.
+fn four_runners_keep_to_one_rate(backend: Backend) {
+    let env = backlog(
+        backend,
+        100,
+        "rate = \"20/s\"\nconcurrency = 4",
+        &FAILING_HANDLER.replace("exit 1", "exit 0"),
+    );
+    runners_at_once(&env, &["1d"; 4]);
+    let span = span_of_starts_ms(&env, 100);
+    assert!(span >= 4_500, "100 starts at 20/s within {span} ms");
+    assert_eq!(env.with_status("SUCCESS"), 100);
+}
+
+/// `rate_group` shares one rate between tiers that call the same counterpart: two tiers'
+/// runners over 20 records each start 10 a second in all (at least 3.5 s for 40), where
+/// each tier's own rate would have them done in about 2.
+fn a_rate_group_is_shared_by_tiers(backend: Backend) {
+    let env = backlog(
+        backend,
+        0,
+        "rate = \"10/s\"\nrate_group = \"api\"\nconcurrency = 4",
+        &FAILING_HANDLER.replace("exit 1", "exit 0"),
+    );
+    // 20 records in the first day, 20 in the first week after it.
+    let aged: Vec<(i64, i64)> = (1..=40)
+        .map(|id| {
+            (
+                id,
+                if id <= 20 {
+                    id * 60
+                } else {
+                    2 * 86_400 + id * 60
+                },
+            )
+        })
+        .collect();
+    env.insert_aged(&aged, |t| t.format("%Y-%m-%d %H:%M:%S").to_string().into());
+    runners_at_once(&env, &["1d", "7d"]);
+    let span = span_of_starts_ms(&env, 40);
+    assert!(span >= 3_500, "40 starts at 10/s within {span} ms");
+}
+
 /// Runners started one after another in one slot over a band that fails: each
 /// record is tried once in the slot, not once per runner (a failure is kept from
 /// every tick until the schedule's next try of it), and `--retry-failed` overrides.
@@ -195,4 +268,6 @@ crate::on_every_backend!(
     the_breaker_stops_a_tick_after_failures_in_a_row,
     the_breaker_lets_the_records_in_flight_finish,
     a_rate_spaces_the_starts,
+    four_runners_keep_to_one_rate,
+    a_rate_group_is_shared_by_tiers,
 );

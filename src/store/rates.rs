@@ -1,0 +1,81 @@
+//! `backlog_rates`: the next free start of each shared rate, so that `handler.rate` holds
+//! for every runner of a table and tier (or of a `handler.rate_group`) together, on every
+//! host, and not for each process apart.
+//!
+//! A rate is a row holding when its next start may be, in microseconds on the
+//! database's clock (`Store::clock`: runners on hosts whose clocks disagree still space
+//! their starts on one). A runner reserves `n` starts at once by moving that time on by
+//! `n` intervals with a compare-and-set: of two runners that reserve at once, one moves
+//! it and the other reads it again. The starts it reserved are its own, one interval
+//! apart from the first; a time left in the past counts as now, so idle time is never
+//! saved up into a burst.
+
+use super::StoreError;
+use super::sql::{Sql, failed};
+
+/// The table: a row per shared rate.
+pub(super) const TABLE: super::tables::Table = super::tables::Table {
+    name: "backlog_rates",
+    columns: "name {key} NOT NULL,
+        next_us {bigint} NOT NULL",
+    key: Some("name"),
+    indexes: &[],
+    mark: "next_us",
+};
+
+/// How often a reservation reads again after other runners moved the row under it:
+/// each retry means another runner got its starts, so the fleet goes on meanwhile.
+const TRIES: usize = 100;
+
+/// Reserves `n` starts of the rate `name`, one `interval_us` apart, at `now_us` (the
+/// database's clock); returns when the first of them is, on that clock.
+pub(super) fn reserve(
+    sql: &mut dyn Sql,
+    s: &str,
+    name: &str,
+    n: u64,
+    interval_us: i64,
+    now_us: i64,
+) -> Result<i64, StoreError> {
+    let span = interval_us.saturating_mul(n as i64);
+    let mut last_error = None;
+    for _ in 0..TRIES {
+        let rows = sql
+            .query(
+                &format!("SELECT next_us FROM {s}backlog_rates WHERE name = ?1"),
+                &[name.into()],
+            )
+            .map_err(failed("reading backlog_rates"))?;
+        let Some(next) = rows.first().map(|row| row[0].int().unwrap_or(0)) else {
+            // The rate's first start: the runner whose row goes in has it; another's
+            // insert fails on the key, and it reads the row again.
+            let inserted = sql.execute(
+                &format!("INSERT INTO {s}backlog_rates (name, next_us) VALUES (?1, ?2)"),
+                &[name.into(), now_us.saturating_add(span).into()],
+            );
+            match inserted {
+                Ok(_) => return Ok(now_us),
+                Err(e) => last_error = Some(e),
+            }
+            continue;
+        };
+        let first = next.max(now_us);
+        let changed = sql
+            .execute(
+                &format!(
+                    "UPDATE {s}backlog_rates SET next_us = ?2 WHERE name = ?1 AND next_us = ?3"
+                ),
+                &[name.into(), first.saturating_add(span).into(), next.into()],
+            )
+            .map_err(failed("writing backlog_rates"))?;
+        if changed == 1 {
+            return Ok(first);
+        }
+    }
+    Err(StoreError::Database {
+        context: format!(
+            "reserving starts of the rate {name:?} in backlog_rates (other runners kept changing it)"
+        ),
+        source: last_error.unwrap_or_else(|| "the row changed under every try".into()),
+    })
+}
