@@ -6,7 +6,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use crate::concurrency::handled_without_overlap;
-use crate::harness::{Backend, Env, NOW, Running, Schedule, recording_handler};
+use crate::harness::{Backend, Env, NOW, Schedule};
 use crate::tick::wait_for;
 
 /// A batch handler that logs `start ID ns` and `end ID ns` around each record, as
@@ -221,122 +221,6 @@ fn a_lost_connection_stops_the_tick_and_keeps_what_was_marked(backend: Backend) 
     assert_eq!(env.holds_left(), 0);
 }
 
-/// A tick's marks go to the server on a connection of their own while the tick reads
-/// the next pages (a group goes out after a second of handling here). On a table this
-/// small, MariaDB read the marks' `id IN (…) FOR UPDATE` by scanning another index and
-/// kept every row it scanned locked: the pages read meanwhile skipped the rest of the
-/// band, and the tick ended with three of eight records never handed out.
-fn pages_read_while_marks_are_written_miss_no_record(backend: Backend) {
-    let env = Env::on(backend);
-    pending_records(&env, 8);
-    batch_schedule(&env, "", "mode = \"batch\"\nbatch_size = 1");
-    let out = output_within_a_minute(spawn_run(&env, "0.2"));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}");
-    assert!(stdout.contains("\"selected\":8"), "{stdout}");
-    assert!(all_success(&env));
-    assert_eq!(env.holds_left(), 0);
-}
-
-/// A daemon on a host whose clock is two days slow (`faketime`) goes by the database
-/// server's: its slots fire, its bands hold today's records, and the run log's clock is
-/// the server's, as for `backlog run`.
-fn a_daemon_on_a_slow_host_goes_by_the_servers_clock(backend: Backend) {
-    let env = Env::on(backend);
-    env.classic_at(chrono::Utc::now());
-    env.write_schedule(&Schedule {
-        tiers: "\n[[tier]]\nwindow = \"1d\"\nevery = \"1h\"\n",
-        ..Schedule::default()
-    });
-    env.write_handler("handler.sh", &recording_handler(&[]));
-    // The library itself rather than the `faketime` wrapper, so that the signal to stop
-    // reaches the daemon.
-    let faketime = std::fs::read_dir("/usr/lib")
-        .unwrap()
-        .filter_map(|e| Some(e.ok()?.path().join("faketime/libfaketimeMT.so.1")))
-        .find(|p| p.exists())
-        .expect("libfaketime: Debian's faketime package, which .ci/run installs");
-    let log = std::fs::File::create(env.path("daemon.log")).unwrap();
-    let daemon = Running::spawn(
-        env.command()
-            .arg("daemon")
-            .env("LD_PRELOAD", faketime)
-            .env("FAKETIME", "-2d")
-            // The monotonic clock stays true: leases and timeouts are measured on it.
-            .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
-            .stdout(Stdio::null())
-            .stderr(log),
-    );
-    // Never ticked: the tier's slot counts as missed and fires at once.
-    wait_for(|| env.with_status("SUCCESS") == 2);
-    let out = daemon.terminate();
-    let text = std::fs::read_to_string(env.path("daemon.log")).unwrap_or_default();
-    assert!(out.status.success(), "{text}");
-    assert_eq!(env.take_calls(), [1, 2], "{text}");
-    let skew = env.count(&format!(
-        "SELECT CAST(max(abs({})) AS BIGINT) FROM {}",
-        match backend {
-            Backend::Mysql => "TIMESTAMPDIFF(SECOND, clock, UTC_TIMESTAMP())",
-            _ => "EXTRACT(EPOCH FROM clock - now())",
-        },
-        env.own("backlog_runs")
-    ));
-    assert!(
-        skew < 60,
-        "the run log's clock is {skew} s from the server's"
-    );
-}
-
-/// A table whose only index on the inserted-at column is (status, inserted-at), as
-/// many queues have: pages are read one pending status at a time through it and
-/// merged, so `doctor` finds an index range where one query for both statuses would
-/// sort the rest of the band at every page, and the tick hands the records over
-/// newest first, each once, across pages.
-fn a_status_and_age_index_serves_the_pages(backend: Backend) {
-    let env = Env::on(backend);
-    pending_records(&env, 2_500);
-    let on = if backend == Backend::Mysql {
-        r#" ON "BACKLOG""#
-    } else {
-        ""
-    };
-    env.execute(&format!(
-        r#"DROP INDEX "BACKLOG_BY_DATE"{on};
-           CREATE INDEX "BACKLOG_BY_STATUS_DATE" ON "BACKLOG" ("STATUS", "DATE_INSERTED");
-           UPDATE "BACKLOG" SET "STATUS" = 'ERROR' WHERE "ID" % 3 = 0;
-           UPDATE "BACKLOG" SET "STATUS" = 'SUCCESS' WHERE "ID" % 7 = 0"#
-    ));
-    if backend == Backend::Postgres {
-        env.execute(r#"ANALYZE "BACKLOG""#);
-    }
-    let pending = env.count(r#"SELECT count(*) FROM "BACKLOG" WHERE "STATUS" <> 'SUCCESS'"#);
-    batch_schedule(&env, "", "mode = \"batch\"\nbatch_size = 100");
-    let out = env.backlog(&["doctor"]).assert().success();
-    let doctor = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
-    let plan = match backend {
-        Backend::Postgres => "Merge Append",
-        _ => "key=BACKLOG_BY_STATUS_DATE",
-    };
-    assert!(
-        doctor.contains("ok   the band query reads an index range") && doctor.contains(plan),
-        "{doctor}"
-    );
-    let out = spawn_run(&env, "0").wait_with_output().unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let log = std::fs::read_to_string(env.path("handler.log")).unwrap();
-    let ids: Vec<i64> = log
-        .lines()
-        .filter_map(|l| l.strip_prefix("start "))
-        .map(|l| l.split(' ').next().unwrap().parse().unwrap())
-        .collect();
-    assert_eq!(ids.len() as i64, pending, "each pending record once");
-    assert!(
-        ids.windows(2).all(|w| w[0] < w[1]),
-        "newest first, across pages"
-    );
-    assert!(all_success(&env));
-}
-
 /// Sixteen runners that keep every attempt and a record's newest one only: each group
 /// of marks prunes the attempts of its records, in the marks' transaction. On MariaDB
 /// two runners' prunes locked each other (error 1213) and three of sixteen runners
@@ -421,8 +305,5 @@ crate::on_servers!(
     eight_runners_share_twenty_thousand_records_and_none_is_handled_twice_at_once,
     a_runner_killed_mid_tick_leaves_no_record_lost_or_stuck,
     a_lost_connection_stops_the_tick_and_keeps_what_was_marked,
-    a_daemon_on_a_slow_host_goes_by_the_servers_clock,
-    a_status_and_age_index_serves_the_pages,
-    pages_read_while_marks_are_written_miss_no_record,
     sixteen_runners_pruning_attempts_lose_no_mark_to_a_deadlock,
 );
