@@ -274,6 +274,6 @@ fn a_missing_version_row_is_written_again() {
     env.run_window("1d");
     assert_eq!(
         env.text("SELECT value FROM backlog_meta WHERE key = 'schema_version'"),
-        "6"
+        "7"
     );
 }

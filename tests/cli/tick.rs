@@ -564,10 +564,10 @@ crate::on_every_backend!(
 );
 
 /// A database whose tool tables an earlier release made (version 1, records claimed
-/// one by one) moves to version 6 (spans, a `lost` count, attempts and pauses, then
-/// failures in a row and alerts) on the first tick, but not while a tick of that
-/// release still holds claims: it would not see the new spans. Tables at version 4
-/// gain `backlog_failures` and `backlog_alerts`.
+/// one by one) moves to version 7 (spans, a `lost` count, attempts and pauses, then
+/// failures in a row, alerts and shared rates) on the first tick, but not while a tick
+/// of that release still holds claims: it would not see the new spans. Tables at
+/// version 4 gain `backlog_failures`, `backlog_alerts` and `backlog_rates`.
 #[test]
 fn sqlite_tables_of_version_one_move_to_spans() {
     let env = classic_env(Backend::Sqlite, Schedule::default(), &[]);
@@ -588,7 +588,7 @@ fn sqlite_tables_of_version_one_move_to_spans() {
             ": a tick of an earlier backlog release holds 1 record in backlog_claims of ",
         ))
         .stderr(predicates::str::ends_with(
-            "; let it finish (or wait for its lease to run out), then run again to move the tool's tables to version 6\n",
+            "; let it finish (or wait for its lease to run out), then run again to move the tool's tables to version 7\n",
         ));
     assert_eq!(env.with_status("SUCCESS"), 0, "nothing handled");
 
@@ -596,7 +596,7 @@ fn sqlite_tables_of_version_one_move_to_spans() {
     let out = env.run_window("1d");
     assert!(out.contains("selected 2, succeeded 2"), "{out}");
     let version = "SELECT value FROM backlog_meta WHERE key = 'schema_version'";
-    assert_eq!(env.text(version), "6");
+    assert_eq!(env.text(version), "7");
     let tables =
         "SELECT name FROM sqlite_schema WHERE name LIKE 'backlog_%' AND type = 'table' ORDER BY 1";
     let all = [
@@ -606,17 +606,19 @@ fn sqlite_tables_of_version_one_move_to_spans() {
         "backlog_holds",
         "backlog_meta",
         "backlog_pauses",
+        "backlog_rates",
         "backlog_runs",
         "backlog_tried",
     ];
     assert_eq!(env.lines(tables), all);
 
-    // Version 4, the release before failures in a row and alerts: the next tick adds
-    // their tables.
+    // Version 4, the release before failures in a row, alerts and shared rates: the
+    // next tick adds their tables.
     env.execute("DROP TABLE backlog_alerts");
     env.execute("DROP TABLE backlog_failures");
+    env.execute("DROP TABLE backlog_rates");
     env.execute("UPDATE backlog_meta SET value = '4' WHERE key = 'schema_version'");
     env.run_window("1d");
-    assert_eq!(env.text(version), "6");
+    assert_eq!(env.text(version), "7");
     assert_eq!(env.lines(tables), all);
 }

@@ -10,23 +10,36 @@ use crate::servers::server::OwnSchema;
 fn versions(backend: Backend) -> (u32, Vec<(u32, &'static str)>) {
     match backend {
         Backend::Postgres => (
-            5,
+            6,
             vec![
-                // No failures in a row, no alerts.
-                (3, "DROP TABLE {s}.backlog_failures, {s}.backlog_alerts"),
-                // No alerts.
-                (4, "DROP TABLE {s}.backlog_alerts"),
+                // No failures in a row, no alerts, no shared rates.
+                (
+                    3,
+                    "DROP TABLE {s}.backlog_failures, {s}.backlog_alerts, {s}.backlog_rates",
+                ),
+                // No alerts, no shared rates.
+                (4, "DROP TABLE {s}.backlog_alerts, {s}.backlog_rates"),
+                // No shared rates.
+                (5, "DROP TABLE {s}.backlog_rates"),
                 // No `lost` count in the run log, no attempts, no pauses.
                 (
                     1,
-                    "ALTER TABLE {s}.backlog_runs DROP COLUMN lost; DROP TABLE {s}.backlog_attempts, {s}.backlog_pauses, {s}.backlog_failures, {s}.backlog_alerts",
+                    "ALTER TABLE {s}.backlog_runs DROP COLUMN lost; DROP TABLE {s}.backlog_attempts, {s}.backlog_pauses, {s}.backlog_failures, {s}.backlog_alerts, {s}.backlog_rates",
                 ),
             ],
         ),
-        // The first MySQL release: no failures in a row, no alerts.
         _ => (
-            3,
-            vec![(1, "DROP TABLE {s}.backlog_failures, {s}.backlog_alerts")],
+            4,
+            vec![
+                // The first MySQL release: no failures in a row, no alerts, no shared
+                // rates.
+                (
+                    1,
+                    "DROP TABLE {s}.backlog_failures, {s}.backlog_alerts, {s}.backlog_rates",
+                ),
+                // No shared rates.
+                (3, "DROP TABLE {s}.backlog_rates"),
+            ],
         ),
     }
 }
@@ -58,6 +71,7 @@ fn own_tables_live_in_the_named_schema_and_move_from_older_versions(backend: Bac
             "backlog_failures",
             "backlog_meta",
             "backlog_pauses",
+            "backlog_rates",
             "backlog_runs"
         ]
     );
@@ -76,7 +90,12 @@ fn own_tables_live_in_the_named_schema_and_move_from_older_versions(backend: Bac
         ));
         env.run_window("1d");
         assert_eq!(version(), current.to_string(), "from version {old}");
-        for table in ["backlog_failures", "backlog_alerts", "backlog_attempts"] {
+        for table in [
+            "backlog_failures",
+            "backlog_alerts",
+            "backlog_attempts",
+            "backlog_rates",
+        ] {
             assert_eq!(
                 env.text(&format!("SELECT CAST(count(*) AS TEXT) FROM {s}.{table}")),
                 "0",
