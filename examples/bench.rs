@@ -211,18 +211,8 @@ fn floor(path: &Path, columns: &str) -> (f64, u64) {
 }
 
 fn command_handler(dir: &Path, command: &[&str], mode: HandlerMode) -> Box<dyn backlog::Handler> {
-    let config = HandlerConfig {
-        command: command.iter().map(|s| s.to_string()).collect(),
-        mode,
-        batch_size: 100,
-        timeout: Duration::from_secs(30),
-        concurrency: 1,
-        rate: None,
-        rate_group: None,
-        stop_after_failures: None,
-        env: Default::default(),
-        exit_codes: Default::default(),
-    };
+    let mut config = HandlerConfig::new(command.iter().map(|s| s.to_string()).collect());
+    config.mode = mode;
     backlog::handler::from_config(&config, dir).unwrap()
 }
 
@@ -280,10 +270,10 @@ struct HistoryCase {
 }
 
 fn history_cases() -> Vec<HistoryCase> {
-    let off = HistoryConfig {
-        keep: Duration::ZERO,
-        ..HistoryConfig::default()
-    };
+    let mut off = HistoryConfig::default();
+    off.keep = Duration::ZERO;
+    let mut all = HistoryConfig::default();
+    all.record = HistoryRecord::All;
     vec![
         HistoryCase {
             name: "history off (keep = 0)",
@@ -298,10 +288,7 @@ fn history_cases() -> Vec<HistoryCase> {
         HistoryCase {
             name: "record = all",
             fails: false,
-            history: HistoryConfig {
-                record: HistoryRecord::All,
-                ..HistoryConfig::default()
-            },
+            history: all,
         },
         HistoryCase {
             name: "every record fails, default",

@@ -332,14 +332,10 @@ fn history_tick(config: &Config, history: &HistoryConfig, fails: bool) -> (f64, 
 /// then the medians and spreads of records/s and of the ratios to the history-off
 /// tick and to the floor of the same round.
 fn history_bench(db: &mut Client, config: &Config, rounds: usize) {
-    let off = HistoryConfig {
-        keep: Duration::ZERO,
-        ..HistoryConfig::default()
-    };
-    let all = HistoryConfig {
-        record: HistoryRecord::All,
-        ..HistoryConfig::default()
-    };
+    let mut off = HistoryConfig::default();
+    off.keep = Duration::ZERO;
+    let mut all = HistoryConfig::default();
+    all.record = HistoryRecord::All;
     let cases: [(&str, HistoryConfig, bool); 5] = [
         ("history off (keep = 0)", off.clone(), false),
         ("default (failures only)", HistoryConfig::default(), false),

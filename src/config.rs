@@ -8,6 +8,7 @@
 //! in a file of its own under `config/`.
 
 use std::path::{Path, PathBuf};
+#[cfg(feature = "cli")]
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -34,27 +35,32 @@ mod toml_error;
 mod variables;
 
 pub use alert::{AlertConfig, AlertUrl};
-pub use database::{DEFAULT_SCHEMA, DatabaseConfig, DatabaseUrl};
+pub use database::{DatabaseConfig, DatabaseUrl};
 use database::{RawDatabase, resolve_database};
-pub use handler::{HandlerConfig, HandlerMode, MAX_CONCURRENCY};
+pub(crate) use handler::MAX_CONCURRENCY;
+pub use handler::{HandlerConfig, HandlerMode};
 pub use history::{HistoryConfig, HistoryRecord};
-pub use location::{STDIN, find as find_schedule, is_stdin, search_path};
+pub use location::find as find_schedule;
+pub(crate) use location::is_stdin;
 #[cfg(feature = "mysql")]
 pub use mysql_url::{MysqlTls, MysqlUrl};
 #[cfg(feature = "postgres")]
 pub use postgres_url::{PostgresUrl, Verify};
-pub use ranges::{MAX_BATCH_SIZE, MAX_LIMIT, MAX_SPREAD, SPAN};
+#[cfg(feature = "cli")]
+pub(crate) use ranges::SPAN;
+pub(crate) use ranges::{MAX_BATCH_SIZE, MAX_LIMIT, MAX_SPREAD};
 use retry::RawRetry;
 pub use retry::RetryConfig;
 pub use table::{Labels, TableConfig};
 use table::{RawTable, resolve_table};
-pub use tiers::DEFAULT_LIMIT;
 use tiers::{RawTier, resolve_schedule};
-pub use variables::used_in as variables_used_in;
+#[cfg(feature = "cli")]
+pub(crate) use variables::used_in as variables_used_in;
 
 /// The schedule file could not be read or is not valid.
 #[derive(Debug, thiserror::Error)]
 #[error("{}: {message}", file.display())]
+#[non_exhaustive]
 pub struct ConfigError {
     /// The file, with `:line:column` when the error points into it.
     pub file: PathBuf,
@@ -81,6 +87,7 @@ struct RawFile {
 
 /// A validated schedule file.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Config {
     /// The file it was read from.
     pub path: PathBuf,
@@ -156,7 +163,8 @@ impl Config {
     /// not load as a whole (a bad edit elsewhere in it), if those parts do: where a tick
     /// that cannot start records why, so `status` shows the cause rather than a tier
     /// gone quiet.
-    pub fn database_of(path: &Path) -> Option<(DatabaseConfig, TableConfig, Vec<Duration>)> {
+    #[cfg(feature = "cli")]
+    pub(crate) fn database_of(path: &Path) -> Option<(DatabaseConfig, TableConfig, Vec<Duration>)> {
         let mut document = sections_of(path)?;
         let database: RawDatabase = document.remove("database")?.try_into().ok()?;
         let table: RawTable = document.remove("table")?.try_into().ok()?;
@@ -177,13 +185,15 @@ impl Config {
 
     /// The `[alert]` section of a schedule file that does not load as a whole, if it
     /// does: a bad edit elsewhere still reaches a person.
-    pub fn alert_of(path: &Path) -> Option<AlertConfig> {
+    #[cfg(feature = "cli")]
+    pub(crate) fn alert_of(path: &Path) -> Option<AlertConfig> {
         let raw: alert::RawAlert = sections_of(path)?.remove("alert")?.try_into().ok()?;
         alert::resolve(Some(raw)).ok()
     }
 }
 
 /// The sections of a schedule file as TOML, `${VAR}` expanded, whatever they hold.
+#[cfg(feature = "cli")]
 fn sections_of(path: &Path) -> Option<toml::Table> {
     if is_stdin(path) {
         return None; // read once, by the load that failed

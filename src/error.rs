@@ -4,14 +4,21 @@
 //! check can tell "the schedule file is wrong" from "the database is gone" without
 //! parsing messages. A tick that ran is success (0) whatever its records did: a record
 //! failing is the backlog's normal business, not the tool's failure.
+//!
+//! The command's own failures (its crontab, `doctor`'s and `status --check`'s verdicts)
+//! are variants here too, so that every command's error goes through the one
+//! `Error::exit_code`; they exist only with the `cli` feature, and no function of the
+//! library returns them.
 
 use crate::config::ConfigError;
+#[cfg(feature = "cli")]
 use crate::crontab::CrontabError;
 use crate::handler::HandlerError;
 use crate::store::StoreError;
 
 /// Everything that can stop `backlog` from doing what it was asked.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The schedule file is missing or invalid.
     #[error(transparent)]
@@ -33,10 +40,13 @@ pub enum Error {
         /// What kept it from running.
         source: HandlerError,
     },
-    /// The crontab could not be read or written, or its backlog block is broken.
+    /// The crontab could not be read or written, or its backlog block is broken
+    /// (`backlog crontab`; the `cli` feature only).
+    #[cfg(feature = "cli")]
     #[error(transparent)]
     Crontab(#[from] CrontabError),
-    /// `backlog doctor` found problems (it printed them).
+    /// `backlog doctor` found problems (it printed them; the `cli` feature only).
+    #[cfg(feature = "cli")]
     #[error("{0} of the checks failed")]
     Unhealthy(usize),
     /// The breaker stopped a tick: its handler failed `handler.stop_after_failures`
@@ -50,7 +60,9 @@ pub enum Error {
     /// A command-line value that does not make sense.
     #[error("{0}")]
     Usage(String),
-    /// `status --check` found the backlog in trouble (it printed why on stdout).
+    /// `status --check` found the backlog in trouble (it printed why on stdout; the
+    /// `cli` feature only).
+    #[cfg(feature = "cli")]
     #[error("the check found the backlog {0:?}")]
     Check(crate::status::CheckLevel),
     /// A file or a socket failed outside the database: writing the demo, reading the
@@ -67,6 +79,7 @@ pub enum Error {
 /// The process exit codes of `backlog`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
+#[non_exhaustive]
 pub enum ExitCode {
     /// The command did what it was asked (a tick ran, whatever its records' outcomes).
     Success = 0,
@@ -94,7 +107,7 @@ pub enum ExitCode {
 impl Error {
     /// Wraps a store error with the database it came from: `.map_err(Error::store(url))`.
     /// Kept in a variable, it serves every call on one store: `.map_err(&store_err)`.
-    pub fn store(database: impl ToString) -> impl Fn(StoreError) -> Error {
+    pub(crate) fn store(database: impl ToString) -> impl Fn(StoreError) -> Error {
         let database = database.to_string();
         move |source| Error::Store {
             database: database.clone(),
@@ -108,14 +121,19 @@ impl Error {
             Error::Config(_) => ExitCode::Schedule,
             Error::Store { .. } => ExitCode::Database,
             Error::Handler { .. } => ExitCode::Handler,
+            #[cfg(feature = "cli")]
             Error::Crontab(_) => ExitCode::Crontab,
             Error::Usage(_) => ExitCode::Usage,
             // The monitoring-plugin convention: 1 warning, 2 critical.
+            #[cfg(feature = "cli")]
             Error::Check(crate::status::CheckLevel::Critical) => ExitCode::Usage,
+            #[cfg(feature = "cli")]
             Error::Check(_) => ExitCode::Failure,
+            #[cfg(feature = "cli")]
+            Error::Unhealthy(_) => ExitCode::Failure,
             Error::Tripped(_) => ExitCode::Tripped,
             Error::Lapsed(_) => ExitCode::Lapsed,
-            Error::Io { .. } | Error::Unhealthy(_) => ExitCode::Failure,
+            Error::Io { .. } => ExitCode::Failure,
         }
     }
 }

@@ -38,6 +38,12 @@
 //! ([`Schedule::timezone`]) and [`serde_json`] (the values of [`Columns`]), so a user
 //! needs no version of them in step with this one. See `examples/rust_handler.rs`.
 //!
+//! Besides the root, the public modules are [`config`] (the schedule file and its
+//! sections), [`handler`], [`schedule`] and [`store`]; the rest of the crate is the
+//! program's own. The enums and the option structs are `#[non_exhaustive]`: a `match`
+//! needs a `_` arm, and a struct is built by its constructor (or `Default`), then
+//! changed field by field.
+//!
 //! The `cli` feature, on by default, adds the `backlog` command and the `cli` module
 //! with what only it needs (clap, progress bars, log output, signal handling, SVG
 //! plots); with `default-features = false` a tick builds without them. The databases
@@ -53,39 +59,55 @@ compile_error!(
     "backlog needs at least one database: enable the cargo feature sqlite, postgres or mysql"
 );
 
-pub mod account;
-pub mod alert;
-pub mod backoff;
-pub mod causes;
+// The library's API: the modules below that are `pub`, and the re-exports at the end.
+// The rest is the program's own, `pub(crate)`; the modules only the `backlog` command
+// uses are built with the `cli` feature alone.
+pub mod config;
+pub mod handler;
+pub mod schedule;
+pub mod store;
+
 // The `backlog` command's own parts, public for `main.rs` only: not the library's API
 // (clap reads these types' doc comments as help text, so they stay as terse as the
 // command line wants them).
 #[cfg(feature = "cli")]
 #[doc(hidden)]
 pub mod cli;
-pub mod config;
-pub mod crontab;
-#[cfg(feature = "sqlite")]
-pub mod demo;
-pub mod doctor;
-pub mod duration;
-pub mod error;
-pub mod explain;
-pub mod handler;
-pub mod metrics;
-pub mod operate;
+
+mod error;
+mod record;
+mod tick;
+
+pub(crate) mod backoff;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub(crate) mod causes;
+pub(crate) mod duration;
+pub(crate) mod explain;
+pub(crate) mod rate;
+pub(crate) mod timestamp;
+
 #[cfg(feature = "cli")]
-pub mod plot;
-pub mod rate;
-pub mod record;
-pub mod runner;
-pub mod schedule;
-pub mod status;
-pub mod store;
-pub mod tick;
-pub mod timestamp;
+pub(crate) mod account;
 #[cfg(feature = "cli")]
-pub mod web;
+pub(crate) mod alert;
+#[cfg(feature = "cli")]
+pub(crate) mod crontab;
+#[cfg(feature = "cli")]
+pub(crate) mod demo;
+#[cfg(feature = "cli")]
+pub(crate) mod doctor;
+#[cfg(feature = "cli")]
+pub(crate) mod metrics;
+#[cfg(feature = "cli")]
+pub(crate) mod operate;
+#[cfg(feature = "cli")]
+pub(crate) mod plot;
+#[cfg(feature = "cli")]
+pub(crate) mod runner;
+#[cfg(feature = "cli")]
+pub(crate) mod status;
+#[cfg(feature = "cli")]
+pub(crate) mod web;
 
 pub use chrono;
 pub use chrono_tz;
@@ -96,7 +118,8 @@ pub use error::{Error, ExitCode};
 pub use handler::{
     CommandHandler, Context, Ending, FnHandler, Handled, Handler, HandlerError, Outcome,
 };
+pub use rate::Rate;
 pub use record::{Columns, Record, Scalar};
 pub use schedule::{BandMode, Schedule};
 pub use store::Store;
-pub use tick::{TickOptions, TickSummary, open_store, process_backlog};
+pub use tick::{BandSummary, Event, TickOptions, TickSummary, open_store, process_backlog};

@@ -28,6 +28,7 @@ pub use row_buffer::RowBuffer;
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(untagged)]
+#[non_exhaustive]
 pub enum Scalar {
     /// An integer column (SQLite `INTEGER`, PostgreSQL `integer`, `bigint`).
     Int(i64),

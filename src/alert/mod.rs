@@ -16,8 +16,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-pub use deliver::{COMMAND_TIMEOUT, HTTP_TIMEOUT};
-pub use event::{Counts, Event, Kind};
+pub use event::{Event, Kind};
 
 use crate::config::{AlertConfig, Config, DatabaseConfig, TableConfig};
 use crate::error::Error;

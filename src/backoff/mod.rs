@@ -6,6 +6,9 @@
 //! later plot or simulation see the same curve for the same seed. Delays are in
 //! seconds (as `f64`, since several strategies produce fractions).
 
+// Without the `cli` feature, much here has no caller: the strategies, their budgets and simulations are the `backoff` command's; a tick uses `Curve` alone.
+#![cfg_attr(not(feature = "cli"), allow(dead_code, unused_imports))]
+
 mod adaptive;
 mod budget;
 pub mod catalog;
@@ -18,21 +21,19 @@ mod sequence;
 mod simulation;
 
 pub use adaptive::{Adaptive, Step};
-pub use budget::{Budget, budget};
+pub use budget::budget;
 pub use curve::{Curve, Due};
 pub use exponential::{Exponential, Jitter};
 #[cfg(feature = "cli")]
 pub use plot::{Panel, plot};
 pub use progressive::Progressive;
 pub use sequence::{Sequence, SequenceKind};
-pub use simulation::{Contender, Report, Scenario, retry_times, simulate};
+pub use simulation::{Contender, Scenario, retry_times, simulate};
 
 /// What an attempt did.
 pub type Outcome = bool;
 /// The attempt failed: the strategy waits, or gives up.
 pub const FAILURE: Outcome = false;
-/// The attempt succeeded (strategies that react to recovery, such as LIMD, use it).
-pub const SUCCESS: Outcome = true;
 
 /// The wait after an attempt.
 #[derive(Debug, Clone, Copy, PartialEq)]

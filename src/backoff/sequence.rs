@@ -43,6 +43,7 @@ pub fn arctan_minutes(n: u32) -> f64 {
 
 impl Sequence {
     /// The curve, uncapped, with no wait after a success.
+    #[cfg(test)]
     pub fn new(kind: SequenceKind) -> Self {
         Sequence {
             kind,

@@ -30,13 +30,15 @@ pub struct AlertUrl {
 
 impl AlertUrl {
     /// The URL to send to, token and all.
-    pub fn as_str(&self) -> &str {
+    #[cfg(feature = "cli")]
+    pub(crate) fn as_str(&self) -> &str {
         self.url.as_str()
     }
 
     /// The URL with `suffix` appended to its path (`/start`, `/fail`, `/4`), its query
     /// kept: healthchecks.io's convention.
-    pub fn with_path_suffix(&self, suffix: &str) -> AlertUrl {
+    #[cfg(feature = "cli")]
+    pub(crate) fn with_path_suffix(&self, suffix: &str) -> AlertUrl {
         let mut url = self.url.clone();
         let path = format!("{}{suffix}", url.path().trim_end_matches('/'));
         url.set_path(&path);
@@ -66,6 +68,7 @@ impl fmt::Debug for AlertUrl {
 
 /// The `[alert]` section, resolved. Without the section nothing is sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AlertConfig {
     /// A program and its arguments, run once per alert with the event on its stdin.
     pub command: Option<Vec<String>>,
@@ -78,7 +81,7 @@ pub struct AlertConfig {
 }
 
 /// `alert.alert_every` when the file does not set it.
-pub const DEFAULT_EVERY: Duration = Duration::from_secs(15 * 60);
+pub(crate) const DEFAULT_EVERY: Duration = Duration::from_secs(15 * 60);
 
 impl Default for AlertConfig {
     fn default() -> Self {
@@ -93,7 +96,8 @@ impl Default for AlertConfig {
 
 impl AlertConfig {
     /// Whether alerts go anywhere (pings are not alerts: they go whatever happened).
-    pub fn sends(&self) -> bool {
+    #[cfg(feature = "cli")]
+    pub(crate) fn sends(&self) -> bool {
         self.command.is_some() || self.webhook.is_some()
     }
 }

@@ -28,6 +28,7 @@ pub(super) struct RawDatabase {
 
 /// Where the backlog lives.
 #[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DatabaseUrl {
     /// A SQLite file, already resolved against the schedule file's folder.
     #[cfg(feature = "sqlite")]
@@ -44,7 +45,8 @@ impl DatabaseUrl {
     /// Whether runners on several hosts may share this database (a server), so that
     /// time is the server's clock rather than each host's (SQLite's runners are all
     /// on the host that has the file).
-    pub fn is_server(&self) -> bool {
+    #[cfg(feature = "cli")]
+    pub(crate) fn is_server(&self) -> bool {
         match self {
             #[cfg(feature = "sqlite")]
             DatabaseUrl::Sqlite(_) => false,
@@ -75,6 +77,7 @@ impl fmt::Debug for DatabaseUrl {
 
 /// The `[database]` section, resolved.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct DatabaseConfig {
     /// The SQLite file or PostgreSQL server holding the table and the tool's tables.
     pub url: DatabaseUrl,
@@ -97,6 +100,7 @@ pub struct DatabaseConfig {
 }
 
 /// The schema of the tool's own tables on PostgreSQL when the file names none.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub const DEFAULT_SCHEMA: &str = "backlog";
 
 /// The variable that, set and not empty, replaces `[database] url`: where a service

@@ -12,6 +12,7 @@ use crate::rate::Rate;
 /// How the handler command runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, Default)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum HandlerMode {
     /// One process per record: the record on stdin, its outcome the exit code.
     #[default]
@@ -23,6 +24,7 @@ pub enum HandlerMode {
 
 /// The `[handler]` section, resolved.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct HandlerConfig {
     /// The program and its arguments, as written (the program is resolved when the
     /// handler is built, so that loading a file never fails on a missing program).
@@ -50,9 +52,35 @@ pub struct HandlerConfig {
     pub exit_codes: BTreeMap<i32, String>,
 }
 
+impl HandlerConfig {
+    /// A handler running `command` with what the file's keys default to: one process
+    /// per record, one record at a time, a 30 s timeout, no rate and no breaker (a
+    /// batch of 100 records, in batch mode). Change its fields to set others.
+    pub fn new(command: Vec<String>) -> Self {
+        HandlerConfig {
+            command,
+            mode: HandlerMode::PerRecord,
+            batch_size: DEFAULT_BATCH_SIZE,
+            timeout: DEFAULT_TIMEOUT,
+            concurrency: 1,
+            rate: None,
+            rate_group: None,
+            stop_after_failures: None,
+            env: BTreeMap::new(),
+            exit_codes: BTreeMap::new(),
+        }
+    }
+}
+
+/// `handler.batch_size` when the file gives none.
+const DEFAULT_BATCH_SIZE: usize = 100;
+
+/// `handler.timeout` when the file gives none.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// The most records a tick has in their handlers at once: each is a thread (and a
 /// process for a command handler), and more than this is better served by more runners.
-pub const MAX_CONCURRENCY: usize = 1024;
+pub(crate) const MAX_CONCURRENCY: usize = 1024;
 
 /// The longest name of a `handler.rate_group` (it is a key of `backlog_rates`).
 const MAX_RATE_GROUP: usize = 100;
@@ -84,7 +112,7 @@ pub(super) fn resolve(raw: RawHandler) -> Result<HandlerConfig, String> {
     }
     let timeout = match raw.timeout {
         Some(t) => span("handler.timeout", &t, HANDLER_TIMEOUT)?,
-        None => Duration::from_secs(30),
+        None => DEFAULT_TIMEOUT,
     };
     let mut exit_codes = BTreeMap::new();
     for (code, status) in raw.exit_codes {
@@ -142,7 +170,7 @@ pub(super) fn resolve(raw: RawHandler) -> Result<HandlerConfig, String> {
     Ok(HandlerConfig {
         command: raw.command,
         mode: raw.mode,
-        batch_size: raw.batch_size.unwrap_or(100),
+        batch_size: raw.batch_size.unwrap_or(DEFAULT_BATCH_SIZE),
         timeout,
         concurrency,
         rate,

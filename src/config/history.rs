@@ -8,7 +8,7 @@ use serde::Deserialize;
 use crate::duration::{self, Range};
 
 /// The most attempts kept of one record.
-pub const MAX_PER_RECORD: u32 = 10_000;
+pub(crate) const MAX_PER_RECORD: u32 = 10_000;
 
 /// `history.keep`: none (off) up to 100 years.
 const KEEP: Range = Range::up_to(duration::LONGEST);
@@ -24,6 +24,7 @@ pub(super) struct RawHistory {
 /// Which attempts are kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum HistoryRecord {
     /// Only those that did not succeed: what a person on call asks about. A tick of
     /// successes writes nothing more than its marks.
@@ -34,6 +35,7 @@ pub enum HistoryRecord {
 
 /// The `[history]` section, resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct HistoryConfig {
     /// How long an attempt is kept; zero keeps none (no attempts are written).
     pub keep: Duration,
@@ -55,7 +57,7 @@ impl Default for HistoryConfig {
 
 impl HistoryConfig {
     /// Whether attempts are written at all.
-    pub fn on(&self) -> bool {
+    pub(crate) fn on(&self) -> bool {
         !self.keep.is_zero()
     }
 }

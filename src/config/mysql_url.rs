@@ -10,6 +10,7 @@ use std::time::Duration;
 
 /// How the connection is encrypted (MySQL's `--ssl-mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum MysqlTls {
     /// `DISABLED`: never.
     Disabled,
@@ -26,6 +27,7 @@ pub enum MysqlTls {
 /// A MySQL or MariaDB connection, with its password resolved. Only `shown` (the URL
 /// without its password) is ever printed.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct MysqlUrl {
     /// The server's host name or address (or none with a socket).
     pub host: String,

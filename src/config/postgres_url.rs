@@ -14,6 +14,7 @@ use super::server_url::{ENCODE, not_utf8, read_password_file};
 /// `shown` (the URL without its password) is ever printed: the `Debug` and `Display`
 /// of this type and of `DatabaseUrl` both use it.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct PostgresUrl {
     /// The settings the driver connects with, password included: never print it (`shown`
     /// is for messages).
@@ -27,6 +28,7 @@ pub struct PostgresUrl {
 
 /// How a server certificate is checked (libpq's `verify-ca` and `verify-full`).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Verify {
     /// The PEM file of trusted roots (`sslrootcert`, else `~/.postgresql/root.crt`).
     pub root_cert: PathBuf,

@@ -20,6 +20,7 @@ pub(super) struct RawRetry {
 /// more columns, a count of attempts and the time of the last one. Without it the
 /// schedule needs no column beyond id, status and inserted-at.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct RetryConfig {
     /// A strategy name of `backlog backoff`.
     pub strategy: String,

@@ -30,6 +30,7 @@ pub(super) struct RawTable {
 
 /// The `[table]` section: names and status values of the user's table.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct TableConfig {
     /// The user's table, as `table.name` writes it (PostgreSQL: optionally `schema.table`).
     pub name: String,
@@ -72,11 +73,12 @@ pub struct TableConfig {
 /// The names of status values (`table.labels`), for what people read.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(transparent)]
+#[non_exhaustive]
 pub struct Labels(pub BTreeMap<String, String>);
 
 impl Labels {
     /// A status as people read it: its label, or the value itself.
-    pub fn of<'a>(&'a self, status: &'a str) -> &'a str {
+    pub(crate) fn of<'a>(&'a self, status: &'a str) -> &'a str {
         self.0.get(status).map_or(status, String::as_str)
     }
 }
@@ -103,12 +105,12 @@ impl TableConfig {
     }
 
     /// A status as people read it: its label (`table.labels`), or the value itself.
-    pub fn label<'a>(&'a self, status: &'a str) -> &'a str {
+    pub(crate) fn label<'a>(&'a self, status: &'a str) -> &'a str {
         self.labels.of(status)
     }
 
     /// Whether a record with this status is one a tick takes (it is in `pending`).
-    pub fn is_pending(&self, status: &str) -> bool {
+    pub(crate) fn is_pending(&self, status: &str) -> bool {
         self.pending.iter().any(|p| p == status)
     }
 }
@@ -167,7 +169,7 @@ pub(super) fn resolve_table(raw: RawTable, retry: Option<RawRetry>) -> Result<Ta
 }
 
 /// The most failures `table.give_up_after` counts.
-pub const GIVE_UP_AFTER_MAX: u32 = 1000;
+pub(crate) const GIVE_UP_AFTER_MAX: u32 = 1000;
 
 /// `given_up` is a status of its own, neither pending nor success, and
 /// `give_up_after` needs it.

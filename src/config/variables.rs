@@ -29,6 +29,7 @@ pub(super) fn expand(
 
 /// The variables the strings of a schedule file's text name, each once, in order; none
 /// when the text is not TOML (its load says why).
+#[cfg(feature = "cli")]
 pub fn used_in(text: &str) -> Vec<String> {
     let Ok(mut document) = DeTable::parse(text) else {
         return Vec::new();

@@ -24,17 +24,23 @@ mod watchdog;
 use std::borrow::Cow;
 use std::time::Duration;
 
-pub use batch::BatchHandler;
+pub(crate) use batch::BatchHandler;
 pub use closure::FnHandler;
 pub use command::CommandHandler;
-pub use group::kill_live_groups;
-pub use snooze::{LONGEST_SNOOZE, SNOOZE_EXIT, Snooze};
-pub use subreaper::adopt_orphans;
+#[cfg(feature = "cli")]
+pub(crate) use group::kill_live_groups;
+#[cfg(feature = "cli")]
+pub(crate) use snooze::LONGEST_SNOOZE;
+pub(crate) use snooze::SNOOZE_EXIT;
+pub use snooze::Snooze;
+#[cfg(feature = "cli")]
+pub(crate) use subreaper::adopt_orphans;
 
 use crate::record::Record;
 
 /// What became of a record: what a handler answers, and the status the tick writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Outcome {
     /// Mark it with the success status.
     Success,
@@ -170,6 +176,7 @@ pub struct Context<'a> {
 
 /// A handler could not run at all.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum HandlerError {
     /// `handler.command`'s program is not there, or not executable: looked for beside
     /// the schedule file when its name has a `/`, in `PATH` otherwise.
@@ -206,7 +213,8 @@ pub fn from_config(
 
 /// How a schedule file's handler runs, in one sentence, as `explain` and `doctor` say
 /// it: `./notify.sh, one process per record, 8 at once, at most 20/s, timeout 30s`.
-pub fn describe(config: &crate::config::HandlerConfig) -> String {
+#[cfg(feature = "cli")]
+pub(crate) fn describe(config: &crate::config::HandlerConfig) -> String {
     let mut parts = vec![config.command.join(" ")];
     parts.push(match config.mode {
         crate::config::HandlerMode::PerRecord => "one process per record".to_string(),

@@ -19,6 +19,7 @@ pub const LONGEST_SNOOZE: Duration = Duration::from_secs(366 * 86_400);
 
 /// When a record may be tried again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Snooze {
     /// This long after the tick's clock when the record was handled.
     For(Duration),
@@ -29,7 +30,7 @@ pub enum Snooze {
 impl Snooze {
     /// A `retry-after` value as a handler writes it: whole seconds (`3600`), or an RFC
     /// 3339 time (`2026-11-26T14:00:00Z`); none for anything else.
-    pub fn parse(text: &str) -> Option<Snooze> {
+    pub(crate) fn parse(text: &str) -> Option<Snooze> {
         let text = text.trim();
         if let Ok(seconds) = text.parse::<u64>() {
             return Snooze::For(Duration::from_secs(seconds)).within_reach();
@@ -51,7 +52,7 @@ impl Snooze {
     }
 
     /// A batch answer's `retry_after`: a number of seconds, or a string `parse` reads.
-    pub fn of_json(value: &serde_json::Value) -> Option<Snooze> {
+    pub(crate) fn of_json(value: &serde_json::Value) -> Option<Snooze> {
         match value {
             serde_json::Value::Number(n) => n
                 .as_u64()
@@ -63,7 +64,7 @@ impl Snooze {
     }
 
     /// The last `retry-after: …` line of a handler's stdout (the name in any case).
-    pub fn of_stdout(stdout: &str) -> Option<Snooze> {
+    pub(crate) fn of_stdout(stdout: &str) -> Option<Snooze> {
         stdout.lines().rev().find_map(|line| {
             let (name, value) = line.split_once(':')?;
             name.trim()
@@ -75,7 +76,7 @@ impl Snooze {
 
     /// The time it ends, for a record handled at `now` (the tick's clock), at most
     /// `LONGEST_SNOOZE` past it.
-    pub fn until(self, now: DateTime<Utc>) -> DateTime<Utc> {
+    pub(crate) fn until(self, now: DateTime<Utc>) -> DateTime<Utc> {
         let reach = now + chrono::Duration::from_std(LONGEST_SNOOZE).expect("a year fits");
         match self {
             Snooze::Until(t) => t.min(reach),
@@ -87,7 +88,7 @@ impl Snooze {
     }
 
     /// As a handler's detail says it: `retry after 1h`, `retry after 2026-…Z`.
-    pub fn describe(self) -> String {
+    pub(crate) fn describe(self) -> String {
         match self {
             Snooze::For(d) => format!("retry after {}", crate::duration::compact(d)),
             Snooze::Until(t) => format!(

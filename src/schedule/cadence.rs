@@ -44,6 +44,7 @@ fn cron_after(
 }
 
 /// The last time `cron` fired at or before `t`, read in `tz`.
+#[cfg(feature = "cli")]
 fn cron_before(cron: &croner::Cron, tz: Tz, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
     cron.find_previous_occurrence(&t.with_timezone(&tz), true)
         .ok()
@@ -62,10 +63,12 @@ pub fn due_slack() -> chrono::Duration {
 
 /// The periods cron states exactly that a check for a due tick can run at, largest
 /// first (minutes). Each divides an hour, so a check line is a plain `*/m` line.
+#[cfg(feature = "cli")]
 const CHECK_PERIODS_MIN: [u64; 12] = [60, 30, 20, 15, 12, 10, 6, 5, 4, 3, 2, 1];
 
 /// How a tier is written as a crontab(5) line.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg(feature = "cli")]
 pub enum CronLine {
     /// Cron fires the tier exactly: the line runs the tick itself.
     Exact(String),
@@ -78,7 +81,8 @@ impl Cadence {
     /// Whether a tick is due at `now` when the tier's previous tick ran at `last`: its
     /// next slot after the one that tick belonged to has come (less `DUE_SLACK`). A
     /// tier that never ran is due. See `next_due`.
-    pub fn is_due(&self, last: Option<DateTime<Utc>>, now: DateTime<Utc>) -> bool {
+    #[cfg(feature = "cli")]
+    pub(crate) fn is_due(&self, last: Option<DateTime<Utc>>, now: DateTime<Utc>) -> bool {
         let Some(last) = last else { return true };
         self.next_due(last)
             .is_some_and(|due| due <= now + due_slack())
@@ -90,14 +94,15 @@ impl Cadence {
     /// multiples from the Unix epoch (as cron's own `*/5` lines fire), so a tick that
     /// ran late, or by hand, does not move the tier's later ticks. A tick up to
     /// `DUE_SLACK` before a slot (a clock a little ahead) counts for that slot.
-    pub fn next_due(&self, last: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    #[cfg(feature = "cli")]
+    pub(crate) fn next_due(&self, last: DateTime<Utc>) -> Option<DateTime<Utc>> {
         let slot = self.previous_slot(last + due_slack())?;
         self.next_slot(slot)
     }
 
     /// The first time the tier fires strictly after `t`. Intervals are anchored to the
     /// Unix epoch, so a restart does not shift them and every host agrees.
-    pub fn next_slot(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    pub(crate) fn next_slot(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
         match self {
             Cadence::Every(d) => {
                 let step = d.as_millis().max(1) as i64;
@@ -109,7 +114,8 @@ impl Cadence {
     }
 
     /// The last time the tier fired at or before `t`.
-    pub fn previous_slot(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    #[cfg(feature = "cli")]
+    pub(crate) fn previous_slot(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
         match self {
             Cadence::Every(d) => {
                 let step = d.as_millis().max(1) as i64;
@@ -121,7 +127,7 @@ impl Cadence {
 
     /// The number of the tick at `now`: slots counted from the Unix epoch for an interval;
     /// minutes since the epoch for a cron expression (its ticks fall on whole minutes).
-    pub fn tick_number(&self, now: DateTime<Utc>) -> u64 {
+    pub(crate) fn tick_number(&self, now: DateTime<Utc>) -> u64 {
         match self {
             Cadence::Every(d) => {
                 (now.timestamp_millis().max(0) as u64) / (d.as_millis().max(1) as u64)
@@ -135,7 +141,8 @@ impl Cadence {
     /// period stays exact) and at most an hour apart (so a host that was down catches up
     /// within the hour). Cron expressions are checked every minute so they are read in
     /// UTC, whatever time zone the host's cron runs in.
-    pub fn cron_line(&self) -> Result<CronLine, String> {
+    #[cfg(feature = "cli")]
+    pub(crate) fn cron_line(&self) -> Result<CronLine, String> {
         let d = match self {
             Cadence::Every(d) => *d,
             Cadence::Cron(..) => return Ok(CronLine::IfDue("* * * * *".into())),

@@ -16,7 +16,7 @@ use crate::store::{Pause, Range, RunRow, Store, StoreError};
 
 mod check;
 
-pub use check::{Check, CheckLevel, Thresholds, check};
+pub use check::{CheckLevel, Thresholds, check};
 
 /// Records of one age range, by status.
 #[derive(Debug, Clone, Serialize)]

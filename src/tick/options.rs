@@ -96,6 +96,7 @@ impl TickOptions {
 
 /// What a tick reports as it goes, for progress bars and listings.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Event<'a> {
     /// A record was handled and will be marked with `status`.
     Handled {

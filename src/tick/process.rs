@@ -30,6 +30,7 @@ pub fn open_store(config: &crate::Config) -> Result<Box<dyn Store>, Error> {
 
 /// Runs one tick of a schedule file's tier: opens its store and its command handler,
 /// then `process_backlog`. What each tick of the daemon does.
+#[cfg(feature = "cli")]
 pub fn run_tick(
     config: &crate::Config,
     opts: &TickOptions,
@@ -42,6 +43,7 @@ pub fn run_tick(
 /// As `run_tick`, on the store the caller opened: `backlog run` opens one, and reads
 /// the database's clock, `--if-due` and the metrics on it too. Pings and alerts as
 /// the file's `[alert]` says (none for a dry run), once the run-log row is closed.
+#[cfg(feature = "cli")]
 pub fn run_tick_on(
     config: &crate::Config,
     store: &mut dyn Store,
@@ -60,6 +62,7 @@ pub fn run_tick_on(
 
 /// `run_tick_on` without its pings and alerts; `started` is set once the handler
 /// is made (an error before is a tick that could not start).
+#[cfg(feature = "cli")]
 fn tick_on(
     config: &crate::Config,
     store: &mut dyn Store,
@@ -118,11 +121,31 @@ fn tick_on(
 /// use backlog::chrono::Utc;
 /// use backlog::{Config, FnHandler, Outcome, Record, Scalar, TickOptions};
 ///
+/// const SCHEDULE: &str = r#"
+/// [database]
+/// url = "orders.db"
+/// [table]
+/// name = "orders"
+/// id = "id"
+/// status = "state"
+/// inserted_at = "created_at"
+/// [handler]
+/// command = ["./handler.sh"]
+/// [[tier]]
+/// window = "1d"
+/// every = "5m"
+/// "#;
+///
 /// fn main() -> Result<(), backlog::Error> {
-///     // What `backlog init` writes: a schedule file and a SQLite backlog beside it.
+///     // A SQLite backlog of ten records, and a schedule file beside it.
 ///     let dir = std::env::temp_dir().join(format!("backlog-doc-{}", std::process::id()));
-///     backlog::demo::write(&dir, true, Utc::now())?;
-///     let config = Config::load(&dir.join("backlog.toml"))?;
+///     # std::fs::create_dir_all(&dir).unwrap();
+///     # let db = rusqlite::Connection::open(dir.join("orders.db")).unwrap();
+///     # db.execute_batch("CREATE TABLE orders (id INTEGER PRIMARY KEY, state TEXT NOT NULL, created_at INTEGER NOT NULL)").unwrap();
+///     # for id in 1..=10_i64 {
+///     #     db.execute("INSERT INTO orders VALUES (?1, 'NEW', ?2)", (id, Utc::now().timestamp() - id * 600)).unwrap();
+///     # }
+///     let config = Config::parse(SCHEDULE, &dir.join("backlog.toml"))?;
 ///     let mut store = backlog::open_store(&config)?;
 ///     // Even ids succeed; the others stay pending, to be tried on a later tick.
 ///     let mut handler = FnHandler(|record: &Record| match record.id {

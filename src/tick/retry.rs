@@ -8,6 +8,7 @@
 
 use std::time::{Duration, Instant};
 
+#[cfg(feature = "cli")]
 use chrono::{DateTime, Utc};
 
 use super::begin::owner_name;
@@ -16,7 +17,9 @@ use super::lanes::catch_panic;
 use super::marks::{MarkPlan, Marks, log_unshown};
 use super::options::{Event, TickOptions};
 use crate::error::Error;
-use crate::handler::{Context, Ending, Handled, Handler, HandlerError, Outcome, Snooze};
+use crate::handler::{Context, Ending, Handled, HandlerError, Outcome};
+#[cfg(feature = "cli")]
+use crate::handler::{Handler, Snooze};
 use crate::record::Record;
 use crate::store::{RunEnd, RunStart, Store};
 
@@ -43,6 +46,7 @@ pub struct RetrySummary {
     pub stopped: Option<String>,
 }
 
+#[cfg(feature = "cli")]
 impl RetrySummary {
     /// One line: `retried 2 records: succeeded 1, failed 1; run 7`.
     pub fn line(&self) -> String {
@@ -85,6 +89,7 @@ impl RetrySummary {
 
 /// Hands `records` to `handler` now, one at a time, each only while this process
 /// holds it; see the module's doc.
+#[cfg(feature = "cli")]
 pub fn retry_records(
     table: &crate::TableConfig,
     store: &mut dyn Store,
@@ -105,6 +110,7 @@ pub fn retry_records(
 /// status as it is, and no tick takes it before then (`backlog retry` does). `by`
 /// says who, in the attempt kept of it. The records are held and marked a group at
 /// a time, like a tick's.
+#[cfg(feature = "cli")]
 pub fn snooze_records(
     table: &crate::TableConfig,
     store: &mut dyn Store,
