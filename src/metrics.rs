@@ -258,6 +258,40 @@ impl Snapshot {
         );
         f.sample("backlog_records_held", &[], self.held as f64);
         f.family(
+            "backlog_runners",
+            "gauge",
+            "Ticks running now on every host, by tier (their run-log row open, their heartbeat recent).",
+        );
+        let mut runners: std::collections::BTreeMap<u64, u64> = Default::default();
+        for r in &self.status.runners {
+            *runners.entry(r.window_secs).or_default() += 1;
+        }
+        for (window, n) in runners {
+            f.sample(
+                "backlog_runners",
+                &[("tier", &duration::tier_name(window))],
+                n as f64,
+            );
+        }
+        f.family(
+            "backlog_runner_records_held",
+            "gauge",
+            "Records each live tick claims now, by host and process (PostgreSQL, MySQL; SQLite's ticks hold spans).",
+        );
+        for r in &self.status.runners {
+            if let Some(crate::store::Holding::Records(n)) = &r.holds {
+                f.sample(
+                    "backlog_runner_records_held",
+                    &[
+                        ("tier", &duration::tier_name(r.window_secs)),
+                        ("host", &r.host),
+                        ("pid", &r.pid.to_string()),
+                    ],
+                    *n as f64,
+                );
+            }
+        }
+        f.family(
             "backlog_records_kept_after_failure",
             "gauge",
             "Records that failed and are kept from the ticks until their next slot.",

@@ -108,9 +108,8 @@ pub(super) fn resolve_mysql(
     let mut ca = None;
     let mut socket = None;
     let mut connect_timeout = Duration::from_secs(10);
-    for (key, value) in url.query_pairs() {
-        let value = value.into_owned();
-        match key.as_ref() {
+    for (key, value) in super::server_url::query_pairs(&url)? {
+        match key.as_str() {
             "ssl-mode" | "ssl_mode" | "sslmode" => {
                 tls = match value.to_ascii_lowercase().replace('_', "-").as_str() {
                     "disabled" | "disable" => MysqlTls::Disabled,
@@ -215,6 +214,12 @@ mod tests {
         assert_eq!(env.password.as_deref(), Some("from-env"));
         assert_eq!(env.tls, MysqlTls::Preferred);
         assert_eq!(env.shown, "mariadb://app@db:3306/shop");
+        // In the query too, `+` is a plus, `%2B` the same, and `%20` a space.
+        for (query, password) in [("p+w", "p+w"), ("p%2Bw", "p+w"), ("p%20w", "p w")] {
+            let url = format!("mysql://app@db/shop?password={query}");
+            let u = resolve_mysql(&url, None, None).unwrap();
+            assert_eq!(u.password.as_deref(), Some(password), "{url}");
+        }
     }
 
     #[test]

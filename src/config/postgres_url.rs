@@ -8,7 +8,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::server_url::{ENCODE, not_utf8, read_password_file};
+use super::server_url::{ENCODE, not_utf8, query_pairs, read_password_file};
 
 /// A PostgreSQL connection, with its password resolved from wherever it came. Only
 /// `shown` (the URL without its password) is ever printed: the `Debug` and `Display`
@@ -154,23 +154,17 @@ fn conninfo(text: &str) -> Result<(String, Option<Verify>), String> {
     }
     let mut mode = None;
     let mut root = None;
-    // `+` is a plus to libpq, not the space of an HTML form.
-    let query = url.query().unwrap_or("").replace('+', "%2B");
-    for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
+    for (key, value) in query_pairs(&url)? {
         // Keys are written bare into the connection string: only a name is one.
         if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             return Err(format!(
                 "database.url: {key:?} in the query is not a connection parameter; write parameters like ?sslmode=require&connect_timeout=5"
             ));
         }
-        // The decoder puts U+FFFD where the bytes are not UTF-8.
-        if value.contains('\u{FFFD}') {
-            return Err(not_utf8(&key));
-        }
-        match (key.as_ref(), value.as_ref()) {
-            ("sslmode", "verify-ca" | "verify-full") => mode = Some(value.into_owned()),
-            ("sslrootcert", _) => root = Some(value.into_owned()),
-            _ => pairs.push((key.into_owned(), value.into_owned())),
+        match (key.as_str(), value.as_str()) {
+            ("sslmode", "verify-ca" | "verify-full") => mode = Some(value),
+            ("sslrootcert", _) => root = Some(value),
+            _ => pairs.push((key, value)),
         }
     }
     let verify = match (mode, root) {

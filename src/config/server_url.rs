@@ -1,6 +1,6 @@
-//! What the URLs of the servers (`postgres_url`, `mysql_url`) share: the password
-//! read from `database.password_file`, and the words of their messages about
-//! encoding.
+//! What the URLs of the servers (`postgres_url`, `mysql_url`) share: the query read
+//! as the servers' clients read it, the password read from `database.password_file`,
+//! and the words of their messages about encoding.
 
 use std::path::Path;
 
@@ -31,4 +31,21 @@ pub(super) fn not_utf8(part: &str) -> String {
     format!(
         "database.url: the {part} is not UTF-8 once percent-decoded; percent-encode it from UTF-8 text"
     )
+}
+
+/// The query's parameters, each percent-decoded once, as the servers' own clients
+/// read a URL: `+` is a plus (libpq, MySQL's URIs), not the space of an HTML form, so
+/// that a password with a `+` in `?password=` is that password. A value that is not
+/// UTF-8 once decoded is refused, naming its key.
+pub(super) fn query_pairs(url: &url::Url) -> Result<Vec<(String, String)>, String> {
+    let query = url.query().unwrap_or("").replace('+', "%2B");
+    url::form_urlencoded::parse(query.as_bytes())
+        .map(|(key, value)| {
+            // The decoder puts U+FFFD where the bytes are not UTF-8.
+            if value.contains('\u{FFFD}') {
+                return Err(not_utf8(&key));
+            }
+            Ok((key.into_owned(), value.into_owned()))
+        })
+        .collect()
 }

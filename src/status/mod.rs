@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::config::Config;
 use crate::duration;
-use crate::store::{Pause, Range, RunRow, Store, StoreError};
+use crate::store::{Holding, Pause, Range, RunRow, Runner, Store, StoreError};
 
 mod check;
 
@@ -95,6 +95,8 @@ pub struct Status {
     /// Attempts of the last 24 hours that did not succeed, by outcome (from the
     /// attempts, so none when `[history]` is off).
     pub failures_24h: BTreeMap<String, u64>,
+    /// The ticks of the table running now, on every host, with what each holds.
+    pub runners: Vec<Runner>,
 }
 
 /// Reads where the backlog of `config` stands at `now`. Reads only.
@@ -207,6 +209,8 @@ pub fn status(
         tiers,
         paused: store.pauses()?.into_iter().find(|p| p.window_secs == 0),
         failures_24h,
+        // Live by the real clock, as their heartbeats beat, whatever `now` is.
+        runners: store.runners(config.database.claim_lease, Utc::now())?,
     })
 }
 
@@ -391,6 +395,38 @@ impl Status {
                 counts.join(", ")
             ));
         }
+        self.render_runners(&mut out);
         out
+    }
+
+    /// The ticks running now, a line each.
+    fn render_runners(&self, out: &mut String) {
+        if self.runners.is_empty() {
+            return;
+        }
+        let now = Utc::now();
+        let ago = |t: DateTime<Utc>| duration::rough((now - t).to_std().unwrap_or_default());
+        out.push_str(&format!("\nrunning now: {}\n", self.runners.len()));
+        for r in &self.runners {
+            let window = duration::compact(Duration::from_secs(r.window_secs));
+            let tier = match self.tiers.iter().find(|t| t.window == window) {
+                _ if r.window_secs == 0 => "a retry".to_string(),
+                Some(t) => format!("tier {} ({window})", t.tier),
+                None => format!("window {window}"),
+            };
+            let holds = match &r.holds {
+                None => "holds nothing".to_string(),
+                Some(Holding::Records(n)) => format!("holds {n} records"),
+                Some(Holding::Span { low, high }) => format!("holds {low} to {high}"),
+            };
+            out.push_str(&format!(
+                "  {} pid {}, {tier}, since {} ({} ago), {holds}, renewed {} ago\n",
+                r.host,
+                r.pid,
+                crate::duration::instant(r.since),
+                ago(r.since),
+                ago(r.renewed)
+            ));
+        }
     }
 }

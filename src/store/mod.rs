@@ -31,6 +31,7 @@ mod pauses;
 mod postgres;
 mod rates;
 mod reads;
+mod runners;
 mod runs;
 mod samples;
 mod sql;
@@ -60,6 +61,7 @@ pub use pauses::Pause;
 pub use postgres::PostgresStore;
 use reads::SCAN_PAGE;
 pub use reads::{InsertedAtScan, QueryPlan, Reads, Survey};
+pub use runners::{Holding, Runner};
 pub use runs::{RunEnd, RunRow, RunStart};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;

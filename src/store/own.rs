@@ -184,6 +184,21 @@ impl dyn Store + '_ {
         Ok(in_flight::InFlight::Nothing)
     }
 
+    /// The ticks of the table running now, on any host, with what each holds: those
+    /// whose run-log row is open and whose heartbeat came less than `silent` ago (a
+    /// lease: a tick silent longer than that is dead, its holds run out). `now` is this
+    /// host's clock, by which SQLite's holds count time.
+    pub fn runners(
+        &mut self,
+        silent: std::time::Duration,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<super::Runner>, StoreError> {
+        let spans = self.own("backlog_holds")?.exists;
+        self.read_own(Vec::new(), |sql, s, table| {
+            super::runners::live(sql, s, table, silent, spans.then_some(now))
+        })
+    }
+
     /// The durations of the attempts kept, by tier, as histograms.
     pub fn attempt_durations(&mut self) -> Result<Vec<DurationHistogram>, StoreError> {
         self.read_own(Vec::new(), totals::durations)

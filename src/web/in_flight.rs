@@ -2,7 +2,8 @@
 //! each record it hands out (a row of `backlog_claims`), so the page lists records; on
 //! SQLite a tick holds the span of inserted-at values it has read (a row of
 //! `backlog_holds`), so the page lists spans, not records. Failures kept from the
-//! ticks until their slot ends are shown apart, as "kept until".
+//! ticks until their slot ends are shown apart, as "kept until". Above them, the
+//! ticks running now on every host (the fleet), with what each holds.
 
 use axum::extract::State;
 use axum::response::{Html, IntoResponse, Response};
@@ -12,7 +13,7 @@ use maud::{Markup, html};
 use super::pages::{self, urlencode};
 use super::routes::{Shared_, blocking};
 use crate::error::Error;
-use crate::store::{ClaimRow, InFlight};
+use crate::store::{ClaimRow, Holding, InFlight, Runner};
 
 /// Rows of each kind a page shows, at most.
 const SHOWN: usize = 500;
@@ -25,13 +26,15 @@ pub(super) async fn in_flight(State(shared): Shared_) -> Response {
     let now = Utc::now();
     let read = blocking(&shared, move |config| {
         let mut store = crate::operate::inspected(&config)?;
-        store
-            .in_flight(now, SHOWN)
-            .map_err(Error::store(store.describe()))
+        let err = Error::store(store.describe());
+        let runners = store
+            .runners(config.database.claim_lease, now)
+            .map_err(&err)?;
+        Ok((store.in_flight(now, SHOWN).map_err(err)?, runners))
     })
     .await;
     match read {
-        Ok(held) => Html(page(&held, now).into_string()).into_response(),
+        Ok((held, runners)) => Html(page(&held, &runners, now).into_string()).into_response(),
         Err(page) => page,
     }
 }
@@ -54,10 +57,42 @@ fn kept_table(kept: &[ClaimRow]) -> Markup {
     }
 }
 
-fn page(held: &InFlight, now: DateTime<Utc>) -> Markup {
+/// The ticks running now, a row each.
+fn runners_table(runners: &[Runner]) -> Markup {
+    let holds = |r: &Runner| match &r.holds {
+        None => "nothing".to_string(),
+        Some(Holding::Records(n)) => format!("{n} records"),
+        Some(Holding::Span { low, high }) => format!("{low} to {high}"),
+    };
+    html! {
+        h2 { "Running now" }
+        @if runners.is_empty() {
+            p.muted.runners { "No tick is running." }
+        } @else {
+            table.runners {
+                thead { tr { th { "host" } th { "pid" } th { "tier" } th { "since" } th { "holds" } th { "renewed" } } }
+                tbody {
+                    @for r in runners {
+                        tr {
+                            td { (r.host) }
+                            td { (r.pid) }
+                            td { (crate::duration::tier_name(r.window_secs)) }
+                            td { (when(r.since)) }
+                            td { (holds(r)) }
+                            td { (when(r.renewed)) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn page(held: &InFlight, runners: &[Runner], now: DateTime<Utc>) -> Markup {
     let body = html! {
         h1 { "In flight" }
         p.meta { "What the ticks hold now, as of " (when(now)) "; at most " (SHOWN) " rows of each kind." }
+        (runners_table(runners))
         @match held {
             InFlight::Nothing => { p.muted { "Nothing: no tick has run on this table yet." } },
             InFlight::Claims { held, kept } => {

@@ -16,6 +16,7 @@ mod dashboard_bulk;
 mod doctor;
 mod explain;
 mod filters;
+mod fleet;
 mod formats;
 mod give_up;
 mod harness;
