@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::ranges::{HANDLER_TIMEOUT, MAX_BATCH_SIZE, span};
+use super::ranges::{BREAKER_COOLDOWN, HANDLER_TIMEOUT, MAX_BATCH_SIZE, span};
 use crate::rate::Rate;
 
 /// How the handler command runs.
@@ -45,6 +45,9 @@ pub struct HandlerConfig {
     pub rate_group: Option<String>,
     /// Failures in a row after which a tick stops handing out records (the breaker).
     pub stop_after_failures: Option<u32>,
+    /// How long every runner of a tier stops once its breaker tripped, before one of
+    /// them tries a record again.
+    pub breaker_cooldown: Duration,
     /// Variables added to the handler's environment, over those it inherits (`PATH` here
     /// is also where the program is looked up).
     pub env: BTreeMap<String, String>,
@@ -66,6 +69,7 @@ impl HandlerConfig {
             rate: None,
             rate_group: None,
             stop_after_failures: None,
+            breaker_cooldown: DEFAULT_BREAKER_COOLDOWN,
             env: BTreeMap::new(),
             exit_codes: BTreeMap::new(),
         }
@@ -74,6 +78,9 @@ impl HandlerConfig {
 
 /// `handler.batch_size` when the file gives none.
 const DEFAULT_BATCH_SIZE: usize = 100;
+
+/// `handler.breaker_cooldown` when the file gives none.
+const DEFAULT_BREAKER_COOLDOWN: Duration = Duration::from_secs(60);
 
 /// `handler.timeout` when the file gives none.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -97,6 +104,7 @@ pub(super) struct RawHandler {
     rate: Option<String>,
     rate_group: Option<String>,
     stop_after_failures: Option<i64>,
+    breaker_cooldown: Option<String>,
     #[serde(default)]
     env: BTreeMap<String, String>,
     #[serde(default)]
@@ -167,6 +175,15 @@ pub(super) fn resolve(raw: RawHandler) -> Result<HandlerConfig, String> {
             ));
         }
     };
+    let breaker_cooldown = match raw.breaker_cooldown {
+        Some(c) if stop_after_failures.is_none() => {
+            return Err(format!(
+                "handler.breaker_cooldown = {c:?} needs handler.stop_after_failures, the failures in a row that trip the breaker; give it too, like stop_after_failures = 5"
+            ));
+        }
+        Some(c) => span("handler.breaker_cooldown", &c, BREAKER_COOLDOWN)?,
+        None => DEFAULT_BREAKER_COOLDOWN,
+    };
     Ok(HandlerConfig {
         command: raw.command,
         mode: raw.mode,
@@ -176,6 +193,7 @@ pub(super) fn resolve(raw: RawHandler) -> Result<HandlerConfig, String> {
         rate,
         rate_group: raw.rate_group,
         stop_after_failures,
+        breaker_cooldown,
         env: raw.env,
         exit_codes,
     })

@@ -150,6 +150,7 @@ pub(super) fn key(path: &str) -> Option<Key> {
                 5,
             ));
         }
+        "handler.breaker_cooldown" => duration("breaker_cooldown", "1m"),
         "handler.env" => (
             Table,
             "a table of variable names and values",

@@ -19,6 +19,12 @@ pub(super) const CLAIM_LEASE: Range = Range {
 };
 /// `handler.timeout`: one record's handler, up to a day.
 pub(super) const HANDLER_TIMEOUT: Range = Range::positive(Duration::from_secs(86_400));
+/// `handler.breaker_cooldown`: a second up to a day (a counterpart down longer is a
+/// person's to look at, `backlog pause`).
+pub(super) const BREAKER_COOLDOWN: Range = Range {
+    min: Duration::from_secs(1),
+    max: Duration::from_secs(86_400),
+};
 /// `jitter`: none, up to 100 years (a tier's ticks are delayed by up to that).
 pub(super) const JITTER: Range = Range::up_to(duration::LONGEST);
 

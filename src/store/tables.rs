@@ -65,9 +65,9 @@ pub(super) const RUNS: Table = Table {
 };
 
 /// The tables every database has: the version, the run log, attempts, pauses,
-/// failures in a row, alerts, shared rates (a database adds how its ticks hold records,
-/// see `Ddl::tables`).
-pub(super) const SHARED: [&Table; 7] = [
+/// failures in a row, alerts, shared rates and breakers (a database adds how its ticks
+/// hold records, see `Ddl::tables`).
+pub(super) const SHARED: [&Table; 8] = [
     &META,
     &RUNS,
     &super::attempts::TABLE,
@@ -75,6 +75,7 @@ pub(super) const SHARED: [&Table; 7] = [
     &super::failures::TABLE,
     &super::alerts::TABLE,
     &super::rates::TABLE,
+    &super::breakers::TABLE,
 ];
 
 /// The steps of the tables since the backends shared them, written once: the `n`th
@@ -85,7 +86,8 @@ pub(super) const LATER: &[&[&str]] = &[
     &[],
     // backlog_alerts (`[alert]`'s deduplication), created by `ensure` before the step.
     &[],
-    // backlog_rates (`handler.rate` shared by the fleet), created the same way.
+    // backlog_rates (`handler.rate` shared by the fleet) and backlog_breakers
+    // (`handler.stop_after_failures` shared by the fleet), created the same way.
     &[],
 ];
 

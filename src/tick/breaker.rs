@@ -1,5 +1,10 @@
 //! The breaker: after `handler.stop_after_failures` failures in a row, a tick hands
-//! out no more records.
+//! out no more records, and neither does any runner of its tier, on any host, for
+//! `handler.breaker_cooldown`; then one runner tries one record (half-open), whose
+//! success closes the breaker for all and whose failure opens it again. The fleet
+//! counts its failures in a row together (`store::breakers`), so four runners against
+//! a dead counterpart make the limit's calls and at most one more each, not four
+//! times the limit.
 //!
 //! A counterpart that is down fails every record: without the breaker a tick would
 //! call it once for each record of its band, every tick. With it, the tick stops after
@@ -10,7 +15,14 @@
 //! like a success does. A handler the tick stopped because its hold lapsed says nothing
 //! about the counterpart either way: it is neither counted nor ends a run.
 
+use std::time::{Duration, Instant};
+
+use crate::duration;
 use crate::handler::{Ending, Handled, Outcome};
+use crate::store::{Store, StoreError};
+
+/// How often a tick whose runners see no failures reads the fleet's breaker.
+const READ_EVERY: Duration = Duration::from_secs(1);
 
 pub(super) struct Breaker {
     limit: Option<u32>,
@@ -19,23 +31,142 @@ pub(super) struct Breaker {
     same: Option<std::borrow::Cow<'static, str>>,
     /// Why it tripped, once it has.
     pub(super) tripped: Option<String>,
+    /// The breaker every runner of the tier shares (`store::breakers`); none where the
+    /// tick has no limit, or no tool's tables to share it in (a dry run).
+    fleet: Option<Fleet>,
+}
+
+/// The fleet's part of a tick's breaker.
+struct Fleet {
+    /// Its name in `backlog_breakers`.
+    name: String,
+    /// How long it stays open once it tripped (`handler.breaker_cooldown`).
+    cooldown: Duration,
+    /// The fleet's failures in a row when last read or written.
+    failures: u64,
+    /// When it was last read; none before the first time.
+    read_at: Option<Instant>,
+    /// Where this tick's trial of a half-open breaker is.
+    trial: Trial,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Trial {
+    None,
+    /// Its record is out: nothing more goes out until it is answered.
+    Out,
 }
 
 impl Breaker {
-    pub(super) fn new(limit: Option<u32>) -> Self {
+    /// A breaker of `limit` failures in a row, shared by every runner of `fleet`'s name
+    /// (cooling down for its duration once tripped).
+    pub(super) fn new(limit: Option<u32>, fleet: Option<(String, Duration)>) -> Self {
         Breaker {
             limit,
             in_a_row: 0,
             same: None,
             tripped: None,
+            fleet: fleet
+                .filter(|_| limit.is_some())
+                .map(|(name, cooldown)| Fleet {
+                    name,
+                    cooldown,
+                    failures: 0,
+                    read_at: None,
+                    trial: Trial::None,
+                }),
         }
     }
 
-    /// Counts an outcome, in the order the answers came back.
-    pub(super) fn count(&mut self, handled: &Handled) {
-        if handled.ending == Ending::Stopped {
-            return;
+    /// How many of the next `n` records may go out now: all, one (the trial of a
+    /// half-open breaker), or none (the breaker is open, `tripped` says why; or this
+    /// tick's trial is out and unanswered).
+    pub(super) fn allow(&mut self, n: usize, store: &mut dyn Store) -> Result<usize, StoreError> {
+        if self.tripped.is_some() {
+            return Ok(0);
         }
+        let Some(fleet) = &mut self.fleet else {
+            return Ok(n);
+        };
+        if fleet.trial == Trial::Out {
+            return Ok(0);
+        }
+        // Read while the fleet fails, and once a second while it does not.
+        if fleet.failures == 0 && fleet.read_at.is_some_and(|t| t.elapsed() < READ_EVERY) {
+            return Ok(n);
+        }
+        fleet.read_at = Some(Instant::now());
+        let Some(state) = store.breaker(&fleet.name)? else {
+            self.fleet = None;
+            return Ok(n);
+        };
+        fleet.failures = state.failures;
+        match state.open_for {
+            None => Ok(n),
+            Some(d) if d.is_zero() && store.try_breaker(&fleet.name, fleet.cooldown)? => {
+                fleet.trial = Trial::Out;
+                Ok(1)
+            }
+            Some(d) => {
+                let open_for = duration::compact(Duration::from_secs(d.as_secs().max(1)));
+                self.tripped = Some(format!(
+                    "the breaker of this tier is open (handler.stop_after_failures: {} failures in a row among its runners) for {open_for} more, or another runner is trying a record; the rest of the band waits",
+                    state.failures
+                ));
+                Ok(0)
+            }
+        }
+    }
+
+    /// Counts an outcome, in the order the answers came back, and the fleet's with it.
+    pub(super) fn count(
+        &mut self,
+        handled: &Handled,
+        store: &mut dyn Store,
+    ) -> Result<(), StoreError> {
+        if handled.ending == Ending::Stopped {
+            return Ok(());
+        }
+        let failed = handled.outcome == Outcome::Error;
+        self.count_here(handled);
+        let Some(fleet) = &mut self.fleet else {
+            return Ok(());
+        };
+        let trial = std::mem::replace(&mut fleet.trial, Trial::None);
+        if !failed {
+            if fleet.failures > 0 || trial == Trial::Out {
+                store.breaker_succeeded(&fleet.name)?;
+                fleet.failures = 0;
+            }
+            return Ok(());
+        }
+        let limit = u64::from(self.limit.unwrap_or(u32::MAX));
+        let trip = self.tripped.is_some() || trial == Trial::Out;
+        let Some(state) = store.breaker_failed(&fleet.name, limit, trip, fleet.cooldown)? else {
+            return Ok(());
+        };
+        fleet.failures = state.failures;
+        if self.tripped.is_none() && (trial == Trial::Out || state.open_for.is_some()) {
+            let why = if trial == Trial::Out {
+                "the record tried after the breaker's cool-down failed".to_string()
+            } else {
+                format!(
+                    "{} failures in a row among this tier's runners (handler.stop_after_failures)",
+                    state.failures
+                )
+            };
+            self.tripped = Some(format!(
+                "{why}, the last: {}{}; the breaker is open for {} (handler.breaker_cooldown), and the rest of the band waits",
+                handled.detail,
+                super::marks::tail_for_log(&handled.output),
+                duration::compact(fleet.cooldown)
+            ));
+        }
+        Ok(())
+    }
+
+    /// Counts an outcome of this tick's own.
+    fn count_here(&mut self, handled: &Handled) {
         if handled.outcome != Outcome::Error {
             self.in_a_row = 0;
             return;
@@ -72,12 +203,12 @@ mod tests {
     fn trips_after_the_limit_of_failures_in_a_row() {
         let error = Handled::new(Outcome::Error, "exit 1");
         let mapped = Handled::new(Outcome::Status("DEAD".into()), "exit 3");
-        let mut breaker = Breaker::new(Some(3));
+        let mut breaker = Breaker::new(Some(3), None);
         for h in [&error, &error, &mapped, &error, &error] {
-            breaker.count(h);
+            breaker.count_here(h);
         }
         assert!(breaker.tripped.is_none(), "a mapped status ends the run");
-        breaker.count(&error);
+        breaker.count_here(&error);
         assert_eq!(
             breaker.tripped.as_deref(),
             Some(
@@ -88,9 +219,9 @@ mod tests {
 
     #[test]
     fn names_the_last_failure_when_they_differ_and_its_output() {
-        let mut breaker = Breaker::new(Some(2));
-        breaker.count(&Handled::new(Outcome::Error, "exit 1"));
-        breaker.count(&Handled::new(Outcome::Error, "exit 2").with_output("\nboom\n"));
+        let mut breaker = Breaker::new(Some(2), None);
+        breaker.count_here(&Handled::new(Outcome::Error, "exit 1"));
+        breaker.count_here(&Handled::new(Outcome::Error, "exit 2").with_output("\nboom\n"));
         assert_eq!(
             breaker.tripped.as_deref(),
             Some(
@@ -103,12 +234,12 @@ mod tests {
     fn a_handler_the_tick_stopped_is_not_counted() {
         let error = Handled::new(Outcome::Error, "exit 1");
         let stopped = Handled::new(Outcome::Error, "stopped").ended(Ending::Stopped);
-        let mut breaker = Breaker::new(Some(2));
+        let mut breaker = Breaker::new(Some(2), None);
         for h in [&stopped, &stopped, &error, &stopped] {
-            breaker.count(h);
+            breaker.count_here(h);
         }
         assert!(breaker.tripped.is_none(), "only one failure counted");
-        breaker.count(&error);
+        breaker.count_here(&error);
         assert!(
             breaker.tripped.is_some(),
             "a stop does not end the run either"
@@ -117,9 +248,9 @@ mod tests {
 
     #[test]
     fn without_a_limit_it_never_trips() {
-        let mut breaker = Breaker::new(None);
+        let mut breaker = Breaker::new(None, None);
         for _ in 0..1000 {
-            breaker.count(&Handled::new(Outcome::Error, "exit 1"));
+            breaker.count_here(&Handled::new(Outcome::Error, "exit 1"));
         }
         assert!(breaker.tripped.is_none());
     }

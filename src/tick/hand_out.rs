@@ -54,17 +54,22 @@ pub(super) fn hand_out<'c>(
         batch,
         opts.rate.map(|r| r.per_second()),
     );
-    // The rate is the fleet's: every runner of the table and tier, or of the group.
-    let shared = match &opts.rate_group {
+    // The rate and the breaker are the fleet's: every runner of the table and tier (the
+    // rate: or of its group) shares them.
+    let tier = format!(
+        "table {}, tier {}s",
+        store.table().name,
+        opts.window.as_secs()
+    );
+    let rate = match &opts.rate_group {
         Some(group) => format!("group {group}"),
-        None => format!(
-            "table {}, tier {}s",
-            store.table().name,
-            opts.window.as_secs()
-        ),
+        None => tier.clone(),
     };
-    let mut pace = Pace::new(opts.rate, Some(shared));
-    let mut breaker = Breaker::new(opts.stop_after_failures);
+    let mut pace = Pace::new(opts.rate, Some(rate));
+    let mut breaker = Breaker::new(
+        opts.stop_after_failures,
+        Some((tier, opts.breaker_cooldown)),
+    );
     let mut queue: VecDeque<Record> = VecDeque::new();
     let mut taken: u64 = 0;
     // Records handled inline since the last page, and the time they took in the
@@ -128,8 +133,13 @@ pub(super) fn hand_out<'c>(
             if queue.is_empty() {
                 break;
             }
-            // Pace, then check the holds right before handing out.
-            let n = batch.min(queue.len());
+            // The breaker, the pace, then the holds, right before handing out.
+            let n = breaker
+                .allow(batch.min(queue.len()), store)
+                .map_err(&store_err)?;
+            if n == 0 {
+                break;
+            }
             let wait = pace.delay(n, store).map_err(&store_err)?;
             if !wait.is_zero() {
                 marks.write_before(wait, store).map_err(&store_err)?;
@@ -159,7 +169,7 @@ pub(super) fn hand_out<'c>(
                         let took = started.elapsed();
                         inline_run.0 += 1;
                         inline_run.1 += took;
-                        breaker.count(&handled);
+                        breaker.count(&handled, store).map_err(&store_err)?;
                         marks
                             .settle(&record, handled, took, store, on_event)
                             .map_err(&store_err)?;
@@ -187,7 +197,7 @@ pub(super) fn hand_out<'c>(
             Ok(results) => {
                 size.observe(records.len(), latency);
                 for (record, handled) in records.iter().zip(results) {
-                    breaker.count(&handled);
+                    breaker.count(&handled, store).map_err(&store_err)?;
                     let took = handled.took.unwrap_or(latency);
                     marks
                         .settle(record, handled, took, store, on_event)

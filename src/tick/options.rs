@@ -48,6 +48,9 @@ pub struct TickOptions {
     /// After this many failures in a row (error, timeout, crash; not a mapped status)
     /// the tick hands out no more records: the breaker trips.
     pub stop_after_failures: Option<u32>,
+    /// How long every runner of the tier stops once the breaker tripped, before one
+    /// tries a record again (`handler.breaker_cooldown`).
+    pub breaker_cooldown: Duration,
     /// Take records that failed earlier in this tier's slot too (`--retry-failed`); a
     /// failure is otherwise kept from every tick until its slot ends.
     pub retry_failed: bool,
@@ -75,6 +78,7 @@ impl TickOptions {
             rate: None,
             rate_group: None,
             stop_after_failures: None,
+            breaker_cooldown: Duration::from_secs(60),
             retry_failed: false,
             history: Default::default(),
         }
@@ -88,6 +92,7 @@ impl TickOptions {
             rate: config.handler.rate,
             rate_group: config.handler.rate_group.clone(),
             stop_after_failures: config.handler.stop_after_failures,
+            breaker_cooldown: config.handler.breaker_cooldown,
             history: config.history.clone(),
             ..TickOptions::new(window, now)
         }

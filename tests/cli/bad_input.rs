@@ -448,6 +448,34 @@ const CASES: &[Case] = &[
         sqlite_only: false,
     },
     Case {
+        name: "breaker cool-down without a breaker",
+        setup: |env| {
+            rewrite_schedule(
+                env,
+                "timeout = \"10s\"",
+                "timeout = \"10s\"\nbreaker_cooldown = \"5m\"",
+            )
+        },
+        args: &[],
+        code: 3,
+        stderr: "backlog: backlog.toml: handler.breaker_cooldown = \"5m\" needs handler.stop_after_failures, the failures in a row that trip the breaker; give it too, like stop_after_failures = 5\n",
+        sqlite_only: false,
+    },
+    Case {
+        name: "shared rate without a rate",
+        setup: |env| {
+            rewrite_schedule(
+                env,
+                "timeout = \"10s\"",
+                "timeout = \"10s\"\nrate_group = \"api\"",
+            )
+        },
+        args: &[],
+        code: 3,
+        stderr: "backlog: backlog.toml: handler.rate_group = \"api\" names a shared rate, but handler.rate is not set; give the rate too, like rate = \"20/s\"\n",
+        sqlite_only: false,
+    },
+    Case {
         name: "handler script without a #! line",
         setup: |env| env.write_handler("handler.sh", "echo no shebang\n"),
         args: &[],

@@ -40,7 +40,12 @@ fn starts(env: &Env) -> Vec<(i64, u128)> {
 /// line saying why; the three are ERROR, the other seven untouched (still NEW), and
 /// the run log says `tripped`. The next tick tries again.
 fn the_breaker_stops_a_tick_after_failures_in_a_row(backend: Backend) {
-    let env = backlog(backend, 10, "stop_after_failures = 3", FAILING_HANDLER);
+    let env = backlog(
+        backend,
+        10,
+        "stop_after_failures = 3\nbreaker_cooldown = \"1s\"",
+        FAILING_HANDLER,
+    );
     env.backlog(&["run", "--window", "1d", "--now", NOW])
         .assert()
         .code(7)
@@ -68,18 +73,61 @@ fn the_breaker_stops_a_tick_after_failures_in_a_row(backend: Backend) {
     );
     assert_eq!(env.holds_left(), 0);
 
-    // A success between failures starts the count again.
+    // The breaker stays open for its cool-down: the next tick hands nothing over.
+    env.backlog(&["run", "--window", "1d", "--now", NOW])
+        .assert()
+        .code(7)
+        .stderr(predicates::str::contains(
+            "the breaker of this tier is open (handler.stop_after_failures: 3 failures in a row among its runners)",
+        ));
+    assert_eq!(starts(&env).len(), 3, "nothing handed over while open");
+
+    // Past it, one record is tried (4, the newest left): its success closes the
+    // breaker, and a success between failures starts the count again.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
     env.write_handler(
         "handler.sh",
         &FAILING_HANDLER.replace(
             "exit 1",
-            "[ $((BACKLOG_RECORD_ID % 3)) = 0 ] && exit 0; exit 1",
+            "[ $((BACKLOG_RECORD_ID % 3)) = 1 ] && exit 0; exit 1",
         ),
     );
     env.backlog(&["run", "--window", "1d", "--now", NOW])
         .assert()
         .success();
     assert_eq!(env.with_status("NEW"), 0, "every record tried");
+}
+
+/// The breaker is the fleet's: four runners against a dead counterpart with
+/// `stop_after_failures = 5` make at most 8 calls in all (the limit, and one more each
+/// of the three others calling meanwhile), where each runner's own count would allow
+/// 20; a runner started during the cool-down calls nothing.
+fn four_runners_trip_one_breaker(backend: Backend) {
+    let env = backlog(
+        backend,
+        100,
+        "stop_after_failures = 5",
+        &FAILING_HANDLER.replace("exit 1", "sleep 0.05; exit 1"),
+    );
+    let runners: Vec<_> = (0..4)
+        .map(|_| {
+            env.command()
+                .args(["run", "--window", "1d", "--now", NOW])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut r in runners {
+        assert_eq!(r.wait().unwrap().code(), Some(7));
+    }
+    let calls = starts(&env).len();
+    assert!((5..=8).contains(&calls), "{calls} calls in all");
+    env.backlog(&["run", "--window", "1d", "--now", NOW])
+        .assert()
+        .code(7);
+    assert_eq!(starts(&env).len(), calls, "none while the breaker is open");
 }
 
 /// With `--json`, a tripped tick prints its summary as the one object on stdout, and
@@ -270,4 +318,5 @@ crate::on_every_backend!(
     a_rate_spaces_the_starts,
     four_runners_keep_to_one_rate,
     a_rate_group_is_shared_by_tiers,
+    four_runners_trip_one_breaker,
 );

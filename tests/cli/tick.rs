@@ -565,9 +565,10 @@ crate::on_every_backend!(
 
 /// A database whose tool tables an earlier release made (version 1, records claimed
 /// one by one) moves to version 7 (spans, a `lost` count, attempts and pauses, then
-/// failures in a row, alerts and shared rates) on the first tick, but not while a tick
+/// failures in a row, alerts, shared rates and breakers) on the first tick, but not while a tick
 /// of that release still holds claims: it would not see the new spans. Tables at
-/// version 4 gain `backlog_failures`, `backlog_alerts` and `backlog_rates`.
+/// version 4 gain `backlog_failures`, `backlog_alerts`, `backlog_rates` and
+/// `backlog_breakers`.
 #[test]
 fn sqlite_tables_of_version_one_move_to_spans() {
     let env = classic_env(Backend::Sqlite, Schedule::default(), &[]);
@@ -602,6 +603,7 @@ fn sqlite_tables_of_version_one_move_to_spans() {
     let all = [
         "backlog_alerts",
         "backlog_attempts",
+        "backlog_breakers",
         "backlog_failures",
         "backlog_holds",
         "backlog_meta",
@@ -612,11 +614,12 @@ fn sqlite_tables_of_version_one_move_to_spans() {
     ];
     assert_eq!(env.lines(tables), all);
 
-    // Version 4, the release before failures in a row, alerts and shared rates: the
-    // next tick adds their tables.
+    // Version 4, the release before failures in a row, alerts, shared rates and
+    // breakers: the next tick adds their tables.
     env.execute("DROP TABLE backlog_alerts");
     env.execute("DROP TABLE backlog_failures");
     env.execute("DROP TABLE backlog_rates");
+    env.execute("DROP TABLE backlog_breakers");
     env.execute("UPDATE backlog_meta SET value = '4' WHERE key = 'schema_version'");
     env.run_window("1d");
     assert_eq!(env.text(version), "7");

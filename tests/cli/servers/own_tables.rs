@@ -12,19 +12,22 @@ fn versions(backend: Backend) -> (u32, Vec<(u32, &'static str)>) {
         Backend::Postgres => (
             6,
             vec![
-                // No failures in a row, no alerts, no shared rates.
+                // No failures in a row, no alerts, no shared rates or breakers.
                 (
                     3,
-                    "DROP TABLE {s}.backlog_failures, {s}.backlog_alerts, {s}.backlog_rates",
+                    "DROP TABLE {s}.backlog_failures, {s}.backlog_alerts, {s}.backlog_rates, {s}.backlog_breakers",
                 ),
-                // No alerts, no shared rates.
-                (4, "DROP TABLE {s}.backlog_alerts, {s}.backlog_rates"),
-                // No shared rates.
-                (5, "DROP TABLE {s}.backlog_rates"),
+                // No alerts, no shared rates or breakers.
+                (
+                    4,
+                    "DROP TABLE {s}.backlog_alerts, {s}.backlog_rates, {s}.backlog_breakers",
+                ),
+                // No shared rates or breakers.
+                (5, "DROP TABLE {s}.backlog_rates, {s}.backlog_breakers"),
                 // No `lost` count in the run log, no attempts, no pauses.
                 (
                     1,
-                    "ALTER TABLE {s}.backlog_runs DROP COLUMN lost; DROP TABLE {s}.backlog_attempts, {s}.backlog_pauses, {s}.backlog_failures, {s}.backlog_alerts, {s}.backlog_rates",
+                    "ALTER TABLE {s}.backlog_runs DROP COLUMN lost; DROP TABLE {s}.backlog_attempts, {s}.backlog_pauses, {s}.backlog_failures, {s}.backlog_alerts, {s}.backlog_rates, {s}.backlog_breakers",
                 ),
             ],
         ),
@@ -32,13 +35,13 @@ fn versions(backend: Backend) -> (u32, Vec<(u32, &'static str)>) {
             4,
             vec![
                 // The first MySQL release: no failures in a row, no alerts, no shared
-                // rates.
+                // rates or breakers.
                 (
                     1,
-                    "DROP TABLE {s}.backlog_failures, {s}.backlog_alerts, {s}.backlog_rates",
+                    "DROP TABLE {s}.backlog_failures, {s}.backlog_alerts, {s}.backlog_rates, {s}.backlog_breakers",
                 ),
-                // No shared rates.
-                (3, "DROP TABLE {s}.backlog_rates"),
+                // No shared rates or breakers.
+                (3, "DROP TABLE {s}.backlog_rates, {s}.backlog_breakers"),
             ],
         ),
     }
@@ -67,6 +70,7 @@ fn own_tables_live_in_the_named_schema_and_move_from_older_versions(backend: Bac
         [
             "backlog_alerts",
             "backlog_attempts",
+            "backlog_breakers",
             "backlog_claims",
             "backlog_failures",
             "backlog_meta",
@@ -95,6 +99,7 @@ fn own_tables_live_in_the_named_schema_and_move_from_older_versions(backend: Bac
             "backlog_alerts",
             "backlog_attempts",
             "backlog_rates",
+            "backlog_breakers",
         ] {
             assert_eq!(
                 env.text(&format!("SELECT CAST(count(*) AS TEXT) FROM {s}.{table}")),
