@@ -49,12 +49,14 @@ pub enum Error {
     #[cfg(feature = "cli")]
     #[error("{0} of the checks failed")]
     Unhealthy(usize),
-    /// The breaker stopped a tick: its handler failed `handler.stop_after_failures`
-    /// times in a row. The tick ran and marked what it handled; the rest waits.
+    /// The breaker stopped a tick: the handler failed `handler.stop_after_failures`
+    /// times in a row (this tick's, or its tier's runners' together), or the tier's
+    /// breaker was open. The tick ran and marked what it handled; the rest waits.
     #[error("the tick stopped after {0}")]
     Tripped(String),
     /// A tick ran, but stopped because its hold on its records lapsed: it was paused
-    /// (SIGSTOP, a frozen VM, a write lock held by another process) past its lease.
+    /// (SIGSTOP, a frozen VM, a write lock held by another process) past its lease; or
+    /// was about to, its heartbeat unable to run for half of it.
     #[error("the tick stopped: {0}")]
     Lapsed(String),
     /// A command-line value that does not make sense.
@@ -97,10 +99,11 @@ pub enum ExitCode {
     /// The crontab cannot be read or written, or its backlog block is broken.
     Crontab = 6,
     /// A tick ran, but its breaker stopped it (`handler.stop_after_failures` failures
-    /// in a row): the counterpart is likely down.
+    /// in a row, or the tier's breaker open): the counterpart is likely down.
     Tripped = 7,
-    /// A tick ran, but its hold on its records lapsed and it stopped handing them out:
-    /// it was paused past `database.claim_lease`.
+    /// A tick ran, but its hold on its records lapsed, or was about to with no renewal
+    /// in sight, and it stopped handing them out: it was paused past
+    /// `database.claim_lease`, or its heartbeat could not run for half of it.
     Lapsed = 8,
 }
 

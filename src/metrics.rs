@@ -276,7 +276,7 @@ impl Snapshot {
         f.family(
             "backlog_runner_records_held",
             "gauge",
-            "Records each live tick claims now, by host and process (PostgreSQL, MySQL; SQLite's ticks hold spans).",
+            "Records each live tick claims now, by host, process and tick (owner: a tick of its own, host/pid/started-ms/n; PostgreSQL, MySQL: SQLite's ticks hold spans).",
         );
         for r in &self.status.runners {
             if let Some(crate::store::Holding::Records(n)) = &r.holds {
@@ -286,6 +286,7 @@ impl Snapshot {
                         ("tier", &duration::tier_name(r.window_secs)),
                         ("host", &r.host),
                         ("pid", &r.pid.to_string()),
+                        ("owner", &r.owner),
                     ],
                     *n as f64,
                 );

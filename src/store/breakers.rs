@@ -86,14 +86,18 @@ fn update(
         };
         let written = match row {
             // A second runner's insert fails on the key: it reads the row again.
-            None => sql
-                .execute(
-                    &format!(
-                        "INSERT INTO {s}backlog_breakers (name, failures, open_until_us) VALUES (?1, ?2, ?3)"
-                    ),
-                    &[name.into(), failures.into(), open_until.into()],
-                )
-                .unwrap_or(0),
+            None => match sql.execute(
+                &format!(
+                    "INSERT INTO {s}backlog_breakers (name, failures, open_until_us) VALUES (?1, ?2, ?3)"
+                ),
+                &[name.into(), failures.into(), open_until.into()],
+            ) {
+                Ok(n) => n,
+                // Another runner's row went in first: read it again. An insert that
+                // failed on its own (a grant missing, a lock) is the error.
+                Err(_) if read(sql, s, name)?.is_some() => 0,
+                Err(e) => return Err(failed("writing backlog_breakers")(e)),
+            },
             Some((was_failures, was_open)) => sql
                 .execute(
                     &format!(

@@ -8,7 +8,9 @@
 //! `n` intervals with a compare-and-set: of two runners that reserve at once, one moves
 //! it and the other reads it again. The starts it reserved are its own, one interval
 //! apart from the first; a time left in the past counts as now, so idle time is never
-//! saved up into a burst.
+//! saved up into a burst. A rate's row is named with its interval too, so a rate changed
+//! in the schedule file starts afresh instead of waiting out the old one's reservations
+//! (and the tiers or tables of a `rate_group` share it when they give the same rate).
 
 use super::StoreError;
 use super::sql::{Sql, failed};
@@ -27,6 +29,17 @@ pub(super) const TABLE: super::tables::Table = super::tables::Table {
 /// each retry means another runner got its starts, so the fleet goes on meanwhile.
 const TRIES: usize = 100;
 
+/// The next free start of the rate `name`, if it has a row.
+fn read_next(sql: &mut dyn Sql, s: &str, name: &str) -> Result<Option<i64>, StoreError> {
+    let rows = sql
+        .query(
+            &format!("SELECT next_us FROM {s}backlog_rates WHERE name = ?1"),
+            &[name.into()],
+        )
+        .map_err(failed("reading backlog_rates"))?;
+    Ok(rows.first().map(|row| row[0].int().unwrap_or(0)))
+}
+
 /// Reserves `n` starts of the rate `name`, one `interval_us` apart, at `now_us` (the
 /// database's clock); returns when the first of them is, on that clock.
 pub(super) fn reserve(
@@ -40,13 +53,7 @@ pub(super) fn reserve(
     let span = interval_us.saturating_mul(n as i64);
     let mut last_error = None;
     for _ in 0..TRIES {
-        let rows = sql
-            .query(
-                &format!("SELECT next_us FROM {s}backlog_rates WHERE name = ?1"),
-                &[name.into()],
-            )
-            .map_err(failed("reading backlog_rates"))?;
-        let Some(next) = rows.first().map(|row| row[0].int().unwrap_or(0)) else {
+        let Some(next) = read_next(sql, s, name)? else {
             // The rate's first start: the runner whose row goes in has it; another's
             // insert fails on the key, and it reads the row again.
             let inserted = sql.execute(
@@ -55,7 +62,10 @@ pub(super) fn reserve(
             );
             match inserted {
                 Ok(_) => return Ok(now_us),
-                Err(e) => last_error = Some(e),
+                // Another runner's row went in first, or the insert failed on its own
+                // (a grant missing, a lock): only the first is worth reading again.
+                Err(e) if read_next(sql, s, name)?.is_some() => last_error = Some(e),
+                Err(e) => return Err(failed("writing backlog_rates")(e)),
             }
             continue;
         };

@@ -21,7 +21,7 @@ pub struct Runner {
     pub pid: u32,
     /// The tier's window in seconds; 0 for a `backlog retry` (or snooze, give-up).
     pub window_secs: u64,
-    /// When it started, by its host's clock.
+    /// When it started, by the database's clock (SQLite: its host's).
     pub since: DateTime<Utc>,
     /// When its heartbeat last renewed its holds (its start, before the first beat).
     pub renewed: DateTime<Utc>,
@@ -88,9 +88,10 @@ pub(super) fn live(
         .iter()
         .map(|row| {
             let owner = row[0].text().unwrap_or_default();
-            let mut parts = owner.split('/');
-            let host = parts.next().unwrap_or_default().to_string();
+            // `host/pid/started-ms/n`, read from the right: a host name may hold a `/`.
+            let mut parts = owner.rsplitn(4, '/').skip(2);
             let pid = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+            let host = parts.next().unwrap_or_default().to_string();
             Runner {
                 holds: held
                     .iter()

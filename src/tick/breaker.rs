@@ -80,8 +80,23 @@ impl Breaker {
 
     /// How many of the next `n` records may go out now: all, one (the trial of a
     /// half-open breaker), or none (the breaker is open, `tripped` says why; or this
-    /// tick's trial is out and unanswered).
-    pub(super) fn allow(&mut self, n: usize, store: &mut dyn Store) -> Result<usize, StoreError> {
+    /// tick's trial is out and unanswered). The fleet's breaker the database cannot
+    /// read is said once, and the tick's own goes on alone.
+    pub(super) fn allow(&mut self, n: usize, store: &mut dyn Store) -> usize {
+        self.allow_shared(n, store)
+            .unwrap_or_else(|e| self.alone(e, n))
+    }
+
+    /// Says why the fleet's breaker is not counted any more, and counts alone.
+    fn alone(&mut self, e: StoreError, n: usize) -> usize {
+        tracing::warn!(
+            "cannot read or write the breaker the tier's runners share ({e}); this tick counts its failures alone"
+        );
+        self.fleet = None;
+        n
+    }
+
+    fn allow_shared(&mut self, n: usize, store: &mut dyn Store) -> Result<usize, StoreError> {
         if self.tripped.is_some() {
             return Ok(0);
         }
@@ -110,7 +125,7 @@ impl Breaker {
             Some(d) => {
                 let open_for = duration::compact(Duration::from_secs(d.as_secs().max(1)));
                 self.tripped = Some(format!(
-                    "the breaker of this tier is open (handler.stop_after_failures: {} failures in a row among its runners) for {open_for} more, or another runner is trying a record; the rest of the band waits",
+                    "finding the breaker of this tier open (handler.stop_after_failures: {} failures in a row among its runners) for {open_for} more, or another runner trying a record; the rest of the band waits",
                     state.failures
                 ));
                 Ok(0)
@@ -119,16 +134,19 @@ impl Breaker {
     }
 
     /// Counts an outcome, in the order the answers came back, and the fleet's with it.
-    pub(super) fn count(
-        &mut self,
-        handled: &Handled,
-        store: &mut dyn Store,
-    ) -> Result<(), StoreError> {
+    pub(super) fn count(&mut self, handled: &Handled, store: &mut dyn Store) {
         if handled.ending == Ending::Stopped {
-            return Ok(());
+            return;
         }
-        let failed = handled.outcome == Outcome::Error;
         self.count_here(handled);
+        if let Err(e) = self.count_shared(handled, store) {
+            self.alone(e, 0);
+        }
+    }
+
+    /// Counts an outcome in the fleet's breaker.
+    fn count_shared(&mut self, handled: &Handled, store: &mut dyn Store) -> Result<(), StoreError> {
+        let failed = handled.outcome == Outcome::Error;
         let Some(fleet) = &mut self.fleet else {
             return Ok(());
         };
@@ -148,15 +166,15 @@ impl Breaker {
         fleet.failures = state.failures;
         if self.tripped.is_none() && (trial == Trial::Out || state.open_for.is_some()) {
             let why = if trial == Trial::Out {
-                "the record tried after the breaker's cool-down failed".to_string()
+                "the one record tried past the breaker's cool-down failed:".to_string()
             } else {
                 format!(
-                    "{} failures in a row among this tier's runners (handler.stop_after_failures)",
+                    "{} failures in a row among this tier's runners (handler.stop_after_failures), the last:",
                     state.failures
                 )
             };
             self.tripped = Some(format!(
-                "{why}, the last: {}{}; the breaker is open for {} (handler.breaker_cooldown), and the rest of the band waits",
+                "{why} {}{}; the breaker is open for {} (handler.breaker_cooldown), and the rest of the band waits",
                 handled.detail,
                 super::marks::tail_for_log(&handled.output),
                 duration::compact(fleet.cooldown)

@@ -134,13 +134,11 @@ pub(super) fn hand_out<'c>(
                 break;
             }
             // The breaker, the pace, then the holds, right before handing out.
-            let n = breaker
-                .allow(batch.min(queue.len()), store)
-                .map_err(&store_err)?;
+            let n = breaker.allow(batch.min(queue.len()), store);
             if n == 0 {
                 break;
             }
-            let wait = pace.delay(n, store).map_err(&store_err)?;
+            let wait = pace.delay(n, store);
             if !wait.is_zero() {
                 marks.write_before(wait, store).map_err(&store_err)?;
             }
@@ -169,7 +167,7 @@ pub(super) fn hand_out<'c>(
                         let took = started.elapsed();
                         inline_run.0 += 1;
                         inline_run.1 += took;
-                        breaker.count(&handled, store).map_err(&store_err)?;
+                        breaker.count(&handled, store);
                         marks
                             .settle(&record, handled, took, store, on_event)
                             .map_err(&store_err)?;
@@ -197,7 +195,7 @@ pub(super) fn hand_out<'c>(
             Ok(results) => {
                 size.observe(records.len(), latency);
                 for (record, handled) in records.iter().zip(results) {
-                    breaker.count(&handled, store).map_err(&store_err)?;
+                    breaker.count(&handled, store);
                     let took = handled.took.unwrap_or(latency);
                     marks
                         .settle(record, handled, took, store, on_event)

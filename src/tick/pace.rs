@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::rate::Rate;
-use crate::store::{Store, StoreError};
+use crate::store::Store;
 
 /// How often a waiting tick looks at its stop flag.
 const STOP_CHECK: Duration = Duration::from_millis(50);
@@ -53,27 +53,49 @@ impl Pace {
     }
 
     /// How long until `records` more may start; where the rate is shared, reserves
-    /// their starts first (call it before `wait`, for the same records).
-    pub(super) fn delay(
-        &mut self,
-        records: usize,
-        store: &mut dyn Store,
-    ) -> Result<Duration, StoreError> {
+    /// their starts first (call it before `wait`, for the same records). A reservation
+    /// the database refuses is said once, and the tick keeps to the rate alone.
+    pub(super) fn delay(&mut self, records: usize, store: &mut dyn Store) -> Duration {
         let Some(interval) = self.interval else {
-            return Ok(Duration::ZERO);
+            return Duration::ZERO;
         };
+        self.drop_missed(interval);
         if let Some(name) = &self.shared {
             let have: u64 = self.reserved.iter().map(|r| r.1).sum();
             if have < records as u64 {
                 let want = (records as u64 - have).max(self.chunk);
-                match store.reserve_starts(name, want, interval)? {
-                    Some(wait) => self.reserved.push_back((Instant::now() + wait, want)),
-                    // No table to share it in (a dry run): alone.
-                    None => self.shared = None,
+                match store.reserve_starts(name, want, interval) {
+                    Ok(Some(wait)) => self.reserved.push_back((Instant::now() + wait, want)),
+                    // No table to share it in: alone.
+                    Ok(None) => self.shared = None,
+                    Err(e) => {
+                        tracing::warn!(
+                            "cannot reserve handler starts with the other runners ({e}); this tick keeps to handler.rate alone"
+                        );
+                        self.shared = None;
+                    }
                 }
             }
         }
-        Ok(self.first().saturating_duration_since(Instant::now()))
+        self.first().saturating_duration_since(Instant::now())
+    }
+
+    /// Drops the reserved starts whose time passed an interval ago or more (the tick's
+    /// handlers were all busy): used late, they would go out back to back, a burst.
+    fn drop_missed(&mut self, interval: Duration) {
+        let now = Instant::now();
+        while let Some((at, left)) = self.reserved.front_mut() {
+            if now < *at + interval {
+                return;
+            }
+            let missed = ((now - *at).as_nanos() / interval.as_nanos().max(1)) as u64;
+            let skipped = missed.min(*left);
+            *at += interval.saturating_mul(skipped as u32);
+            *left -= skipped;
+            if *left == 0 {
+                self.reserved.pop_front();
+            }
+        }
     }
 
     /// When the next start may be.

@@ -78,7 +78,7 @@ fn the_breaker_stops_a_tick_after_failures_in_a_row(backend: Backend) {
         .assert()
         .code(7)
         .stderr(predicates::str::contains(
-            "the breaker of this tier is open (handler.stop_after_failures: 3 failures in a row among its runners)",
+            "backlog: the tick stopped after finding the breaker of this tier open (handler.stop_after_failures: 3 failures in a row among its runners) for ",
         ));
     assert_eq!(starts(&env).len(), 3, "nothing handed over while open");
 

@@ -85,7 +85,8 @@ fn a_running_tick_shows_in_status_the_metrics_and_the_dashboard(backend: Backend
     if backend != Backend::Sqlite {
         assert!(
             metrics.contains(&format!(
-                "backlog_runner_records_held{{table=\"BACKLOG\",tier=\"1d\",host=\"{host}\",pid=\"{}\"}} ",
+                "backlog_runner_records_held{{table=\"BACKLOG\",tier=\"1d\",host=\"{host}\",pid=\"{}\",owner=\"{host}/{}/",
+                tick.id(),
                 tick.id()
             )),
             "{metrics}"

@@ -163,6 +163,48 @@ impl PostgresStore {
 }
 
 impl PostgresStore {
+    /// Takes a page, once (`Holds::take` tries again after a deadlock).
+    fn take_once(
+        &mut self,
+        owner: &str,
+        band: &BandQuery,
+        after: Option<&Cursor>,
+        limit: usize,
+        lease_until: DateTime<Utc>,
+        wanted: &dyn Fn(&Record) -> bool,
+    ) -> Result<Page, StoreError> {
+        // Runners on several hosts share a band, so each record is claimed on its own,
+        // in one transaction a page: the page locks its rows no other tick holds or is
+        // taking (see `TakeSql::page`), then one statement claims them (see
+        // `claim_sql`). Only for a tick that wants every record it reads, and a page that
+        // is one index range: a row locked and not wanted would be skipped by a tick
+        // that wants it, and the pages read one status at a time would lock a page of
+        // each. Otherwise the page is read, and the rows of the records wanted locked as
+        // they are claimed, as before.
+        if !self.locks_pages(band) {
+            let read = self.select(band, after, limit)?;
+            return self.claim_page(read, owner, lease_until, band, false, wanted);
+        }
+        self.client
+            .batch_execute("BEGIN")
+            .map_err(pg("taking a page"))?;
+        // A panic on the way (a library user's `wanted`, a row of an unexpected type)
+        // must not leave the session inside the transaction, holding the page's rows.
+        let taken = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.take_in_transaction(owner, band, after, limit, lease_until, wanted)
+        }))
+        .unwrap_or_else(|panic| {
+            let _ = self.client.batch_execute("ROLLBACK");
+            std::panic::resume_unwind(panic)
+        });
+        let end = if taken.is_ok() { "COMMIT" } else { "ROLLBACK" };
+        match (taken, self.client.batch_execute(end)) {
+            (Ok(page), Ok(())) => Ok(page),
+            (Err(e), _) => Err(e),
+            (Ok(_), Err(e)) => Err(pg("taking a page")(e)),
+        }
+    }
+
     /// Whether the pages of `band` are taken locked (see `take_page`).
     fn locks_pages(&self, band: &BandQuery) -> bool {
         band.wants_all && !self.pages_by_status
@@ -224,36 +266,9 @@ impl Holds for PostgresStore {
         lease_until: DateTime<Utc>,
         wanted: &dyn Fn(&Record) -> bool,
     ) -> Result<Page, StoreError> {
-        // Runners on several hosts share a band, so each record is claimed on its own,
-        // in one transaction a page: the page locks its rows no other tick holds or is
-        // taking (see `TakeSql::page`), then one statement claims them (see
-        // `claim_sql`). Only for a tick that wants every record it reads, and a page that
-        // is one index range: a row locked and not wanted would be skipped by a tick
-        // that wants it, and the pages read one status at a time would lock a page of
-        // each. Otherwise the page is read, and the rows of the records wanted locked as
-        // they are claimed, as before.
-        if !self.locks_pages(band) {
-            let read = self.select(band, after, limit)?;
-            return self.claim_page(read, owner, lease_until, band, false, wanted);
-        }
-        self.client
-            .batch_execute("BEGIN")
-            .map_err(pg("taking a page"))?;
-        // A panic on the way (a library user's `wanted`, a row of an unexpected type)
-        // must not leave the session inside the transaction, holding the page's rows.
-        let taken = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.take_in_transaction(owner, band, after, limit, lease_until, wanted)
-        }))
-        .unwrap_or_else(|panic| {
-            let _ = self.client.batch_execute("ROLLBACK");
-            std::panic::resume_unwind(panic)
-        });
-        let end = if taken.is_ok() { "COMMIT" } else { "ROLLBACK" };
-        match (taken, self.client.batch_execute(end)) {
-            (Ok(page), Ok(())) => Ok(page),
-            (Err(e), _) => Err(e),
-            (Ok(_), Err(e)) => Err(pg("taking a page")(e)),
-        }
+        retrying("taking a page", || {
+            self.take_once(owner, band, after, limit, lease_until, wanted)
+        })
     }
 
     fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<Vec<usize>, StoreError> {
