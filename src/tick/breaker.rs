@@ -135,6 +135,7 @@ impl Breaker {
 
     /// Counts an outcome, in the order the answers came back, and the fleet's with it.
     pub(super) fn count(&mut self, handled: &Handled, store: &mut dyn Store) {
+        // A handler the tick stopped says nothing of the counterpart.
         if handled.ending == Ending::Stopped {
             return;
         }
@@ -185,6 +186,9 @@ impl Breaker {
 
     /// Counts an outcome of this tick's own.
     fn count_here(&mut self, handled: &Handled) {
+        if handled.ending == Ending::Stopped {
+            return;
+        }
         if handled.outcome != Outcome::Error {
             self.in_a_row = 0;
             return;

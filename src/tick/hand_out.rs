@@ -15,7 +15,7 @@ use super::heartbeat::{HeartbeatThread, Stale};
 use super::lanes::{Done, Lanes, catch_panic};
 use super::marks::Marks;
 use super::options::{Event, TickOptions};
-use super::pace::Pace;
+use super::pace::{Pace, rate_name};
 use super::pager::{PageSize, Pager};
 use crate::error::Error;
 use crate::handler::Context;
@@ -56,16 +56,10 @@ pub(super) fn hand_out<'c>(
     );
     // The rate and the breaker are the fleet's: every runner of the table and tier (the
     // rate: or of its group) shares them.
-    let tier = format!(
-        "table {}, tier {}s",
-        store.table().name,
-        opts.window.as_secs()
-    );
-    let rate = match &opts.rate_group {
-        Some(group) => format!("group {group}"),
-        None => tier.clone(),
-    };
+    let table = store.table().name.clone();
+    let rate = rate_name(&table, opts.window, opts.rate_group.as_deref());
     let mut pace = Pace::new(opts.rate, Some(rate));
+    let tier = rate_name(&table, opts.window, None);
     let mut breaker = Breaker::new(
         opts.stop_after_failures,
         Some((tier, opts.breaker_cooldown)),

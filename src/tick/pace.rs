@@ -22,6 +22,15 @@ const STOP_CHECK: Duration = Duration::from_millis(50);
 /// second, not one a start, and a runner that ends leaves little of it unused.
 const RESERVE_AHEAD: Duration = Duration::from_millis(100);
 
+/// The name of the rate a tick of `window` on `table` shares with the other runners:
+/// its table and tier's (a `backlog retry`'s window is 0), or its group's.
+pub(super) fn rate_name(table: &str, window: Duration, group: Option<&str>) -> String {
+    match group {
+        Some(group) => format!("group {group}"),
+        None => format!("table {table}, tier {}s", window.as_secs()),
+    }
+}
+
 pub(super) struct Pace {
     interval: Option<Duration>,
     /// The name of the rate shared with every runner of it (`Store::reserve_starts`);

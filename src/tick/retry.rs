@@ -16,6 +16,7 @@ use super::heartbeat::{HeartbeatThread, Stale};
 use super::lanes::catch_panic;
 use super::marks::{MarkPlan, Marks, log_unshown};
 use super::options::{Event, TickOptions};
+use super::pace::{Pace, rate_name};
 use crate::error::Error;
 use crate::handler::{Context, Ending, Handled, HandlerError, Outcome};
 #[cfg(feature = "cli")]
@@ -101,6 +102,7 @@ pub fn retry_records(
     let action = Action {
         bands: "retry",
         chunk: 1,
+        calls: true,
         handle: &mut |record, ctx| handler.handle(record, ctx),
     };
     act(table, store, records, opts, action, on_event)
@@ -123,6 +125,7 @@ pub fn snooze_records(
     let action = Action {
         bands: "snooze",
         chunk: ACTION_GROUP,
+        calls: false,
         handle: &mut |record, _| {
             Ok(
                 Handled::new(Outcome::Status(record.status.to_string()), detail.clone())
@@ -152,6 +155,7 @@ pub fn give_up_records(
     let action = Action {
         bands: "give-up",
         chunk: ACTION_GROUP,
+        calls: false,
         handle: &mut |_, _| {
             Ok(
                 Handled::new(Outcome::Status(given_up.clone()), why.to_string())
@@ -171,6 +175,9 @@ struct Action<'a> {
     bands: &'static str,
     /// Records held, handled and marked at once.
     chunk: usize,
+    /// It calls the handler: its starts keep to `handler.rate`, shared with the other
+    /// runners of the table's retries (window 0) or of the rate's group.
+    calls: bool,
     handle: &'a mut dyn FnMut(&Record, &Context<'_>) -> Result<Handled, HandlerError>,
 }
 
@@ -237,6 +244,9 @@ fn act(
         let mut stopped = None;
         let mut outcome = Ok(());
         let mut skipped = 0;
+        let rate = action.calls.then_some(opts.rate).flatten();
+        let name = rate_name(&table.name, Duration::ZERO, opts.rate_group.as_deref());
+        let mut pace = Pace::new(rate, Some(name));
         let mut records = records.into_iter().peekable();
         'chunks: while records.peek().is_some() {
             if opts.stop.load(std::sync::atomic::Ordering::Relaxed) {
@@ -245,6 +255,13 @@ fn act(
             }
             if let Some(Stale::Lapsed(why) | Stale::Failing(why)) = heartbeat.stale() {
                 stopped = Some(why);
+                break;
+            }
+            // Paced before the hold is taken, so that a record is held only while it
+            // is about to be handed over.
+            pace.delay(action.chunk, store);
+            if !pace.wait(action.chunk, &opts.stop) {
+                stopped = Some("stopped by a signal".to_string());
                 break;
             }
             let lease_until = chrono::Utc::now()

@@ -200,6 +200,22 @@ fn a_rate_spaces_the_starts(backend: Backend) {
     assert!(span_ms >= 900, "six starts within {span_ms} ms");
 }
 
+/// `backlog retry` keeps to the rate too: six records at `5/s` start over at least a
+/// second.
+fn a_retry_keeps_to_the_rate(backend: Backend) {
+    let env = backlog(
+        backend,
+        6,
+        "rate = \"5/s\"",
+        &FAILING_HANDLER.replace("exit 1", "exit 0"),
+    );
+    env.backlog(&["retry", "1", "2", "3", "4", "5", "6"])
+        .assert()
+        .success();
+    let span = span_of_starts_ms(&env, 6);
+    assert!(span >= 900, "six starts at 5/s within {span} ms");
+}
+
 /// Runs `windows` at once, one runner each, and waits for them all to succeed.
 fn runners_at_once(env: &Env, windows: &[&str]) {
     let runners: Vec<_> = windows
@@ -319,4 +335,5 @@ crate::on_every_backend!(
     four_runners_keep_to_one_rate,
     a_rate_group_is_shared_by_tiers,
     four_runners_trip_one_breaker,
+    a_retry_keeps_to_the_rate,
 );
