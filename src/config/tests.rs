@@ -40,7 +40,7 @@ fn a_good_file_resolves_paths_against_its_folder() {
     );
     assert_eq!(c.schedule.tiers.len(), 2);
     assert_eq!(c.table.pending, ["NEW", "ERROR"]);
-    assert_eq!(c.handler.timeout, Duration::from_secs(30));
+    assert_eq!(c.handler.timeout, std::time::Duration::from_secs(30));
 }
 
 /// Each bad file, and the exact message it gets.

@@ -188,6 +188,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "cli")] // what only the command and the daemon ask
     fn the_variables_a_file_uses_are_listed_once() {
         let text = "a = \"${DB_URL}x${TOKEN}\"\nb = [\"${DB_URL}\", \"$${NOT}\"]\n# ${COMMENT}\n";
         assert_eq!(used_in(text), ["DB_URL", "TOKEN"]);

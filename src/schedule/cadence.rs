@@ -200,6 +200,7 @@ mod tests {
         DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
     }
 
+    #[cfg(feature = "cli")]
     fn cron(text: &str) -> Cadence {
         Cadence::Cron(Box::new(parse_cron(text).unwrap()), text.into(), Tz::UTC)
     }
@@ -300,6 +301,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "cli")] // what only the command and the daemon ask
     fn intervals_are_due_at_their_next_epoch_slot_give_or_take_the_slack() {
         // 96-hour slots from the Unix epoch fall on 2026-11-19 and 2026-11-23 at midnight.
         let every = Cadence::Every(Duration::from_secs(96 * 3600));
@@ -326,6 +328,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "cli")] // what only the command and the daemon ask
     fn a_cron_tier_is_due_once_after_a_missed_time() {
         let c = cron("0 8 * * *");
         assert!(!c.is_due(Some(at("2026-11-21T08:00:00Z")), at("2026-11-21T20:00:00Z")));
@@ -336,6 +339,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "cli")] // what only the command and the daemon ask
     fn interval_slots_are_anchored_to_the_epoch() {
         let every = Cadence::Every(Duration::from_secs(96 * 3600));
         // 96h slots: the epoch plus multiples of four days (2026-11-19 is day 20776 = 4 × 5194).
@@ -363,6 +367,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "cli")] // what only the command and the daemon ask
     fn cron_lines_of_intervals() {
         let line = |secs: u64| Cadence::Every(Duration::from_secs(secs)).cron_line();
         assert_eq!(line(60), Ok(CronLine::Exact("* * * * *".into())));
