@@ -67,18 +67,25 @@ impl Driver {
 pub(crate) async fn click(browser: &fantoccini::Client, what: fantoccini::Locator<'_>) {
     browser.find(what).await.unwrap().click().await.unwrap();
 }
+/// The text of `what` once it is there. An element found on the page a click is
+/// leaving goes stale when the next one replaces it: it is found again on the new one.
 pub(crate) async fn text_when_there(
     browser: &fantoccini::Client,
     what: fantoccini::Locator<'_>,
 ) -> String {
-    browser
-        .wait()
-        .for_element(what)
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap()
+    for _ in 0..50 {
+        let element = browser.wait().for_element(what).await.unwrap();
+        match element.text().await {
+            Ok(text) => return text,
+            Err(fantoccini::error::CmdError::Standard(e))
+                if e.error == fantoccini::error::ErrorStatus::StaleElementReference =>
+            {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("reading {what:?}: {e}"),
+        }
+    }
+    panic!("{what:?} went stale 50 times in a row")
 }
 
 /// What a person does, in a real browser: find a failed record through the search,
