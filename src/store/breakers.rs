@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use super::sql::{Sql, failed};
-use super::{Store, StoreError, fault};
+use super::{Store, StoreError};
 
 /// The table: a row per breaker.
 pub(super) const TABLE: super::tables::Table = super::tables::Table {
@@ -125,20 +125,13 @@ fn update(
 }
 
 impl dyn Store + '_ {
-    /// Runs `work` on `backlog_breakers` at the database's time in microseconds; none
-    /// while the tool's tables are not there (a dry run): the tick's breaker is its own.
+    /// Runs `work` on `backlog_breakers` (see `at_clock`); none while the tool's
+    /// tables are not there: the tick's breaker is its own.
     fn on_breakers<T>(
         &mut self,
         work: impl Fn(&mut dyn Sql, &str, i64) -> Result<T, StoreError>,
     ) -> Result<Option<T>, StoreError> {
-        let now_us = self.clock()?.timestamp_micros();
-        fault::retrying("writing backlog_breakers", || {
-            let own = self.own("backlog_breakers")?;
-            if !own.exists {
-                return Ok(None);
-            }
-            work(own.sql, &own.prefix, now_us).map(Some)
-        })
+        self.at_clock("backlog_breakers", "writing backlog_breakers", work)
     }
 
     /// Where the breaker `name` stands.

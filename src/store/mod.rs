@@ -210,30 +210,6 @@ pub trait Store: Reads + Survey + Holds {
         })
     }
 
-    /// Reserves `n` handler starts of the shared rate `rate`, one `interval` apart, for
-    /// every runner of it together (see `rates`); returns how long from now until the
-    /// first of them. None where the tool's tables are not there (they are made as a
-    /// tick begins; a library user's tick that skipped that): the caller spaces its
-    /// starts alone.
-    fn reserve_starts(
-        &mut self,
-        rate: &str,
-        n: u64,
-        interval: Duration,
-    ) -> Result<Option<Duration>, StoreError> {
-        let interval = i64::try_from(interval.as_micros()).unwrap_or(i64::MAX);
-        let rate = format!("{rate}, a start every {interval} us");
-        fault::retrying("reserving handler starts", || {
-            let now = self.clock()?.timestamp_micros();
-            let own = self.own("backlog_rates")?;
-            if !own.exists {
-                return Ok(None);
-            }
-            let first = rates::reserve(own.sql, &own.prefix, &rate, n, interval, now)?;
-            Ok(Some(Duration::from_micros((first - now).max(0) as u64)))
-        })
-    }
-
     /// The tool's own tables, for what every backend does alike (see [`Own`]); its
     /// `exists` says whether the tool's table `table` is there.
     #[doc(hidden)]

@@ -41,6 +41,25 @@ impl dyn Store + '_ {
         read(own.sql, &own.prefix, own.table)
     }
 
+    /// Runs `work` on the tool's table `table` at the database's time in microseconds
+    /// (read again with each try), a transaction tried again after a deadlock; none
+    /// while the table is not there (the tool's tables are made as a tick begins).
+    pub(super) fn at_clock<T>(
+        &mut self,
+        table: &str,
+        context: &str,
+        work: impl Fn(&mut dyn Sql, &str, i64) -> Result<T, StoreError>,
+    ) -> Result<Option<T>, StoreError> {
+        super::fault::retrying(context, || {
+            let now_us = self.clock()?.timestamp_micros();
+            let own = self.own(table)?;
+            if !own.exists {
+                return Ok(None);
+            }
+            work(own.sql, &own.prefix, now_us).map(Some)
+        })
+    }
+
     /// The attempts `query` asks for, newest first.
     pub fn attempts(&mut self, query: &AttemptQuery) -> Result<Vec<Attempt>, StoreError> {
         self.read_own(Vec::new(), |sql, s, table| {

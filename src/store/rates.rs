@@ -12,8 +12,10 @@
 //! in the schedule file starts afresh instead of waiting out the old one's reservations
 //! (and the tiers or tables of a `rate_group` share it when they give the same rate).
 
-use super::StoreError;
+use std::time::Duration;
+
 use super::sql::{Sql, failed};
+use super::{Store, StoreError};
 
 /// The table: a row per shared rate.
 pub(super) const TABLE: super::tables::Table = super::tables::Table {
@@ -42,7 +44,7 @@ fn read_next(sql: &mut dyn Sql, s: &str, name: &str) -> Result<Option<i64>, Stor
 
 /// Reserves `n` starts of the rate `name`, one `interval_us` apart, at `now_us` (the
 /// database's clock); returns when the first of them is, on that clock.
-pub(super) fn reserve(
+fn reserve(
     sql: &mut dyn Sql,
     s: &str,
     name: &str,
@@ -88,4 +90,28 @@ pub(super) fn reserve(
         ),
         source: last_error.unwrap_or_else(|| "the row changed under every try".into()),
     })
+}
+
+impl dyn Store + '_ {
+    /// Reserves `n` handler starts of the shared rate `rate`, one `interval` apart, for
+    /// every runner of it together; returns how long from now until the first of them.
+    /// None where the tool's tables are not there (they are made as a tick begins; a
+    /// library user's tick that skipped that): the caller spaces its starts alone.
+    pub fn reserve_starts(
+        &mut self,
+        rate: &str,
+        n: u64,
+        interval: Duration,
+    ) -> Result<Option<Duration>, StoreError> {
+        let interval = i64::try_from(interval.as_micros()).unwrap_or(i64::MAX);
+        let rate = format!("{rate}, a start every {interval} us");
+        self.at_clock(
+            "backlog_rates",
+            "reserving handler starts",
+            |sql, s, now| {
+                let first = reserve(sql, s, &rate, n, interval, now)?;
+                Ok(Duration::from_micros((first - now).max(0) as u64))
+            },
+        )
+    }
 }
