@@ -77,12 +77,23 @@ pub(crate) const RETRIES: usize = 5;
 /// wait timeout: `RETRIES` times at most, a warning each, then its error.
 pub(crate) fn retrying<T>(
     context: &str,
+    work: impl FnMut() -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    retrying_on(context, Fault::retryable, work)
+}
+
+/// As `retrying`, for the faults `retry` names only: a heartbeat's renewal is tried
+/// again after a deadlock, which the server breaks at once, but not after a lock wait
+/// that ran out, which could have outlasted the holds it renews.
+pub(crate) fn retrying_on<T>(
+    context: &str,
+    retry: impl Fn(Fault) -> bool,
     mut work: impl FnMut() -> Result<T, StoreError>,
 ) -> Result<T, StoreError> {
     let mut tries = 0;
     loop {
         match work() {
-            Err(e) if e.fault().retryable() && tries < RETRIES => {
+            Err(e) if retry(e.fault()) && tries < RETRIES => {
                 tries += 1;
                 let said = e.to_string();
                 let said = if said.starts_with(context) {

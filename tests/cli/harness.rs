@@ -351,6 +351,57 @@ pub struct Env {
     pub backend: Backend,
     pub pg: Option<PgDb>,
     pub my: Option<MyDb>,
+    _share: Share,
+}
+
+/// The machine, as the tests share it: most use it together (as many at once as the
+/// test threads), and one that loads it alone (`Env::alone`: a kill storm of 32
+/// runners on two cores) waits until no other test holds an `Env` and holds the
+/// others off while it runs, so that their leases and waits do not meet its load (a
+/// killed tick's handler took over 30 s to start beside a storm). A test that holds an
+/// `Env` takes another without waiting.
+struct Machine {
+    users: usize,
+    alone: bool,
+}
+
+static MACHINE: std::sync::Mutex<Machine> = std::sync::Mutex::new(Machine {
+    users: 0,
+    alone: false,
+});
+static MACHINE_FREED: std::sync::Condvar = std::sync::Condvar::new();
+
+struct Share {
+    alone: bool,
+}
+
+impl Share {
+    fn take(alone: bool) -> Self {
+        let mut machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+        while machine.alone || (alone && machine.users > 0) {
+            machine = MACHINE_FREED
+                .wait(machine)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+        if alone {
+            machine.alone = true;
+        } else {
+            machine.users += 1;
+        }
+        Share { alone }
+    }
+}
+
+impl Drop for Share {
+    fn drop(&mut self) {
+        let mut machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+        if self.alone {
+            machine.alone = false;
+        } else {
+            machine.users -= 1;
+        }
+        MACHINE_FREED.notify_all();
+    }
 }
 
 /// The parts of a schedule file a test changes; the rest is the classic table and
@@ -462,6 +513,15 @@ impl Env {
     /// A temp folder, and on a server a fresh database with its password in the
     /// folder's `pgpass`.
     pub fn on(backend: Backend) -> Self {
+        Env::sharing(backend, Share::take(false))
+    }
+
+    /// As `on`, for a test that loads the machine: it runs while no other test does.
+    pub fn alone(backend: Backend) -> Self {
+        Env::sharing(backend, Share::take(true))
+    }
+
+    fn sharing(backend: Backend, share: Share) -> Self {
         let dir = tempfile::tempdir().expect("a temp dir");
         let pg = (backend == Backend::Postgres).then(PgDb::create);
         let my = (backend == Backend::Mysql).then(MyDb::create);
@@ -476,6 +536,7 @@ impl Env {
             backend,
             pg,
             my,
+            _share: share,
         }
     }
 

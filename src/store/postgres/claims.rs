@@ -419,9 +419,21 @@ impl Heartbeat for PostgresHeartbeat {
         if self.client.is_closed() {
             self.client = connect(&self.url)?;
         }
-        // Not tried again on a deadlock: the next beat, a quarter lease later, is the
-        // retry (a beat retried past the lease would renew claims that had run out).
+        // Tried again after a deadlock, which the server breaks at once; not after a
+        // lock wait: the next beat, a quarter lease later, is that retry (a beat that
+        // waited out lock waits would renew claims that had run out meanwhile).
         let context = "renewing claims";
+        crate::store::fault::retrying_on(
+            context,
+            |f| f == crate::store::Fault::Deadlock,
+            || self.renew(lease_until, context),
+        )
+    }
+}
+
+impl PostgresHeartbeat {
+    /// One renewal, a transaction.
+    fn renew(&mut self, lease_until: DateTime<Utc>, context: &str) -> Result<(), StoreError> {
         let mut tx = self.client.transaction().map_err(pg(context))?;
         tx.execute(
             &format!(

@@ -6,6 +6,7 @@
 
 mod clock;
 mod connection;
+mod kill_storm;
 mod own_tables;
 mod pages;
 mod plan;
