@@ -218,6 +218,23 @@ impl dyn Store + '_ {
         })
     }
 
+    /// How many live ticks of the table's tier `window` began before the tick
+    /// `run_id` on a server (see `runners::before`); 0 on SQLite, whose ticks hold
+    /// spans and write one at a time, so each reads its band from the newest end.
+    pub(crate) fn runners_before(
+        &mut self,
+        window: std::time::Duration,
+        run_id: i64,
+        silent: std::time::Duration,
+    ) -> Result<u64, StoreError> {
+        if self.own("backlog_holds")?.exists {
+            return Ok(0);
+        }
+        self.read_own(0, |sql, s, table| {
+            super::runners::before(sql, s, table, window.as_secs(), run_id, silent)
+        })
+    }
+
     /// The durations of the attempts kept, by tier, as histograms.
     pub fn attempt_durations(&mut self) -> Result<Vec<DurationHistogram>, StoreError> {
         self.read_own(Vec::new(), totals::durations)

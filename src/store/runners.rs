@@ -150,3 +150,30 @@ fn spans(
         })
         .collect())
 }
+
+/// How many live ticks of the same table and tier (`window_secs`) opened their run-log
+/// row before the tick `run_id`: its place in the fleet, where it starts in the band
+/// (see `tick::pager::stagger`).
+pub(super) fn before(
+    sql: &mut dyn Sql,
+    s: &str,
+    table: &str,
+    window_secs: u64,
+    run_id: i64,
+    silent: Duration,
+) -> Result<u64, StoreError> {
+    let silent_us = i64::try_from(silent.as_micros()).unwrap_or(i64::MAX);
+    let window = i64::try_from(window_secs).unwrap_or(i64::MAX);
+    let rows = sql
+        .query(
+            &format!(
+                "SELECT count(*) FROM {s}backlog_runs
+                 WHERE table_name = ?1 AND window_secs = ?2 AND id < ?3 AND finished_at IS NULL
+                   AND coalesce(heartbeat_at, started_at) > {ago}",
+                ago = sql.ago("?4"),
+            ),
+            &[table.into(), window.into(), run_id.into(), silent_us.into()],
+        )
+        .map_err(failed("reading the run log"))?;
+    Ok(rows.first().and_then(|r| r[0].int()).unwrap_or(0).max(0) as u64)
+}

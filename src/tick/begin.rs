@@ -13,7 +13,7 @@ use super::wanted::Wants;
 use crate::config::TableConfig;
 use crate::duration;
 use crate::error::Error;
-use crate::schedule::Schedule;
+use crate::schedule::{Schedule, Span};
 use crate::store::{BandQuery, Store};
 use crate::timestamp::{FormatSetting, TimestampFormat};
 
@@ -37,6 +37,8 @@ pub(super) fn owner_name() -> String {
 pub(super) struct Begun<'s> {
     /// The band, in the column's format.
     pub(super) query: BandQuery,
+    /// The band's instants, as the query's bounds encode them.
+    pub(super) span: Span,
     /// The inserted-at column's format.
     pub(super) format: TimestampFormat,
     /// The most records the tick hands out.
@@ -121,6 +123,7 @@ pub(super) fn begin<'s>(
     };
     Ok(Begun {
         query,
+        span,
         format,
         limit,
         wants,

@@ -26,6 +26,8 @@ use crate::store::{BandQuery, Store, StoreError};
 pub(super) struct Plan<'a> {
     pub(super) opts: &'a TickOptions,
     pub(super) query: &'a BandQuery,
+    /// Where the tick begins in its band (`pager::stagger`); none: its newest end.
+    pub(super) start: Option<crate::record::Scalar>,
     pub(super) limit: u64,
     pub(super) owner: &'a str,
     pub(super) ctx: Context<'a>,
@@ -47,7 +49,7 @@ pub(super) fn hand_out<'c>(
     let store_err = Error::store(store.describe());
     let handler_err = |source| Error::Handler { file: None, source };
     let batch = lanes.batch_size();
-    let mut pager = Pager::new(plan.query);
+    let mut pager = Pager::starting_at(plan.query, plan.start.clone());
     let mut size = PageSize::new(
         opts.page_size,
         lanes.capacity(),

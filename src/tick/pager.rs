@@ -9,47 +9,83 @@
 //! slow, growing (at most doubling from page to page) for fast ones up to
 //! `TickOptions::page_size`, where a fast in-process handler keeps its throughput.
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::record::Record;
+use crate::record::{Record, Scalar};
+use crate::schedule::Span;
 use crate::store::{BandQuery, Cursor, Page, Store, StoreError};
+use crate::timestamp::TimestampFormat;
 
-/// Reads (or takes) a band a page at a time, newest first.
-pub(super) struct Pager<'q> {
-    query: &'q BandQuery,
+/// Reads (or takes) a band a page at a time, newest first: from its newest end, or,
+/// for a runner that starts further down (`stagger`), from there down to the oldest
+/// end and then from the newest end down to where it started.
+pub(super) struct Pager {
+    /// The parts of the band still to read, in order; the first is being read.
+    parts: VecDeque<BandQuery>,
     cursor: Option<Cursor>,
     /// The band is read to its end.
     pub(super) done: bool,
 }
 
-impl<'q> Pager<'q> {
-    pub(super) fn new(query: &'q BandQuery) -> Self {
+impl Pager {
+    pub(super) fn new(query: &BandQuery) -> Self {
+        Self::starting_at(query, None)
+    }
+
+    /// A pager that reads the band from `start` (an inserted-at value in the band)
+    /// down, then from the band's newest end down to `start`: the two parts split the
+    /// band exactly, `start` itself in the second.
+    pub(super) fn starting_at(query: &BandQuery, start: Option<Scalar>) -> Self {
+        let parts = match start {
+            None => VecDeque::from([query.clone()]),
+            Some(start) => VecDeque::from([
+                BandQuery {
+                    to: start.clone(),
+                    to_inclusive: false,
+                    ..query.clone()
+                },
+                BandQuery {
+                    from: start,
+                    ..query.clone()
+                },
+            ]),
+        };
         Pager {
-            query,
+            parts,
             cursor: None,
             done: false,
         }
     }
 
+    /// The part read now ended: the next begins at its newest end.
+    fn next_part(&mut self) {
+        self.parts.pop_front();
+        self.cursor = None;
+        self.done = self.parts.is_empty();
+    }
+
     /// The next page of at most `want` records; none once the band is read to its end
-    /// (a page shorter than asked for is the last).
+    /// (a page shorter than asked for ends its part).
     pub(super) fn next(
         &mut self,
         store: &mut dyn Store,
         want: usize,
     ) -> Result<Option<Vec<Record>>, StoreError> {
-        if self.done {
-            return Ok(None);
+        while let Some(part) = self.parts.front() {
+            let page = store.select(part, self.cursor.as_ref(), want)?;
+            if page.len() < want {
+                self.next_part();
+            } else if let Some(last) = page.last() {
+                self.cursor = Some(Cursor::after(last));
+            }
+            if !page.is_empty() {
+                return Ok(Some(page));
+            }
         }
-        let page = store.select(self.query, self.cursor.as_ref(), want)?;
-        self.done = page.len() < want;
-        let Some(last) = page.last() else {
-            return Ok(None);
-        };
-        self.cursor = Some(Cursor::after(last));
-        Ok(Some(page))
+        Ok(None)
     }
 
     /// The next page taken for `owner` (see `Store::take`); none once the band is read
@@ -62,24 +98,59 @@ impl<'q> Pager<'q> {
         lease_until: DateTime<Utc>,
         wanted: &dyn Fn(&Record) -> bool,
     ) -> Result<Option<Page>, StoreError> {
-        if self.done {
-            return Ok(None);
+        while let Some(part) = self.parts.front() {
+            let part = part.clone();
+            let page = store.take(
+                owner,
+                &part,
+                self.cursor.as_ref(),
+                want,
+                lease_until,
+                wanted,
+            )?;
+            if page.read < want {
+                self.next_part();
+            } else {
+                self.cursor.clone_from(&page.cursor);
+            }
+            if page.cursor.is_some() {
+                return Ok(Some(page));
+            }
         }
-        let page = store.take(
-            owner,
-            self.query,
-            self.cursor.as_ref(),
-            want,
-            lease_until,
-            wanted,
-        )?;
-        self.done = page.read < want;
-        if page.cursor.is_none() {
-            return Ok(None);
-        }
-        self.cursor.clone_from(&page.cursor);
-        Ok(Some(page))
+        Ok(None)
     }
+}
+
+/// Where a runner of a fleet begins in its band, so that runners that share a band do
+/// not all read its newest end and step over what the others hold there: the tick
+/// with `before` live ticks of its tier begun before it starts at a fraction of the
+/// band's span from its newest end, the van der Corput sequence (0, 1/2, 1/4, 3/4,
+/// 1/8, …), spread evenly whatever the number of runners turns out to be (each knows
+/// only those begun before it). The first runner, or one alone, reads from the
+/// newest end as ever. The span is split by time, not by records: a runner whose part
+/// holds few goes on into the next older one, then wraps to the newest end.
+pub(super) fn stagger(span: &Span, format: &TimestampFormat, before: u64) -> Option<Scalar> {
+    let fraction = van_der_corput(before);
+    if fraction == 0.0 {
+        return None;
+    }
+    let width = (span.to - span.from).num_milliseconds() as f64;
+    let start = span.to - chrono::Duration::milliseconds((width * fraction) as i64);
+    (start > span.from && start < span.to).then(|| format.encode(start))
+}
+
+/// The `n`th term of the base-2 van der Corput sequence: `n`'s bits reversed after
+/// the binary point.
+fn van_der_corput(mut n: u64) -> f64 {
+    let (mut value, mut place) = (0.0, 0.5);
+    while n > 0 {
+        if n & 1 == 1 {
+            value += place;
+        }
+        n >>= 1;
+        place /= 2.0;
+    }
+    value
 }
 
 /// How far ahead a page reaches: the records the handlers will start in this time.
@@ -162,6 +233,34 @@ impl PageSize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runners_start_spread_over_the_band() {
+        let starts: Vec<f64> = (0..8).map(van_der_corput).collect();
+        assert_eq!(starts, [0.0, 0.5, 0.25, 0.75, 0.125, 0.625, 0.375, 0.875]);
+        let to = chrono::DateTime::parse_from_rfc3339("2026-11-21T12:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let span = Span {
+            from: to - chrono::Duration::hours(8),
+            to,
+            to_inclusive: true,
+        };
+        let format = TimestampFormat::UnixSeconds;
+        assert!(
+            stagger(&span, &format, 0).is_none(),
+            "the first reads from the newest end"
+        );
+        let start = |n| stagger(&span, &format, n).unwrap();
+        assert_eq!(
+            start(1),
+            Scalar::Int((to - chrono::Duration::hours(4)).timestamp())
+        );
+        assert_eq!(
+            start(3),
+            Scalar::Int((to - chrono::Duration::hours(6)).timestamp())
+        );
+    }
 
     #[test]
     fn slow_handlers_get_small_pages() {

@@ -219,6 +219,7 @@ fn preview(
     let Begun {
         query,
         format,
+        span: _,
         limit,
         wants,
         mut summary,
@@ -333,9 +334,28 @@ fn hand_out_and_mark(
         &keep,
     );
     let takes = |r: &Record| begun.wants.takes(r);
+    // Where this tick begins in its band: the runners of a fleet spread over it.
+    let start = match store.runners_before(opts.window, run.id, opts.lease) {
+        Ok(before) => {
+            let start = super::pager::stagger(&begun.span, &begun.format, before);
+            if let Some(start) = &start {
+                tracing::debug!(
+                    "{before} runners of this tier began before this tick: it reads its band from {start} down, then from the newest end"
+                );
+            }
+            start
+        }
+        Err(e) => {
+            tracing::debug!(
+                "cannot read the live runners, so this tick reads its band from the newest end: {e}"
+            );
+            None
+        }
+    };
     let plan = Plan {
         opts,
         query: &begun.query,
+        start,
         limit: begun.limit,
         owner: &run.owner,
         ctx: Context {

@@ -1,0 +1,392 @@
+//! The fleet as a user runs it: R `backlog run` processes (the real binary, start-up
+//! included) started together on one server's table, against the ideal and, with a
+//! no-op handler, against the workers a user writes by hand for a fleet.
+//! `cargo build --release && BENCH_PG=postgres://postgres:secret@127.0.0.1:5432/postgres
+//! cargo run --release --example bench_fleet` (a URL of a user who may create
+//! databases; the bench creates and drops `backlog_bench_fleet`).
+//!
+//! The table: `BENCH_RECORDS` (4,000) pending records, inserted evenly between 2 and 20
+//! hours before the pinned clock, an index on inserted-at; every runner ticks the 1d
+//! tier, so the band is the whole table. The handler is a batch handler (perl) that
+//! answers each line `BENCH_WAIT_MS` (50) after it read it, however many it holds, so a
+//! runner with `concurrency = BENCH_LANES` (16) and `batch_size = BENCH_BATCH` (1) has
+//! lanes × batch records in flight: the ideal is R × lanes × batch / wait.
+//!
+//! - `BENCH_RUNNERS` (1,2,4,8): the runner counts, each run from the same statuses.
+//! - `BENCH_WAIT_MS=0` with a large `BENCH_BATCH` (500) is the no-op handler; the
+//!   same counts of hand-written workers are then run too (each a thread on its own
+//!   connection looping `SELECT … WHERE status = 'NEW' ORDER BY inserted_at DESC LIMIT
+//!   500 FOR UPDATE SKIP LOCKED`, one UPDATE of those ids, commit); the table then has
+//!   an index on (status, inserted-at) too, as a user would add for them.
+//! - `BENCH_BIN_OLD=path`: another binary, run beside this one in every round (old
+//!   first in odd rounds, second in even ones), for a ratio measured side by side.
+//! - `BENCH_ROUNDS` (2); `BENCH_KEEP=1` leaves the database behind.
+//!
+//! Each run prints records a second (records the runners' summaries say succeeded,
+//! over the wall time from the first start to the last exit), the fraction of the
+//! ideal, each runner's share (min / max against the mean), and what was left pending.
+//! The handler's log gives any record answered twice. No figure is asserted.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Instant;
+
+use chrono::{DateTime, TimeZone, Utc};
+
+const DB: &str = "backlog_bench_fleet";
+
+/// Answers each record `BENCH_WAIT_MS` after it read it, many at once; logs each id.
+const HANDLER: &str = r#"#!/usr/bin/perl
+use strict;
+use IO::Select;
+use Time::HiRes qw(time);
+$| = 1;
+my $wait = ($ENV{BENCH_WAIT_MS} // 50) / 1000;
+open(my $log, '>>', $ENV{BENCH_LOG}) or die "log: $!";
+$log->autoflush(1);
+my $in = IO::Select->new(\*STDIN);
+my ($buf, $eof, @due) = ('', 0);
+while (!$eof || @due) {
+    my $left = @due ? $due[0][1] - time : undef;
+    $left = 0 if defined $left && $left < 0;
+    if (!$eof && $in->can_read($left)) {
+        my $n = sysread(STDIN, $buf, 65536, length $buf);
+        $eof = 1 unless $n;
+        while ($buf =~ s/^([^\n]*)\n//) {
+            my ($id) = $1 =~ /^\{"id":([^,]*),/ or next;
+            push @due, [$id, time + $wait];
+        }
+    } elsif ($eof && defined $left && $left > 0) {
+        select(undef, undef, undef, $left);
+    }
+    my $now = time;
+    my @out;
+    while (@due && $due[0][1] <= $now) {
+        my $d = shift @due;
+        print "{\"id\":$d->[0],\"code\":0}\n";
+        push @out, $d->[0];
+    }
+    print $log join('', map { "$_\n" } @out) if @out;
+}
+"#;
+
+fn now() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 21, 12, 0, 0).unwrap()
+}
+
+fn var(name: &str, default: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| default.to_string())
+}
+
+fn number(name: &str, default: u64) -> u64 {
+    var(name, &default.to_string())
+        .parse()
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn with_db(url: &str, db: &str) -> String {
+    let (base, query) = url.split_once('?').unwrap_or((url, ""));
+    let base = base.rsplit_once('/').map_or(base, |(b, _)| b);
+    match query {
+        "" => format!("{base}/{db}"),
+        q => format!("{base}/{db}?{q}"),
+    }
+}
+
+struct Fleet {
+    dir: PathBuf,
+    records: u64,
+    lanes: u64,
+    batch: u64,
+    wait_ms: u64,
+}
+
+impl Fleet {
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    fn schedule(&self, url: &str) -> PathBuf {
+        let text = format!(
+            r#"[database]
+url = "{url}"
+
+[table]
+name = "BACKLOG"
+id = "ID"
+status = "STATUS"
+inserted_at = "DATE_INSERTED"
+
+[handler]
+command = ["./handler.pl"]
+mode = "batch"
+batch_size = {batch}
+concurrency = {lanes}
+timeout = "60s"
+
+[[tier]]
+window = "1d"
+every = "5m"
+limit = 10000000
+"#,
+            batch = self.batch,
+            lanes = self.lanes,
+        );
+        let path = self.path("fleet.toml");
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn runner(&self, bin: &Path, now: DateTime<Utc>) -> Command {
+        let mut cmd = Command::new(bin);
+        cmd.current_dir(&self.dir)
+            .args(["run", "--window", "1d", "--json", "-s", "fleet.toml"])
+            .args(["--now", &now.to_rfc3339()])
+            .env("BENCH_LOG", self.path("handler.log"))
+            .env("BENCH_WAIT_MS", self.wait_ms.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd
+    }
+
+    /// Runs `runners` processes of `bin` at once; returns the wall seconds and each
+    /// runner's count of records that succeeded.
+    fn run(&self, bin: &Path, runners: usize) -> (f64, Vec<u64>) {
+        let _ = std::fs::remove_file(self.path("handler.log"));
+        let started = Instant::now();
+        let children: Vec<_> = (0..runners)
+            .map(|_| self.runner(bin, now()).spawn().unwrap())
+            .collect();
+        let outs: Vec<Output> = children
+            .into_iter()
+            .map(|c| c.wait_with_output().unwrap())
+            .collect();
+        let secs = started.elapsed().as_secs_f64();
+        let each = outs
+            .iter()
+            .map(|out| {
+                let summary: serde_json::Value = serde_json::from_slice(&out.stdout)
+                    .unwrap_or_else(|_| {
+                        panic!(
+                            "a runner failed ({}): {}",
+                            out.status,
+                            String::from_utf8_lossy(&out.stderr)
+                        )
+                    });
+                summary["succeeded"].as_u64().unwrap_or(0)
+            })
+            .collect();
+        (secs, each)
+    }
+
+    /// Ids the handler answered more than once in the last run.
+    fn twice(&self) -> usize {
+        let log = std::fs::read_to_string(self.path("handler.log")).unwrap_or_default();
+        let mut ids: Vec<&str> = log.lines().collect();
+        let all = ids.len();
+        ids.sort_unstable();
+        ids.dedup();
+        all - ids.len()
+    }
+}
+
+fn reset(db: &mut postgres::Client) {
+    // One statement each: VACUUM cannot run in a transaction.
+    for sql in [
+        r#"UPDATE "BACKLOG" SET "STATUS" = 'NEW' WHERE "STATUS" <> 'NEW'"#,
+        "DELETE FROM backlog.backlog_claims",
+        r#"VACUUM ANALYZE "BACKLOG""#,
+    ] {
+        db.batch_execute(sql).unwrap();
+    }
+}
+
+fn left(db: &mut postgres::Client) -> i64 {
+    db.query_one(
+        r#"SELECT count(*) FROM "BACKLOG" WHERE "STATUS" = 'NEW'"#,
+        &[],
+    )
+    .unwrap()
+    .get(0)
+}
+
+/// `workers` threads as a user writes them, each on its own connection, until the
+/// table has nothing pending; returns the wall seconds and each worker's count.
+fn by_hand(url: &str, workers: usize) -> (f64, Vec<u64>) {
+    let started = Instant::now();
+    let threads: Vec<_> = (0..workers)
+        .map(|_| {
+            let url = url.to_string();
+            std::thread::spawn(move || {
+                let mut db = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+                let mut done = 0u64;
+                loop {
+                    let mut tx = db.transaction().unwrap();
+                    let ids: Vec<i64> = tx
+                        .query(
+                            r#"SELECT "ID" FROM "BACKLOG" WHERE "STATUS" = 'NEW'
+                               ORDER BY "DATE_INSERTED" DESC LIMIT 500 FOR UPDATE SKIP LOCKED"#,
+                            &[],
+                        )
+                        .unwrap()
+                        .iter()
+                        .map(|r| r.get(0))
+                        .collect();
+                    if ids.is_empty() {
+                        tx.commit().unwrap();
+                        return done;
+                    }
+                    tx.execute(
+                        r#"UPDATE "BACKLOG" SET "STATUS" = 'SUCCESS' WHERE "ID" = ANY ($1)"#,
+                        &[&ids],
+                    )
+                    .unwrap();
+                    tx.commit().unwrap();
+                    done += ids.len() as u64;
+                }
+            })
+        })
+        .collect();
+    let each = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    (started.elapsed().as_secs_f64(), each)
+}
+
+fn report(label: &str, secs: f64, each: &[u64], ideal: Option<f64>, left: i64, twice: usize) {
+    let n: u64 = each.iter().sum();
+    let rate = n as f64 / secs;
+    let mean = n as f64 / each.len() as f64;
+    let (min, max) = (
+        each.iter().min().copied().unwrap_or(0),
+        each.iter().max().copied().unwrap_or(0),
+    );
+    let of_ideal = ideal.map_or(String::new(), |i| format!(", {:.2} of ideal", rate / i));
+    println!(
+        "  {label}: {n} records in {secs:.2} s, {rate:>8.0}/s{of_ideal}; per runner min {min} ({:.2} of mean) max {max}; {left} left pending, {twice} answered twice",
+        min as f64 / mean.max(1.0)
+    );
+}
+
+fn main() {
+    let admin = std::env::var("BENCH_PG").unwrap_or_else(|_| {
+        eprintln!("set BENCH_PG to a URL of a user who may create databases");
+        std::process::exit(2)
+    });
+    let bin = std::env::current_exe()
+        .unwrap()
+        .parent()
+        .and_then(Path::parent)
+        .map(|d| d.join("backlog"))
+        .filter(|b| b.exists())
+        .unwrap_or_else(|| {
+            eprintln!(
+                "target/release/backlog not found: build it first with `cargo build --release`"
+            );
+            std::process::exit(2)
+        });
+    let old = std::env::var("BENCH_BIN_OLD").ok().map(PathBuf::from);
+    let dir = PathBuf::from(var("BENCH_DIR", "target/bench-fleet"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let wait_ms = number("BENCH_WAIT_MS", 50);
+    let fleet = Fleet {
+        dir: std::fs::canonicalize(&dir).unwrap(),
+        records: number("BENCH_RECORDS", 4000),
+        lanes: number("BENCH_LANES", 16),
+        batch: number("BENCH_BATCH", if wait_ms == 0 { 500 } else { 1 }),
+        wait_ms,
+    };
+    let handler = fleet.path("handler.pl");
+    std::fs::write(&handler, HANDLER).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&handler, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let runners: Vec<usize> = var("BENCH_RUNNERS", "1,2,4,8")
+        .split(',')
+        .map(|r| r.trim().parse().unwrap())
+        .collect();
+    let rounds = number("BENCH_ROUNDS", 2);
+
+    let mut server = postgres::Client::connect(&admin, postgres::NoTls).unwrap();
+    for sql in [
+        format!("DROP DATABASE IF EXISTS {DB} WITH (FORCE)"),
+        format!("CREATE DATABASE {DB}"),
+    ] {
+        server.batch_execute(&sql).unwrap();
+    }
+    let url = with_db(&admin, DB);
+    let mut db = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    db.batch_execute(
+        r#"CREATE TABLE "BACKLOG" ("ID" bigint PRIMARY KEY, "STATUS" text NOT NULL,
+               "DATE_INSERTED" timestamptz NOT NULL, "PAYLOAD" text);
+           CREATE INDEX "BACKLOG_BY_DATE" ON "BACKLOG" ("DATE_INSERTED")"#,
+    )
+    .unwrap();
+    let span: i64 = 18 * 3600 * 1000;
+    db.execute(
+        r#"INSERT INTO "BACKLOG" SELECT i, 'NEW',
+               $1::timestamptz - make_interval(secs => 7200 + (i * $2::int8 / $3::int8) / 1000.0), '{"order": 1}'
+           FROM generate_series(1, $3::int8) AS i"#,
+        &[&now(), &span, &(fleet.records as i64)],
+    )
+    .unwrap();
+    if wait_ms == 0 {
+        // The index a user adds for the workers by hand; the runners have it too.
+        db.batch_execute(
+            r#"CREATE INDEX "BACKLOG_BY_STATUS_DATE" ON "BACKLOG" ("STATUS", "DATE_INSERTED")"#,
+        )
+        .unwrap();
+    }
+    // The tool's tables, made by a first tick as after a database's first run.
+    fleet.schedule(&url);
+    let made = fleet
+        .runner(&bin, now() - chrono::Duration::days(365))
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    println!(
+        "backlog: {}, {} cores; {} records, {} lanes × batch {} a runner, {} ms a record",
+        bin.display(),
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        fleet.records,
+        fleet.lanes,
+        fleet.batch,
+        fleet.wait_ms
+    );
+    let binaries: Vec<(&str, &Path)> = match &old {
+        Some(old) => vec![("old", old.as_path()), ("new", bin.as_path())],
+        None => vec![("backlog", bin.as_path())],
+    };
+    for round in 1..=rounds {
+        println!("round {round}");
+        for &r in &runners {
+            let ideal = (fleet.wait_ms > 0).then(|| {
+                (r as u64 * fleet.lanes * fleet.batch) as f64 * 1000.0 / fleet.wait_ms as f64
+            });
+            let mut order = binaries.clone();
+            if round % 2 == 0 {
+                order.reverse();
+            }
+            for (name, bin) in order {
+                reset(&mut db);
+                let (secs, each) = fleet.run(bin, r);
+                let label = format!("{name}, {r:>3} runner{}", if r == 1 { " " } else { "s" });
+                report(&label, secs, &each, ideal, left(&mut db), fleet.twice());
+            }
+            if fleet.wait_ms == 0 {
+                reset(&mut db);
+                let (secs, each) = by_hand(&url, r);
+                let label = format!("by hand, {r:>3} worker{}", if r == 1 { " " } else { "s" });
+                report(&label, secs, &each, None, left(&mut db), 0);
+            }
+        }
+    }
+    drop(db);
+    if std::env::var_os("BENCH_KEEP").is_none() {
+        server
+            .batch_execute(&format!("DROP DATABASE {DB} WITH (FORCE)"))
+            .unwrap();
+    }
+}
