@@ -41,9 +41,10 @@ pub struct Scenario {
 pub enum Contender<'a> {
     /// A retry strategy, as `backoff delays` builds it.
     Strategy(&'a dyn Strategy),
-    /// A progressive schedule: records are tried on its tiers' ticks; with a breaker,
-    /// a tick stops after that many failures in a row.
-    Schedule(&'a Schedule, Option<u32>),
+    /// A progressive schedule: records are tried on its tiers' ticks; with a breaker
+    /// (failures in a row, cool-down in seconds), the fleet stops calling after that
+    /// many failures in a row, and calls once a cool-down while the counterpart is down.
+    Schedule(&'a Schedule, Option<(u32, f64)>),
 }
 
 /// How a contender did.
@@ -172,19 +173,47 @@ fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
     Some(sorted[rank - 1])
 }
 
-/// Takes out the calls a breaker spares the counterpart: at each tick during the
-/// outage, all but the first `limit` records due (newest first, the band's order).
-fn trip_breakers(runs: &mut [(f64, Vec<f64>, Option<bool>)], outage: f64, limit: usize) {
+/// Takes out the calls the fleet's breaker spares the counterpart while it is down:
+/// ticks in time order, each tick's due records newest first (the band's order). A
+/// closed breaker lets calls through until `limit` failures in a row, then opens for
+/// `cooldown` seconds, in which no call is made; after it one call goes through
+/// (half-open), which fails during the outage and opens it for another cool-down.
+fn trip_breakers(
+    runs: &mut [(f64, Vec<f64>, Option<bool>)],
+    outage: f64,
+    limit: usize,
+    cooldown: f64,
+) {
     let mut due: HashMap<u64, Vec<(f64, usize)>> = HashMap::new();
     for (record, (first, times, _)) in runs.iter().enumerate() {
         for t in times.iter().filter(|t| **t < outage) {
             due.entry(t.to_bits()).or_default().push((*first, record));
         }
     }
+    let mut ticks: Vec<(u64, Vec<(f64, usize)>)> = due.into_iter().collect();
+    ticks.sort_by(|a, b| f64::from_bits(a.0).total_cmp(&f64::from_bits(b.0)));
+    let (mut failures, mut open_until) = (0usize, None::<f64>);
     let mut spared: std::collections::HashSet<(usize, u64)> = std::collections::HashSet::new();
-    for (tick, mut records) in due {
+    for (tick, mut records) in ticks {
+        let at = f64::from_bits(tick);
+        let calls = match open_until {
+            Some(until) if at < until => 0,
+            // Half-open: one trial, which fails while the counterpart is down.
+            Some(_) => 1,
+            None => limit.saturating_sub(failures).min(records.len()),
+        };
+        if open_until.is_some() {
+            if calls == 1 {
+                open_until = Some(at + cooldown);
+            }
+        } else {
+            failures += calls;
+            if failures >= limit {
+                open_until = Some(at + cooldown);
+            }
+        }
         records.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        spared.extend(records.into_iter().skip(limit).map(|(_, r)| (r, tick)));
+        spared.extend(records.into_iter().skip(calls).map(|(_, r)| (r, tick)));
     }
     for (record, (_, times, _)) in runs.iter_mut().enumerate() {
         times.retain(|t| !spared.contains(&(record, t.to_bits())));
@@ -204,8 +233,8 @@ pub fn simulate(name: &str, contender: &Contender, scenario: &Scenario) -> Repor
             (first, times, ended)
         })
         .collect();
-    if let Contender::Schedule(_, Some(limit)) = contender {
-        trip_breakers(&mut runs, scenario.outage, *limit as usize);
+    if let Contender::Schedule(_, Some((limit, cooldown))) = contender {
+        trip_breakers(&mut runs, scenario.outage, *limit as usize, *cooldown);
     }
     for (first, times, ended) in runs {
         calls += times.len();
@@ -323,11 +352,20 @@ mod tests {
         };
         let s = scenario(400, 3600.0);
         let plain = simulate("plain", &Contender::Schedule(&schedule, None), &s);
-        let breaker = simulate("breaker", &Contender::Schedule(&schedule, Some(10)), &s);
-        // Eleven ticks in the outage (every 5 minutes from 300 s): 400 calls each, or
-        // 10 with the breaker; then the tick at the recovery, where all get through.
+        let breaker = simulate(
+            "breaker",
+            &Contender::Schedule(&schedule, Some((10, 60.0))),
+            &s,
+        );
+        // Eleven ticks in the outage (every 5 minutes from 300 s): 400 calls each; with
+        // the breaker, 10 at the first (it trips), then one trial a tick, each past its
+        // minute's cool-down; then the tick at the recovery, where all get through.
         assert_eq!(plain.calls_per_record, 12.0);
-        assert_eq!(breaker.calls_per_record, (11.0 * 10.0 + 400.0) / 400.0);
+        assert_eq!(breaker.calls_per_record, (10.0 + 10.0 + 400.0) / 400.0);
+        // A cool-down longer than the outage: the first tick's 10 calls, then none.
+        let long = Contender::Schedule(&schedule, Some((10, 7200.0)));
+        let long = simulate("long cool-down", &long, &s);
+        assert_eq!(long.calls_per_record, (10.0 + 400.0) / 400.0);
         assert_eq!((breaker.p50, breaker.max), (plain.p50, plain.max));
     }
 }

@@ -525,10 +525,19 @@ pub fn backoff_simulate(args: &SimulateArgs) -> Result<(), Error> {
     }
     for path in &args.contenders.schedules {
         let config = Config::load(path)?;
-        // The file's breaker comes with it: a down counterpart gets that many calls a tick.
-        let breaker = config.handler.stop_after_failures;
+        // The file's breaker comes with it: a down counterpart gets that many calls,
+        // then one a cool-down.
+        let cooldown = config.handler.breaker_cooldown;
+        let breaker = config
+            .handler
+            .stop_after_failures
+            .map(|k| (k, cooldown.as_secs_f64()));
         let name = match breaker {
-            Some(k) => format!("{} (stop after {k})", path.display()),
+            Some((k, _)) => format!(
+                "{} (stop after {k}, cool-down {})",
+                path.display(),
+                duration::compact(cooldown)
+            ),
             None => path.display().to_string(),
         };
         reports.push(simulate(
