@@ -58,6 +58,10 @@ pub struct QueryPlan {
     pub detail: String,
     /// The statement that would give the band query an index, when it has none.
     pub create_index: Option<String>,
+    /// On a partitioned table (PostgreSQL), how many of its partitions the band query
+    /// reads, and how many it has: a table partitioned on the inserted-at column reads
+    /// only those its band touches.
+    pub partitions: Option<(usize, usize)>,
 }
 
 /// Distinct inserted-at values `scan_inserted_at` reads a page at a time.

@@ -1,7 +1,8 @@
 //! What only PostgreSQL has, or is only tested on it: a heartbeat cut off, a daemon
 //! waiting for a database that refuses connections, an enum status column, a
 //! `timestamp` inserted-at column's zone beside `[retry]` columns, text timestamps in
-//! an ICU collation (what it shares with MySQL is in `servers`).
+//! an ICU collation, a table partitioned by month (what it shares with MySQL is in
+//! `servers`).
 
 use crate::concurrency::handled_without_overlap;
 use crate::harness::{
@@ -197,4 +198,72 @@ fn text_timestamps_in_a_non_c_collation_select_the_same_bands() {
         env.run_window(window);
         assert_eq!(env.take_calls(), ids, "{window}");
     }
+}
+
+/// A table partitioned by month on its inserted-at column: a tick takes its band
+/// across the partitions, `doctor` reads every distinct value once (a row's ctid is
+/// unique only within its partition) and says, from the band query's EXPLAIN, that a
+/// band of a week reads one or two of the six partitions, not all.
+#[test]
+fn a_table_partitioned_by_month_is_read_only_where_the_band_is() {
+    use chrono::{Datelike, Months, TimeZone, Utc};
+    let env = Env::on(Backend::Postgres);
+    // On the real clock, as `doctor` explains a band of ages 1d to 7d from now.
+    let now = Utc::now();
+    let month = Utc
+        .with_ymd_and_hms(now.year(), now.month(), 1, 0, 0, 0)
+        .unwrap();
+    let mut sql = String::from(
+        r#"CREATE TABLE "BACKLOG" ("ID" bigint NOT NULL, "STATUS" text NOT NULL, "DATE_INSERTED" timestamptz NOT NULL, "PAYLOAD" text) PARTITION BY RANGE ("DATE_INSERTED");"#,
+    );
+    for k in 0..6u32 {
+        let from = month - Months::new(4) + Months::new(k);
+        let to = from + Months::new(1);
+        sql += &format!(
+            r#"CREATE TABLE "BACKLOG_{k}" PARTITION OF "BACKLOG" FOR VALUES FROM ('{}') TO ('{}');"#,
+            from.to_rfc3339(),
+            to.to_rfc3339()
+        );
+    }
+    sql += r#"ALTER TABLE "BACKLOG" ADD PRIMARY KEY ("ID", "DATE_INSERTED");
+              CREATE INDEX "BACKLOG_BY_DATE" ON "BACKLOG" ("DATE_INSERTED");"#;
+    // 20,000 records, one every 255 s from 1 hour to 59 days old (in three or four
+    // partitions), enough that each partition is read through its index; one in 339
+    // pending, 59 in all.
+    sql += &format!(
+        r#"INSERT INTO "BACKLOG" SELECT g, CASE WHEN g % 339 = 0 THEN 'NEW' ELSE 'SUCCESS' END,
+               TIMESTAMPTZ '{}' - INTERVAL '1 hour' - g * INTERVAL '255 seconds', 'p'
+           FROM generate_series(0, 19999) g; ANALYZE "BACKLOG";"#,
+        now.to_rfc3339()
+    );
+    env.execute(&sql);
+    env.write_schedule(&Schedule {
+        command: r#"["true"]"#,
+        tiers: "[[tier]]\nwindow = \"60d\"\nevery = \"1h\"\n",
+        ..Schedule::default()
+    });
+    let doctor = env.backlog(&["doctor"]).assert().success();
+    let doctor = String::from_utf8_lossy(&doctor.get_output().stdout).into_owned();
+    assert!(
+        doctor.contains("20000 distinct DATE_INSERTED values read, the whole column of 20000 rows"),
+        "{doctor}"
+    );
+    let plan = doctor
+        .lines()
+        .find(|l| l.contains("the band query"))
+        .unwrap_or_default();
+    assert!(
+        (plan.contains(" in 1 of the table's 6 partitions")
+            || plan.contains(" in 2 of the table's 6 partitions"))
+            && plan.starts_with("ok"),
+        "{plan}"
+    );
+    let out = env.backlog(&["run", "--window", "60d"]).assert().success();
+    let out = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(out.contains("selected 59, succeeded 59"), "{out}");
+    assert_eq!(
+        env.with_status("NEW"),
+        0,
+        "every pending record, in every partition"
+    );
 }

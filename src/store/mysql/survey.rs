@@ -133,6 +133,7 @@ impl Survey for MysqlStore {
             uses_index,
             detail: detail.join("; "),
             create_index,
+            partitions: None,
         })
     }
 

@@ -131,6 +131,7 @@ impl Survey for SqliteStore {
             uses_index,
             detail,
             create_index,
+            partitions: None,
         })
     }
 
