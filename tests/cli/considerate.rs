@@ -43,7 +43,9 @@ fn the_breaker_stops_a_tick_after_failures_in_a_row(backend: Backend) {
     let env = backlog(
         backend,
         10,
-        "stop_after_failures = 3\nbreaker_cooldown = \"1s\"",
+        // Long enough that the next tick starts within it on a loaded machine (a CI
+        // run on two cores took over a second between the two ticks).
+        "stop_after_failures = 3\nbreaker_cooldown = \"4s\"",
         FAILING_HANDLER,
     );
     env.backlog(&["run", "--window", "1d", "--now", NOW])
@@ -84,7 +86,7 @@ fn the_breaker_stops_a_tick_after_failures_in_a_row(backend: Backend) {
 
     // Past it, one record is tried (4, the newest left): its success closes the
     // breaker, and a success between failures starts the count again.
-    std::thread::sleep(std::time::Duration::from_millis(1100));
+    std::thread::sleep(std::time::Duration::from_millis(4100));
     env.write_handler(
         "handler.sh",
         &FAILING_HANDLER.replace(
