@@ -106,6 +106,10 @@ pub trait Heartbeat: Send {
 pub struct Mark {
     /// The record's id.
     pub id: Scalar,
+    /// The record's inserted-at value, where it could be read: on a table partitioned
+    /// on that column, a backend finds the marked rows in the partitions of their
+    /// values only (PostgreSQL), not by their id in every partition.
+    pub inserted_at: Option<Scalar>,
     /// Shared by the marks of a status (a tick writes few distinct ones).
     pub status: std::sync::Arc<str>,
     /// When the record was handled (the tick's clock): written to `[retry]`'s `since`

@@ -200,6 +200,7 @@ impl<'o> Marks<'o> {
         self.marks.push(Mark {
             at: self.now,
             id: record.id.clone(),
+            inserted_at: record.inserted_time.map(|_| record.inserted_at()),
             // The later of the schedule's next try and the handler's "not before".
             keep_until: if failed_and_pending {
                 let snooze = handled.snooze.map(|s| s.until(self.now));

@@ -200,10 +200,11 @@ fn text_timestamps_in_a_non_c_collation_select_the_same_bands() {
     }
 }
 
-/// A table partitioned by month on its inserted-at column: a tick takes its band
-/// across the partitions, `doctor` reads every distinct value once (a row's ctid is
-/// unique only within its partition) and says, from the band query's EXPLAIN, that a
-/// band of a week reads one or two of the six partitions, not all.
+/// A table partitioned by month on its inserted-at column: `doctor` reads every
+/// distinct value once (a row's ctid is unique only within its partition) and says,
+/// from the band query's EXPLAIN, that a band of a week reads one or two of the six
+/// partitions, not all; a tick of the week scans no partition outside its band (its
+/// pages nor its marks); a tick of 60 days takes its band across the partitions.
 #[test]
 fn a_table_partitioned_by_month_is_read_only_where_the_band_is() {
     use chrono::{Datelike, Months, TimeZone, Utc};
@@ -239,7 +240,7 @@ fn a_table_partitioned_by_month_is_read_only_where_the_band_is() {
     env.execute(&sql);
     env.write_schedule(&Schedule {
         command: r#"["true"]"#,
-        tiers: "[[tier]]\nwindow = \"60d\"\nevery = \"1h\"\n",
+        tiers: "[[tier]]\nwindow = \"7d\"\nevery = \"1h\"\n\n[[tier]]\nwindow = \"60d\"\nevery = \"1d\"\n",
         ..Schedule::default()
     });
     let doctor = env.backlog(&["doctor"]).assert().success();
@@ -258,9 +259,30 @@ fn a_table_partitioned_by_month_is_read_only_where_the_band_is() {
             && plan.starts_with("ok"),
         "{plan}"
     );
+    // A tick of the week reads (and marks in) the partitions of the last week only:
+    // the server's count of scans of each partition, before and after.
+    let scans = |k: u32| {
+        env.count(&format!(
+            "SELECT coalesce(seq_scan, 0) + coalesce(idx_scan, 0) FROM pg_stat_user_tables WHERE relname = 'BACKLOG_{k}'"
+        ))
+    };
+    let before: Vec<i64> = (0..6).map(scans).collect();
+    let out = env.backlog(&["run", "--window", "7d"]).assert().success();
+    let out = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(out.contains("selected 7, succeeded 7"), "{out}");
+    // The server counts a session's scans when it ends, a moment after the tick.
+    wait_for(|| scans(4) > before[4]);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let after: Vec<i64> = (0..6).map(scans).collect();
+    for k in [0, 1, 2, 5] {
+        assert_eq!(
+            after[k], before[k],
+            "partition {k} (months -4 to +1 from now) is out of the week's band: scans before {before:?}, after {after:?}"
+        );
+    }
     let out = env.backlog(&["run", "--window", "60d"]).assert().success();
     let out = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
-    assert!(out.contains("selected 59, succeeded 59"), "{out}");
+    assert!(out.contains("selected 52, succeeded 52"), "{out}");
     assert_eq!(
         env.with_status("NEW"),
         0,

@@ -65,19 +65,28 @@ impl PostgresStore {
             .map(|(i, id)| (id.as_str(), i))
             .collect();
         let groups = group_marks(marks, self.since_format);
+        // The marks' inserted-at values, least and greatest (none where one is not
+        // known): the rows are found in the partitions of that range only.
+        let range: Option<(&Scalar, &Scalar)> = marks
+            .iter()
+            .map(|m| m.inserted_at.as_ref())
+            .collect::<Option<Vec<&Scalar>>>()
+            .and_then(|values| Some((*values.iter().min()?, *values.iter().max()?)));
+        let (lo, hi) = (range.map(|r| Bound(r.0)), range.map(|r| Bound(r.1)));
         let mut tx = self.client.transaction().map_err(pg(context.clone()))?;
-        // The rows first, then the claims: a runner that claims a record locks its row
-        // before it writes the claim, so once the rows are ours the claims read below
-        // (a new snapshot) show any takeover, and none can happen until we commit.
-        tx.query(&lock_rows, &[&all]).map_err(pg(context.clone()))?;
-        let mut written = std::collections::HashSet::with_capacity(marks.len());
-        // Each group planned with its own arrays (see `set_status_sql`); for this
-        // transaction only, so a pooled connection keeps its setting. (Before
+        // Each statement planned with its own arrays and range (see `set_status_sql`);
+        // for this transaction only, so a pooled connection keeps its setting. (Before
         // PostgreSQL 12 the statement keeps the plans the server chooses.)
         if self.custom_plans {
             tx.batch_execute("SET LOCAL plan_cache_mode = force_custom_plan")
                 .map_err(pg(context.clone()))?;
         }
+        // The rows first, then the claims: a runner that claims a record locks its row
+        // before it writes the claim, so once the rows are ours the claims read below
+        // (a new snapshot) show any takeover, and none can happen until we commit.
+        tx.query(&lock_rows, &[&all, &lo, &hi])
+            .map_err(pg(context.clone()))?;
+        let mut written = std::collections::HashSet::with_capacity(marks.len());
         for ((status, since), ids) in &groups {
             // Failures keep their claim, under another owner, until the end of their
             // slot; the others let theirs go.
@@ -97,7 +106,7 @@ impl PostgresStore {
                 .map(|(i, u)| (*u - marks[*i].at).num_milliseconds() as f64 / 1000.0)
                 .collect();
             let name = &self.table.name;
-            let params: [&(dyn ToSql + Sync); 8] = [
+            let params: [&(dyn ToSql + Sync); 10] = [
                 status,
                 &ids,
                 name,
@@ -106,6 +115,8 @@ impl PostgresStore {
                 &until,
                 &wait,
                 &KEPT_OWNER,
+                &lo,
+                &hi,
             ];
             let rows = match since {
                 Some(since) => {

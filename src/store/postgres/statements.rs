@@ -92,7 +92,8 @@ impl PostgresStore {
         // only the records this owner still claims are written (see `Store::mark`).
         // $1 status, $2 the ids whose claims go, $3 table name, $4 owner, $5 the ids of
         // the failures kept, $6 until when by the tick's clock, $7 for how many seconds
-        // by the database's, $8 `KEPT_OWNER`, then $9 the `[retry]` time.
+        // by the database's, $8 `KEPT_OWNER`, $9 and $10 the range of the marks'
+        // inserted-at values (see `in_range`), then $11 the `[retry]` time.
         // Each id drives one lookup of its claim by the claims' key, and each claim one
         // lookup of its row by the id column's own type. The claims' statistics are
         // rarely right (the table fills and empties within a tick), so a plan that
@@ -115,14 +116,28 @@ impl PostgresStore {
                 RETURNING c.record_id
              ), held AS (SELECT record_id FROM gone UNION ALL SELECT record_id FROM kept)"
         );
-        let written =
-            format!("FROM held h WHERE t.{idq} = h.record_id::{idt} RETURNING h.record_id");
+        // $9 and $10: the least and the greatest inserted-at value of the marks, or NULL
+        // where one could not be read. Planned with their values (`plan_cache_mode`),
+        // the range leaves out the partitions of a table partitioned on that column
+        // that hold none of the records (found by id alone, each id was looked up in
+        // every partition's index).
+        let in_range = |lo: usize| {
+            // The comparison first: it gives the parameters the column's type.
+            format!(
+                "((t.{ins} >= ${lo} AND t.{ins} <= ${}) OR ${lo} IS NULL)",
+                lo + 1
+            )
+        };
+        let written = format!(
+            "FROM held h WHERE t.{idq} = h.record_id::{idt} AND {} RETURNING h.record_id",
+            in_range(9)
+        );
         let status_alone = format!("{held} UPDATE {table} t SET {st} = $1::text::{stt} {written}");
         let set_status_sql = [
             match &self.table.retry {
                 // The attempt count and time go with the status, in the same statement.
                 Some(r) => format!(
-                    "{held} UPDATE {table} t SET {st} = $1::text::{stt}, {count} = coalesce(t.{count}, 0) + 1, {since} = $9 {written}",
+                    "{held} UPDATE {table} t SET {st} = $1::text::{stt}, {count} = coalesce(t.{count}, 0) + 1, {since} = $11 {written}",
                     count = quote(&r.count),
                     since = quote(&r.since)
                 ),
@@ -131,7 +146,8 @@ impl PostgresStore {
             status_alone,
         ];
         let lock_rows_sql = format!(
-            "SELECT 1 FROM {table} t WHERE t.{idq} = ANY ($1::text[]::{idt}[]) FOR NO KEY UPDATE OF t"
+            "SELECT 1 FROM {table} t WHERE t.{idq} = ANY ($1::text[]::{idt}[]) AND {} FOR NO KEY UPDATE OF t",
+            in_range(2)
         );
         let context = format!("preparing the queries on {}", self.table.name);
         let mut prepare = |sql: &str| self.client.prepare(sql).map_err(pg(context.clone()));
