@@ -127,8 +127,9 @@ impl Pager {
 /// band's span from its newest end, the van der Corput sequence (0, 1/2, 1/4, 3/4,
 /// 1/8, …), spread evenly whatever the number of runners turns out to be (each knows
 /// only those begun before it). The first runner, or one alone, reads from the
-/// newest end as ever. The span is split by time, not by records: a runner whose part
-/// holds few goes on into the next older one, then wraps to the newest end.
+/// newest end as ever. The span (`pending_span`: up to the band's newest pending
+/// record) is split by time, not by records: a runner whose part holds few goes on
+/// into the next older one, then wraps to the newest end.
 pub(super) fn stagger(span: &Span, format: &TimestampFormat, before: u64) -> Option<Scalar> {
     let fraction = van_der_corput(before);
     if fraction == 0.0 {
@@ -137,6 +138,27 @@ pub(super) fn stagger(span: &Span, format: &TimestampFormat, before: u64) -> Opt
     let width = (span.to - span.from).num_milliseconds() as f64;
     let start = span.to - chrono::Duration::milliseconds((width * fraction) as i64);
     (start > span.from && start < span.to).then(|| format.encode(start))
+}
+
+/// The part of `span` below its newest pending record (a read of one record, the
+/// band's first page), so that the runners' places split the records, not an empty
+/// newest end (a tier's band reaches past its youngest records when they came in
+/// bursts, or its shorter tiers took them). The oldest end is not read: from the old
+/// end of a band an index on the inserted-at column can only walk up through the
+/// records done long ago. The span as it is if the read fails or finds nothing.
+pub(super) fn pending_span(store: &mut dyn Store, query: &BandQuery, span: &Span) -> Span {
+    let newest = store
+        .select(query, None, 1)
+        .ok()
+        .and_then(|page| page.first().and_then(|r| r.inserted_time));
+    match newest {
+        Some(newest) if newest >= span.from => Span {
+            // Past the newest, so that its own place is inside.
+            to: (newest + chrono::Duration::milliseconds(1)).min(span.to),
+            ..*span
+        },
+        _ => *span,
+    }
 }
 
 /// The `n`th term of the base-2 van der Corput sequence: `n`'s bits reversed after
