@@ -103,6 +103,7 @@ pub trait Heartbeat: Send {
 
 /// A new status for a record, written once its handler returned.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Mark {
     /// The record's id.
     pub id: Scalar,

@@ -74,6 +74,9 @@ impl Pager {
         store: &mut dyn Store,
         want: usize,
     ) -> Result<Option<Vec<Record>>, StoreError> {
+        if want == 0 {
+            return Ok(None);
+        }
         while let Some(part) = self.parts.front() {
             let page = store.select(part, self.cursor.as_ref(), want)?;
             if page.len() < want {
@@ -98,6 +101,9 @@ impl Pager {
         lease_until: DateTime<Utc>,
         wanted: &dyn Fn(&Record) -> bool,
     ) -> Result<Option<Page>, StoreError> {
+        if want == 0 {
+            return Ok(None);
+        }
         while let Some(part) = self.parts.front() {
             let part = part.clone();
             let page = store.take(
@@ -130,14 +136,21 @@ impl Pager {
 /// newest end as ever. The span (`pending_span`: up to the band's newest pending
 /// record) is split by time, not by records: a runner whose part holds few goes on
 /// into the next older one, then wraps to the newest end.
-pub(super) fn stagger(span: &Span, format: &TimestampFormat, before: u64) -> Option<Scalar> {
+pub(super) fn stagger(
+    span: &Span,
+    query: &BandQuery,
+    format: &TimestampFormat,
+    before: u64,
+) -> Option<Scalar> {
     let fraction = van_der_corput(before);
     if fraction == 0.0 {
         return None;
     }
     let width = (span.to - span.from).num_milliseconds() as f64;
     let start = span.to - chrono::Duration::milliseconds((width * fraction) as i64);
-    (start > span.from && start < span.to).then(|| format.encode(start))
+    // Inside the band as the column compares its values: a wall-clock column's values
+    // go back when its clocks do (the end of summer time), instants do not.
+    Some(format.encode(start)).filter(|s| *s > query.from && *s < query.to)
 }
 
 /// The part of `span` below its newest pending record (a read of one record, the
@@ -269,11 +282,19 @@ mod tests {
             to_inclusive: true,
         };
         let format = TimestampFormat::UnixSeconds;
+        let query = BandQuery {
+            from: format.encode(span.from),
+            to: format.encode(span.to),
+            to_inclusive: true,
+            take_tried: false,
+            clock: to,
+            wants_all: true,
+        };
         assert!(
-            stagger(&span, &format, 0).is_none(),
+            stagger(&span, &query, &format, 0).is_none(),
             "the first reads from the newest end"
         );
-        let start = |n| stagger(&span, &format, n).unwrap();
+        let start = |n| stagger(&span, &query, &format, n).unwrap();
         assert_eq!(
             start(1),
             Scalar::Int((to - chrono::Duration::hours(4)).timestamp())

@@ -339,7 +339,7 @@ fn hand_out_and_mark(
         Ok(0) => None,
         Ok(before) => {
             let span = super::pager::pending_span(store, &begun.query, &begun.span);
-            let start = super::pager::stagger(&span, &begun.format, before);
+            let start = super::pager::stagger(&span, &begun.query, &begun.format, before);
             if let Some(start) = &start {
                 tracing::debug!(
                     "{before} runners of this tier began before this tick: it reads its band from {start} down, then from the newest end"

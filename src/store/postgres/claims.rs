@@ -72,7 +72,7 @@ impl PostgresStore {
             .map(|m| m.inserted_at.as_ref())
             .collect::<Option<Vec<&Scalar>>>()
             .and_then(|values| Some((*values.iter().min()?, *values.iter().max()?)));
-        let (lo, hi) = (range.map(|r| Bound(r.0)), range.map(|r| Bound(r.1)));
+        let (mut lo, mut hi) = (range.map(|r| Bound(r.0)), range.map(|r| Bound(r.1)));
         let mut tx = self.client.transaction().map_err(pg(context.clone()))?;
         // Each statement planned with its own arrays and range (see `set_status_sql`);
         // for this transaction only, so a pooled connection keeps its setting. (Before
@@ -84,8 +84,18 @@ impl PostgresStore {
         // The rows first, then the claims: a runner that claims a record locks its row
         // before it writes the claim, so once the rows are ours the claims read below
         // (a new snapshot) show any takeover, and none can happen until we commit.
-        tx.query(&lock_rows, &[&all, &lo, &hi])
-            .map_err(pg(context.clone()))?;
+        let locked = tx
+            .query(&lock_rows, &[&all, &lo, &hi])
+            .map_err(pg(context.clone()))?
+            .len();
+        // A row not in the range (its inserted-at value changed since it was read, by
+        // a trigger or the handler) or gone: the rows are found by id alone, in every
+        // partition, so that no mark is left unwritten for the range's sake.
+        if locked < all.len() && range.is_some() {
+            (lo, hi) = (None, None);
+            tx.query(&lock_rows, &[&all, &lo, &hi])
+                .map_err(pg(context.clone()))?;
+        }
         let mut written = std::collections::HashSet::with_capacity(marks.len());
         for ((status, since), ids) in &groups {
             // Failures keep their claim, under another owner, until the end of their

@@ -48,14 +48,41 @@ impl Dice {
     }
 }
 
+/// A runner; its stderr goes to `runners.err`, shared (appended) by all: a pipe read
+/// only at the end would fill and block a runner that warns much.
 fn spawn(env: &Env, extra: &[&str]) -> Child {
+    let err = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(env.path("runners.err"))
+        .unwrap();
     env.command()
         .args(["run", "--window", "1d", "--now", NOW, "--json"])
         .args(extra)
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
+        .stderr(err)
         .spawn()
         .unwrap()
+}
+
+/// What the runners said on stderr, for a failure's message.
+fn said(env: &Env) -> String {
+    let all = std::fs::read_to_string(env.path("runners.err")).unwrap_or_default();
+    let start = all.len().saturating_sub(4000);
+    all.get(start..).unwrap_or(&all).to_string()
+}
+
+/// The runners of the storm, killed and reaped if the test fails half-way, so that
+/// they do not load the machine under the tests that follow.
+struct Storm(Vec<Child>);
+
+impl Drop for Storm {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }
 
 /// Each record's handler runs, from the log and the instants the ticks were killed:
@@ -106,7 +133,8 @@ fn a_fleet_killed_at_random_hands_no_record_to_two_handlers_at_once(backend: Bac
         .as_nanos() as u64;
     println!("kill storm seed {seed}");
     let mut dice = Dice(seed);
-    let mut live: Vec<Child> = (0..fleet).map(|_| spawn(&env, &[])).collect();
+    let mut storm_runners = Storm((0..fleet).map(|_| spawn(&env, &[])).collect());
+    let live = &mut storm_runners.0;
     let mut killed: BTreeMap<u32, u128> = BTreeMap::new();
     // The storm: every 50 ms a runner killed, one whose handler has begun if any, and
     // another started; a runner that ended is replaced too, while records are pending.
@@ -123,25 +151,33 @@ fn a_fleet_killed_at_random_hands_no_record_to_two_handlers_at_once(backend: Bac
         };
         let mut victim = live.swap_remove(victim);
         victim.kill().unwrap();
-        victim.wait().unwrap();
+        // Killed (no code), or it had ended on its own just before: well, or lapsed.
+        let status = victim.wait().unwrap();
+        assert!(
+            matches!(status.code(), None | Some(0) | Some(8)),
+            "a runner failed: {status}: {}",
+            said(&env)
+        );
         killed.insert(victim.id(), ns_now());
         live.push(spawn(&env, &[]));
         for child in live.iter_mut() {
             if let Some(status) = child.try_wait().unwrap() {
                 assert!(
                     status.success() || status.code() == Some(8),
-                    "a runner failed: {status}"
+                    "a runner failed: {status}: {}",
+                    said(&env)
                 );
                 *child = spawn(&env, &[]);
             }
         }
     }
-    for child in live {
+    for child in std::mem::take(live) {
         let out = crate::servers::output_within_a_minute(child);
         assert!(
             out.status.success() || out.status.code() == Some(8),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+            "a runner failed: {}: {}",
+            out.status,
+            said(&env)
         );
     }
     // What the killed held comes free within a lease; later ticks finish the band.
@@ -155,11 +191,7 @@ fn a_fleet_killed_at_random_hands_no_record_to_two_handlers_at_once(backend: Bac
         // Records a handler failed (a timeout on a loaded machine) are kept until the
         // end of their slot: taken at once all the same.
         let out = crate::servers::output_within_a_minute(spawn(&env, &["--retry-failed"]));
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.status.success(), "{}: {}", out.status, said(&env));
     }
     let log = std::fs::read_to_string(env.path("handler.log")).unwrap();
     let mut cut_short = 0;

@@ -143,10 +143,10 @@ fn a_runner_killed_mid_tick_leaves_no_record_lost_or_stuck(backend: Backend) {
     let env = Env::on(backend);
     pending_records(&env, 400);
     // Long enough for the next tick to start and skip within the lease on a busy
-    // machine.
+    // machine (4 s was not, beside the sixteen runners' test on two cores).
     batch_schedule(
         &env,
-        "claim_lease = \"4s\"",
+        "claim_lease = \"8s\"",
         "mode = \"batch\"\nbatch_size = 50",
     );
     let mut runner = spawn_run(&env, "0.005");
@@ -175,7 +175,7 @@ fn a_runner_killed_mid_tick_leaves_no_record_lost_or_stuck(backend: Backend) {
         Some(400 - done_before - held),
         "{first}"
     );
-    std::thread::sleep(Duration::from_millis(4500));
+    std::thread::sleep(Duration::from_millis(8500));
     let second = spawn_run(&env, "0").wait_with_output().unwrap();
     assert!(second.status.success());
     assert!(all_success(&env), "no record lost");
