@@ -82,10 +82,21 @@ pub(crate) fn retrying<T>(
     retrying_on(context, Fault::retryable, work)
 }
 
-/// As `retrying`, for the faults `retry` names only: a heartbeat's renewal is tried
-/// again after a deadlock, which the server breaks at once, but not after a lock wait
-/// that ran out, which could have outlasted the holds it renews.
-pub(crate) fn retrying_on<T>(
+/// A heartbeat's renewal of a tick's holds, tried again as `retrying` does after a
+/// deadlock (the marks and the takeovers of a fleet lock the claims' index and rows
+/// in the other order), but not after a lock wait that ran out: the next beat, a
+/// quarter lease later, is that retry. Retried here, a beat could wait out several
+/// lock waits and renew holds that had run out meanwhile, as if nothing had happened.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub(crate) fn renewing<T>(
+    context: &str,
+    work: impl FnMut() -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    retrying_on(context, |f| f == Fault::Deadlock, work)
+}
+
+/// As `retrying`, for the faults `retry` names only.
+fn retrying_on<T>(
     context: &str,
     retry: impl Fn(Fault) -> bool,
     mut work: impl FnMut() -> Result<T, StoreError>,

@@ -52,6 +52,15 @@ fn instant(value: &Value) -> DateTime<Utc> {
         .map_or(DateTime::<Utc>::MIN_UTC, |t| t.with_timezone(&Utc))
 }
 
+/// Whether a run-log row is a live tick's: open, and heard from (its heartbeat, or its
+/// start) less than `silent_us` microseconds ago (a placeholder).
+fn live_run(sql: &dyn Sql, silent_us: &str) -> String {
+    format!(
+        "finished_at IS NULL AND coalesce(heartbeat_at, started_at) > {}",
+        sql.ago(silent_us)
+    )
+}
+
 /// The ticks of `table` whose run-log row is open and whose heartbeat came less than
 /// `silent` ago, oldest first, with what each holds: SQLite's spans live by this host's
 /// clock `spans_at`, or, without it, a server's claims.
@@ -67,12 +76,10 @@ pub(super) fn live(
         .query(
             &format!(
                 "SELECT owner, window_secs, {started}, {renewed} FROM {s}backlog_runs
-                 WHERE table_name = ?1 AND finished_at IS NULL
-                   AND coalesce(heartbeat_at, started_at) > {ago}
-                 ORDER BY id",
+                 WHERE table_name = ?1 AND {live} ORDER BY id",
                 started = sql.rfc3339("started_at"),
                 renewed = sql.rfc3339("coalesce(heartbeat_at, started_at)"),
-                ago = sql.ago("?2"),
+                live = live_run(sql, "?2"),
             ),
             &[table.into(), silent_us.into()],
         )
@@ -168,9 +175,8 @@ pub(super) fn before(
         .query(
             &format!(
                 "SELECT count(*) FROM {s}backlog_runs
-                 WHERE table_name = ?1 AND window_secs = ?2 AND id < ?3 AND finished_at IS NULL
-                   AND coalesce(heartbeat_at, started_at) > {ago}",
-                ago = sql.ago("?4"),
+                 WHERE table_name = ?1 AND window_secs = ?2 AND id < ?3 AND {live}",
+                live = live_run(sql, "?4"),
             ),
             &[table.into(), window.into(), run_id.into(), silent_us.into()],
         )

@@ -14,6 +14,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+use super::begin::Begun;
+use super::options::TickOptions;
 use crate::record::{Record, Scalar};
 use crate::schedule::Span;
 use crate::store::{BandQuery, Cursor, Page, Store, StoreError};
@@ -127,6 +129,36 @@ impl Pager {
     }
 }
 
+/// Where tick `run_id` begins in its band (`stagger`), from the live runners of its
+/// tier begun before it; none (the newest end) for the first, or when they cannot be
+/// read.
+pub(super) fn start_place(
+    store: &mut dyn Store,
+    begun: &Begun<'_>,
+    run_id: i64,
+    opts: &TickOptions,
+) -> Option<Scalar> {
+    match store.runners_before(opts.window, run_id, opts.lease) {
+        Ok(0) => None,
+        Ok(before) => {
+            let span = pending_span(store, &begun.query, &begun.span);
+            let start = stagger(&span, &begun.query, &begun.format, before);
+            if let Some(start) = &start {
+                tracing::debug!(
+                    "{before} runners of this tier began before this tick: it reads its band from {start} down, then from the newest end"
+                );
+            }
+            start
+        }
+        Err(e) => {
+            tracing::debug!(
+                "cannot read the live runners, so this tick reads its band from the newest end: {e}"
+            );
+            None
+        }
+    }
+}
+
 /// Where a runner of a fleet begins in its band, so that runners that share a band do
 /// not all read its newest end and step over what the others hold there: the tick
 /// with `before` live ticks of its tier begun before it starts at a fraction of the
@@ -136,7 +168,7 @@ impl Pager {
 /// newest end as ever. The span (`pending_span`: up to the band's newest pending
 /// record) is split by time, not by records: a runner whose part holds few goes on
 /// into the next older one, then wraps to the newest end.
-pub(super) fn stagger(
+fn stagger(
     span: &Span,
     query: &BandQuery,
     format: &TimestampFormat,
@@ -159,7 +191,7 @@ pub(super) fn stagger(
 /// bursts, or its shorter tiers took them). The oldest end is not read: from the old
 /// end of a band an index on the inserted-at column can only walk up through the
 /// records done long ago. The span as it is if the read fails or finds nothing.
-pub(super) fn pending_span(store: &mut dyn Store, query: &BandQuery, span: &Span) -> Span {
+fn pending_span(store: &mut dyn Store, query: &BandQuery, span: &Span) -> Span {
     let newest = store
         .select(query, None, 1)
         .ok()

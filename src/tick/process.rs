@@ -335,25 +335,7 @@ fn hand_out_and_mark(
     );
     let takes = |r: &Record| begun.wants.takes(r);
     // Where this tick begins in its band: the runners of a fleet spread over it.
-    let start = match store.runners_before(opts.window, run.id, opts.lease) {
-        Ok(0) => None,
-        Ok(before) => {
-            let span = super::pager::pending_span(store, &begun.query, &begun.span);
-            let start = super::pager::stagger(&span, &begun.query, &begun.format, before);
-            if let Some(start) = &start {
-                tracing::debug!(
-                    "{before} runners of this tier began before this tick: it reads its band from {start} down, then from the newest end"
-                );
-            }
-            start
-        }
-        Err(e) => {
-            tracing::debug!(
-                "cannot read the live runners, so this tick reads its band from the newest end: {e}"
-            );
-            None
-        }
-    };
+    let start = super::pager::start_place(store, begun, run.id, opts);
     let plan = Plan {
         opts,
         query: &begun.query,

@@ -6,7 +6,7 @@ use mysql::prelude::Queryable;
 
 use super::claims::lease_us;
 use super::*;
-use crate::store::fault::{Fault, retrying_on};
+use crate::store::fault::renewing;
 
 pub(super) struct MysqlHeartbeat {
     pub(super) conn: Conn,
@@ -25,17 +25,8 @@ impl Heartbeat for MysqlHeartbeat {
         if self.conn.ping().is_err() {
             self.conn = super::connect(&self.url, self.lock_wait)?;
         }
-        // Tried again after a deadlock (the claims' index and their rows are locked in
-        // the other order by the marks and the takeovers of a fleet), not after a lock
-        // wait: the next beat, a quarter lease later, is that retry. Retried here, a
-        // beat could wait out several lock waits and renew claims that had run out
-        // meanwhile, as if nothing had happened.
         let context = "renewing claims";
-        retrying_on(
-            context,
-            |f| f == Fault::Deadlock,
-            || self.renew(lease_until, context),
-        )
+        renewing(context, || self.renew(lease_until, context))
     }
 }
 

@@ -440,15 +440,8 @@ impl Heartbeat for PostgresHeartbeat {
         if self.client.is_closed() {
             self.client = connect(&self.url)?;
         }
-        // Tried again after a deadlock, which the server breaks at once; not after a
-        // lock wait: the next beat, a quarter lease later, is that retry (a beat that
-        // waited out lock waits would renew claims that had run out meanwhile).
         let context = "renewing claims";
-        crate::store::fault::retrying_on(
-            context,
-            |f| f == crate::store::Fault::Deadlock,
-            || self.renew(lease_until, context),
-        )
+        crate::store::fault::renewing(context, || self.renew(lease_until, context))
     }
 }
 
