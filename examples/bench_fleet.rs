@@ -7,8 +7,9 @@
 //!
 //! The table: `BENCH_RECORDS` (4,000) pending records, inserted evenly between 2 and 20
 //! hours before the pinned clock, an index on inserted-at; every runner ticks the 1d
-//! tier, so the band is the whole table. The handler is a batch handler (perl) that
-//! answers each line `BENCH_WAIT_MS` (50) after it read it, however many it holds, so a
+//! tier, so the band is the whole table. The handler is a batch handler
+//! (`examples/bench_handler.rs`, built beside this one) that answers each line
+//! `BENCH_WAIT_MS` (50) after it read it, however many it holds, so a
 //! runner with `concurrency = BENCH_LANES` (16) and `batch_size = BENCH_BATCH` (1) has
 //! lanes × batch records in flight: the ideal is R × lanes × batch / wait.
 //!
@@ -35,41 +36,6 @@ use chrono::{DateTime, TimeZone, Utc};
 
 const DB: &str = "backlog_bench_fleet";
 
-/// Answers each record `BENCH_WAIT_MS` after it read it, many at once; logs each id.
-const HANDLER: &str = r#"#!/usr/bin/perl
-use strict;
-use IO::Select;
-use Time::HiRes qw(time);
-$| = 1;
-my $wait = ($ENV{BENCH_WAIT_MS} // 50) / 1000;
-open(my $log, '>>', $ENV{BENCH_LOG}) or die "log: $!";
-$log->autoflush(1);
-my $in = IO::Select->new(\*STDIN);
-my ($buf, $eof, @due) = ('', 0);
-while (!$eof || @due) {
-    my $left = @due ? $due[0][1] - time : undef;
-    $left = 0 if defined $left && $left < 0;
-    if (!$eof && $in->can_read($left)) {
-        my $n = sysread(STDIN, $buf, 65536, length $buf);
-        $eof = 1 unless $n;
-        while ($buf =~ s/^([^\n]*)\n//) {
-            my ($id) = $1 =~ /^\{"id":([^,]*),/ or next;
-            push @due, [$id, time + $wait];
-        }
-    } elsif ($eof && defined $left && $left > 0) {
-        select(undef, undef, undef, $left);
-    }
-    my $now = time;
-    my @out;
-    while (@due && $due[0][1] <= $now) {
-        my $d = shift @due;
-        print "{\"id\":$d->[0],\"code\":0}\n";
-        push @out, $d->[0];
-    }
-    print $log join('', map { "$_\n" } @out) if @out;
-}
-"#;
-
 fn now() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 21, 12, 0, 0).unwrap()
 }
@@ -95,6 +61,7 @@ fn with_db(url: &str, db: &str) -> String {
 
 struct Fleet {
     dir: PathBuf,
+    handler: PathBuf,
     records: u64,
     lanes: u64,
     batch: u64,
@@ -118,7 +85,7 @@ status = "STATUS"
 inserted_at = "DATE_INSERTED"
 
 [handler]
-command = ["./handler.pl"]
+command = ["{handler}"]
 mode = "batch"
 batch_size = {batch}
 concurrency = {lanes}
@@ -131,6 +98,7 @@ limit = 10000000
 "#,
             batch = self.batch,
             lanes = self.lanes,
+            handler = self.handler.display(),
         );
         let path = self.path("fleet.toml");
         std::fs::write(&path, text).unwrap();
@@ -158,9 +126,13 @@ limit = 10000000
         let children: Vec<_> = (0..runners)
             .map(|_| self.runner(bin, now()).spawn().unwrap())
             .collect();
+        // Each read on its own thread: a runner whose pipe filled would wait for ever.
         let outs: Vec<Output> = children
             .into_iter()
-            .map(|c| c.wait_with_output().unwrap())
+            .map(|c| std::thread::spawn(move || c.wait_with_output().unwrap()))
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|t| t.join().unwrap())
             .collect();
         let secs = started.elapsed().as_secs_f64();
         let each = outs
@@ -284,21 +256,28 @@ fn main() {
             );
             std::process::exit(2)
         });
+    let handler = std::env::current_exe()
+        .unwrap()
+        .with_file_name("bench_handler");
+    if !handler.exists() {
+        eprintln!(
+            "{} not found: build it with `cargo build --release --examples`",
+            handler.display()
+        );
+        std::process::exit(2)
+    }
     let old = std::env::var("BENCH_BIN_OLD").ok().map(PathBuf::from);
     let dir = PathBuf::from(var("BENCH_DIR", "target/bench-fleet"));
     std::fs::create_dir_all(&dir).unwrap();
     let wait_ms = number("BENCH_WAIT_MS", 50);
     let fleet = Fleet {
         dir: std::fs::canonicalize(&dir).unwrap(),
+        handler,
         records: number("BENCH_RECORDS", 4000),
         lanes: number("BENCH_LANES", 16),
         batch: number("BENCH_BATCH", if wait_ms == 0 { 500 } else { 1 }),
         wait_ms,
     };
-    let handler = fleet.path("handler.pl");
-    std::fs::write(&handler, HANDLER).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&handler, std::fs::Permissions::from_mode(0o755)).unwrap();
     let runners: Vec<usize> = var("BENCH_RUNNERS", "1,2,4,8")
         .split(',')
         .map(|r| r.trim().parse().unwrap())
