@@ -20,7 +20,11 @@
 //!   500 FOR UPDATE SKIP LOCKED`, one UPDATE of those ids, commit); the table then has
 //!   an index on (status, inserted-at) too, as a user would add for them.
 //! - `BENCH_BIN_OLD=path`: another binary, run beside this one in every round (old
-//!   first in odd rounds, second in even ones), for a ratio measured side by side.
+//!   first in odd rounds, second in even ones), for a ratio measured side by side
+//!   (both must know the tool's tables at the same schema version); `BENCH_BIN=path`
+//!   runs another binary instead of `target/release/backlog`.
+//! - `BENCH_BY_HAND` (the runner counts): the worker counts written by hand to run
+//!   with a no-op handler; empty for none.
 //! - `BENCH_ROUNDS` (2); `BENCH_KEEP=1` leaves the database behind.
 //!
 //! Each run prints records a second (records the runners' summaries say succeeded,
@@ -118,10 +122,11 @@ limit = 10000000
         cmd
     }
 
-    /// Runs `runners` processes of `bin` at once; returns the wall seconds and each
-    /// runner's count of records that succeeded.
-    fn run(&self, bin: &Path, runners: usize) -> (f64, Vec<u64>) {
+    /// Runs `runners` processes of `bin` at once; returns the wall seconds, each
+    /// runner's count of records that succeeded, and when the last runner ended.
+    fn run(&self, bin: &Path, runners: usize) -> Run {
         let _ = std::fs::remove_file(self.path("handler.log"));
+        let unix_start = std::time::SystemTime::now();
         let started = Instant::now();
         let children: Vec<_> = (0..runners)
             .map(|_| self.runner(bin, now()).spawn().unwrap())
@@ -146,21 +151,56 @@ limit = 10000000
                             String::from_utf8_lossy(&out.stderr)
                         )
                     });
+                assert!(
+                    out.status.success(),
+                    "a runner failed ({}): {}",
+                    out.status,
+                    String::from_utf8_lossy(&out.stderr)
+                );
                 summary["succeeded"].as_u64().unwrap_or(0)
             })
             .collect();
-        (secs, each)
-    }
-
-    /// Ids the handler answered more than once in the last run.
-    fn twice(&self) -> usize {
+        let start_ms = unix_start
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as f64;
         let log = std::fs::read_to_string(self.path("handler.log")).unwrap_or_default();
-        let mut ids: Vec<&str> = log.lines().collect();
+        let mut ids = Vec::new();
+        let mut times = Vec::new();
+        for line in log.lines() {
+            let (id, ms) = line.split_once(' ').unwrap_or((line, "0"));
+            ids.push(id);
+            times.push((ms.parse::<f64>().unwrap_or(0.0) - start_ms) / 1000.0);
+        }
         let all = ids.len();
         ids.sort_unstable();
         ids.dedup();
-        all - ids.len()
+        times.sort_by(f64::total_cmp);
+        let at = |q: f64| {
+            times
+                .get(((times.len() as f64 - 1.0) * q) as usize)
+                .copied()
+        };
+        Run {
+            secs,
+            each,
+            twice: all - ids.len(),
+            answers: at(0.0)
+                .zip(at(0.5))
+                .zip(at(1.0))
+                .map(|((a, b), c)| [a, b, c]),
+        }
     }
+}
+
+/// What one run of the fleet did.
+struct Run {
+    secs: f64,
+    each: Vec<u64>,
+    /// Records the handler answered more than once.
+    twice: usize,
+    /// Seconds from the start to the first answer, the median one and the last.
+    answers: Option<[f64; 3]>,
 }
 
 fn reset(db: &mut postgres::Client) {
@@ -169,9 +209,25 @@ fn reset(db: &mut postgres::Client) {
         r#"UPDATE "BACKLOG" SET "STATUS" = 'NEW' WHERE "STATUS" <> 'NEW'"#,
         "DELETE FROM backlog.backlog_claims",
         r#"VACUUM ANALYZE "BACKLOG""#,
+        // This session's counts of the rows it visited reported now, not in the run.
+        // (PostgreSQL 15 and later; before, the counts come within a second anyway.)
+        "DO $$ BEGIN PERFORM pg_stat_force_next_flush(); EXCEPTION WHEN undefined_function THEN NULL; END $$",
     ] {
         db.batch_execute(sql).unwrap();
     }
+}
+
+/// Rows the table's scans have visited so far (index fetches and sequential reads), by
+/// the server's statistics: what the runners' pages cost the server, per record.
+fn visited(db: &mut postgres::Client) -> i64 {
+    // The runners' sessions report theirs as they end; this one's snapshot is fresh.
+    db.batch_execute("SELECT pg_stat_clear_snapshot()").unwrap();
+    db.query_one(
+        "SELECT coalesce(idx_tup_fetch, 0) + coalesce(seq_tup_read, 0) FROM pg_stat_user_tables WHERE relname = 'BACKLOG'",
+        &[],
+    )
+    .unwrap()
+    .get(0)
 }
 
 fn left(db: &mut postgres::Client) -> i64 {
@@ -244,11 +300,15 @@ fn main() {
         eprintln!("set BENCH_PG to a URL of a user who may create databases");
         std::process::exit(2)
     });
-    let bin = std::env::current_exe()
-        .unwrap()
-        .parent()
-        .and_then(Path::parent)
-        .map(|d| d.join("backlog"))
+    let bin = std::env::var_os("BENCH_BIN")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::current_exe()
+                .unwrap()
+                .parent()
+                .and_then(Path::parent)
+                .map(|d| d.join("backlog"))
+        })
         .filter(|b| b.exists())
         .unwrap_or_else(|| {
             eprintln!(
@@ -283,6 +343,10 @@ fn main() {
         .map(|r| r.trim().parse().unwrap())
         .collect();
     let rounds = number("BENCH_ROUNDS", 2);
+    let by_hand_counts: Vec<usize> = var("BENCH_BY_HAND", &var("BENCH_RUNNERS", "1,2,4,8"))
+        .split(',')
+        .filter_map(|r| r.trim().parse().ok())
+        .collect();
 
     let mut server = postgres::Client::connect(&admin, postgres::NoTls).unwrap();
     for sql in [
@@ -341,24 +405,42 @@ fn main() {
     for round in 1..=rounds {
         println!("round {round}");
         for &r in &runners {
-            let ideal = (fleet.wait_ms > 0).then(|| {
-                (r as u64 * fleet.lanes * fleet.batch) as f64 * 1000.0 / fleet.wait_ms as f64
-            });
+            // A batch handler with `concurrency = 1` holds two batches (pipelined).
+            let lanes = fleet.lanes.max(2);
+            let ideal = (fleet.wait_ms > 0)
+                .then(|| (r as u64 * lanes * fleet.batch) as f64 * 1000.0 / fleet.wait_ms as f64);
             let mut order = binaries.clone();
             if round % 2 == 0 {
                 order.reverse();
             }
             for (name, bin) in order {
                 reset(&mut db);
-                let (secs, each) = fleet.run(bin, r);
+                let before = visited(&mut db);
+                let run = fleet.run(bin, r);
+                std::thread::sleep(std::time::Duration::from_millis(500));
+                let visits = visited(&mut db) - before;
                 let label = format!("{name}, {r:>3} runner{}", if r == 1 { " " } else { "s" });
-                report(&label, secs, &each, ideal, left(&mut db), fleet.twice());
+                report(&label, run.secs, &run.each, ideal, left(&mut db), run.twice);
+                if let Some([first, half, last]) = run.answers {
+                    println!(
+                        "    answers at {first:.2} s (first), {half:.2} s (half), {last:.2} s (last); the last runner ended at {:.2} s; rows visited {:.1} a record",
+                        run.secs,
+                        visits as f64 / fleet.records as f64
+                    );
+                }
             }
-            if fleet.wait_ms == 0 {
+            if fleet.wait_ms == 0 && by_hand_counts.contains(&r) {
                 reset(&mut db);
+                let before = visited(&mut db);
                 let (secs, each) = by_hand(&url, r);
                 let label = format!("by hand, {r:>3} worker{}", if r == 1 { " " } else { "s" });
                 report(&label, secs, &each, None, left(&mut db), 0);
+                std::thread::sleep(std::time::Duration::from_millis(500));
+                let visits = visited(&mut db) - before;
+                println!(
+                    "    rows visited {:.1} a record",
+                    visits as f64 / fleet.records as f64
+                );
             }
         }
     }

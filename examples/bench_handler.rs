@@ -1,7 +1,8 @@
 //! The fleet bench's batch handler (`examples/bench_fleet.rs` runs it): answers each
 //! record `BENCH_WAIT_MS` (50) after it read it, however many it holds, as a handler
 //! waiting on a counterpart asynchronously would; appends each id it answered to
-//! `BENCH_LOG`, so the bench can see a record answered twice.
+//! `BENCH_LOG` with the time it answered (Unix milliseconds), so the bench can see a
+//! record answered twice and when the fleet's answers began and ended.
 //!
 //! Compiled rather than a script: at 128 runners the fleet starts thousands of batch
 //! handlers a second, and an interpreter's start-up would be what the bench measured.
@@ -67,12 +68,14 @@ fn main() {
             std::thread::sleep(left);
         }
         let now = Instant::now();
+        let unix_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
         let (mut answers, mut ids) = (String::new(), String::new());
         while held.front().is_some_and(|&(_, at)| at <= now) {
             let (id, _) = held.pop_front().unwrap();
             answers.push_str(&format!("{{\"id\":{id},\"code\":0}}\n"));
-            ids.push_str(&id);
-            ids.push('\n');
+            ids.push_str(&format!("{id} {unix_ms}\n"));
         }
         if !answers.is_empty() {
             out.write_all(answers.as_bytes()).expect("stdout");

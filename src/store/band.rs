@@ -30,7 +30,7 @@ pub struct BandQuery {
 
 /// Where the previous page ended: the last record's inserted-at value and id. Pages go
 /// newest first, by (inserted-at, id) descending.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cursor {
     /// The inserted-at value of the page's last record.
     pub inserted_at: Scalar,

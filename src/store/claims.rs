@@ -29,6 +29,7 @@ pub(super) const TABLE: super::tables::Table = super::tables::Table {
 pub(super) fn tables() -> Vec<&'static super::tables::Table> {
     let mut tables = super::tables::SHARED.to_vec();
     tables.push(&TABLE);
+    tables.push(&super::reaches::TABLE);
     tables
 }
 
@@ -40,7 +41,10 @@ pub(super) fn open_run(
     table: &str,
     run: &RunStart,
 ) -> Result<i64, StoreError> {
-    runs::open(sql, s, table, run, &mut |sql| collect_kept(sql, s, table))
+    runs::open(sql, s, table, run, &mut |sql| {
+        collect_kept(sql, s, table)?;
+        super::reaches::drop_ended(sql, s, table, run.lease)
+    })
 }
 
 /// Drops the failures the servers' claims kept past the end of their slot. Housekeeping:

@@ -31,6 +31,7 @@ mod pauses;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod rates;
+mod reaches;
 mod reads;
 mod runners;
 mod runs;

@@ -218,6 +218,51 @@ impl dyn Store + '_ {
         })
     }
 
+    /// Writes how far tick `run_id` of `owner` has read its band (`tick::reach`, as
+    /// text), for the other runners of its tier on a server; nothing on SQLite, whose
+    /// ticks hold spans.
+    pub(crate) fn publish_reach(
+        &mut self,
+        window: std::time::Duration,
+        run: (i64, &str),
+        reach: &str,
+    ) -> Result<(), StoreError> {
+        let own = self.own("backlog_reaches")?;
+        if !own.exists {
+            return Ok(());
+        }
+        super::reaches::publish(
+            own.sql,
+            &own.prefix,
+            own.table,
+            window.as_secs(),
+            run,
+            reach,
+        )
+    }
+
+    /// How far the other live ticks of the tier `window` have read, as each wrote it;
+    /// none on SQLite.
+    pub(crate) fn reaches(
+        &mut self,
+        window: std::time::Duration,
+        run_id: i64,
+        silent: std::time::Duration,
+    ) -> Result<Vec<String>, StoreError> {
+        let own = self.own("backlog_reaches")?;
+        if !own.exists {
+            return Ok(Vec::new());
+        }
+        super::reaches::read(
+            own.sql,
+            &own.prefix,
+            own.table,
+            window.as_secs(),
+            run_id,
+            silent,
+        )
+    }
+
     /// How many live ticks of the table's tier `window` began before the tick
     /// `run_id` on a server (see `runners::before`); 0 on SQLite, whose ticks hold
     /// spans and write one at a time, so each reads its band from the newest end.

@@ -54,7 +54,7 @@ fn instant(value: &Value) -> DateTime<Utc> {
 
 /// Whether a run-log row is a live tick's: open, and heard from (its heartbeat, or its
 /// start) less than `silent_us` microseconds ago (a placeholder).
-fn live_run(sql: &dyn Sql, silent_us: &str) -> String {
+pub(super) fn live_run(sql: &dyn Sql, silent_us: &str) -> String {
     format!(
         "finished_at IS NULL AND coalesce(heartbeat_at, started_at) > {}",
         sql.ago(silent_us)
@@ -160,7 +160,7 @@ fn spans(
 
 /// How many live ticks of the same table and tier (`window_secs`) opened their run-log
 /// row before the tick `run_id`: its place in the fleet, where it starts in the band
-/// (see `tick::pager::stagger`).
+/// (see `tick::place::stagger`).
 pub(super) fn before(
     sql: &mut dyn Sql,
     s: &str,

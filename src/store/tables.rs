@@ -89,6 +89,8 @@ pub(super) const LATER: &[&[&str]] = &[
     // backlog_rates (`handler.rate` shared by the fleet) and backlog_breakers
     // (`handler.stop_after_failures` shared by the fleet), created the same way.
     &[],
+    // backlog_reaches (how far a fleet's runners have read their band), on servers.
+    &[],
 ];
 
 /// What a database says and does for [`ensure`].

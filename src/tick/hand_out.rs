@@ -17,6 +17,7 @@ use super::marks::Marks;
 use super::options::{Event, TickOptions};
 use super::pace::{Pace, rate_name};
 use super::pager::{PageSize, Pager};
+use super::reach::Fleet;
 use crate::error::Error;
 use crate::handler::Context;
 use crate::record::Record;
@@ -26,9 +27,16 @@ use crate::store::{BandQuery, Store, StoreError};
 pub(super) struct Plan<'a> {
     pub(super) opts: &'a TickOptions,
     pub(super) query: &'a BandQuery,
-    /// Where the tick begins in its band (`pager::stagger`); none: its newest end.
+    /// Where the tick begins in its band (`place::stagger`); none: its newest end.
     pub(super) start: Option<crate::record::Scalar>,
     pub(super) limit: u64,
+    /// The tick's run-log row and its name in the claims.
+    pub(super) run_id: i64,
+    /// The tier's slot the tick belongs to (`Cadence::tick_number`), for a tick that
+    /// steps over what the other runners of its tier have read (`reach`): one whose
+    /// backend counted the records they hold as it began (`held_by_others`), so that
+    /// stepping over them leaves the summary true. None: it reads its band alone.
+    pub(super) fleet: Option<Option<u64>>,
     pub(super) owner: &'a str,
     pub(super) ctx: Context<'a>,
     /// Whether the tick wants a record of its band (spread, `[retry]` delay).
@@ -50,6 +58,14 @@ pub(super) fn hand_out<'c>(
     let handler_err = |source| Error::Handler { file: None, source };
     let batch = lanes.batch_size();
     let mut pager = Pager::starting_at(plan.query, plan.start.clone());
+    if let Some(slot) = plan.fleet {
+        pager = pager.in_fleet(Fleet::new(
+            (opts.window, slot),
+            plan.run_id,
+            plan.owner,
+            opts.lease,
+        ));
+    }
     let mut size = PageSize::new(
         opts.page_size,
         lanes.capacity(),

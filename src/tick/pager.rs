@@ -14,20 +14,26 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::begin::Begun;
-use super::options::TickOptions;
+use super::reach::{Fleet, Low, Position, Reach, Rules, Stretch, floor, step};
 use crate::record::{Record, Scalar};
-use crate::schedule::Span;
 use crate::store::{BandQuery, Cursor, Page, Store, StoreError};
-use crate::timestamp::TimestampFormat;
 
 /// Reads (or takes) a band a page at a time, newest first: from its newest end, or,
-/// for a runner that starts further down (`stagger`), from there down to the oldest
-/// end and then from the newest end down to where it started.
+/// for a runner that starts further down (`place::stagger`), from there down to the oldest
+/// end and then from the newest end down to where it started. In a fleet it steps over
+/// what the other runners have read (`reach`).
 pub(super) struct Pager {
     /// The parts of the band still to read, in order; the first is being read.
     parts: VecDeque<BandQuery>,
+    /// Each part's top as the band gave it: a step over another runner's stretch lowers
+    /// the first part's `to`, not what this tick has read.
+    tops: VecDeque<(Scalar, bool)>,
+    /// The parts read to their end.
+    ended: Vec<Stretch>,
     cursor: Option<Cursor>,
+    fleet: Option<Fleet>,
+    /// The rules it reads the band by, told with its reach.
+    rules: Rules,
     /// The band is read to its end.
     pub(super) done: bool,
 }
@@ -56,17 +62,99 @@ impl Pager {
             ]),
         };
         Pager {
+            tops: parts
+                .iter()
+                .map(|p| (p.to.clone(), p.to_inclusive))
+                .collect(),
             parts,
+            ended: Vec::new(),
             cursor: None,
+            fleet: None,
+            rules: Rules {
+                take_tried: query.take_tried,
+                wants_all: query.wants_all,
+                slot: None,
+            },
             done: false,
         }
     }
 
+    /// The pager of a tick that shares its band with the other runners of its tier.
+    pub(super) fn in_fleet(mut self, fleet: Fleet) -> Self {
+        self.rules.slot = fleet.slot;
+        self.fleet = Some(fleet);
+        self
+    }
+
     /// The part read now ended: the next begins at its newest end.
     fn next_part(&mut self) {
-        self.parts.pop_front();
+        if let (Some(part), Some(top)) = (self.parts.pop_front(), self.tops.pop_front()) {
+            self.ended.push(Stretch::part(top, &part));
+        }
         self.cursor = None;
         self.done = self.parts.is_empty();
+    }
+
+    /// What this tick has read: the parts it ended, and the one it reads from its top
+    /// down to its cursor (or to where a step took it).
+    fn reach(&self) -> Option<Reach> {
+        let mut read = self.ended.clone();
+        if let (Some(part), Some(top)) = (self.parts.front(), self.tops.front()) {
+            let low = match &self.cursor {
+                Some(cursor) => Some(Low::Row(cursor.clone())),
+                None if part.to != top.0 => Some(Low::Value(part.to.clone())),
+                None => None,
+            };
+            if let Some(low) = low {
+                read.push(Stretch {
+                    top: top.0.clone(),
+                    top_inclusive: top.1,
+                    low,
+                });
+            }
+        }
+        (!read.is_empty()).then_some(Reach {
+            rules: self.rules,
+            read,
+        })
+    }
+
+    /// Steps over what the other runners have read right below where this tick is,
+    /// as far as their stretches reach, ending the parts it steps past.
+    fn follow(&mut self, store: &mut dyn Store) -> Result<(), StoreError> {
+        for _ in 0..16 {
+            let Some(fleet) = self.fleet.as_mut() else {
+                return Ok(());
+            };
+            let others = fleet.others(store)?;
+            let Some(part) = self.parts.front() else {
+                return Ok(());
+            };
+            let at = match &self.cursor {
+                Some(cursor) => Position::After(cursor),
+                None => Position::Top(&part.to, part.to_inclusive),
+            };
+            let Some(low) = step(others, at, self.rules).cloned() else {
+                return Ok(());
+            };
+            let past = match &low {
+                Low::Row(cursor) => cursor.inserted_at < part.from,
+                Low::Value(value) => *value <= part.from,
+            };
+            match low {
+                Low::Row(cursor) => self.cursor = Some(cursor),
+                Low::Value(value) => {
+                    let part = self.parts.front_mut().expect("a part is read");
+                    part.to = value;
+                    part.to_inclusive = false;
+                    self.cursor = None;
+                }
+            }
+            if past {
+                self.next_part();
+            }
+        }
+        Ok(())
     }
 
     /// The next page of at most `want` records; none once the band is read to its end
@@ -106,8 +194,17 @@ impl Pager {
         if want == 0 {
             return Ok(None);
         }
-        while let Some(part) = self.parts.front() {
-            let part = part.clone();
+        loop {
+            self.follow(store)?;
+            let Some(mut part) = self.parts.front().cloned() else {
+                break;
+            };
+            // Down to the top of the next stretch another runner has read, at most:
+            // the page then steps over it rather than scan its rows for pending ones.
+            let floor = self.floor(store)?.filter(|f| *f > part.from);
+            if let Some(floor) = &floor {
+                part.from = floor.clone();
+            }
             let page = store.take(
                 owner,
                 &part,
@@ -116,10 +213,23 @@ impl Pager {
                 lease_until,
                 wanted,
             )?;
-            if page.read < want {
-                self.next_part();
-            } else {
-                self.cursor.clone_from(&page.cursor);
+            let short = page.read < want;
+            match floor {
+                // Read down to the floor: every row from there up is read.
+                Some(floor) if short => {
+                    let part = self.parts.front_mut().expect("a part is read");
+                    part.to = floor;
+                    part.to_inclusive = false;
+                    self.cursor = None;
+                }
+                None if short => self.next_part(),
+                _ => self.cursor.clone_from(&page.cursor),
+            }
+            if self.fleet.is_some() {
+                let reach = self.reach();
+                if let Some(fleet) = &mut self.fleet {
+                    fleet.write(store, reach, short)?;
+                }
             }
             if page.cursor.is_some() {
                 return Ok(Some(page));
@@ -127,97 +237,22 @@ impl Pager {
         }
         Ok(None)
     }
-}
 
-/// Where tick `run_id` begins in its band (`stagger`), from the live runners of its
-/// tier begun before it; none (the newest end) for the first, or when they cannot be
-/// read.
-pub(super) fn start_place(
-    store: &mut dyn Store,
-    begun: &Begun<'_>,
-    run_id: i64,
-    opts: &TickOptions,
-) -> Option<Scalar> {
-    match store.runners_before(opts.window, run_id, opts.lease) {
-        Ok(0) => None,
-        Ok(before) => {
-            let span = pending_span(store, &begun.query, &begun.span);
-            let start = stagger(&span, &begun.query, &begun.format, before);
-            if let Some(start) = &start {
-                tracing::debug!(
-                    "{before} runners of this tier began before this tick: it reads its band from {start} down, then from the newest end"
-                );
-            }
-            start
-        }
-        Err(e) => {
-            tracing::debug!(
-                "cannot read the live runners, so this tick reads its band from the newest end: {e}"
-            );
-            None
-        }
+    /// The top of the nearest stretch another runner has read below where this tick is.
+    fn floor(&mut self, store: &mut dyn Store) -> Result<Option<Scalar>, StoreError> {
+        let Some(fleet) = self.fleet.as_mut() else {
+            return Ok(None);
+        };
+        let others = fleet.others(store)?;
+        let Some(part) = self.parts.front() else {
+            return Ok(None);
+        };
+        let at = match &self.cursor {
+            Some(cursor) => Position::After(cursor),
+            None => Position::Top(&part.to, part.to_inclusive),
+        };
+        Ok(floor(others, at, self.rules))
     }
-}
-
-/// Where a runner of a fleet begins in its band, so that runners that share a band do
-/// not all read its newest end and step over what the others hold there: the tick
-/// with `before` live ticks of its tier begun before it starts at a fraction of the
-/// band's span from its newest end, the van der Corput sequence (0, 1/2, 1/4, 3/4,
-/// 1/8, …), spread evenly whatever the number of runners turns out to be (each knows
-/// only those begun before it). The first runner, or one alone, reads from the
-/// newest end as ever. The span (`pending_span`: up to the band's newest pending
-/// record) is split by time, not by records: a runner whose part holds few goes on
-/// into the next older one, then wraps to the newest end.
-fn stagger(
-    span: &Span,
-    query: &BandQuery,
-    format: &TimestampFormat,
-    before: u64,
-) -> Option<Scalar> {
-    let fraction = van_der_corput(before);
-    if fraction == 0.0 {
-        return None;
-    }
-    let width = (span.to - span.from).num_milliseconds() as f64;
-    let start = span.to - chrono::Duration::milliseconds((width * fraction) as i64);
-    // Inside the band as the column compares its values: a wall-clock column's values
-    // go back when its clocks do (the end of summer time), instants do not.
-    Some(format.encode(start)).filter(|s| *s > query.from && *s < query.to)
-}
-
-/// The part of `span` below its newest pending record (a read of one record, the
-/// band's first page), so that the runners' places split the records, not an empty
-/// newest end (a tier's band reaches past its youngest records when they came in
-/// bursts, or its shorter tiers took them). The oldest end is not read: from the old
-/// end of a band an index on the inserted-at column can only walk up through the
-/// records done long ago. The span as it is if the read fails or finds nothing.
-fn pending_span(store: &mut dyn Store, query: &BandQuery, span: &Span) -> Span {
-    let newest = store
-        .select(query, None, 1)
-        .ok()
-        .and_then(|page| page.first().and_then(|r| r.inserted_time));
-    match newest {
-        Some(newest) if newest >= span.from => Span {
-            // Past the newest, so that its own place is inside.
-            to: (newest + chrono::Duration::milliseconds(1)).min(span.to),
-            ..*span
-        },
-        _ => *span,
-    }
-}
-
-/// The `n`th term of the base-2 van der Corput sequence: `n`'s bits reversed after
-/// the binary point.
-fn van_der_corput(mut n: u64) -> f64 {
-    let (mut value, mut place) = (0.0, 0.5);
-    while n > 0 {
-        if n & 1 == 1 {
-            value += place;
-        }
-        n >>= 1;
-        place /= 2.0;
-    }
-    value
 }
 
 /// How far ahead a page reaches: the records the handlers will start in this time.
@@ -300,42 +335,6 @@ impl PageSize {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn runners_start_spread_over_the_band() {
-        let starts: Vec<f64> = (0..8).map(van_der_corput).collect();
-        assert_eq!(starts, [0.0, 0.5, 0.25, 0.75, 0.125, 0.625, 0.375, 0.875]);
-        let to = chrono::DateTime::parse_from_rfc3339("2026-11-21T12:00:00Z")
-            .unwrap()
-            .with_timezone(&Utc);
-        let span = Span {
-            from: to - chrono::Duration::hours(8),
-            to,
-            to_inclusive: true,
-        };
-        let format = TimestampFormat::UnixSeconds;
-        let query = BandQuery {
-            from: format.encode(span.from),
-            to: format.encode(span.to),
-            to_inclusive: true,
-            take_tried: false,
-            clock: to,
-            wants_all: true,
-        };
-        assert!(
-            stagger(&span, &query, &format, 0).is_none(),
-            "the first reads from the newest end"
-        );
-        let start = |n| stagger(&span, &query, &format, n).unwrap();
-        assert_eq!(
-            start(1),
-            Scalar::Int((to - chrono::Duration::hours(4)).timestamp())
-        );
-        assert_eq!(
-            start(3),
-            Scalar::Int((to - chrono::Duration::hours(6)).timestamp())
-        );
-    }
 
     #[test]
     fn slow_handlers_get_small_pages() {

@@ -335,12 +335,36 @@ fn hand_out_and_mark(
     );
     let takes = |r: &Record| begun.wants.takes(r);
     // Where this tick begins in its band: the runners of a fleet spread over it.
-    let start = super::pager::start_place(store, begun, run.id, opts);
+    let start = super::place::start_place(store, begun, run.id, opts);
+    // Records its pages will step over because other ticks hold them, on a backend
+    // that counts them once, as the tick begins; there, it steps over what the other
+    // runners of its tier have read too.
+    let counted = match store.held_by_others(&run.owner, &begun.query) {
+        Ok(held) => {
+            marks.tally.skipped += held.unwrap_or(0);
+            held.is_some()
+        }
+        Err(e) => {
+            tracing::warn!("cannot count the records other ticks hold: {e}");
+            false
+        }
+    };
     let plan = Plan {
         opts,
         query: &begun.query,
         start,
         limit: begun.limit,
+        run_id: run.id,
+        fleet: counted.then(|| {
+            schedule
+                .tiers
+                .iter()
+                .find(|t| t.window == opts.window)
+                .map(|t| {
+                    t.cadence
+                        .tick_number(opts.now + crate::schedule::due_slack())
+                })
+        }),
         owner: &run.owner,
         ctx: Context {
             table: &table.name,
@@ -352,12 +376,6 @@ fn hand_out_and_mark(
         heartbeat: &run.heartbeat,
         format: &begun.format,
     };
-    // Records its pages will step over because other ticks hold them, on a backend
-    // that counts them once, as the tick begins.
-    match store.held_by_others(&run.owner, &begun.query) {
-        Ok(held) => marks.tally.skipped += held.unwrap_or(0),
-        Err(e) => tracing::warn!("cannot count the records other ticks hold: {e}"),
-    }
     // The pool's workers live in this scope: they may borrow the handler, and all of
     // them are joined (their records answered) before the last marks are written. On
     // a server the marks go to a connection of their own once a group is due before

@@ -10,38 +10,48 @@ use crate::servers::server::OwnSchema;
 fn versions(backend: Backend) -> (u32, Vec<(u32, &'static str)>) {
     match backend {
         Backend::Postgres => (
-            6,
+            7,
             vec![
+                // No reaches of a fleet's runners.
+                (6, "DROP TABLE {s}.backlog_reaches"),
                 // No failures in a row, no alerts, no shared rates or breakers.
                 (
                     3,
-                    "DROP TABLE {s}.backlog_failures, {s}.backlog_alerts, {s}.backlog_rates, {s}.backlog_breakers",
+                    "DROP TABLE {s}.backlog_failures, {s}.backlog_alerts, {s}.backlog_rates, {s}.backlog_breakers, {s}.backlog_reaches",
                 ),
                 // No alerts, no shared rates or breakers.
                 (
                     4,
-                    "DROP TABLE {s}.backlog_alerts, {s}.backlog_rates, {s}.backlog_breakers",
+                    "DROP TABLE {s}.backlog_alerts, {s}.backlog_rates, {s}.backlog_breakers, {s}.backlog_reaches",
                 ),
-                // No shared rates or breakers.
-                (5, "DROP TABLE {s}.backlog_rates, {s}.backlog_breakers"),
+                // No shared rates or breakers, no reaches.
+                (
+                    5,
+                    "DROP TABLE {s}.backlog_rates, {s}.backlog_breakers, {s}.backlog_reaches",
+                ),
                 // No `lost` count in the run log, no attempts, no pauses.
                 (
                     1,
-                    "ALTER TABLE {s}.backlog_runs DROP COLUMN lost; DROP TABLE {s}.backlog_attempts, {s}.backlog_pauses, {s}.backlog_failures, {s}.backlog_alerts, {s}.backlog_rates, {s}.backlog_breakers",
+                    "ALTER TABLE {s}.backlog_runs DROP COLUMN lost; DROP TABLE {s}.backlog_attempts, {s}.backlog_pauses, {s}.backlog_failures, {s}.backlog_alerts, {s}.backlog_rates, {s}.backlog_breakers, {s}.backlog_reaches",
                 ),
             ],
         ),
         _ => (
-            4,
+            5,
             vec![
+                // No reaches of a fleet's runners.
+                (4, "DROP TABLE {s}.backlog_reaches"),
                 // The first MySQL release: no failures in a row, no alerts, no shared
                 // rates or breakers.
                 (
                     1,
-                    "DROP TABLE {s}.backlog_failures, {s}.backlog_alerts, {s}.backlog_rates, {s}.backlog_breakers",
+                    "DROP TABLE {s}.backlog_failures, {s}.backlog_alerts, {s}.backlog_rates, {s}.backlog_breakers, {s}.backlog_reaches",
                 ),
-                // No shared rates or breakers.
-                (3, "DROP TABLE {s}.backlog_rates, {s}.backlog_breakers"),
+                // No shared rates or breakers, no reaches.
+                (
+                    3,
+                    "DROP TABLE {s}.backlog_rates, {s}.backlog_breakers, {s}.backlog_reaches",
+                ),
             ],
         ),
     }
@@ -76,6 +86,7 @@ fn own_tables_live_in_the_named_schema_and_move_from_older_versions(backend: Bac
             "backlog_meta",
             "backlog_pauses",
             "backlog_rates",
+            "backlog_reaches",
             "backlog_runs"
         ]
     );

@@ -1,0 +1,113 @@
+//! `backlog_reaches`: how far each live tick of a fleet on a server has read its band,
+//! for the others to step over (see `tick::reach`). A row per tick, kept a lease after
+//! it ends: what it has read, as text the tick writes and reads (the store keeps it,
+//! nothing more).
+//!
+//! Without it each runner read the whole band: a page reads on from where the last
+//! ended, and where another runner had been, every row is visited to find it done or
+//! held. At 128 runners over 100,000 records the index scans fetched 149 rows a record.
+#![cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
+
+use std::time::Duration;
+
+use super::sql::{Sql, failed};
+use super::{StoreError, fault::housekeeping};
+
+/// The table: a row per live tick that has read a page.
+pub(super) const TABLE: super::tables::Table = super::tables::Table {
+    name: "backlog_reaches",
+    columns: "run_id {bigint} NOT NULL,
+        table_name {key} NOT NULL,
+        window_secs {bigint} NOT NULL,
+        owner {key} NOT NULL,
+        reach {text} NOT NULL",
+    key: Some("run_id"),
+    indexes: &[("backlog_reaches_by_tier", "table_name, window_secs")],
+    mark: "reach",
+};
+
+/// Writes how far tick `run_id` (of `owner`) has read the band of tier `window_secs`.
+pub(super) fn publish(
+    sql: &mut dyn Sql,
+    s: &str,
+    table: &str,
+    window_secs: u64,
+    run: (i64, &str),
+    reach: &str,
+) -> Result<(), StoreError> {
+    let window = i64::try_from(window_secs).unwrap_or(i64::MAX);
+    sql.execute(
+        &format!(
+            "INSERT INTO {s}backlog_reaches (run_id, table_name, window_secs, owner, reach)
+             VALUES (?1, ?2, ?3, ?4, ?5) {}",
+            sql.upsert(&["run_id"], &["reach"])
+        ),
+        &[
+            run.0.into(),
+            table.into(),
+            window.into(),
+            run.1.into(),
+            reach.into(),
+        ],
+    )
+    .map_err(failed("writing how far this tick has read"))?;
+    Ok(())
+}
+
+/// How far the other ticks of the tier have read, as each wrote it: the live ones
+/// (their run-log rows open and heard from less than `silent` ago), and those that ended
+/// after tick `run_id` began, whose reach holds for the rest of their wave (the tick
+/// compares their slot with its own). A tick begun after they all ended (run again by
+/// hand, say) reads its band afresh.
+pub(super) fn read(
+    sql: &mut dyn Sql,
+    s: &str,
+    table: &str,
+    window_secs: u64,
+    run_id: i64,
+    silent: Duration,
+) -> Result<Vec<String>, StoreError> {
+    let window = i64::try_from(window_secs).unwrap_or(i64::MAX);
+    let silent_us = i64::try_from(silent.as_micros()).unwrap_or(i64::MAX);
+    let rows = sql
+        .query(
+            &format!(
+                "SELECT r.reach FROM {s}backlog_reaches r JOIN {s}backlog_runs u ON u.id = r.run_id
+                 WHERE r.table_name = ?1 AND r.window_secs = ?2 AND r.run_id <> ?3
+                   AND ({live} OR u.finished_at > (SELECT m.started_at FROM {s}backlog_runs m WHERE m.id = ?3))",
+                live = super::runners::live_run(sql, "?4"),
+            ),
+            &[
+                table.into(),
+                window.into(),
+                run_id.into(),
+                silent_us.into(),
+            ],
+        )
+        .map_err(failed("reading how far the other runners have read"))?;
+    Ok(rows.iter().filter_map(|r| r[0].text()).collect())
+}
+
+/// Drops the rows of ticks that ended (or went silent) more than `lease` ago, whose
+/// reach no tick reads: housekeeping, as a tick opens its run-log row.
+pub(super) fn drop_ended(
+    sql: &mut dyn Sql,
+    s: &str,
+    table: &str,
+    lease: Duration,
+) -> Result<(), StoreError> {
+    let lease_us = i64::try_from(lease.as_micros()).unwrap_or(i64::MAX);
+    housekeeping(
+        sql.execute(
+            &format!(
+                "DELETE FROM {s}backlog_reaches WHERE table_name = ?1 AND NOT EXISTS
+                 (SELECT 1 FROM {s}backlog_runs u WHERE u.id = {s}backlog_reaches.run_id
+                    AND (u.outcome = 'running' OR coalesce(u.finished_at, u.heartbeat_at) > {ago}))",
+                ago = sql.ago("?2"),
+            ),
+            &[table.into(), lease_us.into()],
+        )
+        .map(drop)
+        .map_err(failed("dropping how far ended ticks had read")),
+    )
+}

@@ -1,0 +1,456 @@
+//! How far a tick has read its band, as it tells the other runners of its tier and as
+//! it reads theirs (`backlog_reaches`, on a server), and the step over what another
+//! live runner has read.
+//!
+//! A tick reads its band in parts, newest first, each from its top down (one part, or
+//! two for a runner that starts further down: `place::stagger`). What it has read is
+//! every part it ended, whole, and the part it reads now from its top down to its
+//! cursor. Another runner whose pages come into such a stretch would only find its rows
+//! done, held or not wanted (by the same rules): it steps to the stretch's lower end
+//! instead of visiting them one by one. Without that step each of R runners visited
+//! every row of the band: 149 rows fetched a record at 128 runners.
+//!
+//! Only where the column's values compare here as the database compares them: integers
+//! and native times (text is compared by the database's collation, which this side
+//! cannot know). A stretch is only ever stepped over downwards, from inside it, and a
+//! reach read a moment ago is a stretch that was read then: stale is safe, it only
+//! steps less far.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::record::Scalar;
+use crate::store::{BandQuery, Cursor, Store, StoreError};
+
+/// How often a tick reads the others' reaches and writes its own, at most.
+const EVERY: Duration = Duration::from_millis(200);
+
+/// A tick as one of its tier's runners: who it is, and the others' reaches as it last
+/// read them.
+pub(super) struct Fleet {
+    window: Duration,
+    /// The tier's slot the tick belongs to (see `Rules::slot`).
+    pub(super) slot: Option<u64>,
+    run_id: i64,
+    owner: String,
+    /// How long a runner may go unheard before it is not counted (the lease).
+    silent: Duration,
+    others: Vec<Reach>,
+    read_at: Option<Instant>,
+    written_at: Option<Instant>,
+}
+
+impl Fleet {
+    pub(super) fn new(
+        (window, slot): (Duration, Option<u64>),
+        run_id: i64,
+        owner: &str,
+        silent: Duration,
+    ) -> Self {
+        Fleet {
+            window,
+            slot,
+            run_id,
+            owner: owner.to_string(),
+            silent,
+            others: Vec::new(),
+            read_at: None,
+            written_at: None,
+        }
+    }
+
+    /// The other runners' reaches, read again once the last read is `EVERY` old.
+    pub(super) fn others(&mut self, store: &mut dyn Store) -> Result<&[Reach], StoreError> {
+        if self.read_at.is_none_or(|t| t.elapsed() >= EVERY) {
+            self.read_at = Some(Instant::now());
+            let texts = store.reaches(self.window, self.run_id, self.silent)?;
+            self.others = texts.iter().filter_map(|t| Reach::from_text(t)).collect();
+        }
+        Ok(&self.others)
+    }
+
+    /// Writes `reach` for the others, once `EVERY` has passed since the last write, or
+    /// at once when `now` (a part ended).
+    pub(super) fn write(
+        &mut self,
+        store: &mut dyn Store,
+        reach: Option<Reach>,
+        now: bool,
+    ) -> Result<(), StoreError> {
+        let Some(reach) = reach else { return Ok(()) };
+        if !now && self.written_at.is_some_and(|t| t.elapsed() < EVERY) {
+            return Ok(());
+        }
+        self.written_at = Some(Instant::now());
+        let run = (self.run_id, self.owner.as_str());
+        store.publish_reach(self.window, run, &reach.to_text())
+    }
+}
+
+/// The lower end of a stretch read.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Low {
+    /// Down to this row, included (a cursor: the last row of a page).
+    Row(Cursor),
+    /// Every row at this value or above (a part's `from`, which it includes).
+    Value(Scalar),
+}
+
+impl Low {
+    fn value(&self) -> &Scalar {
+        match self {
+            Low::Row(cursor) => &cursor.inserted_at,
+            Low::Value(value) => value,
+        }
+    }
+}
+
+/// Rows of the band, by (inserted-at, id), from `low` up to `top`, read by one tick.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Stretch {
+    pub(super) top: Scalar,
+    pub(super) top_inclusive: bool,
+    pub(super) low: Low,
+}
+
+impl Stretch {
+    /// A whole part, ended.
+    pub(super) fn part(top: (Scalar, bool), part: &BandQuery) -> Self {
+        Stretch {
+            top: top.0,
+            top_inclusive: top.1,
+            low: Low::Value(part.from.clone()),
+        }
+    }
+}
+
+/// The rules a tick skipped rows by: one that takes the failures kept in their slot
+/// (`--retry-failed`), or one that does not want every record, skips other rows than
+/// the rest; and a tick of another slot (the one before, still running, or one ended)
+/// would skip failures this slot is to try again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(super) struct Rules {
+    pub(super) take_tried: bool,
+    pub(super) wants_all: bool,
+    /// The tier's slot the tick belongs to (`Cadence::tick_number`); none for a
+    /// window no tier has.
+    pub(super) slot: Option<u64>,
+}
+
+/// What one tick has read, and by which rules.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Reach {
+    pub(super) rules: Rules,
+    pub(super) read: Vec<Stretch>,
+}
+
+/// Whether `a` and `b` compare here as the database compares them.
+fn orderable(a: &Scalar, b: &Scalar) -> bool {
+    matches!(
+        (a, b),
+        (Scalar::Int(_), Scalar::Int(_))
+            | (Scalar::Time(_), Scalar::Time(_))
+            | (Scalar::Naive(_), Scalar::Naive(_))
+    )
+}
+
+/// Where a tick reading a part down stands: after its cursor's row, or at the part's
+/// top (included or not) when it has read none of it.
+pub(super) enum Position<'a> {
+    After(&'a Cursor),
+    Top(&'a Scalar, bool),
+}
+
+impl Position<'_> {
+    fn value(&self) -> &Scalar {
+        match self {
+            Position::After(cursor) => &cursor.inserted_at,
+            Position::Top(top, _) => top,
+        }
+    }
+
+    /// Whether the rows right below are in `stretch`. Strictly inside by value, but
+    /// for a top that excludes its value: rows of equal values are told apart by id,
+    /// whose order is the database's.
+    fn inside(&self, stretch: &Stretch) -> bool {
+        let here = self.value();
+        let low = stretch.low.value();
+        let top_included = match self {
+            Position::After(_) => stretch.top_inclusive,
+            Position::Top(_, included) => stretch.top_inclusive || !included,
+        };
+        low < here && (here < &stretch.top || (here == &stretch.top && top_included))
+    }
+}
+
+/// The others' stretches a tick of these rules may step over, on values that compare
+/// here as there, each holding rows.
+fn stretches<'a>(
+    others: &'a [Reach],
+    here: &Scalar,
+    rules: Rules,
+) -> impl Iterator<Item = &'a Stretch> {
+    let here = here.clone();
+    others
+        .iter()
+        .filter(move |r| r.rules == rules)
+        .flat_map(|r| &r.read)
+        .filter(move |s| {
+            orderable(&here, &s.top) && orderable(&here, s.low.value()) && *s.low.value() < s.top
+        })
+}
+
+/// The lowest end of a stretch of `others` that holds the rows right below `at` (the
+/// tick's rules matching theirs): where the tick goes on from; none to read on.
+pub(super) fn step<'a>(others: &'a [Reach], at: Position<'_>, rules: Rules) -> Option<&'a Low> {
+    stretches(others, at.value(), rules)
+        .filter(|s| at.inside(s))
+        .map(|s| &s.low)
+        .min_by(|a, b| a.value().cmp(b.value()))
+}
+
+/// The top of the nearest stretch of `others` below `at`: a page reads down to it and
+/// no further (its rows are the stretch's to step over, not to scan).
+pub(super) fn floor(others: &[Reach], at: Position<'_>, rules: Rules) -> Option<Scalar> {
+    let here = at.value();
+    let after = matches!(at, Position::After(_));
+    stretches(others, here, rules)
+        .map(|s| &s.top)
+        .filter(|top| *top < here || (after && *top == here))
+        .max()
+        .cloned()
+}
+
+fn scalar(value: &Scalar) -> Value {
+    match value {
+        Scalar::Int(i) => json!({ "i": i }),
+        Scalar::Text(s) => json!({ "s": s }),
+        Scalar::Time(t) => json!({ "t": t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true) }),
+        Scalar::Naive(n) => json!({ "n": n.format("%Y-%m-%dT%H:%M:%S%.f").to_string() }),
+    }
+}
+
+fn scalar_of(value: &Value) -> Option<Scalar> {
+    let (tag, v) = value.as_object()?.iter().next()?;
+    Some(match tag.as_str() {
+        "i" => Scalar::Int(v.as_i64()?),
+        "s" => Scalar::Text(v.as_str()?.to_string()),
+        "t" => Scalar::Time(
+            chrono::DateTime::parse_from_rfc3339(v.as_str()?)
+                .ok()?
+                .with_timezone(&chrono::Utc),
+        ),
+        "n" => Scalar::Naive(
+            chrono::NaiveDateTime::parse_from_str(v.as_str()?, "%Y-%m-%dT%H:%M:%S%.f").ok()?,
+        ),
+        _ => return None,
+    })
+}
+
+impl Reach {
+    /// As `backlog_reaches` keeps it.
+    pub(super) fn to_text(&self) -> String {
+        let read: Vec<Value> = self
+            .read
+            .iter()
+            .map(|s| {
+                let low = match &s.low {
+                    Low::Row(c) => json!({ "row": [scalar(&c.inserted_at), scalar(&c.id)] }),
+                    Low::Value(v) => json!({ "value": scalar(v) }),
+                };
+                json!({ "top": scalar(&s.top), "incl": s.top_inclusive, "low": low })
+            })
+            .collect();
+        let rules = &self.rules;
+        json!({ "tried": rules.take_tried, "all": rules.wants_all, "slot": rules.slot, "read": read })
+            .to_string()
+    }
+
+    /// From `backlog_reaches`; none for text this release did not write.
+    pub(super) fn from_text(text: &str) -> Option<Reach> {
+        let value: Value = serde_json::from_str(text).ok()?;
+        let read = value["read"]
+            .as_array()?
+            .iter()
+            .map(|s| {
+                let low = &s["low"];
+                let low = if let Some(row) = low["row"].as_array() {
+                    Low::Row(Cursor {
+                        inserted_at: scalar_of(row.first()?)?,
+                        id: scalar_of(row.get(1)?)?,
+                    })
+                } else {
+                    Low::Value(scalar_of(&low["value"])?)
+                };
+                Some(Stretch {
+                    top: scalar_of(&s["top"])?,
+                    top_inclusive: s["incl"].as_bool()?,
+                    low,
+                })
+            })
+            .collect::<Option<Vec<_>>>()?;
+        let slot = &value["slot"];
+        Some(Reach {
+            rules: Rules {
+                take_tried: value["tried"].as_bool()?,
+                wants_all: value["all"].as_bool()?,
+                slot: if slot.is_null() {
+                    None
+                } else {
+                    Some(slot.as_u64()?)
+                },
+            },
+            read,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(ins: i64, id: i64) -> Cursor {
+        Cursor {
+            inserted_at: Scalar::Int(ins),
+            id: Scalar::Int(id),
+        }
+    }
+
+    const RULES: Rules = Rules {
+        take_tried: false,
+        wants_all: true,
+        slot: Some(7),
+    };
+
+    fn reach(read: Vec<Stretch>) -> Reach {
+        Reach { rules: RULES, read }
+    }
+
+    fn stretch(top: i64, low: Low) -> Stretch {
+        Stretch {
+            top: Scalar::Int(top),
+            top_inclusive: false,
+            low,
+        }
+    }
+
+    #[test]
+    fn a_reach_reads_back_as_it_was_written() {
+        let written = Reach {
+            rules: Rules {
+                take_tried: true,
+                wants_all: false,
+                slot: None,
+            },
+            read: vec![
+                stretch(500, Low::Value(Scalar::Int(100))),
+                Stretch {
+                    top: Scalar::Time(chrono::DateTime::UNIX_EPOCH),
+                    top_inclusive: true,
+                    low: Low::Row(Cursor {
+                        inserted_at: Scalar::Naive(
+                            chrono::NaiveDate::from_ymd_opt(2026, 11, 26)
+                                .unwrap()
+                                .and_hms_milli_opt(3, 4, 5, 678)
+                                .unwrap(),
+                        ),
+                        id: Scalar::Text("a\"b".into()),
+                    }),
+                },
+            ],
+        };
+        assert_eq!(Reach::from_text(&written.to_text()), Some(written));
+        assert_eq!(Reach::from_text("{\"read\": 3}"), None);
+    }
+
+    #[test]
+    fn a_tick_steps_to_the_low_end_of_a_stretch_it_is_inside() {
+        // Another runner began at 800 and has read down to the row (600, 7).
+        let others = [reach(vec![stretch(800, Low::Row(row(600, 7)))])];
+        let at = |ins, id| step(&others, Position::After(&row(ins, id)), RULES).cloned();
+        assert_eq!(at(700, 1), Some(Low::Row(row(600, 7))));
+        // At the stretch's top (excluded) and below its low end: nothing to step over.
+        assert_eq!(at(800, 1), None);
+        assert_eq!(
+            at(600, 9),
+            None,
+            "equal values are told apart by id, not here"
+        );
+        assert_eq!(at(500, 1), None);
+        let top = Scalar::Int(900);
+        assert_eq!(step(&others, Position::Top(&top, true), RULES), None);
+        let top = Scalar::Int(799);
+        assert!(step(&others, Position::Top(&top, true), RULES).is_some());
+        // A part whose top excludes the stretch's own top value reads below it.
+        let top = Scalar::Int(800);
+        assert!(step(&others, Position::Top(&top, false), RULES).is_some());
+        assert!(step(&others, Position::Top(&top, true), RULES).is_none());
+    }
+
+    #[test]
+    fn a_page_reads_down_to_the_top_of_the_next_stretch_below() {
+        let others = [reach(vec![
+            stretch(800, Low::Row(row(600, 7))),
+            stretch(500, Low::Value(Scalar::Int(100))),
+        ])];
+        let floor_after = |ins, id| floor(&others, Position::After(&row(ins, id)), RULES);
+        assert_eq!(floor_after(900, 1), Some(Scalar::Int(800)));
+        assert_eq!(
+            floor_after(800, 3),
+            Some(Scalar::Int(800)),
+            "its rows of 800 first"
+        );
+        assert_eq!(floor_after(700, 3), Some(Scalar::Int(500)));
+        assert_eq!(floor_after(50, 3), None);
+        let top = Scalar::Int(800);
+        assert_eq!(
+            floor(&others, Position::Top(&top, false), RULES),
+            Some(Scalar::Int(500)),
+            "below 800 is inside the first stretch: stepped over, not a floor"
+        );
+    }
+
+    #[test]
+    fn the_farthest_step_is_taken_and_only_under_the_same_rules() {
+        let mut tried = reach(vec![stretch(1000, Low::Value(Scalar::Int(0)))]);
+        tried.rules.take_tried = true;
+        let mut earlier = reach(vec![stretch(1000, Low::Value(Scalar::Int(0)))]);
+        earlier.rules.slot = Some(6);
+        let others = [
+            reach(vec![stretch(800, Low::Row(row(600, 7)))]),
+            reach(vec![
+                stretch(900, Low::Value(Scalar::Int(300))),
+                stretch(2000, Low::Row(row(1500, 2))),
+            ]),
+            tried,
+            earlier,
+        ];
+        let at = row(700, 1);
+        assert_eq!(
+            step(&others, Position::After(&at), RULES),
+            Some(&Low::Value(Scalar::Int(300)))
+        );
+        let some = Rules {
+            wants_all: false,
+            ..RULES
+        };
+        assert_eq!(step(&others, Position::After(&at), some), None);
+    }
+
+    #[test]
+    fn text_values_are_never_stepped_over() {
+        let text = |s: &str| Scalar::Text(s.into());
+        let others = [reach(vec![Stretch {
+            top: text("2026-11-26 12:00"),
+            top_inclusive: true,
+            low: Low::Value(text("2026-11-26 10:00")),
+        }])];
+        let at = Cursor {
+            inserted_at: text("2026-11-26 11:00"),
+            id: Scalar::Int(1),
+        };
+        assert_eq!(step(&others, Position::After(&at), RULES), None);
+        assert_eq!(floor(&others, Position::After(&at), RULES), None);
+    }
+}
