@@ -241,6 +241,16 @@ impl dyn Store + '_ {
         )
     }
 
+    /// Withdraws how far `owner`'s tick has read: it ends with records it took and
+    /// did not hand out (stopped, lapsed, its breaker tripped, failed).
+    pub(crate) fn withdraw_reach(&mut self, owner: &str) -> Result<(), StoreError> {
+        let own = self.own("backlog_reaches")?;
+        if !own.exists {
+            return Ok(());
+        }
+        super::reaches::drop_own(own.sql, &own.prefix, own.table, owner)
+    }
+
     /// How far the other live ticks of the tier `window` have read, as each wrote it;
     /// none on SQLite.
     pub(crate) fn reaches(

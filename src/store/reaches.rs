@@ -56,8 +56,9 @@ pub(super) fn publish(
 
 /// How far the other ticks of the tier have read, as each wrote it: the live ones
 /// (their run-log rows open and heard from less than `silent` ago), and those that ended
-/// after tick `run_id` began, whose reach holds for the rest of their wave (the tick
-/// compares their slot with its own). A tick begun after they all ended (run again by
+/// `done` (every record they took handed out) after tick `run_id` began, whose reach
+/// holds for the rest of their wave (the tick compares their slot and clock with its
+/// own). A tick begun after they all ended (run again by
 /// hand, say) reads its band afresh.
 pub(super) fn read(
     sql: &mut dyn Sql,
@@ -74,7 +75,8 @@ pub(super) fn read(
             &format!(
                 "SELECT r.reach FROM {s}backlog_reaches r JOIN {s}backlog_runs u ON u.id = r.run_id
                  WHERE r.table_name = ?1 AND r.window_secs = ?2 AND r.run_id <> ?3
-                   AND ({live} OR u.finished_at > (SELECT m.started_at FROM {s}backlog_runs m WHERE m.id = ?3))",
+                   AND ({live} OR (u.outcome = 'done'
+                        AND u.finished_at > (SELECT m.started_at FROM {s}backlog_runs m WHERE m.id = ?3)))",
                 live = super::runners::live_run(sql, "?4"),
             ),
             &[
@@ -86,6 +88,22 @@ pub(super) fn read(
         )
         .map_err(failed("reading how far the other runners have read"))?;
     Ok(rows.iter().filter_map(|r| r[0].text()).collect())
+}
+
+/// Drops the row of `owner`'s tick: it lets go of records it took and did not hand
+/// out, which the others must not step over.
+pub(super) fn drop_own(
+    sql: &mut dyn Sql,
+    s: &str,
+    table: &str,
+    owner: &str,
+) -> Result<(), StoreError> {
+    sql.execute(
+        &format!("DELETE FROM {s}backlog_reaches WHERE table_name = ?1 AND owner = ?2"),
+        &[table.into(), owner.into()],
+    )
+    .map_err(failed("withdrawing how far this tick has read"))?;
+    Ok(())
 }
 
 /// Drops the rows of ticks that ended (or went silent) more than `lease` ago, whose

@@ -33,10 +33,11 @@ pub(super) struct Plan<'a> {
     /// The tick's run-log row and its name in the claims.
     pub(super) run_id: i64,
     /// The tier's slot the tick belongs to (`Cadence::tick_number`), for a tick that
-    /// steps over what the other runners of its tier have read (`reach`): one whose
-    /// backend counted the records they hold as it began (`held_by_others`), so that
-    /// stepping over them leaves the summary true. None: it reads its band alone.
-    pub(super) fleet: Option<Option<u64>>,
+    /// steps over what the other runners of its tier have read (`reach`): a tier's
+    /// tick whose backend counted the records they hold as it began
+    /// (`held_by_others`), so that stepping over them leaves the summary true. None:
+    /// it reads its band alone.
+    pub(super) fleet: Option<u64>,
     pub(super) owner: &'a str,
     pub(super) ctx: Context<'a>,
     /// Whether the tick wants a record of its band (spread, `[retry]` delay).
@@ -60,7 +61,7 @@ pub(super) fn hand_out<'c>(
     let mut pager = Pager::starting_at(plan.query, plan.start.clone());
     if let Some(slot) = plan.fleet {
         pager = pager.in_fleet(Fleet::new(
-            (opts.window, slot),
+            (opts.window, Some(slot)),
             plan.run_id,
             plan.owner,
             opts.lease,

@@ -32,8 +32,9 @@ pub(super) struct Pager {
     ended: Vec<Stretch>,
     cursor: Option<Cursor>,
     fleet: Option<Fleet>,
-    /// The rules it reads the band by, told with its reach.
+    /// The rules it reads the band by, told with its reach, and its clock.
     rules: Rules,
+    clock_ms: i64,
     /// The band is read to its end.
     pub(super) done: bool,
 }
@@ -75,6 +76,7 @@ impl Pager {
                 wants_all: query.wants_all,
                 slot: None,
             },
+            clock_ms: query.clock.timestamp_millis(),
             done: false,
         }
     }
@@ -115,6 +117,7 @@ impl Pager {
         }
         (!read.is_empty()).then_some(Reach {
             rules: self.rules,
+            clock_ms: self.clock_ms,
             read,
         })
     }
@@ -134,7 +137,7 @@ impl Pager {
                 Some(cursor) => Position::After(cursor),
                 None => Position::Top(&part.to, part.to_inclusive),
             };
-            let Some(low) = step(others, at, self.rules).cloned() else {
+            let Some(low) = step(others, at, (self.rules, self.clock_ms)).cloned() else {
                 return Ok(());
             };
             let past = match &low {
@@ -251,7 +254,7 @@ impl Pager {
             Some(cursor) => Position::After(cursor),
             None => Position::Top(&part.to, part.to_inclusive),
         };
-        Ok(floor(others, at, self.rules))
+        Ok(floor(others, at, (self.rules, self.clock_ms)))
     }
 }
 

@@ -355,16 +355,15 @@ fn hand_out_and_mark(
         start,
         limit: begun.limit,
         run_id: run.id,
-        fleet: counted.then(|| {
-            schedule
-                .tiers
-                .iter()
-                .find(|t| t.window == opts.window)
-                .map(|t| {
-                    t.cadence
-                        .tick_number(opts.now + crate::schedule::due_slack())
-                })
-        }),
+        fleet: schedule
+            .tiers
+            .iter()
+            .find(|t| t.window == opts.window)
+            .filter(|_| counted)
+            .map(|t| {
+                t.cadence
+                    .tick_number(opts.now + crate::schedule::due_slack())
+            }),
         owner: &run.owner,
         ctx: Context {
             table: &table.name,
@@ -389,6 +388,18 @@ fn hand_out_and_mark(
         (result, marks.finish(store).map_err(&store_err))
     });
     run.heartbeat.stop();
+    // Records taken and not handed out are let go below: the others must not step
+    // over them as read (`reach`), so what this tick read is withdrawn first.
+    let tally = &marks.tally;
+    let done = result.is_ok()
+        && cleanup.is_ok()
+        && tally.handler_broken().is_none()
+        && tally.lapsed.is_none()
+        && tally.breaker.is_none()
+        && !tally.stopped;
+    if !done && let Err(e) = store.withdraw_reach(&run.owner) {
+        tracing::warn!("cannot withdraw how far this tick has read: {e}");
+    }
     if let Err(e) = store.release(&run.owner) {
         tracing::warn!(
             "cannot release this tick's records (they are free again within {}): {e}",

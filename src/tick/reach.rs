@@ -138,10 +138,15 @@ pub(super) struct Rules {
     pub(super) slot: Option<u64>,
 }
 
-/// What one tick has read, and by which rules.
+/// What one tick has read, by which rules, and by which clock: a failure is kept from
+/// a tick until the end of its slot by the tick's clock, so a tick with a later clock
+/// may take what one with an earlier clock stepped over as held; a tick steps only
+/// over what was read by a clock at or after its own.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Reach {
     pub(super) rules: Rules,
+    /// The tick's clock, in milliseconds since the epoch.
+    pub(super) clock_ms: i64,
     pub(super) read: Vec<Stretch>,
 }
 
@@ -189,12 +194,12 @@ impl Position<'_> {
 fn stretches<'a>(
     others: &'a [Reach],
     here: &Scalar,
-    rules: Rules,
+    (rules, clock_ms): (Rules, i64),
 ) -> impl Iterator<Item = &'a Stretch> {
     let here = here.clone();
     others
         .iter()
-        .filter(move |r| r.rules == rules)
+        .filter(move |r| r.rules == rules && r.clock_ms >= clock_ms)
         .flat_map(|r| &r.read)
         .filter(move |s| {
             orderable(&here, &s.top) && orderable(&here, s.low.value()) && *s.low.value() < s.top
@@ -203,7 +208,11 @@ fn stretches<'a>(
 
 /// The lowest end of a stretch of `others` that holds the rows right below `at` (the
 /// tick's rules matching theirs): where the tick goes on from; none to read on.
-pub(super) fn step<'a>(others: &'a [Reach], at: Position<'_>, rules: Rules) -> Option<&'a Low> {
+pub(super) fn step<'a>(
+    others: &'a [Reach],
+    at: Position<'_>,
+    rules: (Rules, i64),
+) -> Option<&'a Low> {
     stretches(others, at.value(), rules)
         .filter(|s| at.inside(s))
         .map(|s| &s.low)
@@ -212,7 +221,7 @@ pub(super) fn step<'a>(others: &'a [Reach], at: Position<'_>, rules: Rules) -> O
 
 /// The top of the nearest stretch of `others` below `at`: a page reads down to it and
 /// no further (its rows are the stretch's to step over, not to scan).
-pub(super) fn floor(others: &[Reach], at: Position<'_>, rules: Rules) -> Option<Scalar> {
+pub(super) fn floor(others: &[Reach], at: Position<'_>, rules: (Rules, i64)) -> Option<Scalar> {
     let here = at.value();
     let after = matches!(at, Position::After(_));
     stretches(others, here, rules)
@@ -263,8 +272,14 @@ impl Reach {
             })
             .collect();
         let rules = &self.rules;
-        json!({ "tried": rules.take_tried, "all": rules.wants_all, "slot": rules.slot, "read": read })
-            .to_string()
+        json!({
+            "tried": rules.take_tried,
+            "all": rules.wants_all,
+            "slot": rules.slot,
+            "clock": self.clock_ms,
+            "read": read
+        })
+        .to_string()
     }
 
     /// From `backlog_reaches`; none for text this release did not write.
@@ -301,6 +316,7 @@ impl Reach {
                     Some(slot.as_u64()?)
                 },
             },
+            clock_ms: value["clock"].as_i64()?,
             read,
         })
     }
@@ -323,8 +339,14 @@ mod tests {
         slot: Some(7),
     };
 
+    const AT: (Rules, i64) = (RULES, 1_000);
+
     fn reach(read: Vec<Stretch>) -> Reach {
-        Reach { rules: RULES, read }
+        Reach {
+            rules: RULES,
+            clock_ms: 1_000,
+            read,
+        }
     }
 
     fn stretch(top: i64, low: Low) -> Stretch {
@@ -343,6 +365,7 @@ mod tests {
                 wants_all: false,
                 slot: None,
             },
+            clock_ms: -5,
             read: vec![
                 stretch(500, Low::Value(Scalar::Int(100))),
                 Stretch {
@@ -368,7 +391,7 @@ mod tests {
     fn a_tick_steps_to_the_low_end_of_a_stretch_it_is_inside() {
         // Another runner began at 800 and has read down to the row (600, 7).
         let others = [reach(vec![stretch(800, Low::Row(row(600, 7)))])];
-        let at = |ins, id| step(&others, Position::After(&row(ins, id)), RULES).cloned();
+        let at = |ins, id| step(&others, Position::After(&row(ins, id)), AT).cloned();
         assert_eq!(at(700, 1), Some(Low::Row(row(600, 7))));
         // At the stretch's top (excluded) and below its low end: nothing to step over.
         assert_eq!(at(800, 1), None);
@@ -379,13 +402,13 @@ mod tests {
         );
         assert_eq!(at(500, 1), None);
         let top = Scalar::Int(900);
-        assert_eq!(step(&others, Position::Top(&top, true), RULES), None);
+        assert_eq!(step(&others, Position::Top(&top, true), AT), None);
         let top = Scalar::Int(799);
-        assert!(step(&others, Position::Top(&top, true), RULES).is_some());
+        assert!(step(&others, Position::Top(&top, true), AT).is_some());
         // A part whose top excludes the stretch's own top value reads below it.
         let top = Scalar::Int(800);
-        assert!(step(&others, Position::Top(&top, false), RULES).is_some());
-        assert!(step(&others, Position::Top(&top, true), RULES).is_none());
+        assert!(step(&others, Position::Top(&top, false), AT).is_some());
+        assert!(step(&others, Position::Top(&top, true), AT).is_none());
     }
 
     #[test]
@@ -394,7 +417,7 @@ mod tests {
             stretch(800, Low::Row(row(600, 7))),
             stretch(500, Low::Value(Scalar::Int(100))),
         ])];
-        let floor_after = |ins, id| floor(&others, Position::After(&row(ins, id)), RULES);
+        let floor_after = |ins, id| floor(&others, Position::After(&row(ins, id)), AT);
         assert_eq!(floor_after(900, 1), Some(Scalar::Int(800)));
         assert_eq!(
             floor_after(800, 3),
@@ -405,7 +428,7 @@ mod tests {
         assert_eq!(floor_after(50, 3), None);
         let top = Scalar::Int(800);
         assert_eq!(
-            floor(&others, Position::Top(&top, false), RULES),
+            floor(&others, Position::Top(&top, false), AT),
             Some(Scalar::Int(500)),
             "below 800 is inside the first stretch: stepped over, not a floor"
         );
@@ -428,14 +451,17 @@ mod tests {
         ];
         let at = row(700, 1);
         assert_eq!(
-            step(&others, Position::After(&at), RULES),
+            step(&others, Position::After(&at), AT),
             Some(&Low::Value(Scalar::Int(300)))
         );
         let some = Rules {
             wants_all: false,
             ..RULES
         };
-        assert_eq!(step(&others, Position::After(&at), some), None);
+        assert_eq!(step(&others, Position::After(&at), (some, 1_000)), None);
+        // Read by an earlier clock than this tick's: a failure it stepped over as kept
+        // may be this tick's to take.
+        assert_eq!(step(&others, Position::After(&at), (RULES, 1_001)), None);
     }
 
     #[test]
@@ -450,7 +476,7 @@ mod tests {
             inserted_at: text("2026-11-26 11:00"),
             id: Scalar::Int(1),
         };
-        assert_eq!(step(&others, Position::After(&at), RULES), None);
-        assert_eq!(floor(&others, Position::After(&at), RULES), None);
+        assert_eq!(step(&others, Position::After(&at), AT), None);
+        assert_eq!(floor(&others, Position::After(&at), AT), None);
     }
 }
