@@ -133,10 +133,7 @@ impl Pager {
             let Some(part) = self.parts.front() else {
                 return Ok(());
             };
-            let at = match &self.cursor {
-                Some(cursor) => Position::After(cursor),
-                None => Position::Top(&part.to, part.to_inclusive),
-            };
+            let at = Position::of(part, self.cursor.as_ref());
             let Some(low) = step(others, at, (self.rules, self.clock_ms)).cloned() else {
                 return Ok(());
             };
@@ -250,10 +247,7 @@ impl Pager {
         let Some(part) = self.parts.front() else {
             return Ok(None);
         };
-        let at = match &self.cursor {
-            Some(cursor) => Position::After(cursor),
-            None => Position::Top(&part.to, part.to_inclusive),
-        };
+        let at = Position::of(part, self.cursor.as_ref());
         Ok(floor(others, at, (self.rules, self.clock_ms)))
     }
 }

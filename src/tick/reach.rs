@@ -167,7 +167,15 @@ pub(super) enum Position<'a> {
     Top(&'a Scalar, bool),
 }
 
-impl Position<'_> {
+impl<'a> Position<'a> {
+    /// Where a tick reading `part` stands: after `cursor`, or at the part's top.
+    pub(super) fn of(part: &'a BandQuery, cursor: Option<&'a Cursor>) -> Self {
+        match cursor {
+            Some(cursor) => Position::After(cursor),
+            None => Position::Top(&part.to, part.to_inclusive),
+        }
+    }
+
     fn value(&self) -> &Scalar {
         match self {
             Position::After(cursor) => &cursor.inserted_at,
