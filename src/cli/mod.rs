@@ -268,6 +268,7 @@ pub fn explain(args: &ExplainArgs) -> Result<(), Error> {
             "mode": handler.mode,
             "concurrency": handler.concurrency,
             "rate": handler.rate.map(|r| r.to_string()),
+            "rate_key": handler.rate_key,
             "timeout": crate::duration::compact(handler.timeout),
             "stop_after_failures": handler.stop_after_failures,
         });

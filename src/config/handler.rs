@@ -43,6 +43,10 @@ pub struct HandlerConfig {
     pub rate: Option<Rate>,
     /// The name of one rate that tiers and tables calling the same counterpart share.
     pub rate_group: Option<String>,
+    /// A column of the table naming each record's counterpart: every value of it gets
+    /// a rate of its own (`handler.rate` each), so that one slow counterpart does not
+    /// hold the others' records back.
+    pub rate_key: Option<String>,
     /// Failures in a row after which a tick stops handing out records (the breaker).
     pub stop_after_failures: Option<u32>,
     /// How long every runner of a tier stops once its breaker tripped, before one of
@@ -68,6 +72,7 @@ impl HandlerConfig {
             concurrency: 1,
             rate: None,
             rate_group: None,
+            rate_key: None,
             stop_after_failures: None,
             breaker_cooldown: DEFAULT_BREAKER_COOLDOWN,
             env: BTreeMap::new(),
@@ -103,6 +108,7 @@ pub(super) struct RawHandler {
     concurrency: Option<i64>,
     rate: Option<String>,
     rate_group: Option<String>,
+    rate_key: Option<String>,
     stop_after_failures: Option<i64>,
     breaker_cooldown: Option<String>,
     #[serde(default)]
@@ -165,6 +171,18 @@ pub(super) fn resolve(raw: RawHandler) -> Result<HandlerConfig, String> {
             ));
         }
     }
+    if let Some(key) = &raw.rate_key {
+        if rate.is_none() {
+            return Err(format!(
+                "handler.rate_key = {key:?} gives each value of that column a rate, but handler.rate is not set; give the rate too, like rate = \"20/s\""
+            ));
+        }
+        if key.trim().is_empty() {
+            return Err(
+                "handler.rate_key is empty; name the column that says which counterpart a record is for, like rate_key = \"merchant_id\"".into(),
+            );
+        }
+    }
     let stop_after_failures = match raw.stop_after_failures {
         None => None,
         Some(n) if (1..=i64::from(u32::MAX)).contains(&n) => Some(n as u32),
@@ -192,6 +210,7 @@ pub(super) fn resolve(raw: RawHandler) -> Result<HandlerConfig, String> {
         concurrency,
         rate,
         rate_group: raw.rate_group,
+        rate_key: raw.rate_key,
         stop_after_failures,
         breaker_cooldown,
         env: raw.env,

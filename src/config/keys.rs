@@ -142,6 +142,11 @@ pub(super) fn key(path: &str) -> Option<Key> {
             "the name of a rate shared by tiers and tables, in quotes",
             "rate_group = \"payments-api\"".into(),
         ),
+        "handler.rate_key" => (
+            Text,
+            "the name of a column of the table, in quotes",
+            "rate_key = \"merchant_id\"".into(),
+        ),
         "handler.stop_after_failures" => {
             return Some(number(
                 "stop_after_failures",

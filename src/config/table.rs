@@ -68,6 +68,9 @@ pub struct TableConfig {
     /// codes: `{ "0" = "pending", "1" = "done" }`. Shown in logs, summaries, `show`,
     /// `status` and the dashboard; the table, the JSON and the metrics keep the values.
     pub labels: Labels,
+    /// Columns other sections of the file name (`handler.rate_key`), as the file's key
+    /// and the column: `inspect` checks that the table has them.
+    pub other_columns: Vec<(&'static str, String)>,
 }
 
 /// The names of status values (`table.labels`), for what people read.
@@ -101,6 +104,7 @@ impl TableConfig {
             give_up_after: None,
             retry: None,
             labels: Labels::default(),
+            other_columns: Vec::new(),
         }
     }
 

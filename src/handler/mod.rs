@@ -228,8 +228,10 @@ pub(crate) fn describe(config: &crate::config::HandlerConfig) -> String {
         (n, crate::config::HandlerMode::Batch) => format!("{n} processes at once"),
         (n, _) => format!("{n} at once"),
     });
-    if let Some(rate) = config.rate {
-        parts.push(format!("at most {rate} starts"));
+    match (config.rate, &config.rate_key) {
+        (Some(rate), Some(key)) => parts.push(format!("at most {rate} starts for each {key}")),
+        (Some(rate), None) => parts.push(format!("at most {rate} starts")),
+        _ => {}
     }
     parts.push(format!(
         "timeout {}",

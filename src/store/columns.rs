@@ -32,7 +32,7 @@ pub(super) fn find(table: &TableConfig, names: &[String]) -> Result<Named, Store
                 available: names.to_vec(),
             })
     };
-    Ok(Named {
+    let named = Named {
         id: find("table.id", &table.id)?,
         status: find("table.status", &table.status)?,
         inserted_at: find("table.inserted_at", &table.inserted_at)?,
@@ -43,5 +43,9 @@ pub(super) fn find(table: &TableConfig, names: &[String]) -> Result<Named, Store
             )),
             None => None,
         },
-    })
+    };
+    for (key, column) in &table.other_columns {
+        find(key, column)?;
+    }
+    Ok(named)
 }

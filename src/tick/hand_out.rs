@@ -11,11 +11,12 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 
 use super::breaker::Breaker;
+use super::counterparts::{Counterparts, HELD_MOST};
 use super::heartbeat::{HeartbeatThread, Stale};
 use super::lanes::{Done, Lanes, catch_panic};
 use super::marks::Marks;
 use super::options::{Event, TickOptions};
-use super::pace::{Pace, rate_name};
+use super::pace::{Pace, STOP_CHECK, rate_name};
 use super::pager::{PageSize, Pager};
 use super::reach::Fleet;
 use crate::error::Error;
@@ -67,17 +68,25 @@ pub(super) fn hand_out<'c>(
             opts.lease,
         ));
     }
+    // The rate and the breaker are the fleet's: every runner of the table and tier (the
+    // rate: or of its group) shares them; with a `rate_key`, each counterpart has a
+    // rate of its own.
+    let table = store.table().name.clone();
+    let rate = rate_name(&table, opts.window, opts.rate_group.as_deref());
+    let mut counterparts = Counterparts::new(opts.rate, &rate, opts.rate_key.as_deref());
+    let mut pace = Pace::new(opts.rate.filter(|_| counterparts.is_none()), Some(rate));
+    // Pages sized to the rate where there is one rate; the counterparts' together have
+    // no bound the tick knows.
     let mut size = PageSize::new(
         opts.page_size,
         lanes.capacity(),
         batch,
-        opts.rate.map(|r| r.per_second()),
+        opts.rate
+            .filter(|_| counterparts.is_none())
+            .map(|r| r.per_second()),
     );
-    // The rate and the breaker are the fleet's: every runner of the table and tier (the
-    // rate: or of its group) shares them.
-    let table = store.table().name.clone();
-    let rate = rate_name(&table, opts.window, opts.rate_group.as_deref());
-    let mut pace = Pace::new(opts.rate, Some(rate));
+    // Whether every record queued waits for its counterpart's rate: read on.
+    let mut waiting = false;
     let tier = rate_name(&table, opts.window, None);
     let mut breaker = Breaker::new(
         opts.stop_after_failures,
@@ -109,7 +118,9 @@ pub(super) fn hand_out<'c>(
                 break;
             }
             // Take: a page when the queue is short of a batch.
-            if queue.len() < batch && !pager.done && taken < plan.limit {
+            let short = queue.len() < batch || (waiting && queue.len() < HELD_MOST);
+            if short && !pager.done && taken < plan.limit {
+                waiting = false;
                 if inline_run.0 > 0 {
                     size.observe(inline_run.0, inline_run.1);
                 }
@@ -146,19 +157,37 @@ pub(super) fn hand_out<'c>(
             if queue.is_empty() {
                 break;
             }
+            // Where every record queued waits for its counterpart: read on while the
+            // band has more, else wait for the first.
+            if let Some(counterparts) = counterparts.as_mut()
+                && let Err(wait) = counterparts.any_ready(&queue, store)
+            {
+                waiting = true;
+                if pager.done || taken >= plan.limit || queue.len() >= HELD_MOST {
+                    marks.write_before(wait, store).map_err(&store_err)?;
+                    std::thread::sleep(wait.min(STOP_CHECK));
+                }
+                continue;
+            }
             // The breaker, the pace, then the holds, right before handing out.
             let n = breaker.allow(batch.min(queue.len()), store);
             if n == 0 {
                 break;
             }
-            let wait = pace.delay(n, store);
-            if !wait.is_zero() {
-                marks.write_before(wait, store).map_err(&store_err)?;
-            }
-            if !pace.wait(n, &opts.stop) {
-                marks.tally.stopped = true;
-                break;
-            }
+            let chosen = match counterparts.as_mut() {
+                Some(counterparts) => Some(counterparts.take(&mut queue, n, store)),
+                None => {
+                    let wait = pace.delay(n, store);
+                    if !wait.is_zero() {
+                        marks.write_before(wait, store).map_err(&store_err)?;
+                    }
+                    if !pace.wait(n, &opts.stop) {
+                        marks.tally.stopped = true;
+                        break;
+                    }
+                    None
+                }
+            };
             match plan.heartbeat.stale() {
                 None => {}
                 Some(Stale::Lapsed(why)) => {
@@ -173,7 +202,11 @@ pub(super) fn hand_out<'c>(
             // Hand out.
             if let Some(handler) = lanes.inline() {
                 // One record at a time on this thread, settled at once: no vectors.
-                let record = queue.pop_front().expect("the queue is not empty");
+                let record = match chosen {
+                    Some(mut chosen) => chosen.pop(),
+                    None => queue.pop_front(),
+                }
+                .expect("a record is chosen");
                 let started = Instant::now();
                 match catch_panic(|| handler.handle(&record, &context(&record))) {
                     Ok(handled) => {
@@ -189,7 +222,7 @@ pub(super) fn hand_out<'c>(
                 }
                 continue;
             }
-            let records: Vec<Record> = queue.drain(..n).collect();
+            let records: Vec<Record> = chosen.unwrap_or_else(|| queue.drain(..n).collect());
             let contexts = records.iter().map(context).collect();
             if let Err(e) = lanes.send(records, contexts) {
                 halt = Some(handler_err(e));

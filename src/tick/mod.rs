@@ -23,6 +23,7 @@
 
 mod begin;
 mod breaker;
+mod counterparts;
 #[cfg(feature = "cli")]
 mod failed_start;
 mod give_up;

@@ -45,6 +45,9 @@ pub struct TickOptions {
     /// The name of a rate shared by tiers or tables that call the same counterpart
     /// (`handler.rate_group`), in place of the table and tier's own.
     pub rate_group: Option<String>,
+    /// A column whose every value gets a rate of its own (`handler.rate_key`): records
+    /// whose counterpart is at its rate wait while the others go.
+    pub rate_key: Option<String>,
     /// After this many failures in a row (error, timeout, crash; not a mapped status)
     /// the tick hands out no more records: the breaker trips.
     pub stop_after_failures: Option<u32>,
@@ -77,6 +80,7 @@ impl TickOptions {
             concurrency: 1,
             rate: None,
             rate_group: None,
+            rate_key: None,
             stop_after_failures: None,
             breaker_cooldown: Duration::from_secs(60),
             retry_failed: false,
@@ -91,6 +95,7 @@ impl TickOptions {
             concurrency: config.handler.concurrency,
             rate: config.handler.rate,
             rate_group: config.handler.rate_group.clone(),
+            rate_key: config.handler.rate_key.clone(),
             stop_after_failures: config.handler.stop_after_failures,
             breaker_cooldown: config.handler.breaker_cooldown,
             history: config.history.clone(),

@@ -15,7 +15,7 @@ use crate::rate::Rate;
 use crate::store::Store;
 
 /// How often a waiting tick looks at its stop flag.
-const STOP_CHECK: Duration = Duration::from_millis(50);
+pub(super) const STOP_CHECK: Duration = Duration::from_millis(50);
 
 /// How much of the rate a runner reserves at once, at least: a tenth of a second's
 /// starts (two at `20/s`), so that a fast rate costs the database ten reservations a
@@ -118,9 +118,9 @@ impl Pace {
     /// Waits until `records` more may start, and counts them. Returns false, at once,
     /// if `stop` is set meanwhile: a rate of a few an hour must not hold a stopping tick.
     pub(super) fn wait(&mut self, records: usize, stop: &AtomicBool) -> bool {
-        let Some(interval) = self.interval else {
+        if self.interval.is_none() {
             return true;
-        };
+        }
         loop {
             if stop.load(Ordering::Relaxed) {
                 return false;
@@ -128,15 +128,29 @@ impl Pace {
             let now = Instant::now();
             let first = self.first();
             if now >= first {
-                if self.shared.is_some() {
-                    self.use_reserved(records as u64, interval);
-                } else {
-                    self.next = now.max(self.next) + interval.saturating_mul(records as u32);
-                }
+                self.started(records);
                 return true;
             }
             std::thread::sleep((first - now).min(STOP_CHECK));
         }
+    }
+
+    /// Counts `records` starts made now, once `delay` for them said none need wait.
+    pub(super) fn started(&mut self, records: usize) {
+        let Some(interval) = self.interval else {
+            return;
+        };
+        if self.shared.is_some() {
+            self.use_reserved(records as u64, interval);
+        } else {
+            self.next = Instant::now().max(self.next) + interval.saturating_mul(records as u32);
+        }
+    }
+
+    /// Whether the pace holds nothing worth keeping: its rate is shared (the database
+    /// keeps it) and it has no starts reserved.
+    pub(super) fn idle(&self) -> bool {
+        self.shared.is_some() && self.reserved.is_empty()
     }
 
     /// Counts `n` reserved starts as used, the earliest first.

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 
 use super::begin::owner_name;
+use super::counterparts::Counterparts;
 use super::heartbeat::{HeartbeatThread, Stale};
 use super::lanes::catch_panic;
 use super::marks::{MarkPlan, Marks, log_unshown};
@@ -246,7 +247,9 @@ fn act(
         let mut skipped = 0;
         let rate = action.calls.then_some(opts.rate).flatten();
         let name = rate_name(&table.name, Duration::ZERO, opts.rate_group.as_deref());
-        let mut pace = Pace::new(rate, Some(name));
+        // With a `rate_key`, each record keeps to its counterpart's rate, in turn.
+        let mut counterparts = Counterparts::new(rate, &name, opts.rate_key.as_deref());
+        let mut one = Pace::new(rate.filter(|_| counterparts.is_none()), Some(name));
         let mut records = records.into_iter().peekable();
         'chunks: while records.peek().is_some() {
             if opts.stop.load(std::sync::atomic::Ordering::Relaxed) {
@@ -259,6 +262,10 @@ fn act(
             }
             // Paced before the hold is taken, so that a record is held only while it
             // is about to be handed over.
+            let pace = match (counterparts.as_mut(), records.peek()) {
+                (Some(counterparts), Some(next)) => counterparts.pace_for(next),
+                _ => &mut one,
+            };
             pace.delay(action.chunk, store);
             if !pace.wait(action.chunk, &opts.stop) {
                 stopped = Some("stopped by a signal".to_string());

@@ -476,6 +476,34 @@ const CASES: &[Case] = &[
         sqlite_only: false,
     },
     Case {
+        name: "rate per counterpart without a rate",
+        setup: |env| {
+            rewrite_schedule(
+                env,
+                "timeout = \"10s\"",
+                "timeout = \"10s\"\nrate_key = \"PAYLOAD\"",
+            )
+        },
+        args: &[],
+        code: 3,
+        stderr: "backlog: backlog.toml: handler.rate_key = \"PAYLOAD\" gives each value of that column a rate, but handler.rate is not set; give the rate too, like rate = \"20/s\"\n",
+        sqlite_only: false,
+    },
+    Case {
+        name: "rate per counterpart naming no column",
+        setup: |env| {
+            rewrite_schedule(
+                env,
+                "timeout = \"10s\"",
+                "timeout = \"10s\"\nrate = \"5/s\"\nrate_key = \"MERCHANT\"",
+            )
+        },
+        args: &[],
+        code: 4,
+        stderr: "backlog: {db}: table \"BACKLOG\" has no column \"MERCHANT\" (set handler.rate_key in the schedule file); columns: ID, STATUS, DATE_INSERTED, PAYLOAD\n",
+        sqlite_only: false,
+    },
+    Case {
         name: "handler script without a #! line",
         setup: |env| env.write_handler("handler.sh", "echo no shebang\n"),
         args: &[],

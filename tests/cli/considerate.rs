@@ -280,6 +280,70 @@ fn a_rate_group_is_shared_by_tiers(backend: Backend) {
     assert!(span >= 3_500, "40 starts at 10/s within {span} ms");
 }
 
+/// `rate_key` gives each counterpart a rate of its own: 12 records for a slow
+/// counterpart and 4 for another at `4/s` each. The other's records do not wait behind
+/// the slow one's (all four start before the slow one's fifth, a second in), while each
+/// counterpart keeps to its rate (the slow one's 12 over at least 2.5 s).
+fn a_rate_key_gives_each_counterpart_its_rate(backend: Backend) {
+    let env = backlog(
+        backend,
+        16,
+        "rate = \"4/s\"\nrate_key = \"PAYLOAD\"\nconcurrency = 4",
+        &FAILING_HANDLER.replace("exit 1", "exit 0"),
+    );
+    // The slow counterpart's records are the band's newest, read first.
+    env.execute("UPDATE \"BACKLOG\" SET \"PAYLOAD\" = 'slow' WHERE \"ID\" <= 12");
+    env.execute("UPDATE \"BACKLOG\" SET \"PAYLOAD\" = 'other' WHERE \"ID\" > 12");
+    env.backlog(&["run", "--window", "1d", "--now", NOW])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("succeeded 16"));
+    let mut starts = starts(&env);
+    starts.sort_by_key(|(_, t)| *t);
+    let slow: Vec<u128> = starts
+        .iter()
+        .filter(|(id, _)| *id <= 12)
+        .map(|s| s.1)
+        .collect();
+    let other: Vec<u128> = starts
+        .iter()
+        .filter(|(id, _)| *id > 12)
+        .map(|s| s.1)
+        .collect();
+    assert_eq!((slow.len(), other.len()), (12, 4), "{starts:?}");
+    assert!(
+        other[3] < slow[4],
+        "the other counterpart waited behind the slow one: {starts:?}"
+    );
+    let span_ms = |t: &[u128]| (t[t.len() - 1] - t[0]) / 1_000_000;
+    assert!(
+        span_ms(&slow) >= 2_500,
+        "12 starts at 4/s within {} ms",
+        span_ms(&slow)
+    );
+    assert!(
+        span_ms(&other) >= 700,
+        "4 starts at 4/s within {} ms",
+        span_ms(&other)
+    );
+}
+
+/// A counterpart's rate is the fleet's: three runners over 12 records of one
+/// counterpart at `4/s` start them over at least 2.5 s in all, not three times as fast.
+fn runners_share_a_counterparts_rate(backend: Backend) {
+    let env = backlog(
+        backend,
+        12,
+        "rate = \"4/s\"\nrate_key = \"PAYLOAD\"\nconcurrency = 2",
+        &FAILING_HANDLER.replace("exit 1", "exit 0"),
+    );
+    env.execute("UPDATE \"BACKLOG\" SET \"PAYLOAD\" = 'acme'");
+    runners_at_once(&env, &["1d"; 3], 0);
+    let span = span_of_starts_ms(&env, 12);
+    assert!(span >= 2_500, "12 starts at 4/s within {span} ms");
+    assert_eq!(env.with_status("SUCCESS"), 12);
+}
+
 /// Runners started one after another in one slot over a band that fails: each
 /// record is tried once in the slot, not once per runner (a failure is kept from
 /// every tick until the schedule's next try of it), and `--retry-failed` overrides.
@@ -326,6 +390,8 @@ crate::on_every_backend!(
     a_rate_spaces_the_starts,
     four_runners_keep_to_one_rate,
     a_rate_group_is_shared_by_tiers,
+    a_rate_key_gives_each_counterpart_its_rate,
+    runners_share_a_counterparts_rate,
     four_runners_trip_one_breaker,
     a_retry_keeps_to_the_rate,
 );
