@@ -120,11 +120,17 @@ pub(super) fn hand_out<'c>(
             // Take: a page when the queue is short of a batch.
             let short = queue.len() < batch || (waiting && queue.len() < HELD_MOST);
             if short && !pager.done && taken < plan.limit {
-                waiting = false;
                 if inline_run.0 > 0 {
                     size.observe(inline_run.0, inline_run.1);
                 }
-                let want = size.next().min((plan.limit - taken) as usize);
+                // Reading on past records that wait for their counterparts: whole pages.
+                let want = match std::mem::take(&mut waiting) {
+                    true => opts
+                        .page_size
+                        .min(HELD_MOST.saturating_sub(queue.len()).max(1)),
+                    false => size.next(),
+                }
+                .min((plan.limit - taken) as usize);
                 let lease_until = Utc::now() + opts.lease;
                 match pager.take(store, plan.owner, want, lease_until, plan.takes) {
                     Err(StoreError::HoldLapsed(why)) => {
