@@ -15,8 +15,142 @@
 //! the table per band that way, 0.84 s a tick on those 1,000,000 rows; one range of
 //! the index per status and band, each record read once.
 
+use super::Range;
+use super::sql::{Sql, Value, failed};
 use crate::record::Scalar;
 use crate::store::StoreError;
+
+/// The user's table as the count names it, and the few things each backend writes its
+/// own way. Names are quoted; in a template, `{}` stands for an expression.
+pub(super) struct Statuses<'a> {
+    pub(super) table: &'a str,
+    pub(super) status: &'a str,
+    pub(super) inserted_at: &'a str,
+    /// The status as the counts are grouped and read: by its text (PostgreSQL, whose
+    /// column may be an enum), its bytes (MySQL, whose collation may fold case), or as
+    /// it is (SQLite).
+    pub(super) grouped: &'static str,
+    /// `min(status)` as read, to be bound again as `bound`.
+    pub(super) least: &'static str,
+    /// A bound status as the column compares it (PostgreSQL: cast to its type).
+    pub(super) bound: &'a str,
+    /// Whether no index starts with the inserted-at column and one starts with the
+    /// status and then it: the statuses are counted one at a time through it.
+    pub(super) by_index: bool,
+}
+
+/// The records of `range` counted by status, through the shared statements.
+pub(super) fn count_by_status(
+    sql: &mut dyn Sql,
+    t: &Statuses<'_>,
+    range: &Range,
+    context: &str,
+) -> Result<Vec<(String, u64)>, StoreError> {
+    let ins = t.inserted_at;
+    let mut clauses = vec!["1 = 1".to_string()];
+    let mut bounds: Vec<Value> = Vec::new();
+    if let Some(from) = &range.from {
+        let op = if range.from_exclusive { ">" } else { ">=" };
+        bounds.push(Value::Scalar(from.clone()));
+        clauses.push(format!("{ins} {op} ?{}", bounds.len()));
+    }
+    if let Some(to) = &range.to {
+        let op = if range.to_inclusive { "<=" } else { "<" };
+        bounds.push(Value::Scalar(to.clone()));
+        clauses.push(format!("{ins} {op} ?{}", bounds.len()));
+    }
+    let band = clauses.join(" AND ");
+    if t.by_index {
+        let least = t.least.replace("{}", &format!("min({})", t.status));
+        let mut index = SqlStatuses {
+            sql: &mut *sql,
+            next: [
+                format!("SELECT {least} FROM {}", t.table),
+                format!(
+                    "SELECT {least} FROM {} WHERE {} > {}",
+                    t.table,
+                    t.status,
+                    t.bound.replace("{}", "?1")
+                ),
+            ],
+            count: count_sql(
+                t.table,
+                t.status,
+                &band,
+                &t.bound.replace("{}", &format!("?{}", bounds.len() + 1)),
+                range.sample,
+            ),
+            bounds: bounds.clone(),
+            context,
+        };
+        if let Some(counts) = counts(&mut index, range.sample.is_none())? {
+            return Ok(counts);
+        }
+    }
+    let status = t.grouped.replace("{}", t.status);
+    let statement = match range.sample {
+        None => format!(
+            "SELECT {status}, count(*) FROM {} WHERE {band} GROUP BY 1 ORDER BY 1",
+            t.table
+        ),
+        Some(n) => format!(
+            "SELECT s, count(*) FROM (SELECT {status} AS s FROM {} WHERE {band} LIMIT {n}) x GROUP BY 1 ORDER BY 1",
+            t.table
+        ),
+    };
+    Ok(sql
+        .query(&statement, &bounds)
+        .map_err(failed(context))?
+        .into_iter()
+        .map(|row| {
+            (
+                row[0].text().unwrap_or_default(),
+                row[1].int().unwrap_or(0).max(0) as u64,
+            )
+        })
+        .collect())
+}
+
+/// `StatusIndex` through the shared statements: statuses read and bound as the
+/// backend gives them.
+struct SqlStatuses<'a> {
+    sql: &'a mut dyn Sql,
+    /// The first status, the next one.
+    next: [String; 2],
+    count: String,
+    /// The band's bounds, bound before the status.
+    bounds: Vec<Value>,
+    context: &'a str,
+}
+
+impl StatusIndex for SqlStatuses<'_> {
+    fn next(&mut self, after: Option<&Scalar>) -> Result<Option<Scalar>, StoreError> {
+        let rows = match after {
+            None => self.sql.query(&self.next[0], &[]),
+            Some(after) => self
+                .sql
+                .query(&self.next[1], &[Value::Scalar(after.clone())]),
+        }
+        .map_err(failed(self.context))?;
+        Ok(
+            match rows.into_iter().next().and_then(|r| r.into_iter().next()) {
+                Some(Value::Int(Some(i))) => Some(Scalar::Int(i)),
+                Some(Value::Text(Some(t))) => Some(Scalar::Text(t)),
+                _ => None,
+            },
+        )
+    }
+
+    fn count(&mut self, status: &Scalar) -> Result<u64, StoreError> {
+        let mut params = self.bounds.clone();
+        params.push(Value::Scalar(status.clone()));
+        let rows = self
+            .sql
+            .query(&self.count, &params)
+            .map_err(failed(self.context))?;
+        Ok(rows.first().and_then(|r| r[0].int()).unwrap_or(0).max(0) as u64)
+    }
+}
 
 /// Distinct statuses read at most: a status column holds few, and one holding free
 /// text should not make a tick read it all.
@@ -50,22 +184,6 @@ pub(super) fn counts(
         after = Some(status);
     }
     Ok((!exact).then_some(counts))
-}
-
-/// The statements of `StatusIndex::next`: the first status, and the one after the
-/// status `placeholder` binds. Names are quoted; `value` writes the selected expression
-/// of the aggregate (a cast to text on PostgreSQL).
-pub(super) fn next_sql(
-    table: &str,
-    status: &str,
-    placeholder: &str,
-    value: &dyn Fn(&str) -> String,
-) -> [String; 2] {
-    let min = value(&format!("min({status})"));
-    [
-        format!("SELECT {min} FROM {table}"),
-        format!("SELECT {min} FROM {table} WHERE {status} > {placeholder}"),
-    ]
 }
 
 /// The statement of `StatusIndex::count`: `band` is the band's condition on the

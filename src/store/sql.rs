@@ -9,6 +9,7 @@
 
 use chrono::{DateTime, SecondsFormat, Utc};
 
+use crate::record::Scalar;
 use crate::store::StoreError;
 
 /// A value bound to, or read from, a shared statement.
@@ -16,6 +17,9 @@ use crate::store::StoreError;
 pub enum Value {
     Int(Option<i64>),
     Text(Option<String>),
+    /// A value of the user's table (an inserted-at bound, a status), bound as the
+    /// backend binds that column's values; never read back.
+    Scalar(Scalar),
 }
 
 impl Value {
@@ -23,6 +27,8 @@ impl Value {
         match self {
             Value::Int(i) => *i,
             Value::Text(t) => t.as_deref().and_then(|t| t.parse().ok()),
+            Value::Scalar(Scalar::Int(i)) => Some(*i),
+            Value::Scalar(other) => other.to_string().parse().ok(),
         }
     }
 
@@ -30,6 +36,7 @@ impl Value {
         match self {
             Value::Int(i) => i.map(|i| i.to_string()),
             Value::Text(t) => t.clone(),
+            Value::Scalar(s) => Some(s.to_string()),
         }
     }
 }

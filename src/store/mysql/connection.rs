@@ -273,6 +273,7 @@ fn to_mysql(v: &Value) -> mysql::Value {
         Value::Int(Some(i)) => mysql::Value::Int(*i),
         Value::Text(Some(t)) => mysql::Value::Bytes(t.clone().into_bytes()),
         Value::Int(None) | Value::Text(None) => mysql::Value::NULL,
+        Value::Scalar(s) => super::values::bound(s),
     }
 }
 

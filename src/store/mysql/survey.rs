@@ -11,57 +11,23 @@ use crate::store::{index_name, quote};
 impl Survey for MysqlStore {
     fn count_by_status(&mut self, range: &Range) -> Result<Vec<(String, u64)>, StoreError> {
         let shape = self.shape();
-        let ins = format!("t.{}", shape.quoted(shape.inserted_at));
-        let (table, st) = (
+        let (table, status, ins) = (
             shape.table.clone(),
-            format!("t.{}", shape.quoted(shape.status)),
+            shape.quoted(shape.status),
+            shape.quoted(shape.inserted_at),
         );
-        let by_index = shape.status_age_index.is_some();
-        let mut clauses = vec!["TRUE".to_string()];
-        let mut params = Vec::new();
-        if let Some(from) = &range.from {
-            let op = if range.from_exclusive { ">" } else { ">=" };
-            params.push(values::bound(from));
-            clauses.push(format!("{ins} {op} ?"));
-        }
-        if let Some(to) = &range.to {
-            let op = if range.to_inclusive { "<=" } else { "<" };
-            params.push(values::bound(to));
-            clauses.push(format!("{ins} {op} ?"));
-        }
-        if by_index {
-            let t = format!("{table} t");
-            let mut index = MysqlStatuses {
-                conn: &mut self.conn,
-                next: band_statuses::next_sql(&t, &st, "?", &|e| e.to_string()),
-                count: band_statuses::count_sql(&t, &st, &clauses.join(" AND "), "?", range.sample),
-                bounds: params.clone(),
-                context: format!("counting the records of {}", self.table.name),
-            };
-            if let Some(counts) = band_statuses::counts(&mut index, range.sample.is_none())? {
-                return Ok(counts);
-            }
-        }
-        // Grouped by the bytes: statuses that differ in case only are two.
-        let status = format!("CAST({st} AS BINARY)");
-        let sql = match range.sample {
-            None => format!(
-                "SELECT {status}, count(*) FROM {table} t WHERE {} GROUP BY 1 ORDER BY 1",
-                clauses.join(" AND ")
-            ),
-            Some(n) => format!(
-                "SELECT s, count(*) FROM (SELECT {status} AS s FROM {table} t WHERE {} LIMIT {n}) x GROUP BY 1 ORDER BY 1",
-                clauses.join(" AND ")
-            ),
+        let statuses = band_statuses::Statuses {
+            table: &table,
+            status: &status,
+            inserted_at: &ins,
+            // Grouped by the bytes: statuses that differ in case only are two.
+            grouped: "CAST({} AS BINARY)",
+            least: "{}",
+            bound: "{}",
+            by_index: shape.status_age_index.is_some(),
         };
-        let rows: Vec<(mysql::Value, i64)> = self
-            .conn
-            .exec(sql, params)
-            .map_err(my(format!("counting the records of {}", self.table.name)))?;
-        Ok(rows
-            .into_iter()
-            .map(|(s, n)| (values::text(&s).unwrap_or_default(), n.max(0) as u64))
-            .collect())
+        let context = format!("counting the records of {}", self.table.name);
+        band_statuses::count_by_status(&mut self.conn, &statuses, range, &context)
     }
 
     fn band_plan(&mut self) -> Result<QueryPlan, StoreError> {
@@ -167,39 +133,5 @@ impl Survey for MysqlStore {
                 self.table.inserted_at, self.table.name
             )))?;
         Ok(rows.into_iter().filter_map(values::scalar).collect())
-    }
-}
-
-/// `store::band_statuses` on MySQL and MariaDB.
-struct MysqlStatuses<'a> {
-    conn: &'a mut mysql::Conn,
-    /// The first status, the next one.
-    next: [String; 2],
-    count: String,
-    /// The band's bounds, bound after the status.
-    bounds: Vec<mysql::Value>,
-    context: String,
-}
-
-impl band_statuses::StatusIndex for MysqlStatuses<'_> {
-    fn next(&mut self, after: Option<&Scalar>) -> Result<Option<Scalar>, StoreError> {
-        let found: Option<mysql::Value> = match after {
-            None => self.conn.exec_first(&self.next[0], ()),
-            Some(after) => self
-                .conn
-                .exec_first(&self.next[1], vec![values::bound(after)]),
-        }
-        .map_err(my(self.context.clone()))?;
-        Ok(found.and_then(values::scalar))
-    }
-
-    fn count(&mut self, status: &Scalar) -> Result<u64, StoreError> {
-        let mut params = vec![values::bound(status)];
-        params.extend(self.bounds.iter().cloned());
-        let n: Option<i64> = self
-            .conn
-            .exec_first(&self.count, params)
-            .map_err(my(self.context.clone()))?;
-        Ok(n.unwrap_or(0).max(0) as u64)
     }
 }

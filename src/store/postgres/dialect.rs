@@ -18,20 +18,25 @@ impl postgres::types::ToSql for Value {
         out: &mut bytes::BytesMut,
     ) -> Result<postgres::types::IsNull, SqlError> {
         use postgres::types::Type;
+        let own = [Type::INT8, Type::INT4, Type::TEXT, Type::VARCHAR].contains(ty);
         match self {
+            // A value of the user's table, converted to its column's type.
+            Value::Scalar(s) => super::Bound(s).to_sql(ty, out),
+            Value::Int(None) | Value::Text(None) => Ok(postgres::types::IsNull::Yes),
+            _ if !own => Err(format!("cannot bind {self:?} as {ty}").into()),
             Value::Int(Some(i)) if *ty == Type::INT4 => i32::try_from(*i)?.to_sql(ty, out),
             Value::Int(Some(i)) if *ty == Type::TEXT || *ty == Type::VARCHAR => {
                 i.to_string().to_sql(ty, out)
             }
             Value::Int(Some(i)) => i.to_sql(ty, out),
             Value::Text(Some(t)) => t.to_sql(ty, out),
-            Value::Int(None) | Value::Text(None) => Ok(postgres::types::IsNull::Yes),
         }
     }
 
-    fn accepts(ty: &postgres::types::Type) -> bool {
-        use postgres::types::Type;
-        [Type::INT8, Type::INT4, Type::TEXT, Type::VARCHAR].contains(ty)
+    /// The tool's own columns take 64- and 32-bit integers and text; a value of the
+    /// user's table, whatever its column's type (see `to_sql`).
+    fn accepts(_: &postgres::types::Type) -> bool {
+        true
     }
 
     postgres::types::to_sql_checked!();

@@ -8,65 +8,23 @@ use crate::store::band_statuses;
 impl Survey for PostgresStore {
     fn count_by_status(&mut self, range: &Range) -> Result<Vec<(String, u64)>, StoreError> {
         let p = self.prepared();
-        let mut clauses = vec!["true".to_string()];
-        let mut bounds = Vec::new();
-        if let Some(from) = &range.from {
-            let op = if range.from_exclusive { ">" } else { ">=" };
-            bounds.push(Bound(from));
-            clauses.push(format!("{} {op} ${}", p.inserted_at, bounds.len()));
-        }
-        if let Some(to) = &range.to {
-            let op = if range.to_inclusive { "<=" } else { "<" };
-            bounds.push(Bound(to));
-            clauses.push(format!("{} {op} ${}", p.inserted_at, bounds.len()));
-        }
-        let (t, st) = (p.table.clone(), p.status.quoted.clone());
-        if self.statuses_by_index {
-            let typed = format!("::text::{}", self.prepared().status.sql_type);
-            let band = clauses.join(" AND ");
-            let mut index = PgStatuses {
-                client: &mut self.client,
-                next: band_statuses::next_sql(&t, &st, &format!("$1{typed}"), &|e| {
-                    format!("{e}::text")
-                }),
-                count: band_statuses::count_sql(
-                    &t,
-                    &st,
-                    &band,
-                    &format!("${}{typed}", bounds.len() + 1),
-                    range.sample,
-                ),
-                bounds: bounds.clone(),
-                context: format!("counting the records of {}", self.table.name),
-            };
-            if let Some(counts) = band_statuses::counts(&mut index, range.sample.is_none())? {
-                return Ok(counts);
-            }
-        }
-        let sql = match range.sample {
-            None => format!(
-                "SELECT {st}::text, count(*) FROM {t} WHERE {} GROUP BY 1 ORDER BY 1",
-                clauses.join(" AND "),
-            ),
-            Some(n) => format!(
-                "SELECT s::text, count(*) FROM (SELECT {st} AS s FROM {t} WHERE {} LIMIT {n}) x GROUP BY 1 ORDER BY 1",
-                clauses.join(" AND "),
-            ),
+        let (table, status, ins) = (
+            p.table.clone(),
+            p.status.quoted.clone(),
+            p.inserted_at.clone(),
+        );
+        let bound = format!("CAST(CAST({{}} AS TEXT) AS {})", p.status.sql_type);
+        let statuses = band_statuses::Statuses {
+            table: &table,
+            status: &status,
+            inserted_at: &ins,
+            grouped: "CAST({} AS TEXT)",
+            least: "CAST({} AS TEXT)",
+            bound: &bound,
+            by_index: self.statuses_by_index,
         };
-        let params: Vec<&(dyn ToSql + Sync)> =
-            bounds.iter().map(|b| b as &(dyn ToSql + Sync)).collect();
-        Ok(self
-            .client
-            .query(&sql, &params)
-            .map_err(pg(format!("counting the records of {}", self.table.name)))?
-            .iter()
-            .map(|r| {
-                (
-                    r.get::<_, Option<String>>(0).unwrap_or_default(),
-                    r.get::<_, i64>(1) as u64,
-                )
-            })
-            .collect())
+        let context = format!("counting the records of {}", self.table.name);
+        band_statuses::count_by_status(&mut self.client, &statuses, range, &context)
     }
 
     fn band_plan(&mut self) -> Result<QueryPlan, StoreError> {
@@ -137,45 +95,6 @@ impl Survey for PostgresStore {
             ),
         }
         .map(|records| records.iter().map(Record::inserted_at).collect())
-    }
-}
-
-/// `store::band_statuses` on PostgreSQL: statuses read and bound as text, cast to the
-/// column's type.
-struct PgStatuses<'a> {
-    client: &'a mut postgres::Client,
-    /// The first status, the next one.
-    next: [String; 2],
-    count: String,
-    /// The band's bounds, bound before the status.
-    bounds: Vec<Bound<'a>>,
-    context: String,
-}
-
-impl band_statuses::StatusIndex for PgStatuses<'_> {
-    fn next(&mut self, after: Option<&Scalar>) -> Result<Option<Scalar>, StoreError> {
-        let row = match after {
-            None => self.client.query_one(&self.next[0], &[]),
-            Some(after) => self.client.query_one(&self.next[1], &[&after.to_string()]),
-        }
-        .map_err(pg(self.context.clone()))?;
-        Ok(row.get::<_, Option<String>>(0).map(Scalar::Text))
-    }
-
-    fn count(&mut self, status: &Scalar) -> Result<u64, StoreError> {
-        let status = status.to_string();
-        let mut params: Vec<&(dyn ToSql + Sync)> = self
-            .bounds
-            .iter()
-            .map(|b| b as &(dyn ToSql + Sync))
-            .collect();
-        params.push(&status);
-        let n: i64 = self
-            .client
-            .query_one(&self.count, &params)
-            .map_err(pg(self.context.clone()))?
-            .get(0);
-        Ok(n.max(0) as u64)
     }
 }
 

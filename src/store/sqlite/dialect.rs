@@ -57,5 +57,7 @@ fn lite(v: &Value) -> rusqlite::types::Value {
         Value::Int(Some(i)) => V::Integer(*i),
         Value::Text(Some(t)) => V::Text(t.clone()),
         Value::Int(None) | Value::Text(None) => V::Null,
+        Value::Scalar(crate::record::Scalar::Int(i)) => V::Integer(*i),
+        Value::Scalar(s) => V::Text(s.to_string()),
     }
 }

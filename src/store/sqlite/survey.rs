@@ -32,65 +32,17 @@ impl SqliteStore {
 impl Survey for SqliteStore {
     fn count_by_status(&mut self, range: &Range) -> Result<Vec<(String, u64)>, StoreError> {
         let sql = self.sql();
-        let mut clauses = vec!["1 = 1".to_string()];
-        let mut params: Vec<&dyn ToSql> = Vec::new();
-        if let Some(from) = &range.from {
-            let op = if range.from_exclusive { ">" } else { ">=" };
-            params.push(from);
-            clauses.push(format!("{} {op} ?{}", sql.inserted_at, params.len()));
-        }
-        if let Some(to) = &range.to {
-            let op = if range.to_inclusive { "<=" } else { "<" };
-            params.push(to);
-            clauses.push(format!("{} {op} ?{}", sql.inserted_at, params.len()));
-        }
-        if sql.statuses_by_index {
-            let band = clauses.join(" AND ");
-            let mut index = SqliteStatuses {
-                conn: &self.conn,
-                next: band_statuses::next_sql(&sql.table, &sql.status, "?1", &|e| e.to_string()),
-                count: band_statuses::count_sql(
-                    &sql.table,
-                    &sql.status,
-                    &band,
-                    &format!("?{}", params.len() + 1),
-                    range.sample,
-                ),
-                bounds: params
-                    .iter()
-                    .map(|p| p.to_sql())
-                    .collect::<Result<_, _>>()
-                    .map_err(db("binding the band"))?,
-                context: format!("counting the records of {}", self.table.name),
-            };
-            if let Some(counts) = band_statuses::counts(&mut index, range.sample.is_none())? {
-                return Ok(counts);
-            }
-        }
-        let query = match range.sample {
-            None => format!(
-                "SELECT {st}, count(*) FROM {t} WHERE {} GROUP BY {st} ORDER BY {st}",
-                clauses.join(" AND "),
-                st = sql.status,
-                t = sql.table
-            ),
-            Some(n) => format!(
-                "SELECT {st}, count(*) FROM (SELECT {st} FROM {t} WHERE {} LIMIT {n}) GROUP BY {st} ORDER BY {st}",
-                clauses.join(" AND "),
-                st = sql.status,
-                t = sql.table
-            ),
+        let statuses = band_statuses::Statuses {
+            table: &sql.table,
+            status: &sql.status,
+            inserted_at: &sql.inserted_at,
+            grouped: "{}",
+            least: "{}",
+            bound: "{}",
+            by_index: sql.statuses_by_index,
         };
         let context = format!("counting the records of {}", self.table.name);
-        let mut stmt = self.conn.prepare(&query).map_err(db(context.clone()))?;
-        stmt.query_map(params_from_iter(params), |r| {
-            Ok((
-                scalar(r.get_ref(0)?).to_string(),
-                r.get::<_, i64>(1)? as u64,
-            ))
-        })
-        .and_then(Iterator::collect)
-        .map_err(db(context))
+        band_statuses::count_by_status(&mut &self.conn, &statuses, range, &context)
     }
 
     fn band_plan(&mut self) -> Result<QueryPlan, StoreError> {
@@ -153,42 +105,5 @@ impl Survey for SqliteStore {
         stmt.query_map(params![after, limit as i64], |r| Ok(scalar(r.get_ref(0)?)))
             .and_then(Iterator::collect)
             .map_err(db("reading inserted-at values"))
-    }
-}
-
-/// `store::band_statuses` on SQLite.
-struct SqliteStatuses<'a> {
-    conn: &'a Connection,
-    /// The first status, the next one.
-    next: [String; 2],
-    count: String,
-    /// The band's bounds, bound before the status.
-    bounds: Vec<ToSqlOutput<'a>>,
-    context: String,
-}
-
-impl band_statuses::StatusIndex for SqliteStatuses<'_> {
-    fn next(&mut self, after: Option<&Scalar>) -> Result<Option<Scalar>, StoreError> {
-        let read = |r: &rusqlite::Row<'_>| {
-            Ok(Some(r.get_ref(0)?)
-                .filter(|v| *v != ValueRef::Null)
-                .map(scalar))
-        };
-        match after {
-            None => self.conn.query_row(&self.next[0], [], read),
-            Some(after) => self.conn.query_row(&self.next[1], [after], read),
-        }
-        .map_err(db(self.context.clone()))
-    }
-
-    fn count(&mut self, status: &Scalar) -> Result<u64, StoreError> {
-        let mut values: Vec<&dyn ToSql> = self.bounds.iter().map(|b| b as &dyn ToSql).collect();
-        values.push(status);
-        self.conn
-            .query_row(&self.count, params_from_iter(values), |r| {
-                r.get::<_, i64>(0)
-            })
-            .map(|n| n.max(0) as u64)
-            .map_err(db(self.context.clone()))
     }
 }
