@@ -146,14 +146,16 @@ impl Config {
             file: shown.to_path_buf(),
             message,
         };
-        let handler = handler::resolve(raw.handler).map_err(fail)?;
+        // In the file's order, so that the first mistake is the one said.
+        let database = resolve_database(raw.database, &dir).map_err(fail)?;
         let mut table = resolve_table(raw.table, raw.retry).map_err(fail)?;
+        let handler = handler::resolve(raw.handler).map_err(fail)?;
         if let Some(key) = &handler.rate_key {
             table.other_columns.push(("handler.rate_key", key.clone()));
         }
         Ok(Config {
             path: path.to_path_buf(),
-            database: resolve_database(raw.database, &dir).map_err(fail)?,
+            database,
             table,
             handler,
             history: history::resolve(raw.history).map_err(fail)?,

@@ -92,6 +92,28 @@ fn reserve(
     })
 }
 
+/// The longest name a rate's row takes as it is: the key is 255 characters at most on
+/// MySQL, and a long table name and a counterpart's value can pass it.
+const NAME_SHOWN: usize = 200;
+
+/// The name of a rate's row: the rate's own, or where that is too long, its start and
+/// a digest of the whole.
+fn row_name(name: &str) -> String {
+    if name.chars().count() <= NAME_SHOWN {
+        return name.to_string();
+    }
+    let start: String = name.chars().take(NAME_SHOWN - 20).collect();
+    format!("{start} #{:016x}", fnv1a(name.as_bytes()))
+}
+
+/// FNV-1a, 64 bits: a digest that is the same in every build and on every host, so
+/// that runners of different releases name a long rate alike.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
+        (hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
 impl dyn Store + '_ {
     /// Reserves `n` handler starts of the shared rate `rate`, one `interval` apart, for
     /// every runner of it together; returns how long from now until the first of them.
@@ -104,7 +126,7 @@ impl dyn Store + '_ {
         interval: Duration,
     ) -> Result<Option<Duration>, StoreError> {
         let interval = i64::try_from(interval.as_micros()).unwrap_or(i64::MAX);
-        let rate = format!("{rate}, a start every {interval} us");
+        let rate = row_name(&format!("{rate}, a start every {interval} us"));
         self.at_clock(
             "backlog_rates",
             "reserving handler starts",
@@ -113,5 +135,22 @@ impl dyn Store + '_ {
                 Ok(Duration::from_micros((first - now).max(0) as u64))
             },
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_name_keeps_its_start_and_a_stable_digest() {
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(row_name("group api"), "group api");
+        let long = format!("group api, counterpart {}", "x".repeat(300));
+        let name = row_name(&long);
+        assert!(name.starts_with("group api, counterpart xxx"), "{name}");
+        assert_eq!(name.chars().count(), NAME_SHOWN - 20 + 18);
+        assert_ne!(name, row_name(&format!("{long}y")), "a digest of the whole");
     }
 }

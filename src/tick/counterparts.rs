@@ -21,12 +21,8 @@ use crate::store::Store;
 /// this it waits for the first of them rather than read on.
 pub(super) const HELD_MOST: usize = 10_000;
 
-/// The longest value that goes into a rate's name as it is (a name is a key of
-/// `backlog_rates`, 255 characters at most on MySQL); a longer one goes by a digest.
-const VALUE_SHOWN: usize = 100;
-
-/// Paces kept for counterparts at most: past this, those that hold nothing (their
-/// rate lives in the database) are let go.
+/// Paces kept for counterparts before those that hold nothing (their rate lives in the
+/// database) are let go.
 const PACES_MOST: usize = 10_000;
 
 /// The rates of a tick's counterparts.
@@ -36,7 +32,13 @@ pub(super) struct Counterparts {
     name: String,
     /// The column naming each record's counterpart.
     column: String,
+    /// Whether the rates are shared with the other runners: once the database refuses
+    /// one, each counterpart keeps to its rate in this tick alone (said once, by the
+    /// pace that found it).
+    shared: bool,
     paces: HashMap<Option<String>, Pace>,
+    /// How many paces make the next clear-out worth its scan.
+    clear_at: usize,
 }
 
 impl Counterparts {
@@ -47,7 +49,9 @@ impl Counterparts {
             rate: rate?,
             name: name.to_string(),
             column: column?.to_string(),
+            shared: true,
             paces: HashMap::new(),
+            clear_at: PACES_MOST,
         })
     }
 
@@ -74,51 +78,43 @@ impl Counterparts {
     /// The pace of `counterpart`, made on first use.
     fn pace(&mut self, counterpart: &Option<String>) -> &mut Pace {
         if !self.paces.contains_key(counterpart) {
-            if self.paces.len() >= PACES_MOST {
+            if self.paces.len() >= self.clear_at {
                 self.paces.retain(|_, pace| !pace.idle());
+                self.clear_at = PACES_MOST.max(2 * self.paces.len());
             }
-            let name = rate_name(&self.name, counterpart.as_deref());
-            self.paces
-                .insert(counterpart.clone(), Pace::new(Some(self.rate), Some(name)));
+            let name = match counterpart {
+                Some(value) => format!("{}, counterpart {value}", self.name),
+                None => format!("{}, no counterpart", self.name),
+            };
+            let pace = Pace::new(Some(self.rate), self.shared.then_some(name));
+            self.paces.insert(counterpart.clone(), pace);
         }
         self.paces.get_mut(counterpart).expect("inserted above")
     }
 
-    /// Whether a record of `queue` may start now (reserving its counterpart's starts);
-    /// where none may, how long until the first may.
-    pub(super) fn any_ready(
-        &mut self,
-        queue: &VecDeque<Record>,
-        store: &mut dyn Store,
-    ) -> Result<(), Duration> {
-        let mut waiting = HashSet::new();
-        let mut soonest = STOP_CHECK;
-        for record in queue {
-            let counterpart = self.of(record);
-            if waiting.contains(&counterpart) {
-                continue;
-            }
-            let wait = self.pace(&counterpart).delay(1, store);
-            if wait.is_zero() {
-                return Ok(());
-            }
-            soonest = soonest.min(wait);
-            waiting.insert(counterpart);
+    /// How long until `counterpart` may start a record (reserving its starts).
+    fn delay(&mut self, counterpart: &Option<String>, store: &mut dyn Store) -> Duration {
+        let pace = self.pace(counterpart);
+        let wait = pace.delay(1, store);
+        if !pace.is_shared() {
+            self.shared = false;
         }
-        Err(soonest)
+        wait
     }
 
     /// Takes out of `queue` up to `n` records whose counterparts may start now, in the
     /// queue's order, and counts their starts: the records of a counterpart that may
-    /// start go out together, counted as that many starts, as a batch is.
+    /// start go out together, counted as that many starts, as a batch is. Where none
+    /// may start, how long until the first may.
     pub(super) fn take(
         &mut self,
         queue: &mut VecDeque<Record>,
         n: usize,
         store: &mut dyn Store,
-    ) -> Vec<Record> {
+    ) -> Result<Vec<Record>, Duration> {
         let mut ready: HashMap<Option<String>, usize> = HashMap::new();
         let mut waiting = HashSet::new();
+        let mut soonest = STOP_CHECK;
         let mut taken = Vec::new();
         let mut i = 0;
         while i < queue.len() && taken.len() < n {
@@ -128,7 +124,9 @@ impl Counterparts {
                 continue;
             }
             if !ready.contains_key(&counterpart) {
-                if !self.pace(&counterpart).delay(1, store).is_zero() {
+                let wait = self.delay(&counterpart, store);
+                if !wait.is_zero() {
+                    soonest = soonest.min(wait);
                     waiting.insert(counterpart);
                     i += 1;
                     continue;
@@ -144,46 +142,9 @@ impl Counterparts {
             pace.delay(starts, store);
             pace.started(starts);
         }
-        taken
-    }
-}
-
-/// The name of the rate of `counterpart` under the tick's rate `name`.
-fn rate_name(name: &str, counterpart: Option<&str>) -> String {
-    match counterpart {
-        None => format!("{name}, no counterpart"),
-        Some(v) if v.chars().count() <= VALUE_SHOWN => format!("{name}, counterpart {v}"),
-        Some(v) => format!("{name}, counterpart #{:016x}", fnv1a(v.as_bytes())),
-    }
-}
-
-/// FNV-1a, 64 bits: a digest that stays the same in every build and on every host, so
-/// that runners of different releases name a long value's rate alike.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
-        (hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_long_value_is_named_by_a_stable_digest() {
-        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
-        let long = "x".repeat(VALUE_SHOWN + 1);
-        let name = rate_name("table t, tier 60s", Some(&long));
-        assert!(
-            name.starts_with("table t, tier 60s, counterpart #"),
-            "{name}"
-        );
-        assert!(name.len() < 60, "{name}");
-        assert_eq!(
-            rate_name("group api", Some("acme")),
-            "group api, counterpart acme"
-        );
-        assert_eq!(rate_name("group api", None), "group api, no counterpart");
+        if taken.is_empty() {
+            return Err(soonest);
+        }
+        Ok(taken)
     }
 }

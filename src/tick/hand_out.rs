@@ -163,25 +163,41 @@ pub(super) fn hand_out<'c>(
             if queue.is_empty() {
                 break;
             }
-            // Where every record queued waits for its counterpart: read on while the
-            // band has more, else wait for the first.
-            if let Some(counterparts) = counterparts.as_mut()
-                && let Err(wait) = counterparts.any_ready(&queue, store)
-            {
-                waiting = true;
-                if pager.done || taken >= plan.limit || queue.len() >= HELD_MOST {
-                    marks.write_before(wait, store).map_err(&store_err)?;
-                    std::thread::sleep(wait.min(STOP_CHECK));
+            // With counterparts, the records whose counterparts may start now; where
+            // every record queued waits for its counterpart, read on while the band has
+            // more, else wait for the first.
+            let mut chosen = match counterparts.as_mut() {
+                None => None,
+                Some(counterparts) => match counterparts.take(&mut queue, batch, store) {
+                    Ok(records) => Some(records),
+                    Err(wait) => {
+                        waiting = true;
+                        if pager.done || taken >= plan.limit || queue.len() >= HELD_MOST {
+                            marks.write_before(wait, store).map_err(&store_err)?;
+                            std::thread::sleep(wait.min(STOP_CHECK));
+                        }
+                        continue;
+                    }
+                },
+            };
+            waiting = false;
+            // The breaker, the pace, then the holds, right before handing out. What the
+            // breaker holds back of the records chosen goes back to the queue's front
+            // (their counterparts' starts are spent: under the rate, never over it).
+            let n = breaker.allow(
+                chosen.as_ref().map_or(queue.len(), Vec::len).min(batch),
+                store,
+            );
+            if let Some(chosen) = chosen.as_mut() {
+                for record in chosen.drain(n..).rev() {
+                    queue.push_front(record);
                 }
-                continue;
             }
-            // The breaker, the pace, then the holds, right before handing out.
-            let n = breaker.allow(batch.min(queue.len()), store);
             if n == 0 {
                 break;
             }
-            let chosen = match counterparts.as_mut() {
-                Some(counterparts) => Some(counterparts.take(&mut queue, n, store)),
+            let chosen = match chosen {
+                Some(chosen) => Some(chosen),
                 None => {
                     let wait = pace.delay(n, store);
                     if !wait.is_zero() {

@@ -148,9 +148,17 @@ impl Pace {
     }
 
     /// Whether the pace holds nothing worth keeping: its rate is shared (the database
-    /// keeps it) and it has no starts reserved.
-    pub(super) fn idle(&self) -> bool {
+    /// keeps it) and it has no starts reserved that are still to come.
+    pub(super) fn idle(&mut self) -> bool {
+        if let Some(interval) = self.interval {
+            self.drop_missed(interval);
+        }
         self.shared.is_some() && self.reserved.is_empty()
+    }
+
+    /// Whether the rate is shared with the other runners (the database has not refused it).
+    pub(super) fn is_shared(&self) -> bool {
+        self.shared.is_some()
     }
 
     /// Counts `n` reserved starts as used, the earliest first.

@@ -283,7 +283,7 @@ fn a_rate_group_is_shared_by_tiers(backend: Backend) {
 /// `rate_key` gives each counterpart a rate of its own: 12 records for a slow
 /// counterpart and 4 for another at `4/s` each. The other's records do not wait behind
 /// the slow one's (all four start before the slow one's fifth, a second in), while each
-/// counterpart keeps to its rate (the slow one's 12 over at least 2.5 s).
+/// counterpart keeps to its rate (the slow one's 12 over at least 2.6 s: eleven intervals are 2.75).
 fn a_rate_key_gives_each_counterpart_its_rate(backend: Backend) {
     let env = backlog(
         backend,
@@ -317,7 +317,7 @@ fn a_rate_key_gives_each_counterpart_its_rate(backend: Backend) {
     );
     let span_ms = |t: &[u128]| (t[t.len() - 1] - t[0]) / 1_000_000;
     assert!(
-        span_ms(&slow) >= 2_500,
+        span_ms(&slow) >= 2_600,
         "12 starts at 4/s within {} ms",
         span_ms(&slow)
     );
@@ -329,7 +329,7 @@ fn a_rate_key_gives_each_counterpart_its_rate(backend: Backend) {
 }
 
 /// A counterpart's rate is the fleet's: three runners over 12 records of one
-/// counterpart at `4/s` start them over at least 2.5 s in all, not three times as fast.
+/// counterpart at `4/s` start them over at least 2.6 s in all (eleven intervals: 2.75 s), not three times as fast.
 fn runners_share_a_counterparts_rate(backend: Backend) {
     let env = backlog(
         backend,
@@ -340,8 +340,46 @@ fn runners_share_a_counterparts_rate(backend: Backend) {
     env.execute("UPDATE \"BACKLOG\" SET \"PAYLOAD\" = 'acme'");
     runners_at_once(&env, &["1d"; 3], 0);
     let span = span_of_starts_ms(&env, 12);
-    assert!(span >= 2_500, "12 starts at 4/s within {span} ms");
+    assert!(span >= 2_600, "12 starts at 4/s within {span} ms");
     assert_eq!(env.with_status("SUCCESS"), 12);
+}
+
+/// `backlog retry` keeps each record to its counterpart's rate: six records, three for a
+/// counterpart and three with none (NULL, a counterpart of its own), alternating, at
+/// `1/s`: each counterpart's three start at least two seconds apart in all, while a record
+/// whose counterpart differs from the last one's starts without waiting out the other's
+/// second (one rate for all would space every start a second apart).
+fn a_retry_keeps_each_counterpart_to_its_rate(backend: Backend) {
+    let env = backlog(
+        backend,
+        6,
+        "rate = \"1/s\"\nrate_key = \"PAYLOAD\"",
+        &FAILING_HANDLER.replace("exit 1", "exit 0"),
+    );
+    env.execute("UPDATE \"BACKLOG\" SET \"PAYLOAD\" = 'a' WHERE \"ID\" IN (1, 3, 5)");
+    env.execute("UPDATE \"BACKLOG\" SET \"PAYLOAD\" = NULL WHERE \"ID\" IN (2, 4, 6)");
+    env.backlog(&["retry", "1", "2", "3", "4", "5", "6"])
+        .assert()
+        .success();
+    let mut starts = starts(&env);
+    starts.sort_by_key(|s| s.1);
+    for ids in [[1, 3, 5], [2, 4, 6]] {
+        let t: Vec<u128> = starts
+            .iter()
+            .filter(|(id, _)| ids.contains(id))
+            .map(|s| s.1)
+            .collect();
+        assert_eq!(t.len(), 3, "{starts:?}");
+        assert!(
+            (t[2] - t[0]) / 1_000_000 >= 1_900,
+            "{ids:?} at 1/s: {starts:?}"
+        );
+    }
+    let shortest_gap = starts.windows(2).map(|w| w[1].1 - w[0].1).min().unwrap();
+    assert!(
+        shortest_gap / 1_000_000 < 700,
+        "every start waited out one rate: {starts:?}"
+    );
 }
 
 /// Runners started one after another in one slot over a band that fails: each
@@ -392,6 +430,7 @@ crate::on_every_backend!(
     a_rate_group_is_shared_by_tiers,
     a_rate_key_gives_each_counterpart_its_rate,
     runners_share_a_counterparts_rate,
+    a_retry_keeps_each_counterpart_to_its_rate,
     four_runners_trip_one_breaker,
     a_retry_keeps_to_the_rate,
 );
