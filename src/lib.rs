@@ -81,6 +81,7 @@ mod tick;
 pub(crate) mod backoff;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 pub(crate) mod causes;
+pub(crate) mod digest;
 pub(crate) mod duration;
 pub(crate) mod explain;
 pub(crate) mod rate;

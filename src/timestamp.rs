@@ -9,7 +9,7 @@
 
 use std::fmt;
 
-use chrono::{DateTime, FixedOffset, NaiveDateTime, TimeZone, Utc};
+use chrono::{DateTime, FixedOffset, NaiveDateTime, TimeZone, Timelike, Utc};
 use serde::Deserialize;
 
 use crate::record::{Cell, Scalar};
@@ -140,12 +140,21 @@ impl TimestampFormat {
 
     /// The value that stands for instant `t` in this format.
     pub fn encode(&self, t: DateTime<Utc>) -> Scalar {
+        // Native times to the microsecond, as the servers keep them: a bound of a band
+        // with nanoseconds would compare here, where reaches are stepped over, unlike
+        // where the server compares it (the drivers drop them).
+        let micros = || {
+            t.with_nanosecond(t.nanosecond() / 1_000 * 1_000)
+                .unwrap_or(t)
+        };
         match self {
             TimestampFormat::UnixSeconds => Scalar::Int(t.timestamp()),
             TimestampFormat::UnixMillis => Scalar::Int(t.timestamp_millis()),
             TimestampFormat::Text(layout) => Scalar::Text(layout.format(t)),
-            TimestampFormat::Timestamptz => Scalar::Time(t),
-            TimestampFormat::Timestamp(tz) => Scalar::Naive(t.with_timezone(tz).naive_local()),
+            TimestampFormat::Timestamptz => Scalar::Time(micros()),
+            TimestampFormat::Timestamp(tz) => {
+                Scalar::Naive(micros().with_timezone(tz).naive_local())
+            }
         }
     }
 
@@ -503,6 +512,17 @@ mod tests {
             assert_eq!(f.decode(&Scalar::Text(s.into())), Some(t), "{s}");
             assert_eq!(f.decode(&f.encode(t)), Some(t), "{s}");
         }
+    }
+
+    #[test]
+    fn native_times_are_encoded_to_the_microsecond_as_the_servers_keep_them() {
+        let t = at("2026-11-21T08:30:00.123456789Z");
+        let micros = at("2026-11-21T08:30:00.123456Z");
+        assert_eq!(TimestampFormat::Timestamptz.encode(t), Scalar::Time(micros));
+        assert_eq!(
+            TimestampFormat::Timestamp(chrono_tz::UTC).encode(t),
+            Scalar::Naive(micros.naive_utc())
+        );
     }
 
     #[test]

@@ -62,7 +62,7 @@ pub(super) fn hand_out<'c>(
     let mut pager = Pager::starting_at(plan.query, plan.start.clone());
     if let Some(slot) = plan.fleet {
         pager = pager.in_fleet(Fleet::new(
-            (opts.window, Some(slot)),
+            (opts.window, Some(slot), &store.table().pending),
             plan.run_id,
             plan.owner,
             opts.lease,

@@ -75,6 +75,7 @@ impl Pager {
                 take_tried: query.take_tried,
                 wants_all: query.wants_all,
                 slot: None,
+                pending: 0,
             },
             clock_ms: query.clock.timestamp_millis(),
             done: false,
@@ -84,6 +85,7 @@ impl Pager {
     /// The pager of a tick that shares its band with the other runners of its tier.
     pub(super) fn in_fleet(mut self, fleet: Fleet) -> Self {
         self.rules.slot = fleet.slot;
+        self.rules.pending = fleet.pending;
         self.fleet = Some(fleet);
         self
     }

@@ -32,6 +32,8 @@ pub(super) struct Fleet {
     window: Duration,
     /// The tier's slot the tick belongs to (see `Rules::slot`).
     pub(super) slot: Option<u64>,
+    /// The digest of the statuses the tick takes (see `Rules::pending`).
+    pub(super) pending: u64,
     run_id: i64,
     owner: String,
     /// How long a runner may go unheard before it is not counted (the lease).
@@ -43,7 +45,7 @@ pub(super) struct Fleet {
 
 impl Fleet {
     pub(super) fn new(
-        (window, slot): (Duration, Option<u64>),
+        (window, slot, pending): (Duration, Option<u64>, &[String]),
         run_id: i64,
         owner: &str,
         silent: Duration,
@@ -51,6 +53,7 @@ impl Fleet {
         Fleet {
             window,
             slot,
+            pending: Rules::digest(pending),
             run_id,
             owner: owner.to_string(),
             silent,
@@ -136,6 +139,17 @@ pub(super) struct Rules {
     /// The tier's slot the tick belongs to (`Cadence::tick_number`); none for a
     /// window no tier has.
     pub(super) slot: Option<u64>,
+    /// The digest of the statuses the tick takes (`table.pending`, in order): runners
+    /// whose schedule files differ there (one edited, the fleet not all restarted)
+    /// skip other rows.
+    pub(super) pending: u64,
+}
+
+impl Rules {
+    /// The digest of a list of statuses, for `pending`.
+    pub(super) fn digest(statuses: &[String]) -> u64 {
+        crate::digest::of(statuses.join("\0").as_bytes())
+    }
 }
 
 /// What one tick has read, by which rules, and by which clock: a failure is kept from
@@ -284,6 +298,7 @@ impl Reach {
             "tried": rules.take_tried,
             "all": rules.wants_all,
             "slot": rules.slot,
+            "pending": rules.pending,
             "clock": self.clock_ms,
             "read": read
         })
@@ -323,6 +338,7 @@ impl Reach {
                 } else {
                     Some(slot.as_u64()?)
                 },
+                pending: value["pending"].as_u64()?,
             },
             clock_ms: value["clock"].as_i64()?,
             read,
@@ -345,6 +361,7 @@ mod tests {
         take_tried: false,
         wants_all: true,
         slot: Some(7),
+        pending: 42,
     };
 
     const AT: (Rules, i64) = (RULES, 1_000);
@@ -372,6 +389,7 @@ mod tests {
                 take_tried: true,
                 wants_all: false,
                 slot: None,
+                pending: u64::MAX,
             },
             clock_ms: -5,
             read: vec![
@@ -448,6 +466,12 @@ mod tests {
         tried.rules.take_tried = true;
         let mut earlier = reach(vec![stretch(1000, Low::Value(Scalar::Int(0)))]);
         earlier.rules.slot = Some(6);
+        let mut other_statuses = reach(vec![stretch(1000, Low::Value(Scalar::Int(0)))]);
+        other_statuses.rules.pending = Rules::digest(&["NEW".into()]);
+        assert_ne!(
+            Rules::digest(&["NEW".into()]),
+            Rules::digest(&["NEW".into(), "ERROR".into()])
+        );
         let others = [
             reach(vec![stretch(800, Low::Row(row(600, 7)))]),
             reach(vec![
@@ -456,6 +480,7 @@ mod tests {
             ]),
             tried,
             earlier,
+            other_statuses,
         ];
         let at = row(700, 1);
         assert_eq!(
