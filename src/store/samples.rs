@@ -19,7 +19,79 @@
 //! read an index).
 
 use crate::store::{StoreError, quote};
-use crate::timestamp::Sample;
+use crate::timestamp::{self, FormatSetting, Sample, TimestampFormat};
+
+/// What a column's type says of its timestamps, as a server names its types.
+#[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
+pub(super) enum Typed {
+    /// A time type of the database, read in this format.
+    Native(TimestampFormat),
+    /// Integers (unix seconds or milliseconds) or text: the format is read from the
+    /// column's values.
+    Values { integer: bool },
+    /// Neither: no timestamps.
+    Other,
+}
+
+/// Refuses `table.inserted_at_timezone` for an inserted-at column (`column` of type
+/// `sql_type`) that is not of the one type it applies to, `zoned` (`note` says why).
+#[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
+pub(super) fn zone_applies(
+    table: &crate::config::TableConfig,
+    (column, sql_type): (&str, &str),
+    zoned: &str,
+    note: &str,
+) -> Result<(), StoreError> {
+    if table.inserted_at_timezone.is_none() || sql_type.eq_ignore_ascii_case(zoned) {
+        return Ok(());
+    }
+    Err(StoreError::Timestamps {
+        table: table.name.clone(),
+        column: column.to_string(),
+        problem: format!(
+            "is of type {sql_type}; table.inserted_at_timezone applies to a {zoned} column only{note}"
+        ),
+    })
+}
+
+/// The format of a timestamp column (`table`, `column`: as the file names them), of
+/// type `sql_type`: a time type's own, unless the file asks for values; else detected
+/// from the column's samples (`sample` reads them, as integers or as text), and where
+/// it has none yet, `empty` if given. `readable` says which types a server's column
+/// may have.
+#[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
+pub(super) fn format_of(
+    (table, column, sql_type): (&str, &str, &str),
+    typed: Typed,
+    readable: &str,
+    (setting, empty): (FormatSetting, Option<TimestampFormat>),
+    sample: &mut dyn FnMut(bool) -> Result<Vec<Sample>, StoreError>,
+) -> Result<TimestampFormat, StoreError> {
+    let problem = |problem: String| StoreError::Timestamps {
+        table: table.to_string(),
+        column: column.to_string(),
+        problem,
+    };
+    let integer = match (typed, setting) {
+        (Typed::Native(f), FormatSetting::Auto | FormatSetting::Native) => return Ok(f),
+        (Typed::Native(_), other) => {
+            return Err(problem(format!(
+                "is of type {sql_type}, not {other:?} values; set table.inserted_at_format = \"native\" (or \"auto\")"
+            )));
+        }
+        (Typed::Other, _) => {
+            return Err(problem(format!(
+                "is of type {sql_type}; backlog reads {readable}"
+            )));
+        }
+        (Typed::Values { integer }, _) => integer,
+    };
+    let samples = sample(integer)?;
+    match empty {
+        Some(f) if samples.is_empty() => Ok(f),
+        _ => timestamp::detect(setting, &samples).map_err(problem),
+    }
+}
 
 /// Records read at each end of the id order where the column leads no index.
 pub(super) const ROWS: usize = 1_000;

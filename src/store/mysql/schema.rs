@@ -6,9 +6,10 @@ use mysql::prelude::Queryable;
 
 use super::*;
 use crate::store::quote;
+use crate::store::samples::{self, Typed};
 use crate::store::sql::Sql;
 use crate::store::tables;
-use crate::timestamp::{self, FormatSetting};
+use crate::timestamp::FormatSetting;
 
 /// The tables' options: InnoDB for row locks and transactions, text compared byte for
 /// byte (`utf8mb4_bin`: ids `a` and `A` are two records).
@@ -106,40 +107,25 @@ impl MysqlStore {
         setting: FormatSetting,
         empty: Option<TimestampFormat>,
     ) -> Result<TimestampFormat, StoreError> {
-        let table_name = self.table.name.clone();
-        let problem = |problem: String| StoreError::Timestamps {
-            table: table_name.clone(),
-            column: name.clone(),
-            problem,
-        };
         // The session's zone is UTC, so a TIMESTAMP reads as UTC wall-clock time; a
         // DATETIME is in the zone the file says (UTC by default).
-        let native = match data_type.as_str() {
-            "datetime" => Some(TimestampFormat::Timestamp(
+        let typed = match data_type.as_str() {
+            "datetime" => Typed::Native(TimestampFormat::Timestamp(
                 self.table.inserted_at_timezone.unwrap_or(chrono_tz::UTC),
             )),
-            "timestamp" => Some(TimestampFormat::Timestamp(chrono_tz::UTC)),
-            _ => None,
+            "timestamp" => Typed::Native(TimestampFormat::Timestamp(chrono_tz::UTC)),
+            t if INTEGERS.contains(&t) => Typed::Values { integer: true },
+            t if TEXTS.contains(&t) => Typed::Values { integer: false },
+            _ => Typed::Other,
         };
-        match (native, setting) {
-            (Some(f), FormatSetting::Auto | FormatSetting::Native) => return Ok(f),
-            (Some(_), other) => {
-                return Err(problem(format!(
-                    "is of type {data_type}, not {other:?} values; set table.inserted_at_format = \"native\" (or \"auto\")"
-                )));
-            }
-            (None, _) => {}
-        }
-        if !INTEGERS.contains(&data_type.as_str()) && !TEXTS.contains(&data_type.as_str()) {
-            return Err(problem(format!(
-                "is of type {data_type}; backlog reads DATETIME, TIMESTAMP, integer unix seconds or milliseconds, or text timestamps"
-            )));
-        }
-        let samples = self.samples(table, name, id)?;
-        match empty {
-            Some(f) if samples.is_empty() => Ok(f),
-            _ => timestamp::detect(setting, &samples).map_err(problem),
-        }
+        let table_name = self.table.name.clone();
+        samples::format_of(
+            (&table_name, name, data_type),
+            typed,
+            "DATETIME, TIMESTAMP, integer unix seconds or milliseconds, or text timestamps",
+            (setting, empty),
+            &mut |_| self.samples(table, name, id),
+        )
     }
 
     pub(super) fn inspect_table(&mut self) -> Result<TimestampFormat, StoreError> {
@@ -150,16 +136,13 @@ impl MysqlStore {
         let named = crate::store::columns::find(&self.table, &names)?;
         let (id, status, inserted_at, retry) =
             (named.id, named.status, named.inserted_at, named.retry);
-        if self.table.inserted_at_timezone.is_some() && columns[inserted_at].1 != "datetime" {
-            return Err(StoreError::Timestamps {
-                table: self.table.name.clone(),
-                column: columns[inserted_at].0.clone(),
-                problem: format!(
-                    "is of type {}; table.inserted_at_timezone applies to a DATETIME column only (TIMESTAMP values are UTC)",
-                    columns[inserted_at].1
-                ),
-            });
-        }
+        let (ins_name, ins_type) = &columns[inserted_at];
+        samples::zone_applies(
+            &self.table,
+            (ins_name, ins_type),
+            "DATETIME",
+            " (TIMESTAMP values are UTC)",
+        )?;
         let format = self.column_format(
             &table,
             &columns[inserted_at],

@@ -75,7 +75,7 @@ use super::{
 };
 use crate::config::{PostgresUrl, TableConfig};
 use crate::record::{Record, Scalar, Statuses};
-use crate::timestamp::{self, FormatSetting, Sample, TimestampFormat};
+use crate::timestamp::{FormatSetting, Sample, TimestampFormat};
 
 mod claims;
 mod connection;

@@ -3,6 +3,7 @@
 //! columns and their types, the inserted-at format, the prepared statements.
 
 use super::*;
+use crate::store::samples::Typed;
 use crate::store::sql::Sql;
 use crate::store::{claims, samples, tables};
 
@@ -114,39 +115,23 @@ impl PostgresStore {
         setting: FormatSetting,
         empty: Option<TimestampFormat>,
     ) -> Result<TimestampFormat, StoreError> {
-        let table_name = self.table.name.clone();
-        let problem = |problem: String| StoreError::Timestamps {
-            table: table_name.clone(),
-            column: name.clone(),
-            problem,
-        };
-        let native = match sql_type.as_str() {
-            "timestamp with time zone" => Some(TimestampFormat::Timestamptz),
-            "timestamp without time zone" => Some(TimestampFormat::Timestamp(
+        let typed = match sql_type.as_str() {
+            "timestamp with time zone" => Typed::Native(TimestampFormat::Timestamptz),
+            "timestamp without time zone" => Typed::Native(TimestampFormat::Timestamp(
                 self.table.inserted_at_timezone.unwrap_or(chrono_tz::UTC),
             )),
-            _ => None,
+            "bigint" | "integer" | "smallint" => Typed::Values { integer: true },
+            _ if category == "S" => Typed::Values { integer: false },
+            _ => Typed::Other,
         };
-        match (native, setting) {
-            (Some(f), FormatSetting::Auto | FormatSetting::Native) => return Ok(f),
-            (Some(_), other) => {
-                return Err(problem(format!(
-                    "is of type {sql_type}, not {other:?} values; set table.inserted_at_format = \"native\" (or \"auto\")"
-                )));
-            }
-            (None, _) => {}
-        }
-        let integer = matches!(sql_type.as_str(), "bigint" | "integer" | "smallint");
-        if !integer && category != "S" {
-            return Err(problem(format!(
-                "is of type {sql_type}; backlog reads timestamptz, timestamp, integer unix seconds or milliseconds, or text timestamps"
-            )));
-        }
-        let samples = self.samples(table, name, id, integer)?;
-        match empty {
-            Some(f) if samples.is_empty() => Ok(f),
-            _ => timestamp::detect(setting, &samples).map_err(problem),
-        }
+        let table_name = self.table.name.clone();
+        samples::format_of(
+            (&table_name, name, sql_type),
+            typed,
+            "timestamptz, timestamp, integer unix seconds or milliseconds, or text timestamps",
+            (setting, empty),
+            &mut |integer| self.samples(table, name, id, integer),
+        )
     }
 
     /// `Store::inspect`, with the formats of the inserted-at and `[retry]` since columns
@@ -165,18 +150,12 @@ impl PostgresStore {
         let retry = named
             .retry
             .map(|(count, since)| (columns[count].clone(), columns[since].clone()));
-        if self.table.inserted_at_timezone.is_some()
-            && inserted_at.1 != "timestamp without time zone"
-        {
-            return Err(StoreError::Timestamps {
-                table: self.table.name.clone(),
-                column: inserted_at.0.clone(),
-                problem: format!(
-                    "is of type {}; table.inserted_at_timezone applies to a timestamp without time zone column only",
-                    inserted_at.1
-                ),
-            });
-        }
+        samples::zone_applies(
+            &self.table,
+            (&inserted_at.0, &inserted_at.1),
+            "timestamp without time zone",
+            "",
+        )?;
         let format = match known {
             Some((format, _)) => format,
             None => self.column_format(
