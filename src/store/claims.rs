@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 
 use super::fault::housekeeping;
 use super::sql::{Sql, failed};
-use super::{Held, KEPT_OWNER, Own, RunStart, StoreError, runs};
+use super::{Heartbeat, Held, KEPT_OWNER, Own, RunStart, StoreError, runs};
 
 /// The servers' claims: a row per record a tick holds, or a failure kept until its
 /// slot ends (`KEPT_OWNER`).
@@ -122,4 +122,64 @@ pub(super) fn holder(own: Own<'_>, record_id: &str) -> Result<Option<Held>, Stor
             until: time(2)?,
         },
     }))
+}
+
+/// A server's connection of a tick's heartbeat: the dialect's part of `ServerHeartbeat`.
+pub(super) trait Beating: Send {
+    /// Opens the connection again if the server dropped it (a restart, a failover): the
+    /// claims outlive it in their table.
+    fn reconnect_if_lost(&mut self) -> Result<(), StoreError>;
+
+    /// Runs `work` in one transaction, committed if it succeeds.
+    fn transaction(
+        &mut self,
+        context: &str,
+        work: &mut dyn FnMut(&mut dyn Sql) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError>;
+}
+
+/// A tick's heartbeat on a server, from a connection of its own: renews the tick's
+/// claims and its run-log row while the tick's connection waits on a handler.
+pub(super) struct ServerHeartbeat<C> {
+    pub(super) connection: C,
+    /// The prefix of the tool's tables (their schema or database, with its dot).
+    pub(super) prefix: String,
+    pub(super) owner: String,
+    pub(super) run_id: i64,
+}
+
+impl<C: Beating> Heartbeat for ServerHeartbeat<C> {
+    /// Renews the claims until `lease_until`, a lease measured on the database's clock
+    /// (its length from now on this host's), in one transaction with the run-log row's
+    /// heartbeat.
+    fn beat(&mut self, lease_until: DateTime<Utc>) -> Result<(), StoreError> {
+        self.connection.reconnect_if_lost()?;
+        let context = "renewing claims";
+        let lease_us = (lease_until - Utc::now())
+            .num_microseconds()
+            .unwrap_or(i64::MAX)
+            .max(1_000_000);
+        let (s, owner, run_id) = (&self.prefix, self.owner.as_str(), self.run_id);
+        super::fault::renewing(context, || {
+            self.connection.transaction(context, &mut |sql| {
+                sql.execute(
+                    &format!(
+                        "UPDATE {s}backlog_claims SET expires_at = {} WHERE owner = ?2",
+                        sql.later("?1")
+                    ),
+                    &[lease_us.into(), owner.into()],
+                )
+                .map_err(failed(context))?;
+                sql.execute(
+                    &format!(
+                        "UPDATE {s}backlog_runs SET heartbeat_at = {} WHERE id = ?1",
+                        sql.now()
+                    ),
+                    &[run_id.into()],
+                )
+                .map_err(failed(context))?;
+                Ok(())
+            })
+        })
+    }
 }

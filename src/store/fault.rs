@@ -87,7 +87,7 @@ pub(crate) fn retrying<T>(
 /// in the other order), but not after a lock wait that ran out: the next beat, a
 /// quarter lease later, is that retry. Retried here, a beat could wait out several
 /// lock waits and renew holds that had run out meanwhile, as if nothing had happened.
-#[cfg(any(feature = "postgres", feature = "mysql"))]
+#[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
 pub(crate) fn renewing<T>(
     context: &str,
     work: impl FnMut() -> Result<T, StoreError>,

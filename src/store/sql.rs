@@ -113,6 +113,14 @@ pub trait Sql {
         )
     }
 
+    /// The database's time `micros` microseconds from now (`micros` a placeholder
+    /// bound to an integer), as a time column of the tool's tables holds it.
+    fn later(&self, micros: &str) -> String {
+        format!(
+            "strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+' || ({micros} / 1000000.0) || ' seconds')"
+        )
+    }
+
     /// A time as the placeholder `time_value` binds it, written into a time column of
     /// the tool's tables (SQLite keeps the RFC 3339 text as it is).
     fn time(&self, placeholder: &str) -> String {

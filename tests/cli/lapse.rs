@@ -240,8 +240,41 @@ fn a_group_of_marks_the_database_refuses_is_not_counted(backend: Backend) {
     assert!(crate::servers::all_success(&env));
 }
 
+/// The heartbeat renews what a tick holds: a record whose handler runs for two and a
+/// half leases stays the tick's, and a second tick started meanwhile skips it rather
+/// than take it once the first lease has run out. The first ends well.
+fn a_handler_longer_than_the_lease_keeps_its_record(backend: Backend) {
+    let env = Env::on(backend);
+    env.create_table("TEXT");
+    env.insert_aged(&[(1, 60)], |t| {
+        t.format("%Y-%m-%d %H:%M:%S").to_string().into()
+    });
+    env.write_schedule(&Schedule {
+        database_extra: "claim_lease = \"2s\"",
+        ..Schedule::default()
+    });
+    env.write_handler(
+        "handler.sh",
+        "#!/bin/sh\ncat > /dev/null\necho \"start $BACKLOG_RECORD_ID\" >> handler.log\nsleep 5\n",
+    );
+    let a = Running::spawn(&mut run_1d(&env));
+    wait_for(|| starts(&env) == 1);
+    // Past the first lease: without renewals the record would be free by now.
+    std::thread::sleep(Duration::from_millis(3000));
+    let b = run_1d(&env).output().unwrap();
+    assert!(b.status.success(), "{b:?}");
+    let b: serde_json::Value = serde_json::from_slice(&b.stdout).unwrap();
+    assert_eq!(b["selected"], 0, "{b}");
+    let a = a.wait();
+    assert!(a.status.success(), "{a:?}");
+    assert_eq!(starts(&env), 1, "handed out once");
+    assert_eq!(env.with_status("SUCCESS"), 1);
+    assert_eq!(env.holds_left(), 0);
+}
+
 crate::on_every_backend!(
     a_tick_paused_past_its_lease_hands_out_nothing_it_lost,
     a_handler_running_through_a_lapse_is_stopped,
     a_group_of_marks_the_database_refuses_is_not_counted,
+    a_handler_longer_than_the_lease_keeps_its_record,
 );

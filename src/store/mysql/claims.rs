@@ -10,8 +10,9 @@ use mysql::prelude::Queryable;
 
 use super::connection::placeholders;
 use super::connection::{Failed, transaction};
-use super::heartbeat::MysqlHeartbeat;
+use super::heartbeat::MysqlBeat;
 use super::*;
+use crate::store::claims::ServerHeartbeat;
 use crate::store::{KEPT_OWNER, group_marks};
 
 /// Microseconds from now to `until`, for a lease measured on the database's clock.
@@ -296,12 +297,13 @@ impl Holds for MysqlStore {
     }
 
     fn heartbeat(&self, owner: &str, run_id: i64) -> Result<Box<dyn Heartbeat>, StoreError> {
-        Ok(Box::new(MysqlHeartbeat {
-            conn: connect(&self.url, self.lock_wait)?,
-            url: self.url.clone(),
-            lock_wait: self.lock_wait,
-            claims: self.own_table("backlog_claims"),
-            runs: self.own_table("backlog_runs"),
+        Ok(Box::new(ServerHeartbeat {
+            connection: MysqlBeat {
+                conn: connect(&self.url, self.lock_wait)?,
+                url: self.url.clone(),
+                lock_wait: self.lock_wait,
+            },
+            prefix: self.prefix.clone(),
             owner: owner.to_string(),
             run_id,
         }))

@@ -366,6 +366,10 @@ macro_rules! mysql_sql {
                 format!("UTC_TIMESTAMP(6) - INTERVAL {micros} MICROSECOND")
             }
 
+            fn later(&self, micros: &str) -> String {
+                format!("UTC_TIMESTAMP(6) + INTERVAL {micros} MICROSECOND")
+            }
+
             fn time(&self, placeholder: &str) -> String {
                 format!("STR_TO_DATE({placeholder}, '%Y-%m-%dT%H:%i:%s.%fZ')")
             }

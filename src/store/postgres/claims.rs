@@ -3,6 +3,8 @@
 //! until their slot ends, and the heartbeat renews them from a connection of its own.
 
 use super::*;
+use crate::store::claims::{Beating, ServerHeartbeat};
+use crate::store::sql::Sql;
 
 /// Seconds from now to `until`, for a lease measured on the database's clock.
 pub(super) fn lease_secs(until: DateTime<Utc>) -> f64 {
@@ -370,11 +372,12 @@ impl Holds for PostgresStore {
         if url.config.get_application_name() == Some("backlog") {
             url.config.application_name("backlog heartbeat");
         }
-        Ok(Box::new(PostgresHeartbeat {
-            client: connect(&url)?,
-            url,
-            claims: self.own_table("backlog_claims"),
-            runs: self.own_table("backlog_runs"),
+        Ok(Box::new(ServerHeartbeat {
+            connection: PgBeat {
+                client: connect(&url)?,
+                url,
+            },
+            prefix: format!("{}.", self.schema),
             owner: owner.to_string(),
             run_id,
         }))
@@ -424,47 +427,27 @@ impl Holds for PostgresStore {
     }
 }
 
-pub(super) struct PostgresHeartbeat {
-    pub(super) client: Client,
-    pub(super) url: PostgresUrl,
-    pub(super) claims: String,
-    pub(super) runs: String,
-    pub(super) owner: String,
-    pub(super) run_id: i64,
+/// The heartbeat's connection on PostgreSQL (see `store::claims::ServerHeartbeat`).
+pub(super) struct PgBeat {
+    client: Client,
+    url: PostgresUrl,
 }
 
-impl Heartbeat for PostgresHeartbeat {
-    /// Renews the claims; a connection the server dropped (a restart, a failover) is
-    /// opened again, since the claims outlive it in their table.
-    fn beat(&mut self, lease_until: DateTime<Utc>) -> Result<(), StoreError> {
+impl Beating for PgBeat {
+    fn reconnect_if_lost(&mut self) -> Result<(), StoreError> {
         if self.client.is_closed() {
             self.client = connect(&self.url)?;
         }
-        let context = "renewing claims";
-        crate::store::fault::renewing(context, || self.renew(lease_until, context))
+        Ok(())
     }
-}
 
-impl PostgresHeartbeat {
-    /// One renewal, a transaction.
-    fn renew(&mut self, lease_until: DateTime<Utc>, context: &str) -> Result<(), StoreError> {
+    fn transaction(
+        &mut self,
+        context: &str,
+        work: &mut dyn FnMut(&mut dyn Sql) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
         let mut tx = self.client.transaction().map_err(pg(context))?;
-        tx.execute(
-            &format!(
-                "UPDATE {} SET expires_at = now() + make_interval(secs => $1) WHERE owner = $2",
-                self.claims
-            ),
-            &[&lease_secs(lease_until), &self.owner],
-        )
-        .map_err(pg(context))?;
-        tx.execute(
-            &format!(
-                "UPDATE {} SET heartbeat_at = now() WHERE id = $1",
-                self.runs
-            ),
-            &[&self.run_id],
-        )
-        .map_err(pg(context))?;
+        work(&mut tx)?;
         tx.commit().map_err(pg(context))
     }
 }

@@ -95,6 +95,10 @@ macro_rules! pg_sql {
                 format!("now() - CAST({micros} AS BIGINT) * INTERVAL '1 microsecond'")
             }
 
+            fn later(&self, micros: &str) -> String {
+                format!("now() + CAST({micros} AS BIGINT) * INTERVAL '1 microsecond'")
+            }
+
             // Bound as text, then read as a time: the value's own type is text.
             fn time(&self, placeholder: &str) -> String {
                 format!("CAST(CAST({placeholder} AS TEXT) AS TIMESTAMPTZ)")
