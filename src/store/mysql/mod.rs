@@ -20,9 +20,10 @@
 //! (the tool's tables, the user's table and its columns), `samples` (a timestamp
 //! column's format), `values` (MySQL's values as records and bounds), `pages` (the
 //! band's pages and records: `Reads`), `survey` (counts, the band's plan, the
-//! inserted-at values: `Survey`), `claims` (pages taken, claims, marks, kept failures,
-//! the heartbeat: `Holds`); here, the store itself (the run log is opened as on every
-//! server, `store::claims::open_run`).
+//! inserted-at values: `Survey`), `claims` (pages taken, claims, marks, kept failures:
+//! `Holds`), `heartbeat` (its connection; the renewal is every server's,
+//! `store::claims::ServerHeartbeat`); here, the store itself (the run log is opened as
+//! on every server, `store::claims::open_run`).
 
 use std::sync::Arc;
 

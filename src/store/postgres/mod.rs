@@ -60,7 +60,8 @@
 //! user's table and its columns), `statements` (the SQL a tick runs, prepared),
 //! `pages` (the band's pages and records: `Reads`), `survey` (counts, the band's plan, the
 //! inserted-at values: `Survey`), `claims` (pages taken, claims, marks, kept failures, the
-//! heartbeat: `Holds`), `runs` (the run log); here, the store itself.
+//! heartbeat's connection: `Holds`; the renewal is every server's,
+//! `store::claims::ServerHeartbeat`), `runs` (the run log); here, the store itself.
 
 use std::sync::Arc;
 
