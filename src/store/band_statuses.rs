@@ -99,13 +99,17 @@ pub(super) fn count_by_status(
         ),
     };
     Ok(sql
-        .query(&statement, &bounds)
+        .query_user(&statement, &bounds)
         .map_err(failed(context))?
         .into_iter()
         .map(|row| {
+            let n = match row[1] {
+                Some(Scalar::Int(n)) => n.max(0) as u64,
+                _ => 0,
+            };
             (
-                row[0].text().unwrap_or_default(),
-                row[1].int().unwrap_or(0).max(0) as u64,
+                row[0].as_ref().map(Scalar::to_string).unwrap_or_default(),
+                n,
             )
         })
         .collect())
@@ -126,19 +130,17 @@ struct SqlStatuses<'a> {
 impl StatusIndex for SqlStatuses<'_> {
     fn next(&mut self, after: Option<&Scalar>) -> Result<Option<Scalar>, StoreError> {
         let rows = match after {
-            None => self.sql.query(&self.next[0], &[]),
+            None => self.sql.query_user(&self.next[0], &[]),
             Some(after) => self
                 .sql
-                .query(&self.next[1], &[Value::Scalar(after.clone())]),
+                .query_user(&self.next[1], &[Value::Scalar(after.clone())]),
         }
         .map_err(failed(self.context))?;
-        Ok(
-            match rows.into_iter().next().and_then(|r| r.into_iter().next()) {
-                Some(Value::Int(Some(i))) => Some(Scalar::Int(i)),
-                Some(Value::Text(Some(t))) => Some(Scalar::Text(t)),
-                _ => None,
-            },
-        )
+        Ok(rows
+            .into_iter()
+            .next()
+            .and_then(|r| r.into_iter().next())
+            .flatten())
     }
 
     fn count(&mut self, status: &Scalar) -> Result<u64, StoreError> {

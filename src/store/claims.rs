@@ -155,12 +155,13 @@ impl<C: Beating> Heartbeat for ServerHeartbeat<C> {
     fn beat(&mut self, lease_until: DateTime<Utc>) -> Result<(), StoreError> {
         self.connection.reconnect_if_lost()?;
         let context = "renewing claims";
-        let lease_us = (lease_until - Utc::now())
-            .num_microseconds()
-            .unwrap_or(i64::MAX)
-            .max(1_000_000);
         let (s, owner, run_id) = (&self.prefix, self.owner.as_str(), self.run_id);
         super::fault::renewing(context, || {
+            // From now, each try: one after a deadlock renews no further than asked.
+            let lease_us = (lease_until - Utc::now())
+                .num_microseconds()
+                .unwrap_or(i64::MAX)
+                .max(1_000_000);
             self.connection.transaction(context, &mut |sql| {
                 sql.execute(
                     &format!(

@@ -76,6 +76,29 @@ pub trait Sql {
     /// Runs a query; returns its rows.
     fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, SqlError>;
 
+    /// Runs a query of the user's table; returns its values as the backend reads a
+    /// record's (SQLite: a REAL as its text, a BLOB as base64; MySQL: a float as its
+    /// text), NULL as none.
+    fn query_user(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+    ) -> Result<Vec<Vec<Option<Scalar>>>, SqlError> {
+        Ok(self
+            .query(sql, params)?
+            .into_iter()
+            .map(|row| {
+                row.into_iter()
+                    .map(|v| match v {
+                        Value::Int(i) => i.map(Scalar::Int),
+                        Value::Text(t) => t.map(Scalar::Text),
+                        Value::Scalar(s) => Some(s),
+                    })
+                    .collect()
+            })
+            .collect())
+    }
+
     /// An expression giving a time column of the tool's tables as RFC 3339 text in UTC:
     /// SQLite keeps them so; PostgreSQL's `timestamptz` would print in the session's
     /// DateStyle.

@@ -139,16 +139,18 @@ pub(super) struct Rules {
     /// The tier's slot the tick belongs to (`Cadence::tick_number`); none for a
     /// window no tier has.
     pub(super) slot: Option<u64>,
-    /// The digest of the statuses the tick takes (`table.pending`, in order): runners
+    /// The digest of the statuses the tick takes (`table.pending`, in any order): runners
     /// whose schedule files differ there (one edited, the fleet not all restarted)
     /// skip other rows.
     pub(super) pending: u64,
 }
 
 impl Rules {
-    /// The digest of a list of statuses, for `pending`.
+    /// The digest of a list of statuses, for `pending`, in any order.
     pub(super) fn digest(statuses: &[String]) -> u64 {
-        crate::digest::of(statuses.join("\0").as_bytes())
+        let mut sorted: Vec<&str> = statuses.iter().map(String::as_str).collect();
+        sorted.sort_unstable();
+        crate::digest::of(sorted.join("\0").as_bytes())
     }
 }
 
@@ -470,6 +472,10 @@ mod tests {
         other_statuses.rules.pending = Rules::digest(&["NEW".into()]);
         assert_ne!(
             Rules::digest(&["NEW".into()]),
+            Rules::digest(&["NEW".into(), "ERROR".into()])
+        );
+        assert_eq!(
+            Rules::digest(&["ERROR".into(), "NEW".into()]),
             Rules::digest(&["NEW".into(), "ERROR".into()])
         );
         let others = [

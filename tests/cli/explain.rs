@@ -1,7 +1,7 @@
 //! `backlog explain` on the default schedule, against arithmetic done by hand, and
 //! `backlog status` on a classic backlog.
 
-use crate::harness::{Backend, Env, Schedule, recording_handler};
+use crate::harness::{Backend, Env, NOW, Schedule, recording_handler};
 
 fn json(out: &assert_cmd::assert::Assert) -> serde_json::Value {
     serde_json::from_slice(&out.get_output().stdout).unwrap()
@@ -187,6 +187,33 @@ fn status_counts_by_band_and_shows_last_ticks_and_overdue_tiers(backend: Backend
         text.contains("   2  7d      every 1h                 never ticked"),
         "{text}"
     );
+}
+
+/// A status column of REAL values (SQLite) is counted by each value as its records
+/// show it, whether the counts read the band through an index on (status, inserted-at)
+/// one status at a time or group it whole: 1.2 and 1.7 are two statuses, not two "1"s.
+#[test]
+fn real_statuses_are_counted_apart() {
+    for index in ["STATUS, DATE_INSERTED", "DATE_INSERTED"] {
+        let env = Env::on(Backend::Sqlite);
+        env.execute(&format!(
+            "CREATE TABLE BACKLOG (ID INTEGER PRIMARY KEY, STATUS REAL NOT NULL, DATE_INSERTED TEXT, PAYLOAD TEXT);
+             CREATE INDEX BACKLOG_BY ON BACKLOG ({index});
+             INSERT INTO BACKLOG VALUES (1, 1.2, '2026-11-21 11:00:00', NULL), (2, 1.7, '2026-11-21 10:00:00', NULL),
+                                        (3, 1.7, '2026-11-21 09:00:00', NULL);"
+        ));
+        env.write_schedule(&Schedule::default());
+        let status = json(
+            &env.backlog(&["status", "--now", NOW, "--json"])
+                .assert()
+                .success(),
+        );
+        assert_eq!(
+            status["ages"][0]["counts"],
+            serde_json::json!({ "1.2": 1, "1.7": 2 }),
+            "{index}: {status}"
+        );
+    }
 }
 
 crate::on_every_backend!(

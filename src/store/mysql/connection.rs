@@ -248,8 +248,15 @@ pub(super) fn positional(sql: &str, params: &[Value]) -> (String, Vec<mysql::Val
     let mut out = String::with_capacity(sql.len());
     let mut values = Vec::new();
     let mut chars = sql.char_indices().peekable();
+    // A `?` inside quotes (a user's table or column named with one) is no placeholder.
+    let mut quote = None;
     while let Some((_, c)) = chars.next() {
-        if c != '?' {
+        match quote {
+            Some(q) if c == q => quote = None,
+            None if matches!(c, '"' | '\'' | '`') => quote = Some(c),
+            _ => {}
+        }
+        if c != '?' || quote.is_some() {
             out.push(c);
             continue;
         }
@@ -333,6 +340,26 @@ fn rows(q: &mut impl Queryable, sql: &str, params: &[Value]) -> Result<Vec<Vec<V
         .collect())
 }
 
+fn user_rows(
+    q: &mut impl Queryable,
+    sql: &str,
+    params: &[Value],
+) -> Result<Vec<Vec<Option<crate::record::Scalar>>>, SqlError> {
+    let (sql, values) = positional(sql, params);
+    let rows: Vec<mysql::Row> = q
+        .exec(sql, values)
+        .map_err(|e| SqlError::from(db_error(&e)))?;
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            row.unwrap()
+                .into_iter()
+                .map(super::values::scalar)
+                .collect()
+        })
+        .collect())
+}
+
 /// MySQL's forms of the few clauses the shared statements cannot write alike.
 macro_rules! mysql_sql {
     ($t:ty) => {
@@ -343,6 +370,14 @@ macro_rules! mysql_sql {
 
             fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, SqlError> {
                 rows(self, sql, params)
+            }
+
+            fn query_user(
+                &mut self,
+                sql: &str,
+                params: &[Value],
+            ) -> Result<Vec<Vec<Option<crate::record::Scalar>>>, SqlError> {
+                user_rows(self, sql, params)
             }
 
             fn rfc3339(&self, column: &str) -> String {
@@ -406,5 +441,18 @@ mod tests {
         );
         assert_eq!(sql, "SELECT ?, ? FROM t WHERE a = ? AND b IN (?)");
         assert_eq!(values, [2, 1, 2, 10].map(mysql::Value::Int).to_vec());
+    }
+
+    #[test]
+    fn a_question_mark_in_quotes_is_no_placeholder() {
+        let (sql, values) = positional(
+            "SELECT \"a?\", `b?` FROM \"t?\"\"\" WHERE c = '?' AND d = ?1",
+            &[Value::from(7)],
+        );
+        assert_eq!(
+            sql,
+            "SELECT \"a?\", `b?` FROM \"t?\"\"\" WHERE c = '?' AND d = ?"
+        );
+        assert_eq!(values, [mysql::Value::Int(7)]);
     }
 }

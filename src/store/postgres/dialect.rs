@@ -6,9 +6,21 @@ use chrono::{DateTime, SecondsFormat, Utc};
 
 use crate::store::sql::{Sql, SqlError, Value};
 
-/// PostgreSQL numbers its placeholders `$1`; the shared statements hold no other `?`.
+/// PostgreSQL numbers its placeholders `$1`: every `?` outside quotes (a user's table
+/// or column may be named with one) is a placeholder of the shared statements.
 fn dollars(sql: &str) -> String {
-    sql.replace('?', "$")
+    let mut quote = None;
+    sql.chars()
+        .map(|c| {
+            match quote {
+                Some(q) if c == q => quote = None,
+                None if c == '"' || c == '\'' => quote = Some(c),
+                None if c == '?' => return '$',
+                _ => {}
+            }
+            c
+        })
+        .collect()
 }
 
 impl postgres::types::ToSql for Value {
@@ -134,3 +146,14 @@ macro_rules! pg_sql {
 
 pg_sql!(postgres::Client);
 pg_sql!(postgres::Transaction<'_>);
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_question_mark_in_quotes_is_no_placeholder() {
+        assert_eq!(
+            super::dollars("SELECT \"a?\" FROM \"t?\"\"\" WHERE c = '?' AND d = ?12"),
+            "SELECT \"a?\" FROM \"t?\"\"\" WHERE c = '?' AND d = $12"
+        );
+    }
+}

@@ -1,6 +1,7 @@
 //! SQLite's side of the statements the backends share (`store::sql`): it runs them as
 //! written, `?1` placeholders and all.
 
+use crate::record::Scalar;
 use crate::store::sql::{Sql, SqlError, Value};
 
 /// SQLite runs the shared statements as written.
@@ -31,6 +32,26 @@ impl Sql for &rusqlite::Connection {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    fn query_user(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+    ) -> Result<Vec<Vec<Option<Scalar>>>, SqlError> {
+        use rusqlite::types::ValueRef;
+        let mut stmt = self.prepare_cached(sql)?;
+        let width = stmt.column_count();
+        let rows = stmt.query_map(rusqlite::params_from_iter(params.iter().map(lite)), |row| {
+            (0..width)
+                .map(|i| {
+                    Ok(Some(row.get_ref(i)?)
+                        .filter(|v| *v != ValueRef::Null)
+                        .map(super::scalar))
+                })
+                .collect()
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     fn insert_returning_id(&mut self, sql: &str, params: &[Value]) -> Result<i64, SqlError> {
         Sql::execute(self, sql, params)?;
         Ok(self.last_insert_rowid())
@@ -46,6 +67,14 @@ impl Sql for rusqlite::Connection {
         Sql::query(&mut &*self, sql, params)
     }
 
+    fn query_user(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+    ) -> Result<Vec<Vec<Option<Scalar>>>, SqlError> {
+        Sql::query_user(&mut &*self, sql, params)
+    }
+
     fn insert_returning_id(&mut self, sql: &str, params: &[Value]) -> Result<i64, SqlError> {
         Sql::insert_returning_id(&mut &*self, sql, params)
     }
@@ -57,7 +86,7 @@ fn lite(v: &Value) -> rusqlite::types::Value {
         Value::Int(Some(i)) => V::Integer(*i),
         Value::Text(Some(t)) => V::Text(t.clone()),
         Value::Int(None) | Value::Text(None) => V::Null,
-        Value::Scalar(crate::record::Scalar::Int(i)) => V::Integer(*i),
+        Value::Scalar(Scalar::Int(i)) => V::Integer(*i),
         Value::Scalar(s) => V::Text(s.to_string()),
     }
 }
