@@ -329,34 +329,20 @@ fn inserted(q: &mut impl Queryable, sql: &str, params: &[Value]) -> Result<i64, 
         .ok_or_else(|| "the INSERT returned no id".into())
 }
 
-fn rows(q: &mut impl Queryable, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, SqlError> {
-    let (sql, values) = positional(sql, params);
-    let rows: Vec<mysql::Row> = q
-        .exec(sql, values)
-        .map_err(|e| SqlError::from(db_error(&e)))?;
-    Ok(rows
-        .into_iter()
-        .map(|row| row.unwrap().into_iter().map(from_mysql).collect())
-        .collect())
-}
-
-fn user_rows(
+/// The rows of a shared statement, each value read by `read`.
+fn rows<T>(
     q: &mut impl Queryable,
     sql: &str,
     params: &[Value],
-) -> Result<Vec<Vec<Option<crate::record::Scalar>>>, SqlError> {
+    read: fn(mysql::Value) -> T,
+) -> Result<Vec<Vec<T>>, SqlError> {
     let (sql, values) = positional(sql, params);
     let rows: Vec<mysql::Row> = q
         .exec(sql, values)
         .map_err(|e| SqlError::from(db_error(&e)))?;
     Ok(rows
         .into_iter()
-        .map(|row| {
-            row.unwrap()
-                .into_iter()
-                .map(super::values::scalar)
-                .collect()
-        })
+        .map(|row| row.unwrap().into_iter().map(read).collect())
         .collect())
 }
 
@@ -369,7 +355,7 @@ macro_rules! mysql_sql {
             }
 
             fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, SqlError> {
-                rows(self, sql, params)
+                rows(self, sql, params, from_mysql)
             }
 
             fn query_user(
@@ -377,7 +363,7 @@ macro_rules! mysql_sql {
                 sql: &str,
                 params: &[Value],
             ) -> Result<Vec<Vec<Option<crate::record::Scalar>>>, SqlError> {
-                user_rows(self, sql, params)
+                rows(self, sql, params, super::values::scalar)
             }
 
             fn rfc3339(&self, column: &str) -> String {
