@@ -124,6 +124,15 @@ pub(super) fn holder(own: Own<'_>, record_id: &str) -> Result<Option<Held>, Stor
     }))
 }
 
+/// Microseconds from now to `until` (a second at least), for a lease measured on the
+/// database's clock.
+pub(super) fn lease_us(until: DateTime<Utc>) -> i64 {
+    (until - Utc::now())
+        .num_microseconds()
+        .unwrap_or(i64::MAX)
+        .max(1_000_000)
+}
+
 /// A server's connection of a tick's heartbeat: the dialect's part of `ServerHeartbeat`.
 pub(super) trait Beating: Send {
     /// Opens the connection again if the server dropped it (a restart, a failover): the
@@ -158,10 +167,7 @@ impl<C: Beating> Heartbeat for ServerHeartbeat<C> {
         let (s, owner, run_id) = (&self.prefix, self.owner.as_str(), self.run_id);
         super::fault::renewing(context, || {
             // From now, each try: one after a deadlock renews no further than asked.
-            let lease_us = (lease_until - Utc::now())
-                .num_microseconds()
-                .unwrap_or(i64::MAX)
-                .max(1_000_000);
+            let lease_us = lease_us(lease_until);
             self.connection.transaction(context, &mut |sql| {
                 sql.execute(
                     &format!(

@@ -160,6 +160,23 @@ pub trait Sql {
     fn insert_returning_id(&mut self, sql: &str, params: &[Value]) -> Result<i64, SqlError>;
 }
 
+/// The characters of a statement, each with whether it stands outside quotes (a name
+/// in double quotes or backquotes, text in single quotes): a `?` outside is a
+/// placeholder of the shared statements, one inside is part of a user's table or column
+/// name. For the servers, which write their placeholders another way.
+#[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
+pub(super) fn unquoted(sql: &str) -> impl Iterator<Item = (char, bool)> + '_ {
+    let mut quote = None;
+    sql.chars().map(move |c| {
+        match quote {
+            Some(q) if c == q => quote = None,
+            None if matches!(c, '"' | '\'' | '`') => quote = Some(c),
+            _ => {}
+        }
+        (c, quote.is_none())
+    })
+}
+
 /// Names a failed statement by what it was doing.
 pub(super) fn failed(context: &str) -> impl FnOnce(SqlError) -> StoreError + '_ {
     move |source| StoreError::Database {

@@ -74,16 +74,15 @@ pub(super) fn hand_out<'c>(
     let table = store.table().name.clone();
     let rate = rate_name(&table, opts.window, opts.rate_group.as_deref());
     let mut counterparts = Counterparts::new(opts.rate, &rate, opts.rate_key.as_deref());
-    let mut pace = Pace::new(opts.rate.filter(|_| counterparts.is_none()), Some(rate));
+    let one_rate = opts.rate.filter(|_| counterparts.is_none());
+    let mut pace = Pace::new(one_rate, Some(rate));
     // Pages sized to the rate where there is one rate; the counterparts' together have
     // no bound the tick knows.
     let mut size = PageSize::new(
         opts.page_size,
         lanes.capacity(),
         batch,
-        opts.rate
-            .filter(|_| counterparts.is_none())
-            .map(|r| r.per_second()),
+        one_rate.map(|r| r.per_second()),
     );
     // Whether every record queued waits for its counterpart's rate: read on.
     let mut waiting = false;

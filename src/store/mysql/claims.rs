@@ -12,16 +12,8 @@ use super::connection::placeholders;
 use super::connection::{Failed, transaction};
 use super::heartbeat::MysqlBeat;
 use super::*;
-use crate::store::claims::ServerHeartbeat;
+use crate::store::claims::{ServerHeartbeat, lease_us};
 use crate::store::{KEPT_OWNER, group_marks};
-
-/// Microseconds from now to `until`, for a lease measured on the database's clock.
-pub(super) fn lease_us(until: DateTime<Utc>) -> i64 {
-    (until - Utc::now())
-        .num_microseconds()
-        .unwrap_or(i64::MAX)
-        .max(1_000_000)
-}
 
 /// The ids as the id column's values (ids a page read are of its type).
 fn bind_ids<'a>(kind: IdKind, ids: impl IntoIterator<Item = &'a Scalar>) -> Vec<My> {

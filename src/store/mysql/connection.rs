@@ -11,7 +11,7 @@ use mysql::{Conn, OptsBuilder, SslOpts};
 use crate::config::{MysqlTls, MysqlUrl};
 use crate::store::StoreError;
 use crate::store::fault::{DbError, Fault, retrying};
-use crate::store::sql::{Sql, SqlError, Value};
+use crate::store::sql::{Sql, SqlError, Value, unquoted};
 
 /// What every connection sets first: times in UTC (`NOW()`, and `TIMESTAMP` columns
 /// read and written in UTC), identifiers in double quotes and `||` as concatenation
@@ -247,21 +247,14 @@ pub(super) fn connect(url: &MysqlUrl, lock_wait: Duration) -> Result<Conn, Store
 pub(super) fn positional(sql: &str, params: &[Value]) -> (String, Vec<mysql::Value>) {
     let mut out = String::with_capacity(sql.len());
     let mut values = Vec::new();
-    let mut chars = sql.char_indices().peekable();
-    // A `?` inside quotes (a user's table or column named with one) is no placeholder.
-    let mut quote = None;
-    while let Some((_, c)) = chars.next() {
-        match quote {
-            Some(q) if c == q => quote = None,
-            None if matches!(c, '"' | '\'' | '`') => quote = Some(c),
-            _ => {}
-        }
-        if c != '?' || quote.is_some() {
+    let mut chars = unquoted(sql).peekable();
+    while let Some((c, free)) = chars.next() {
+        if c != '?' || !free {
             out.push(c);
             continue;
         }
         let mut n = 0usize;
-        while let Some((_, d)) = chars.peek().filter(|(_, d)| d.is_ascii_digit()) {
+        while let Some((d, _)) = chars.peek().filter(|(d, _)| d.is_ascii_digit()) {
             n = n * 10 + d.to_digit(10).expect("a digit") as usize;
             chars.next();
         }

@@ -4,22 +4,12 @@
 
 use chrono::{DateTime, SecondsFormat, Utc};
 
-use crate::store::sql::{Sql, SqlError, Value};
+use crate::store::sql::{Sql, SqlError, Value, unquoted};
 
-/// PostgreSQL numbers its placeholders `$1`: every `?` outside quotes (a user's table
-/// or column may be named with one) is a placeholder of the shared statements.
+/// PostgreSQL numbers its placeholders `$1` (see `sql::unquoted`).
 fn dollars(sql: &str) -> String {
-    let mut quote = None;
-    sql.chars()
-        .map(|c| {
-            match quote {
-                Some(q) if c == q => quote = None,
-                None if c == '"' || c == '\'' => quote = Some(c),
-                None if c == '?' => return '$',
-                _ => {}
-            }
-            c
-        })
+    unquoted(sql)
+        .map(|(c, free)| if free && c == '?' { '$' } else { c })
         .collect()
 }
 
