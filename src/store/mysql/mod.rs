@@ -48,6 +48,7 @@ mod schema;
 mod survey;
 mod values;
 
+use super::claims::row_locks::Subject;
 use super::fault::retrying;
 use connection::{connect, my};
 use values::IdKind;
@@ -57,13 +58,14 @@ use values::IdKind;
 struct Shape {
     /// The table, quoted with its database: `"shop"."orders"`.
     table: String,
-    /// `"shop"."orders" t`, through the index that starts with the id when there is
-    /// one (`FORCE INDEX`): the statements that lock rows by id. On a small table the
-    /// optimizer may read `id IN (…)` by scanning another index, and MariaDB then kept
-    /// every row it scanned locked, not only those it found: a page read beside the
-    /// marks' connection skipped records it should have taken.
-    by_id: String,
-    /// Whether an index starts with the id (`by_id` goes through it).
+    /// The table as the claim protocol writes it (`store::claims::row_locks`). Its
+    /// rows are locked by id through the index that starts with the id when there is
+    /// one (`FORCE INDEX`): on a small table the optimizer may read `id IN (…)` by
+    /// scanning another index, and MariaDB then kept every row it scanned locked, not
+    /// only those it found: a page read beside the marks' connection skipped records
+    /// it should have taken.
+    subject: Subject,
+    /// Whether an index starts with the id (`subject.by_id` goes through it).
     id_indexed: bool,
     /// The database and the table's own name, unquoted, for information_schema.
     schema_name: (String, String),
@@ -149,10 +151,6 @@ impl MysqlStore {
 
     fn format(&self) -> TimestampFormat {
         self.format.expect("inspect() runs before any query")
-    }
-
-    fn own_table(&self, table: &str) -> String {
-        format!("{}{table}", self.prefix)
     }
 
     /// Whether the tool's table `table` is there (a dry run or a new database has

@@ -177,9 +177,29 @@ impl MysqlStore {
             )?,
         };
         let id_index = self.index_starting_with(&usable, &database, &name, &columns[id].0)?;
-        let by_id = match &id_index {
-            Some(index) => format!("{table} t FORCE INDEX ({})", quote(index)),
-            None => format!("{table} t"),
+        let id_kind = IdKind::of(&columns[id].1);
+        let (idq, st) = (quote(&columns[id].0), quote(&columns[status].0));
+        let subject = Subject {
+            by_id: match &id_index {
+                Some(index) => format!("{table} t FORCE INDEX ({})", quote(index)),
+                None => format!("{table} t"),
+            },
+            table: table.clone(),
+            // A binary id is its hex, lower-case, as `IdKind::read` shows it.
+            id_text: match id_kind {
+                IdKind::Binary => format!("LOWER(HEX(t.{idq}))"),
+                _ => format!("t.{idq}"),
+            },
+            id_param: match id_kind {
+                IdKind::Binary => "UNHEX({})",
+                _ => "{}",
+            },
+            id: idq,
+            // As `pages::status_in`: the bytes compared too.
+            status_in: format!("(t.{st} IN ({{list}}) AND CAST(t.{st} AS BINARY) IN ({{list}}))"),
+            status: st,
+            retry: retry.map(|(count, since)| (quote(&columns[count].0), quote(&columns[since].0))),
+            claims_by_key: format!("{}backlog_claims FORCE INDEX (PRIMARY)", self.prefix),
         };
         let by_age = match age_index {
             Some(index) => format!("{select} FORCE INDEX ({})", quote(&index)),
@@ -190,11 +210,11 @@ impl MysqlStore {
             status_age_index,
             select,
             select_by_age: by_age,
-            by_id,
+            subject,
             id_indexed: id_index.is_some(),
             table,
             schema_name: (database, name),
-            id_kind: IdKind::of(&columns[id].1),
+            id_kind,
             types: columns.iter().map(|c| c.1.clone()).collect(),
             names: names.into(),
             id,
