@@ -68,6 +68,12 @@ fn bind(addr: SocketAddr, token: &Option<String>) -> Result<std::net::TcpListene
         })
 }
 
+/// The address `listener` is bound to: `addr` with the port the system gave where it
+/// asked for any (`:0`).
+fn bound(listener: &std::net::TcpListener, addr: SocketAddr) -> SocketAddr {
+    listener.local_addr().unwrap_or(addr)
+}
+
 fn runtime() -> Result<tokio::runtime::Runtime, Error> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -106,7 +112,8 @@ pub fn serve(
 ) -> Result<(), Error> {
     let listener = bind(addr, &token)?;
     let runtime = runtime()?;
-    listening(addr)?;
+    // The port bound, where `addr` asked for any (`:0`).
+    listening(bound(&listener, addr))?;
     runtime
         .block_on(serve_on(listener, shared(schedule, token)))
         .map_err(|source| Error::Io {
@@ -119,7 +126,10 @@ pub fn serve(
 /// daemon's ticks.
 pub fn start(schedule: PathBuf, addr: SocketAddr, token: Option<String>) -> Result<(), Error> {
     let listener = bind(addr, &token)?;
-    tracing::info!("serving the dashboard at http://{addr}/");
+    tracing::info!(
+        "serving the dashboard at http://{}/",
+        bound(&listener, addr)
+    );
     in_background(
         "the dashboard",
         listener,
@@ -137,7 +147,10 @@ pub fn start_metrics(schedule: PathBuf, addr: SocketAddr) -> Result<(), Error> {
             context: format!("--metrics {addr}: cannot listen there"),
             source,
         })?;
-    tracing::info!("serving metrics at http://{addr}/metrics");
+    tracing::info!(
+        "serving metrics at http://{}/metrics",
+        bound(&listener, addr)
+    );
     let app = axum::Router::new()
         .route("/metrics", axum::routing::get(routes::metrics))
         .route("/healthz", axum::routing::get(health::alive))

@@ -3,7 +3,7 @@
 //! delivery that fails never changes the tick's outcome.
 
 use crate::harness::{Backend, Env, NOW, Schedule, recording_handler};
-use crate::hooks::{Hooks, Request, add_webhook, posted, refused_url};
+use crate::hooks::{Hooks, Request, add_webhook, posted, refused};
 
 /// The classic backlog, a handler that cannot be started (the tick fails, exit code
 /// 5), and `alert` appended as the file's `[alert]` section.
@@ -121,7 +121,8 @@ fn a_tick_that_goes_well_pings_success_and_alerts_nothing(backend: Backend) {
 }
 
 fn a_failed_delivery_is_a_warning_naming_the_url_without_its_token(backend: Backend) {
-    let url = refused_url();
+    let refused = refused();
+    let url = &refused.url;
     let env = failing_env(
         backend,
         &format!(

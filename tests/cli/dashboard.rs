@@ -17,6 +17,8 @@ fi
 exit 0
 "#;
 
+/// A port free a moment ago, for a program that cannot be told to take any and say
+/// which (chromedriver); `backlog serve` is started with `serve` instead.
 pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -33,6 +35,22 @@ pub(crate) fn wait_for_port(port: u16) {
     }
 }
 
+/// `backlog serve` (`cmd`, with its arguments but `--listen`) on a loopback port the
+/// system gives it, and that port, read from the line it prints once it listens: a
+/// port picked free beforehand may be given to another test meanwhile.
+pub(crate) fn serve(cmd: &mut std::process::Command) -> (Running, u16) {
+    let mut server = Running::spawn(cmd.args(["--listen", "127.0.0.1:0"]).stdout(Stdio::piped()));
+    let line = server.stdout_line();
+    let port = line
+        .trim()
+        .trim_end_matches('/')
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("backlog serve said {line:?}, not where it listens"));
+    (server, port)
+}
+
 /// A backlog with a failure kept, ticked once, and `backlog serve` on a free port.
 pub(crate) fn served(backend: Backend, extra: &[&str]) -> (Env, Running, u16) {
     let env = Env::on(backend);
@@ -46,19 +64,15 @@ pub(crate) fn served(backend: Backend, extra: &[&str]) -> (Env, Running, u16) {
     });
     env.write_handler("handler.sh", HOSTILE_HANDLER);
     env.backlog(&["run", "--window", "1d"]).assert().success();
-    let port = free_port();
-    let listen = format!("127.0.0.1:{port}");
-    let mut args = vec!["serve", "--listen", &listen];
+    let mut args = vec!["serve"];
     args.extend_from_slice(extra);
     let log = std::fs::File::create(env.path("serve.log")).unwrap();
-    let server = Running::spawn(
+    let (server, port) = serve(
         env.command()
             .args(&args)
             .env_remove("BACKLOG_TOKEN")
-            .stdout(Stdio::null())
             .stderr(log),
     );
-    wait_for_port(port);
     (env, server, port)
 }
 
@@ -382,16 +396,12 @@ fn failures_are_counted_and_paged(backend: Backend) {
         "#!/usr/bin/env python3\nimport json, sys\nfor line in sys.stdin:\n    print(json.dumps({\"id\": json.loads(line)[\"id\"], \"code\": 1}), flush=True)\n",
     );
     env.backlog(&["run", "--window", "1d"]).assert().success();
-    let port = free_port();
-    let listen = format!("127.0.0.1:{port}");
-    let _server = Running::spawn(
+    let (_server, port) = serve(
         env.command()
-            .args(["serve", "--listen", &listen])
+            .arg("serve")
             .env_remove("BACKLOG_TOKEN")
-            .stdout(Stdio::null())
             .stderr(Stdio::null()),
     );
-    wait_for_port(port);
     let rows = |body: &str| body.matches("<a href=\"/record?id=").count();
     let first = get(port, "/failures?tier=1d");
     assert!(
@@ -548,14 +558,7 @@ fn a_password_never_reaches_a_page() {
     std::fs::write(env.path("backlog.toml"), schedule).unwrap();
     env.write_handler("handler.sh", HOSTILE_HANDLER);
     env.backlog(&["run", "--window", "1d"]).assert().success();
-    let port = free_port();
-    let _server = Running::spawn(
-        env.command()
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null()),
-    );
-    wait_for_port(port);
+    let (_server, port) = serve(env.command().arg("serve").stderr(Stdio::null()));
     for path in ["/", "/failures", "/record?id=1", "/metrics"] {
         let page = get(port, path);
         assert_eq!(page.code, 200, "{path}: {}", page.body);

@@ -5,7 +5,7 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::dashboard::{csrf, free_port, get, location, request, wait_for_port};
+use crate::dashboard::{csrf, get, location, request};
 use crate::dashboard_browser::{Driver, click, text_when_there};
 use crate::harness::{Backend, Env, PROGRESSIVE_TIERS, Running, Schedule};
 
@@ -42,15 +42,12 @@ fn backlog_served(backend: Backend, n: i64) -> (Env, Running, u16) {
     )
     .unwrap();
     env.write_handler("handler.sh", FAILING_HANDLER);
-    let port = free_port();
-    let server = Running::spawn(
+    let (server, port) = crate::dashboard::serve(
         env.command()
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .arg("serve")
             .env_remove("BACKLOG_TOKEN")
-            .stdout(Stdio::null())
             .stderr(Stdio::null()),
     );
-    wait_for_port(port);
     (env, server, port)
 }
 

@@ -3,7 +3,7 @@
 
 use std::process::Stdio;
 
-use crate::dashboard::{free_port, get, wait_for_port};
+use crate::dashboard::get;
 use crate::harness::{Backend, Env, NOW, Running, Schedule};
 use crate::tick::wait_for;
 
@@ -92,15 +92,12 @@ fn a_running_tick_shows_in_status_the_metrics_and_the_dashboard(backend: Backend
             "{metrics}"
         );
     }
-    let port = free_port();
-    let serve = Running::spawn(
+    let (serve, port) = crate::dashboard::serve(
         env.command()
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .arg("serve")
             .env_remove("BACKLOG_TOKEN")
-            .stdout(Stdio::null())
             .stderr(Stdio::null()),
     );
-    wait_for_port(port);
     let page = get(port, "/in-flight");
     assert_eq!(page.code, 200);
     assert!(page.body.contains("<h2>Running now</h2>"), "{}", page.body);

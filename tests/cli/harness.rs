@@ -64,6 +64,19 @@ impl Running {
         Running(Some(cmd.spawn().expect("the process starts")))
     }
 
+    /// The first line the process writes on its stdout (piped), waiting for it; the
+    /// rest is read and dropped as it comes, so the process never blocks on the pipe.
+    pub fn stdout_line(&mut self) -> String {
+        use std::io::BufRead;
+        let child = self.0.as_mut().expect("a running process");
+        let stdout = child.stdout.take().expect("stdout piped");
+        let mut reader = std::io::BufReader::new(stdout);
+        let mut line = String::new();
+        reader.read_line(&mut line).expect("stdout is read");
+        std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
+        line
+    }
+
     /// The process's id.
     pub fn id(&self) -> u32 {
         self.0.as_ref().expect("a running process").id()

@@ -70,10 +70,24 @@ impl Hooks {
     }
 }
 
-/// An address where nothing listens: a port that was free a moment ago.
-pub fn refused_url() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
-    format!("http://{}", listener.local_addr().unwrap())
+/// An address where nothing listens, kept so while the test holds it: a loopback
+/// port bound and never listened on, which refuses every connection and which no
+/// other test's listener can be given meanwhile (a port merely free a moment ago was
+/// given to another test's hooks, which then received this test's deliveries).
+pub struct Refused {
+    pub url: String,
+    _socket: tokio::net::TcpSocket,
+}
+
+pub fn refused() -> Refused {
+    let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
+    socket
+        .bind("127.0.0.1:0".parse().unwrap())
+        .expect("a loopback port");
+    Refused {
+        url: format!("http://{}", socket.local_addr().unwrap()),
+        _socket: socket,
+    }
 }
 
 /// The JSON bodies of the POSTs among `got`: the events a webhook received.

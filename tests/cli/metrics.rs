@@ -220,31 +220,36 @@ fn the_daemon_serves_metrics_and_obeys_a_pause() {
     env.backlog(&["pause", "--reason", "partner down"])
         .assert()
         .success();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let http = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // Ports the system gives, as the daemon's log says (one picked free beforehand
+    // may be given to another test meanwhile).
     let log = std::fs::File::create(env.path("daemon.log")).unwrap();
     let daemon = Running::spawn(
         env.command()
             .args([
                 "daemon",
                 "--metrics",
-                &format!("127.0.0.1:{port}"),
+                "127.0.0.1:0",
                 "--http",
-                &format!("127.0.0.1:{http}"),
+                "127.0.0.1:0",
             ])
             .stdout(Stdio::null())
             .stderr(log),
     );
     let daemon_log = || std::fs::read_to_string(env.path("daemon.log")).unwrap_or_default();
     wait_for(|| daemon_log().contains("not ticking, every tier is paused since"));
+    let port_of = |what: &str| -> u16 {
+        let log = daemon_log();
+        let at = log
+            .find(what)
+            .unwrap_or_else(|| panic!("the daemon's log says no {what:?}: {log}"));
+        log[at + what.len()..]
+            .split(|c: char| !c.is_ascii_digit())
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("no port after {what:?}: {log}"))
+    };
+    let port = port_of("serving metrics at http://127.0.0.1:");
+    let http = port_of("serving the dashboard at http://127.0.0.1:");
     assert!(daemon_log().contains(": partner down;"), "{}", daemon_log());
     assert!(!env.path("calls.log").exists(), "nothing handed over");
     let (head, body) = get(port, "/metrics");

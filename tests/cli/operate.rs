@@ -582,16 +582,12 @@ fn status_codes_are_shown_by_their_labels() {
     // A BLOB of JSON text is shown as that text (its handler gets it as base64).
     assert!(show.contains(r#""PAYLOAD":"{\"order\":2}""#), "{show}");
 
-    let port = crate::dashboard::free_port();
-    let listen = format!("127.0.0.1:{port}");
-    let server = crate::harness::Running::spawn(
+    let (server, port) = crate::dashboard::serve(
         env.command()
-            .args(["serve", "--listen", &listen])
+            .arg("serve")
             .env_remove("BACKLOG_TOKEN")
-            .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null()),
     );
-    crate::dashboard::wait_for_port(port);
     let page = crate::dashboard::get(port, "/");
     let record = crate::dashboard::get(port, "/record?id=2");
     drop(server);

@@ -2,8 +2,8 @@
 
 use chrono::{DurationRound as _, SecondsFormat, Utc};
 
-use crate::dashboard::{free_port, get, wait_for_port};
-use crate::harness::{Backend, Env, NOW, Running, Schedule, recording_handler};
+use crate::dashboard::{get, serve};
+use crate::harness::{Backend, Env, NOW, Schedule, recording_handler};
 
 const RETRY: &str = r#"
 [retry]
@@ -164,16 +164,12 @@ fn every_view_of_a_record_agrees_with_the_tick_on_its_next_try(backend: Backend)
         "{explain}"
     );
 
-    let port = free_port();
-    let listen = format!("127.0.0.1:{port}");
-    let server = Running::spawn(
+    let (server, port) = serve(
         env.command()
-            .args(["serve", "--listen", &listen])
+            .arg("serve")
             .env_remove("BACKLOG_TOKEN")
-            .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null()),
     );
-    wait_for_port(port);
     let page = get(port, "/record?id=7");
     drop(server);
     assert_eq!(page.code, 200, "{}", page.body);

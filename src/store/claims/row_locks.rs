@@ -8,8 +8,8 @@
 //! locks the rows still pending (skipping those another transaction holds), then
 //! their claims, and writes those free; a mark locks the rows first, then reads the
 //! claims, so once the rows are its own the claims it reads show any takeover, and
-//! none can happen until it commits. Each step runs inside the dialect's transaction
-//! (`fault::retrying` tries it again after a deadlock).
+//! none can happen until it commits. A claim and a mark each run inside a transaction
+//! of the dialect's (`fault::retrying` tries it again after a deadlock).
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -30,11 +30,17 @@ pub(in crate::store) struct Subject {
     pub(in crate::store) by_id: String,
     /// The id column, quoted.
     pub(in crate::store) id: String,
-    /// The id of `t` as the claims hold it, as text (a binary id in hex).
+    /// The id of `t` as the claims hold it: text, as the record's id is shown (a
+    /// binary id in hex).
     pub(in crate::store) id_text: String,
-    /// An id bound as the claims hold it, as a value of the id column: `{}` is its
-    /// placeholder (MySQL's binary ids: `UNHEX({})`).
+    /// An id as a value of the id column, `{}` its placeholder: MySQL's binary ids are
+    /// `UNHEX({})`, its unsigned ones `CAST({} AS UNSIGNED)` (ids past the signed
+    /// 64 bits are bound as text, which would compare as a float with the column).
     pub(in crate::store) id_param: &'static str,
+    /// Whether the id column holds integers: ids are then bound as integers, not as
+    /// text (a comparison of text with an integer column is a float's, inexact past
+    /// 2⁵³).
+    pub(in crate::store) integer_ids: bool,
     /// The status column, quoted.
     pub(in crate::store) status: String,
     /// `t`'s status among the statuses whose placeholders are `{list}`, exactly (a
@@ -60,13 +66,21 @@ impl Subject {
     fn status_among(&self, first: usize, n: usize) -> String {
         self.status_in.replace("{list}", &numbered(first, n))
     }
-}
 
-/// An id bound as the claims hold it: an integer as one, anything else as its text.
-fn id_value(id: &Scalar) -> Value {
-    match id {
-        Scalar::Int(i) => Value::Int(Some(*i)),
-        other => Value::Text(Some(other.to_string())),
+    /// An id, as a record or the claims hold it, bound for `id_param`.
+    fn id_value(&self, id: &Scalar) -> Value {
+        match id {
+            Scalar::Int(i) => Value::Int(Some(*i)),
+            other => self.id_of_text(&other.to_string()),
+        }
+    }
+
+    /// An id the claims hold (text), bound for `id_param`: an integer as one.
+    fn id_of_text(&self, id: &str) -> Value {
+        match id.parse::<i64>() {
+            Ok(i) if self.integer_ids => Value::Int(Some(i)),
+            _ => Value::Text(Some(id.to_string())),
+        }
     }
 }
 
@@ -111,7 +125,7 @@ impl Claims<'_> {
         let context = "claiming records";
         let s = self.subject;
         // The rows still pending (those this transaction locked already among them).
-        let mut params: Vec<Value> = ids.iter().map(|id| id_value(id)).collect();
+        let mut params: Vec<Value> = ids.iter().map(|id| s.id_value(id)).collect();
         params.extend(taking.pending.iter().map(|p| Value::from(p.as_str())));
         let locked = sql
             .query(
@@ -196,7 +210,7 @@ impl Claims<'_> {
         since_format: Option<TimestampFormat>,
         max_per_record: u32,
     ) -> Result<Vec<usize>, StoreError> {
-        let context = "writing statuses";
+        let context = &format!("writing statuses to {}", self.name);
         let s = self.subject;
         let all: Vec<String> = marks.iter().map(|m| m.id.to_string()).collect();
         let n = all.len();
@@ -208,7 +222,7 @@ impl Claims<'_> {
                 s.id,
                 s.ids(1, n)
             ),
-            &marks.iter().map(|m| id_value(&m.id)).collect::<Vec<_>>(),
+            &marks.iter().map(|m| s.id_value(&m.id)).collect::<Vec<_>>(),
         )
         .map_err(failed(context))?;
         let mut params: Vec<Value> = vec![self.name.into(), self.owner.into()];
@@ -247,7 +261,7 @@ impl Claims<'_> {
                 _ => format!("{} = ?1", s.status),
             };
             let first = params.len() + 1;
-            params.extend(ids.iter().map(|id| id_value(id)));
+            params.extend(ids.iter().map(|id| s.id_value(id)));
             sql.execute(
                 &format!(
                     "UPDATE {} SET {set} WHERE {} IN ({})",
@@ -259,7 +273,7 @@ impl Claims<'_> {
             )
             .map_err(failed(context))?;
         }
-        self.keep_failures(sql, marks, &all, &held)?;
+        self.keep_failures(sql, marks, &all, &held, context)?;
         let mut params: Vec<Value> = vec![self.name.into(), self.owner.into()];
         params.extend(all.iter().map(|i| Value::from(i.as_str())));
         sql.execute(
@@ -290,6 +304,7 @@ impl Claims<'_> {
         marks: &[Mark],
         all: &[String],
         held: &HashSet<String>,
+        context: &str,
     ) -> Result<(), StoreError> {
         let mut kept: BTreeMap<(i64, i64), Vec<&str>> = BTreeMap::new();
         for (m, i) in marks.iter().zip(all) {
@@ -323,7 +338,7 @@ impl Claims<'_> {
                 ),
                 &params,
             )
-            .map_err(failed("keeping failures until their slot ends"))?;
+            .map_err(failed(context))?;
         }
         Ok(())
     }
@@ -357,8 +372,9 @@ pub(in crate::store) fn held_counts(
             &[name.into(), KEPT_OWNER.into()],
         )
         .map_err(failed(context))?
-        .into_iter()
-        .filter_map(|mut row| row.pop())
+        .iter()
+        .filter_map(|row| row[0].text())
+        .map(|id| subject.id_of_text(&id))
         .collect();
     let mut still_pending = 0;
     for chunk in kept.chunks(1000) {

@@ -135,6 +135,9 @@ impl Holds for MysqlStore {
     ) -> Result<Vec<Record>, StoreError> {
         // A failure kept until its slot ends is taken: a person asked for it.
         let ids: Vec<&Scalar> = records.iter().map(|r| &r.id).collect();
+        if ids.is_empty() {
+            return Ok(records);
+        }
         let taking = Taking {
             pending: &self.table.pending,
             lease_until,

@@ -32,6 +32,10 @@ const TEXTS: [&str; 6] = [
     "longtext",
 ];
 
+/// A table's columns as information_schema gives them: name and `DATA_TYPE`, in
+/// table order, and whether each is an unsigned number.
+type Columns = (Vec<(String, String)>, Vec<bool>);
+
 /// Text of a value of information_schema.
 fn text(v: &mysql::Value) -> String {
     values::text(v).unwrap_or_default()
@@ -77,24 +81,22 @@ impl MysqlStore {
         })
     }
 
-    /// The table's columns: name and `DATA_TYPE`, in table order.
-    fn columns(
-        &mut self,
-        database: &str,
-        table: &str,
-    ) -> Result<Vec<(String, String)>, StoreError> {
-        let rows: Vec<(mysql::Value, mysql::Value)> = self
+    /// The table's columns.
+    fn columns(&mut self, database: &str, table: &str) -> Result<Columns, StoreError> {
+        let rows: Vec<(mysql::Value, mysql::Value, i64)> = self
             .conn
             .exec(
-                "SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS
+                "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE LIKE '%unsigned%' FROM information_schema.COLUMNS
                  WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION",
                 (database, table),
             )
             .map_err(my("reading the schema"))?;
-        Ok(rows
-            .iter()
-            .map(|(n, t)| (text(n), text(t).to_ascii_lowercase()))
-            .collect())
+        Ok((
+            rows.iter()
+                .map(|(n, t, _)| (text(n), text(t).to_ascii_lowercase()))
+                .collect(),
+            rows.iter().map(|r| r.2 == 1).collect(),
+        ))
     }
 
     /// Decides the format of a timestamp column from its type and, for text and
@@ -131,7 +133,7 @@ impl MysqlStore {
     pub(super) fn inspect_table(&mut self) -> Result<TimestampFormat, StoreError> {
         let (database, name) = self.resolve_table()?;
         let table = format!("{}.{}", quote(&database), quote(&name));
-        let columns = self.columns(&database, &name)?;
+        let (columns, unsigned) = self.columns(&database, &name)?;
         let names: Vec<String> = columns.iter().map(|c| c.0.clone()).collect();
         let named = crate::store::columns::find(&self.table, &names)?;
         let (id, status, inserted_at, retry) =
@@ -185,15 +187,17 @@ impl MysqlStore {
                 None => format!("{table} t"),
             },
             table: table.clone(),
-            // A binary id is its hex, lower-case, as `IdKind::read` shows it.
+            // As `IdKind::read` shows it: a binary id in hex, lower-case.
             id_text: match id_kind {
                 IdKind::Binary => format!("LOWER(HEX(t.{idq}))"),
-                _ => format!("t.{idq}"),
+                _ => format!("CAST(t.{idq} AS CHAR)"),
             },
             id_param: match id_kind {
                 IdKind::Binary => "UNHEX({})",
+                IdKind::Int if unsigned[id] => "CAST({} AS UNSIGNED)",
                 _ => "{}",
             },
+            integer_ids: id_kind == IdKind::Int,
             id: idq,
             // As `pages::status_in`: the bytes compared too.
             status_in: format!("(t.{st} IN ({{list}}) AND CAST(t.{st} AS BINARY) IN ({{list}}))"),

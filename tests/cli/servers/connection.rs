@@ -16,10 +16,10 @@ fn user_of(env: &Env) -> String {
 /// not have: one line each, naming the URL without its password, and what to check.
 fn connection_failures_give_one_clear_line_each(backend: Backend) {
     let var = backend.password_env();
-    let closed = {
-        let socket = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        socket.local_addr().unwrap().port()
-    };
+    // Bound and never listened on while the test runs: refused, and given to no
+    // other test's server meanwhile.
+    let refused = crate::hooks::refused();
+    let closed = refused.url.rsplit(':').next().unwrap().to_string();
     let (env, real) = classic(
         backend,
         |url| {
