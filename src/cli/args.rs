@@ -167,7 +167,8 @@ pub struct ServeArgs {
     /// of ./backlog.toml, $XDG_CONFIG_HOME/backlog/backlog.toml, /etc/backlog/backlog.toml]
     #[arg(long, short, env = "BACKLOG_SCHEDULE", value_name = "FILE")]
     pub schedule: Option<PathBuf>,
-    /// Where to listen. Beyond loopback a token is needed (--token-file).
+    /// Where to listen (port 0: any free one, and the line printed says which).
+    /// Beyond loopback a token is needed (--token-file).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
     pub listen: std::net::SocketAddr,
     /// The token every request must carry, on the file's first line
