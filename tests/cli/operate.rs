@@ -396,9 +396,35 @@ fn odd_output_and_a_record_named_twice(backend: Backend) {
     assert_eq!(calls(&env), 1, "handed over once");
 }
 
+/// A failure kept from the ticks until its next slot on the real clock (not a pinned
+/// one long past) is still taken by `retry` at once: a person asked for it.
+fn a_kept_failure_is_retried_before_its_slot_ends(backend: Backend) {
+    let env = Env::on(backend);
+    env.create_table("TEXT");
+    env.insert_aged_at(chrono::Utc::now(), &[(1, 60), (2, 120)], |t| {
+        t.format("%Y-%m-%d %H:%M:%S").to_string().into()
+    });
+    env.write_schedule(&Schedule {
+        tiers: PROGRESSIVE_TIERS,
+        ..Schedule::default()
+    });
+    env.write_handler("handler.sh", FLAKY_HANDLER);
+    env.backlog(&["run", "--window", "1d"]).assert().success();
+    let text = stdout(env.backlog(&["show", "2"]).assert().success());
+    assert!(text.contains("kept from the ticks until"), "{text}");
+    env.write_handler("handler.sh", &FLAKY_HANDLER.replace("= 2 ]", "= 99 ]"));
+    let text = stdout(env.backlog(&["retry", "2"]).assert().success());
+    assert!(
+        text.starts_with("retried 1 record: succeeded 1, failed 0; run "),
+        "{text}"
+    );
+    assert_eq!(env.with_status("SUCCESS"), 2);
+}
+
 on_every_backend!(
     odd_output_and_a_record_named_twice,
     a_failure_is_kept_shown_and_retried,
+    a_kept_failure_is_retried_before_its_slot_ends,
     retry_a_set_by_status,
     a_pause_stops_the_tier_on_every_runner,
     status_check_answers_a_monitoring_system,

@@ -1,11 +1,12 @@
 //! The servers' claims (PostgreSQL, MySQL: a row of `backlog_claims` a record), read
 //! and written alike on both through the shared statements: the run-log row a tick
 //! opens once the kept failures past their slot are dropped, a tick's release of what
-//! it still holds, and who holds a record now. Taking and marking are written once
-//! too (`row_locks`), with PostgreSQL's faster path of its own (arrays, prepared plans).
+//! it still holds, and who holds a record now. Claiming and marking are written once
+//! too (`row_locks`), with PostgreSQL's faster path of its own for a tick's pages and
+//! marks (arrays, prepared plans).
 #![cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
 
-#[cfg(feature = "mysql")]
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 pub(super) mod row_locks;
 
 use chrono::{DateTime, Utc};

@@ -1,7 +1,8 @@
 //! The claim protocol written once over the shared statements: pages' records claimed,
 //! marks written only where the tick still claims the record, failures' claims kept
 //! until their slot ends, and what the claims hold counted. MySQL runs it as it is;
-//! PostgreSQL has a faster path of its own for the same steps (arrays and prepared
+//! PostgreSQL runs it for the claims of `backlog retry` and the counts, and has a
+//! faster path of its own for a tick's pages and marks (arrays bound once, prepared
 //! plans, `postgres::claims`).
 //!
 //! Every change to a record's claim is made holding the record's row lock: a claim
@@ -35,8 +36,9 @@ pub(in crate::store) struct Subject {
     pub(in crate::store) id_text: String,
     /// An id as a value of the id column, `{}` its placeholder: MySQL's binary ids are
     /// `UNHEX({})`, its unsigned ones `CAST({} AS UNSIGNED)` (ids past the signed
-    /// 64 bits are bound as text, which would compare as a float with the column).
-    pub(in crate::store) id_param: &'static str,
+    /// 64 bits are bound as text, which would compare as a float with the column);
+    /// PostgreSQL casts the text to the column's type.
+    pub(in crate::store) id_param: String,
     /// Whether the id column holds integers: ids are then bound as integers, not as
     /// text (a comparison of text with an integer column is a float's, inexact past
     /// 2⁵³).
@@ -51,6 +53,10 @@ pub(in crate::store) struct Subject {
     /// The tool's claims table, read by its key (MySQL: `FORCE INDEX (PRIMARY)`, so
     /// that locking some claims locks no other).
     pub(in crate::store) claims_by_key: String,
+    /// The lock a claim or a mark takes on the user's rows: `FOR UPDATE`, or on
+    /// PostgreSQL `FOR NO KEY UPDATE OF t`, which lets the application insert rows
+    /// that refer to them meanwhile.
+    pub(in crate::store) row_lock: &'static str,
 }
 
 impl Subject {
@@ -130,12 +136,13 @@ impl Claims<'_> {
         let locked = sql
             .query(
                 &format!(
-                    "SELECT {} FROM {} WHERE t.{} IN ({}) AND {} FOR UPDATE SKIP LOCKED",
+                    "SELECT {} FROM {} WHERE t.{} IN ({}) AND {} {} SKIP LOCKED",
                     s.id_text,
                     s.by_id,
                     s.id,
                     s.ids(1, ids.len()),
-                    s.status_among(ids.len() + 1, taking.pending.len())
+                    s.status_among(ids.len() + 1, taking.pending.len()),
+                    s.row_lock
                 ),
                 &params,
             )
@@ -217,10 +224,11 @@ impl Claims<'_> {
         // The rows first, then the claims (see the module's comment).
         sql.query(
             &format!(
-                "SELECT 1 FROM {} WHERE t.{} IN ({}) FOR UPDATE",
+                "SELECT 1 FROM {} WHERE t.{} IN ({}) {}",
                 s.by_id,
                 s.id,
-                s.ids(1, n)
+                s.ids(1, n),
+                s.row_lock
             ),
             &marks.iter().map(|m| s.id_value(&m.id)).collect::<Vec<_>>(),
         )

@@ -196,7 +196,8 @@ impl MysqlStore {
                 IdKind::Binary => "UNHEX({})",
                 IdKind::Int if unsigned[id] => "CAST({} AS UNSIGNED)",
                 _ => "{}",
-            },
+            }
+            .into(),
             integer_ids: id_kind == IdKind::Int,
             id: idq,
             // As `pages::status_in`: the bytes compared too.
@@ -204,6 +205,7 @@ impl MysqlStore {
             status: st,
             retry: retry.map(|(count, since)| (quote(&columns[count].0), quote(&columns[since].0))),
             claims_by_key: format!("{}backlog_claims FORCE INDEX (PRIMARY)", self.prefix),
+            row_lock: "FOR UPDATE",
         };
         let by_age = match age_index {
             Some(index) => format!("{select} FORCE INDEX ({})", quote(&index)),

@@ -3,6 +3,7 @@
 //! until their slot ends, and the heartbeat renews them from a connection of its own.
 
 use super::*;
+use crate::store::claims::row_locks::{self, Claims, Subject, Taking};
 use crate::store::claims::{Beating, ServerHeartbeat};
 use crate::store::sql::Sql;
 
@@ -17,6 +18,28 @@ pub(super) fn ids_text<'a>(ids: impl IntoIterator<Item = &'a Scalar>) -> Vec<Str
 }
 
 impl PostgresStore {
+    /// The table as the shared claim protocol names it (`store::claims::row_locks`),
+    /// for what is not a tick's pages and marks: the claims of `backlog retry`, the
+    /// counts of what is held.
+    fn subject(&self) -> Subject {
+        let p = self.prepared();
+        let (idq, idt, st) = (&p.id.quoted, &p.id.sql_type, &p.status.quoted);
+        Subject {
+            table: p.table.clone(),
+            by_id: format!("{} t", p.table),
+            id: idq.clone(),
+            id_text: format!("CAST(t.{idq} AS TEXT)"),
+            // Text cast to the column's type: the comparison stays a lookup.
+            id_param: format!("CAST(CAST({{}} AS TEXT) AS {idt})"),
+            integer_ids: p.int_id,
+            status: st.clone(),
+            status_in: format!("CAST(t.{st} AS TEXT) IN ({{list}})"),
+            retry: (self.table.retry.as_ref()).map(|r| (quote(&r.count), quote(&r.since))),
+            claims_by_key: self.own_table("backlog_claims"),
+            row_lock: "FOR NO KEY UPDATE OF t",
+        }
+    }
+
     /// Claims each record for `owner` until `lease_until` if it is still pending and no
     /// live claim holds it; returns the ids (as text) now this owner's. `locked`: the
     /// transaction holds the rows already, read pending (a page taken).
@@ -157,30 +180,6 @@ impl PostgresStore {
             .enumerate()
             .filter(|(_, id)| !written.contains(*id))
             .map(|(i, _)| i)
-            .collect())
-    }
-
-    pub(super) fn claim_records(
-        &mut self,
-        owner: &str,
-        records: Vec<Record>,
-        lease_until: DateTime<Utc>,
-    ) -> Result<Vec<Record>, StoreError> {
-        let ids: Vec<Scalar> = records.iter().map(|r| r.id.clone()).collect();
-        // A failure kept until its slot ends is taken (`take_tried`); the band's
-        // bounds play no part in a claim.
-        let band = BandQuery {
-            from: Scalar::Int(0),
-            to: Scalar::Int(0),
-            to_inclusive: false,
-            take_tried: true,
-            clock: Utc::now(),
-            wants_all: true,
-        };
-        let claimed = self.claim(owner, &ids, lease_until, &band, false)?;
-        Ok(records
-            .into_iter()
-            .filter(|r| claimed.contains(&r.id.to_string()))
             .collect())
     }
 }
@@ -389,9 +388,36 @@ impl Holds for PostgresStore {
         records: Vec<Record>,
         lease_until: DateTime<Utc>,
     ) -> Result<Vec<Record>, StoreError> {
-        retrying("claiming records", || {
-            self.claim_records(owner, records.clone(), lease_until)
-        })
+        // A failure kept until its slot ends is taken: a person asked for it.
+        let ids: Vec<&Scalar> = records.iter().map(|r| &r.id).collect();
+        if ids.is_empty() {
+            return Ok(records);
+        }
+        let subject = self.subject();
+        let prefix = format!("{}.", self.schema);
+        let claims = Claims {
+            subject: &subject,
+            prefix: &prefix,
+            name: &self.table.name,
+            owner,
+        };
+        let taking = Taking {
+            pending: &self.table.pending,
+            lease_until,
+            take_tried: true,
+            clock: Utc::now(),
+        };
+        let context = "claiming records";
+        let claimed = retrying(context, || {
+            let mut tx = self.client.transaction().map_err(pg(context))?;
+            let claimed = claims.claim(&mut tx, &taking, &ids)?;
+            tx.commit().map_err(pg(context))?;
+            Ok(claimed)
+        })?;
+        Ok(records
+            .into_iter()
+            .filter(|r| claimed.contains(&r.id.to_string()))
+            .collect())
     }
 
     fn holder(&mut self, record: &Record) -> Result<Option<Held>, StoreError> {
@@ -402,28 +428,15 @@ impl Holds for PostgresStore {
         if !self.has_run_log()? {
             return Ok((0, 0));
         }
-        // Kept failures count while their record is still pending (one retried since
-        // is not).
-        let p = self.prepared();
-        let sql = format!(
-            "SELECT count(*) FILTER (WHERE c.owner <> $2),
-                    count(*) FILTER (WHERE c.owner = $2 AND EXISTS (
-                        SELECT 1 FROM {table} t WHERE t.{idq} = c.record_id::{idt}
-                        AND t.{st} = ANY ($3::text[]::{stt}[])))
-             FROM {claims} c WHERE c.table_name = $1 AND c.expires_at > now()",
-            claims = self.own_table("backlog_claims"),
-            table = p.table,
-            idq = p.id.quoted,
-            idt = p.id.sql_type,
-            st = p.status.quoted,
-            stt = p.status.sql_type,
-        );
-        let pending = self.table.pending.clone();
-        let row = self
-            .client
-            .query_one(&sql, &[&self.table.name, &KEPT_OWNER, &pending])
-            .map_err(pg("counting the records held"))?;
-        Ok((row.get::<_, i64>(0) as u64, row.get::<_, i64>(1) as u64))
+        let subject = self.subject();
+        let prefix = format!("{}.", self.schema);
+        row_locks::held_counts(
+            &mut self.client,
+            &subject,
+            &prefix,
+            &self.table.name,
+            &self.table.pending,
+        )
     }
 }
 
