@@ -44,11 +44,13 @@ pub(in crate::store) struct Subject {
     /// 2⁵³).
     pub(in crate::store) integer_ids: bool,
     /// The status column, quoted.
+    #[cfg_attr(not(feature = "mysql"), allow(dead_code))] // PostgreSQL marks its own way
     pub(in crate::store) status: String,
     /// `t`'s status among the statuses whose placeholders are `{list}`, exactly (a
     /// column that compares text in any case still tells `new` from `NEW`).
     pub(in crate::store) status_in: String,
     /// `[retry]`'s count and since columns, quoted, when the file has the section.
+    #[cfg_attr(not(feature = "mysql"), allow(dead_code))] // PostgreSQL marks its own way
     pub(in crate::store) retry: Option<(String, String)>,
     /// The tool's claims table, read by its key (MySQL: `FORCE INDEX (PRIMARY)`, so
     /// that locking some claims locks no other).
@@ -209,7 +211,9 @@ impl Claims<'_> {
     /// (`sql`): one UPDATE per distinct status (and `[retry]` time, in
     /// `since_format`); the failures' claims kept until their slot ends, the rest let
     /// go; the attempts (`max_per_record` a record). Returns the places of the marks
-    /// not written: another tick took their records.
+    /// not written: another tick took their records. (PostgreSQL marks through its
+    /// arrays, `postgres::claims`.)
+    #[cfg_attr(not(feature = "mysql"), allow(dead_code))]
     pub(in crate::store) fn mark(
         &self,
         sql: &mut dyn Sql,
@@ -306,6 +310,7 @@ impl Claims<'_> {
 
     /// Failures keep their claim, under another owner, until the end of their slot:
     /// grouped by that end and the wait till then.
+    #[cfg_attr(not(feature = "mysql"), allow(dead_code))]
     fn keep_failures(
         &self,
         sql: &mut dyn Sql,
