@@ -11,8 +11,9 @@
 //! band's rows pending again, then times, on each table, a tick of the 7d tier with a
 //! no-op batch handler (`examples/bench_handler.rs`, batches of 500) and an empty tick
 //! right after it (nothing pending: start-up, inspection and the band's first page).
-//! `doctor` is run once on each and its line on the partitions printed. Only ratios of
-//! the same round are worth comparing on a shared machine.
+//! `doctor` is run once on each and its line on the partitions printed, and the
+//! partitions the two ticks scanned are counted from the server's statistics. Only
+//! ratios of the same round are worth comparing on a shared machine.
 //!
 //! - `BENCH_ROWS`, `BENCH_MONTHS`: the partitioned table's size.
 //! - `BENCH_ROUNDS` (2); `BENCH_KEEP=1` leaves the database behind (a second run with
@@ -208,6 +209,21 @@ fn reset(db: &mut postgres::Client, table: &str) {
     }
 }
 
+/// Each partition's scans so far (index and sequential), by the server's statistics.
+fn scans(db: &mut postgres::Client) -> std::collections::BTreeMap<String, i64> {
+    // The runners' sessions report theirs as they end; this one's snapshot is fresh.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    db.batch_execute("SELECT pg_stat_clear_snapshot()").unwrap();
+    db.query(
+        "SELECT relname::text, coalesce(idx_scan, 0) + coalesce(seq_scan, 0) FROM pg_stat_user_tables WHERE relname LIKE 'BACKLOG\\_%'",
+        &[],
+    )
+    .unwrap()
+    .iter()
+    .map(|r| (r.get(0), r.get(1)))
+    .collect()
+}
+
 fn pending(db: &mut postgres::Client, table: &str) -> i64 {
     db.query_one(
         &format!(r#"SELECT count(*) FROM "{table}" WHERE "STATUS" = 'NEW'"#),
@@ -298,6 +314,7 @@ fn main() {
         }
         for table in order {
             reset(&mut db, table);
+            let before = scans(&mut db);
             let file = dir.join(format!("{table}.toml"));
             let file = file.to_str().unwrap();
             let args = ["run", "-w", "7d", "--json", "-s", file, "--now", &at];
@@ -305,6 +322,20 @@ fn main() {
             let summary: serde_json::Value = serde_json::from_str(&out).unwrap();
             let done = summary["succeeded"].as_u64().unwrap_or(0);
             let (empty, _) = backlog(&bin, &dir, &args);
+            if table == "BACKLOG" {
+                let after = scans(&mut db);
+                let read: Vec<&String> = after
+                    .iter()
+                    .filter(|(name, n)| before.get(*name) != Some(n))
+                    .map(|(name, _)| name)
+                    .collect();
+                println!(
+                    "  BACKLOG: partitions scanned by the two ticks: {} of {} ({})",
+                    read.len(),
+                    after.len(),
+                    read.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(", ")
+                );
+            }
             println!(
                 "  {table:>7}: {done} records in {secs:.2} s, {:>7.0}/s; empty tick {:.0} ms; {} left pending",
                 done as f64 / secs,
