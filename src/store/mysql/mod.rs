@@ -2,7 +2,7 @@
 //! PostgreSQL.
 //!
 //! Claims live in the tool's own claims table, with leases on the database's clock,
-//! for the reasons `postgres` gives (a handler may run for minutes; a row lock lives
+//! for the reasons `store::claims` gives (a handler may run for minutes; a row lock lives
 //! as long as a connection a vanished host leaves open; the engine stays the same).
 //! Row locks are taken for a moment only: the transaction that claims a page locks the
 //! records it wants that are still pending (`FOR UPDATE SKIP LOCKED`, MySQL 8 and

@@ -1,39 +1,8 @@
 //! The PostgreSQL backend: one backlog, many runners on many machines.
 //!
-//! Claims live in the tool's own claims table, with leases, as on SQLite. Row locks
-//! held for as long as a handler runs (`SELECT … FOR UPDATE SKIP LOCKED` in a
-//! transaction left open) would need no table, but:
-//! - a handler may run for minutes, and a transaction open that long holds back vacuum
-//!   on the whole database and blocks the application's own updates of those rows;
-//! - a row lock lives as long as its connection, and the server keeps the connection
-//!   of a host that vanished (power cut, network split) open until TCP gives up, which
-//!   can take hours; a lease runs out `database.claim_lease` after the last heartbeat,
-//!   whatever became of the host;
-//! - the engine, its guarantees and its tests stay the same on both backends.
-//!
-//! Nor session advisory locks (Que's design), though they write nothing: measured
-//! (BENCHMARKS.md, issue 15) a claim and its release cost 0.8 µs a record with them
-//! against 13 µs in the table, about half of a tick's time a record; but they cost
-//! guarantees:
-//! - behind a pooler in transaction mode (pgbouncer's usual setting) consecutive
-//!   statements run on different server connections: a lock is let go on the wrong
-//!   one (and leaks), and two runners multiplexed on one server connection both get
-//!   the same record, since a session's advisory locks are re-entrant: two at once;
-//! - a server restart or a failover drops every lock while the handlers still run,
-//!   and another runner takes their records: two at once (a claim in a logged table
-//!   outlives it, and the heartbeat reconnects to renew it);
-//! - a vanished host's locks last as long as its connection (see above), not a lease;
-//! - the locks fill the server's shared lock table (`max_locks_per_transaction` ×
-//!   `max_connections`: 6,400 slots by default, seven runners' pages of 1,000), after
-//!   which every session on the server, the application's too, gets "out of shared
-//!   memory";
-//! - a failure kept from the ticks until its next slot outlives the tick's session,
-//!   so the table would stay for those.
-//!
-//! An `UNLOGGED` claims table was measured too, and is not used either: a crash of the
-//! server empties it and a standby promoted by a failover has none, both while
-//! handlers run (two at once again), and it saved 1 µs of the 13 and nothing
-//! measurable in a tick.
+//! Claims live in the tool's own claims table, with leases; why a table, and not row
+//! locks held for the handler's time, advisory locks or an unlogged table:
+//! `store::claims`.
 //!
 //! So a claim costs one row written and deleted; what keeps that cheap is doing it a
 //! page at a time. A page is taken in one short transaction: a statement that reads
