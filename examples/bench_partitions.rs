@@ -333,7 +333,10 @@ fn main() {
                     "  BACKLOG: partitions scanned by the two ticks: {} of {} ({})",
                     read.len(),
                     after.len(),
-                    read.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(", ")
+                    read.iter()
+                        .map(|n| n.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 );
             }
             println!(

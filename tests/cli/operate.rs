@@ -396,12 +396,17 @@ fn odd_output_and_a_record_named_twice(backend: Backend) {
     assert_eq!(calls(&env), 1, "handed over once");
 }
 
-/// A failure kept from the ticks until its next slot on the real clock (not a pinned
-/// one long past) is still taken by `retry` at once: a person asked for it.
+/// A failure kept from the ticks until its next slot, which the real clock has not
+/// reached (the tick's clock is an hour ahead, at the start of a slot), is still
+/// taken by `retry` at once: a person asked for it.
 fn a_kept_failure_is_retried_before_its_slot_ends(backend: Backend) {
+    use chrono::DurationRound;
+    let at = (chrono::Utc::now() + chrono::Duration::hours(1))
+        .duration_trunc(chrono::Duration::minutes(5))
+        .unwrap();
     let env = Env::on(backend);
     env.create_table("TEXT");
-    env.insert_aged_at(chrono::Utc::now(), &[(1, 60), (2, 120)], |t| {
+    env.insert_aged_at(at, &[(1, 60), (2, 120)], |t| {
         t.format("%Y-%m-%d %H:%M:%S").to_string().into()
     });
     env.write_schedule(&Schedule {
@@ -409,8 +414,11 @@ fn a_kept_failure_is_retried_before_its_slot_ends(backend: Backend) {
         ..Schedule::default()
     });
     env.write_handler("handler.sh", FLAKY_HANDLER);
-    env.backlog(&["run", "--window", "1d"]).assert().success();
-    let text = stdout(env.backlog(&["show", "2"]).assert().success());
+    let at = at.to_rfc3339();
+    env.backlog(&["run", "--window", "1d", "--now", &at])
+        .assert()
+        .success();
+    let text = stdout(env.backlog(&["show", "2", "--now", &at]).assert().success());
     assert!(text.contains("kept from the ticks until"), "{text}");
     env.write_handler("handler.sh", &FLAKY_HANDLER.replace("= 2 ]", "= 99 ]"));
     let text = stdout(env.backlog(&["retry", "2"]).assert().success());
