@@ -8,18 +8,23 @@ use super::*;
 use crate::record::{Columns, Statuses};
 use crate::store::quote;
 
-/// The clause that matches the statuses of column `status` (quoted) exactly, and its
-/// parameters. A text column compares in its collation, which ignores case by default
-/// (`new` would match `NEW`); statuses are compared exactly on every backend, so the
-/// bytes are compared too, beside the comparison an index on the column serves.
+/// The clause that matches column `status` (quoted) of `t` with the statuses whose
+/// placeholders are `{list}`, exactly. A text column compares in its collation, which
+/// ignores case by default (`new` would match `NEW`); statuses are compared exactly on
+/// every backend, so the bytes are compared too, beside the comparison an index on the
+/// column serves. The list comes twice: its values are bound twice.
+pub(super) fn exact_status(status: &str) -> String {
+    format!("(t.{status} IN ({{list}}) AND CAST(t.{status} AS BINARY) IN ({{list}}))")
+}
+
+/// `exact_status` with the statuses' placeholders, and its parameters.
 pub(super) fn status_in(status: &str, statuses: &[String]) -> (String, Vec<mysql::Value>) {
-    let list = placeholders(statuses.len());
     let values: Vec<mysql::Value> = statuses
         .iter()
         .map(|s| mysql::Value::Bytes(s.as_bytes().to_vec()))
         .collect();
     (
-        format!("(t.{status} IN ({list}) AND CAST(t.{status} AS BINARY) IN ({list}))"),
+        exact_status(status).replace("{list}", &placeholders(statuses.len())),
         [values.clone(), values].concat(),
     )
 }

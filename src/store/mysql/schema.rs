@@ -200,8 +200,7 @@ impl MysqlStore {
             .into(),
             integer_ids: id_kind == IdKind::Int,
             id: idq,
-            // As `pages::status_in`: the bytes compared too.
-            status_in: format!("(t.{st} IN ({{list}}) AND CAST(t.{st} AS BINARY) IN ({{list}}))"),
+            status_in: super::pages::exact_status(&st),
             status: st,
             retry: retry.map(|(count, since)| (quote(&columns[count].0), quote(&columns[since].0))),
             claims_by_key: format!("{}backlog_claims FORCE INDEX (PRIMARY)", self.prefix),
