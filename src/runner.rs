@@ -235,83 +235,123 @@ fn fire(
 /// Runs the daemon on the schedule file at `path` until `signals.stop` is set.
 /// `seed` drives the jitter, so a run can be reproduced.
 pub fn run_daemon(path: &Path, signals: &Signals, seed: u64) -> Result<(), Error> {
-    let path: PathBuf = path.to_path_buf();
-    let mut stamp = modified(&path);
     let mut rng = fastrand::Rng::with_seed(seed);
-    let Some((mut config, mut clocks, mut shared)) = start_up(&path, signals, &mut rng)? else {
+    let Some((config, clocks, shared)) = start_up(path, signals, &mut rng)? else {
         tracing::info!("stopped before the database could be reached");
         return Ok(());
     };
-    let mut running: HashMap<Duration, JoinHandle<bool>> = HashMap::new();
-    // Ticks in a row that failed on the database, per tier.
-    let mut failures: HashMap<Duration, u32> = HashMap::new();
-    // The last look for overdue tiers; its thread, while it still sends.
-    let mut overdue: (Option<std::time::Instant>, Option<JoinHandle<()>>) = (None, None);
     tracing::info!(
         "daemon started: {} of {}",
         config.schedule.tier_count(),
         path.display()
     );
+    let mut daemon = Daemon {
+        path: path.to_path_buf(),
+        stamp: modified(path),
+        rng,
+        config,
+        clocks,
+        shared,
+        running: HashMap::new(),
+        failures: HashMap::new(),
+        overdue: (None, None),
+    };
+    while !signals.stop.load(Ordering::Relaxed) {
+        daemon.reload_if_changed(signals);
+        daemon.forget_finished();
+        daemon.start_due(signals);
+        daemon.look_for_overdue();
+        daemon.nap();
+    }
+    tracing::info!(
+        "stopping: waiting for {} running ticks",
+        daemon.running.len()
+    );
+    for (_, tick) in daemon.running {
+        let _ = tick.join();
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
 
-    loop {
-        // 1. Stop when asked.
-        if signals.stop.load(Ordering::Relaxed) {
-            break;
+/// The daemon's state from one turn of its loop to the next.
+struct Daemon {
+    path: PathBuf,
+    /// The file's modification time when it was last read.
+    stamp: Option<SystemTime>,
+    rng: fastrand::Rng,
+    config: Config,
+    clocks: Vec<Clock>,
+    shared: Shared,
+    running: HashMap<Duration, JoinHandle<bool>>,
+    /// Ticks in a row that failed on the database, per tier.
+    failures: HashMap<Duration, u32>,
+    /// The last look for overdue tiers; its thread, while it still sends.
+    overdue: (Option<std::time::Instant>, Option<JoinHandle<()>>),
+}
+
+impl Daemon {
+    /// Reads the schedule again on SIGHUP or a change of the file; a file that does
+    /// not validate leaves the running schedule in force.
+    fn reload_if_changed(&mut self, signals: &Signals) {
+        let now_stamp = modified(&self.path);
+        if !signals.reload.swap(false, Ordering::Relaxed) && now_stamp == self.stamp {
+            return;
         }
-
-        // 2. Reload on SIGHUP or a change of the file; a file that does not validate
-        //    leaves the running schedule in force.
-        let now_stamp = modified(&path);
-        if signals.reload.swap(false, Ordering::Relaxed) || now_stamp != stamp {
-            stamp = now_stamp;
-            let checked = load_checked(&path).and_then(|new| {
-                let mut store = open_store(&new)?;
-                let measured = Shared::measure(&new, store.as_mut())?;
-                Ok((new, measured))
-            });
-            match checked {
-                Ok((new, measured)) => {
-                    config = new;
-                    shared = measured;
-                    let now = shared.now();
-                    clocks = config
-                        .schedule
-                        .tiers
-                        .iter()
-                        .map(|t| Clock {
-                            window: t.window,
-                            next: next_fire(t, now, &mut rng),
-                        })
-                        .collect();
-                    tracing::info!(
-                        "reloaded {}: {}",
-                        path.display(),
-                        config.schedule.tier_count()
-                    );
-                }
-                Err(e) => tracing::error!("not reloaded, the schedule in force keeps running: {e}"),
+        self.stamp = now_stamp;
+        let checked = load_checked(&self.path).and_then(|new| {
+            let mut store = open_store(&new)?;
+            let measured = Shared::measure(&new, store.as_mut())?;
+            Ok((new, measured))
+        });
+        match checked {
+            Ok((new, measured)) => {
+                self.config = new;
+                self.shared = measured;
+                let now = self.shared.now();
+                self.clocks = self
+                    .config
+                    .schedule
+                    .tiers
+                    .iter()
+                    .map(|t| Clock {
+                        window: t.window,
+                        next: next_fire(t, now, &mut self.rng),
+                    })
+                    .collect();
+                tracing::info!(
+                    "reloaded {}: {}",
+                    self.path.display(),
+                    self.config.schedule.tier_count()
+                );
             }
+            Err(e) => tracing::error!("not reloaded, the schedule in force keeps running: {e}"),
         }
+    }
 
-        // 3. Forget ticks that finished; try a tier again soon if the database failed it.
-        let finished: Vec<Duration> = running
+    /// Forgets ticks that finished; tries a tier again soon if the database failed it.
+    fn forget_finished(&mut self) {
+        let finished: Vec<Duration> = self
+            .running
             .iter()
             .filter(|(_, tick)| tick.is_finished())
             .map(|(w, _)| *w)
             .collect();
         for window in finished {
-            let failed = running
+            let failed = self
+                .running
                 .remove(&window)
                 .is_some_and(|tick| tick.join().unwrap_or(false));
             if !failed {
-                failures.remove(&window);
+                self.failures.remove(&window);
                 continue;
             }
-            let n = failures.entry(window).or_default();
+            let n = self.failures.entry(window).or_default();
             *n += 1;
             let pause = retry_pause(*n);
-            if let Some(clock) = clocks.iter_mut().find(|c| c.window == window) {
-                let retry = shared.now() + chrono::Duration::from_std(pause).unwrap_or_default();
+            if let Some(clock) = self.clocks.iter_mut().find(|c| c.window == window) {
+                let retry =
+                    self.shared.now() + chrono::Duration::from_std(pause).unwrap_or_default();
                 if retry < clock.next {
                     clock.next = retry;
                     tracing::warn!(
@@ -322,61 +362,60 @@ pub fn run_daemon(path: &Path, signals: &Signals, seed: u64) -> Result<(), Error
                 }
             }
         }
+    }
 
-        // 4. Start what is due.
-        let now = shared.now();
-        for clock in &mut clocks {
+    /// Starts the tiers whose time has come; a tier whose previous tick still runs is
+    /// skipped for that slot.
+    fn start_due(&mut self, signals: &Signals) {
+        let now = self.shared.now();
+        for clock in &mut self.clocks {
             if now < clock.next {
                 continue;
             }
-            let tier = config
+            let tier = self
+                .config
                 .schedule
                 .tier(clock.window)
                 .map(|(_, t)| t)
                 .expect("clocks follow the schedule in force");
-            match running.entry(clock.window) {
+            match self.running.entry(clock.window) {
                 std::collections::hash_map::Entry::Occupied(_) => tracing::warn!(
                     window = %duration::compact(clock.window),
                     "the previous tick still runs; this slot is skipped"
                 ),
                 std::collections::hash_map::Entry::Vacant(slot) => {
-                    slot.insert(fire(&config, clock.window, shared, &signals.stop));
+                    slot.insert(fire(&self.config, clock.window, self.shared, &signals.stop));
                 }
             }
-            clock.next = next_fire(tier, now, &mut rng);
+            clock.next = next_fire(tier, now, &mut self.rng);
         }
+    }
 
-        // 5. Tell a person of tiers overdue, on a thread: an alert may take seconds.
-        if config.alert.sends()
-            && overdue.0.is_none_or(|at| at.elapsed() >= OVERDUE_EVERY)
-            && overdue.1.as_ref().is_none_or(JoinHandle::is_finished)
+    /// Tells a person of tiers overdue, on a thread: an alert may take seconds.
+    fn look_for_overdue(&mut self) {
+        let (at, thread) = &self.overdue;
+        if !self.config.alert.sends()
+            || at.is_some_and(|at| at.elapsed() < OVERDUE_EVERY)
+            || thread.as_ref().is_some_and(|t| !t.is_finished())
         {
-            let (config, now) = (config.clone(), shared.now());
-            overdue = (
-                Some(std::time::Instant::now()),
-                Some(thread::spawn(move || match open_store(&config) {
-                    Ok(mut store) => crate::alert::check_overdue(&config, store.as_mut(), now),
-                    Err(e) => tracing::warn!("cannot check whether a tier is overdue: {e}"),
-                })),
-            );
+            return;
         }
-
-        // 6. Sleep until the next tick, or a nap.
-        let next = clocks.iter().map(|c| c.next).min().unwrap_or(now);
-        thread::sleep(
-            (next - shared.now())
-                .to_std()
-                .unwrap_or(Duration::ZERO)
-                .min(NAP),
+        let (config, now) = (self.config.clone(), self.shared.now());
+        self.overdue = (
+            Some(std::time::Instant::now()),
+            Some(thread::spawn(move || match open_store(&config) {
+                Ok(mut store) => crate::alert::check_overdue(&config, store.as_mut(), now),
+                Err(e) => tracing::warn!("cannot check whether a tier is overdue: {e}"),
+            })),
         );
     }
 
-    tracing::info!("stopping: waiting for {} running ticks", running.len());
-    for (_, tick) in running {
-        let _ = tick.join();
+    /// Sleeps until the next tick, or a nap.
+    fn nap(&self) {
+        let now = self.shared.now();
+        let next = self.clocks.iter().map(|c| c.next).min().unwrap_or(now);
+        thread::sleep((next - now).to_std().unwrap_or(Duration::ZERO).min(NAP));
     }
-    tracing::info!("stopped");
-    Ok(())
 }
 
 #[cfg(test)]

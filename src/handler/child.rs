@@ -59,6 +59,26 @@ struct Tail {
 }
 
 impl Tail {
+    fn new(name: &'static str, fd: Option<OwnedFd>) -> Self {
+        Tail {
+            name,
+            fd: fd.map(std::fs::File::from),
+            kept: Vec::new(),
+            total: 0,
+        }
+    }
+
+    /// Reads what the stream has; closes it at its end or on an error.
+    fn read(&mut self, buf: &mut [u8]) {
+        let Some(fd) = &mut self.fd else { return };
+        match fd.read(buf) {
+            Ok(0) => self.fd = None,
+            Ok(k) => self.push(&buf[..k]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => self.fd = None,
+        }
+    }
+
     fn push(&mut self, data: &[u8]) {
         self.total += data.len();
         self.kept.extend_from_slice(data);
@@ -152,6 +172,13 @@ fn set_nonblocking(fd: libc::c_int) {
     }
 }
 
+/// A pollfd that poll(2) ignores.
+const UNUSED: libc::pollfd = libc::pollfd {
+    fd: -1,
+    events: 0,
+    revents: 0,
+};
+
 fn watch(
     child: &mut Child,
     group: &mut LiveGroup,
@@ -166,31 +193,12 @@ fn watch(
         set_nonblocking(s.as_raw_fd());
     }
     let mut written = 0;
-    let stdout = child
-        .stdout
-        .take()
-        .map(|o| std::fs::File::from(OwnedFd::from(o)));
-    let stderr = child
-        .stderr
-        .take()
-        .map(|e| std::fs::File::from(OwnedFd::from(e)));
     let mut tails = [
-        Tail {
-            name: "stdout",
-            fd: stdout,
-            kept: Vec::new(),
-            total: 0,
-        },
-        Tail {
-            name: "stderr",
-            fd: stderr,
-            kept: Vec::new(),
-            total: 0,
-        },
+        Tail::new("stdout", child.stdout.take().map(OwnedFd::from)),
+        Tail::new("stderr", child.stderr.take().map(OwnedFd::from)),
     ];
     let mut buf = [0u8; 8192];
-    let started = Instant::now();
-    let mut deadline = started + timeout;
+    let mut deadline = Instant::now() + timeout;
     // 0: running; 1: SIGTERM sent; 2: SIGKILL sent.
     let mut stage = 0;
     let mut status: Option<(ExitStatus, Instant)> = None;
@@ -224,33 +232,17 @@ fn watch(
             }
             continue;
         }
-        let mut fds = [libc::pollfd {
-            fd: -1,
-            events: 0,
-            revents: 0,
-        }; 4];
+        let mut fds = [UNUSED; 4];
         if let Some(s) = &stdin {
-            fds[0] = libc::pollfd {
-                fd: s.as_raw_fd(),
-                events: libc::POLLOUT,
-                revents: 0,
-            };
+            fds[0] = polled(s.as_raw_fd(), libc::POLLOUT);
         }
         for (i, t) in tails.iter().enumerate() {
             if let Some(fd) = &t.fd {
-                fds[1 + i] = libc::pollfd {
-                    fd: fd.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                };
+                fds[1 + i] = polled(fd.as_raw_fd(), libc::POLLIN);
             }
         }
         if let (Some(p), None) = (&pidfd, status) {
-            fds[3] = libc::pollfd {
-                fd: p.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            };
+            fds[3] = polled(p.as_raw_fd(), libc::POLLIN);
         }
         let until = match status {
             Some((_, exited)) => Some(exited + OUTPUT_GRACE),
@@ -274,36 +266,47 @@ fn watch(
         if n <= 0 {
             continue; // a deadline, or EINTR
         }
-        if fds[0].revents != 0
-            && let Some(s) = &stdin
-        {
-            let left = &input[written..];
-            // SAFETY: writes from a live slice to a descriptor we own.
-            let w = unsafe { libc::write(s.as_raw_fd(), left.as_ptr().cast(), left.len()) };
-            if w > 0 {
-                written += w as usize;
-            }
-            let again =
-                w < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::WouldBlock;
-            // All written, or a handler that does not read its stdin (EPIPE): done.
-            if written >= input.len() || (w < 0 && !again) {
-                stdin = None;
-            }
+        if fds[0].revents != 0 && !write_some(stdin.as_ref(), input, &mut written) {
+            stdin = None;
         }
         for (i, t) in tails.iter_mut().enumerate() {
-            if fds[1 + i].revents == 0 {
-                continue;
-            }
-            let Some(fd) = &mut t.fd else { continue };
-            match fd.read(&mut buf) {
-                Ok(0) => t.fd = None,
-                Ok(k) => t.push(&buf[..k]),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => t.fd = None,
+            if fds[1 + i].revents != 0 {
+                t.read(&mut buf);
             }
         }
     }
     let (status, _) = status.expect("the loop ends after the exit");
+    ended(status, &mut tails, stage > 0 && !cancelled, cancelled)
+}
+
+/// A pollfd waiting for `events` on `fd`.
+fn polled(fd: libc::c_int, events: libc::c_short) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    }
+}
+
+/// Writes what it can of the rest of `input` (from `written`) to `stdin`, which is
+/// non-blocking; returns whether stdin is still wanted: all written, or a handler
+/// that does not read its stdin (EPIPE), and it is not.
+fn write_some(stdin: Option<&std::process::ChildStdin>, input: &[u8], written: &mut usize) -> bool {
+    let Some(s) = stdin else {
+        return false;
+    };
+    let left = &input[*written..];
+    // SAFETY: writes from a live slice to a descriptor we own.
+    let w = unsafe { libc::write(s.as_raw_fd(), left.as_ptr().cast(), left.len()) };
+    if w > 0 {
+        *written += w as usize;
+    }
+    let again = w < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::WouldBlock;
+    !(*written >= input.len() || (w < 0 && !again))
+}
+
+/// How the process ended, with what its output streams kept.
+fn ended(status: ExitStatus, tails: &mut [Tail; 2], timed_out: bool, cancelled: bool) -> Ended {
     // Read for its `retry-after:` line only where the exit asks for a later try.
     let stdout = if status.code() == Some(super::SNOOZE_EXIT) {
         String::from_utf8_lossy(&tails[0].kept).into_owned()
@@ -311,16 +314,16 @@ fn watch(
         String::new()
     };
     let mut output = String::new();
-    for t in &tails {
+    for t in tails.iter() {
         t.note(&mut output);
     }
-    for t in &mut tails {
+    for t in tails.iter_mut() {
         t.render(&mut output);
     }
     output.truncate(output.trim_end().len());
     Ended {
         status,
-        timed_out: stage > 0 && !cancelled,
+        timed_out,
         cancelled,
         output,
         stdout,

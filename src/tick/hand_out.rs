@@ -55,227 +55,347 @@ pub(super) fn hand_out<'c>(
     marks: &mut Marks<'_>,
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> Result<(), Error> {
-    let opts = plan.opts;
-    let store_err = Error::store(store.describe());
-    let handler_err = |source| Error::Handler { file: None, source };
-    let batch = lanes.batch_size();
-    let mut pager = Pager::starting_at(plan.query, plan.start.clone());
-    if let Some(slot) = plan.fleet {
-        pager = pager.in_fleet(Fleet::new(
-            (opts.window, Some(slot), &store.table().pending),
-            plan.run_id,
-            plan.owner,
-            opts.lease,
-        ));
-    }
-    // The rate and the breaker are the fleet's: every runner of the table and tier (the
-    // rate: or of its group) shares them; with a `rate_key`, each counterpart has a
-    // rate of its own.
-    let table = store.table().name.clone();
-    let rate = rate_name(&table, opts.window, opts.rate_group.as_deref());
-    let mut counterparts = Counterparts::new(opts.rate, &rate, opts.rate_key.as_deref());
-    let one_rate = opts.rate.filter(|_| counterparts.is_none());
-    let mut pace = Pace::new(one_rate, Some(rate));
-    // Pages sized to the rate where there is one rate; the counterparts' together have
-    // no bound the tick knows.
-    let mut size = PageSize::new(
-        opts.page_size,
-        lanes.capacity(),
-        batch,
-        one_rate.map(|r| r.per_second()),
-    );
-    // Whether every record queued waits for its counterpart's rate: read on.
-    let mut waiting = false;
-    let tier = rate_name(&table, opts.window, None);
-    let mut breaker = Breaker::new(
-        opts.stop_after_failures,
-        Some((tier, opts.breaker_cooldown)),
-    );
-    let mut queue: VecDeque<Record> = VecDeque::new();
-    let mut taken: u64 = 0;
-    // Records handled inline since the last page, and the time they took in the
-    // handler, observed a page at a time. Only the handler's time: measured from the
-    // page on, it counted the marks written meanwhile, so a tick that took a few records
-    // of a page (other runners held the rest) and then wrote a group saw a slow handler
-    // and shrank its pages to a record or two, a read and a claim each.
-    let mut inline_run: (usize, Duration) = (0, Duration::ZERO);
-    // Why the tick hands out no more: the batches already out are still settled, then
-    // the tick ends with this error.
-    let mut halt: Option<Error> = None;
-    let context = |r: &Record| Context {
-        age: r.age(opts.now).and_then(|a| a.to_std().ok()),
-        ..plan.ctx
-    };
+    let mut round = Round::new(plan, store, &mut *lanes);
     loop {
-        while lanes.free() > 0
-            && halt.is_none()
-            && breaker.tripped.is_none()
-            && marks.tally.lapsed.is_none()
-        {
-            if opts.stop.load(Ordering::Relaxed) {
+        while lanes.free() > 0 && round.going(marks) {
+            if plan.opts.stop.load(Ordering::Relaxed) {
                 marks.tally.stopped = true;
                 break;
             }
-            // Take: a page when the queue is short of a batch.
-            let short = queue.len() < batch || (waiting && queue.len() < HELD_MOST);
-            if short && !pager.done && taken < plan.limit {
-                if inline_run.0 > 0 {
-                    size.observe(inline_run.0, inline_run.1);
-                }
-                // Reading on past records that wait for their counterparts: whole pages.
-                let want = match std::mem::take(&mut waiting) {
-                    true => opts
-                        .page_size
-                        .min(HELD_MOST.saturating_sub(queue.len()).max(1)),
-                    false => size.next(),
-                }
-                .min((plan.limit - taken) as usize);
-                let lease_until = Utc::now() + opts.lease;
-                match pager.take(store, plan.owner, want, lease_until, plan.takes) {
-                    Err(StoreError::HoldLapsed(why)) => {
-                        let why = format!("this tick's hold lapsed ({why}); it hands out no more");
-                        plan.heartbeat.lapse(why.clone());
-                        marks.tally.lapsed = Some(why);
-                    }
-                    Err(e) => halt = Some(store_err(e)),
-                    Ok(None) => pager.done = true,
-                    Ok(Some(page)) => {
-                        if let Err(e) = marks.failures.read(&page.taken, store) {
-                            halt = Some(store_err(e));
-                        }
-                        inline_run = (0, Duration::ZERO);
-                        size.took(page.taken.len());
-                        marks.tally.deferred += page.deferred;
-                        marks.tally.skipped += page.skipped;
-                        taken += page.taken.len() as u64;
-                        // A record whose inserted-at value cannot be placed in a band
-                        // is left alone, and said.
-                        for record in page.taken {
-                            if !marks.tally.left_alone(&record, plan.format) {
-                                queue.push_back(record);
-                            }
-                        }
-                    }
-                }
+            if round.short() {
+                round.take_page(store, marks);
                 continue;
             }
-            if queue.is_empty() {
+            if round.queue.is_empty() {
                 break;
             }
-            // With counterparts, the records whose counterparts may start now; where
-            // every record queued waits for its counterpart, read on while the band has
-            // more, else wait for the first.
-            let mut chosen = match counterparts.as_mut() {
-                None => None,
-                Some(counterparts) => match counterparts.take(&mut queue, batch, store) {
-                    Ok(records) => Some(records),
-                    Err(wait) => {
-                        waiting = true;
-                        if pager.done || taken >= plan.limit || queue.len() >= HELD_MOST {
-                            marks.write_before(wait, store).map_err(&store_err)?;
-                            std::thread::sleep(wait.min(STOP_CHECK));
-                        }
-                        continue;
-                    }
-                },
-            };
-            waiting = false;
-            // The breaker, the pace, then the holds, right before handing out. What the
-            // breaker holds back of the records chosen goes back to the queue's front
-            // (their counterparts' starts are spent: under the rate, never over it).
-            let n = breaker.allow(
-                chosen.as_ref().map_or(queue.len(), Vec::len).min(batch),
-                store,
-            );
-            if let Some(chosen) = chosen.as_mut() {
-                for record in chosen.drain(n..).rev() {
-                    queue.push_front(record);
-                }
-            }
-            if n == 0 {
-                break;
-            }
-            let chosen = match chosen {
-                Some(chosen) => Some(chosen),
-                None => {
-                    let wait = pace.delay(n, store);
-                    if !wait.is_zero() {
-                        marks.write_before(wait, store).map_err(&store_err)?;
-                    }
-                    if !pace.wait(n, &opts.stop) {
-                        marks.tally.stopped = true;
-                        break;
-                    }
-                    None
-                }
-            };
-            match plan.heartbeat.stale() {
-                None => {}
-                Some(Stale::Lapsed(why)) => {
-                    marks.tally.lapsed = Some(why);
-                    break;
-                }
-                Some(Stale::Failing(why)) => {
-                    halt = Some(store_err(StoreError::HoldLapsed(why)));
-                    break;
-                }
-            }
-            // Hand out.
-            if let Some(handler) = lanes.inline() {
-                // One record at a time on this thread, settled at once: no vectors.
-                let record = match chosen {
-                    Some(mut chosen) => chosen.pop(),
-                    None => queue.pop_front(),
-                }
-                .expect("a record is chosen");
-                let started = Instant::now();
-                match catch_panic(|| handler.handle(&record, &context(&record))) {
-                    Ok(handled) => {
-                        let took = started.elapsed();
-                        inline_run.0 += 1;
-                        inline_run.1 += took;
-                        breaker.count(&handled, store);
-                        marks
-                            .settle(&record, handled, took, store, on_event)
-                            .map_err(&store_err)?;
-                    }
-                    Err(e) => halt = Some(handler_err(e)),
-                }
-                continue;
-            }
-            let records: Vec<Record> = chosen.unwrap_or_else(|| queue.drain(..n).collect());
-            let contexts = records.iter().map(context).collect();
-            if let Err(e) = lanes.send(records, contexts) {
-                halt = Some(handler_err(e));
+            match round.choose(store, marks)? {
+                Choice::Again => continue,
+                Choice::Stop => break,
+                Choice::Hand(chosen) => round.hand(chosen, store, lanes, marks, on_event)?,
             }
         }
         // Settle what comes back; nothing out means the tick is done.
-        let Some(Done {
-            records,
-            results,
-            latency,
-        }) = lanes.receive()
-        else {
+        let Some(done) = lanes.receive() else {
             break;
         };
-        match results {
-            Ok(results) => {
-                size.observe(records.len(), latency);
-                for (record, handled) in records.iter().zip(results) {
-                    breaker.count(&handled, store);
-                    let took = handled.took.unwrap_or(latency);
-                    marks
-                        .settle(record, handled, took, store, on_event)
-                        .map_err(&store_err)?;
-                }
-            }
-            Err(e) => {
-                halt.get_or_insert(handler_err(e));
-            }
-        }
+        round.settle(done, store, marks, on_event)?;
     }
     // Said once, by whoever runs the tick: `backlog run` as its error, the daemon as a
     // warning.
-    marks.tally.breaker = breaker.tripped;
-    halt.map_or(Ok(()), Err)
+    marks.tally.breaker = round.breaker.tripped;
+    round.halt.map_or(Ok(()), Err)
+}
+
+/// What the loop goes on with after choosing.
+enum Choice {
+    /// Look again: a page may be due, or a counterpart's start has come.
+    Again,
+    /// Hand out no more for now: the breaker holds everything back, the pace was
+    /// stopped, or the holds went stale.
+    Stop,
+    /// These records (`None`: the `n` at the queue's front).
+    Hand(Chosen),
+}
+
+/// The records chosen to hand out: those of their counterparts' turns, or the first
+/// `n` of the queue.
+enum Chosen {
+    Records(Vec<Record>),
+    Front(usize),
+}
+
+/// The loop's state from one step to the next.
+struct Round<'p, 'c> {
+    plan: &'p Plan<'c>,
+    /// The store's name, for its errors.
+    database: String,
+    batch: usize,
+    pager: Pager,
+    /// With a `rate_key`: each counterpart's rate.
+    counterparts: Option<Counterparts>,
+    pace: Pace,
+    size: PageSize,
+    /// Whether every record queued waits for its counterpart's rate: read on.
+    waiting: bool,
+    breaker: Breaker,
+    queue: VecDeque<Record>,
+    taken: u64,
+    /// Records handled inline since the last page, and the time they took in the
+    /// handler, observed a page at a time. Only the handler's time: measured from the
+    /// page on, it counted the marks written meanwhile, so a tick that took a few
+    /// records of a page (other runners held the rest) and then wrote a group saw a
+    /// slow handler and shrank its pages to a record or two, a read and a claim each.
+    inline_run: (usize, Duration),
+    /// Why the tick hands out no more: the batches already out are still settled, then
+    /// the tick ends with this error.
+    halt: Option<Error>,
+}
+
+impl<'p, 'c> Round<'p, 'c> {
+    fn new(plan: &'p Plan<'c>, store: &mut dyn Store, lanes: &mut Lanes<'_, 'c>) -> Self {
+        let opts = plan.opts;
+        let batch = lanes.batch_size();
+        let mut pager = Pager::starting_at(plan.query, plan.start.clone());
+        if let Some(slot) = plan.fleet {
+            pager = pager.in_fleet(Fleet::new(
+                (opts.window, Some(slot), &store.table().pending),
+                plan.run_id,
+                plan.owner,
+                opts.lease,
+            ));
+        }
+        // The rate and the breaker are the fleet's: every runner of the table and tier
+        // (the rate: or of its group) shares them; with a `rate_key`, each counterpart
+        // has a rate of its own.
+        let table = store.table().name.clone();
+        let rate = rate_name(&table, opts.window, opts.rate_group.as_deref());
+        let counterparts = Counterparts::new(opts.rate, &rate, opts.rate_key.as_deref());
+        let one_rate = opts.rate.filter(|_| counterparts.is_none());
+        let tier = rate_name(&table, opts.window, None);
+        Round {
+            plan,
+            database: store.describe(),
+            batch,
+            pager,
+            counterparts,
+            pace: Pace::new(one_rate, Some(rate)),
+            // Pages sized to the rate where there is one rate; the counterparts'
+            // together have no bound the tick knows.
+            size: PageSize::new(
+                opts.page_size,
+                lanes.capacity(),
+                batch,
+                one_rate.map(|r| r.per_second()),
+            ),
+            waiting: false,
+            breaker: Breaker::new(
+                opts.stop_after_failures,
+                Some((tier, opts.breaker_cooldown)),
+            ),
+            queue: VecDeque::new(),
+            taken: 0,
+            inline_run: (0, Duration::ZERO),
+            halt: None,
+        }
+    }
+
+    fn store_err(&self, e: StoreError) -> Error {
+        Error::store(&self.database)(e)
+    }
+
+    /// Whether the tick may hand out more: nothing halted it, tripped its breaker or
+    /// let its holds lapse.
+    fn going(&self, marks: &Marks<'_>) -> bool {
+        self.halt.is_none() && self.breaker.tripped.is_none() && marks.tally.lapsed.is_none()
+    }
+
+    /// Whether a page is due: the queue is short of a batch (or every record in it
+    /// waits for its counterpart) and the band has more.
+    fn short(&self) -> bool {
+        let short = self.queue.len() < self.batch || (self.waiting && self.queue.len() < HELD_MOST);
+        short && !self.pager.done && self.taken < self.plan.limit
+    }
+
+    /// Takes a page into the queue.
+    fn take_page(&mut self, store: &mut dyn Store, marks: &mut Marks<'_>) {
+        let (plan, opts) = (self.plan, self.plan.opts);
+        if self.inline_run.0 > 0 {
+            self.size.observe(self.inline_run.0, self.inline_run.1);
+        }
+        // Reading on past records that wait for their counterparts: whole pages.
+        let want = match std::mem::take(&mut self.waiting) {
+            true => opts
+                .page_size
+                .min(HELD_MOST.saturating_sub(self.queue.len()).max(1)),
+            false => self.size.next(),
+        }
+        .min((plan.limit - self.taken) as usize);
+        let lease_until = Utc::now() + opts.lease;
+        match self
+            .pager
+            .take(store, plan.owner, want, lease_until, plan.takes)
+        {
+            Err(StoreError::HoldLapsed(why)) => {
+                let why = format!("this tick's hold lapsed ({why}); it hands out no more");
+                plan.heartbeat.lapse(why.clone());
+                marks.tally.lapsed = Some(why);
+            }
+            Err(e) => self.halt = Some(self.store_err(e)),
+            Ok(None) => self.pager.done = true,
+            Ok(Some(page)) => {
+                if let Err(e) = marks.failures.read(&page.taken, store) {
+                    self.halt = Some(self.store_err(e));
+                }
+                self.inline_run = (0, Duration::ZERO);
+                self.size.took(page.taken.len());
+                marks.tally.deferred += page.deferred;
+                marks.tally.skipped += page.skipped;
+                self.taken += page.taken.len() as u64;
+                // A record whose inserted-at value cannot be placed in a band is left
+                // alone, and said.
+                for record in page.taken {
+                    if !marks.tally.left_alone(&record, plan.format) {
+                        self.queue.push_back(record);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The counterparts' turns, the breaker, the pace, then the holds, right before
+    /// handing out: which records go now.
+    fn choose(&mut self, store: &mut dyn Store, marks: &mut Marks<'_>) -> Result<Choice, Error> {
+        // With counterparts, the records whose counterparts may start now; where every
+        // record queued waits for its counterpart, read on while the band has more,
+        // else wait for the first.
+        let mut chosen = match self.counterparts.as_mut() {
+            None => None,
+            Some(counterparts) => match counterparts.take(&mut self.queue, self.batch, store) {
+                Ok(records) => Some(records),
+                Err(wait) => {
+                    self.waiting = true;
+                    let plan = self.plan;
+                    if self.pager.done || self.taken >= plan.limit || self.queue.len() >= HELD_MOST
+                    {
+                        let written = marks.write_before(wait, store);
+                        written.map_err(|e| self.store_err(e))?;
+                        std::thread::sleep(wait.min(STOP_CHECK));
+                    }
+                    return Ok(Choice::Again);
+                }
+            },
+        };
+        self.waiting = false;
+        // What the breaker holds back of the records chosen goes back to the queue's
+        // front (their counterparts' starts are spent: under the rate, never over it).
+        let n = self.breaker.allow(
+            chosen
+                .as_ref()
+                .map_or(self.queue.len(), Vec::len)
+                .min(self.batch),
+            store,
+        );
+        if let Some(chosen) = chosen.as_mut() {
+            for record in chosen.drain(n..).rev() {
+                self.queue.push_front(record);
+            }
+        }
+        if n == 0 {
+            return Ok(Choice::Stop);
+        }
+        let chosen = match chosen {
+            Some(chosen) => Chosen::Records(chosen),
+            None => {
+                let wait = self.pace.delay(n, store);
+                if !wait.is_zero() {
+                    marks
+                        .write_before(wait, store)
+                        .map_err(|e| self.store_err(e))?;
+                }
+                if !self.pace.wait(n, &self.plan.opts.stop) {
+                    marks.tally.stopped = true;
+                    return Ok(Choice::Stop);
+                }
+                Chosen::Front(n)
+            }
+        };
+        match self.plan.heartbeat.stale() {
+            None => Ok(Choice::Hand(chosen)),
+            Some(Stale::Lapsed(why)) => {
+                marks.tally.lapsed = Some(why);
+                Ok(Choice::Stop)
+            }
+            Some(Stale::Failing(why)) => {
+                self.halt = Some(self.store_err(StoreError::HoldLapsed(why)));
+                Ok(Choice::Stop)
+            }
+        }
+    }
+
+    /// Hands the records chosen to a lane, or, with an inline handler, one record at
+    /// a time on this thread, settled at once: no vectors.
+    fn hand(
+        &mut self,
+        chosen: Chosen,
+        store: &mut dyn Store,
+        lanes: &mut Lanes<'_, 'c>,
+        marks: &mut Marks<'_>,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<(), Error> {
+        if let Some(handler) = lanes.inline() {
+            let record = match chosen {
+                Chosen::Records(mut chosen) => chosen.pop(),
+                Chosen::Front(_) => self.queue.pop_front(),
+            }
+            .expect("a record is chosen");
+            let started = Instant::now();
+            match catch_panic(|| handler.handle(&record, &self.context(&record))) {
+                Ok(handled) => {
+                    let took = started.elapsed();
+                    self.inline_run.0 += 1;
+                    self.inline_run.1 += took;
+                    self.breaker.count(&handled, store);
+                    marks
+                        .settle(&record, handled, took, store, on_event)
+                        .map_err(|e| self.store_err(e))?;
+                }
+                Err(e) => self.halt = Some(handler_err(e)),
+            }
+            return Ok(());
+        }
+        let records: Vec<Record> = match chosen {
+            Chosen::Records(chosen) => chosen,
+            Chosen::Front(n) => self.queue.drain(..n).collect(),
+        };
+        let contexts = records.iter().map(|r| self.context(r)).collect();
+        if let Err(e) = lanes.send(records, contexts) {
+            self.halt = Some(handler_err(e));
+        }
+        Ok(())
+    }
+
+    /// Marks a batch that came back from a lane.
+    fn settle(
+        &mut self,
+        done: Done,
+        store: &mut dyn Store,
+        marks: &mut Marks<'_>,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<(), Error> {
+        let Done {
+            records,
+            results,
+            latency,
+        } = done;
+        match results {
+            Ok(results) => {
+                self.size.observe(records.len(), latency);
+                for (record, handled) in records.iter().zip(results) {
+                    self.breaker.count(&handled, store);
+                    let took = handled.took.unwrap_or(latency);
+                    marks
+                        .settle(record, handled, took, store, on_event)
+                        .map_err(|e| self.store_err(e))?;
+                }
+            }
+            Err(e) => {
+                self.halt.get_or_insert(handler_err(e));
+            }
+        }
+        Ok(())
+    }
+
+    /// The handler's context for a record: its age by the tick's clock.
+    fn context(&self, r: &Record) -> Context<'c> {
+        Context {
+            age: r.age(self.plan.opts.now).and_then(|a| a.to_std().ok()),
+            ..self.plan.ctx
+        }
+    }
+}
+
+/// A handler's failure as the tick's error.
+fn handler_err(source: crate::handler::HandlerError) -> Error {
+    Error::Handler { file: None, source }
 }

@@ -339,16 +339,7 @@ fn hand_out_and_mark(
     // Records its pages will step over because other ticks hold them, on a backend
     // that counts them once, as the tick begins; there, it steps over what the other
     // runners of its tier have read too.
-    let counted = match store.held_by_others(&run.owner, &begun.query) {
-        Ok(held) => {
-            marks.tally.skipped += held.unwrap_or(0);
-            held.is_some()
-        }
-        Err(e) => {
-            tracing::warn!("cannot count the records other ticks hold: {e}");
-            false
-        }
-    };
+    let counted = count_held(store, run, begun, &mut marks.tally);
     let plan = Plan {
         opts,
         query: &begun.query,
@@ -388,11 +379,34 @@ fn hand_out_and_mark(
         (result, marks.finish(store).map_err(&store_err))
     });
     run.heartbeat.stop();
-    // Records taken and not handed out are let go below: the others must not step
-    // over them as read (`reach`), so what this tick read is withdrawn first.
-    let tally = &marks.tally;
-    let done = result.is_ok()
-        && cleanup.is_ok()
+    let tally = marks.tally;
+    let_go(store, run, opts, &tally, result.is_ok() && cleanup.is_ok());
+    log_unshown(&tally);
+    (result.and(cleanup), tally)
+}
+
+/// Counts, as the tick begins, the records its pages will step over because other
+/// ticks hold them, on a backend that counts them once (`held_by_others`); returns
+/// whether it did.
+fn count_held(store: &mut dyn Store, run: &Run, begun: &Begun<'_>, tally: &mut Tally) -> bool {
+    match store.held_by_others(&run.owner, &begun.query) {
+        Ok(held) => {
+            tally.skipped += held.unwrap_or(0);
+            held.is_some()
+        }
+        Err(e) => {
+            tracing::warn!("cannot count the records other ticks hold: {e}");
+            false
+        }
+    }
+}
+
+/// Lets go of the records the tick holds still (taken and not handed out). A tick
+/// that did not read its band to the end (`ok` false, or it stopped early) first
+/// withdraws how far it read: the others must not step over those records as read
+/// (`reach`).
+fn let_go(store: &mut dyn Store, run: &Run, opts: &TickOptions, tally: &Tally, ok: bool) {
+    let done = ok
         && tally.handler_broken().is_none()
         && tally.lapsed.is_none()
         && tally.breaker.is_none()
@@ -406,9 +420,6 @@ fn hand_out_and_mark(
             duration::compact(opts.lease)
         );
     }
-    let tally = marks.tally;
-    log_unshown(&tally);
-    (result.and(cleanup), tally)
 }
 
 /// Closes the run-log row with the counts and the outcome; after a tick whose band

@@ -208,15 +208,80 @@ fn act(
             history: opts.history.clone(),
         })
         .map_err(&store_err)?;
-    let asked = records.len() as u64;
     let heartbeat = HeartbeatThread::start(
         store.heartbeat(&owner, run_id).map_err(&store_err)?,
         opts.lease,
     );
-    // Each record is held on its own just before its handler runs (on SQLite, the span
-    // moves to it), so a retry of records far apart in age blocks no tick's band
-    // between them.
-    let result = (|| {
+    let acting = Acting {
+        table,
+        opts,
+        owner: &owner,
+        run_id,
+        heartbeat: &heartbeat,
+    };
+    let result = acting.on(store, records, action, on_event);
+    drop(heartbeat);
+    if let Err(e) = store.release(&owner) {
+        tracing::warn!(
+            "cannot release the retried records (they are free again within a lease): {e}"
+        );
+    }
+    let logged = store
+        .finish_run(run_id, &run_end(&result))
+        .map_err(&store_err);
+    let summary = result?;
+    logged?;
+    Ok(summary)
+}
+
+/// The run-log row's end for an action's result.
+fn run_end(result: &Result<RetrySummary, Error>) -> RunEnd {
+    match result {
+        Ok(s) => RunEnd {
+            selected: s.selected,
+            succeeded: s.succeeded,
+            failed: s.failed,
+            skipped: s.skipped,
+            lost: s.lost,
+            outcome: if s.stopped.is_some() {
+                "stopped"
+            } else {
+                "done"
+            },
+            error: s.stopped.clone(),
+        },
+        Err(e) => RunEnd {
+            outcome: "failed",
+            error: Some(e.to_string()),
+            ..RunEnd::default()
+        },
+    }
+}
+
+/// An action under way: its run-log row, its owner's name and heartbeat.
+struct Acting<'a> {
+    table: &'a crate::TableConfig,
+    opts: &'a TickOptions,
+    owner: &'a str,
+    run_id: i64,
+    heartbeat: &'a HeartbeatThread,
+}
+
+impl Acting<'_> {
+    /// Takes the records a chunk at a time, paced, and runs the action on each held.
+    /// Each record is held on its own just before its handler runs (on SQLite, the
+    /// span moves to it), so a retry of records far apart in age blocks no tick's band
+    /// between them.
+    fn on(
+        &self,
+        store: &mut dyn Store,
+        records: Vec<Record>,
+        mut action: Action<'_>,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<RetrySummary, Error> {
+        let (opts, table) = (self.opts, self.table);
+        let store_err = Error::store(store.describe());
+        let asked = records.len() as u64;
         // A retry's failure is not kept from the ticks: the schedule goes on as before.
         let keep = |_: &Record| None;
         // A person asked: what became of each is kept, successes too.
@@ -225,9 +290,9 @@ fn act(
             ..opts.history.clone()
         };
         let plan = MarkPlan {
-            owner: &owner,
+            owner: self.owner,
             now: opts.now,
-            run_id,
+            run_id: self.run_id,
             window: Duration::ZERO,
             tier: None,
             history,
@@ -251,12 +316,13 @@ fn act(
         let mut counterparts = Counterparts::new(rate, &name, opts.rate_key.as_deref());
         let mut one = Pace::new(rate.filter(|_| counterparts.is_none()), Some(name));
         let mut records = records.into_iter().peekable();
-        'chunks: while records.peek().is_some() {
+        let signal = || Some("stopped by a signal".to_string());
+        while records.peek().is_some() {
             if opts.stop.load(std::sync::atomic::Ordering::Relaxed) {
-                stopped = Some("stopped by a signal".to_string());
+                stopped = signal();
                 break;
             }
-            if let Some(Stale::Lapsed(why) | Stale::Failing(why)) = heartbeat.stale() {
+            if let Some(Stale::Lapsed(why) | Stale::Failing(why)) = self.heartbeat.stale() {
                 stopped = Some(why);
                 break;
             }
@@ -268,7 +334,7 @@ fn act(
             };
             pace.delay(action.chunk, store);
             if !pace.wait(action.chunk, &opts.stop) {
-                stopped = Some("stopped by a signal".to_string());
+                stopped = signal();
                 break;
             }
             let lease_until = chrono::Utc::now()
@@ -276,42 +342,20 @@ fn act(
             let chunk: Vec<Record> = records.by_ref().take(action.chunk).collect();
             let asked = chunk.len();
             let taken = store
-                .take_records(&owner, chunk, lease_until)
+                .take_records(self.owner, chunk, lease_until)
                 .map_err(&store_err)?;
             skipped += (asked - taken.len()) as u64;
             marks.failures.read(&taken, store).map_err(&store_err)?;
-            for record in taken {
-                let ctx = Context {
-                    table: &table.name,
-                    window: Duration::ZERO,
-                    age: record.age(opts.now).and_then(|a| a.to_std().ok()),
-                    cancel: Some(heartbeat.lapsed_flag()),
-                };
-                let started = Instant::now();
-                match catch_panic(|| (action.handle)(&record, &ctx)) {
-                    Ok(handled) => {
-                        if let Err(e) =
-                            marks.settle(&record, handled, started.elapsed(), store, on_event)
-                        {
-                            outcome = Err(store_err(e));
-                            break 'chunks;
-                        }
-                    }
-                    Err(e) => {
-                        outcome = Err(Error::Handler {
-                            file: None,
-                            source: e,
-                        });
-                        break 'chunks;
-                    }
-                }
+            if let Err(e) = self.handle(taken, &mut action, store, &mut marks, on_event) {
+                outcome = Err(e);
+                break;
             }
         }
         let written = marks.finish(store).map_err(&store_err);
         log_unshown(&marks.tally);
         let tally = marks.tally;
         let summary = RetrySummary {
-            run_id,
+            run_id: self.run_id,
             asked,
             selected: tally.selected,
             succeeded: tally.succeeded,
@@ -326,35 +370,31 @@ fn act(
             stopped,
         };
         outcome.and(written).map(|()| summary)
-    })();
-    drop(heartbeat);
-    if let Err(e) = store.release(&owner) {
-        tracing::warn!(
-            "cannot release the retried records (they are free again within a lease): {e}"
-        );
     }
-    let end = match &result {
-        Ok(s) => RunEnd {
-            selected: s.selected,
-            succeeded: s.succeeded,
-            failed: s.failed,
-            skipped: s.skipped,
-            lost: s.lost,
-            outcome: if s.stopped.is_some() {
-                "stopped"
-            } else {
-                "done"
-            },
-            error: s.stopped.clone(),
-        },
-        Err(e) => RunEnd {
-            outcome: "failed",
-            error: Some(e.to_string()),
-            ..RunEnd::default()
-        },
-    };
-    let logged = store.finish_run(run_id, &end).map_err(&store_err);
-    let summary = result?;
-    logged?;
-    Ok(summary)
+
+    /// Runs the action on each record taken, settling each as it ends.
+    fn handle(
+        &self,
+        taken: Vec<Record>,
+        action: &mut Action<'_>,
+        store: &mut dyn Store,
+        marks: &mut Marks<'_>,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<(), Error> {
+        for record in taken {
+            let ctx = Context {
+                table: &self.table.name,
+                window: Duration::ZERO,
+                age: record.age(self.opts.now).and_then(|a| a.to_std().ok()),
+                cancel: Some(self.heartbeat.lapsed_flag()),
+            };
+            let started = Instant::now();
+            let handled = catch_panic(|| (action.handle)(&record, &ctx))
+                .map_err(|source| Error::Handler { file: None, source })?;
+            marks
+                .settle(&record, handled, started.elapsed(), store, on_event)
+                .map_err(|e| Error::store(store.describe())(e))?;
+        }
+        Ok(())
+    }
 }
