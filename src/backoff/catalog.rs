@@ -184,39 +184,7 @@ pub fn build(name: &str, params: &[String], unit: f64) -> Result<Built, String> 
                 })),
             }
         }
-        "exponential" => {
-            let (a, f, max) = (
-                p.delay("initial", 1.0, Span::Delay)?,
-                p.number("factor", 2.0, GROWTH)?,
-                p.delay("max", f64::INFINITY, Span::Cap)?,
-            );
-            let jitter = match p.text("jitter").as_deref() {
-                None | Some("none") => Jitter::None,
-                Some("full") => Jitter::Full,
-                Some("equal") => Jitter::Equal,
-                Some("decorrelated") => Jitter::Decorrelated,
-                Some(other) => {
-                    return Err(format!(
-                        "{name}: jitter={other:?}; use none, full, equal or decorrelated"
-                    ));
-                }
-            };
-            let exact = jitter == Jitter::None && max.is_infinite() && f > 1.0;
-            Built {
-                strategy: Box::new(Exponential {
-                    jitter,
-                    ..Exponential::classic(a, f, max)
-                }),
-                closed_form: exact.then(|| {
-                    Box::new(move |t: f64| {
-                        (
-                            (t * (f - 1.0) / a + 1.0).log(f).floor() as usize,
-                            "a·(fⁿ − 1)/(f − 1) ≤ t ⇒ n = ⌊log_f(t·(f − 1)/a + 1)⌋".into(),
-                        )
-                    }) as ClosedForm
-                }),
-            }
-        }
+        "exponential" => exponential(&mut p)?,
         "httpx" => {
             let (b, max) = (
                 p.delay("factor", 0.5, Span::Delay)?,
@@ -252,36 +220,73 @@ pub fn build(name: &str, params: &[String], unit: f64) -> Result<Built, String> 
                 closed_form: None,
             }
         }
-        "lild" | "limd" | "mild" | "mimd" => {
-            let bytes = name.as_bytes();
-            // A failure lengthens the delay, a success shortens it: by a factor
-            // (m) or a step (l).
-            let on_failure = if bytes[0] == b'm' {
-                Step::Mul(p.number("failure", 2.0, GROWTH)?)
-            } else {
-                Step::Add(p.delay("failure", 1.0, Span::Delay)?)
-            };
-            let on_success = if bytes[2] == b'm' {
-                Step::Mul(p.number("success", 0.5, SHRINK)?)
-            } else {
-                Step::Add(p.delay("success", -1.0, Span::Decrease)?)
-            };
-            let strategy = Adaptive {
-                initial: p.delay("initial", 1.0, Span::Delay)?,
-                on_failure,
-                on_success,
-                min: p.delay("min", 0.0, Span::Delay)?,
-                max: p.delay("max", f64::INFINITY, Span::Cap)?,
-            };
-            Built {
-                strategy: Box::new(strategy),
-                closed_form: None,
-            }
-        }
+        "lild" | "limd" | "mild" | "mimd" => adaptive(name, &mut p)?,
         other => return Err(format!("no strategy {other:?}; the strategies are {NAMES}")),
     };
     p.finish()?;
     Ok(built)
+}
+
+/// `exponential`: `initial·factorⁿ`, capped at `max`, with an optional jitter.
+fn exponential(p: &mut Params<'_>) -> Result<Built, String> {
+    let (a, f, max) = (
+        p.delay("initial", 1.0, Span::Delay)?,
+        p.number("factor", 2.0, GROWTH)?,
+        p.delay("max", f64::INFINITY, Span::Cap)?,
+    );
+    let jitter = match p.text("jitter").as_deref() {
+        None | Some("none") => Jitter::None,
+        Some("full") => Jitter::Full,
+        Some("equal") => Jitter::Equal,
+        Some("decorrelated") => Jitter::Decorrelated,
+        Some(other) => {
+            return Err(format!(
+                "exponential: jitter={other:?}; use none, full, equal or decorrelated"
+            ));
+        }
+    };
+    let exact = jitter == Jitter::None && max.is_infinite() && f > 1.0;
+    Ok(Built {
+        strategy: Box::new(Exponential {
+            jitter,
+            ..Exponential::classic(a, f, max)
+        }),
+        closed_form: exact.then(|| {
+            Box::new(move |t: f64| {
+                (
+                    (t * (f - 1.0) / a + 1.0).log(f).floor() as usize,
+                    "a·(fⁿ − 1)/(f − 1) ≤ t ⇒ n = ⌊log_f(t·(f − 1)/a + 1)⌋".into(),
+                )
+            }) as ClosedForm
+        }),
+    })
+}
+
+/// `lild`, `limd`, `mild`, `mimd`: a delay that a failure lengthens and a success
+/// shortens, each by a step (l) or a factor (m).
+fn adaptive(name: &str, p: &mut Params<'_>) -> Result<Built, String> {
+    let bytes = name.as_bytes();
+    let on_failure = if bytes[0] == b'm' {
+        Step::Mul(p.number("failure", 2.0, GROWTH)?)
+    } else {
+        Step::Add(p.delay("failure", 1.0, Span::Delay)?)
+    };
+    let on_success = if bytes[2] == b'm' {
+        Step::Mul(p.number("success", 0.5, SHRINK)?)
+    } else {
+        Step::Add(p.delay("success", -1.0, Span::Decrease)?)
+    };
+    let strategy = Adaptive {
+        initial: p.delay("initial", 1.0, Span::Delay)?,
+        on_failure,
+        on_success,
+        min: p.delay("min", 0.0, Span::Delay)?,
+        max: p.delay("max", f64::INFINITY, Span::Cap)?,
+    };
+    Ok(Built {
+        strategy: Box::new(strategy),
+        closed_form: None,
+    })
 }
 
 #[cfg(test)]

@@ -108,66 +108,88 @@ fn draw(
             (MARGIN as i32, 38),
         )?;
         let (strip, body) = rest.split_vertically(plot::LEGEND_HEIGHT);
-        let entries: Vec<Entry> = plot::SERIES
-            .iter()
-            .enumerate()
-            .map(|(n, colour)| Entry {
-                label: if n + 1 == plot::SERIES.len() {
-                    format!("retry {}+", n + 1)
-                } else {
-                    format!("retry {}", n + 1)
-                },
-                colour: *colour,
-                mark: Mark::Square,
-            })
-            .collect();
+        let entries = legend_entries();
         plot::legend(&strip, (MARGIN + Y_LABELS) as i32, &entries)?;
 
         let areas = body.split_evenly((1, columns as usize));
         for ((panel, load), area) in panels.iter().zip(&loads).zip(areas) {
-            let (upper, lower) = area.split_vertically(440);
-            let mut dots = ChartBuilder::on(&upper)
-                .caption(&panel.title, plot::font(plot::CAPTION, plot::INK))
-                .margin(MARGIN)
-                .x_label_area_size(24)
-                .y_label_area_size(Y_LABELS)
-                .build_cartesian_2d(axis.range(), 0f64..jobs as f64)?;
-            plot::quiet_mesh(&mut dots.configure_mesh())
-                .disable_y_mesh()
-                .x_label_formatter(&|c| axis.label(*c))
-                .y_labels(6)
-                .y_label_formatter(&|y| format!("{y:.0}"))
-                .y_desc("job")
-                .draw()?;
-            mark_retries(&dots, panel, &axis, jobs, &mut marks);
-
-            let mut bars = ChartBuilder::on(&lower)
-                .caption(
-                    format!(
-                        "most retries in one minute (peak {})",
-                        load.iter().map(|b| b.2).max().unwrap_or(0)
-                    ),
-                    plot::font(plot::LABEL, plot::INK),
-                )
-                .margin(MARGIN)
-                .x_label_area_size(40)
-                .y_label_area_size(Y_LABELS)
-                .build_cartesian_2d(axis.range(), 0u32..top)?;
-            plot::quiet_mesh(&mut bars.configure_mesh())
-                .x_label_formatter(&|c| axis.label(*c))
-                .x_desc(axis.describe("time since the failure"))
-                .y_labels(5)
-                .y_desc("retries")
-                .draw()?;
-            bars.draw_series(
-                load.iter()
-                    .filter(|b| b.2 > 0)
-                    .map(|(a, b, n)| Rectangle::new([(*a, 0), (*b, *n)], plot::BARS.filled())),
-            )?;
+            draw_panel(&area, panel, load, &axis, (jobs, top), &mut marks)?;
         }
         root.present()?;
     }
     Ok(marks.finish(svg))
+}
+
+/// The legend: a colour for each retry's number, the last for it and the later ones.
+fn legend_entries() -> Vec<Entry> {
+    plot::SERIES
+        .iter()
+        .enumerate()
+        .map(|(n, colour)| Entry {
+            label: if n + 1 == plot::SERIES.len() {
+                format!("retry {}+", n + 1)
+            } else {
+                format!("retry {}", n + 1)
+            },
+            colour: *colour,
+            mark: Mark::Square,
+        })
+        .collect()
+}
+
+/// One strategy's column: its retries, a row per job (`jobs` rows), above the most
+/// retries in one minute (up to `top`).
+fn draw_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    panel: &Panel,
+    load: &[(f64, f64, u32)],
+    axis: &TimeAxis,
+    (jobs, top): (usize, u32),
+    marks: &mut Marks,
+) -> Result<(), Box<dyn std::error::Error>>
+where
+    DB::ErrorType: 'static,
+{
+    let (upper, lower) = area.split_vertically(440);
+    let mut dots = ChartBuilder::on(&upper)
+        .caption(&panel.title, plot::font(plot::CAPTION, plot::INK))
+        .margin(MARGIN)
+        .x_label_area_size(24)
+        .y_label_area_size(Y_LABELS)
+        .build_cartesian_2d(axis.range(), 0f64..jobs as f64)?;
+    plot::quiet_mesh(&mut dots.configure_mesh())
+        .disable_y_mesh()
+        .x_label_formatter(&|c| axis.label(*c))
+        .y_labels(6)
+        .y_label_formatter(&|y| format!("{y:.0}"))
+        .y_desc("job")
+        .draw()?;
+    mark_retries(&dots, panel, axis, jobs, marks);
+
+    let mut bars = ChartBuilder::on(&lower)
+        .caption(
+            format!(
+                "most retries in one minute (peak {})",
+                load.iter().map(|b| b.2).max().unwrap_or(0)
+            ),
+            plot::font(plot::LABEL, plot::INK),
+        )
+        .margin(MARGIN)
+        .x_label_area_size(40)
+        .y_label_area_size(Y_LABELS)
+        .build_cartesian_2d(axis.range(), 0u32..top)?;
+    plot::quiet_mesh(&mut bars.configure_mesh())
+        .x_label_formatter(&|c| axis.label(*c))
+        .x_desc(axis.describe("time since the failure"))
+        .y_labels(5)
+        .y_desc("retries")
+        .draw()?;
+    bars.draw_series(
+        load.iter()
+            .filter(|b| b.2 > 0)
+            .map(|(a, b, n)| Rectangle::new([(*a, 0), (*b, *n)], plot::BARS.filled())),
+    )?;
+    Ok(())
 }
 
 /// Marks each retry's cell: a row per job (or group of jobs), 2-pixel columns of time,

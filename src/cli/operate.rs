@@ -153,10 +153,8 @@ pub fn show(args: &ShowArgs) -> Result<(), Error> {
     let RecordView {
         record,
         age,
-        pending,
-        next,
-        held,
         attempts,
+        ..
     } = &view;
     if args.json {
         return print(&format!("{}\n", view.to_json()));
@@ -174,55 +172,8 @@ pub fn show(args: &ShowArgs) -> Result<(), Error> {
         "columns: {}\n",
         serde_json::Value::Object(record.columns.for_people())
     ));
-    match (next, pending) {
-        (_, false) => text.push_str("not pending: no tier tries it again\n"),
-        (Some(next), true) => {
-            let band = next
-                .in_tier
-                .map_or("in no band".to_string(), |n| format!("in tier {n}'s band"));
-            match (next.by_tier, next.at) {
-                (Some(n), Some(at)) => text.push_str(&format!(
-                    "{band}; tried next at {} (in {}), by tier {n}{}\n",
-                    duration::instant(at),
-                    duration::rough((at - now).to_std().unwrap_or_default()),
-                    next.retry_note()
-                        .map(|note| format!(", once {note}"))
-                        .unwrap_or_default()
-                )),
-                _ => text.push_str(&format!(
-                    "{band}; never tried again ({})\n",
-                    next.never_why()
-                )),
-            }
-        }
-        (None, true) if record.inserted_time.is_some() => text.push_str(
-            "inserted after the clock's now (in the future): no tier takes it until it is not\n",
-        ),
-        (None, true) => text.push_str("its inserted-at value cannot be read: no tier takes it\n"),
-    }
-    match held {
-        Some(h) => match &h.owner {
-            Some(owner) => text.push_str(&format!(
-                "held now by the tick {owner}, until {}\n",
-                duration::instant(h.until)
-            )),
-            None => text.push_str(&format!(
-                "{}: kept from the ticks until {} (`backlog retry {}` tries it now)\n",
-                // A snooze's attempt says who asked and why: the handler, or a person.
-                match attempts.first() {
-                    Some(a) if a.outcome == crate::store::SNOOZED => a.detail.clone(),
-                    // What `Snooze::describe` wrote of a handler's "not before".
-                    Some(a) if a.detail.contains(", retry after ") => {
-                        format!("snoozed by its handler ({})", a.detail)
-                    }
-                    _ => "failed in its tier's slot".to_string(),
-                },
-                duration::instant(h.until),
-                record.id
-            )),
-        },
-        None => text.push_str("held by no tick now\n"),
-    }
+    text.push_str(&next_try(&view, now));
+    text.push_str(&holder(&view));
     if attempts.is_empty() {
         text.push_str(
             "no attempts kept (the history keeps failures; [history] in the schedule file)\n",
@@ -251,6 +202,73 @@ pub fn show(args: &ShowArgs) -> Result<(), Error> {
         }
     }
     print(&text)
+}
+
+/// `show`'s line on when the record is tried next, if ever.
+fn next_try(view: &RecordView, now: DateTime<Utc>) -> String {
+    let RecordView {
+        record,
+        pending,
+        next,
+        ..
+    } = view;
+    match (next, pending) {
+        (_, false) => "not pending: no tier tries it again\n".into(),
+        (Some(next), true) => {
+            let band = next
+                .in_tier
+                .map_or("in no band".to_string(), |n| format!("in tier {n}'s band"));
+            match (next.by_tier, next.at) {
+                (Some(n), Some(at)) => format!(
+                    "{band}; tried next at {} (in {}), by tier {n}{}\n",
+                    duration::instant(at),
+                    duration::rough((at - now).to_std().unwrap_or_default()),
+                    next.retry_note()
+                        .map(|note| format!(", once {note}"))
+                        .unwrap_or_default()
+                ),
+                _ => format!("{band}; never tried again ({})\n", next.never_why()),
+            }
+        }
+        (None, true) if record.inserted_time.is_some() => {
+            "inserted after the clock's now (in the future): no tier takes it until it is not\n"
+                .into()
+        }
+        (None, true) => "its inserted-at value cannot be read: no tier takes it\n".into(),
+    }
+}
+
+/// `show`'s line on who holds the record now, and why.
+fn holder(view: &RecordView) -> String {
+    let RecordView {
+        record,
+        held,
+        attempts,
+        ..
+    } = view;
+    match held {
+        Some(h) => match &h.owner {
+            Some(owner) => format!(
+                "held now by the tick {owner}, until {}\n",
+                duration::instant(h.until)
+            ),
+            None => format!(
+                "{}: kept from the ticks until {} (`backlog retry {}` tries it now)\n",
+                // A snooze's attempt says who asked and why: the handler, or a person.
+                match attempts.first() {
+                    Some(a) if a.outcome == crate::store::SNOOZED => a.detail.clone(),
+                    // What `Snooze::describe` wrote of a handler's "not before".
+                    Some(a) if a.detail.contains(", retry after ") => {
+                        format!("snoozed by its handler ({})", a.detail)
+                    }
+                    _ => "failed in its tier's slot".to_string(),
+                },
+                duration::instant(h.until),
+                record.id
+            ),
+        },
+        None => "held by no tick now\n".into(),
+    }
 }
 
 /// The most ids `backlog retry -` or `snooze -` reads: an action on more is a tick's job.

@@ -37,9 +37,19 @@ pub(super) struct Key {
 /// `*` for a name the user chooses: `handler.timeout`, `tier[].window`,
 /// `handler.env.*`.
 pub(super) fn key(path: &str) -> Option<Key> {
+    database_key(path)
+        .or_else(|| handler_key(path))
+        .or_else(|| other_key(path))
+}
+
+/// A section's example: its header with its first key below.
+fn section(name: &str, first: &str) -> String {
+    format!("[{name}] on a line of its own, with {first} below")
+}
+
+/// The top-level keys, `[database]` and `[table]`.
+fn database_key(path: &str) -> Option<Key> {
     use Shape::*;
-    let section =
-        |name: &str, first: &str| format!("[{name}] on a line of its own, with {first} below");
     let (shape, takes, example): (Shape, &str, String) = match path {
         "bands" => (
             Text,
@@ -105,6 +115,19 @@ pub(super) fn key(path: &str) -> Option<Key> {
                 25,
             ));
         }
+        _ => return None,
+    };
+    Some(Key {
+        shape,
+        takes: takes.into(),
+        example,
+    })
+}
+
+/// `[handler]`.
+fn handler_key(path: &str) -> Option<Key> {
+    use Shape::*;
+    let (shape, takes, example): (Shape, &str, String) = match path {
         "handler" => (
             Table,
             "a section",
@@ -168,6 +191,19 @@ pub(super) fn key(path: &str) -> Option<Key> {
             "exit_codes = { 75 = \"RETRY\" }".into(),
         ),
         "handler.exit_codes.*" => (Text, "a status in quotes", "75 = \"RETRY\"".into()),
+        _ => return None,
+    };
+    Some(Key {
+        shape,
+        takes: takes.into(),
+        example,
+    })
+}
+
+/// `[alert]`, `[history]`, `[retry]` and `[[tier]]`.
+fn other_key(path: &str) -> Option<Key> {
+    use Shape::*;
+    let (shape, takes, example): (Shape, &str, String) = match path {
         "alert" => (
             Table,
             "a section",

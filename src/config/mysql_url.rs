@@ -24,6 +24,19 @@ pub enum MysqlTls {
     VerifyIdentity,
 }
 
+impl MysqlTls {
+    /// The mode as MySQL's clients spell it (`VERIFY_CA`).
+    fn name(self) -> &'static str {
+        match self {
+            MysqlTls::Disabled => "DISABLED",
+            MysqlTls::Preferred => "PREFERRED",
+            MysqlTls::Required => "REQUIRED",
+            MysqlTls::VerifyCa => "VERIFY_CA",
+            MysqlTls::VerifyIdentity => "VERIFY_IDENTITY",
+        }
+    }
+}
+
 /// A MySQL or MariaDB connection, with its password resolved. Only `shown` (the URL
 /// without its password) is ever printed.
 #[derive(Clone)]
@@ -111,18 +124,7 @@ pub(super) fn resolve_mysql(
     for (key, value) in super::server_url::query_pairs(&url)? {
         match key.as_str() {
             "ssl-mode" | "ssl_mode" | "sslmode" => {
-                tls = match value.to_ascii_lowercase().replace('_', "-").as_str() {
-                    "disabled" | "disable" => MysqlTls::Disabled,
-                    "preferred" | "prefer" => MysqlTls::Preferred,
-                    "required" | "require" => MysqlTls::Required,
-                    "verify-ca" => MysqlTls::VerifyCa,
-                    "verify-identity" | "verify-full" => MysqlTls::VerifyIdentity,
-                    _ => {
-                        return Err(format!(
-                            "database.url: ssl-mode={value} is not a mode; use DISABLED, PREFERRED, REQUIRED, VERIFY_CA or VERIFY_IDENTITY"
-                        ));
-                    }
-                }
+                tls = tls_mode(&value)?;
             }
             "ssl-ca" | "ssl_ca" | "sslrootcert" => ca = Some(PathBuf::from(value)),
             "socket" => socket = Some(PathBuf::from(value)),
@@ -140,15 +142,7 @@ pub(super) fn resolve_mysql(
             }
         }
     }
-    match (tls, &ca) {
-        (MysqlTls::VerifyCa | MysqlTls::VerifyIdentity, None) => {
-            return Err("database.url: ssl-mode=VERIFY_CA and VERIFY_IDENTITY need the server's root certificate; add ssl-ca=/path/to/ca.pem".into());
-        }
-        (MysqlTls::Disabled | MysqlTls::Preferred | MysqlTls::Required, Some(_)) => {
-            return Err("database.url: ssl-ca is used only with ssl-mode=VERIFY_CA or VERIFY_IDENTITY; add one".into());
-        }
-        _ => {}
-    }
+    check_ca(tls, ca.as_deref())?;
     if host.is_empty() && socket.is_none() {
         return Err(format!("database.url names no host; {EXAMPLE}"));
     }
@@ -162,11 +156,8 @@ pub(super) fn resolve_mysql(
     }
     let port = url.port().unwrap_or(3306);
     let mode = match tls {
-        MysqlTls::Disabled => "?ssl-mode=DISABLED",
-        MysqlTls::Preferred => "",
-        MysqlTls::Required => "?ssl-mode=REQUIRED",
-        MysqlTls::VerifyCa => "?ssl-mode=VERIFY_CA",
-        MysqlTls::VerifyIdentity => "?ssl-mode=VERIFY_IDENTITY",
+        MysqlTls::Preferred => String::new(),
+        other => format!("?ssl-mode={}", other.name()),
     };
     let at = user.as_deref().map(|u| format!("{u}@")).unwrap_or_default();
     let place = match &socket {
@@ -186,6 +177,33 @@ pub(super) fn resolve_mysql(
         connect_timeout,
         shown,
     })
+}
+
+/// An `ssl-mode` of the URL, as MySQL's clients spell it or as PostgreSQL's do.
+fn tls_mode(value: &str) -> Result<MysqlTls, String> {
+    Ok(
+        match value.to_ascii_lowercase().replace('_', "-").as_str() {
+            "disabled" | "disable" => MysqlTls::Disabled,
+            "preferred" | "prefer" => MysqlTls::Preferred,
+            "required" | "require" => MysqlTls::Required,
+            "verify-ca" => MysqlTls::VerifyCa,
+            "verify-identity" | "verify-full" => MysqlTls::VerifyIdentity,
+            _ => {
+                return Err(format!(
+                    "database.url: ssl-mode={value} is not a mode; use DISABLED, PREFERRED, REQUIRED, VERIFY_CA or VERIFY_IDENTITY"
+                ));
+            }
+        },
+    )
+}
+
+/// A root certificate is given where, and only where, the mode verifies the server.
+fn check_ca(tls: MysqlTls, ca: Option<&Path>) -> Result<(), String> {
+    match (tls, ca) {
+        (MysqlTls::VerifyCa | MysqlTls::VerifyIdentity, None) => Err("database.url: ssl-mode=VERIFY_CA and VERIFY_IDENTITY need the server's root certificate; add ssl-ca=/path/to/ca.pem".into()),
+        (MysqlTls::Disabled | MysqlTls::Preferred | MysqlTls::Required, Some(_)) => Err("database.url: ssl-ca is used only with ssl-mode=VERIFY_CA or VERIFY_IDENTITY; add one".into()),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]

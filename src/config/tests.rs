@@ -99,6 +99,14 @@ fn bad_files_get_messages_that_name_key_and_fix() {
             "command = [\"./h\"]\nexit_codes = { 0 = \"DONE\" }",
             "/etc/backlog.toml: handler.exit_codes: \"0\" is not an exit code; use numbers from 1 to 255",
         ),
+    ];
+    assert_messages(cases);
+}
+
+/// The same of the table's and the database's keys, and of the file's structure.
+#[test]
+fn bad_tables_get_messages_that_name_key_and_fix() {
+    let cases: &[(&str, &str, &str)] = &[
         (
             "status = \"STATUS\"",
             "status = \"STATUS\"\nsuccess = \"NEW\"",
@@ -175,6 +183,11 @@ fn bad_files_get_messages_that_name_key_and_fix() {
             "/etc/backlog.toml:2:10: unclosed table, expected `]`",
         ),
     ];
+    assert_messages(cases);
+}
+
+/// Each case: the text of the good file replaced, and the whole message it gets.
+fn assert_messages(cases: &[(&str, &str, &str)]) {
     for (from, to, expected) in cases {
         assert!(GOOD.contains(from), "{from}");
         let text = GOOD.replacen(from, to, 1);

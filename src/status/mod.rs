@@ -13,6 +13,7 @@ use serde::Serialize;
 use crate::config::Config;
 use crate::duration;
 use crate::store::{Holding, Pause, Range, RunRow, Runner, Store, StoreError};
+use crate::timestamp::TimestampFormat;
 
 mod check;
 
@@ -106,70 +107,9 @@ pub fn status(
     now: DateTime<Utc>,
 ) -> Result<Status, StoreError> {
     let format = store.inspect()?;
-    let at = |age: Duration| {
-        format.encode(now - chrono::Duration::from_std(age).unwrap_or(chrono::Duration::MAX))
-    };
     let windows: Vec<Duration> = config.schedule.tiers.iter().map(|t| t.window).collect();
     let last = *windows.last().expect("a schedule has tiers");
-
-    let mut ranges = vec![(
-        "in the future (clock skew: tried once they are not)".to_string(),
-        None,
-        Range {
-            from: Some(format.encode(now)),
-            from_exclusive: true,
-            ..Range::default()
-        },
-    )];
-    let mut younger = Duration::ZERO;
-    for (i, window) in windows.iter().enumerate() {
-        let label = if younger.is_zero() {
-            format!("0 to {}", duration::compact(*window))
-        } else {
-            format!(
-                "over {} up to {}",
-                duration::compact(younger),
-                duration::compact(*window)
-            )
-        };
-        ranges.push((
-            label,
-            Some(i + 1),
-            Range {
-                from: Some(at(*window)),
-                to: Some(at(younger)),
-                to_inclusive: younger.is_zero(),
-                ..Range::default()
-            },
-        ));
-        younger = *window;
-    }
-    ranges.push((
-        format!("over {} (never tried again)", duration::compact(last)),
-        None,
-        Range {
-            to: Some(at(last)),
-            ..Range::default()
-        },
-    ));
-
-    let mut ages = Vec::new();
-    for (label, tier, range) in ranges {
-        let mut counts: BTreeMap<String, u64> =
-            store.count_by_status(&range)?.into_iter().collect();
-        // The open-ended "future" range also catches text that sorts after timestamps.
-        if tier.is_none() && range.to.is_none() {
-            counts.retain(|_, n| *n > 0);
-            if counts.is_empty() {
-                continue;
-            }
-        }
-        ages.push(AgeRow {
-            label,
-            tier,
-            counts,
-        });
-    }
+    let ages = age_rows(store, age_ranges(&windows, format, now))?;
 
     let mut statuses: Vec<String> = config.table.pending.clone();
     for s in std::iter::once(&config.table.success).chain(ages.iter().flat_map(|r| r.counts.keys()))
@@ -212,6 +152,86 @@ pub fn status(
         // Live by the real clock, as their heartbeats beat, whatever `now` is.
         runners: store.runners(config.database.claim_lease, Utc::now())?,
     })
+}
+
+/// The ranges of inserted-at values `status` counts by: the future, each tier's
+/// band, and what is older than the last tier; each with its label and tier number.
+fn age_ranges(
+    windows: &[Duration],
+    format: TimestampFormat,
+    now: DateTime<Utc>,
+) -> Vec<(String, Option<usize>, Range)> {
+    let at = |age: Duration| {
+        format.encode(now - chrono::Duration::from_std(age).unwrap_or(chrono::Duration::MAX))
+    };
+    let mut ranges = vec![(
+        "in the future (clock skew: tried once they are not)".to_string(),
+        None,
+        Range {
+            from: Some(format.encode(now)),
+            from_exclusive: true,
+            ..Range::default()
+        },
+    )];
+    let mut younger = Duration::ZERO;
+    for (i, window) in windows.iter().enumerate() {
+        let label = if younger.is_zero() {
+            format!("0 to {}", duration::compact(*window))
+        } else {
+            format!(
+                "over {} up to {}",
+                duration::compact(younger),
+                duration::compact(*window)
+            )
+        };
+        ranges.push((
+            label,
+            Some(i + 1),
+            Range {
+                from: Some(at(*window)),
+                to: Some(at(younger)),
+                to_inclusive: younger.is_zero(),
+                ..Range::default()
+            },
+        ));
+        younger = *window;
+    }
+    let last = windows.last().copied().unwrap_or_default();
+    ranges.push((
+        format!("over {} (never tried again)", duration::compact(last)),
+        None,
+        Range {
+            to: Some(at(last)),
+            ..Range::default()
+        },
+    ));
+    ranges
+}
+
+/// The records of each range, counted by status; the open-ended future range only
+/// where it holds any.
+fn age_rows(
+    store: &mut dyn Store,
+    ranges: Vec<(String, Option<usize>, Range)>,
+) -> Result<Vec<AgeRow>, StoreError> {
+    let mut ages = Vec::new();
+    for (label, tier, range) in ranges {
+        let mut counts: BTreeMap<String, u64> =
+            store.count_by_status(&range)?.into_iter().collect();
+        // The open-ended "future" range also catches text that sorts after timestamps.
+        if tier.is_none() && range.to.is_none() {
+            counts.retain(|_, n| *n > 0);
+            if counts.is_empty() {
+                continue;
+            }
+        }
+        ages.push(AgeRow {
+            label,
+            tier,
+            counts,
+        });
+    }
+    Ok(ages)
 }
 
 /// Each tier's last tick, when it is next due and whether it is overdue at `now`:
@@ -285,6 +305,25 @@ impl Status {
             self.database,
             show(self.now)
         );
+        self.render_ages(&mut out);
+        self.render_tiers(&mut out);
+        if !self.failures_24h.is_empty() {
+            let counts: Vec<String> = self
+                .failures_24h
+                .iter()
+                .map(|(outcome, n)| format!("{n} {outcome}"))
+                .collect();
+            out.push_str(&format!(
+                "failed attempts in the last 24 hours: {} (`backlog show ID` for a record's)\n",
+                counts.join(", ")
+            ));
+        }
+        self.render_runners(&mut out);
+        out
+    }
+
+    /// The records by age and status, and the oldest pending.
+    fn render_ages(&self, out: &mut String) {
         let width = self
             .ages
             .iter()
@@ -325,6 +364,11 @@ impl Status {
             )),
             None => out.push_str("\nno pending record\n"),
         }
+    }
+
+    /// Each tier's last tick, then what is paused or overdue.
+    fn render_tiers(&self, out: &mut String) {
+        let show = crate::duration::instant;
         out.push_str(&format!(
             "\n{:>4}  {:<7} {:<24} {:<21} {:<8} {:>8} {:>9} {:>7} {:>7} {:>6}\n",
             "tier",
@@ -384,19 +428,6 @@ impl Status {
         for line in overdue {
             out.push_str(&format!("{line}\n"));
         }
-        if !self.failures_24h.is_empty() {
-            let counts: Vec<String> = self
-                .failures_24h
-                .iter()
-                .map(|(outcome, n)| format!("{n} {outcome}"))
-                .collect();
-            out.push_str(&format!(
-                "failed attempts in the last 24 hours: {} (`backlog show ID` for a record's)\n",
-                counts.join(", ")
-            ));
-        }
-        self.render_runners(&mut out);
-        out
     }
 
     /// The ticks running now, a line each.

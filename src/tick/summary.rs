@@ -193,6 +193,13 @@ impl TickSummary {
                 self.selected, self.succeeded, self.failed, self.skipped, deferred, self.seconds
             )
         };
+        self.push_notes(&mut line, table);
+        line
+    }
+
+    /// What else the line says: a limit reached, records left alone, lost or given up,
+    /// and why the tick stopped early.
+    fn push_notes(&self, line: &mut String, table: &TableConfig) {
         if self.limit_reached {
             line.push_str(&format!(
                 "; limit {} reached, the rest waits for the next tick",
@@ -237,6 +244,5 @@ impl TickSummary {
         if self.breaker.is_some() {
             line.push_str("; stopped by the breaker (handler.stop_after_failures)");
         }
-        line
     }
 }

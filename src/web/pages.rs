@@ -134,78 +134,10 @@ pub(crate) fn overview(o: &Overview, csrf: &str, notice: Option<&str>) -> Markup
             div.card { div.figure { (s.oldest_pending.as_ref().and_then(|p| p.age.clone()).unwrap_or_else(|| "–".into())) } div.label { "oldest pending" } }
         }
         h2 { "Tiers" }
-        table {
-            thead { tr { th { "tier" } th { "window" } th { "band" } th { "cadence" } th { "last tick" } th { "result" } th.num { "handled" } th.num { "failed" } th { "took" } th { "next" } th { "" } } }
-            tbody {
-                @for t in &s.tiers {
-                    tr {
-                        td { (t.tier) }
-                        td { a href={ "/records?tier=" (urlencode(&t.window)) } { (t.window) } }
-                        td { (band_of(o, t.tier)) }
-                        td { (t.cadence) }
-                        @if let Some(r) = &t.last_tick {
-                            td title=(when(r.clock)) { (ago(r.clock, now)) }
-                            td { (badge(&r.outcome)) @if let Some(e) = &r.error { div.detail { (e) } } }
-                            td.num { (r.selected) }
-                            td.num { (r.failed) }
-                            td { (crate::status::seconds_taken(r).map(|s| format!("{s:.1} s")).unwrap_or_else(|| "–".into())) }
-                        } @else {
-                            td colspan="5" { span.muted { "never ticked" } }
-                        }
-                        td { @if let Some(p) = &t.paused { (badge("paused")) div.detail { (p.describe()) } }
-                             @else if let Some(n) = t.next_due { (ago(n, now)) } @else { "–" } }
-                        td {
-                            @if t.paused.is_some() {
-                                form method="post" action="/resume" {
-                                    (csrf_field(csrf))
-                                    input type="hidden" name="window" value=(t.window);
-                                    button type="submit" { "Resume" }
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        details.pause {
-            summary { "Pause a tier" }
-            form method="post" action="/pause" {
-                (csrf_field(csrf))
-                label { "Tier " select name="window" {
-                    option value="" { "every tier" }
-                    @for t in &s.tiers { option value=(t.window) { "tier " (t.tier) " (" (t.window) ")" } }
-                } }
-                label { "Reason " input type="text" name="reason" placeholder="partner API down" required; }
-                label { "Meant to end " input type="text" name="until" placeholder="2h, or 2026-11-23T18:00:00Z"; }
-                button type="submit" { "Pause" }
-            }
-            p.muted { "A pause is kept in the database: every runner obeys it until it is resumed." }
-            @if s.paused.is_some() {
-                form method="post" action="/resume" {
-                    (csrf_field(csrf))
-                    input type="hidden" name="window" value="";
-                    button type="submit" { "Resume every tier" }
-                }
-            }
-        }
+        (tiers_table(o, csrf))
+        (pause_form(s, csrf))
         h2 { "Records by age and status" }
-        table {
-            thead { tr { th { "ages" } @for st in &s.statuses { th.num { (s.labels.of(st)) } } } }
-            tbody {
-                @for row in &s.ages {
-                    tr {
-                        td { (row.label) @if let Some(n) = row.tier { span.muted { " tier " (n) } } }
-                        @for st in &s.statuses {
-                            @let n = row.counts.get(st).copied().unwrap_or(0);
-                            @match row.tier.and_then(|n| o.config.schedule.tiers.get(n - 1)) {
-                                Some(t) => { td.num { a href={ "/records?tier=" (duration::compact(t.window)) "&status=" (urlencode(st)) } { (n) } } },
-                                None => { td.num { (n) } },
-                            }
-                        }
-                    }
-                }
-            }
-        }
+        (ages_table(o))
         div.plots {
             figure { img src="/plots/ticks.svg" alt="records handled and failed per tick"; figcaption { "Records handled and failed per tick" } }
             figure { img src="/plots/backlog.svg" alt="pending records by age"; figcaption { "Pending records by age" } }
@@ -214,6 +146,97 @@ pub(crate) fn overview(o: &Overview, csrf: &str, notice: Option<&str>) -> Markup
         (attempts_table(&o.failures, true, &o.status.labels))
     };
     layout(&s.table, notice, true, body)
+}
+
+/// Each tier's last tick and next, with its pause and a button to resume it.
+fn tiers_table(o: &Overview, csrf: &str) -> Markup {
+    let (s, now) = (&o.status, o.status.now);
+    html! {
+    table {
+        thead { tr { th { "tier" } th { "window" } th { "band" } th { "cadence" } th { "last tick" } th { "result" } th.num { "handled" } th.num { "failed" } th { "took" } th { "next" } th { "" } } }
+        tbody {
+            @for t in &s.tiers {
+                tr {
+                    td { (t.tier) }
+                    td { a href={ "/records?tier=" (urlencode(&t.window)) } { (t.window) } }
+                    td { (band_of(o, t.tier)) }
+                    td { (t.cadence) }
+                    @if let Some(r) = &t.last_tick {
+                        td title=(when(r.clock)) { (ago(r.clock, now)) }
+                        td { (badge(&r.outcome)) @if let Some(e) = &r.error { div.detail { (e) } } }
+                        td.num { (r.selected) }
+                        td.num { (r.failed) }
+                        td { (crate::status::seconds_taken(r).map(|s| format!("{s:.1} s")).unwrap_or_else(|| "–".into())) }
+                    } @else {
+                        td colspan="5" { span.muted { "never ticked" } }
+                    }
+                    td { @if let Some(p) = &t.paused { (badge("paused")) div.detail { (p.describe()) } }
+                         @else if let Some(n) = t.next_due { (ago(n, now)) } @else { "–" } }
+                    td {
+                        @if t.paused.is_some() {
+                            form method="post" action="/resume" {
+                                (csrf_field(csrf))
+                                input type="hidden" name="window" value=(t.window);
+                                button type="submit" { "Resume" }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    }
+}
+
+/// The form that pauses a tier (or every tier), and resumes every tier.
+fn pause_form(s: &crate::status::Status, csrf: &str) -> Markup {
+    html! {
+    details.pause {
+        summary { "Pause a tier" }
+        form method="post" action="/pause" {
+            (csrf_field(csrf))
+            label { "Tier " select name="window" {
+                option value="" { "every tier" }
+                @for t in &s.tiers { option value=(t.window) { "tier " (t.tier) " (" (t.window) ")" } }
+            } }
+            label { "Reason " input type="text" name="reason" placeholder="partner API down" required; }
+            label { "Meant to end " input type="text" name="until" placeholder="2h, or 2026-11-23T18:00:00Z"; }
+            button type="submit" { "Pause" }
+        }
+        p.muted { "A pause is kept in the database: every runner obeys it until it is resumed." }
+        @if s.paused.is_some() {
+            form method="post" action="/resume" {
+                (csrf_field(csrf))
+                input type="hidden" name="window" value="";
+                button type="submit" { "Resume every tier" }
+            }
+        }
+    }
+    }
+}
+
+/// The records by age and status, each count a link to those records.
+fn ages_table(o: &Overview) -> Markup {
+    let s = &o.status;
+    html! {
+    table {
+        thead { tr { th { "ages" } @for st in &s.statuses { th.num { (s.labels.of(st)) } } } }
+        tbody {
+            @for row in &s.ages {
+                tr {
+                    td { (row.label) @if let Some(n) = row.tier { span.muted { " tier " (n) } } }
+                    @for st in &s.statuses {
+                        @let n = row.counts.get(st).copied().unwrap_or(0);
+                        @match row.tier.and_then(|n| o.config.schedule.tiers.get(n - 1)) {
+                            Some(t) => { td.num { a href={ "/records?tier=" (duration::compact(t.window)) "&status=" (urlencode(st)) } { (n) } } },
+                            None => { td.num { (n) } },
+                        }
+                    }
+                }
+            }
+        }
+    }
+    }
 }
 
 /// The ages a tier's ticks take: `over 1d up to 7d` (`0 to 7d` for a first or, with

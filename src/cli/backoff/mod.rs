@@ -280,24 +280,7 @@ pub fn backoff_plot(args: &PlotArgs) -> Result<(), Error> {
 pub fn backoff_simulate(args: &SimulateArgs) -> Result<(), Error> {
     use crate::backoff::{Contender, Scenario, simulate};
     let mut rng = fastrand::Rng::with_seed(args.seed);
-    let outage = match args.outage.split_once("..") {
-        Some((low, high)) => {
-            let (low, high) = (
-                duration::parse_span(low).map_err(Error::Usage)?,
-                duration::parse_span(high).map_err(Error::Usage)?,
-            );
-            if high < low {
-                return Err(Error::Usage(format!(
-                    "--outage {}: the range must go from short to long",
-                    args.outage
-                )));
-            }
-            low.as_secs_f64() + (high - low).as_secs_f64() * rng.f64()
-        }
-        None => duration::parse_span(&args.outage)
-            .map_err(Error::Usage)?
-            .as_secs_f64(),
-    };
+    let outage = outage_of(&args.outage, &mut rng)?;
     let scenario = Scenario {
         records: args.records,
         outage,
@@ -322,21 +305,7 @@ pub fn backoff_simulate(args: &SimulateArgs) -> Result<(), Error> {
     }
     for path in &args.contenders.schedules {
         let config = Config::load(path)?;
-        // The file's breaker comes with it: a down counterpart gets that many calls,
-        // then one a cool-down.
-        let cooldown = config.handler.breaker_cooldown;
-        let breaker = config
-            .handler
-            .stop_after_failures
-            .map(|k| (k, cooldown.as_secs_f64()));
-        let name = match breaker {
-            Some((k, _)) => format!(
-                "{} (stop after {k}, cool-down {})",
-                path.display(),
-                duration::compact(cooldown)
-            ),
-            None => path.display().to_string(),
-        };
+        let (name, breaker) = breaker_of(&config, path);
         reports.push(simulate(
             &name,
             &Contender::Schedule(&config.schedule, breaker),
@@ -392,4 +361,45 @@ pub fn backoff_simulate(args: &SimulateArgs) -> Result<(), Error> {
     }
     text.push_str("\np50, p99, max: from the end of the outage to a record's success. peak/min: the most calls in one minute.\n");
     print(&text)
+}
+
+/// `--outage`: a span, or a range of spans (`5m..2h`) from which one is drawn.
+fn outage_of(spec: &str, rng: &mut fastrand::Rng) -> Result<f64, Error> {
+    match spec.split_once("..") {
+        Some((low, high)) => {
+            let (low, high) = (
+                duration::parse_span(low).map_err(Error::Usage)?,
+                duration::parse_span(high).map_err(Error::Usage)?,
+            );
+            if high < low {
+                return Err(Error::Usage(format!(
+                    "--outage {}: the range must go from short to long",
+                    spec
+                )));
+            }
+            Ok(low.as_secs_f64() + (high - low).as_secs_f64() * rng.f64())
+        }
+        None => Ok(duration::parse_span(spec)
+            .map_err(Error::Usage)?
+            .as_secs_f64()),
+    }
+}
+
+/// A schedule file's name as a contender, and its breaker, which comes with it: a
+/// down counterpart gets that many calls, then one a cool-down.
+fn breaker_of(config: &Config, path: &std::path::Path) -> (String, Option<(u32, f64)>) {
+    let cooldown = config.handler.breaker_cooldown;
+    let breaker = config
+        .handler
+        .stop_after_failures
+        .map(|k| (k, cooldown.as_secs_f64()));
+    let name = match breaker {
+        Some((k, _)) => format!(
+            "{} (stop after {k}, cool-down {})",
+            path.display(),
+            duration::compact(cooldown)
+        ),
+        None => path.display().to_string(),
+    };
+    (name, breaker)
 }

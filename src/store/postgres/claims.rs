@@ -92,11 +92,7 @@ impl PostgresStore {
         let groups = group_marks(marks, self.since_format);
         // The marks' inserted-at values, least and greatest (none where one is not
         // known): the rows are found in the partitions of that range only.
-        let range: Option<(&Scalar, &Scalar)> = marks
-            .iter()
-            .map(|m| m.inserted_at.as_ref())
-            .collect::<Option<Vec<&Scalar>>>()
-            .and_then(|values| Some((*values.iter().min()?, *values.iter().max()?)));
+        let range = inserted_range(marks);
         let (mut lo, mut hi) = (range.map(|r| Bound(r.0)), range.map(|r| Bound(r.1)));
         let mut tx = self.client.transaction().map_err(pg(context.clone()))?;
         // Each statement planned with its own arrays and range (see `set_status_sql`);
@@ -123,23 +119,16 @@ impl PostgresStore {
         }
         let mut written = std::collections::HashSet::with_capacity(marks.len());
         for ((status, since), ids) in &groups {
-            // Failures keep their claim, under another owner, until the end of their
-            // slot; the others let theirs go.
-            let (kept, gone): (Vec<usize>, Vec<usize>) = ids
+            let places: Vec<usize> = ids
                 .iter()
                 .map(|id| place[id.to_string().as_str()])
-                .partition(|&i| marks[i].keep_until.is_some());
-            let ids: Vec<&String> = gone.iter().map(|&i| &all[i]).collect();
-            let kept: Vec<(usize, DateTime<Utc>)> = kept
-                .into_iter()
-                .filter_map(|i| marks[i].keep_until.map(|u| (i, u)))
                 .collect();
-            let kept_ids: Vec<&String> = kept.iter().map(|(i, _)| &all[*i]).collect();
-            let until: Vec<DateTime<Utc>> = kept.iter().map(|(_, u)| *u).collect();
-            let wait: Vec<f64> = kept
-                .iter()
-                .map(|(i, u)| (*u - marks[*i].at).num_milliseconds() as f64 / 1000.0)
-                .collect();
+            let Split {
+                ids,
+                kept_ids,
+                until,
+                wait,
+            } = Split::of(&places, marks, &all);
             let name = &self.table.name;
             let params: [&(dyn ToSql + Sync); 10] = [
                 status,
@@ -462,5 +451,47 @@ impl Beating for PgBeat {
         let mut tx = self.client.transaction().map_err(pg(context))?;
         work(&mut tx)?;
         tx.commit().map_err(pg(context))
+    }
+}
+/// The least and the greatest inserted-at value of `marks`; none where one is not
+/// known.
+fn inserted_range(marks: &[Mark]) -> Option<(&Scalar, &Scalar)> {
+    marks
+        .iter()
+        .map(|m| m.inserted_at.as_ref())
+        .collect::<Option<Vec<&Scalar>>>()
+        .and_then(|values| Some((*values.iter().min()?, *values.iter().max()?)))
+}
+
+/// A group of marks as its statement binds them: failures keep their claim, under
+/// another owner, until the end of their slot; the others let theirs go.
+struct Split<'a> {
+    /// The ids whose claims go.
+    ids: Vec<&'a String>,
+    /// The ids of the failures kept, until when by the tick's clock, and for how many
+    /// seconds.
+    kept_ids: Vec<&'a String>,
+    until: Vec<DateTime<Utc>>,
+    wait: Vec<f64>,
+}
+
+impl<'a> Split<'a> {
+    /// The marks at `places` of `marks`, whose ids as text are `all`.
+    fn of(places: &[usize], marks: &[Mark], all: &'a [String]) -> Self {
+        let (kept, gone): (Vec<usize>, Vec<usize>) =
+            places.iter().partition(|&&i| marks[i].keep_until.is_some());
+        let kept: Vec<(usize, DateTime<Utc>)> = kept
+            .into_iter()
+            .filter_map(|i| marks[i].keep_until.map(|u| (i, u)))
+            .collect();
+        Split {
+            ids: gone.iter().map(|&i| &all[i]).collect(),
+            kept_ids: kept.iter().map(|(i, _)| &all[*i]).collect(),
+            until: kept.iter().map(|(_, u)| *u).collect(),
+            wait: kept
+                .iter()
+                .map(|(i, u)| (*u - marks[*i].at).num_milliseconds() as f64 / 1000.0)
+                .collect(),
+        }
     }
 }

@@ -63,91 +63,12 @@ impl PostgresStore {
         let take_first = [take.page(&first("<"), 5), take.page(&first("<="), 5)];
         let take_next = take.page(&next, 6);
         let claims = self.own_table("backlog_claims");
-        // $1 ids, $2 pending statuses, $3 table name, $4 owner, $5 lease in seconds, $6
-        // whether to take records kept after a failure in this slot, $7 their owner, $8
-        // the tick's clock (a kept failure's expiry is the end of its slot by that clock).
-        // `claim` locks the rows still pending first; `claim_locked` is for a page taken,
-        // whose transaction locked them already (and ignores $2).
-        let claim_from = |pending: &str| {
-            format!(
-                "WITH pending AS ({pending})
-                 INSERT INTO {claims} AS c (table_name, record_id, owner, claimed_at, expires_at)
-                 SELECT $3, id, $4, now(), now() + make_interval(secs => $5) FROM pending
-                 ON CONFLICT (table_name, record_id) DO UPDATE SET owner = excluded.owner,
-                     claimed_at = excluded.claimed_at, expires_at = excluded.expires_at
-                 WHERE {}
-                 RETURNING record_id",
-                takeable("excluded.claimed_at", 6, 7, 8)
-            )
-        };
-        let claim_sql = claim_from(&format!(
-            "SELECT t.{idq}::text AS id FROM {table} t
-             WHERE t.{idq} = ANY ($1::text[]::{idt}[]) AND t.{st} = ANY ($2::text[]::{stt}[])
-             FOR NO KEY UPDATE OF t SKIP LOCKED"
-        ));
-        let claim_locked_sql = claim_from("SELECT id FROM unnest($1::text[]) AS k(id)");
-        // One statement per group of marks of a status: it lets go of the group's claims
-        // this owner still holds (a failure kept until its slot ends keeps its claim,
-        // under `store::KEPT_OWNER`) and writes the status where it did, so
-        // only the records this owner still claims are written (see `Store::mark`).
-        // $1 status, $2 the ids whose claims go, $3 table name, $4 owner, $5 the ids of
-        // the failures kept, $6 until when by the tick's clock, $7 for how many seconds
-        // by the database's, $8 `KEPT_OWNER`, $9 and $10 the range of the marks'
-        // inserted-at values (see `in_range`), then $11 the `[retry]` time.
-        // Each id drives one lookup of its claim by the claims' key, and each claim one
-        // lookup of its row by the id column's own type. The claims' statistics are
-        // rarely right (the table fills and empties within a tick), so a plan that
-        // trusts them goes wrong: `record_id = ANY ($2)` read every claim of the owner
-        // and compared it with the whole array (a generic plan cannot hash it), 67 ms
-        // for a group of 1,000 beside 12,000 claims; and a join written on
-        // `t.id = ANY ($2)`, told a just emptied table holds one row, probed all the
-        // group's ids once per claim. `write_marks` plans each group with its own
-        // arrays (`plan_cache_mode`), where `unnest` is known to yield its length.
-        let held = format!(
-            "WITH gone AS (
-                DELETE FROM {claims} c USING unnest($2::text[]) AS k(id)
-                WHERE c.table_name = $3 AND c.record_id = k.id AND c.owner = $4
-                RETURNING c.record_id
-             ), kept AS (
-                UPDATE {claims} c SET owner = $8, claimed_at = k.until,
-                    expires_at = now() + make_interval(secs => k.wait)
-                FROM unnest($5::text[], $6::timestamptz[], $7::float8[]) AS k(id, until, wait)
-                WHERE c.table_name = $3 AND c.record_id = k.id AND c.owner = $4
-                RETURNING c.record_id
-             ), held AS (SELECT record_id FROM gone UNION ALL SELECT record_id FROM kept)"
-        );
-        // $9 and $10: the least and the greatest inserted-at value of the marks, or NULL
-        // where one could not be read. Planned with their values (`plan_cache_mode`),
-        // the range leaves out the partitions of a table partitioned on that column
-        // that hold none of the records (found by id alone, each id was looked up in
-        // every partition's index).
-        let in_range = |lo: usize| {
-            // The comparison first: it gives the parameters the column's type.
-            format!(
-                "((t.{ins} >= ${lo} AND t.{ins} <= ${}) OR ${lo} IS NULL)",
-                lo + 1
-            )
-        };
-        let written = format!(
-            "FROM held h WHERE t.{idq} = h.record_id::{idt} AND {} RETURNING h.record_id",
-            in_range(9)
-        );
-        let status_alone = format!("{held} UPDATE {table} t SET {st} = $1::text::{stt} {written}");
-        let set_status_sql = [
-            match &self.table.retry {
-                // The attempt count and time go with the status, in the same statement.
-                Some(r) => format!(
-                    "{held} UPDATE {table} t SET {st} = $1::text::{stt}, {count} = coalesce(t.{count}, 0) + 1, {since} = $11 {written}",
-                    count = quote(&r.count),
-                    since = quote(&r.since)
-                ),
-                None => status_alone.clone(),
-            },
-            status_alone,
-        ];
-        let lock_rows_sql = format!(
-            "SELECT 1 FROM {table} t WHERE t.{idq} = ANY ($1::text[]::{idt}[]) AND {} FOR NO KEY UPDATE OF t",
-            in_range(2)
+        let [claim_sql, claim_locked_sql] = claim_statements(&claims, &table, &id, &status);
+        let (set_status_sql, lock_rows_sql) = mark_statements(
+            &claims,
+            &table,
+            (&id, &status, ins),
+            self.table.retry.as_ref(),
         );
         let context = format!("preparing the queries on {}", self.table.name);
         let mut prepare = |sql: &str| self.client.prepare(sql).map_err(pg(context.clone()));
@@ -202,6 +123,111 @@ impl PostgresStore {
         }
         Ok(())
     }
+}
+
+/// The claim statements: `claim` locks the rows still pending first; `claim_locked`
+/// is for a page taken, whose transaction locked them already (and ignores $2).
+fn claim_statements(claims: &str, table: &str, id: &Column, status: &Column) -> [String; 2] {
+    let (idq, idt) = (&id.quoted, &id.sql_type);
+    let (st, stt) = (&status.quoted, &status.sql_type);
+    // $1 ids, $2 pending statuses, $3 table name, $4 owner, $5 lease in seconds, $6
+    // whether to take records kept after a failure in this slot, $7 their owner, $8
+    // the tick's clock (a kept failure's expiry is the end of its slot by that clock).
+    let claim_from = |pending: &str| {
+        format!(
+            "WITH pending AS ({pending})
+             INSERT INTO {claims} AS c (table_name, record_id, owner, claimed_at, expires_at)
+             SELECT $3, id, $4, now(), now() + make_interval(secs => $5) FROM pending
+             ON CONFLICT (table_name, record_id) DO UPDATE SET owner = excluded.owner,
+                 claimed_at = excluded.claimed_at, expires_at = excluded.expires_at
+             WHERE {}
+             RETURNING record_id",
+            takeable("excluded.claimed_at", 6, 7, 8)
+        )
+    };
+    let claim_sql = claim_from(&format!(
+        "SELECT t.{idq}::text AS id FROM {table} t
+         WHERE t.{idq} = ANY ($1::text[]::{idt}[]) AND t.{st} = ANY ($2::text[]::{stt}[])
+         FOR NO KEY UPDATE OF t SKIP LOCKED"
+    ));
+    let claim_locked_sql = claim_from("SELECT id FROM unnest($1::text[]) AS k(id)");
+    [claim_sql, claim_locked_sql]
+}
+
+/// The statements that write a group's marks (with and without the `[retry]`
+/// columns), and the one that locks the group's rows first.
+fn mark_statements(
+    claims: &str,
+    table: &str,
+    (id, status, ins): (&Column, &Column, &str),
+    retry: Option<&crate::config::RetryConfig>,
+) -> ([String; 2], String) {
+    let (idq, idt) = (&id.quoted, &id.sql_type);
+    let (st, stt) = (&status.quoted, &status.sql_type);
+    // One statement per group of marks of a status: it lets go of the group's claims
+    // this owner still holds (a failure kept until its slot ends keeps its claim,
+    // under `store::KEPT_OWNER`) and writes the status where it did, so
+    // only the records this owner still claims are written (see `Store::mark`).
+    // $1 status, $2 the ids whose claims go, $3 table name, $4 owner, $5 the ids of
+    // the failures kept, $6 until when by the tick's clock, $7 for how many seconds
+    // by the database's, $8 `KEPT_OWNER`, $9 and $10 the range of the marks'
+    // inserted-at values (see `in_range`), then $11 the `[retry]` time.
+    // Each id drives one lookup of its claim by the claims' key, and each claim one
+    // lookup of its row by the id column's own type. The claims' statistics are
+    // rarely right (the table fills and empties within a tick), so a plan that
+    // trusts them goes wrong: `record_id = ANY ($2)` read every claim of the owner
+    // and compared it with the whole array (a generic plan cannot hash it), 67 ms
+    // for a group of 1,000 beside 12,000 claims; and a join written on
+    // `t.id = ANY ($2)`, told a just emptied table holds one row, probed all the
+    // group's ids once per claim. `write_marks` plans each group with its own
+    // arrays (`plan_cache_mode`), where `unnest` is known to yield its length.
+    let held = format!(
+        "WITH gone AS (
+            DELETE FROM {claims} c USING unnest($2::text[]) AS k(id)
+            WHERE c.table_name = $3 AND c.record_id = k.id AND c.owner = $4
+            RETURNING c.record_id
+         ), kept AS (
+            UPDATE {claims} c SET owner = $8, claimed_at = k.until,
+                expires_at = now() + make_interval(secs => k.wait)
+            FROM unnest($5::text[], $6::timestamptz[], $7::float8[]) AS k(id, until, wait)
+            WHERE c.table_name = $3 AND c.record_id = k.id AND c.owner = $4
+            RETURNING c.record_id
+         ), held AS (SELECT record_id FROM gone UNION ALL SELECT record_id FROM kept)"
+    );
+    // $9 and $10: the least and the greatest inserted-at value of the marks, or NULL
+    // where one could not be read. Planned with their values (`plan_cache_mode`),
+    // the range leaves out the partitions of a table partitioned on that column
+    // that hold none of the records (found by id alone, each id was looked up in
+    // every partition's index).
+    let in_range = |lo: usize| {
+        // The comparison first: it gives the parameters the column's type.
+        format!(
+            "((t.{ins} >= ${lo} AND t.{ins} <= ${}) OR ${lo} IS NULL)",
+            lo + 1
+        )
+    };
+    let written = format!(
+        "FROM held h WHERE t.{idq} = h.record_id::{idt} AND {} RETURNING h.record_id",
+        in_range(9)
+    );
+    let status_alone = format!("{held} UPDATE {table} t SET {st} = $1::text::{stt} {written}");
+    let set_status_sql = [
+        match retry {
+            // The attempt count and time go with the status, in the same statement.
+            Some(r) => format!(
+                "{held} UPDATE {table} t SET {st} = $1::text::{stt}, {count} = coalesce(t.{count}, 0) + 1, {since} = $11 {written}",
+                count = quote(&r.count),
+                since = quote(&r.since)
+            ),
+            None => status_alone.clone(),
+        },
+        status_alone,
+    ];
+    let lock_rows_sql = format!(
+        "SELECT 1 FROM {table} t WHERE t.{idq} = ANY ($1::text[]::{idt}[]) AND {} FOR NO KEY UPDATE OF t",
+        in_range(2)
+    );
+    (set_status_sql, lock_rows_sql)
 }
 
 /// Whether an existing claim `c` may be taken over, by the clock `now`: another tick's
