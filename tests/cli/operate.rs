@@ -1,7 +1,6 @@
 //! Operating it: a failing handler leaves attempts (`backlog_attempts`) that `show`
-//! prints, `retry` tries a record now, `pause` stops a tier on every runner,
-//! `status --check` answers a monitoring system, and a tick whose handler cannot run is
-//! an error of the tick, in the run log.
+//! prints, `retry` tries a record now, `pause` stops a tier on every runner, and a tick
+//! whose handler cannot run is an error of the tick, in the run log.
 
 use crate::harness::{Backend, Env, NOW, PROGRESSIVE_TIERS, Schedule};
 use crate::on_every_backend;
@@ -18,7 +17,8 @@ fi
 exit 0
 "#;
 
-fn flaky(backend: Backend, tiers: &'static str) -> Env {
+/// The three-record table with `FLAKY_HANDLER`, on `tiers`.
+pub(crate) fn flaky(backend: Backend, tiers: &'static str) -> Env {
     let env = Env::on(backend);
     env.create_table("TEXT");
     env.insert_aged(&[(1, 60), (2, 120), (3, 180)], |t| {
@@ -39,7 +39,8 @@ fn calls(env: &Env) -> usize {
         .count()
 }
 
-fn stdout(assert: assert_cmd::assert::Assert) -> String {
+/// A command's stdout, as text.
+pub(crate) fn stdout(assert: assert_cmd::assert::Assert) -> String {
     String::from_utf8_lossy(&assert.get_output().stdout).into_owned()
 }
 
@@ -269,103 +270,6 @@ fn a_pause_stops_the_tier_on_every_runner(backend: Backend) {
         ));
 }
 
-/// `status --check`: OK when every tier ticked lately; CRITICAL when a tier's last
-/// tick is older than twice its period or failed; failures past a threshold.
-fn status_check_answers_a_monitoring_system(backend: Backend) {
-    const ONE_TIER: &str = "\n[[tier]]\nwindow = \"1d\"\nevery = \"1h\"\n";
-    let env = flaky(backend, ONE_TIER);
-    env.backlog(&["status", "--check", "--now", NOW])
-        .assert()
-        .code(1)
-        .stdout("BACKLOG WARNING: table BACKLOG: tier 1 never ticked; are its crontab lines or daemon running?\n");
-    env.run_window("1d");
-    env.backlog(&["status", "--check", "--now", "2026-11-21T12:30:00Z"])
-        .assert()
-        .success()
-        .stdout("BACKLOG OK: table BACKLOG: every tier ticks on time\n");
-    env.backlog(&[
-        "status",
-        "--check",
-        "--now",
-        "2026-11-21T12:30:00Z",
-        "--warn-failures",
-        "0",
-    ])
-    .assert()
-    .code(1)
-    .stdout(predicates::str::contains(
-        "1 failed attempts in the last 24 hours, over 0",
-    ));
-    let out = env
-        .backlog(&[
-            "status",
-            "--check",
-            "--now",
-            "2026-11-21T14:30:00Z",
-            "--json",
-        ])
-        .assert()
-        .code(2);
-    let json: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
-    assert_eq!(json["level"], "CRITICAL");
-    assert_eq!(
-        json["line"],
-        "BACKLOG CRITICAL: table BACKLOG: tier 1 (1d) last ticked 2h 30m ago, over twice its period of 1h; is its crontab line or daemon running?"
-    );
-}
-
-/// `status --check` right after an install: a tier whose first slot (after the first
-/// tick of any tier) has not come is on time, not "never ticked"; once it passed, it
-/// is. A paused tier is a warning naming the pause, never an OK; a command line the
-/// check cannot run exits 3, UNKNOWN to a monitoring system (2 would read CRITICAL).
-fn status_check_knows_a_new_install_and_a_pause(backend: Backend) {
-    const TWO_TIERS: &str = "\n[[tier]]\nwindow = \"1d\"\nevery = \"5m\"\n\n[[tier]]\nwindow = \"7d\"\nevery = \"12h\"\n";
-    let env = flaky(backend, TWO_TIERS);
-    env.run_window("1d");
-    env.backlog(&["status", "--check", "--now", "2026-11-21T12:03:00Z"])
-        .assert()
-        .success()
-        .stdout("BACKLOG OK: table BACKLOG: every tier ticks on time\n");
-    // Tier 2's first slot after 12:00 is midnight; past it (and its grace) it is late.
-    env.backlog(&["status", "--check", "--now", "2026-11-22T01:30:00Z"])
-        .assert()
-        .code(2)
-        .stdout(predicates::str::contains("tier 1 (1d) last ticked"));
-    env.backlog(&[
-        "status",
-        "--check",
-        "--now",
-        "2026-11-22T01:30:00Z",
-        "--json",
-    ])
-    .assert()
-    .code(2)
-    .stdout(predicates::str::contains(
-        "tier 2 never ticked; are its crontab lines or daemon running?",
-    ));
-    env.backlog(&["pause", "--window", "1d", "--reason", "partner down"])
-        .assert()
-        .success();
-    let out = env
-        .backlog(&["status", "--check", "--now", "2026-11-21T12:03:00Z"])
-        .assert()
-        .code(1);
-    let line = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
-    assert!(
-        line.starts_with("BACKLOG WARNING: table BACKLOG: tier 1 (1d) is paused since ")
-            && line.contains(": partner down; `backlog resume --window 1d` lifts it"),
-        "{line}"
-    );
-    env.backlog(&["status", "--check", "--warn-failures", "many"])
-        .assert()
-        .code(3)
-        .stderr(predicates::str::contains("invalid value 'many'"));
-    env.backlog(&["status", "--check", "--no-such-flag"])
-        .assert()
-        .code(3);
-    env.backlog(&["status", "--no-such-flag"]).assert().code(2);
-}
-
 /// A handler's output may hold any byte: a NUL (which PostgreSQL refuses in text) is
 /// kept as U+FFFD, and the tick's marks land. A record named twice is retried once.
 fn odd_output_and_a_record_named_twice(backend: Backend) {
@@ -435,8 +339,6 @@ on_every_backend!(
     a_kept_failure_is_retried_before_its_slot_ends,
     retry_a_set_by_status,
     a_pause_stops_the_tier_on_every_runner,
-    status_check_answers_a_monitoring_system,
-    status_check_knows_a_new_install_and_a_pause,
 );
 
 /// A handler whose command is missing fails every record with exit 127: the tick is
@@ -560,81 +462,4 @@ fn init_prints_json_when_asked() {
         .assert()
         .code(2)
         .stdout(predicates::str::contains("\"exit_code\":2"));
-}
-
-/// A status column of codes (0 pending, 1 done) with `[table] labels`: every place a
-/// person reads a status says its label (the log line of a failure, the summary,
-/// `status`'s headings, `show`, the dashboard); the table keeps its codes. A BLOB
-/// holding JSON text shows as that text.
-#[test]
-fn status_codes_are_shown_by_their_labels() {
-    let env = Env::new();
-    env.db()
-        .execute_batch(
-            "CREATE TABLE BACKLOG (ID INTEGER PRIMARY KEY, STATUS INTEGER, DATE_INSERTED TEXT, PAYLOAD BLOB);
-             CREATE INDEX BY_DATE ON BACKLOG (DATE_INSERTED);",
-        )
-        .unwrap();
-    env.db()
-        .execute_batch(
-            "INSERT INTO BACKLOG VALUES (1, 0, '2026-11-21 11:50:00', NULL), (2, 0, '2026-11-21 11:40:00', CAST('{\"order\":2}' AS BLOB));",
-        )
-        .unwrap();
-    env.write_handler("handler.sh", &crate::harness::recording_handler(&[2]));
-    let file = Schedule::default().render_for(&env.url()).replacen(
-        "inserted_at_format",
-        "pending = [\"0\"]\nsuccess = \"1\"\nerror = \"0\"\nlabels = { \"0\" = \"pending\", \"1\" = \"done\" }\ninserted_at_format",
-        1,
-    );
-    std::fs::write(env.path("backlog.toml"), file).unwrap();
-    let out = env
-        .backlog(&["run", "--window", "1d", "--now", NOW])
-        .assert()
-        .success();
-    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
-    assert!(
-        stderr.contains(" WARN record 2: pending (exit 1)"),
-        "{stderr}"
-    );
-    assert_eq!(
-        env.lines(r#"SELECT CAST("STATUS" AS TEXT) FROM "BACKLOG" ORDER BY "ID""#),
-        ["1", "0"],
-        "the table keeps its codes"
-    );
-    let status = stdout(env.backlog(&["status", "--now", NOW]).assert().success());
-    let heading = status.lines().find(|l| l.starts_with("ages")).unwrap();
-    assert_eq!(
-        heading.split_whitespace().collect::<Vec<_>>(),
-        ["ages", "pending", "done"],
-        "{status}"
-    );
-    let show = stdout(env.backlog(&["show", "2", "--now", NOW]).assert().success());
-    assert!(
-        show.starts_with("record 2 of BACKLOG: pending, inserted"),
-        "{show}"
-    );
-    // A BLOB of JSON text is shown as that text (its handler gets it as base64).
-    assert!(show.contains(r#""PAYLOAD":"{\"order\":2}""#), "{show}");
-
-    let (server, port) = crate::dashboard::serve(
-        env.command()
-            .arg("serve")
-            .env_remove("BACKLOG_TOKEN")
-            .stderr(std::process::Stdio::null()),
-    );
-    let page = crate::dashboard::get(port, "/");
-    let record = crate::dashboard::get(port, "/record?id=2");
-    drop(server);
-    assert!(
-        page.body
-            .contains(r#"<th class="num">pending</th><th class="num">done</th>"#),
-        "{}",
-        page.body
-    );
-    assert!(
-        !page.body.contains(r#"<th class="num">0</th>"#),
-        "{}",
-        page.body
-    );
-    assert!(record.body.contains(">pending</span>"), "{}", record.body);
 }

@@ -2,9 +2,10 @@
 
 use std::time::{Duration, Instant};
 
-use crate::harness::{Backend, Env, NOW, Running, Schedule, recording_handler};
+use crate::harness::{Backend, Env, NOW, Schedule, recording_handler};
+use crate::stopping::process_alive;
 
-fn classic_env(backend: Backend, schedule: Schedule, failing: &[i64]) -> Env {
+pub(crate) fn classic_env(backend: Backend, schedule: Schedule, failing: &[i64]) -> Env {
     let env = Env::on(backend);
     env.classic();
     env.write_schedule(&schedule);
@@ -12,7 +13,7 @@ fn classic_env(backend: Backend, schedule: Schedule, failing: &[i64]) -> Env {
     env
 }
 
-fn statuses(list: &[(i64, &str)]) -> Vec<(i64, String)> {
+pub(crate) fn statuses(list: &[(i64, &str)]) -> Vec<(i64, String)> {
     list.iter().map(|(id, s)| (*id, s.to_string())).collect()
 }
 
@@ -284,105 +285,6 @@ exit 0
     );
 }
 
-fn process_alive(pid: i32) -> bool {
-    // A zombie still answers kill(0); a killed child reaped by init does not exist.
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
-}
-
-fn sigterm_stops_taking_records_and_leaves_the_rest_pending(backend: Backend) {
-    let env = Env::on(backend);
-    env.create_table("TEXT");
-    env.insert_aged(&[(1, 60), (2, 120), (3, 180), (4, 240)], |t| {
-        t.format("%Y-%m-%d %H:%M:%S").to_string().into()
-    });
-    env.write_schedule(&Schedule::default());
-    env.write_handler(
-        "handler.sh",
-        "#!/bin/sh\ncat > /dev/null\necho \"$BACKLOG_RECORD_ID\" >> calls.log\nsleep 1\n",
-    );
-    let tick = Running::spawn(
-        env.command()
-            .args(["run", "--window", "1d", "--now", NOW])
-            .stdout(std::process::Stdio::piped()),
-    );
-    wait_for(|| std::fs::read_to_string(env.path("calls.log")).is_ok());
-    let out = tick.terminate();
-    assert!(out.status.success(), "{out:?}");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.trim_end().ends_with("; stopped early by a signal"),
-        "{stdout}"
-    );
-    let handled = env.take_calls();
-    assert_eq!(
-        handled,
-        [1],
-        "the running handler finished, no new one started"
-    );
-    assert_eq!(
-        env.statuses(),
-        statuses(&[(1, "SUCCESS"), (2, "NEW"), (3, "NEW"), (4, "NEW")])
-    );
-    let outcome = env.text(&format!("SELECT outcome FROM {}", env.own("backlog_runs")));
-    let claims = env.holds_left();
-    assert_eq!((outcome.as_str(), claims), ("stopped", 0));
-}
-
-/// A tick killed with SIGKILL: its handler dies with it, its claim on the record it
-/// was handling blocks other ticks only until the lease runs out, and then every
-/// record is processed. (It held only that record: a tick takes what it will start
-/// soon, one lane's worth before it knows how long a handler takes.)
-fn a_killed_tick_leaves_nothing_stuck(backend: Backend) {
-    let env = Env::on(backend);
-    env.create_table("TEXT");
-    env.insert_aged(&[(1, 60), (2, 120), (3, 180)], |t| {
-        t.format("%Y-%m-%d %H:%M:%S").to_string().into()
-    });
-    // Long enough for the next tick to start and take its page within the lease on
-    // a busy machine (2 s was not, under the whole suite on two cores).
-    env.write_schedule(&Schedule {
-        database_extra: "claim_lease = \"4s\"",
-        ..Schedule::default()
-    });
-    env.write_handler(
-        "handler.sh",
-        "#!/bin/sh\necho $$ > handler.pid\nexec sleep 600\n",
-    );
-    let tick = Running::spawn(env.command().args(["run", "--window", "1d", "--now", NOW]));
-    wait_for(|| std::fs::read_to_string(env.path("handler.pid")).is_ok_and(|s| s.ends_with('\n')));
-    let handler_pid: i32 = std::fs::read_to_string(env.path("handler.pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    tick.kill();
-    wait_for(|| !process_alive(handler_pid));
-
-    env.write_handler("handler.sh", &recording_handler(&[]));
-    let out = env.run_window("1d");
-    assert!(
-        out.contains("selected 2, succeeded 2, failed 0, skipped 1"),
-        "the claim of the dead tick still holds: {out}"
-    );
-    std::thread::sleep(Duration::from_millis(4500));
-    let out = env.run_window("1d");
-    assert!(
-        out.contains("selected 1, succeeded 1, failed 0, skipped 0"),
-        "{out}"
-    );
-    assert_eq!(
-        env.statuses(),
-        statuses(&[(1, "SUCCESS"), (2, "SUCCESS"), (3, "SUCCESS")])
-    );
-    // The killed tick's run-log row, silent for a lease, was closed by a later tick.
-    let outcomes = env.lines(&format!(
-        "SELECT outcome FROM {} ORDER BY id",
-        env.own("backlog_runs")
-    ));
-    assert_eq!(outcomes, ["abandoned", "done", "done"]);
-    assert_eq!(env.holds_left(), 0, "the dead tick's hold is gone too");
-}
-
 /// Polls for up to 30 s; a condition that never comes true fails the test.
 pub fn wait_for(mut condition: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -434,122 +336,7 @@ fn a_spread_tier_takes_its_share_of_the_band_per_tick(backend: Backend) {
     );
 }
 
-/// A record whose inserted-at value cannot be read has no age: the tick leaves it
-/// alone, counts it and names the first, in a dry run too; the others go through.
-fn a_record_with_an_unreadable_inserted_at_value_is_left_alone(backend: Backend) {
-    let env = classic_env(
-        backend,
-        Schedule {
-            format: "sqlite",
-            ..Schedule::default()
-        },
-        &[],
-    );
-    // Sorts between the band's bounds as text, but is no time.
-    env.execute(r#"UPDATE "BACKLOG" SET "DATE_INSERTED" = '2026-11-21 06:61:00' WHERE "ID" = 2"#);
-    let out = env
-        .backlog(&["run", "--window", "1d", "--now", NOW, "--dry-run"])
-        .assert()
-        .success();
-    let dry = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
-    assert!(
-        dry.contains("would hand over 1 records; left alone 1 with an unreadable DATE_INSERTED value (record 2: \"2026-11-21 06:61:00\"; fix them, `backlog doctor` lists them)"),
-        "{dry}"
-    );
-    let out = env.run_window("1d");
-    assert!(
-        out.contains("selected 1, succeeded 1, failed 0, skipped 0")
-            && out.contains("; left alone 1 with an unreadable DATE_INSERTED value (record 2: \"2026-11-21 06:61:00\""),
-        "{out}"
-    );
-    assert_eq!(env.take_calls(), [1]);
-    assert_eq!(env.statuses()[1], (2, "NEW".to_string()));
-}
-
-/// RFC 3339 text in another UTC offset than the rest of the column, in the middle of
-/// the table where the format check of its two ends does not look: text compares it
-/// as written, so the band it sorts in may not be its own. The tick leaves it alone,
-/// counts it, names the first and warns once, in a dry run too.
-fn a_record_in_another_utc_offset_is_left_alone(backend: Backend) {
-    let env = classic_env(backend, Schedule::default(), &[]);
-    env.execute(
-        r#"UPDATE "BACKLOG" SET "DATE_INSERTED" = replace("DATE_INSERTED", ' ', 'T') || 'Z'"#,
-    );
-    // 07:00Z, written five hours behind: the same instant, other text.
-    env.execute(
-        r#"UPDATE "BACKLOG" SET "DATE_INSERTED" = '2026-11-21T02:00:00-05:00' WHERE "ID" = 2"#,
-    );
-    let said = "left alone 1 whose DATE_INSERTED carries another UTC offset than the column's (record 2: \"2026-11-21T02:00:00-05:00\"; store every value in one offset, `backlog doctor` lists them)";
-    let out = env
-        .backlog(&["run", "--window", "1d", "--now", NOW, "--dry-run"])
-        .assert()
-        .success();
-    let dry = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
-    assert!(
-        dry.contains(&format!("would hand over 1 records; {said}")),
-        "{dry}"
-    );
-    let out = env
-        .backlog(&["run", "--window", "1d", "--now", NOW])
-        .assert()
-        .success();
-    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
-    assert!(
-        stdout.contains("selected 1, succeeded 1, failed 0, skipped 0") && stdout.contains(said),
-        "{stdout}"
-    );
-    assert_eq!(
-        stderr
-            .lines()
-            .filter(|l| l.contains("carries another UTC offset"))
-            .count(),
-        1,
-        "{stderr}"
-    );
-    assert_eq!(env.take_calls(), [1]);
-    assert_eq!(env.statuses()[1], (2, "NEW".to_string()));
-}
-
-/// A band whose records have a pending status in another case (`new` where the file
-/// says `NEW`) selects nothing: the tick says why, once, instead of nothing.
-///
-/// With an index on (status, inserted-at) and none on inserted-at, the sample is read
-/// status by status through that index (a sample of the band by inserted-at would scan
-/// the table): the same warning.
-fn a_band_of_statuses_in_another_case_is_warned_of(backend: Backend) {
-    let env = classic_env(backend, Schedule::default(), &[]);
-    env.execute(r#"UPDATE "BACKLOG" SET "STATUS" = 'new'"#);
-    for layout in ["inserted-at index", "(status, inserted-at) index"] {
-        if layout.starts_with("(status") {
-            env.execute(match backend {
-                Backend::Mysql => r#"DROP INDEX "BACKLOG_BY_DATE" ON "BACKLOG""#,
-                _ => r#"DROP INDEX "BACKLOG_BY_DATE""#,
-            });
-            env.execute(
-                r#"CREATE INDEX "BACKLOG_BY_STATUS_DATE" ON "BACKLOG" ("STATUS", "DATE_INSERTED")"#,
-            );
-        }
-        let out = env
-            .backlog(&["run", "--window", "1d", "--now", NOW])
-            .assert()
-            .success();
-        let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
-        assert_eq!(stderr.lines().count(), 1, "{layout}: {stderr}");
-        assert!(
-            stderr.contains(
-                "WARN no record of this band is pending, yet a sample of it holds statuses that differ from a pending value only in case: 2 \"new\" (the file says \"NEW\"); statuses are compared exactly"
-            ),
-            "{layout}: {stderr}"
-        );
-        assert!(env.take_calls().is_empty());
-    }
-}
-
 crate::on_every_backend!(
-    a_record_in_another_utc_offset_is_left_alone,
-    a_band_of_statuses_in_another_case_is_warned_of,
-    a_record_with_an_unreadable_inserted_at_value_is_left_alone,
     disjoint_bands_select_each_record_in_one_tier_and_mark_it_by_exit_code,
     cumulative_bands_select_everything_younger_than_the_window,
     an_ad_hoc_window_runs_from_age_zero_and_says_so,
@@ -558,8 +345,6 @@ crate::on_every_backend!(
     verbose_logs_each_outcome,
     the_limit_caps_a_tick_and_says_so,
     failing_crashing_and_hanging_handlers_do_not_stop_the_tick,
-    sigterm_stops_taking_records_and_leaves_the_rest_pending,
-    a_killed_tick_leaves_nothing_stuck,
     a_spread_tier_takes_its_share_of_the_band_per_tick,
 );
 
