@@ -225,8 +225,9 @@ impl Claims<'_> {
         let s = self.subject;
         let all: Vec<String> = marks.iter().map(|m| m.id.to_string()).collect();
         let n = all.len();
-        // The rows first, then the claims (see the module's comment).
-        sql.query(
+        // The rows first, then the claims (see the module's comment); the rows
+        // themselves are not wanted.
+        sql.execute(
             &format!(
                 "SELECT 1 FROM {} WHERE t.{} IN ({}) {}",
                 s.by_id,
