@@ -235,6 +235,9 @@ fn fire(
 /// Runs the daemon on the schedule file at `path` until `signals.stop` is set.
 /// `seed` drives the jitter, so a run can be reproduced.
 pub fn run_daemon(path: &Path, signals: &Signals, seed: u64) -> Result<(), Error> {
+    // Read before the schedule is: an edit while the database is waited for is
+    // reloaded on the loop's first turn.
+    let stamp = modified(path);
     let mut rng = fastrand::Rng::with_seed(seed);
     let Some((config, clocks, shared)) = start_up(path, signals, &mut rng)? else {
         tracing::info!("stopped before the database could be reached");
@@ -247,7 +250,7 @@ pub fn run_daemon(path: &Path, signals: &Signals, seed: u64) -> Result<(), Error
     );
     let mut daemon = Daemon {
         path: path.to_path_buf(),
-        stamp: modified(path),
+        stamp,
         rng,
         config,
         clocks,

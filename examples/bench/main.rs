@@ -265,18 +265,18 @@ fn per_record_and_by_hand(dir: &Path, source: &Path, work: &Path) {
 
     let script = dir.join("by_hand.py");
     std::fs::write(
-    &script,
-    r#"import sqlite3, sys, time
+        &script,
+        r#"import sqlite3, sys, time
 db = sqlite3.connect(sys.argv[1])
 start = time.perf_counter()
 rows = db.execute("SELECT * FROM BACKLOG WHERE DATE_INSERTED >= ? AND DATE_INSERTED < ? AND STATUS IN ('NEW', 'ERROR') ORDER BY DATE_INSERTED DESC", (sys.argv[2], sys.argv[3])).fetchall()
 for row in rows:
-db.execute("UPDATE BACKLOG SET STATUS = 'SUCCESS' WHERE ID = ?", (row[0],))
+    db.execute("UPDATE BACKLOG SET STATUS = 'SUCCESS' WHERE ID = ?", (row[0],))
 db.commit()
 print(len(rows), len(rows) / (time.perf_counter() - start))
 "#,
-)
-.unwrap();
+    )
+    .unwrap();
     copy(source, work);
     let from = (now() - chrono::Duration::days(32))
         .format("%Y-%m-%d %H:%M:%S")

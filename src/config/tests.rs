@@ -44,8 +44,6 @@ fn a_good_file_resolves_paths_against_its_folder() {
 }
 
 /// Each bad file, and the exact message it gets.
-// Server URLs among its cases: run where every database is built in.
-#[cfg(all(feature = "postgres", feature = "mysql"))]
 #[test]
 fn bad_files_get_messages_that_name_key_and_fix() {
     let cases: &[(&str, &str, &str)] = &[
@@ -104,6 +102,8 @@ fn bad_files_get_messages_that_name_key_and_fix() {
 }
 
 /// The same of the table's and the database's keys, and of the file's structure.
+// Server URLs among its cases: run where every database is built in.
+#[cfg(all(feature = "postgres", feature = "mysql"))]
 #[test]
 fn bad_tables_get_messages_that_name_key_and_fix() {
     let cases: &[(&str, &str, &str)] = &[

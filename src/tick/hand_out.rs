@@ -94,7 +94,7 @@ enum Choice {
     /// Hand out no more for now: the breaker holds everything back, the pace was
     /// stopped, or the holds went stale.
     Stop,
-    /// These records (`None`: the `n` at the queue's front).
+    /// These records.
     Hand(Chosen),
 }
 

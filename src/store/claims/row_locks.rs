@@ -225,9 +225,10 @@ impl Claims<'_> {
         let s = self.subject;
         let all: Vec<String> = marks.iter().map(|m| m.id.to_string()).collect();
         let n = all.len();
-        // The rows first, then the claims (see the module's comment); the rows
-        // themselves are not wanted.
-        sql.execute(
+        // The rows first, then the claims (see the module's comment). Read, not
+        // dropped: MySQL reports a deadlock or a lock wait timeout met while locking
+        // among the rows, and a result dropped unread would lose it.
+        sql.query(
             &format!(
                 "SELECT 1 FROM {} WHERE t.{} IN ({}) {}",
                 s.by_id,
