@@ -118,6 +118,11 @@ impl Error {
         }
     }
 
+    /// A handler that could not run, outside any schedule file's naming of it.
+    pub(crate) fn handler(source: crate::handler::HandlerError) -> Error {
+        Error::Handler { file: None, source }
+    }
+
     /// The exit code `backlog` ends with for this error (see `ExitCode`).
     pub fn exit_code(&self) -> ExitCode {
         match self {

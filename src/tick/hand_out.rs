@@ -340,7 +340,7 @@ impl<'p, 'c> Round<'p, 'c> {
                         .settle(&record, handled, took, store, on_event)
                         .map_err(|e| self.store_err(e))?;
                 }
-                Err(e) => self.halt = Some(handler_err(e)),
+                Err(e) => self.halt = Some(Error::handler(e)),
             }
             return Ok(());
         }
@@ -350,7 +350,7 @@ impl<'p, 'c> Round<'p, 'c> {
         };
         let contexts = records.iter().map(|r| self.context(r)).collect();
         if let Err(e) = lanes.send(records, contexts) {
-            self.halt = Some(handler_err(e));
+            self.halt = Some(Error::handler(e));
         }
         Ok(())
     }
@@ -380,7 +380,7 @@ impl<'p, 'c> Round<'p, 'c> {
                 }
             }
             Err(e) => {
-                self.halt.get_or_insert(handler_err(e));
+                self.halt.get_or_insert(Error::handler(e));
             }
         }
         Ok(())
@@ -393,9 +393,4 @@ impl<'p, 'c> Round<'p, 'c> {
             ..self.plan.ctx
         }
     }
-}
-
-/// A handler's failure as the tick's error.
-fn handler_err(source: crate::handler::HandlerError) -> Error {
-    Error::Handler { file: None, source }
 }

@@ -218,6 +218,7 @@ fn act(
         owner: &owner,
         run_id,
         heartbeat: &heartbeat,
+        store_err: &store_err,
     };
     let result = acting.on(store, records, action, on_event);
     drop(heartbeat);
@@ -265,6 +266,8 @@ struct Acting<'a> {
     owner: &'a str,
     run_id: i64,
     heartbeat: &'a HeartbeatThread,
+    /// Names the store in its errors.
+    store_err: &'a dyn Fn(crate::store::StoreError) -> Error,
 }
 
 impl Acting<'_> {
@@ -280,7 +283,7 @@ impl Acting<'_> {
         on_event: &mut dyn FnMut(Event<'_>),
     ) -> Result<RetrySummary, Error> {
         let (opts, table) = (self.opts, self.table);
-        let store_err = Error::store(store.describe());
+        let store_err = self.store_err;
         let asked = records.len() as u64;
         // A retry's failure is not kept from the ticks: the schedule goes on as before.
         let keep = |_: &Record| None;
@@ -343,15 +346,15 @@ impl Acting<'_> {
             let asked = chunk.len();
             let taken = store
                 .take_records(self.owner, chunk, lease_until)
-                .map_err(&store_err)?;
+                .map_err(store_err)?;
             skipped += (asked - taken.len()) as u64;
-            marks.failures.read(&taken, store).map_err(&store_err)?;
+            marks.failures.read(&taken, store).map_err(store_err)?;
             if let Err(e) = self.handle(taken, &mut action, store, &mut marks, on_event) {
                 outcome = Err(e);
                 break;
             }
         }
-        let written = marks.finish(store).map_err(&store_err);
+        let written = marks.finish(store).map_err(store_err);
         log_unshown(&marks.tally);
         let tally = marks.tally;
         let summary = RetrySummary {
@@ -389,11 +392,10 @@ impl Acting<'_> {
                 cancel: Some(self.heartbeat.lapsed_flag()),
             };
             let started = Instant::now();
-            let handled = catch_panic(|| (action.handle)(&record, &ctx))
-                .map_err(|source| Error::Handler { file: None, source })?;
+            let handled = catch_panic(|| (action.handle)(&record, &ctx)).map_err(Error::handler)?;
             marks
                 .settle(&record, handled, started.elapsed(), store, on_event)
-                .map_err(|e| Error::store(store.describe())(e))?;
+                .map_err(self.store_err)?;
         }
         Ok(())
     }
