@@ -17,21 +17,27 @@ impl Drop for KillGroup {
 }
 
 /// chromedriver, on a free port, and the headless Chromium it starts; both go when
-/// this is dropped, the test failed or not.
+/// this is dropped, the test failed or not, and so does the folder they were given
+/// for their temporary files (`TMPDIR`): Chromium makes its profile and sockets there,
+/// and, killed, never removes them (they piled up in /tmp, three a run).
 pub(crate) struct Driver {
     _driver: Running,
     _group: KillGroup,
+    /// Last: removed once both are gone.
+    _temporary: tempfile::TempDir,
     port: u16,
 }
 
 impl Driver {
     pub(crate) fn start() -> Driver {
         let port = free_port();
+        let temporary = tempfile::tempdir().unwrap();
         // chromedriver leads a process group of its own, and the browser it starts is
         // in it: the whole group goes with the test.
         let driver = Running::spawn(std::os::unix::process::CommandExt::process_group(
             Command::new("chromedriver")
                 .arg(format!("--port={port}"))
+                .env("TMPDIR", temporary.path())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null()),
             0,
@@ -41,6 +47,7 @@ impl Driver {
         Driver {
             _driver: driver,
             _group: group,
+            _temporary: temporary,
             port,
         }
     }

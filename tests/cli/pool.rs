@@ -3,7 +3,7 @@
 //! handler's own log (start and end times), not the tool's counters.
 
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::concurrency::{handled_without_overlap, peak_overlap};
 use crate::harness::{Backend, Env, NOW, Running, Schedule};
@@ -135,9 +135,10 @@ crate::on_every_backend!(
 );
 
 /// Runners that share a band of slow records share the work: each takes only what it
-/// will start soon. (PostgreSQL: four runners × concurrency 4 over 200 records of
-/// 100 ms, about 1.3 s of work for 16 lanes, 20 s for one; SQLite: two ticks of one
-/// tier overlapping.)
+/// will start soon, so every runner gets records and their handlers run side by side.
+/// (PostgreSQL and MySQL: four runners × concurrency 4 over 200 records of 100 ms;
+/// SQLite: two ticks of one tier overlapping.) How fast is the fleet benchmark's to
+/// say (BENCHMARKS.md), not a test's on a shared machine.
 fn runners_share_a_band_of_slow_records(backend: Backend) {
     let (runners, records) = match backend {
         Backend::Postgres | Backend::Mysql => (4, 200),
@@ -148,7 +149,6 @@ fn runners_share_a_band_of_slow_records(backend: Backend) {
         records,
         "concurrency = 4\nenv = { SLEEP = \"0.1\" }",
     );
-    let started = Instant::now();
     let children: Vec<_> = (0..runners)
         .map(|_| run_1d(&env).spawn().unwrap())
         .collect();
@@ -156,7 +156,6 @@ fn runners_share_a_band_of_slow_records(backend: Backend) {
         .into_iter()
         .map(|c| summary(&c.wait_with_output().unwrap()))
         .collect();
-    let elapsed = started.elapsed();
     let handled = handled_without_overlap(&env);
     assert_eq!(handled.len() as i64, records, "every record handled");
     let selected: Vec<u64> = summaries
@@ -173,9 +172,6 @@ fn runners_share_a_band_of_slow_records(backend: Backend) {
         peak > 4,
         "more handlers at once than one runner has lanes: {peak}"
     );
-    // One runner alone needs records × 0.1 s / 4; generous for a shared machine.
-    let alone = Duration::from_millis(records as u64 * 100 / 4);
-    assert!(elapsed < alone * 2, "{elapsed:?}");
     assert_eq!(env.with_status("SUCCESS"), records);
     assert_eq!(env.holds_left(), 0);
 }
