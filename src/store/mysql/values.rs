@@ -134,11 +134,16 @@ pub(super) fn scalar(value: My) -> Option<Scalar> {
 
 /// A column's value as the JSON a handler reads: numbers as numbers, text as strings,
 /// binary values as base64 (as on SQLite and PostgreSQL), JSON columns as JSON, times
-/// as ISO 8601 text, NULL as null.
+/// as ISO 8601 text, NULL as null. A `TIMESTAMP` is an instant, read in the session's
+/// UTC: it carries `+00:00`, as PostgreSQL's `timestamptz` does (without it a handler
+/// could not tell it from a `DATETIME`'s wall-clock time in some zone).
 pub(super) fn json(value: My, data_type: &str) -> Json {
     use base64::Engine as _;
     match value {
         My::NULL => Json::Null,
+        ref time @ (My::Date(..) | My::Bytes(_)) if data_type == "timestamp" => naive(time)
+            .map(|t| Json::String(format!("{}+00:00", t.format("%Y-%m-%dT%H:%M:%S%.f"))))
+            .unwrap_or_else(|| json(value.clone(), "")),
         My::Int(i) => Json::from(i),
         My::UInt(u) => Json::from(u),
         My::Float(f) => serde_json::Number::from_f64(f64::from(f)).map_or(Json::Null, Json::Number),
@@ -194,6 +199,20 @@ mod tests {
         assert_eq!(
             json(My::Date(2026, 11, 20, 8, 30, 0, 0), "datetime"),
             Json::String("2026-11-20T08:30:00".into())
+        );
+        // An instant says it is UTC, read by a prepared statement or as text; a zero
+        // date (no time at all) stays as the server wrote it.
+        assert_eq!(
+            json(My::Date(2026, 11, 20, 8, 30, 0, 250_000), "timestamp"),
+            Json::String("2026-11-20T08:30:00.250+00:00".into())
+        );
+        assert_eq!(
+            json(My::Bytes(b"2026-11-20 08:30:00".to_vec()), "timestamp"),
+            Json::String("2026-11-20T08:30:00+00:00".into())
+        );
+        assert_eq!(
+            json(My::Bytes(b"0000-00-00 00:00:00".to_vec()), "timestamp"),
+            Json::String("0000-00-00 00:00:00".into())
         );
     }
 }
