@@ -241,24 +241,41 @@ impl dyn Store + '_ {
         )
     }
 
-    /// Withdraws how far `owner`'s tick has read: it ends with records it took and
-    /// did not hand out (stopped, lapsed, its breaker tripped, failed).
-    pub(crate) fn withdraw_reach(&mut self, owner: &str) -> Result<(), StoreError> {
+    /// Withdraws how far tick `run_id` of `owner` has read: it ends with records it
+    /// took and did not hand out (stopped, lapsed, its breaker tripped, failed). What it
+    /// `read`, when it says, is kept as withdrawn: the other runners of its tier must
+    /// not step over those stretches, though theirs cover them (see `reaches`).
+    pub(crate) fn withdraw_reach(
+        &mut self,
+        window: std::time::Duration,
+        run: (i64, &str),
+        read: Option<&str>,
+    ) -> Result<(), StoreError> {
         let own = self.own("backlog_reaches")?;
         if !own.exists {
             return Ok(());
         }
-        super::reaches::drop_own(own.sql, &own.prefix, own.table, owner)
+        match read {
+            Some(read) => super::reaches::publish(
+                own.sql,
+                &own.prefix,
+                own.table,
+                window.as_secs(),
+                run,
+                &super::reaches::withdrawn(read),
+            ),
+            None => super::reaches::drop_own(own.sql, &own.prefix, own.table, run.1),
+        }
     }
 
-    /// How far the other live ticks of the tier `window` have read, as each wrote it;
-    /// none on SQLite.
+    /// How far the other live ticks of the tier `window` have read, as each wrote it,
+    /// and what ticks that ended early withdrew (`true`); none on SQLite.
     pub(crate) fn reaches(
         &mut self,
         window: std::time::Duration,
         run_id: i64,
         silent: std::time::Duration,
-    ) -> Result<Vec<String>, StoreError> {
+    ) -> Result<Vec<(String, bool)>, StoreError> {
         let own = self.own("backlog_reaches")?;
         if !own.exists {
             return Ok(Vec::new());

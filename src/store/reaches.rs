@@ -13,6 +13,25 @@ use std::time::Duration;
 use super::sql::{Sql, failed};
 use super::{StoreError, fault::housekeeping};
 
+/// How a withdrawn reach begins: `{"withdrawn":` and the reach the tick wrote.
+const WITHDRAWN: &str = "{\"withdrawn\":";
+
+/// The text kept for `reach` once its tick withdraws it.
+pub(super) fn withdrawn(reach: &str) -> String {
+    format!("{WITHDRAWN}{reach}}}")
+}
+
+/// A kept text as its tick wrote it, and whether it withdrew it.
+fn reached(text: String) -> (String, bool) {
+    match text
+        .strip_prefix(WITHDRAWN)
+        .and_then(|t| t.strip_suffix('}'))
+    {
+        Some(reach) => (reach.to_string(), true),
+        None => (text, false),
+    }
+}
+
 /// The table: a row per live tick that has read a page.
 pub(super) const TABLE: super::tables::Table = super::tables::Table {
     name: "backlog_reaches",
@@ -59,7 +78,10 @@ pub(super) fn publish(
 /// `done` (every record they took handed out) after tick `run_id` began, whose reach
 /// holds for the rest of their wave (the tick compares their slot and clock with its
 /// own). A tick begun after they all ended (run again by
-/// hand, say) reads its band afresh.
+/// hand, say) reads its band afresh. With them, what ticks that ended early withdrew
+/// (`true`): records they took and let go lie there, which the others' stretches may
+/// cover (read while those ticks held them, or while a page of theirs had them locked
+/// and then rolled back).
 pub(super) fn read(
     sql: &mut dyn Sql,
     s: &str,
@@ -67,7 +89,7 @@ pub(super) fn read(
     window_secs: u64,
     run_id: i64,
     silent: Duration,
-) -> Result<Vec<String>, StoreError> {
+) -> Result<Vec<(String, bool)>, StoreError> {
     let window = i64::try_from(window_secs).unwrap_or(i64::MAX);
     let silent_us = i64::try_from(silent.as_micros()).unwrap_or(i64::MAX);
     let rows = sql
@@ -75,7 +97,7 @@ pub(super) fn read(
             &format!(
                 "SELECT r.reach FROM {s}backlog_reaches r JOIN {s}backlog_runs u ON u.id = r.run_id
                  WHERE r.table_name = ?1 AND r.window_secs = ?2 AND r.run_id <> ?3
-                   AND ({live} OR (u.outcome = 'done'
+                   AND ({live} OR r.reach LIKE ?5 OR (u.outcome = 'done'
                         AND u.finished_at > (SELECT m.started_at FROM {s}backlog_runs m WHERE m.id = ?3)))",
                 live = super::runners::live_run(sql, "?4"),
             ),
@@ -84,10 +106,15 @@ pub(super) fn read(
                 window.into(),
                 run_id.into(),
                 silent_us.into(),
+                format!("{WITHDRAWN}%").as_str().into(),
             ],
         )
         .map_err(failed("reading how far the other runners have read"))?;
-    Ok(rows.iter().filter_map(|r| r[0].text()).collect())
+    Ok(rows
+        .iter()
+        .filter_map(|r| r[0].text())
+        .map(reached)
+        .collect())
 }
 
 /// Drops the row of `owner`'s tick: it lets go of records it took and did not hand
@@ -107,7 +134,9 @@ pub(super) fn drop_own(
 }
 
 /// Drops the rows of ticks that ended (or went silent) more than `lease` ago, whose
-/// reach no tick reads: housekeeping, as a tick opens its run-log row.
+/// reach no tick reads: housekeeping, as a tick opens its run-log row. A withdrawn
+/// reach is kept while a live tick of its tier began before its own tick ended: that
+/// one's stretches may cover what it withdrew.
 pub(super) fn drop_ended(
     sql: &mut dyn Sql,
     s: &str,
@@ -115,17 +144,42 @@ pub(super) fn drop_ended(
     lease: Duration,
 ) -> Result<(), StoreError> {
     let lease_us = i64::try_from(lease.as_micros()).unwrap_or(i64::MAX);
+    let r = format!("{s}backlog_reaches");
     housekeeping(
         sql.execute(
             &format!(
-                "DELETE FROM {s}backlog_reaches WHERE table_name = ?1 AND NOT EXISTS
-                 (SELECT 1 FROM {s}backlog_runs u WHERE u.id = {s}backlog_reaches.run_id
-                    AND (u.outcome = 'running' OR coalesce(u.finished_at, u.heartbeat_at) > {ago}))",
+                "DELETE FROM {r} WHERE table_name = ?1 AND NOT EXISTS
+                 (SELECT 1 FROM {s}backlog_runs u WHERE u.id = {r}.run_id
+                    AND (u.outcome = 'running' OR coalesce(u.finished_at, u.heartbeat_at) > {ago}))
+                 AND NOT ({r}.reach LIKE ?3 AND EXISTS
+                 (SELECT 1 FROM {s}backlog_runs v WHERE v.table_name = ?1 AND v.window_secs = {r}.window_secs
+                    AND {live} AND v.started_at <
+                        (SELECT coalesce(w.finished_at, w.heartbeat_at, w.started_at) FROM {s}backlog_runs w
+                          WHERE w.id = {r}.run_id)))",
                 ago = sql.ago("?2"),
+                live = super::runners::live_run(sql, "?2"),
             ),
-            &[table.into(), lease_us.into()],
+            &[
+                table.into(),
+                lease_us.into(),
+                format!("{WITHDRAWN}%").as_str().into(),
+            ],
         )
         .map(drop)
         .map_err(failed("dropping how far ended ticks had read")),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_withdrawn_reach_reads_back_as_its_tick_wrote_it() {
+        let reach = r#"{"read":[],"slot":7}"#;
+        let kept = withdrawn(reach);
+        assert!(kept.starts_with(WITHDRAWN), "{kept}");
+        assert_eq!(reached(kept), (reach.to_string(), true));
+        assert_eq!(reached(reach.to_string()), (reach.to_string(), false));
+    }
 }

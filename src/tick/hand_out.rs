@@ -56,31 +56,11 @@ pub(super) fn hand_out<'c>(
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> Result<(), Error> {
     let mut round = Round::new(plan, store, &mut *lanes);
-    loop {
-        while lanes.free() > 0 && round.going(marks) {
-            if plan.opts.stop.load(Ordering::Relaxed) {
-                marks.tally.stopped = true;
-                break;
-            }
-            if round.short() {
-                round.take_page(store, marks);
-                continue;
-            }
-            if round.queue.is_empty() {
-                break;
-            }
-            match round.choose(store, marks)? {
-                Choice::Again => continue,
-                Choice::Stop => break,
-                Choice::Hand(chosen) => round.hand(chosen, store, lanes, marks, on_event)?,
-            }
-        }
-        // Settle what comes back; nothing out means the tick is done.
-        let Some(done) = lanes.receive() else {
-            break;
-        };
-        round.settle(done, store, marks, on_event)?;
-    }
+    let ended = round.run(store, lanes, marks, on_event);
+    // Whatever ended it: the tick withdraws this, should it end early.
+    let failed = ended.is_err() || round.halt.is_some();
+    marks.tally.withdrawal = round.pager.withdrawal(failed);
+    ended?;
     // Said once, by whoever runs the tick: `backlog run` as its error, the daemon as a
     // warning.
     marks.tally.breaker = round.breaker.tripped;
@@ -177,6 +157,42 @@ impl<'p, 'c> Round<'p, 'c> {
             taken: 0,
             inline_run: (0, Duration::ZERO),
             halt: None,
+        }
+    }
+
+    /// Hands out records and settles what comes back, until nothing is out and no
+    /// more is to be handed out.
+    fn run(
+        &mut self,
+        store: &mut dyn Store,
+        lanes: &mut Lanes<'_, 'c>,
+        marks: &mut Marks<'_>,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<(), Error> {
+        loop {
+            while lanes.free() > 0 && self.going(marks) {
+                if self.plan.opts.stop.load(Ordering::Relaxed) {
+                    marks.tally.stopped = true;
+                    break;
+                }
+                if self.short() {
+                    self.take_page(store, marks);
+                    continue;
+                }
+                if self.queue.is_empty() {
+                    break;
+                }
+                match self.choose(store, marks)? {
+                    Choice::Again => continue,
+                    Choice::Stop => break,
+                    Choice::Hand(chosen) => self.hand(chosen, store, lanes, marks, on_event)?,
+                }
+            }
+            // Settle what comes back; nothing out means the tick is done.
+            let Some(done) = lanes.receive() else {
+                return Ok(());
+            };
+            self.settle(done, store, marks, on_event)?;
         }
     }
 

@@ -124,6 +124,30 @@ impl Pager {
         })
     }
 
+    /// What this tick has read, as text, for the others not to step over when it ends
+    /// before its band's end with records it took and did not hand out (`reach`): its
+    /// `reach`, or, after a failed page (`failed`), with the part it reads taken whole
+    /// down to its oldest end: that page lay below the cursor, its rows locked (and
+    /// skipped by the others' pages) until its transaction rolled back. None outside a
+    /// fleet.
+    pub(super) fn withdrawal(&self, failed: bool) -> Option<String> {
+        self.fleet.as_ref()?;
+        let mut reach = self.reach().unwrap_or(Reach {
+            rules: self.rules,
+            clock_ms: self.clock_ms,
+            read: Vec::new(),
+        });
+        if failed && let (Some(part), Some(top)) = (self.parts.front(), self.tops.front()) {
+            reach.read.truncate(self.ended.len());
+            reach.read.push(Stretch {
+                top: top.0.clone(),
+                top_inclusive: top.1,
+                low: Low::Value(part.from.clone()),
+            });
+        }
+        (!reach.read.is_empty()).then(|| reach.to_text())
+    }
+
     /// Steps over what the other runners have read right below where this tick is,
     /// as far as their stretches reach, ending the parts it steps past.
     fn follow(&mut self, store: &mut dyn Store) -> Result<(), StoreError> {

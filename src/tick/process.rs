@@ -404,14 +404,21 @@ fn count_held(store: &mut dyn Store, run: &Run, begun: &Begun<'_>, tally: &mut T
 /// Lets go of the records the tick holds still (taken and not handed out). A tick
 /// that did not read its band to the end (`ok` false, or it stopped early) first
 /// withdraws how far it read: the others must not step over those records as read
-/// (`reach`).
+/// (`reach`), neither in its stretches nor in theirs that meet them (read while it
+/// held them).
 fn let_go(store: &mut dyn Store, run: &Run, opts: &TickOptions, tally: &Tally, ok: bool) {
     let done = ok
         && tally.handler_broken().is_none()
         && tally.lapsed.is_none()
         && tally.breaker.is_none()
         && !tally.stopped;
-    if !done && let Err(e) = store.withdraw_reach(&run.owner) {
+    if !done
+        && let Err(e) = store.withdraw_reach(
+            opts.window,
+            (run.id, &run.owner),
+            tally.withdrawal.as_deref(),
+        )
+    {
         tracing::warn!("cannot withdraw how far this tick has read: {e}");
     }
     if let Err(e) = store.release(&run.owner) {

@@ -40,6 +40,9 @@ pub(super) struct Tally {
     pub(super) cannot_run: u64,
     /// The account of the last of them.
     pub(super) cannot_run_sample: Option<String>,
+    /// What the tick read of its band in a fleet, kept for the other runners not to
+    /// step over should it end early (`Pager::withdrawal`).
+    pub(super) withdrawal: Option<String>,
 }
 
 impl Tally {

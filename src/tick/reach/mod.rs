@@ -63,12 +63,26 @@ impl Fleet {
         }
     }
 
-    /// The other runners' reaches, read again once the last read is `EVERY` old.
+    /// The other runners' reaches, read again once the last read is `EVERY` old, less
+    /// their stretches that meet one a tick withdrew (see `Stretch::meets`).
     pub(super) fn others(&mut self, store: &mut dyn Store) -> Result<&[Reach], StoreError> {
         if self.read_at.is_none_or(|t| t.elapsed() >= EVERY) {
             self.read_at = Some(Instant::now());
             let texts = store.reaches(self.window, self.run_id, self.silent)?;
-            self.others = texts.iter().filter_map(|t| Reach::from_text(t)).collect();
+            let (withdrawn, live): (Vec<_>, Vec<_>) = texts.iter().partition(|t| t.1);
+            let withdrawn: Vec<Stretch> = withdrawn
+                .iter()
+                .filter_map(|t| Reach::from_text(&t.0))
+                .flat_map(|r| r.read)
+                .collect();
+            self.others = live
+                .iter()
+                .filter_map(|t| Reach::from_text(&t.0))
+                .map(|mut reach| {
+                    reach.read.retain(|s| !withdrawn.iter().any(|w| s.meets(w)));
+                    reach
+                })
+                .collect();
         }
         Ok(&self.others)
     }
@@ -118,6 +132,17 @@ pub(super) struct Stretch {
 }
 
 impl Stretch {
+    /// Whether the two stretches share a value, or may (values that do not compare
+    /// here): another runner's stretch that meets one a tick withdrew may cover records
+    /// that tick took and let go, and is not stepped over.
+    fn meets(&self, other: &Stretch) -> bool {
+        let (low, other_low) = (self.low.value(), other.low.value());
+        let comparable = [&self.top, low, other_low]
+            .iter()
+            .all(|v| orderable(v, &other.top));
+        !comparable || (other_low <= &self.top && low <= &other.top)
+    }
+
     /// A whole part, ended.
     pub(super) fn part(top: (Scalar, bool), part: &BandQuery) -> Self {
         Stretch {
@@ -377,6 +402,26 @@ mod tests {
         // Read by an earlier clock than this tick's: a failure it stepped over as kept
         // may be this tick's to take.
         assert_eq!(step(&others, Position::After(&at), (RULES, 1_001)), None);
+    }
+
+    #[test]
+    fn a_stretch_meets_a_withdrawn_one_that_shares_a_value() {
+        let withdrawn = stretch(500, Low::Value(Scalar::Int(300)));
+        // Above it, below it, touching its ends, inside and around it.
+        assert!(!stretch(800, Low::Row(row(600, 7))).meets(&withdrawn));
+        assert!(!stretch(299, Low::Value(Scalar::Int(100))).meets(&withdrawn));
+        assert!(stretch(800, Low::Row(row(500, 7))).meets(&withdrawn));
+        assert!(stretch(300, Low::Value(Scalar::Int(100))).meets(&withdrawn));
+        assert!(stretch(450, Low::Value(Scalar::Int(350))).meets(&withdrawn));
+        assert!(stretch(900, Low::Value(Scalar::Int(0))).meets(&withdrawn));
+        // Values that do not compare here: it may.
+        let text = Stretch {
+            top: Scalar::Text("b".into()),
+            top_inclusive: true,
+            low: Low::Value(Scalar::Text("a".into())),
+        };
+        assert!(text.meets(&withdrawn));
+        assert!(withdrawn.meets(&text));
     }
 
     #[test]

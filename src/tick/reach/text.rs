@@ -36,7 +36,7 @@ fn scalar_of(value: &Value) -> Option<Scalar> {
 
 impl Reach {
     /// As `backlog_reaches` keeps it.
-    pub(super) fn to_text(&self) -> String {
+    pub(in crate::tick) fn to_text(&self) -> String {
         let read: Vec<Value> = self
             .read
             .iter()

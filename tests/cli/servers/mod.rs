@@ -10,6 +10,7 @@ mod kill_storm;
 mod own_tables;
 mod pages;
 mod plan;
+mod reaches;
 mod runners;
 pub mod server;
 mod tls;
