@@ -78,10 +78,10 @@ pub(super) fn publish(
 /// `done` (every record they took handed out) after tick `run_id` began, whose reach
 /// holds for the rest of their wave (the tick compares their slot and clock with its
 /// own). A tick begun after they all ended (run again by
-/// hand, say) reads its band afresh. With them, what ticks that ended early withdrew
-/// (`true`): records they took and let go lie there, which the others' stretches may
-/// cover (read while those ticks held them, or while a page of theirs had them locked
-/// and then rolled back).
+/// hand, say) reads its band afresh. With them, what ticks of any tier of the table
+/// that ended early withdrew (`true`): records they took and let go lie there, which
+/// the others' stretches may cover (read while those ticks held them, or while a page of
+/// theirs had them locked and then rolled back).
 pub(super) fn read(
     sql: &mut dyn Sql,
     s: &str,
@@ -96,9 +96,9 @@ pub(super) fn read(
         .query(
             &format!(
                 "SELECT r.reach FROM {s}backlog_reaches r JOIN {s}backlog_runs u ON u.id = r.run_id
-                 WHERE r.table_name = ?1 AND r.window_secs = ?2 AND r.run_id <> ?3
-                   AND ({live} OR r.reach LIKE ?5 OR (u.outcome = 'done'
-                        AND u.finished_at > (SELECT m.started_at FROM {s}backlog_runs m WHERE m.id = ?3)))",
+                 WHERE r.table_name = ?1 AND r.run_id <> ?3 AND (r.reach LIKE ?5 OR r.window_secs = ?2
+                   AND ({live} OR (u.outcome = 'done'
+                        AND u.finished_at > (SELECT m.started_at FROM {s}backlog_runs m WHERE m.id = ?3))))",
                 live = super::runners::live_run(sql, "?4"),
             ),
             &[
@@ -135,8 +135,9 @@ pub(super) fn drop_own(
 
 /// Drops the rows of ticks that ended (or went silent) more than `lease` ago, whose
 /// reach no tick reads: housekeeping, as a tick opens its run-log row. A withdrawn
-/// reach is kept while a live tick of its tier began before its own tick ended: that
-/// one's stretches may cover what it withdrew.
+/// reach is kept while any tick of the table is live: its stretches, or those of a
+/// tick it reads, may cover what was withdrawn. (So they pile up only while the table's
+/// ticks follow each other without a pause, one a tick that ended early.)
 pub(super) fn drop_ended(
     sql: &mut dyn Sql,
     s: &str,
@@ -152,10 +153,7 @@ pub(super) fn drop_ended(
                  (SELECT 1 FROM {s}backlog_runs u WHERE u.id = {r}.run_id
                     AND (u.outcome = 'running' OR coalesce(u.finished_at, u.heartbeat_at) > {ago}))
                  AND NOT ({r}.reach LIKE ?3 AND EXISTS
-                 (SELECT 1 FROM {s}backlog_runs v WHERE v.table_name = ?1 AND v.window_secs = {r}.window_secs
-                    AND {live} AND v.started_at <
-                        (SELECT coalesce(w.finished_at, w.heartbeat_at, w.started_at) FROM {s}backlog_runs w
-                          WHERE w.id = {r}.run_id)))",
+                 (SELECT 1 FROM {s}backlog_runs v WHERE v.table_name = ?1 AND {live}))",
                 ago = sql.ago("?2"),
                 live = super::runners::live_run(sql, "?2"),
             ),

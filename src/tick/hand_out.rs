@@ -58,8 +58,7 @@ pub(super) fn hand_out<'c>(
     let mut round = Round::new(plan, store, &mut *lanes);
     let ended = round.run(store, lanes, marks, on_event);
     // Whatever ended it: the tick withdraws this, should it end early.
-    let failed = ended.is_err() || round.halt.is_some();
-    marks.tally.withdrawal = round.pager.withdrawal(failed);
+    marks.tally.withdrawal = round.pager.withdrawal(round.page_failed);
     ended?;
     // Said once, by whoever runs the tick: `backlog run` as its error, the daemon as a
     // warning.
@@ -110,6 +109,8 @@ struct Round<'p, 'c> {
     /// Why the tick hands out no more: the batches already out are still settled, then
     /// the tick ends with this error.
     halt: Option<Error>,
+    /// Whether a page could not be taken (see `Pager::withdrawal`).
+    page_failed: bool,
 }
 
 impl<'p, 'c> Round<'p, 'c> {
@@ -157,6 +158,7 @@ impl<'p, 'c> Round<'p, 'c> {
             taken: 0,
             inline_run: (0, Duration::ZERO),
             halt: None,
+            page_failed: false,
         }
     }
 
@@ -236,8 +238,12 @@ impl<'p, 'c> Round<'p, 'c> {
                 let why = format!("this tick's hold lapsed ({why}); it hands out no more");
                 plan.heartbeat.lapse(why.clone());
                 marks.tally.lapsed = Some(why);
+                self.page_failed = true;
             }
-            Err(e) => self.halt = Some(self.store_err(e)),
+            Err(e) => {
+                self.halt = Some(self.store_err(e));
+                self.page_failed = true;
+            }
             Ok(None) => self.pager.done = true,
             Ok(Some(page)) => {
                 if let Err(e) = marks.failures.read(&page.taken, store) {

@@ -14,7 +14,10 @@
 //! and native times (text is compared by the database's collation, which this side
 //! cannot know). A stretch is only ever stepped over downwards, from inside it, and a
 //! reach read a moment ago is a stretch that was read then: stale is safe, it only
-//! steps less far.
+//! steps less far. A runner that ends early withdraws what it read (records it took and
+//! let go lie there, inside the stretches of runners that read past them meanwhile):
+//! the others step over no stretch that meets it, once they have read it (within
+//! `EVERY`).
 
 use std::time::{Duration, Instant};
 
@@ -70,19 +73,23 @@ impl Fleet {
             self.read_at = Some(Instant::now());
             let texts = store.reaches(self.window, self.run_id, self.silent)?;
             let (withdrawn, live): (Vec<_>, Vec<_>) = texts.iter().partition(|t| t.1);
-            let withdrawn: Vec<Stretch> = withdrawn
+            // One this release cannot read (a later one's) may be anywhere: no step.
+            let withdrawn: Option<Vec<Stretch>> = withdrawn
                 .iter()
-                .filter_map(|t| Reach::from_text(&t.0))
-                .flat_map(|r| r.read)
-                .collect();
-            self.others = live
-                .iter()
-                .filter_map(|t| Reach::from_text(&t.0))
-                .map(|mut reach| {
-                    reach.read.retain(|s| !withdrawn.iter().any(|w| s.meets(w)));
-                    reach
-                })
-                .collect();
+                .map(|t| Reach::from_text(&t.0).map(|r| r.read))
+                .collect::<Option<Vec<_>>>()
+                .map(|all| all.into_iter().flatten().collect());
+            self.others = match withdrawn {
+                None => Vec::new(),
+                Some(withdrawn) => live
+                    .iter()
+                    .filter_map(|t| Reach::from_text(&t.0))
+                    .map(|mut reach| {
+                        reach.read.retain(|s| !withdrawn.iter().any(|w| s.meets(w)));
+                        reach
+                    })
+                    .collect(),
+            };
         }
         Ok(&self.others)
     }
