@@ -100,11 +100,13 @@ impl Pager {
     }
 
     /// What this tick has read: the parts it ended, and the one it reads from its top
-    /// down to its cursor (or to where a step took it).
-    fn reach(&self) -> Option<Reach> {
+    /// down to its cursor (or to where a step took it), or, `whole`, down to its oldest
+    /// end.
+    fn read(&self, whole: bool) -> Vec<Stretch> {
         let mut read = self.ended.clone();
         if let (Some(part), Some(top)) = (self.parts.front(), self.tops.front()) {
             let low = match &self.cursor {
+                _ if whole => Some(Low::Value(part.from.clone())),
                 Some(cursor) => Some(Low::Row(cursor.clone())),
                 None if part.to != top.0 => Some(Low::Value(part.to.clone())),
                 None => None,
@@ -117,6 +119,12 @@ impl Pager {
                 });
             }
         }
+        read
+    }
+
+    /// What this tick has read (`read`), as it tells the others.
+    fn reach(&self, whole: bool) -> Option<Reach> {
+        let read = self.read(whole);
         (!read.is_empty()).then_some(Reach {
             rules: self.rules,
             clock_ms: self.clock_ms,
@@ -126,26 +134,13 @@ impl Pager {
 
     /// What this tick has read, as text, for the others not to step over when it ends
     /// before its band's end with records it took and did not hand out (`reach`): its
-    /// `reach`, or, after a failed page (`failed`), with the part it reads taken whole
+    /// reach, or, after a failed page (`failed`), with the part it reads taken whole
     /// down to its oldest end: that page lay below the cursor, its rows locked (and
     /// skipped by the others' pages) until its transaction rolled back. None outside a
     /// fleet.
     pub(super) fn withdrawal(&self, failed: bool) -> Option<String> {
         self.fleet.as_ref()?;
-        let mut reach = self.reach().unwrap_or(Reach {
-            rules: self.rules,
-            clock_ms: self.clock_ms,
-            read: Vec::new(),
-        });
-        if failed && let (Some(part), Some(top)) = (self.parts.front(), self.tops.front()) {
-            reach.read.truncate(self.ended.len());
-            reach.read.push(Stretch {
-                top: top.0.clone(),
-                top_inclusive: top.1,
-                low: Low::Value(part.from.clone()),
-            });
-        }
-        (!reach.read.is_empty()).then(|| reach.to_text())
+        self.reach(failed).map(|r| r.to_text())
     }
 
     /// Steps over what the other runners have read right below where this tick is,
@@ -252,7 +247,7 @@ impl Pager {
                 _ => self.cursor.clone_from(&page.cursor),
             }
             if self.fleet.is_some() {
-                let reach = self.reach();
+                let reach = self.reach(false);
                 if let Some(fleet) = &mut self.fleet {
                     fleet.write(store, reach, short)?;
                 }
