@@ -105,6 +105,9 @@ pub struct Config {
     pub history: HistoryConfig,
     /// The `[alert]` section: where failures are pushed, how often at most.
     pub alert: AlertConfig,
+    /// Why `[alert]` was left out (a variable it names is not set), where and how to
+    /// fix it: `check_alert`'s error.
+    alert_unset: Option<String>,
 }
 
 impl Config {
@@ -134,8 +137,9 @@ impl Config {
             let (span, message) = toml_error::describe_syntax(&e, text);
             at(span, message)
         })?;
-        variables::expand(document.get_mut(), &environment)
-            .map_err(|(span, message)| at(Some(span), message))?;
+        let alert_unset = expand_file(document.get_mut())
+            .map_err(|(span, message)| at(Some(span), message))?
+            .map(|(span, message)| at(Some(span), message).to_string());
         let document = toml::Deserializer::from(document);
         let raw: RawFile = serde_path_to_error::deserialize(document).map_err(|e| {
             let (span, message) = toml_error::describe(e, text);
@@ -163,7 +167,21 @@ impl Config {
             schedule: resolve_schedule(raw.bands, raw.limit, raw.timezone, raw.tiers)
                 .map_err(fail)?,
             dir,
+            alert_unset,
         })
+    }
+
+    /// Whether the file's `[alert]` could be read: a variable it names that is not set
+    /// leaves it out of every command that sends no alert (`status`, `show`, `resume`
+    /// from a shell without the alert's token), and is an error of those that do.
+    pub fn check_alert(&self) -> Result<(), ConfigError> {
+        match &self.alert_unset {
+            None => Ok(()),
+            Some(message) => Err(ConfigError {
+                file: self.path.clone(),
+                message: format!("{message} (its [alert] cannot be sent)"),
+            }),
+        }
     }
 
     /// The database, the table and the tiers' windows of a schedule file that does
@@ -207,8 +225,29 @@ fn sections_of(path: &Path) -> Option<toml::Table> {
     }
     let text = std::fs::read_to_string(path).ok()?;
     let mut document = toml::de::DeTable::parse(&text).ok()?;
-    variables::expand(document.get_mut(), &environment).ok()?;
+    expand_file(document.get_mut()).ok()?;
     toml::Table::deserialize(toml::Deserializer::from(document)).ok()
+}
+
+/// Expands the file's `${VAR}`: every string's but `[alert]`'s, where one not set is an
+/// error, then `[alert]`'s on their own, where one not set takes the section out and
+/// is returned. `database.url` is left as written when `BACKLOG_DATABASE_URL` replaces
+/// it: the variable a file names for the URL need not be set then.
+fn expand_file(
+    document: &mut toml::de::DeTable<'_>,
+) -> Result<Option<variables::Unexpanded>, variables::Unexpanded> {
+    let replaced = database::url_from_environment().is_some();
+    let in_alert = |path: &str| path == "alert" || path.starts_with("alert.");
+    variables::expand(document, &environment, &|path| {
+        in_alert(path) || (replaced && path == "database.url")
+    })?;
+    match variables::expand(document, &environment, &|path| !in_alert(path)) {
+        Ok(()) => Ok(None),
+        Err(unset) => {
+            document.remove("alert");
+            Ok(Some(unset))
+        }
+    }
 }
 
 /// A variable of the environment, for `${VAR}` in the file (one that is not UTF-8 is

@@ -39,6 +39,10 @@ pub fn doctor(path: &std::path::Path) -> Vec<Check> {
         path.display(),
         config.schedule.tier_count()
     )));
+    // Its other commands read the file without it; a tick would refuse to start.
+    if let Err(e) = config.check_alert() {
+        checks.push(fail(e.to_string()));
+    }
     checks.push(
         match crate::handler::from_config(&config.handler, &config.dir) {
             Ok(_) => ok(format!(

@@ -88,6 +88,7 @@ impl Shared {
 /// the handler. The daemon refuses to start, or to switch to a new file, otherwise.
 fn load_checked(path: &Path) -> Result<Config, Error> {
     let config = Config::load(path)?;
+    config.check_alert()?;
     let mut store = open_store(&config)?;
     store.inspect().map_err(Error::store(store.describe()))?;
     crate::handler::from_config(&config.handler, &config.dir).map_err(|source| Error::Handler {
@@ -273,6 +274,10 @@ pub fn run_daemon(path: &Path, signals: &Signals, seed: u64) -> Result<(), Error
     for (_, tick) in daemon.running {
         let _ = tick.join();
     }
+    // An alert on its way is delivered (each has a timeout).
+    if let (_, Some(overdue)) = daemon.overdue {
+        let _ = overdue.join();
+    }
     tracing::info!("stopped");
     Ok(())
 }
@@ -404,10 +409,13 @@ impl Daemon {
             return;
         }
         let (config, now) = (self.config.clone(), self.shared.now());
+        let running: Vec<Duration> = self.running.keys().copied().collect();
         self.overdue = (
             Some(std::time::Instant::now()),
             Some(thread::spawn(move || match open_store(&config) {
-                Ok(mut store) => crate::alert::check_overdue(&config, store.as_mut(), now),
+                Ok(mut store) => {
+                    crate::alert::check_overdue(&config, store.as_mut(), now, &running)
+                }
                 Err(e) => tracing::warn!("cannot check whether a tier is overdue: {e}"),
             })),
         );

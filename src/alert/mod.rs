@@ -10,6 +10,7 @@
 
 mod deliver;
 mod event;
+mod local;
 
 use std::path::Path;
 use std::time::Duration;
@@ -115,6 +116,23 @@ pub fn not_started(
     raise(route, Some(store), window, now, event);
 }
 
+/// A tick that could not start because its database cannot be reached (or would not
+/// answer): pings its exit code and raises `tick_not_started`, held back on this host
+/// alone (`backlog_alerts` is out of reach). Other errors say nothing: a tick that
+/// began has alerted already, and a wrong command line names no tier.
+pub fn unreachable(config: &Config, window: Duration, now: DateTime<Utc>, error: &Error) {
+    if !matches!(error, Error::Store { .. }) {
+        return;
+    }
+    let route = Route::of(config);
+    let code = error.exit_code() as u8;
+    route.ping_end(code);
+    let message = format!("the tick could not start: {error}");
+    let mut event = Event::about(config, window, Kind::TickNotStarted, now, message);
+    event.exit_code = Some(code);
+    raise(route, None, window, now, event);
+}
+
 /// Sends `event` about the tier of `window`, unless another of its kind went out
 /// less than `alert_every` before `now`; returns whether it was sent. Without the
 /// store's word (its database cannot be reached) the alert is sent: twice is better
@@ -149,7 +167,23 @@ pub fn raise(
         }
         Ok(Some(Claim::Send { held_back })) => event.held_back = held_back,
         Ok(None) => {}
-        Err(e) => tracing::warn!("alert {kind} sent without deduplication: {e}"),
+        Err(e) => {
+            tracing::debug!("alert {kind} deduplicated on this host alone: {e}");
+            let url = route.database.url.to_string();
+            let local = local::claim(&url, &route.table.name, window, kind, now, alert.every);
+            match local {
+                Some(Claim::HeldBack) => {
+                    tracing::info!(
+                        "alert {kind} of the {} tier held back: one went out from this host less than {} ago",
+                        event.window,
+                        crate::duration::compact(alert.every)
+                    );
+                    return false;
+                }
+                Some(Claim::Send { held_back }) => event.held_back = held_back,
+                None => tracing::warn!("alert {kind} sent without deduplication: {e}"),
+            }
+        }
     }
     let json = event.json();
     if let Some(url) = &alert.webhook {
@@ -162,8 +196,14 @@ pub fn raise(
 }
 
 /// For the daemon: raises `tier_overdue` for each tier `status` finds late at `now`
-/// (a paused tier is not late), and pings `URL/fail` with each one sent.
-pub fn check_overdue(config: &Config, store: &mut dyn Store, now: DateTime<Utc>) {
+/// (a paused tier is not late, nor one of the windows `running`: a daemon started
+/// after a gap ticks its late tiers at once), and pings `URL/fail` with each one sent.
+pub fn check_overdue(
+    config: &Config,
+    store: &mut dyn Store,
+    now: DateTime<Utc>,
+    running: &[Duration],
+) {
     // Late ticks are what healthchecks.io's own schedule sees: a file that only
     // pings leaves them to it.
     if !config.alert.sends() {
@@ -183,6 +223,9 @@ pub fn check_overdue(config: &Config, store: &mut dyn Store, now: DateTime<Utc>)
         let (Some(secs), Some(due)) = (tier.overdue_seconds, tier.next_due) else {
             continue;
         };
+        if running.contains(&window) {
+            continue;
+        }
         let message = format!(
             "tier {} ({} {}) was due at {}, {} ago; is its crontab line or daemon running?",
             tier.tier,

@@ -120,6 +120,10 @@ pub fn init(args: &InitArgs) -> Result<(), Error> {
 pub fn crontab(args: &CrontabArgs) -> Result<(), Error> {
     let file = schedule_to_reread(&args.schedule, "the crontab's lines read it at every tick")?;
     let config = Config::load(&file)?;
+    if args.install {
+        // Its lines send alerts.
+        config.check_alert()?;
+    }
     let absolute = |p: &std::path::Path| {
         std::path::absolute(p).map_err(|source| Error::Io {
             context: format!("cannot resolve {}", p.display()),

@@ -20,7 +20,8 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
     // This process's only children are its handlers: it may reap their orphans.
     crate::handler::adopt_orphans();
     let schedule = super::schedule_file(&args.schedule)?;
-    let config = match Config::load(&schedule) {
+    // A tick sends its alerts: an `[alert]` that cannot be read is the file's fault.
+    let config = match Config::load(&schedule).and_then(|c| c.check_alert().map(|()| c)) {
         Ok(config) => config,
         // A file that does not load: the tick did not start (a handler that cannot be
         // started is recorded by the tick itself).
@@ -65,6 +66,29 @@ fn store_of<'s>(
     Ok(store.as_deref_mut().expect("opened above"))
 }
 
+/// Opens the store and reads the clock every runner shares (the database server's, on
+/// a server, unless pinned: bands, the run log and `--if-due` agree across hosts);
+/// the tick's options, or `None` when `--if-due` finds the tier not due.
+fn reach(
+    args: &RunArgs,
+    config: &Config,
+    store: &mut Option<Box<dyn store::Store>>,
+) -> Result<Option<TickOptions>, Error> {
+    let store = store_of(store, config)?;
+    let now = match args.now {
+        Some(now) => now,
+        None if config.database.url.is_server() => {
+            store.clock().map_err(Error::store(store.describe()))?
+        }
+        None => Utc::now(),
+    };
+    let opts = TickOptions::for_config(config, args.window, now);
+    if args.if_due && !due(config, args, store, opts.now)? {
+        return Ok(None);
+    }
+    Ok(Some(opts))
+}
+
 /// Writes the metrics of the schedule file's backlog to `path`, atomically.
 fn write_metrics(
     config: &Config,
@@ -95,20 +119,17 @@ fn run_tier(
             window = duration::compact(args.window),
         )));
     }
-    // The clock every runner shares (the database server's, on PostgreSQL), unless
-    // pinned: bands, the run log and `--if-due` agree across hosts.
-    let now = match args.now {
-        Some(now) => now,
-        None if config.database.url.is_server() => {
-            let store = store_of(store, config)?;
-            store.clock().map_err(Error::store(store.describe()))?
+    let mut opts = match reach(args, config, store) {
+        Ok(Some(opts)) => opts,
+        Ok(None) => return Ok(()),
+        Err(e) => {
+            if !args.dry_run {
+                let now = args.now.unwrap_or_else(Utc::now);
+                crate::alert::unreachable(config, args.window, now, &e);
+            }
+            return Err(e);
         }
-        None => Utc::now(),
     };
-    let mut opts = TickOptions::for_config(config, args.window, now);
-    if args.if_due && !due(config, args, store_of(store, config)?, opts.now)? {
-        return Ok(());
-    }
     opts.limit = args.limit;
     opts.dry_run = args.dry_run;
     opts.retry_failed = args.retry_failed;

@@ -107,13 +107,17 @@ pub const DEFAULT_SCHEMA: &str = "backlog";
 /// manager or a container keeps the secret a URL holds.
 const URL_VARIABLE: &str = "BACKLOG_DATABASE_URL";
 
+/// `BACKLOG_DATABASE_URL`, when it is set and not empty.
+pub(super) fn url_from_environment() -> Option<String> {
+    std::env::var(URL_VARIABLE)
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+}
+
 /// The `[database]` section resolved, its URL replaced by `BACKLOG_DATABASE_URL` when
 /// that is set: a message about the URL then names the variable.
 pub(super) fn resolve_database(mut raw: RawDatabase, dir: &Path) -> Result<DatabaseConfig, String> {
-    let Some(url) = std::env::var(URL_VARIABLE)
-        .ok()
-        .filter(|u| !u.trim().is_empty())
-    else {
+    let Some(url) = url_from_environment() else {
         if raw.url.is_none() {
             return Err(format!(
                 "database.url is missing; set it to the database's path or URL, or set {URL_VARIABLE}"

@@ -18,13 +18,21 @@ use toml::de::{DeTable, DeValue};
 pub(super) type Unexpanded = (Range<usize>, String);
 
 /// Expands every string value of `table` (and of its tables and arrays) with `lookup`,
-/// the environment in the program; the first variable that is not set is an error
+/// the environment in the program, but those under a key `skip` names (`database.url`,
+/// or `alert` for the whole section); the first variable that is not set is an error
 /// naming its key and the fix.
 pub(super) fn expand(
     table: &mut DeTable<'_>,
     lookup: &dyn Fn(&str) -> Option<String>,
+    skip: &dyn Fn(&str) -> bool,
 ) -> Result<(), Unexpanded> {
-    expand_table(table, "", lookup)
+    expand_table(table, "", &Expansion { lookup, skip })
+}
+
+/// What an expansion reads variables with, and which keys it leaves as they are.
+struct Expansion<'a> {
+    lookup: &'a dyn Fn(&str) -> Option<String>,
+    skip: &'a dyn Fn(&str) -> bool,
 }
 
 /// The variables the strings of a schedule file's text name, each once, in order; none
@@ -35,20 +43,21 @@ pub fn used_in(text: &str) -> Vec<String> {
         return Vec::new();
     };
     let names = std::cell::RefCell::new(Vec::<String>::new());
-    let _ = expand(document.get_mut(), &|name| {
+    let lookup = |name: &str| {
         let mut names = names.borrow_mut();
         if !names.iter().any(|n| n == name) {
             names.push(name.to_string());
         }
         Some(String::new())
-    });
+    };
+    let _ = expand(document.get_mut(), &lookup, &|_| false);
     names.into_inner()
 }
 
 fn expand_table(
     table: &mut DeTable<'_>,
     path: &str,
-    lookup: &dyn Fn(&str) -> Option<String>,
+    with: &Expansion<'_>,
 ) -> Result<(), Unexpanded> {
     for (key, value) in table.iter_mut() {
         let key = key.get_ref();
@@ -57,7 +66,9 @@ fn expand_table(
         } else {
             format!("{path}.{key}")
         };
-        expand_value(value, &path, lookup)?;
+        if !(with.skip)(&path) {
+            expand_value(value, &path, with)?;
+        }
     }
     Ok(())
 }
@@ -65,21 +76,22 @@ fn expand_table(
 fn expand_value(
     value: &mut Spanned<DeValue<'_>>,
     path: &str,
-    lookup: &dyn Fn(&str) -> Option<String>,
+    with: &Expansion<'_>,
 ) -> Result<(), Unexpanded> {
     let span = value.span();
     match value.get_mut() {
         DeValue::String(s) => {
             if s.contains('$') {
-                let expanded = substitute(s, lookup).map_err(|m| (span, format!("{path}: {m}")))?;
+                let expanded =
+                    substitute(s, with.lookup).map_err(|m| (span, format!("{path}: {m}")))?;
                 *s = Cow::Owned(expanded);
             }
             Ok(())
         }
-        DeValue::Table(t) => expand_table(t, path, lookup),
+        DeValue::Table(t) => expand_table(t, path, with),
         DeValue::Array(items) => {
             for (i, item) in items.iter_mut().enumerate() {
-                expand_value(item, &format!("{path}[{i}]"), lookup)?;
+                expand_value(item, &format!("{path}[{i}]"), with)?;
             }
             Ok(())
         }
@@ -199,17 +211,27 @@ mod tests {
     fn every_string_of_the_file_is_expanded_and_errors_name_the_key() {
         let text = "a = \"${DB_URL}\"\n[t]\nlist = [\"x\", \"${NOPE}\"]\n";
         let mut doc = DeTable::parse(text).unwrap().into_inner();
-        let (span, message) = expand(&mut doc, &env).unwrap_err();
+        let (span, message) = expand(&mut doc, &env, &|_| false).unwrap_err();
         assert_eq!(&text[span], "\"${NOPE}\"");
         assert!(message.starts_with("t.list[1]: ${NOPE} names"), "{message}");
         let mut doc = DeTable::parse("a = \"${DB_URL}\"\nn = 3")
             .unwrap()
             .into_inner();
-        expand(&mut doc, &env).unwrap();
+        expand(&mut doc, &env, &|_| false).unwrap();
         let a = doc.iter().find(|(k, _)| k.get_ref() == "a").unwrap().1;
         let DeValue::String(a) = a.get_ref() else {
             panic!("a string")
         };
         assert_eq!(a, "postgres://app:s3cr$t@db/shop");
+    }
+
+    #[test]
+    fn a_skipped_key_is_left_as_written() {
+        let text = "a = \"${NOPE}\"\n[t]\nb = \"${NOPE}\"\nc = \"${DB_URL}\"\n";
+        let mut doc = DeTable::parse(text).unwrap().into_inner();
+        expand(&mut doc, &env, &|p| p == "a" || p == "t.b").unwrap();
+        let mut doc = DeTable::parse(text).unwrap().into_inner();
+        let (span, _) = expand(&mut doc, &env, &|p| p == "t").unwrap_err();
+        assert_eq!(&text[span], "\"${NOPE}\"");
     }
 }

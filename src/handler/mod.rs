@@ -15,6 +15,7 @@ mod command;
 mod group;
 mod proc_stat;
 mod registry;
+pub(crate) use registry::folder as host_folder;
 mod signal;
 mod snooze;
 mod subreaper;

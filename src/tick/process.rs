@@ -36,7 +36,15 @@ pub fn run_tick(
     opts: &TickOptions,
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> Result<TickSummary, Error> {
-    let mut store = open_store(config)?;
+    let mut store = match open_store(config) {
+        Ok(store) => store,
+        Err(e) => {
+            if !opts.dry_run {
+                crate::alert::unreachable(config, opts.window, opts.now, &e);
+            }
+            return Err(e);
+        }
+    };
     run_tick_on(config, store.as_mut(), opts, on_event)
 }
 

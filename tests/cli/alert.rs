@@ -169,7 +169,51 @@ fn a_file_that_does_not_load_still_alerts(backend: Backend) {
     assert!(message.contains("unknown field `evry`"), "{message}");
 }
 
+/// A database that cannot be reached: the tick cannot start, and says so to a person
+/// (its exit code pinged, `tick_not_started` sent), held back on this host alone for
+/// `alert_every`, since `backlog_alerts` is out of reach too.
+fn a_tick_whose_database_cannot_be_reached_alerts_once_per_alert_every(backend: Backend) {
+    let hooks = Hooks::start();
+    let env = failing_env(
+        backend,
+        &format!("webhook = \"{0}/hook\"\nping = \"{0}/ping\"", hooks.url),
+    );
+    let refused = refused();
+    let unreachable = match backend {
+        Backend::Sqlite => "no-such-folder/backlog.db".to_string(),
+        Backend::Postgres => format!("postgres://postgres@{}/postgres", &refused.url[7..]),
+        Backend::Mysql => format!("mysql://backlog@{}/mysql", &refused.url[7..]),
+    };
+    let path = env.path("backlog.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let url = text.lines().find(|l| l.starts_with("url = ")).unwrap();
+    std::fs::write(
+        &path,
+        text.replacen(url, &format!("url = \"{unreachable}\""), 1),
+    )
+    .unwrap();
+    let stderr = tick(&env, 0, 4);
+    let got = hooks.take();
+    assert_eq!(pings(&got), ["/ping/4"], "{stderr}");
+    let events = posted(&got);
+    assert_eq!(events.len(), 1, "{got:?}");
+    assert_eq!(events[0]["kind"], "tick_not_started");
+    assert_eq!(events[0]["tier"], 1);
+    assert_eq!(events[0]["exit_code"], 4);
+    assert_eq!(events[0]["held_back"], 0);
+    // Within alert_every: pinged, held back; past it, sent with the count.
+    tick(&env, 5, 4);
+    let got = hooks.take();
+    assert_eq!(pings(&got), ["/ping/4"]);
+    assert!(posted(&got).is_empty(), "{got:?}");
+    tick(&env, 20, 4);
+    let events = posted(&hooks.take());
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0]["held_back"], 1);
+}
+
 crate::on_every_backend!(
+    a_tick_whose_database_cannot_be_reached_alerts_once_per_alert_every,
     a_file_that_does_not_load_still_alerts,
     a_failing_tick_sends_one_webhook_and_pings_then_holds_back_within_alert_every,
     a_tick_that_goes_well_pings_success_and_alerts_nothing,

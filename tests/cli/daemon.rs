@@ -5,6 +5,7 @@ use std::process::Stdio;
 
 use crate::concurrency::handled_without_overlap;
 use crate::harness::{Backend, Env, Running, Schedule};
+use crate::hooks::{Hooks, add_webhook, posted};
 use crate::tick::wait_for;
 
 const FAST_TIERS: &str = r#"
@@ -158,6 +159,9 @@ fn a_missed_slot_is_made_up_once_at_start(backend: Backend) {
         .success();
     env.backlog(&["run", "--window", "7d"]).assert().success();
     assert_eq!((runs_of(&env, 86_400), runs_of(&env, 7 * 86_400)), (1, 1));
+    // A tier late while the daemon was down is ticked, not reported overdue.
+    let hooks = Hooks::start();
+    add_webhook(&env.path("backlog.toml"), &hooks.url);
 
     let started_hour = chrono::Utc::now().format("%H").to_string();
     let child = start(&env);
@@ -178,6 +182,11 @@ fn a_missed_slot_is_made_up_once_at_start(backend: Backend) {
         "{log}"
     );
     assert!(!log.contains("tier 7d: missed"), "{log}");
+    let kinds: Vec<_> = posted(&hooks.take())
+        .iter()
+        .map(|e| e["kind"].clone())
+        .collect();
+    assert!(kinds.is_empty(), "{kinds:?}\n{log}");
 }
 
 crate::on_every_backend!(

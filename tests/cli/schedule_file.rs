@@ -59,6 +59,59 @@ fn a_variable_fills_in_the_database_url(backend: Backend) {
     );
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(env.take_calls().is_empty(), "nothing ran");
+    // BACKLOG_DATABASE_URL replaces the URL: the variable the file names need not be set.
+    env.backlog(&["run", "--window", "1d", "--now", NOW])
+        .env_remove("DB_URL")
+        .env("BACKLOG_DATABASE_URL", env.url())
+        .assert()
+        .success();
+}
+
+/// A variable `[alert]` names that is not set (the token of a webhook, set for the
+/// crontab's lines, not in a person's shell): the commands that send no alert read the
+/// file without its `[alert]`; a tick, `doctor` and the daemon say which variable, and
+/// the tick starts no handler.
+#[test]
+fn an_alert_variable_unset_stops_only_what_sends_alerts() {
+    let env = backlog(Backend::Sqlite);
+    let text = schedule_with_url(&env, &env.url());
+    let alert = "[alert]\nwebhook = \"https://hooks.example/${ALERT_TOKEN}\"\n";
+    std::fs::write(env.path("backlog.toml"), format!("{text}\n{alert}")).unwrap();
+    for args in [
+        &["status"][..],
+        &["pause", "--window", "1d"],
+        &["resume"],
+        &["explain"],
+    ] {
+        env.backlog(args)
+            .env_remove("ALERT_TOKEN")
+            .assert()
+            .success();
+    }
+    let unset = "alert.webhook: ${ALERT_TOKEN} names an environment variable that is not set; set ALERT_TOKEN";
+    for args in [&["run", "--window", "1d", "--now", NOW][..], &["doctor"]] {
+        let out = env
+            .backlog(args)
+            .env_remove("ALERT_TOKEN")
+            .assert()
+            .failure();
+        let stderr = text_of(&out);
+        assert!(stderr.contains(unset), "{args:?}: {stderr}");
+        assert!(stderr.contains("(its [alert] cannot be sent)"), "{stderr}");
+    }
+    let out = env
+        .backlog(&["daemon"])
+        .env_remove("ALERT_TOKEN")
+        .timeout(std::time::Duration::from_secs(30))
+        .assert()
+        .code(3);
+    assert!(text_of(&out).contains(unset), "{out:?}");
+    assert!(env.take_calls().is_empty(), "no tick ran");
+}
+
+fn text_of(out: &assert_cmd::assert::Assert) -> String {
+    let out = out.get_output();
+    text(&out.stderr) + &text(&out.stdout)
 }
 
 /// `BACKLOG_DATABASE_URL` replaces the file's URL (`explain` says so); a bad one is
