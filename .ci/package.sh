@@ -63,6 +63,14 @@ expected=(
 for path in "${expected[@]}"; do
     grep -qxF "$path" "${deb%.deb}.contents" || fail "$deb lacks $path"
 done
+# Every page a page of the package names (`backlog\-give\-up(1)`) is in it too.
+named=$(dpkg-deb --fsys-tarfile "$deb" | tar -xO --wildcards './usr/share/man/man1/*.1.gz' | zcat |
+    sed -n 's/^\(backlog\\-[a-z0-9\\-]*\)(1)$/\1/p' | sed 's/\\-/-/g' | sort -u)
+[ -n "$named" ] || fail "the man pages of $deb name no other page"
+for page in $named; do
+    grep -qxF "/usr/share/man/man1/$page.1.gz" "${deb%.deb}.contents" ||
+        fail "$deb lacks the man page $page(1), which another of its pages names"
+done
 
 # Whether dpkg leaves PATH out at install: the last path-exclude or path-include of
 # its configuration that matches it decides.

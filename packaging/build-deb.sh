@@ -37,13 +37,14 @@ man_page() { # words of the command after `backlog`
     name=${name%-}
     page="$assets/man/$name.1"
     "$bin" man "$@" >"$page"
-    local sub
+    local sub rest
     while read -r sub; do
-        # A child of this page: its name is ours plus one more word.
-        case "$sub" in
-            "$name"-*-*) ;;
-            "$name"-*) man_page "$@" "${sub#"$name"-}" ;;
-        esac
+        # A child of this page: its name is ours plus one more word, which may hold a
+        # hyphen itself (give-up); a deeper page is none of ours (`backlog man WORD`
+        # refuses backoff-plot: it is backoff's child).
+        rest=${sub#"$name"-}
+        [ "$rest" != "$sub" ] || continue
+        if "$bin" man "$@" "$rest" >/dev/null 2>&1; then man_page "$@" "$rest"; fi
     done < <(sed -n 's/^\(backlog\\-[a-z0-9\\-]*\)(1)$/\1/p' "$page" | sed 's/\\-/-/g')
 }
 man_page
