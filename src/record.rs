@@ -217,6 +217,9 @@ pub struct Columns {
     row: Row,
     /// The values as JSON: given (`Columns::new`), or made from the row buffer once.
     values: OnceLock<Vec<Value>>,
+    /// Which given values are binary columns' base64 (`with_binary`); a row buffer
+    /// knows its blobs itself.
+    binary: Option<Arc<[bool]>>,
 }
 
 #[derive(Clone)]
@@ -235,6 +238,25 @@ impl Columns {
         Columns {
             row: Row::Values(names),
             values: OnceLock::from(values),
+            binary: None,
+        }
+    }
+
+    /// These columns, `binary` saying which values (in the order of the names) are a
+    /// binary column's base64: a page's rows share it.
+    pub(crate) fn with_binary(mut self, binary: Arc<[bool]>) -> Self {
+        self.binary = Some(binary);
+        self
+    }
+
+    /// Whether the value of column number `column` is a binary value's base64.
+    fn is_binary(&self, column: usize) -> bool {
+        match &self.row {
+            Row::Values(_) => self
+                .binary
+                .as_ref()
+                .is_some_and(|b| b.get(column).copied().unwrap_or(false)),
+            Row::Buffered(buffer, row) => buffer.is_blob(*row, column),
         }
     }
 
@@ -245,6 +267,7 @@ impl Columns {
         Columns {
             row: Row::Buffered(buffer, row),
             values: OnceLock::new(),
+            binary: None,
         }
     }
 
@@ -292,12 +315,16 @@ impl Columns {
 
     /// The row as a person reads it (`show`, the dashboard): a blob, which handlers get
     /// as base64, shows as its text when that text is a JSON object or array (a
-    /// payload column of type BLOB); everything else as handlers get it.
+    /// payload column of type BLOB); everything else as handlers get it (a text column
+    /// that holds base64 too: that is what the table holds).
     pub fn for_people(&self) -> Map<String, Value> {
         self.iter()
-            .map(|(name, value)| {
+            .enumerate()
+            .map(|(column, (name, value))| {
                 let shown = match value {
-                    Value::String(s) => json_in_base64(s).map(Value::String),
+                    Value::String(s) if self.is_binary(column) => {
+                        json_in_base64(s).map(Value::String)
+                    }
                     _ => None,
                 };
                 (name.to_string(), shown.unwrap_or_else(|| value.clone()))
@@ -390,7 +417,9 @@ mod tests {
     fn a_blob_of_json_text_is_shown_as_its_text_and_nothing_else_changes() {
         use base64::Engine as _;
         let b64 = |t: &str| base64::engine::general_purpose::STANDARD.encode(t);
-        let names: Arc<[String]> = ["PAYLOAD", "NOTE", "RAW", "N"].map(String::from).into();
+        let names: Arc<[String]> = ["PAYLOAD", "NOTE", "RAW", "N", "TEXT"]
+            .map(String::from)
+            .into();
         let columns = Columns::new(
             names,
             vec![
@@ -398,8 +427,10 @@ mod tests {
                 Value::String("abcd".into()),
                 Value::String(b64("\u{0}\u{1}binary")),
                 Value::from(3),
+                Value::String(b64(r#"{"a": 1}"#)),
             ],
-        );
+        )
+        .with_binary([true, true, true, false, false].into());
         let shown = columns.for_people();
         assert_eq!(shown["PAYLOAD"], r#"{"order": 7, "lines": [1, 2]}"#);
         assert_eq!(
@@ -408,6 +439,11 @@ mod tests {
         );
         assert_eq!(shown["RAW"], columns.get("RAW").unwrap().clone());
         assert_eq!(shown["N"], 3);
+        assert_eq!(
+            shown["TEXT"],
+            columns.get("TEXT").unwrap().clone(),
+            "a text column's base64 is what the table holds"
+        );
     }
 
     /// A buffer of two rows of (ID, NAME, SCORE, NOTE): text, a float, NULL, a blob and

@@ -202,6 +202,25 @@ pub struct ManArgs {
     pub command: Vec<String>,
 }
 
+/// clap's message on one line: its paragraphs (the error, which clap may write over
+/// several lines, a list of the arguments missing; its `tip:`) joined by `; `, without
+/// the usage and the pointer to `--help` that a person reads on stderr.
+fn json_message(text: &str) -> String {
+    let paragraphs: Vec<String> = text
+        .split("\n\n")
+        .map(|p| p.lines().map(str::trim).collect::<Vec<_>>().join(" "))
+        .map(|p| p.trim().to_string())
+        .filter(|p| {
+            !p.is_empty() && !p.starts_with("Usage:") && !p.starts_with("For more information")
+        })
+        .collect();
+    let message = paragraphs.join("; ");
+    message
+        .strip_prefix("error: ")
+        .map(String::from)
+        .unwrap_or(message)
+}
+
 impl Cli {
     /// The command line, parsed; a bad one ends the process with clap's message and
     /// exit code 2, and, when it asked for `--json`, the same as a JSON error on stdout.
@@ -221,17 +240,9 @@ impl Cli {
                 e.exit_code()
             };
             if e.use_stderr() && asked("--json") {
-                // The whole message, which clap may write over several lines (a list
-                // of the arguments missing), up to the usage after its blank line.
                 let text = e.render().to_string();
-                let message: Vec<&str> = text
-                    .lines()
-                    .take_while(|l| !l.trim().is_empty())
-                    .map(str::trim)
-                    .collect();
-                let message = message.join(" ");
-                let message = message.strip_prefix("error: ").unwrap_or(&message);
-                print_json_error(message, code);
+                let message = json_message(&text);
+                print_json_error(&message, code);
             }
             if code != e.exit_code() {
                 let _ = e.print();

@@ -24,6 +24,8 @@ enum Slot {
     Int(i64),
     Real(f64),
     Text(usize, usize),
+    /// A blob's base64, which handlers get as text; a person sees its text (`show`).
+    Blob(usize, usize),
 }
 
 impl RowBuffer {
@@ -72,7 +74,7 @@ impl RowBuffer {
         use base64::Engine as _;
         let start = self.text.len();
         base64::engine::general_purpose::STANDARD.encode_string(bytes, &mut self.text);
-        self.slots.push(Slot::Text(start, self.text.len()));
+        self.slots.push(Slot::Blob(start, self.text.len()));
     }
 
     /// The names of the columns, in the order of a row's values.
@@ -95,7 +97,12 @@ impl RowBuffer {
             Slot::Null => Cell::Null,
             Slot::Int(i) => Cell::Int(i),
             Slot::Real(f) => Cell::Real(f),
-            Slot::Text(start, end) => Cell::Text(&self.text[start..end]),
+            Slot::Text(start, end) | Slot::Blob(start, end) => Cell::Text(&self.text[start..end]),
         }
+    }
+
+    /// Whether the value at `row`, `column` was a blob (its text is base64).
+    pub(crate) fn is_blob(&self, row: usize, column: usize) -> bool {
+        matches!(self.slots[row * self.names.len() + column], Slot::Blob(..))
     }
 }

@@ -118,6 +118,22 @@ fn nulls_and_blobs_reach_the_handler_as_json(backend: Backend) {
         record,
         serde_json::json!({"ID": 1, "STATUS": "NEW", "DATE_INSERTED": "2026-11-21 11:00:00", "PAYLOAD": null, "DATA": "AP8Q"})
     );
+    // A person reads bytes of JSON text as that text; a text column of base64 is
+    // shown as the table holds it.
+    let json_bytes = match backend {
+        Backend::Sqlite => r#"CAST('{"a":1}' AS BLOB)"#,
+        Backend::Postgres => r#"convert_to('{"a":1}', 'UTF8')"#,
+        Backend::Mysql => r#"CAST('{"a":1}' AS BINARY)"#,
+    };
+    env.execute(&format!(
+        r#"INSERT INTO "BACKLOG" VALUES (2, 'DONE', '2026-11-21 11:00:00', 'eyJhIjoxfQ==', {json_bytes})"#
+    ));
+    let out = env.backlog(&["show", "2"]).assert().success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let columns = text.lines().find_map(|l| l.strip_prefix("columns: "));
+    let shown: serde_json::Value = serde_json::from_str(columns.unwrap()).unwrap();
+    assert_eq!(shown["DATA"], r#"{"a":1}"#, "{text}");
+    assert_eq!(shown["PAYLOAD"], "eyJhIjoxfQ==", "{text}");
 }
 
 /// RFC 3339 text in different UTC offsets in one column compares wrongly as text:

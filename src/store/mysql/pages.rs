@@ -36,6 +36,7 @@ pub(super) fn records_of(
     rows: Vec<mysql::Row>,
 ) -> Vec<Record> {
     let mut statuses = Statuses::default();
+    let binary: Arc<[bool]> = shape.types.iter().map(|t| values::is_binary(t)).collect();
     rows.into_iter()
         .map(|row| {
             let raw = row.unwrap();
@@ -54,7 +55,7 @@ pub(super) fn records_of(
                 statuses.get(status.as_bytes()),
                 inserted_at,
                 inserted_time,
-                Columns::new(Arc::clone(&shape.names), json),
+                Columns::new(Arc::clone(&shape.names), json).with_binary(Arc::clone(&binary)),
             )
         })
         .collect()

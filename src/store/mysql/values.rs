@@ -132,6 +132,21 @@ pub(super) fn scalar(value: My) -> Option<Scalar> {
     }
 }
 
+/// Whether a column of `data_type` holds bytes, which handlers get as base64.
+pub(super) fn is_binary(data_type: &str) -> bool {
+    matches!(
+        data_type,
+        "binary"
+            | "varbinary"
+            | "tinyblob"
+            | "blob"
+            | "mediumblob"
+            | "longblob"
+            | "bit"
+            | "geometry"
+    )
+}
+
 /// A column's value as the JSON a handler reads: numbers as numbers, text as strings,
 /// binary values as base64 (as on SQLite and PostgreSQL), JSON columns as JSON, times
 /// as ISO 8601 text, NULL as null. A `TIMESTAMP` is an instant, read in the session's
@@ -149,8 +164,9 @@ pub(super) fn json(value: My, data_type: &str) -> Json {
         My::Float(f) => serde_json::Number::from_f64(f64::from(f)).map_or(Json::Null, Json::Number),
         My::Double(f) => serde_json::Number::from_f64(f).map_or(Json::Null, Json::Number),
         My::Bytes(b) => match data_type {
-            "binary" | "varbinary" | "tinyblob" | "blob" | "mediumblob" | "longblob" | "bit"
-            | "geometry" => Json::String(base64::engine::general_purpose::STANDARD.encode(b)),
+            binary if is_binary(binary) => {
+                Json::String(base64::engine::general_purpose::STANDARD.encode(b))
+            }
             "json" => serde_json::from_slice(&b)
                 .unwrap_or_else(|_| Json::String(String::from_utf8_lossy(&b).into_owned())),
             "decimal" => {

@@ -94,6 +94,9 @@ impl PostgresStore {
                     TimestampFormat::Timestamp(_) => Scalar::Naive(row.get(3)),
                 };
                 let inserted_time = format.decode(&inserted_at);
+                let binary: Option<Arc<[bool]>> = (!bytea.is_empty())
+                    .then(|| columns.keys().map(|name| bytea.contains(name)).collect());
+                let columns = crate::record::Columns::from(columns);
                 Ok(Record::new(
                     match id.parse() {
                         Ok(n) if int_id => Scalar::Int(n),
@@ -102,7 +105,10 @@ impl PostgresStore {
                     statuses.get(row.get::<_, &str>(2).as_bytes()),
                     inserted_at,
                     inserted_time,
-                    columns.into(),
+                    match binary {
+                        Some(binary) => columns.with_binary(binary),
+                        None => columns,
+                    },
                 ))
             })
             .collect()

@@ -211,6 +211,18 @@ fn with_json_a_failure_is_a_json_object_on_stdout_too() {
             "exit_code": 2,
         })
     );
+    // And clap's tip, without the usage and the pointer to --help.
+    let out = env
+        .backlog(&["run", "--json", "--windw", "1d"])
+        .assert()
+        .code(2);
+    assert_eq!(
+        json_of(&out.get_output().stdout),
+        serde_json::json!({
+            "error": "unexpected argument '--windw' found; tip: a similar argument exists: '--window'",
+            "exit_code": 2,
+        })
+    );
 }
 
 #[test]
