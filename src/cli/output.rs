@@ -106,15 +106,24 @@ fn is_a_file(stream: impl std::os::fd::AsFd) -> bool {
 }
 
 /// A tick's result lines as stdout should get them: in a file (a crontab line's `>>
-/// backlog.log 2>&1`, which the log lines share), each starts with its time and
-/// `INFO`, as a log line does, so every line of that file says when it was written;
-/// elsewhere as they are.
-pub(super) fn as_log_lines(text: String) -> String {
+/// backlog.log 2>&1`, which the log lines share), each is written as a log line of
+/// `format` is (its time and `INFO` first, or a JSON object as `--log-format json`
+/// writes them), so every line of that file says when it was written and reads as
+/// the others do; elsewhere as they are.
+pub(super) fn as_log_lines(text: String, format: LogFormat) -> String {
     if !is_a_file(std::io::stdout()) {
         return text;
     }
     let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.6fZ");
-    text.lines().map(|l| format!("{now}  INFO {l}\n")).collect()
+    text.lines()
+        .map(|l| match format {
+            LogFormat::Text => format!("{now}  INFO {l}\n"),
+            LogFormat::Json => format!(
+                "{}\n",
+                serde_json::json!({"timestamp": now.to_string(), "level": "INFO", "fields": {"message": l}})
+            ),
+        })
+        .collect()
 }
 
 /// Set once stderr's reader has gone away: logs stop there, the work goes on.

@@ -186,8 +186,9 @@ fn run_tier(
                 field("status")
             ));
         }
-        text.push_str(&format!("{}\n", summary.line(&config.table)));
-        text = super::output::as_log_lines(text);
+        // The list is data (`cut -f1 | backlog retry -`); the summary a log line.
+        let line = format!("{}\n", summary.line(&config.table));
+        text.push_str(&super::output::as_log_lines(line, args.log_format));
     }
     print(&text)?;
     failure.map_or(Ok(()), Err)
@@ -252,7 +253,7 @@ fn due(
     let text = if args.json {
         text + "\n"
     } else {
-        super::output::as_log_lines(text + "\n")
+        super::output::as_log_lines(text + "\n", args.log_format)
     };
     print(&text)?;
     Ok(false)

@@ -21,7 +21,7 @@ use crate::error::Error;
 use crate::handler::{Context, Handler};
 use crate::record::Record;
 use crate::schedule::{BandMode, Schedule};
-use crate::store::{BandQuery, RunStart, Store};
+use crate::store::{BandQuery, Held, RunStart, Store, StoreError};
 
 /// Opens the store a schedule file names.
 pub fn open_store(config: &crate::Config) -> Result<Box<dyn Store>, Error> {
@@ -186,12 +186,11 @@ pub fn process_backlog(
 ) -> Result<TickSummary, Error> {
     let started = Instant::now();
     let mut begun = begin(schedule, table, store, opts)?;
-    // A person paused this tier (or every tier): every runner obeys, on every host.
-    if !opts.dry_run {
-        begun.summary.paused = store
-            .paused(opts.window)
-            .map_err(Error::store(store.describe()))?;
-    }
+    // A person paused this tier (or every tier): every runner obeys, on every host,
+    // and a dry run says so.
+    begun.summary.paused = store
+        .paused(opts.window)
+        .map_err(Error::store(store.describe()))?;
     let mut summary = if begun.summary.paused.is_some() {
         begun.summary
     } else if opts.dry_run {
@@ -216,7 +215,8 @@ pub fn process_backlog(
 }
 
 /// A dry run: the records the tick would hand out, read and listed, nothing held or
-/// written.
+/// written. A record a live tick holds, or that a failure or a snooze keeps from
+/// ticks at its clock (unless `--retry-failed`), is skipped, as the tick would.
 fn preview(
     store: &mut dyn Store,
     begun: Begun<'_>,
@@ -242,7 +242,10 @@ fn preview(
         for record in page.iter() {
             if !wants.takes(record) {
                 tally.deferred += 1;
-            } else if !tally.left_alone(record, &format) {
+            } else if tally.left_alone(record, &format) {
+            } else if held(store, record, opts).map_err(&store_err)? {
+                tally.skipped += 1;
+            } else {
                 on_event(Event::WouldHandle { record });
                 tally.selected += 1;
             }
@@ -250,6 +253,16 @@ fn preview(
     }
     tally.into_summary(&mut summary);
     Ok(summary)
+}
+
+/// Whether a tick at `opts.now` would skip `record`: a live tick holds it, or it is
+/// kept (a failure until its slot ends, a snooze) past that clock.
+fn held(store: &mut dyn Store, record: &Record, opts: &TickOptions) -> Result<bool, StoreError> {
+    Ok(match store.holder(record)? {
+        Some(Held { owner: Some(_), .. }) => true,
+        Some(Held { owner: None, until }) => !opts.retry_failed && until > opts.now,
+        None => false,
+    })
 }
 
 /// A tick's run-log row, its name in the holds, and its heartbeat.

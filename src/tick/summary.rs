@@ -171,8 +171,16 @@ impl TickSummary {
             String::new()
         };
         let mut line = if self.dry_run {
+            let held = if self.skipped > 0 {
+                format!(
+                    ", skipping {} held (by a tick now, or kept by a failure in their slot or a snooze)",
+                    self.skipped
+                )
+            } else {
+                String::new()
+            };
             format!(
-                "{tier}, {band}: dry run, would hand over {} records{deferred}",
+                "{tier}, {band}: dry run, would hand over {} records{held}{deferred}",
                 self.selected
             )
         } else {

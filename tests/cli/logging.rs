@@ -217,6 +217,48 @@ fn every_line_of_a_crontab_log_file_starts_with_its_time() {
     }
 }
 
+/// In a file: a JSON log's summary is a JSON log line too, and a dry run's list is
+/// data (its ids cut out for `backlog retry -`), only its summary a log line.
+#[test]
+fn a_file_gets_lines_of_the_log_format_and_a_dry_runs_list_as_it_is() {
+    let env = demo();
+    let to_file = |name: &str, args: &[&str]| {
+        let file = std::fs::File::create(env.path(name)).unwrap();
+        let status = env.command().args(args).stdout(file).status().unwrap();
+        assert!(status.success(), "{args:?}");
+        std::fs::read_to_string(env.path(name)).unwrap()
+    };
+    let common = ["run", "-w", "7d", "-s", "demo/backlog.toml", "--now", NOW];
+    let json = to_file(
+        "json.log",
+        &[&common[..], &["--log-format", "json"]].concat(),
+    );
+    let line: serde_json::Value = serde_json::from_str(json.trim()).expect(&json);
+    assert_eq!(line["level"], "INFO");
+    assert!(is_utc_time(line["timestamp"].as_str().unwrap()), "{line}");
+    assert!(
+        line["fields"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("tier 2 (7d every 1h)"),
+        "{line}"
+    );
+    let dry = to_file(
+        "dry.txt",
+        &[&common[..], &["--dry-run", "--retry-failed"]].concat(),
+    );
+    let lines: Vec<&str> = dry.lines().collect();
+    assert!(lines.len() > 1, "{dry}");
+    for listed in &lines[..lines.len() - 1] {
+        let id = listed.split('\t').next().unwrap();
+        assert!(id.parse::<u64>().is_ok(), "a record's line: {listed}");
+    }
+    assert!(
+        is_utc_time(lines[lines.len() - 1].split(' ').next().unwrap()),
+        "{dry}"
+    );
+}
+
 /// On a terminal (a pseudo-terminal `script` opens) log lines are coloured, unless
 /// `NO_COLOR` is set to something (an empty one does not count, per no-color.org).
 #[test]

@@ -99,6 +99,30 @@ fn backlog_snooze_keeps_records_until_a_time_and_retry_takes_them_at_once(backen
         [(1, "NEW".into()), (2, "NEW".into())],
         "statuses as they were"
     );
+    // A dry run skips them as the tick does, and says so; at their time it lists them.
+    let dry = |now: &str| {
+        stdout(
+            env.backlog(&["run", "--window", "1d", "--now", now, "--dry-run"])
+                .assert()
+                .success(),
+        )
+    };
+    let ids = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|l| l.split_once('\t').map(|(id, _)| id.to_string()))
+            .collect()
+    };
+    let before = dry(NOW);
+    assert!(!ids(&before).contains(&"1".to_string()), "{before}");
+    assert!(!ids(&before).contains(&"2".to_string()), "{before}");
+    assert!(
+        before.contains(
+            ", skipping 2 held (by a tick now, or kept by a failure in their slot or a snooze)"
+        ),
+        "{before}"
+    );
+    let after = dry("2026-11-21T14:00:00Z");
+    assert!(ids(&after).contains(&"2".to_string()), "{after}");
     run_at(&env, NOW);
     assert!(env.take_calls().is_empty(), "both are snoozed");
     let show = stdout(env.backlog(&["show", "1", "--now", NOW]).assert().success());
