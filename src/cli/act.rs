@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use clap::Args;
 
 use super::args::{Verbosity, parse_now};
-use super::operate::{SelectArgs, some_to, warn_refused, with_refused};
+use super::operate::{SelectArgs, some_to, warn_more, warn_refused, with_refused};
 use super::output::print;
 use crate::config::Config;
 use crate::duration;
@@ -194,9 +194,13 @@ fn act(
 ) -> Result<(), Error> {
     let mut store = inspected(config)?;
     let selection = select.selection(now, &args.schedule)?;
-    let RetryPlan { records, refused } =
-        crate::operate::plan(config, store.as_mut(), &selection, action.noun)?;
+    let RetryPlan {
+        records,
+        refused,
+        more_than,
+    } = crate::operate::plan(config, store.as_mut(), &selection, action.noun)?;
     warn_refused(action.refused, &refused);
+    warn_more(action.noun, more_than);
     if args.dry_run {
         let ids: Vec<String> = records.iter().map(|r| r.id.to_string()).collect();
         return print(&if args.json {

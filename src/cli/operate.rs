@@ -271,14 +271,15 @@ fn holder(view: &RecordView) -> String {
     }
 }
 
-/// The most ids `backlog retry -` or `snooze -` reads: an action on more is a tick's job.
+/// The most ids one action takes (given, or read from `-`): an action on more is a
+/// tick's job.
 const MAX_IDS: usize = 10_000;
 
 /// The ids given, those of standard input in place of `-` (which the schedule file
 /// cannot be read from too).
 fn ids_of(given: &[String], schedule: &Option<PathBuf>) -> Result<Vec<String>, Error> {
     if !given.iter().any(|id| id == "-") {
-        return Ok(given.to_vec());
+        return at_most(given.to_vec());
     }
     if schedule.as_deref().is_some_and(crate::config::is_stdin) {
         return Err(Error::Usage(
@@ -298,16 +299,21 @@ fn ids_of(given: &[String], schedule: &Option<PathBuf>) -> Result<Vec<String>, E
             .filter(|id| !id.is_empty())
             .map(String::from),
     );
+    if ids.is_empty() {
+        return Err(Error::Usage(
+            "no ids on standard input; give one or more, a line or blanks apart".into(),
+        ));
+    }
+    at_most(ids)
+}
+
+/// `ids`, unless there are more than [`MAX_IDS`].
+fn at_most(ids: Vec<String>) -> Result<Vec<String>, Error> {
     if ids.len() > MAX_IDS {
         return Err(Error::Usage(format!(
             "{} ids given, more than the {MAX_IDS} one action takes; give them in parts, or let the ticks take them",
             ids.len()
         )));
-    }
-    if ids.is_empty() {
-        return Err(Error::Usage(
-            "no ids on standard input; give one or more, a line or blanks apart".into(),
-        ));
     }
     Ok(ids)
 }
@@ -320,9 +326,13 @@ pub fn retry(args: &RetryArgs) -> Result<(), Error> {
     let mut store = inspected(&config)?;
     let now = args.act.now.unwrap_or_else(Utc::now);
     let selection = args.select.selection(now, &args.act.schedule)?;
-    let RetryPlan { records, refused } =
-        crate::operate::plan(&config, store.as_mut(), &selection, "retry")?;
+    let RetryPlan {
+        records,
+        refused,
+        more_than,
+    } = crate::operate::plan(&config, store.as_mut(), &selection, "retry")?;
     warn_refused("not retried", &refused);
+    warn_more("retry", more_than);
     if args.act.dry_run {
         let ids: Vec<String> = records.iter().map(|r| r.id.to_string()).collect();
         return print(&if args.act.json {
@@ -354,6 +364,15 @@ pub fn retry(args: &RetryArgs) -> Result<(), Error> {
         return print(&format!("{}\n", with_refused(&summary, refused)));
     }
     print(&format!("{}\n", summary.line()))
+}
+
+/// Says that more records match a filter than its `--limit` let the action take.
+pub(super) fn warn_more(action: &str, more_than: Option<usize>) {
+    if let Some(limit) = more_than {
+        tracing::warn!(
+            "more records match than --limit {limit}: this {action} takes the first {limit}; run it again for the next, or raise --limit (at most {MAX_IDS})"
+        );
+    }
 }
 
 /// Logs each record an action leaves out, and why.

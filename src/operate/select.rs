@@ -64,6 +64,8 @@ pub struct RetryPlan {
     pub records: Vec<Record>,
     /// One line per id left out, with why: no such record, or not pending.
     pub refused: Vec<String>,
+    /// The filter's limit, when more records match it than it took.
+    pub more_than: Option<usize>,
 }
 
 /// How many failed attempts a filter on attempts reads, newest first, at most: the
@@ -83,10 +85,21 @@ pub fn plan(
 ) -> Result<RetryPlan, Error> {
     match selection {
         Selection::Ids(ids) => by_ids(config, store, ids, action),
-        Selection::Filter(filter) => Ok(RetryPlan {
-            records: filtered(config, store, filter, action)?,
-            refused: Vec::new(),
-        }),
+        Selection::Filter(filter) => {
+            // One more than the limit read: whether more match, to say so.
+            let wider = Filter {
+                limit: filter.limit + 1,
+                ..filter.clone()
+            };
+            let mut records = filtered(config, store, &wider, action)?;
+            let more = records.len() > filter.limit;
+            records.truncate(filter.limit);
+            Ok(RetryPlan {
+                records,
+                refused: Vec::new(),
+                more_than: more.then_some(filter.limit),
+            })
+        }
     }
 }
 

@@ -150,4 +150,23 @@ fn ids_and_filters_are_one_or_the_other() {
     env.backlog(&["retry", "1", "--older-than", "2d"])
         .assert()
         .code(2);
+    // As many ids as an action takes, whether given or read from standard input.
+    let ids: Vec<String> = (1..=10_001).map(|i| i.to_string()).collect();
+    for action in [&["retry"][..], &["snooze", "--for", "1h"]] {
+        let mut args: Vec<&str> = action.to_vec();
+        args.extend(ids.iter().map(String::as_str));
+        env.backlog(&args)
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains(
+                "10001 ids given, more than the 10000 one action takes",
+            ));
+    }
+    // A filter that takes fewer than match says so.
+    env.backlog(&["retry", "--outcome", "error", "--limit", "1", "--dry-run"])
+        .assert()
+        .success()
+        .stderr(predicates::str::contains(
+            "more records match than --limit 1: this retry takes the first 1; run it again for the next, or raise --limit (at most 10000)",
+        ));
 }
