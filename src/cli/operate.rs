@@ -172,7 +172,7 @@ pub fn show(args: &ShowArgs) -> Result<(), Error> {
         "columns: {}\n",
         serde_json::Value::Object(record.columns.for_people())
     ));
-    text.push_str(&next_try(&view, now));
+    text.push_str(&next_try(&view, &config.table, now));
     text.push_str(&holder(&view));
     if attempts.is_empty() {
         text.push_str(
@@ -205,7 +205,7 @@ pub fn show(args: &ShowArgs) -> Result<(), Error> {
 }
 
 /// `show`'s line on when the record is tried next, if ever.
-fn next_try(view: &RecordView, now: DateTime<Utc>) -> String {
+fn next_try(view: &RecordView, table: &crate::config::TableConfig, now: DateTime<Utc>) -> String {
     let RecordView {
         record,
         pending,
@@ -213,6 +213,10 @@ fn next_try(view: &RecordView, now: DateTime<Utc>) -> String {
         ..
     } = view;
     match (next, pending) {
+        (_, false) if table.given_up.as_deref() == Some(&*record.status) => format!(
+            "given up: no tier tries it again; `backlog retry {}` brings it back\n",
+            record.id
+        ),
         (_, false) => "not pending: no tier tries it again\n".into(),
         (Some(next), true) => {
             let band = next
@@ -227,7 +231,19 @@ fn next_try(view: &RecordView, now: DateTime<Utc>) -> String {
                         .map(|note| format!(", once {note}"))
                         .unwrap_or_default()
                 ),
-                _ => format!("{band}; never tried again ({})\n", next.never_why()),
+                _ => {
+                    // Past the last tier, the last tier's tick gives it up.
+                    let given_up = match (&table.given_up, next.in_tier) {
+                        (Some(status), None) => {
+                            format!("; the last tier's next tick gives it up ({status})")
+                        }
+                        _ => String::new(),
+                    };
+                    format!(
+                        "{band}; never tried again ({}){given_up}\n",
+                        next.never_why()
+                    )
+                }
             }
         }
         (None, true) if record.inserted_time.is_some() => {

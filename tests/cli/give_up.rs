@@ -42,6 +42,11 @@ fn a_record_past_the_last_tier_is_given_up_and_retry_brings_it_back(backend: Bac
     // A tick of another tier leaves it alone; the last tier's gives it up at its end.
     env.run_window("1d");
     assert_eq!(env.statuses()[3], (4, "NEW".into()));
+    let show = stdout(env.backlog(&["show", "4", "--now", NOW]).assert().success());
+    assert!(
+        show.contains("never tried again (older than the last window); the last tier's next tick gives it up (DEAD)"),
+        "{show}"
+    );
     let out = env.run_window("30d");
     assert!(
         out.contains("selected 1, succeeded 1, failed 0")
@@ -57,7 +62,7 @@ fn a_record_past_the_last_tier_is_given_up_and_retry_brings_it_back(backend: Bac
     let show = stdout(env.backlog(&["show", "4", "--now", NOW]).assert().success());
     assert!(show.contains("4 of BACKLOG: DEAD"), "{show}");
     assert!(
-        show.contains("not pending: no tier tries it again"),
+        show.contains("given up: no tier tries it again; `backlog retry 4` brings it back"),
         "{show}"
     );
     assert!(
