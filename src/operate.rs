@@ -175,8 +175,21 @@ pub fn snooze(
     now: DateTime<Utc>,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> Result<RetrySummary, Error> {
+    snooze_by(config, store, records, until, now, &whoami(), stop)
+}
+
+/// As [`snooze`], its attempts saying `snoozed by {by}` (a person and why).
+pub fn snooze_by(
+    config: &Config,
+    store: &mut dyn Store,
+    records: Vec<Record>,
+    until: DateTime<Utc>,
+    now: DateTime<Utc>,
+    by: &str,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Result<RetrySummary, Error> {
     let opts = action_options(config, now, stop);
-    crate::tick::snooze_records(&config.table, store, records, until, &whoami(), &opts)
+    crate::tick::snooze_records(&config.table, store, records, until, by, &opts)
 }
 
 /// Gives up on the planned records (`table.given_up`, which must be set); `why` goes

@@ -54,6 +54,9 @@ pub struct SnoozeArgs {
     /// Or until when: an RFC 3339 time (2026-11-26T14:00:00Z).
     #[arg(long, value_parser = parse_now, value_name = "TIME")]
     pub until: Option<DateTime<Utc>>,
+    /// Why, kept in each record's attempt (`show` says it).
+    #[arg(long)]
+    pub reason: Option<String>,
     #[command(flatten)]
     pub act: ActArgs,
 }
@@ -95,31 +98,48 @@ type Run<'a> = dyn Fn(&Config, &mut dyn Store, Vec<Record>) -> Result<RetrySumma
 pub fn snooze(args: &SnoozeArgs) -> Result<(), Error> {
     let config = Config::load(&super::schedule_file(&args.act.schedule)?)?;
     let now = args.act.now.unwrap_or_else(Utc::now);
+    let longest = chrono::Duration::from_std(crate::handler::LONGEST_SNOOZE).expect("a year fits");
     let until = match (args.until, args.span) {
-        (Some(until), _) => until,
-        (None, Some(span)) => chrono::Duration::from_std(span)
-            .ok()
-            .and_then(|span| now.checked_add_signed(span))
-            .ok_or_else(|| {
-                Error::Usage(format!("--for {}: too far ahead", duration::compact(span)))
-            })?,
+        (Some(until), _) => {
+            if until - now > longest {
+                return Err(Error::Usage(format!(
+                    "--until {} is more than a year ahead; snooze for at most 366d, or give the records up",
+                    duration::instant(until)
+                )));
+            }
+            if until <= now {
+                return Err(Error::Usage(format!(
+                    "--until {} is not after now ({}); give a later time, or --for a span",
+                    duration::instant(until),
+                    duration::instant(now)
+                )));
+            }
+            until
+        }
+        (None, Some(span)) => {
+            let span_text = duration::compact(span);
+            if span.is_zero() {
+                return Err(Error::Usage(
+                    "--for 0s snoozes nothing; give a span like 30m, 2h or 1d".into(),
+                ));
+            }
+            match chrono::Duration::from_std(span) {
+                Ok(span) if span <= longest => now + span,
+                _ => {
+                    return Err(Error::Usage(format!(
+                        "--for {span_text} is more than a year; snooze for at most 366d, or give the records up"
+                    )));
+                }
+            }
+        }
         (None, None) => return Err(Error::Usage("give --for SPAN or --until TIME".into())),
     };
-    if until - now
-        > chrono::Duration::from_std(crate::handler::LONGEST_SNOOZE).expect("a year fits")
-    {
-        return Err(Error::Usage(format!(
-            "--until {} is more than a year ahead; snooze for at most 366d, or give the records up",
-            duration::instant(until)
-        )));
-    }
-    if until <= now {
-        return Err(Error::Usage(format!(
-            "--until {} is not after now ({}); give a later time, or --for a span",
-            duration::instant(until),
-            duration::instant(now)
-        )));
-    }
+    let by = match &args.reason {
+        Some(reason) if !reason.trim().is_empty() => {
+            format!("{}: {}", crate::operate::whoami(), reason.trim())
+        }
+        _ => crate::operate::whoami(),
+    };
     let until_text = until.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let stop = super::stop_on_signals()?;
     act(
@@ -140,7 +160,7 @@ pub fn snooze(args: &SnoozeArgs) -> Result<(), Error> {
             },
             json: serde_json::json!({"until": until_text}),
             run: &|config, store, records| {
-                crate::operate::snooze(config, store, records, until, now, stop.clone())
+                crate::operate::snooze_by(config, store, records, until, now, &by, stop.clone())
             },
         },
     )

@@ -35,20 +35,33 @@ impl Snooze {
         if let Ok(seconds) = text.parse::<u64>() {
             return Snooze::For(Duration::from_secs(seconds)).within_reach();
         }
-        DateTime::parse_from_rfc3339(text)
-            .ok()
-            .and_then(|t| Snooze::Until(t.with_timezone(&Utc)).within_reach())
+        match DateTime::parse_from_rfc3339(text) {
+            Ok(t) => Snooze::Until(t.with_timezone(&Utc)).within_reach(),
+            Err(_) => {
+                tracing::warn!(
+                    "a handler's retry-after {text:?} is neither seconds nor an RFC 3339 time: its record is a plain failure"
+                );
+                None
+            }
+        }
     }
 
     /// The snooze, if it ends within `LONGEST_SNOOZE` of now (the real clock: a
-    /// handler answers in real time).
+    /// handler answers in real time); said when not.
     fn within_reach(self) -> Option<Snooze> {
         let reach = chrono::Duration::from_std(LONGEST_SNOOZE).expect("a year fits");
-        match self {
-            Snooze::For(d) if d > LONGEST_SNOOZE => None,
-            Snooze::Until(t) if t > Utc::now() + reach => None,
-            s => Some(s),
+        let far = match self {
+            Snooze::For(d) => d > LONGEST_SNOOZE,
+            Snooze::Until(t) => t > Utc::now() + reach,
+        };
+        if far {
+            tracing::warn!(
+                "a handler's {} is more than a year ahead (366d at most): its record is a plain failure",
+                self.describe()
+            );
+            return None;
         }
+        Some(self)
     }
 
     /// A batch answer's `retry_after`: a number of seconds, or a string `parse` reads.

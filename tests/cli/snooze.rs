@@ -81,12 +81,23 @@ fn backlog_snooze_keeps_records_until_a_time_and_retry_takes_them_at_once(backen
     env.write_schedule(&Schedule::default());
     env.write_handler("handler.sh", &recording_handler(&[]));
     let out = stdout(
-        env.backlog(&["snooze", "1", "2", "42", "--for", "2h", "--now", NOW])
-            .assert()
-            .success()
-            .stderr(predicates::str::contains(
-                "WARN not snoozed: \"42\": no such record",
-            )),
+        env.backlog(&[
+            "snooze",
+            "1",
+            "2",
+            "42",
+            "--for",
+            "2h",
+            "--now",
+            NOW,
+            "--reason",
+            "ERP upgrade",
+        ])
+        .assert()
+        .success()
+        .stderr(predicates::str::contains(
+            "WARN not snoozed: \"42\": no such record",
+        )),
     );
     assert!(
         out.starts_with(
@@ -128,7 +139,7 @@ fn backlog_snooze_keeps_records_until_a_time_and_retry_takes_them_at_once(backen
     let show = stdout(env.backlog(&["show", "1", "--now", NOW]).assert().success());
     assert!(
         show.contains("snoozed by ")
-            && show.contains(": kept from the ticks until 2026-11-21T14:00:00Z"),
+            && show.contains(": ERP upgrade: kept from the ticks until 2026-11-21T14:00:00Z"),
         "{show}"
     );
     // A person's retry takes a snoozed record at once; the other waits its time.
@@ -189,6 +200,10 @@ fn exit_75_with_a_retry_after_line_snoozes_a_record() {
         .success();
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert!(stderr.contains("record 3: ERROR (exit 75)"), "{stderr}");
+    assert!(
+        stderr.contains("WARN a handler's retry after 490046000h is more than a year ahead (366d at most): its record is a plain failure"),
+        "{stderr}"
+    );
     env.backlog(&["run", "--window", "7d", "--now", "2026-11-21T13:00:00Z"])
         .assert()
         .success();
@@ -207,6 +222,14 @@ fn a_snooze_without_a_later_time_or_a_pending_record_is_refused() {
         .assert()
         .code(2)
         .stderr("backlog: --until 2026-11-21T11:00:00Z is not after now (2026-11-21T12:00:00Z); give a later time, or --for a span\n");
+    env.backlog(&["snooze", "1", "--for", "0s"])
+        .assert()
+        .code(2)
+        .stderr("backlog: --for 0s snoozes nothing; give a span like 30m, 2h or 1d\n");
+    env.backlog(&["snooze", "1", "--for", "400d"])
+        .assert()
+        .code(2)
+        .stderr("backlog: --for 400d is more than a year; snooze for at most 366d, or give the records up\n");
     env.backlog(&["snooze", "1"])
         .assert()
         .code(2)
