@@ -64,37 +64,40 @@ impl Check {
     }
 }
 
+/// What a check says of the pause `p` of `what` (a tier, or every tier) at `now`.
+fn paused(what: &str, p: &crate::store::Pause, now: chrono::DateTime<chrono::Utc>) -> String {
+    let resume = p.resume_command();
+    match p.until.filter(|u| *u < now) {
+        Some(until) => format!(
+            "{what} is still paused, past the end its pause gave ({}); `{resume}` lifts it",
+            crate::duration::instant(until)
+        ),
+        None => format!("{what} is {}; `{resume}` lifts it", p.describe()),
+    }
+}
+
 /// Judges a status:
-/// - critical: a tier whose last tick is older than twice its period (or that never
-///   ticked while its table has records for it), a last tick that failed or was
-///   abandoned, failures past `critical_failures`;
-/// - warning: a last tick the breaker stopped or whose hold lapsed, a pause past the
-///   end its author gave (`--until`), failures past `warn_failures`.
+/// - critical: a tier whose last tick is older than twice its period, a last tick that
+///   failed or was abandoned, failures past `critical_failures`;
+/// - warning: a tier that never ticked, a last tick the breaker stopped or whose hold
+///   lapsed, a pause (past the end its author gave, `--until`, or not), failures past
+///   `warn_failures`.
 ///
 /// A paused tier is not late, but it is a warning naming the pause: it hides a tier
-/// that would fail. A tier that never ticked is one only once its first slot after the
-/// first tick of any tier has passed (or when no tier ever ticked).
+/// that would fail; a pause of every tier is said once. A tier that never ticked is one
+/// only once its first slot after the first tick of any tier has passed; before any
+/// tick at all, that no tier has ticked is said once.
 pub fn check(status: &Status, thresholds: Thresholds) -> Check {
     let mut findings = Vec::new();
-    let now = status.now;
-    let show = crate::duration::instant;
-    let everything_paused = status.paused.as_ref();
     let mut never = Vec::new();
-    for t in &status.tiers {
+    if let Some(p) = &status.paused {
+        findings.push((CheckLevel::Warning, paused("every tier", p, status.now)));
+    }
+    for t in status.tiers.iter().filter(|_| status.paused.is_none()) {
         let name = format!("tier {} ({})", t.tier, t.window);
-        if let Some(p) = t.paused.as_ref().or(everything_paused) {
+        if let Some(p) = &t.paused {
             // A paused tier hides whatever else it would say: it is named, always.
-            let resume = p.resume_command();
-            findings.push((
-                CheckLevel::Warning,
-                match p.until.filter(|u| *u < now) {
-                    Some(until) => format!(
-                        "{name} is still paused, past the end its pause gave ({}); `{resume}` lifts it",
-                        show(until)
-                    ),
-                    None => format!("{name} is {}; `{resume}` lifts it", p.describe()),
-                },
-            ));
+            findings.push((CheckLevel::Warning, paused(&name, p, status.now)));
             continue;
         }
         let period = Duration::from_secs_f64(t.period_seconds.max(1.0));
@@ -106,7 +109,7 @@ pub fn check(status: &Status, thresholds: Thresholds) -> Check {
             }
             None => {}
             Some(run) => {
-                let age = (now - run.clock).to_std().unwrap_or_default();
+                let age = (status.now - run.clock).to_std().unwrap_or_default();
                 if age > 2 * period {
                     findings.push((
                         CheckLevel::Critical,
@@ -136,7 +139,12 @@ pub fn check(status: &Status, thresholds: Thresholds) -> Check {
             }
         }
     }
-    if !never.is_empty() {
+    if status.first_tick.is_none() && !never.is_empty() && never.len() == status.tiers.len() {
+        findings.push((
+            CheckLevel::Warning,
+            "no tier has ticked yet; are its crontab lines (`backlog crontab --install`) or daemon running?".to_string(),
+        ));
+    } else if !never.is_empty() {
         findings.push((
             CheckLevel::Warning,
             format!(

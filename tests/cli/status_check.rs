@@ -13,7 +13,7 @@ fn status_check_answers_a_monitoring_system(backend: Backend) {
     env.backlog(&["status", "--check", "--now", NOW])
         .assert()
         .code(1)
-        .stdout("BACKLOG WARNING: table BACKLOG: tier 1 never ticked; are its crontab lines or daemon running?\n");
+        .stdout("BACKLOG WARNING: table BACKLOG: no tier has ticked yet; are its crontab lines (`backlog crontab --install`) or daemon running?\n");
     env.run_window("1d");
     env.backlog(&["status", "--check", "--now", "2026-11-21T12:30:00Z"])
         .assert()
@@ -90,6 +90,21 @@ fn status_check_knows_a_new_install_and_a_pause(backend: Backend) {
     assert!(
         line.starts_with("BACKLOG WARNING: table BACKLOG: tier 1 (1d) is paused since ")
             && line.contains(": partner down; `backlog resume --window 1d` lifts it"),
+        "{line}"
+    );
+    // A pause of every tier is said once, whatever each tier's own.
+    env.backlog(&["pause", "--reason", "migration"])
+        .assert()
+        .success();
+    let out = env
+        .backlog(&["status", "--check", "--now", "2026-11-21T12:03:00Z"])
+        .assert()
+        .code(1);
+    let line = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        line.starts_with("BACKLOG WARNING: table BACKLOG: every tier is paused since ")
+            && line.contains(": migration; `backlog resume` lifts it")
+            && line.matches("paused").count() == 1,
         "{line}"
     );
     env.backlog(&["status", "--check", "--warn-failures", "many"])
