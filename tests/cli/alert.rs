@@ -246,6 +246,34 @@ fn an_alert_command_gets_the_event_on_its_stdin() {
     );
 }
 
+/// A tick whose handler could run for no record (exit 127 for each: a command not
+/// found) failed: `tick_failed`, with what it did and exit code 5.
+#[test]
+fn a_tick_whose_handler_runs_for_no_record_alerts_tick_failed() {
+    let hooks = Hooks::start();
+    let env = Env::new();
+    env.classic();
+    env.write_schedule(&Schedule::default());
+    env.write_handler("handler.sh", "#!/bin/sh\ncat > /dev/null\nexit 127\n");
+    add_webhook(&env.path("backlog.toml"), &hooks.url);
+    let stderr = tick(&env, 0, 5);
+    let events = posted(&hooks.take());
+    assert_eq!(events.len(), 1, "{stderr}");
+    assert_eq!(events[0]["kind"], "tick_failed");
+    assert_eq!(events[0]["exit_code"], 5);
+    let counts = &events[0]["counts"];
+    assert!(counts["selected"].as_u64() > Some(0), "{counts}");
+    assert_eq!(counts["failed"], counts["selected"]);
+    assert!(
+        events[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("the handler could not run for any of the"),
+        "{}",
+        events[0]
+    );
+}
+
 /// A tick the breaker stopped ran: its alert carries what it did, and exit code 7.
 #[test]
 fn a_tripped_breaker_alerts_with_the_ticks_counts() {

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::concurrency::handled_without_overlap;
 use crate::harness::{Backend, Env, NOW, Running, Schedule};
+use crate::hooks::{Hooks, add_webhook, posted};
 use crate::tick::wait_for;
 
 const LOGGING_HANDLER: &str = r#"#!/bin/sh
@@ -49,6 +50,8 @@ fn a_tick_paused_past_its_lease_hands_out_nothing_it_lost(backend: Backend) {
         ..Schedule::default()
     });
     env.write_handler("handler.sh", LOGGING_HANDLER);
+    let hooks = Hooks::start();
+    add_webhook(&env.path("backlog.toml"), &hooks.url);
 
     let a = run_1d(&env).spawn().unwrap();
     let a_pid = a.id();
@@ -77,6 +80,16 @@ fn a_tick_paused_past_its_lease_hands_out_nothing_it_lost(backend: Backend) {
     );
     let summary: serde_json::Value = serde_json::from_slice(&a.stdout).unwrap();
     assert!(summary["lapsed"].is_string(), "{summary}");
+    // A person is told: one tick_lapsed alert, with its exit code and counts.
+    let events = posted(&hooks.take());
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["kind"], "tick_lapsed");
+    assert_eq!(events[0]["exit_code"], 8);
+    assert!(
+        events[0]["counts"]["selected"].as_u64() > Some(0),
+        "{}",
+        events[0]
+    );
     // The handler's log is the judge: A started nothing once it woke, and no record
     // was in two handlers at once.
     let log = std::fs::read_to_string(env.path("handler.log")).unwrap();

@@ -283,6 +283,14 @@ fn the_daemon_serves_metrics_and_obeys_a_pause() {
     });
     let (head, _) = get(port, "/nothing");
     assert!(head.contains(" 404 "), "{head}");
+    // Probes on both of the daemon's ports: alive, and ready (the database answers, no
+    // tier's last tick failed).
+    for p in [port, http] {
+        for probe in ["/healthz", "/readyz"] {
+            let (head, _) = get(p, probe);
+            assert!(head.contains(" 200 "), "{probe} on {p}: {head}");
+        }
+    }
     // The dashboard, served beside the ticks.
     let (head, body) = get(http, "/");
     assert!(head.contains(" 200 "), "{head}");
