@@ -416,8 +416,10 @@ impl<'o> Marks<'o> {
 /// a cron mail show why without `-v`; a success or a mapped status (an answer) at
 /// DEBUG.
 ///
-/// Each line carries `record`, `tier` and `outcome` as fields, for log collectors
-/// (`--log-format json`); text lines say them in words.
+/// Each line carries `record`, `tier`, `outcome` (the attempt's: `success`, `error`,
+/// `timeout`, `crash`…, as `backlog retry --outcome` names them) and `status` (the one
+/// written) as fields, for log collectors (`--log-format json`); text lines say them in
+/// words.
 /// `label` is the status as people read it (`table.labels`), which the message says.
 fn log_outcome(
     record: &Record,
@@ -429,12 +431,13 @@ fn log_outcome(
 ) {
     let id = &record.id;
     if handled.outcome == Outcome::Success {
-        tracing::debug!(record = %id, tier, outcome = status, "record {id}: {label} ({})", handled.detail);
+        tracing::debug!(record = %id, tier, outcome = handled.kind(), status, "record {id}: {label} ({})", handled.detail);
     } else if handled.outcome == Outcome::Error && warned <= WARN_CAP {
         tracing::warn!(
             record = %id,
             tier,
-            outcome = status,
+            outcome = handled.kind(),
+            status,
             "record {}: {label} ({}){}",
             record.id,
             handled.detail,
@@ -444,7 +447,8 @@ fn log_outcome(
         tracing::debug!(
             record = %id,
             tier,
-            outcome = status,
+            outcome = handled.kind(),
+            status,
             "record {}: {label} ({}){}",
             record.id,
             handled.detail,

@@ -69,8 +69,8 @@ fn run_logs_one_json_object_per_line() {
         })
         .count();
     assert_eq!(failed, 13, "{stderr}");
-    // Each record's line carries its id, tier and outcome as fields, for a collector
-    // to filter on without parsing the message.
+    // Each record's line carries its id, tier, outcome (the attempt's) and status (the
+    // one written) as fields, for a collector to filter on without parsing the message.
     let records: Vec<&serde_json::Value> = lines
         .iter()
         .filter(|l| !l["fields"]["record"].is_null())
@@ -84,7 +84,7 @@ fn run_logs_one_json_object_per_line() {
             message.starts_with(&format!(
                 "record {}: {}",
                 fields["record"].as_str().unwrap(),
-                fields["outcome"].as_str().unwrap()
+                fields["status"].as_str().unwrap()
             )),
             "{line}"
         );
@@ -92,9 +92,16 @@ fn run_logs_one_json_object_per_line() {
     assert_eq!(
         records
             .iter()
-            .filter(|l| l["fields"]["outcome"] == "ERROR")
+            .filter(|l| l["fields"]["outcome"] == "error" && l["fields"]["status"] == "ERROR")
             .count(),
         13
+    );
+    assert_eq!(
+        records
+            .iter()
+            .filter(|l| l["fields"]["outcome"] == "success")
+            .count(),
+        47
     );
 }
 
