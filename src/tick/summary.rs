@@ -162,10 +162,11 @@ impl TickSummary {
                     other => other,
                 })
                 .collect();
+            // Each record was left for one of them: "or", never a list that reads as both.
             format!(
                 ", deferred {} to later ticks ({})",
                 self.deferred,
-                why.join(", ")
+                why.join(" or ")
             )
         } else {
             String::new()
