@@ -202,10 +202,11 @@ pub struct ManArgs {
     pub command: Vec<String>,
 }
 
-/// clap's message on one line: its paragraphs (the error, which clap may write over
-/// several lines, a list of the arguments missing; its `tip:`) joined by `; `, without
-/// the usage and the pointer to `--help` that a person reads on stderr.
-fn json_message(text: &str) -> String {
+/// clap's message on one line (for JSON, or a log file): its paragraphs (the error,
+/// which clap may write over several lines, a list of the arguments missing; its
+/// `tip:`) joined by `; `, without the usage and the pointer to `--help` that a person
+/// reads on a terminal.
+fn one_line(text: &str) -> String {
     let paragraphs: Vec<String> = text
         .split("\n\n")
         .map(|p| p.lines().map(str::trim).collect::<Vec<_>>().join(" "))
@@ -241,8 +242,15 @@ impl Cli {
             };
             if e.use_stderr() && asked("--json") {
                 let text = e.render().to_string();
-                let message = json_message(&text);
+                let message = one_line(&text);
                 print_json_error(&message, code);
+            }
+            if e.use_stderr() && super::output::stderr_is_a_file() {
+                // A crontab line's log file: one line with its time, as a log line.
+                let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.6fZ");
+                let message = one_line(&e.render().to_string());
+                eprintln!("{now} ERROR backlog: {message}");
+                std::process::exit(code);
             }
             if code != e.exit_code() {
                 let _ = e.print();

@@ -92,7 +92,7 @@ static LOG_FORMAT: std::sync::OnceLock<LogFormat> = std::sync::OnceLock::new();
 /// line needs the time a log line has, or nobody can tell when a tick failed. A
 /// terminal shows it as it happens; a pipe's reader (journald, docker) stamps lines
 /// itself, and a script reading `backlog: …` keeps the line it knows.
-fn stderr_is_a_file() -> bool {
+pub(super) fn stderr_is_a_file() -> bool {
     is_a_file(std::io::stderr())
 }
 

@@ -212,7 +212,21 @@ fn every_line_of_a_crontab_log_file_starts_with_its_time() {
             .unwrap();
         assert!(status.success(), "{args:?}");
     }
+    // A command line the binary refuses (a flag of an older release, say) too.
+    let file = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+    let status = env
+        .command()
+        .args(["run", "-w", "7d", "--bogus"])
+        .stdout(file.try_clone().unwrap())
+        .stderr(file)
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(2));
     let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.contains(" ERROR backlog: unexpected argument '--bogus' found"),
+        "{text}"
+    );
     assert!(text.contains("  INFO tier 2 (7d every 1h), ages over 1d up to 7d: selected 60, succeeded 47, failed 13"), "{text}");
     assert!(
         text.contains("  INFO tier 2 (7d every 1h): not due, last tick at "),
