@@ -42,7 +42,7 @@ pub fn init_logging(level: tracing::Level, format: LogFormat) {
 
 /// Fields a JSON log line carries for a collector to filter on, which a text line
 /// already says in its words (`record 203: ERROR (exit 1)`).
-const JSON_ONLY: [&str; 3] = ["record", "tier", "outcome"];
+const JSON_ONLY: [&str; 4] = ["record", "tier", "outcome", "status"];
 
 /// The fields of a text log line: its message, then `name=value` for the others but
 /// `JSON_ONLY`.
