@@ -16,8 +16,8 @@ use serde::Deserialize;
 use super::actions::{csrf_ok, done, forged};
 use super::data::FailureFilter;
 use super::pages::{self, csrf_field, urlencode};
-use super::routes::{Shared_, blocking, error_page};
-use super::{DEADLINE, Shared, records};
+use super::routes::{Shared_, blocking, error_page, refused};
+use super::{DEADLINE, Shared, input, records};
 use crate::config::Config;
 use crate::error::Error;
 use crate::operate::{self, Selection};
@@ -130,11 +130,7 @@ pub(super) async fn act_now(
             "Something broke",
             "The action failed; the server's log says more.",
         )),
-        Ok(Ok(Err(e))) => Err(error_page(
-            StatusCode::SERVICE_UNAVAILABLE,
-            &format!("Cannot {}", verb.to_lowercase()),
-            &e.to_string(),
-        )),
+        Ok(Ok(Err(e))) => Err(refused(&e, &format!("Cannot {}", verb.to_lowercase()))),
         Ok(Ok(Ok(message))) => Ok(message),
     }
 }
@@ -200,9 +196,7 @@ impl BulkForm {
     fn act(&self, config: &Config) -> Result<Act, Error> {
         match self.action.as_str() {
             "" | "retry" => Ok(Act::Retry),
-            "snooze" => operate::parse_until(&self.until)
-                .map(Act::Snooze)
-                .map_err(Error::Usage),
+            "snooze" => input::until("Snooze until", &self.until).map(Act::Snooze),
             "give-up" if config.table.given_up.is_none() => Err(Error::Usage(format!(
                 "{} sets no table.given_up: records cannot be given up",
                 config.path.display()
@@ -211,7 +205,9 @@ impl BulkForm {
                 "" => format!("given up by {} (dashboard)", operate::whoami()),
                 why => format!("{why} (by {}, dashboard)", operate::whoami()),
             })),
-            other => Err(Error::Usage(format!("no such action: {other:?}"))),
+            other => Err(Error::Usage(format!(
+                "Action: {other:?} is none of retry, snooze, give-up"
+            ))),
         }
     }
 

@@ -13,9 +13,9 @@ use maud::{Markup, html};
 use serde::Deserialize;
 
 use super::actions::notice;
-use super::bulk;
 use super::pages::{self, urlencode};
 use super::routes::{Shared_, blocking};
+use super::{bulk, input};
 use crate::config::Config;
 use crate::duration;
 use crate::error::Error;
@@ -61,7 +61,11 @@ fn text(value: &Scalar) -> String {
 }
 
 fn scalar(text: &str) -> Result<Scalar, Error> {
-    let bad = || Error::Usage(format!("{text:?} is not a place in a band"));
+    let bad = || {
+        Error::Usage(format!(
+            "Next page: {text:?} is not a place in a band; start again from the newest records"
+        ))
+    };
     let (kind, value) = text.split_once(':').ok_or_else(bad)?;
     Ok(match kind {
         "i" => Scalar::Int(value.parse().map_err(|_| bad())?),
@@ -86,9 +90,7 @@ pub(super) fn band(
     tier: &str,
     now: DateTime<Utc>,
 ) -> Result<(BandQuery, Range), Error> {
-    let window = duration::parse_span(tier.trim())
-        .map_err(|e| Error::Usage(format!("tier {tier:?}: {e}")))?;
-    crate::operate::tier_window(config, window)?;
+    let window = input::tier(config, "Tier", tier, "")?;
     let format = store.inspect().map_err(Error::store(store.describe()))?;
     let span = config.schedule.band(window).span(now);
     let query = BandQuery {

@@ -167,14 +167,18 @@ pub(super) async fn blocking<T: Send + 'static>(
             "Something broke",
             "Reading this page failed; the server's log says more.",
         )),
-        Ok(Ok(Err(e))) => {
-            let code = match e {
-                Error::Usage(_) => StatusCode::BAD_REQUEST,
-                _ => StatusCode::SERVICE_UNAVAILABLE,
-            };
-            Err(error_page(code, "Cannot read the backlog", &e.to_string()))
-        }
+        Ok(Ok(Err(e))) => Err(refused(&e, "Cannot read the backlog")),
         Ok(Ok(Ok(value))) => Ok(value),
+    }
+}
+
+/// The page of an error of a page or an action: a person's input that cannot be taken
+/// (a usage error, which names the field and what to write: see `input.rs`) is a 400
+/// that says so; anything else is the database's or the file's, titled `title`.
+pub(super) fn refused(e: &Error, title: &str) -> Response {
+    match e {
+        Error::Usage(why) => error_page(StatusCode::BAD_REQUEST, "Check the form", why),
+        _ => error_page(StatusCode::SERVICE_UNAVAILABLE, title, &e.to_string()),
     }
 }
 
@@ -262,6 +266,13 @@ struct RecordQuery {
 
 async fn record(State(shared): Shared_, Query(q): Query<RecordQuery>) -> Response {
     let id = q.id.trim().to_string();
+    if id.is_empty() {
+        return error_page(
+            StatusCode::BAD_REQUEST,
+            "Check the form",
+            "Record id is empty: type the id of a record, as the table's id column holds it.",
+        );
+    }
     let now = Utc::now();
     let result = blocking(&shared, move |config| {
         let mut store = operate::inspected(&config)?;
