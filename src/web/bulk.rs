@@ -216,7 +216,8 @@ impl BulkForm {
         if self.from == "records" {
             let config = operate::for_retry(config.clone());
             let mut store = operate::inspected(&config)?;
-            let (query, _) = records::band(&config, store.as_mut(), &self.tier, Utc::now())?;
+            let ages = records::Ages::of(&config, &self.tier)?;
+            let (query, _) = records::band(&config, store.as_mut(), ages, Utc::now())?;
             let statuses = records::statuses_of(&config, &self.status);
             let (found, _) =
                 records::read(store.as_mut(), &query, &statuses, None, MOST, usize::MAX)?;

@@ -216,12 +216,7 @@ pub(super) const LISTED: usize = 200;
 async fn failures(State(shared): Shared_, Query(q): Query<FailuresQuery>) -> Response {
     let filter = q.filter.clone();
     let result = blocking(&shared, move |config| {
-        let tiers: Vec<String> = config
-            .schedule
-            .tiers
-            .iter()
-            .map(|t| crate::duration::compact(t.window))
-            .collect();
+        let tiers = super::input::windows(&config);
         let labels = config.table.labels.clone();
         let (attempts, total) = data::failures(&config, &filter, LISTED)?;
         Ok((attempts, total, tiers, labels, config.table.given_up))
@@ -237,7 +232,10 @@ async fn failures(State(shared): Shared_, Query(q): Query<FailuresQuery>) -> Res
                 },
                 &labels,
                 &q.filter,
-                &tiers,
+                pages::Choices {
+                    tiers: &tiers,
+                    given_up: given_up.is_some(),
+                },
                 super::bulk::forms(
                     &[
                         ("from", "failures"),

@@ -1,10 +1,92 @@
-//! The dashboard as a person on call meets it: a bad value typed into a form gets a
-//! page that names the field and what to write; and `serve --help` says what the
-//! dashboard does. (A part of `dashboard_bulk.rs`, whose served backlog it shares.)
+//! The dashboard as a person on call meets it: records given up on are reachable
+//! (the overview's row of those older than every tier, the records page, the failures
+//! page's outcomes); a bad value typed into a form gets a page that names the field and
+//! what to write; and `serve --help` says what the dashboard does. (A part of
+//! `dashboard_bulk.rs`, whose served backlog it shares.)
 
 use super::backlog_served;
 use crate::dashboard::{csrf, get, request};
 use crate::harness::{Backend, Env};
+
+const DAY: i64 = 86_400;
+
+fn insert(env: &Env, records: &[(i64, i64)]) {
+    env.insert_aged_at(chrono::Utc::now(), records, |t| {
+        t.format("%Y-%m-%d %H:%M:%S").to_string().into()
+    });
+}
+
+/// The ids a records page lists, in its order.
+fn ids(page: &str) -> Vec<String> {
+    let Some(table) = page.split("<table class=\"records\">").nth(1) else {
+        return Vec::new();
+    };
+    table
+        .split("<a href=\"/record?id=")
+        .skip(1)
+        .map(|s| s[..s.find('"').unwrap()].to_string())
+        .collect()
+}
+
+/// Records given up past the last tier are linked from the overview's row of those
+/// older than every tier, listed by the records page (`tier=older`, by status), and
+/// their attempts are an outcome the failures page offers; a retry takes them.
+fn given_up_records_can_be_browsed_and_retried(backend: Backend) {
+    let (env, _server, port) = backlog_served(backend, 2);
+    insert(&env, &[(10, 400 * DAY), (11, 500 * DAY)]);
+    env.backlog(&["run", "--window", "360d"]).assert().success();
+    assert_eq!(env.with_status("DEAD"), 2);
+    insert(&env, &[(12, 450 * DAY)]);
+
+    let overview = get(port, "/").body;
+    for link in [
+        "href=\"/records?tier=older&amp;status=DEAD\">2</a>",
+        "href=\"/records?tier=older&amp;status=NEW\">1</a>",
+    ] {
+        assert!(overview.contains(link), "{link}: {overview}");
+    }
+    let dead = get(port, "/records?tier=older&status=DEAD");
+    assert_eq!(dead.code, 200, "{}", dead.body);
+    assert!(
+        dead.body.contains("older than every tier (over 360d)"),
+        "{}",
+        dead.body
+    );
+    assert_eq!(ids(&dead.body), ["10", "11"], "newest first");
+    let pending = get(port, "/records?tier=older&status=NEW").body;
+    assert_eq!(ids(&pending), ["12"], "{pending}");
+    assert!(pending.contains("<option value=\"older\" selected>over 360d (no tier)</option>"));
+
+    let failures = get(port, "/failures").body;
+    assert!(
+        failures.contains("<option value=\"given_up\">given_up</option>"),
+        "{failures}"
+    );
+    let given_up = get(port, "/failures?outcome=given_up").body;
+    assert!(given_up.contains("Failures 1–2 of 2"), "{given_up}");
+
+    // A retry takes them.
+    let token = csrf(&dead.body);
+    let retry = request(
+        port,
+        "POST",
+        "/bulk",
+        &[],
+        &format!("from=records&tier=older&status=DEAD&action=retry&csrf={token}"),
+    );
+    assert!(
+        retry.body.contains("<h1>Retry 2 records?</h1>"),
+        "{}",
+        retry.body
+    );
+    assert!(
+        retry.body.contains("name=\"ids\" value=\"10,11\""),
+        "{}",
+        retry.body
+    );
+}
+
+crate::on_every_backend!(given_up_records_can_be_browsed_and_retried);
 
 /// A value a person types that cannot be taken gets a 400 page that names the field
 /// and what to write, on every form and filter; never "Cannot read the backlog".
