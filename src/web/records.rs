@@ -218,10 +218,18 @@ pub(super) fn read(
     }
 }
 
-/// The statuses `status` stands for: one, or every pending status when empty.
+/// The statuses `status` stands for: one, or every pending status when empty (not the
+/// given-up one, which a retry takes too: it is listed when asked for by name, so that
+/// what a page lists is what its actions fit).
 pub(super) fn statuses_of(config: &Config, status: &str) -> Vec<String> {
     match status.trim() {
-        "" => config.table.pending.clone(),
+        "" => config
+            .table
+            .pending
+            .iter()
+            .filter(|s| config.table.given_up.as_ref() != Some(*s))
+            .cloned()
+            .collect(),
         s => vec![s.to_string()],
     }
 }
@@ -309,6 +317,12 @@ fn page(v: &View, q: &RecordsQuery, per: usize, csrf: &str, notice: Option<&str>
     };
     let status = q.status.trim();
     let listable = status.is_empty() || v.listed.iter().any(|l| l == status);
+    // A given-up record is taken by a retry only; a snooze and a give-up take pending ones.
+    let fit = if v.given_up.as_deref() == Some(status) {
+        bulk::Fit::GivenUp
+    } else {
+        bulk::Fit::Pending
+    };
     let last = v.tiers.last().map_or("", String::as_str);
     let body = html! {
         h1 { "Records" small { " " (v.ages.heading()) } }
@@ -318,7 +332,7 @@ fn page(v: &View, q: &RecordsQuery, per: usize, csrf: &str, notice: Option<&str>
                 option value=(OLDER) selected[q.tier == OLDER] { "over " (last) " (no tier)" }
             } }
             label { "Status " select name="status" {
-                option value="" selected[q.status.is_empty()] { "every status listed" }
+                option value="" selected[q.status.is_empty()] { "every pending status" }
                 @for s in &v.listed { option value=(s) selected[q.status == *s] { (v.labels.of(s)) } }
             } }
             input type="hidden" name="per" value=(per);
@@ -337,7 +351,7 @@ fn page(v: &View, q: &RecordsQuery, per: usize, csrf: &str, notice: Option<&str>
                 tr { th { "all" } th.num { (total) } }
             }
         }
-        p.muted { "Pending statuses (and a given-up one) are listed from the tick's own read of the band, newest first; the others are counted only." }
+        p.muted { "Pending statuses, and the given-up one when it is asked for, are listed from the tick's own read of the band, newest first; the others are counted only." }
         @if !listable {
             p.meta.listed { (q.status) " records are counted only: no tick reads them." }
         } @else {
@@ -351,7 +365,7 @@ fn page(v: &View, q: &RecordsQuery, per: usize, csrf: &str, notice: Option<&str>
             }
             @if !v.records.is_empty() {
                 (bulk::forms(&[("from", "records"), ("tier", &q.tier), ("status", &q.status)],
-                    "these records (every page, up to 10,000)", v.given_up.as_deref(), csrf))
+                    "these records (every page, up to 10,000)", fit, v.given_up.as_deref(), csrf))
             }
             table.records {
                 thead { tr { th { "record" } th { "status" } th { "inserted" } } }

@@ -244,6 +244,12 @@ async fn failures(State(shared): Shared_, Query(q): Query<FailuresQuery>) -> Res
                         ("page", &q.filter.page().to_string()),
                     ],
                     &format!("the records of these {total} failures (every page, up to 10,000)"),
+                    // The records of given-up attempts are given up on, unless retried since.
+                    if q.filter.outcome.trim() == crate::store::GIVEN_UP {
+                        super::bulk::Fit::GivenUp
+                    } else {
+                        super::bulk::Fit::Pending
+                    },
                     given_up.as_deref(),
                     &shared.csrf,
                 ),

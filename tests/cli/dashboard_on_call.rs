@@ -1,8 +1,9 @@
 //! The dashboard as a person on call meets it: records given up on are reachable
 //! (the overview's row of those older than every tier, the records page, the failures
-//! page's outcomes); a bad value typed into a form gets a page that names the field and
-//! what to write; and `serve --help` says what the dashboard does. (A part of
-//! `dashboard_bulk.rs`, whose served backlog it shares.)
+//! page's outcomes); a filter offers only the actions that fit what it picks; a bad
+//! value typed into a form gets a page that names the field and what to write; and
+//! `serve --help` says what the dashboard does. (A part of `dashboard_bulk.rs`, whose
+//! served backlog it shares.)
 
 use super::backlog_served;
 use crate::dashboard::{csrf, get, request};
@@ -28,9 +29,18 @@ fn ids(page: &str) -> Vec<String> {
         .collect()
 }
 
+/// Which bulk actions a page offers.
+fn offered(page: &str) -> Vec<&'static str> {
+    ["retry", "snooze", "give-up"]
+        .into_iter()
+        .filter(|a| page.contains(&format!("name=\"action\" value=\"{a}\"")))
+        .collect()
+}
+
 /// Records given up past the last tier are linked from the overview's row of those
 /// older than every tier, listed by the records page (`tier=older`, by status), and
-/// their attempts are an outcome the failures page offers; a retry takes them.
+/// their attempts are an outcome the failures page offers; their pages offer a retry
+/// only, which takes them.
 fn given_up_records_can_be_browsed_and_retried(backend: Backend) {
     let (env, _server, port) = backlog_served(backend, 2);
     insert(&env, &[(10, 400 * DAY), (11, 500 * DAY)]);
@@ -53,8 +63,11 @@ fn given_up_records_can_be_browsed_and_retried(backend: Backend) {
         dead.body
     );
     assert_eq!(ids(&dead.body), ["10", "11"], "newest first");
-    let pending = get(port, "/records?tier=older&status=NEW").body;
+    assert_eq!(offered(&dead.body), ["retry"], "{}", dead.body);
+    // Without a status, the pending records: those a snooze or a give-up takes.
+    let pending = get(port, "/records?tier=older").body;
     assert_eq!(ids(&pending), ["12"], "{pending}");
+    assert_eq!(offered(&pending), ["retry", "snooze", "give-up"]);
     assert!(pending.contains("<option value=\"older\" selected>over 360d (no tier)</option>"));
 
     let failures = get(port, "/failures").body;
@@ -64,8 +77,9 @@ fn given_up_records_can_be_browsed_and_retried(backend: Backend) {
     );
     let given_up = get(port, "/failures?outcome=given_up").body;
     assert!(given_up.contains("Failures 1–2 of 2"), "{given_up}");
+    assert_eq!(offered(&given_up), ["retry"], "{given_up}");
 
-    // A retry takes them.
+    // A retry takes them; a snooze, asked for by hand, takes none and says why.
     let token = csrf(&dead.body);
     let retry = request(
         port,
@@ -84,6 +98,26 @@ fn given_up_records_can_be_browsed_and_retried(backend: Backend) {
         "{}",
         retry.body
     );
+    let snooze = request(
+        port,
+        "POST",
+        "/bulk",
+        &[],
+        &format!("from=records&tier=older&status=DEAD&action=snooze&until=2h&csrf={token}"),
+    );
+    assert!(
+        snooze.body.contains("<h1>Nothing to snooze</h1>"),
+        "{}",
+        snooze.body
+    );
+    assert!(
+        snooze
+            .body
+            .contains("None of the 2 records the filter picks is fit for it"),
+        "{}",
+        snooze.body
+    );
+    assert!(!snooze.body.contains("name=\"confirm\""), "{}", snooze.body);
 }
 
 crate::on_every_backend!(given_up_records_can_be_browsed_and_retried);
