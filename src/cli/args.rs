@@ -65,7 +65,7 @@ pub enum Command {
     Pause(super::PauseArgs),
     /// Lift a pause.
     Resume(super::ResumeArgs),
-    /// Serve the web dashboard: tiers, bands, failures, records; retry, pause, resume.
+    /// Serve the web dashboard: tiers, bands, failures, records; retry, snooze, give up, pause, resume.
     Serve(ServeArgs),
     /// Print shell completions: `source <(backlog completions bash)`.
     Completions(CompletionsArgs),

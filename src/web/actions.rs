@@ -10,8 +10,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
 use super::routes::{Shared_, blocking, error_page};
-use super::{Shared, auth, pages};
-use crate::error::Error;
+use super::{Shared, auth, input, pages};
 use crate::operate;
 
 /// An action's form refused for a missing or wrong CSRF token.
@@ -92,30 +91,18 @@ pub(super) struct PauseForm {
     csrf: String,
 }
 
-/// A tier's window from a form: empty for every tier.
-fn window_of(text: &str) -> Result<Option<std::time::Duration>, Error> {
-    match text.trim() {
-        "" => Ok(None),
-        w => crate::duration::parse_span(w)
-            .map(Some)
-            .map_err(|e| Error::Usage(format!("tier {w:?}: {e}"))),
-    }
-}
-
 pub(super) async fn pause(State(shared): Shared_, Form(form): Form<PauseForm>) -> Response {
     if !csrf_ok(&shared, &form.csrf) {
         return forged();
     }
     let result = blocking(&shared, move |config| {
-        let until = match form.until.trim() {
-            "" => None,
-            text => Some(operate::parse_until(text).map_err(Error::Usage)?),
-        };
+        let window = input::optional_tier(&config, "Tier", &form.window)?;
+        let until = input::optional_until("Meant to end", &form.until)?;
         let mut store = operate::inspected(&config)?;
         let pause = operate::pause(
             &config,
             store.as_mut(),
-            window_of(&form.window)?,
+            window,
             until,
             Some(form.reason),
             format!("{} (dashboard)", operate::whoami()),
@@ -146,8 +133,9 @@ pub(super) async fn resume(State(shared): Shared_, Form(form): Form<ResumeForm>)
         return forged();
     }
     let result = blocking(&shared, move |config| {
+        let window = input::optional_tier(&config, "Tier", &form.window)?;
         let mut store = operate::inspected(&config)?;
-        let (lifted, _) = operate::resume(&config, store.as_mut(), window_of(&form.window)?)?;
+        let (lifted, _) = operate::resume(&config, store.as_mut(), window)?;
         Ok(match lifted {
             0 => "Nothing was paused there.".to_string(),
             1 => "Lifted 1 pause.".to_string(),

@@ -16,8 +16,8 @@ use serde::Deserialize;
 use super::actions::{csrf_ok, done, forged};
 use super::data::FailureFilter;
 use super::pages::{self, csrf_field, urlencode};
-use super::routes::{Shared_, blocking, error_page};
-use super::{DEADLINE, Shared, records};
+use super::routes::{Shared_, blocking, error_page, refused};
+use super::{DEADLINE, Shared, input, records};
 use crate::config::Config;
 use crate::error::Error;
 use crate::operate::{self, Selection};
@@ -130,11 +130,7 @@ pub(super) async fn act_now(
             "Something broke",
             "The action failed; the server's log says more.",
         )),
-        Ok(Ok(Err(e))) => Err(error_page(
-            StatusCode::SERVICE_UNAVAILABLE,
-            &format!("Cannot {}", verb.to_lowercase()),
-            &e.to_string(),
-        )),
+        Ok(Ok(Err(e))) => Err(refused(&e, &format!("Cannot {}", verb.to_lowercase()))),
         Ok(Ok(Ok(message))) => Ok(message),
     }
 }
@@ -200,9 +196,7 @@ impl BulkForm {
     fn act(&self, config: &Config) -> Result<Act, Error> {
         match self.action.as_str() {
             "" | "retry" => Ok(Act::Retry),
-            "snooze" => operate::parse_until(&self.until)
-                .map(Act::Snooze)
-                .map_err(Error::Usage),
+            "snooze" => input::until("Snooze until", &self.until).map(Act::Snooze),
             "give-up" if config.table.given_up.is_none() => Err(Error::Usage(format!(
                 "{} sets no table.given_up: records cannot be given up",
                 config.path.display()
@@ -211,7 +205,9 @@ impl BulkForm {
                 "" => format!("given up by {} (dashboard)", operate::whoami()),
                 why => format!("{why} (by {}, dashboard)", operate::whoami()),
             })),
-            other => Err(Error::Usage(format!("no such action: {other:?}"))),
+            other => Err(Error::Usage(format!(
+                "Action: {other:?} is none of retry, snooze, give-up"
+            ))),
         }
     }
 
@@ -220,7 +216,8 @@ impl BulkForm {
         if self.from == "records" {
             let config = operate::for_retry(config.clone());
             let mut store = operate::inspected(&config)?;
-            let (query, _) = records::band(&config, store.as_mut(), &self.tier, Utc::now())?;
+            let ages = records::Ages::of(&config, &self.tier)?;
+            let (query, _) = records::band(&config, store.as_mut(), ages, Utc::now())?;
             let statuses = records::statuses_of(&config, &self.status);
             let (found, _) =
                 records::read(store.as_mut(), &query, &statuses, None, MOST, usize::MAX)?;
@@ -293,11 +290,23 @@ fn confirm(
         Act::Snooze(until) => (rfc3339(*until), format!("Each stays pending, and no tick takes it before {}.", rfc3339(*until))),
         Act::GiveUp(why) => (String::new(), format!("Each gets the given-up status and is never tried again unless retried; its attempt says: {why}.")),
     };
-    let title = format!("{} {} records?", act.verb(), ids.len());
+    let fit = match act {
+        Act::Retry => "a retry takes pending and given-up records",
+        _ => "a snooze or a give-up takes pending records only",
+    };
+    let title = match ids.len() {
+        0 => format!("Nothing to {}", act.verb().to_lowercase()),
+        n => format!("{} {n} records?", act.verb()),
+    };
     let body = html! {
         h1 { (title) }
-        p { (what) }
-        @if refused > 0 { p.muted { (refused) " more are no longer fit for it (not pending, or gone) and are left alone." } }
+        @if ids.is_empty() {
+            p { "None of the " (refused) " records the filter picks is fit for it (" (fit) "); nothing was done." }
+            p { a href=(back) { "Back" } }
+        } @else {
+            p { (what) }
+        }
+        @if refused > 0 && !ids.is_empty() { p.muted { (refused) " more are no longer fit for it (not pending, or gone: " (fit) ") and are left alone." } }
         @if ids.len() == MOST { p.warning { "At most " (MOST) " records an action: the filter may pick more." } }
         p.ids { @for id in ids.iter().take(50) { code { (id) } " " } @if ids.len() > 50 { "… and " (ids.len() - 50) " more" } }
         @if !ids.is_empty() {
@@ -319,11 +328,23 @@ fn confirm(
     pages::layout(act.verb(), None, false, body)
 }
 
+/// What the records a filter picks are, for the actions that fit them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Fit {
+    /// Pending (or of any status): a retry, a snooze and a give-up each take the
+    /// pending ones.
+    Pending,
+    /// Given up on: only a retry takes them (and brings them back).
+    GivenUp,
+}
+
 /// The bulk actions' forms under a filter: `hidden` says which filter, `what` the
-/// records in words; giving up is offered only where the schedule sets `given_up`.
+/// records in words; a snooze and a give-up are offered only for records that may be
+/// pending (`fit`), and giving up only where the schedule sets `given_up`.
 pub(super) fn forms(
     hidden: &[(&str, &str)],
     what: &str,
+    fit: Fit,
     given_up: Option<&str>,
     csrf: &str,
 ) -> Markup {
@@ -339,18 +360,23 @@ pub(super) fn forms(
                 input type="hidden" name="action" value="retry";
                 button type="submit" { "Retry…" }
             }
-            form method="post" action="/bulk" {
-                (fields)
-                input type="hidden" name="action" value="snooze";
-                input type="text" name="until" placeholder="2h, or 2026-11-23T18:00:00Z" aria-label="snooze until" required;
-                button type="submit" { "Snooze…" }
+            @if fit == Fit::GivenUp {
+                span.muted { " Given up on: a retry brings them back (a snooze or a give-up takes pending records)." }
             }
-            @if let Some(status) = given_up {
+            @if fit == Fit::Pending {
                 form method="post" action="/bulk" {
                     (fields)
-                    input type="hidden" name="action" value="give-up";
-                    input type="text" name="reason" placeholder="why" aria-label="why give up";
-                    button type="submit" { "Give up (" (status) ")…" }
+                    input type="hidden" name="action" value="snooze";
+                    input type="text" name="until" placeholder="2h, or 2026-11-23T18:00:00Z" aria-label="snooze until" required;
+                    button type="submit" { "Snooze…" }
+                }
+                @if let Some(status) = given_up {
+                    form method="post" action="/bulk" {
+                        (fields)
+                        input type="hidden" name="action" value="give-up";
+                        input type="text" name="reason" placeholder="why" aria-label="why give up";
+                        button type="submit" { "Give up (" (status) ")…" }
+                    }
                 }
             }
         }

@@ -60,7 +60,11 @@ impl FailureFilter {
             "retry" => Some(0),
             tier => Some(
                 crate::duration::parse_span(tier)
-                    .map_err(|e| format!("tier {tier:?}: {e}"))?
+                    .map_err(|e| {
+                        format!(
+                            "Tier: {tier:?} is neither a tier's window, like 7d, nor retry ({e})"
+                        )
+                    })?
                     .as_secs(),
             ),
         };

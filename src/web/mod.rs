@@ -12,7 +12,8 @@
 //! Parts: `auth` (the token and the CSRF token), `data` (what a page reads),
 //! `pages` (the HTML), `plots` (the SVGs), `routes` (the handlers), `actions` (the
 //! POSTs), `bulk` (actions on many records, through a confirm page), `records` (a
-//! tier's records by status, keyset-paged), `in_flight` (what the ticks hold now).
+//! tier's records by status, keyset-paged), `in_flight` (what the ticks hold now),
+//! `input` (what a person types into a form, read with a message that names its field).
 
 mod actions;
 mod auth;
@@ -20,6 +21,7 @@ mod bulk;
 mod data;
 mod health;
 mod in_flight;
+mod input;
 mod pages;
 mod plots;
 mod records;

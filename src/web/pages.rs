@@ -34,7 +34,9 @@ fn ago(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
 fn badge(text: &str) -> Markup {
     let class = match text {
         "SUCCESS" | "success" | "done" => "ok",
-        "error" | "ERROR" | "timeout" | "crash" | "failed" | "abandoned" | "lost" => "bad",
+        "error" | "ERROR" | "timeout" | "crash" | "failed" | "abandoned" | "lost" | "given_up" => {
+            "bad"
+        }
         "tripped" | "lapsed" | "stopped" | "mapped" | "paused" | "snoozed" => "warn",
         _ => "plain",
     };
@@ -215,20 +217,35 @@ fn pause_form(s: &crate::status::Status, csrf: &str) -> Markup {
     }
 }
 
-/// The records by age and status, each count a link to those records.
+/// The records by age and status, each count a link to those records: a tier's row to
+/// its band, the row of those older than every tier to them (where the last tier's
+/// ticks leave what they give up on).
 fn ages_table(o: &Overview) -> Markup {
     let s = &o.status;
+    // The rows come youngest first: the future's (when it holds any), the tiers', then
+    // the one older than every tier, always there.
+    let older = s.ages.len().saturating_sub(1);
+    let tier_of = |i: usize, row: &crate::status::AgeRow| match row.tier {
+        Some(n) => o
+            .config
+            .schedule
+            .tiers
+            .get(n - 1)
+            .map(|t| duration::compact(t.window)),
+        None if i == older => Some(super::records::OLDER.to_string()),
+        None => None,
+    };
     html! {
     table {
         thead { tr { th { "ages" } @for st in &s.statuses { th.num { (s.labels.of(st)) } } } }
         tbody {
-            @for row in &s.ages {
+            @for (i, row) in s.ages.iter().enumerate() {
                 tr {
                     td { (row.label) @if let Some(n) = row.tier { span.muted { " tier " (n) } } }
                     @for st in &s.statuses {
                         @let n = row.counts.get(st).copied().unwrap_or(0);
-                        @match row.tier.and_then(|n| o.config.schedule.tiers.get(n - 1)) {
-                            Some(t) => { td.num { a href={ "/records?tier=" (duration::compact(t.window)) "&status=" (urlencode(st)) } { (n) } } },
+                        @match tier_of(i, row) {
+                            Some(t) => { td.num { a href={ "/records?tier=" (t) "&status=" (urlencode(st)) } { (n) } } },
                             None => { td.num { (n) } },
                         }
                     }
@@ -304,6 +321,17 @@ pub(crate) struct Listed {
     pub(crate) per_page: usize,
 }
 
+/// What the failures page's filter offers.
+pub(crate) struct Choices<'a> {
+    /// The tiers' windows, compact (`7d`).
+    pub(crate) tiers: &'a [String],
+    /// The schedule gives records up (`table.given_up`).
+    pub(crate) given_up: bool,
+}
+
+/// The outcomes of a failed try, as the attempts name them.
+const FAILED: [&str; 6] = ["error", "timeout", "crash", "mapped", "stopped", "lost"];
+
 /// The failures page: a filter, the attempts (a page of them, with their count and
 /// links to the pages around), and `actions`, the bulk actions on their records.
 pub(crate) fn failures(
@@ -311,11 +339,19 @@ pub(crate) fn failures(
     listed: Listed,
     labels: &Labels,
     filter: &FailureFilter,
-    tiers: &[String],
+    choices: Choices,
     actions: Markup,
     notice: Option<&str>,
 ) -> Markup {
-    let outcomes = ["error", "timeout", "crash", "mapped", "stopped", "lost"];
+    // A person's actions are no failure but are kept as attempts too: giving up (where
+    // the schedule does, or the filter asks for it) and snoozing.
+    let given_up = crate::store::GIVEN_UP;
+    let actions_kept: Vec<&str> = crate::store::ACTIONS
+        .into_iter()
+        .filter(|a| *a != given_up || choices.given_up || filter.outcome == given_up)
+        .collect();
+    let other = Some(filter.outcome.as_str())
+        .filter(|o| !o.is_empty() && !FAILED.contains(o) && !actions_kept.contains(o));
     let page = filter.page();
     let per_page = listed.per_page.max(1) as u64;
     let pages = listed.total.div_ceil(per_page);
@@ -332,12 +368,16 @@ pub(crate) fn failures(
         form.filter method="get" action="/failures" {
             label { "Tier " select name="tier" {
                 option value="" selected[filter.tier.is_empty()] { "every tier" }
-                @for t in tiers { option value=(t) selected[filter.tier == *t] { (t) } }
+                @for t in choices.tiers { option value=(t) selected[filter.tier == *t] { (t) } }
                 option value="retry" selected[filter.tier == "retry"] { "retries" }
             } }
             label { "Outcome " select name="outcome" {
                 option value="" selected[filter.outcome.is_empty()] { "any failure" }
-                @for o in outcomes { option value=(o) selected[filter.outcome == o] { (o) } }
+                @for o in FAILED { option value=(o) selected[filter.outcome == o] { (o) } }
+                optgroup label="actions, no failure" {
+                    @for o in &actions_kept { option value=(o) selected[filter.outcome == *o] { (o) } }
+                }
+                @if let Some(o) = other { option value=(o) selected { (o) } }
             } }
             button type="submit" { "Filter" }
         }

@@ -4,7 +4,9 @@
 //! (its inserted-at value and id travel in the link), so a page costs the same
 //! however deep into the band it is, and records inserted meanwhile do not shift it.
 //! The band read takes pending statuses only (and a given-up one, as a retry takes
-//! it); the others are counted, not listed.
+//! it); the others are counted, not listed. Besides the tiers' bands, `tier=older`
+//! reads the records older than the last tier's window, which no tick tries: where the
+//! last tier's ticks leave the records they give up on.
 
 use axum::extract::{Query, State};
 use axum::response::{Html, IntoResponse, Response};
@@ -12,10 +14,12 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use maud::{Markup, html};
 use serde::Deserialize;
 
+use std::time::Duration;
+
 use super::actions::notice;
-use super::bulk;
 use super::pages::{self, urlencode};
 use super::routes::{Shared_, blocking};
+use super::{bulk, input};
 use crate::config::Config;
 use crate::duration;
 use crate::error::Error;
@@ -30,9 +34,47 @@ pub(super) const PER_PAGE: usize = 200;
 /// deadline.
 const SCAN: usize = 20_000;
 
+/// The `tier` of an address that stands for the records older than the last tier.
+pub(super) const OLDER: &str = "older";
+
+/// The ages a records page reads.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Ages {
+    /// A tier's band, by its window.
+    Band(Duration),
+    /// Older than the last tier's window (this one): no tick tries them.
+    Older(Duration),
+}
+
+impl Ages {
+    /// The ages `tier` names in an address or a form: a tier's window, or `older`.
+    pub(super) fn of(config: &Config, tier: &str) -> Result<Ages, Error> {
+        match tier.trim() {
+            OLDER => Ok(Ages::Older(
+                config
+                    .schedule
+                    .tiers
+                    .last()
+                    .map_or(Duration::ZERO, |t| t.window),
+            )),
+            t => input::tier(config, "Tier", t, ", or older").map(Ages::Band),
+        }
+    }
+
+    /// The page's heading after "Records".
+    fn heading(self) -> String {
+        match self {
+            Ages::Band(window) => format!("of tier {}", duration::compact(window)),
+            Ages::Older(last) => {
+                format!("older than every tier (over {})", duration::compact(last))
+            }
+        }
+    }
+}
+
 #[derive(Deserialize, Default, Clone)]
 pub(super) struct RecordsQuery {
-    /// A tier's window, like `7d`.
+    /// A tier's window, like `7d`, or `older`.
     #[serde(default)]
     pub(super) tier: String,
     /// A status; empty: every pending status.
@@ -61,7 +103,11 @@ fn text(value: &Scalar) -> String {
 }
 
 fn scalar(text: &str) -> Result<Scalar, Error> {
-    let bad = || Error::Usage(format!("{text:?} is not a place in a band"));
+    let bad = || {
+        Error::Usage(format!(
+            "Next page: {text:?} is not a place in a band; start again from the newest records"
+        ))
+    };
     let (kind, value) = text.split_once(':').ok_or_else(bad)?;
     Ok(match kind {
         "i" => Scalar::Int(value.parse().map_err(|_| bad())?),
@@ -78,29 +124,56 @@ fn scalar(text: &str) -> Result<Scalar, Error> {
     })
 }
 
-/// The band of a tier of the file at `now`, as its tick reads it, and the same
-/// bounds as a range to count.
+/// The band of `ages` at `now`, as a tick reads it (`config` as a retry reads it, so
+/// that it holds given-up records too), and the same bounds as a range to count.
 pub(super) fn band(
     config: &Config,
     store: &mut dyn Store,
-    tier: &str,
+    ages: Ages,
     now: DateTime<Utc>,
 ) -> Result<(BandQuery, Range), Error> {
-    let window = duration::parse_span(tier.trim())
-        .map_err(|e| Error::Usage(format!("tier {tier:?}: {e}")))?;
-    crate::operate::tier_window(config, window)?;
-    let format = store.inspect().map_err(Error::store(store.describe()))?;
-    let span = config.schedule.band(window).span(now);
+    let store_err = Error::store(store.describe());
+    let format = store.inspect().map_err(&store_err)?;
+    let (from, to, to_inclusive) = match ages {
+        Ages::Band(window) => {
+            let span = config.schedule.band(window).span(now);
+            (
+                format.encode(span.from),
+                format.encode(span.to),
+                span.to_inclusive,
+            )
+        }
+        Ages::Older(last) => {
+            let to = format.encode(
+                chrono::Duration::from_std(last)
+                    .ok()
+                    .and_then(|last| now.checked_sub_signed(last))
+                    .unwrap_or(DateTime::<Utc>::MIN_UTC),
+            );
+            // No age is too old: the lower end is the oldest record the read could
+            // list, so the read is the same index range as a tier's, bound in the
+            // column's own values.
+            let from = store
+                .oldest_of(&config.table.pending, None, 1)
+                .map_err(&store_err)?
+                .first()
+                .map_or_else(|| to.clone(), Record::inserted_at);
+            (from, to, false)
+        }
+    };
     let query = BandQuery {
-        from: format.encode(span.from),
-        to: format.encode(span.to),
-        to_inclusive: span.to_inclusive,
+        from,
+        to,
+        to_inclusive,
         take_tried: true,
         clock: now,
         wants_all: false,
     };
     let range = Range {
-        from: Some(query.from.clone()),
+        from: match ages {
+            Ages::Band(_) => Some(query.from.clone()),
+            Ages::Older(_) => None,
+        },
         to: Some(query.to.clone()),
         to_inclusive: query.to_inclusive,
         ..Range::default()
@@ -145,15 +218,24 @@ pub(super) fn read(
     }
 }
 
-/// The statuses `status` stands for: one, or every pending status when empty.
+/// The statuses `status` stands for: one, or every pending status when empty (not the
+/// given-up one, which a retry takes too: it is listed when asked for by name, so that
+/// what a page lists is what its actions fit).
 pub(super) fn statuses_of(config: &Config, status: &str) -> Vec<String> {
     match status.trim() {
-        "" => config.table.pending.clone(),
+        "" => config
+            .table
+            .pending
+            .iter()
+            .filter(|s| config.table.given_up.as_ref() != Some(*s))
+            .cloned()
+            .collect(),
         s => vec![s.to_string()],
     }
 }
 
 struct View {
+    ages: Ages,
     counts: Vec<(String, u64)>,
     records: Vec<Record>,
     next: Option<Cursor>,
@@ -165,18 +247,19 @@ struct View {
 
 fn view(config: Config, q: &RecordsQuery, per: usize, now: DateTime<Utc>) -> Result<View, Error> {
     let config = crate::operate::for_retry(config);
-    let tiers: Vec<String> = config
-        .schedule
-        .tiers
-        .iter()
-        .map(|t| duration::compact(t.window))
-        .collect();
-    let tier = match q.tier.trim() {
-        "" => tiers.first().cloned().unwrap_or_default(),
-        t => t.to_string(),
+    let tiers = input::windows(&config);
+    let ages = match q.tier.trim() {
+        "" => Ages::Band(
+            config
+                .schedule
+                .tiers
+                .first()
+                .map_or(Duration::ZERO, |t| t.window),
+        ),
+        t => Ages::of(&config, t)?,
     };
     let mut store = crate::operate::inspected(&config)?;
-    let (query, range) = band(&config, store.as_mut(), &tier, now)?;
+    let (query, range) = band(&config, store.as_mut(), ages, now)?;
     let counts = store
         .count_by_status(&range)
         .map_err(Error::store(store.describe()))?;
@@ -195,6 +278,7 @@ fn view(config: Config, q: &RecordsQuery, per: usize, now: DateTime<Utc>) -> Res
         (Vec::new(), None)
     };
     Ok(View {
+        ages,
         counts,
         records,
         next,
@@ -233,20 +317,28 @@ fn page(v: &View, q: &RecordsQuery, per: usize, csrf: &str, notice: Option<&str>
     };
     let status = q.status.trim();
     let listable = status.is_empty() || v.listed.iter().any(|l| l == status);
+    // A given-up record is taken by a retry only; a snooze and a give-up take pending ones.
+    let fit = if v.given_up.as_deref() == Some(status) {
+        bulk::Fit::GivenUp
+    } else {
+        bulk::Fit::Pending
+    };
+    let last = v.tiers.last().map_or("", String::as_str);
     let body = html! {
-        h1 { "Records" small { " of tier " (q.tier) } }
+        h1 { "Records" small { " " (v.ages.heading()) } }
         form.filter method="get" action="/records" {
             label { "Tier " select name="tier" {
                 @for t in &v.tiers { option value=(t) selected[q.tier == *t] { (t) } }
+                option value=(OLDER) selected[q.tier == OLDER] { "over " (last) " (no tier)" }
             } }
             label { "Status " select name="status" {
-                option value="" selected[q.status.is_empty()] { "every status listed" }
+                option value="" selected[q.status.is_empty()] { "every pending status" }
                 @for s in &v.listed { option value=(s) selected[q.status == *s] { (v.labels.of(s)) } }
             } }
             input type="hidden" name="per" value=(per);
             button type="submit" { "Show" }
         }
-        h2 { "In this tier's band now" }
+        h2 { @match v.ages { Ages::Band(_) => "In this tier's band now", Ages::Older(_) => "Older than every tier now" } }
         table.counts {
             thead { tr { th { "status" } th.num { "records" } } }
             tbody {
@@ -259,7 +351,7 @@ fn page(v: &View, q: &RecordsQuery, per: usize, csrf: &str, notice: Option<&str>
                 tr { th { "all" } th.num { (total) } }
             }
         }
-        p.muted { "Pending statuses (and a given-up one) are listed from the tick's own read of the band, newest first; the others are counted only." }
+        p.muted { "Pending statuses, and the given-up one when it is asked for, are listed from the tick's own read of the band, newest first; the others are counted only." }
         @if !listable {
             p.meta.listed { (q.status) " records are counted only: no tick reads them." }
         } @else {
@@ -273,7 +365,7 @@ fn page(v: &View, q: &RecordsQuery, per: usize, csrf: &str, notice: Option<&str>
             }
             @if !v.records.is_empty() {
                 (bulk::forms(&[("from", "records"), ("tier", &q.tier), ("status", &q.status)],
-                    "these records (every page, up to 10,000)", v.given_up.as_deref(), csrf))
+                    "these records (every page, up to 10,000)", fit, v.given_up.as_deref(), csrf))
             }
             table.records {
                 thead { tr { th { "record" } th { "status" } th { "inserted" } } }

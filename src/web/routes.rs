@@ -167,14 +167,18 @@ pub(super) async fn blocking<T: Send + 'static>(
             "Something broke",
             "Reading this page failed; the server's log says more.",
         )),
-        Ok(Ok(Err(e))) => {
-            let code = match e {
-                Error::Usage(_) => StatusCode::BAD_REQUEST,
-                _ => StatusCode::SERVICE_UNAVAILABLE,
-            };
-            Err(error_page(code, "Cannot read the backlog", &e.to_string()))
-        }
+        Ok(Ok(Err(e))) => Err(refused(&e, "Cannot read the backlog")),
         Ok(Ok(Ok(value))) => Ok(value),
+    }
+}
+
+/// The page of an error of a page or an action: a person's input that cannot be taken
+/// (a usage error, which names the field and what to write: see `input.rs`) is a 400
+/// that says so; anything else is the database's or the file's, titled `title`.
+pub(super) fn refused(e: &Error, title: &str) -> Response {
+    match e {
+        Error::Usage(why) => error_page(StatusCode::BAD_REQUEST, "Check the form", why),
+        _ => error_page(StatusCode::SERVICE_UNAVAILABLE, title, &e.to_string()),
     }
 }
 
@@ -212,12 +216,7 @@ pub(super) const LISTED: usize = 200;
 async fn failures(State(shared): Shared_, Query(q): Query<FailuresQuery>) -> Response {
     let filter = q.filter.clone();
     let result = blocking(&shared, move |config| {
-        let tiers: Vec<String> = config
-            .schedule
-            .tiers
-            .iter()
-            .map(|t| crate::duration::compact(t.window))
-            .collect();
+        let tiers = super::input::windows(&config);
         let labels = config.table.labels.clone();
         let (attempts, total) = data::failures(&config, &filter, LISTED)?;
         Ok((attempts, total, tiers, labels, config.table.given_up))
@@ -233,7 +232,10 @@ async fn failures(State(shared): Shared_, Query(q): Query<FailuresQuery>) -> Res
                 },
                 &labels,
                 &q.filter,
-                &tiers,
+                pages::Choices {
+                    tiers: &tiers,
+                    given_up: given_up.is_some(),
+                },
                 super::bulk::forms(
                     &[
                         ("from", "failures"),
@@ -242,6 +244,12 @@ async fn failures(State(shared): Shared_, Query(q): Query<FailuresQuery>) -> Res
                         ("page", &q.filter.page().to_string()),
                     ],
                     &format!("the records of these {total} failures (every page, up to 10,000)"),
+                    // The records of given-up attempts are given up on, unless retried since.
+                    if q.filter.outcome.trim() == crate::store::GIVEN_UP {
+                        super::bulk::Fit::GivenUp
+                    } else {
+                        super::bulk::Fit::Pending
+                    },
                     given_up.as_deref(),
                     &shared.csrf,
                 ),
@@ -262,6 +270,13 @@ struct RecordQuery {
 
 async fn record(State(shared): Shared_, Query(q): Query<RecordQuery>) -> Response {
     let id = q.id.trim().to_string();
+    if id.is_empty() {
+        return error_page(
+            StatusCode::BAD_REQUEST,
+            "Check the form",
+            "Record id is empty: type the id of a record, as the table's id column holds it.",
+        );
+    }
     let now = Utc::now();
     let result = blocking(&shared, move |config| {
         let mut store = operate::inspected(&config)?;

@@ -9,6 +9,9 @@ use crate::dashboard::{csrf, get, location, request};
 use crate::dashboard_browser::{Driver, click, text_when_there};
 use crate::harness::{Backend, Env, PROGRESSIVE_TIERS, Running, Schedule};
 
+#[path = "dashboard_on_call.rs"]
+mod on_call;
+
 /// Fails every record; while the file `slow` exists, first waits for the file `go`
 /// (a tick that holds its records for as long as a test looks at them).
 const FAILING_HANDLER: &str = r#"#!/bin/sh

@@ -1,0 +1,80 @@
+//! What a person types or picks on the dashboard, read into what the library takes.
+//! A value that cannot be taken is a usage error that names the field by the label the
+//! page shows and says what to write there: `routes::refused` answers it with a 400
+//! page, "Check the form", never with a page that blames the database.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use crate::config::Config;
+use crate::duration;
+use crate::error::Error;
+
+/// What a field that takes an end accepts, said the same way for every field.
+const UNTIL: &str = "a span from now, like 2h, or a time, like 2026-11-23T18:00:00Z";
+
+/// The end a person gave in `field` (a snooze's, a pause's): a span from now or an
+/// RFC 3339 time.
+pub(super) fn until(field: &str, text: &str) -> Result<DateTime<Utc>, Error> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(Error::Usage(format!("{field} is empty: write {UNTIL}")));
+    }
+    crate::operate::parse_until(text).map_err(|_| match duration::parse_span(text) {
+        Ok(_) => Error::Usage(format!("{field}: {text:?} is too far ahead; write {UNTIL}")),
+        Err(_) => Error::Usage(format!(
+            "{field}: {text:?} is neither a span nor a time; write {UNTIL}"
+        )),
+    })
+}
+
+/// The same for a field that may be left empty (a pause meant to last until resumed).
+pub(super) fn optional_until(field: &str, text: &str) -> Result<Option<DateTime<Utc>>, Error> {
+    match text.trim() {
+        "" => Ok(None),
+        text => until(field, text).map(Some),
+    }
+}
+
+/// The schedule's tiers by window, as the pages name them: `1d, 7d, 30d`.
+pub(super) fn windows(config: &Config) -> Vec<String> {
+    config
+        .schedule
+        .tiers
+        .iter()
+        .map(|t| duration::compact(t.window))
+        .collect()
+}
+
+/// The tier whose window `text` names (`7d`), picked in `field`; `others` adds the
+/// other values the field takes to the message that lists what it takes.
+pub(super) fn tier(
+    config: &Config,
+    field: &str,
+    text: &str,
+    others: &str,
+) -> Result<Duration, Error> {
+    let text = text.trim();
+    duration::parse_span(text)
+        .ok()
+        .filter(|w| config.schedule.tier(*w).is_some())
+        .ok_or_else(|| {
+            Error::Usage(format!(
+                "{field}: {text:?} is no tier's window; pick one of {}{others}",
+                windows(config).join(", ")
+            ))
+        })
+}
+
+/// The tier picked in `field`, or every tier where it is left empty.
+pub(super) fn optional_tier(
+    config: &Config,
+    field: &str,
+    text: &str,
+) -> Result<Option<Duration>, Error> {
+    match text.trim() {
+        "" => Ok(None),
+        text => tier(config, field, text, ", or every tier").map(Some),
+    }
+}
