@@ -9,9 +9,6 @@ use crate::dashboard::{csrf, get, location, request};
 use crate::dashboard_browser::{Driver, click, text_when_there};
 use crate::harness::{Backend, Env, PROGRESSIVE_TIERS, Running, Schedule};
 
-#[path = "dashboard_on_call.rs"]
-mod on_call;
-
 /// Fails every record; while the file `slow` exists, first waits for the file `go`
 /// (a tick that holds its records for as long as a test looks at them).
 const FAILING_HANDLER: &str = r#"#!/bin/sh
@@ -24,7 +21,7 @@ exit 1
 
 /// Records 1 to `n` in tier 1's band (a minute apart, record 1 the youngest), a
 /// schedule that gives up as `DEAD`, a failing handler, and `backlog serve`.
-fn backlog_served(backend: Backend, n: i64) -> (Env, Running, u16) {
+pub(crate) fn backlog_served(backend: Backend, n: i64) -> (Env, Running, u16) {
     let env = Env::on(backend);
     env.create_table("TEXT");
     let aged: Vec<(i64, i64)> = (1..=n).map(|id| (id, 60 * id)).collect();

@@ -5,8 +5,8 @@
 //! `serve --help` says what the dashboard does. (A part of `dashboard_bulk.rs`, whose
 //! served backlog it shares.)
 
-use super::backlog_served;
 use crate::dashboard::{csrf, get, request};
+use crate::dashboard_bulk::backlog_served;
 use crate::harness::{Backend, Env};
 
 const DAY: i64 = 86_400;

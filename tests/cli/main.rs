@@ -14,6 +14,7 @@ mod dashboard;
 mod dashboard_access;
 mod dashboard_browser;
 mod dashboard_bulk;
+mod dashboard_on_call;
 mod doctor;
 mod explain;
 mod filters;
