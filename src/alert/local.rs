@@ -5,7 +5,6 @@
 //! `/tmp/backlog-<uid>/alerts`), with the same rule: one per `alert_every`, then a
 //! count of those held back. Other hosts keep their own; each says so once.
 
-use std::hash::{Hash as _, Hasher as _};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -60,13 +59,9 @@ fn read(text: &str) -> Option<(DateTime<Utc>, u64)> {
 fn path(url: &str, table: &str, window: Duration, kind: &str) -> Option<PathBuf> {
     let dir = crate::handler::host_folder()?.join("alerts");
     std::fs::create_dir_all(&dir).ok()?;
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    (url, table).hash(&mut hasher);
-    Some(dir.join(format!(
-        "{:016x}-{}-{kind}",
-        hasher.finish(),
-        window.as_secs()
-    )))
+    // The same name from every build: an upgrade keeps what went out.
+    let digest = crate::digest::of(format!("{url}\n{table}").as_bytes());
+    Some(dir.join(format!("{digest:016x}-{}-{kind}", window.as_secs())))
 }
 
 #[cfg(test)]

@@ -36,6 +36,7 @@ mod options;
 mod pace;
 mod pager;
 mod place;
+mod preview;
 mod process;
 mod reach;
 mod retry;

@@ -12,7 +12,6 @@ use super::heartbeat::HeartbeatThread;
 use super::lanes::Lanes;
 use super::marks::{MarkPlan, Marks, log_unshown};
 use super::options::{Event, TickOptions};
-use super::pager::Pager;
 use super::summary::TickSummary;
 use super::tally::Tally;
 use crate::config::TableConfig;
@@ -21,7 +20,7 @@ use crate::error::Error;
 use crate::handler::{Context, Handler};
 use crate::record::Record;
 use crate::schedule::{BandMode, Schedule};
-use crate::store::{BandQuery, Held, RunStart, Store, StoreError};
+use crate::store::{BandQuery, RunStart, Store};
 
 /// Opens the store a schedule file names.
 pub fn open_store(config: &crate::Config) -> Result<Box<dyn Store>, Error> {
@@ -194,7 +193,7 @@ pub fn process_backlog(
     let mut summary = if begun.summary.paused.is_some() {
         begun.summary
     } else if opts.dry_run {
-        preview(store, begun, opts, on_event)?
+        super::preview::preview(store, begun, opts, on_event)?
     } else {
         let mut run = open_run(schedule, store, &begun.summary, opts)?;
         let (result, tally) = hand_out_and_mark(
@@ -212,57 +211,6 @@ pub fn process_backlog(
     };
     summary.seconds = started.elapsed().as_secs_f64();
     Ok(summary)
-}
-
-/// A dry run: the records the tick would hand out, read and listed, nothing held or
-/// written. A record a live tick holds, or that a failure or a snooze keeps from
-/// ticks at its clock (unless `--retry-failed`), is skipped, as the tick would.
-fn preview(
-    store: &mut dyn Store,
-    begun: Begun<'_>,
-    opts: &TickOptions,
-    on_event: &mut dyn FnMut(Event<'_>),
-) -> Result<TickSummary, Error> {
-    let store_err = Error::store(store.describe());
-    let Begun {
-        query,
-        format,
-        span: _,
-        limit,
-        wants,
-        mut summary,
-    } = begun;
-    let mut tally = Tally::default();
-    let mut pager = Pager::new(&query);
-    while tally.selected < limit {
-        let want = opts.page_size.min((limit - tally.selected) as usize);
-        let Some(page) = pager.next(store, want).map_err(&store_err)? else {
-            break;
-        };
-        for record in page.iter() {
-            if !wants.takes(record) {
-                tally.deferred += 1;
-            } else if tally.left_alone(record, &format) {
-            } else if held(store, record, opts).map_err(&store_err)? {
-                tally.skipped += 1;
-            } else {
-                on_event(Event::WouldHandle { record });
-                tally.selected += 1;
-            }
-        }
-    }
-    tally.into_summary(&mut summary);
-    Ok(summary)
-}
-
-/// Whether a tick at `opts.now` would skip `record`: a live tick holds it, or it is
-/// kept (a failure until its slot ends, a snooze) past that clock.
-fn held(store: &mut dyn Store, record: &Record, opts: &TickOptions) -> Result<bool, StoreError> {
-    Ok(match store.holder(record)? {
-        Some(Held { owner: Some(_), .. }) => true,
-        Some(Held { owner: None, until }) => !opts.retry_failed && until > opts.now,
-        None => false,
-    })
 }
 
 /// A tick's run-log row, its name in the holds, and its heartbeat.
