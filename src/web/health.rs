@@ -40,7 +40,9 @@ pub(super) async fn alive() -> Response {
 }
 
 /// `/readyz`: 200 when the schedule file loads, the database answers and no tier's
-/// last tick failed or was abandoned; 503 with the reason otherwise.
+/// last tick failed or was abandoned; 503 with the reason otherwise. A failed tick is
+/// named, not its error: that may quote a handler's output about a record, and a probe
+/// has no token (`backlog status` and the dashboard say why).
 pub(super) async fn ready(State(shared): State<Arc<Shared>>) -> Response {
     let schedule = shared.schedule.clone();
     let checked = within_deadline(
@@ -64,10 +66,9 @@ pub(super) async fn ready(State(shared): State<Arc<Shared>>) -> Response {
                 .find_map(|r| {
                     tier_of(r.window_secs).map(|i| {
                         format!(
-                            "tier {}'s last tick {}: {}",
+                            "tier {}'s last tick {}; `backlog status` says why",
                             i + 1,
                             r.outcome,
-                            r.error.as_deref().unwrap_or("no error recorded")
                         )
                     })
                 }))
