@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use clap::Args;
 
 use super::args::{Verbosity, parse_now};
-use super::operate::{SelectArgs, some_to, warn_more, warn_refused, with_refused};
+use super::operate::{SelectArgs, dry_list, some_to, warn_more, warn_refused, with_refused};
 use super::output::print;
 use crate::config::Config;
 use crate::duration;
@@ -229,15 +229,7 @@ fn act(
             merge(&mut value, action.json);
             format!("{value}\n")
         } else {
-            match ids.len() {
-                0 => format!("dry run: would {} no record\n", action.verb),
-                1 => format!("dry run: would {} 1 record: {}\n", action.verb, ids[0]),
-                n => format!(
-                    "dry run: would {} {n} records: {}\n",
-                    action.verb,
-                    ids.join(", ")
-                ),
-            }
+            dry_list(config, &records, action.verb)
         });
     }
     let records = some_to(action.verb, records, &refused)?;

@@ -357,15 +357,7 @@ pub fn retry(args: &RetryArgs) -> Result<(), Error> {
                 serde_json::json!({"would_retry": ids, "refused": refused})
             )
         } else {
-            let mut text: String = records
-                .iter()
-                .map(|r| {
-                    let status = config.table.label(&r.status);
-                    format!("{}\t{}\t{status}\n", r.id, r.inserted_at())
-                })
-                .collect();
-            text.push_str(&format!("dry run: would hand over {} records\n", ids.len()));
-            text
+            dry_list(&config, &records, "hand over")
         });
     }
     let records = some_to("retry", records, &refused)?;
@@ -382,11 +374,34 @@ pub fn retry(args: &RetryArgs) -> Result<(), Error> {
     print(&format!("{}\n", summary.line()))
 }
 
+/// A dry run's records, a line each (`id`, inserted-at, status) for `cut -f1` to pipe
+/// to another action; its summary (`dry run: would snooze 2 records`) goes to stderr,
+/// so that no count is read as an id.
+pub(super) fn dry_list(config: &Config, records: &[Record], verb: &str) -> String {
+    let n = records.len();
+    let what = match n {
+        0 => "no record".to_string(),
+        1 => "1 record".to_string(),
+        n => format!("{n} records"),
+    };
+    super::output::eprint_line(
+        format!("dry run: would {verb} {what}\n"),
+        super::LogFormat::Text,
+    );
+    records
+        .iter()
+        .map(|r| {
+            let status = config.table.label(&r.status);
+            format!("{}\t{}\t{status}\n", r.id, r.inserted_at())
+        })
+        .collect()
+}
+
 /// Says that more records match a filter than its `--limit` let the action take.
 pub(super) fn warn_more(action: &str, more_than: Option<usize>) {
     if let Some(limit) = more_than {
         tracing::warn!(
-            "more records match than --limit {limit}: this {action} takes the first {limit}; run it again for the next, or raise --limit (at most {MAX_IDS})"
+            "more records match than --limit {limit}: this {action} takes the first {limit}; raise --limit (at most {MAX_IDS}) to take more at once"
         );
     }
 }

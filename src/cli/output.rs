@@ -111,7 +111,20 @@ fn is_a_file(stream: impl std::os::fd::AsFd) -> bool {
 /// writes them), so every line of that file says when it was written and reads as
 /// the others do; elsewhere as they are.
 pub(super) fn as_log_lines(text: String, format: LogFormat) -> String {
-    if !is_a_file(std::io::stdout()) {
+    logged_if(is_a_file(std::io::stdout()), text, format)
+}
+
+/// A line about a command's result that is not its data (a dry run's summary beside
+/// its list of ids) on stderr, as a log line there is in a file.
+pub(super) fn eprint_line(line: String, format: LogFormat) {
+    use std::io::Write as _;
+    let text = logged_if(stderr_is_a_file(), line, format);
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+}
+
+/// `text`, its lines as log lines of `format` when `logged`.
+fn logged_if(logged: bool, text: String, format: LogFormat) -> String {
+    if !logged {
         return text;
     }
     let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.6fZ");

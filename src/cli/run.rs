@@ -186,9 +186,13 @@ fn run_tier(
                 field("status")
             ));
         }
-        // The list is data (`cut -f1 | backlog retry -`); the summary a log line.
         let line = format!("{}\n", summary.line(&config.table));
-        text.push_str(&super::output::as_log_lines(line, args.log_format));
+        if args.dry_run {
+            // The list is data (`cut -f1 | backlog retry -`): its summary goes aside.
+            super::output::eprint_line(line, args.log_format);
+        } else {
+            text.push_str(&super::output::as_log_lines(line, args.log_format));
+        }
     }
     print(&text)?;
     failure.map_or(Ok(()), Err)

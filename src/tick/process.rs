@@ -190,7 +190,8 @@ pub fn process_backlog(
     begun.summary.paused = store
         .paused(opts.window)
         .map_err(Error::store(store.describe()))?;
-    let mut summary = if begun.summary.paused.is_some() {
+    // A dry run of a paused tier lists what it would take once resumed, and says so.
+    let mut summary = if begun.summary.paused.is_some() && !opts.dry_run {
         begun.summary
     } else if opts.dry_run {
         super::preview::preview(store, begun, opts, on_event)?

@@ -135,17 +135,20 @@ impl TickSummary {
             ),
             None => format!("window {} (no tier has it)", self.window),
         };
-        if let Some(p) = &self.paused {
+        let paused = self.paused.as_ref().map(|p| {
             let whose = if p.window_secs == 0 {
                 "every tier is "
             } else {
                 ""
             };
-            return format!(
-                "{tier}: not ticking, {whose}{}; `{}` lifts it",
+            format!(
+                "not ticking, {whose}{}; `{}` lifts it",
                 p.describe(),
                 p.resume_command()
-            );
+            )
+        });
+        if let (Some(paused), false) = (&paused, self.dry_run) {
+            return format!("{tier}: {paused}");
         }
         let band = if self.band.younger == "0s" {
             format!("ages 0 to {}", self.band.older)
@@ -180,8 +183,13 @@ impl TickSummary {
             } else {
                 String::new()
             };
+            let once = if paused.is_some() {
+                " once resumed"
+            } else {
+                ""
+            };
             format!(
-                "{tier}, {band}: dry run, would hand over {} records{held}{deferred}",
+                "{tier}, {band}: dry run, would hand over {} records{once}{held}{deferred}",
                 self.selected
             )
         } else {
@@ -203,6 +211,9 @@ impl TickSummary {
             )
         };
         self.push_notes(&mut line, table);
+        if let Some(paused) = paused {
+            line.push_str(&format!("; {paused}"));
+        }
         line
     }
 

@@ -21,7 +21,7 @@ fn a_record_with_an_unreadable_inserted_at_value_is_left_alone(backend: Backend)
         .backlog(&["run", "--window", "1d", "--now", NOW, "--dry-run"])
         .assert()
         .success();
-    let dry = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let dry = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert!(
         dry.contains("would hand over 1 records; left alone 1 with an unreadable DATE_INSERTED value (record 2: \"2026-11-21 06:61:00\"; fix them, `backlog doctor` lists them)"),
         "{dry}"
@@ -54,7 +54,7 @@ fn a_record_in_another_utc_offset_is_left_alone(backend: Backend) {
         .backlog(&["run", "--window", "1d", "--now", NOW, "--dry-run"])
         .assert()
         .success();
-    let dry = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let dry = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert!(
         dry.contains(&format!("would hand over 1 records; {said}")),
         "{dry}"

@@ -140,8 +140,8 @@ fn a_failure_is_kept_shown_and_retried(backend: Backend) {
 fn retry_a_set_by_status(backend: Backend) {
     let env = flaky(backend, PROGRESSIVE_TIERS);
     env.execute(r#"UPDATE "BACKLOG" SET "STATUS" = 'ERROR'"#);
-    let text = stdout(
-        env.backlog(&[
+    let out = env
+        .backlog(&[
             "retry",
             "--status",
             "ERROR",
@@ -152,26 +152,26 @@ fn retry_a_set_by_status(backend: Backend) {
             NOW,
         ])
         .assert()
-        .success(),
-    );
+        .success()
+        .stderr(predicates::str::ends_with(
+            "dry run: would hand over 2 records\n",
+        ));
+    let text = stdout(out);
     assert!(text.starts_with("3\t"), "oldest first: {text}");
-    assert!(
-        text.ends_with("dry run: would hand over 2 records\n"),
-        "{text}"
-    );
+    assert_eq!(text.lines().count(), 2, "a record a line, no more: {text}");
     assert_eq!(calls(&env), 0);
     // Ids from standard input, a line or blanks apart (`-`), as a script pipes them.
     let text = stdout(
         env.backlog(&["retry", "-", "--dry-run", "--now", NOW])
             .write_stdin("3\n1, 2\n\n")
             .assert()
-            .success(),
+            .success()
+            .stderr(predicates::str::ends_with(
+                "dry run: would hand over 3 records\n",
+            )),
     );
     assert!(text.starts_with("3\t"), "{text}");
-    assert!(
-        text.ends_with("dry run: would hand over 3 records\n"),
-        "{text}"
-    );
+    assert_eq!(text.lines().count(), 3, "{text}");
     env.backlog(&["retry", "-", "--dry-run"])
         .write_stdin("\n")
         .assert()
@@ -222,6 +222,15 @@ fn a_pause_stops_the_tier_on_every_runner(backend: Backend) {
             ": partner maintenance; `backlog resume --window 1d` lifts it\n",
         ));
     assert_eq!(calls(&env), 0);
+    // A dry run lists what the tier takes once resumed, and says it is paused.
+    let out = env
+        .backlog(&["run", "--window", "1d", "--now", NOW, "--dry-run"])
+        .assert()
+        .success()
+        .stderr(predicates::str::contains(
+            "dry run, would hand over 3 records once resumed; not ticking, paused since ",
+        ));
+    assert_eq!(stdout(out).lines().count(), 3);
     let status = stdout(env.backlog(&["status", "--now", NOW]).assert().success());
     assert!(
         status.contains("paused: tier 1 (1d) paused since"),

@@ -104,6 +104,10 @@ fn stdout(assert: assert_cmd::assert::Assert) -> String {
     String::from_utf8_lossy(&assert.get_output().stdout).into_owned()
 }
 
+fn stderr(assert: assert_cmd::assert::Assert) -> String {
+    String::from_utf8_lossy(&assert.get_output().stderr).into_owned()
+}
+
 /// `show`, `explain --id`, `show --json`, the dashboard and dry runs agree on when a
 /// record under a `[retry]` curve is tried next: the first slot of its tier once its
 /// wait is over, not the tier's next slot. On the real clock, since the dashboard has
@@ -184,7 +188,7 @@ fn every_view_of_a_record_agrees_with_the_tick_on_its_next_try(backend: Backend)
     // The tick itself: a dry run of tier 2 just before that slot leaves it, and says
     // why; at the slot it takes it.
     let before = (next - chrono::Duration::seconds(1)).to_rfc3339();
-    let text = stdout(
+    let text = stderr(
         env.backlog(&["run", "-w", "7d", "--dry-run", "--now", &before])
             .assert()
             .success(),
@@ -195,7 +199,7 @@ fn every_view_of_a_record_agrees_with_the_tick_on_its_next_try(backend: Backend)
         ),
         "{text}"
     );
-    let text = stdout(
+    let text = stderr(
         env.backlog(&["run", "-w", "7d", "--dry-run", "--now", &next_text])
             .assert()
             .success(),

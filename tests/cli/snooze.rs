@@ -111,12 +111,14 @@ fn backlog_snooze_keeps_records_until_a_time_and_retry_takes_them_at_once(backen
         "statuses as they were"
     );
     // A dry run skips them as the tick does, and says so; at their time it lists them.
+    // The list on stdout, its summary on stderr.
     let dry = |now: &str| {
-        stdout(
-            env.backlog(&["run", "--window", "1d", "--now", now, "--dry-run"])
-                .assert()
-                .success(),
-        )
+        let out = env
+            .backlog(&["run", "--window", "1d", "--now", now, "--dry-run"])
+            .assert()
+            .success();
+        let out = out.get_output();
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
     };
     let ids = |text: &str| -> Vec<String> {
         text.lines()

@@ -125,9 +125,14 @@ fn a_dry_run_lists_the_records_and_changes_nothing(backend: Backend) {
         .assert()
         .success();
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    // The list is data, on stdout; its summary on stderr.
     assert_eq!(
         stdout,
-        "1\t2026-11-21 11:52:00\tage 8m\tNEW\n2\t2026-11-21 07:00:00\tage 5h\tNEW\ntier 1 (1d every 5m), ages 0 to 1d: dry run, would hand over 2 records\n"
+        "1\t2026-11-21 11:52:00\tage 8m\tNEW\n2\t2026-11-21 07:00:00\tage 5h\tNEW\n"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.get_output().stderr),
+        "tier 1 (1d every 5m), ages 0 to 1d: dry run, would hand over 2 records\n"
     );
     assert!(env.take_calls().is_empty());
     assert_eq!(env.dump(), before);

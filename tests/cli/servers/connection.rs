@@ -174,10 +174,10 @@ fn a_password_with_url_characters_connects(backend: Backend) {
         let mut cmd = env.backlog(&["run", "--window", "1d", "--now", NOW, "--dry-run"]);
         cmd.env_remove(backend.password_env());
         let out = cmd.assert().success();
-        let stdout = String::from_utf8_lossy(&out.get_output().stdout);
+        let stderr = String::from_utf8_lossy(&out.get_output().stderr);
         assert!(
-            stdout.contains("would hand over 2 records"),
-            "{url}: {stdout}"
+            stderr.contains("would hand over 2 records"),
+            "{url}: {stderr}"
         );
     }
 }
