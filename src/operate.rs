@@ -274,6 +274,19 @@ pub fn resume(
     Ok((lifted, store.pauses().map_err(&store_err)?))
 }
 
+/// Why a person's snooze cannot end at `until`, asked at `now`: it is not after now,
+/// or more than a year ahead (what a handler's "not before" may ask, at most).
+pub fn snooze_refused(now: DateTime<Utc>, until: DateTime<Utc>) -> Option<&'static str> {
+    let longest = chrono::Duration::from_std(crate::handler::LONGEST_SNOOZE).ok()?;
+    if until <= now {
+        Some("is not after now")
+    } else if until - now > longest {
+        Some("is more than a year ahead")
+    } else {
+        None
+    }
+}
+
 /// When a pause is meant to end: an RFC 3339 time, or a span from now (`2h`).
 pub fn parse_until(text: &str) -> Result<DateTime<Utc>, String> {
     if let Ok(span) = duration::parse_span(text) {

@@ -98,33 +98,36 @@ type Run<'a> = dyn Fn(&Config, &mut dyn Store, Vec<Record>) -> Result<RetrySumma
 pub fn snooze(args: &SnoozeArgs) -> Result<(), Error> {
     let config = Config::load(&super::schedule_file(&args.act.schedule)?)?;
     let now = args.act.now.unwrap_or_else(Utc::now);
-    let longest = chrono::Duration::from_std(crate::handler::LONGEST_SNOOZE).expect("a year fits");
+    let refused = |until| crate::operate::snooze_refused(now, until);
     let until = match (args.until, args.span) {
-        (Some(until), _) => {
-            if until - now > longest {
+        (Some(until), _) => match refused(until) {
+            None => until,
+            Some(why) if until <= now => {
                 return Err(Error::Usage(format!(
-                    "--until {} is more than a year ahead; snooze for at most 366d, or give the records up",
-                    duration::instant(until)
-                )));
-            }
-            if until <= now {
-                return Err(Error::Usage(format!(
-                    "--until {} is not after now ({}); give a later time, or --for a span",
+                    "--until {} {why} ({}); give a later time, or --for a span",
                     duration::instant(until),
                     duration::instant(now)
                 )));
             }
-            until
-        }
+            Some(why) => {
+                return Err(Error::Usage(format!(
+                    "--until {} {why}; snooze for at most 366d, or give the records up",
+                    duration::instant(until)
+                )));
+            }
+        },
         (None, Some(span)) => {
             let span_text = duration::compact(span);
-            if span.is_zero() {
-                return Err(Error::Usage(
-                    "--for 0s snoozes nothing; give a span like 30m, 2h or 1d".into(),
-                ));
-            }
-            match chrono::Duration::from_std(span) {
-                Ok(span) if span <= longest => now + span,
+            let until = chrono::Duration::from_std(span)
+                .ok()
+                .and_then(|span| now.checked_add_signed(span));
+            match until.map(|until| (until, refused(until))) {
+                Some((until, None)) => until,
+                _ if span.is_zero() => {
+                    return Err(Error::Usage(
+                        "--for 0s snoozes nothing; give a span like 30m, 2h or 1d".into(),
+                    ));
+                }
                 _ => {
                     return Err(Error::Usage(format!(
                         "--for {span_text} is more than a year; snooze for at most 366d, or give the records up"

@@ -196,7 +196,7 @@ impl BulkForm {
     fn act(&self, config: &Config) -> Result<Act, Error> {
         match self.action.as_str() {
             "" | "retry" => Ok(Act::Retry),
-            "snooze" => input::until("Snooze until", &self.until).map(Act::Snooze),
+            "snooze" => input::snooze_until("Snooze until", &self.until).map(Act::Snooze),
             "give-up" if config.table.given_up.is_none() => Err(Error::Usage(format!(
                 "{} sets no table.given_up: records cannot be given up",
                 config.path.display()

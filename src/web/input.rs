@@ -29,6 +29,18 @@ pub(super) fn until(field: &str, text: &str) -> Result<DateTime<Utc>, Error> {
     })
 }
 
+/// The end of a snooze a person gave in `field`: after now, and within a year.
+pub(super) fn snooze_until(field: &str, text: &str) -> Result<DateTime<Utc>, Error> {
+    let until = until(field, text)?;
+    match crate::operate::snooze_refused(Utc::now(), until) {
+        Some(why) => Err(Error::Usage(format!(
+            "{field}: {:?} {why}; write {UNTIL}, within a year (366d)",
+            text.trim()
+        ))),
+        None => Ok(until),
+    }
+}
+
 /// The same for a field that may be left empty (a pause meant to last until resumed).
 pub(super) fn optional_until(field: &str, text: &str) -> Result<Option<DateTime<Utc>>, Error> {
     match text.trim() {

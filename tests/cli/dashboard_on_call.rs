@@ -151,6 +151,14 @@ fn bad_input_names_its_field_and_the_fix() {
             "Snooze until: &quot;tomorrow&quot; is neither a span nor a time; write a span from now, like 2h",
         ),
         (
+            post("/bulk", "from=failures&action=snooze&until=0s"),
+            "Snooze until: &quot;0s&quot; is not after now",
+        ),
+        (
+            post("/bulk", "from=failures&action=snooze&until=400d"),
+            "Snooze until: &quot;400d&quot; is more than a year ahead",
+        ),
+        (
             post("/bulk", "from=records&tier=2d&action=retry"),
             "Tier: &quot;2d&quot; is no tier's window; pick one of 1d, 7d, 14d, 30d, 180d, 360d",
         ),
