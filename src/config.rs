@@ -107,7 +107,7 @@ pub struct Config {
     pub alert: AlertConfig,
     /// Why `[alert]` was left out (a variable it names is not set), where and how to
     /// fix it: `check_alert`'s error.
-    alert_unset: Option<String>,
+    alert_unset: Option<(PathBuf, String)>,
 }
 
 impl Config {
@@ -139,7 +139,10 @@ impl Config {
         })?;
         let alert_unset = expand_file(document.get_mut())
             .map_err(|(span, message)| at(Some(span), message))?
-            .map(|(span, message)| at(Some(span), message).to_string());
+            .map(|(span, message)| {
+                let e = at(Some(span), message);
+                (e.file, e.message)
+            });
         let document = toml::Deserializer::from(document);
         let raw: RawFile = serde_path_to_error::deserialize(document).map_err(|e| {
             let (span, message) = toml_error::describe(e, text);
@@ -177,8 +180,8 @@ impl Config {
     pub fn check_alert(&self) -> Result<(), ConfigError> {
         match &self.alert_unset {
             None => Ok(()),
-            Some(message) => Err(ConfigError {
-                file: self.path.clone(),
+            Some((file, message)) => Err(ConfigError {
+                file: file.clone(),
                 message: format!("{message} (its [alert] cannot be sent)"),
             }),
         }

@@ -130,16 +130,47 @@ pub fn unreachable(config: &Config, window: Duration, now: DateTime<Utc>, error:
     let message = format!("the tick could not start: {error}");
     let mut event = Event::about(config, window, Kind::TickNotStarted, now, message);
     event.exit_code = Some(code);
-    raise(route, None, window, now, event);
+    // Not the database again (a host that does not answer costs its connect timeout).
+    let claimed = Err(error.to_string());
+    send(route, claimed, window, now, event);
 }
 
 /// Sends `event` about the tier of `window`, unless another of its kind went out
 /// less than `alert_every` before `now`; returns whether it was sent. Without the
-/// store's word (its database cannot be reached) the alert is sent: twice is better
-/// than never.
+/// store's word (its database cannot be reached) this host's files judge, and where
+/// they cannot the alert is sent: twice is better than never.
 pub fn raise(
     route: Route<'_>,
     store: Option<&mut dyn Store>,
+    window: Duration,
+    now: DateTime<Utc>,
+    event: Event,
+) -> bool {
+    if !route.alert.sends() {
+        return false;
+    }
+    let (kind, every) = (event.kind.name(), route.alert.every);
+    let claim = |store: &mut dyn Store| store.claim_alert(window, kind, now, every);
+    // After a failed tick its connection may be gone: the claim takes a new one.
+    let claimed = match store.map(&claim) {
+        Some(Ok(c)) => Ok(c),
+        _ => crate::store::open(route.database, route.table)
+            .and_then(|mut store| claim(store.as_mut())),
+    };
+    send(
+        route,
+        claimed.map_err(|e| e.to_string()),
+        window,
+        now,
+        event,
+    )
+}
+
+/// Sends `event` as `claimed` allows (the database's word, or why it has none: this
+/// host's then); returns whether it was sent.
+fn send(
+    route: Route<'_>,
+    claimed: Result<Option<Claim>, String>,
     window: Duration,
     now: DateTime<Utc>,
     mut event: Event,
@@ -149,13 +180,6 @@ pub fn raise(
         return false;
     }
     let kind = event.kind.name();
-    let claim = |store: &mut dyn Store| store.claim_alert(window, kind, now, alert.every);
-    // After a failed tick its connection may be gone: the claim takes a new one.
-    let claimed = match store.map(&claim) {
-        Some(Ok(c)) => Ok(c),
-        _ => crate::store::open(route.database, route.table)
-            .and_then(|mut store| claim(store.as_mut())),
-    };
     match claimed {
         Ok(Some(Claim::HeldBack)) => {
             tracing::info!(

@@ -20,8 +20,13 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
     // This process's only children are its handlers: it may reap their orphans.
     crate::handler::adopt_orphans();
     let schedule = super::schedule_file(&args.schedule)?;
-    // A tick sends its alerts: an `[alert]` that cannot be read is the file's fault.
-    let config = match Config::load(&schedule).and_then(|c| c.check_alert().map(|()| c)) {
+    // A tick sends its alerts: an `[alert]` that cannot be read is the file's fault
+    // (not a dry run's, which sends none).
+    let loaded = Config::load(&schedule).and_then(|c| match args.dry_run {
+        true => Ok(c),
+        false => c.check_alert().map(|()| c),
+    });
+    let config = match loaded {
         Ok(config) => config,
         // A file that does not load: the tick did not start (a handler that cannot be
         // started is recorded by the tick itself).

@@ -102,17 +102,20 @@ impl Answer {
     /// of `exit_codes`, or an error; a failure's `retry_after` snoozes it.
     pub(super) fn handled(&self, code: i64, exit_codes: &BTreeMap<i32, String>) -> Handled {
         // A success has nothing to try again; a `retry_after` that cannot be read is
-        // no snooze (the record fails as answered, and is tried at its next slot).
-        let snooze = self
+        // no snooze (the record fails as answered, and is tried at its next slot), and
+        // its detail says why.
+        let read = self
             .retry_after
             .as_ref()
             .filter(|_| code != 0)
-            .and_then(Snooze::of_json);
-        let detail: Cow<'static, str> = match (code, snooze) {
+            .map(Snooze::of_json);
+        let detail: Cow<'static, str> = match (code, &read) {
             (0, _) => "code 0".into(),
-            (_, Some(snooze)) => format!("code {code}, {}", snooze.describe()).into(),
+            (_, Some(Ok(snooze))) => format!("code {code}, {}", snooze.describe()).into(),
+            (_, Some(Err(why))) => format!("code {code}, retry_after ignored: {why}").into(),
             _ => format!("code {code}").into(),
         };
+        let snooze = read.and_then(Result::ok);
         let handled = match i32::try_from(code) {
             Ok(0) => Handled::new(Outcome::Success, detail),
             Ok(c) => match exit_codes.get(&c) {

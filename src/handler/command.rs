@@ -68,20 +68,26 @@ impl CommandHandler {
     fn outcome(&self, status: ExitStatus, stdout: &str) -> Handled {
         match (status.code(), status.signal()) {
             (Some(0), _) => Handled::new(Outcome::Success, "exit 0").with_code(0),
-            (Some(code @ SNOOZE_EXIT), _) if let Some(snooze) = Snooze::of_stdout(stdout) => {
-                let detail = format!("exit {code}, {}", snooze.describe());
-                match self.exit_codes.get(&code) {
+            (Some(code), _) => {
+                // Exit 75 with a `retry-after:` line: a snooze, or why it is none.
+                let read = (code == SNOOZE_EXIT)
+                    .then(|| Snooze::of_stdout(stdout))
+                    .flatten();
+                let detail = match &read {
+                    Some(Ok(snooze)) => format!("exit {code}, {}", snooze.describe()),
+                    Some(Err(why)) => format!("exit {code}, retry-after ignored: {why}"),
+                    None => format!("exit {code}"),
+                };
+                let handled = match self.exit_codes.get(&code) {
                     Some(s) => Handled::new(Outcome::Status(s.clone()), detail),
                     None => Handled::new(Outcome::Error, detail),
                 }
-                .with_code(code.into())
-                .snoozed(snooze)
+                .with_code(code.into());
+                match read {
+                    Some(Ok(snooze)) => handled.snoozed(snooze),
+                    _ => handled,
+                }
             }
-            (Some(code), _) => match self.exit_codes.get(&code) {
-                Some(s) => Handled::new(Outcome::Status(s.clone()), format!("exit {code}")),
-                None => Handled::new(Outcome::Error, format!("exit {code}")),
-            }
-            .with_code(code.into()),
             (None, Some(sig)) => Handled::new(Outcome::Error, format!("killed by signal {sig}"))
                 .ended(Ending::Crashed(Some(sig))),
             (None, None) => {

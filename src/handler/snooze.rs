@@ -29,61 +29,57 @@ pub enum Snooze {
 
 impl Snooze {
     /// A `retry-after` value as a handler writes it: whole seconds (`3600`), or an RFC
-    /// 3339 time (`2026-11-26T14:00:00Z`); none for anything else.
-    pub(crate) fn parse(text: &str) -> Option<Snooze> {
+    /// 3339 time (`2026-11-26T14:00:00Z`); for anything else, or a time more than a
+    /// year ahead, why it is no snooze (the record's attempt says it).
+    pub(crate) fn parse(text: &str) -> Result<Snooze, String> {
         let text = text.trim();
         if let Ok(seconds) = text.parse::<u64>() {
             return Snooze::For(Duration::from_secs(seconds)).within_reach();
         }
         match DateTime::parse_from_rfc3339(text) {
             Ok(t) => Snooze::Until(t.with_timezone(&Utc)).within_reach(),
-            Err(_) => {
-                tracing::warn!(
-                    "a handler's retry-after {text:?} is neither seconds nor an RFC 3339 time: its record is a plain failure"
-                );
-                None
-            }
+            Err(_) => Err(format!("{text:?} is neither seconds nor an RFC 3339 time")),
         }
     }
 
     /// The snooze, if it ends within `LONGEST_SNOOZE` of now (the real clock: a
-    /// handler answers in real time); said when not.
-    fn within_reach(self) -> Option<Snooze> {
+    /// handler answers in real time).
+    fn within_reach(self) -> Result<Snooze, String> {
         let reach = chrono::Duration::from_std(LONGEST_SNOOZE).expect("a year fits");
         let far = match self {
             Snooze::For(d) => d > LONGEST_SNOOZE,
             Snooze::Until(t) => t > Utc::now() + reach,
         };
-        if far {
-            tracing::warn!(
-                "a handler's {} is more than a year ahead (366d at most): its record is a plain failure",
+        match far {
+            true => Err(format!(
+                "{} is more than a year ahead (366d at most)",
                 self.describe()
-            );
-            return None;
+            )),
+            false => Ok(self),
         }
-        Some(self)
     }
 
     /// A batch answer's `retry_after`: a number of seconds, or a string `parse` reads.
-    pub(crate) fn of_json(value: &serde_json::Value) -> Option<Snooze> {
+    pub(crate) fn of_json(value: &serde_json::Value) -> Result<Snooze, String> {
         match value {
             serde_json::Value::Number(n) => n
                 .as_u64()
                 .or_else(|| n.as_f64().filter(|f| *f >= 0.0).map(|f| f.ceil() as u64))
+                .ok_or_else(|| format!("{n} is no number of seconds"))
                 .and_then(|s| Snooze::For(Duration::from_secs(s)).within_reach()),
             serde_json::Value::String(s) => Snooze::parse(s),
-            _ => None,
+            other => Err(format!("{other} is neither seconds nor an RFC 3339 time")),
         }
     }
 
-    /// The last `retry-after: …` line of a handler's stdout (the name in any case).
-    pub(crate) fn of_stdout(stdout: &str) -> Option<Snooze> {
+    /// The last `retry-after: …` line of a handler's stdout (the name in any case),
+    /// read; none without one.
+    pub(crate) fn of_stdout(stdout: &str) -> Option<Result<Snooze, String>> {
         stdout.lines().rev().find_map(|line| {
             let (name, value) = line.split_once(':')?;
             name.trim()
                 .eq_ignore_ascii_case("retry-after")
                 .then(|| Snooze::parse(value))
-                .flatten()
         })
     }
 
@@ -120,11 +116,11 @@ mod tests {
     fn seconds_and_times_are_read_and_anything_else_is_not() {
         assert_eq!(
             Snooze::parse(" 3600 "),
-            Some(Snooze::For(Duration::from_secs(3600)))
+            Ok(Snooze::For(Duration::from_secs(3600)))
         );
         assert_eq!(
             Snooze::parse("2026-11-26T14:00:00+01:00"),
-            Some(Snooze::Until("2026-11-26T13:00:00Z".parse().unwrap()))
+            Ok(Snooze::Until("2026-11-26T13:00:00Z".parse().unwrap()))
         );
         for bad in [
             "",
@@ -135,14 +131,25 @@ mod tests {
             "1764165600000",
             "9999-01-01T00:00:00Z",
         ] {
-            assert_eq!(Snooze::parse(bad), None, "{bad}");
+            assert!(Snooze::parse(bad).is_err(), "{bad}");
         }
         assert_eq!(
-            Snooze::of_json(&serde_json::json!(1.5)),
-            Some(Snooze::For(Duration::from_secs(2)))
+            Snooze::parse("1764165600000").unwrap_err(),
+            "retry after 490046000h is more than a year ahead (366d at most)"
         );
-        assert_eq!(Snooze::of_json(&serde_json::json!(-1)), None);
-        assert_eq!(Snooze::of_json(&serde_json::json!(true)), None);
+        assert_eq!(
+            Snooze::parse("soon").unwrap_err(),
+            "\"soon\" is neither seconds nor an RFC 3339 time"
+        );
+        assert_eq!(
+            Snooze::of_json(&serde_json::json!(1.5)),
+            Ok(Snooze::For(Duration::from_secs(2)))
+        );
+        assert_eq!(
+            Snooze::of_json(&serde_json::json!(-1)).unwrap_err(),
+            "-1 is no number of seconds"
+        );
+        assert!(Snooze::of_json(&serde_json::json!(true)).is_err());
     }
 
     #[test]
@@ -150,8 +157,13 @@ mod tests {
         let out = "sending\nRetry-After: 60\nstill 429\nretry-after: 120\n";
         assert_eq!(
             Snooze::of_stdout(out),
-            Some(Snooze::For(Duration::from_secs(120)))
+            Some(Ok(Snooze::For(Duration::from_secs(120))))
         );
-        assert_eq!(Snooze::of_stdout("no such line\nretry-after: soon"), None);
+        // The last line counts, read or not: an earlier one is not taken instead.
+        assert!(matches!(
+            Snooze::of_stdout("retry-after: 60\nretry-after: soon"),
+            Some(Err(_))
+        ));
+        assert_eq!(Snooze::of_stdout("no such line"), None);
     }
 }

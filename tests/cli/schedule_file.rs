@@ -88,7 +88,7 @@ fn an_alert_variable_unset_stops_only_what_sends_alerts() {
             .assert()
             .success();
     }
-    let unset = "alert.webhook: ${ALERT_TOKEN} names an environment variable that is not set; set ALERT_TOKEN";
+    let unset = "backlog.toml:44:11: alert.webhook: ${ALERT_TOKEN} names an environment variable that is not set; set ALERT_TOKEN";
     for args in [&["run", "--window", "1d", "--now", NOW][..], &["doctor"]] {
         let out = env
             .backlog(args)
@@ -98,7 +98,14 @@ fn an_alert_variable_unset_stops_only_what_sends_alerts() {
         let stderr = text_of(&out);
         assert!(stderr.contains(unset), "{args:?}: {stderr}");
         assert!(stderr.contains("(its [alert] cannot be sent)"), "{stderr}");
+        let line = stderr.lines().find(|l| l.contains(unset)).unwrap();
+        assert_eq!(line.matches("backlog.toml").count(), 1, "{line}");
     }
+    // A dry run sends no alert: it runs.
+    env.backlog(&["run", "--window", "1d", "--now", NOW, "--dry-run"])
+        .env_remove("ALERT_TOKEN")
+        .assert()
+        .success();
     let out = env
         .backlog(&["daemon"])
         .env_remove("ALERT_TOKEN")
