@@ -122,17 +122,20 @@ fn every_view_of_a_record_agrees_with_the_tick_on_its_next_try(backend: Backend)
     env.insert_aged_at(now, &[(7, 3 * 86_400)], |t| {
         t.format("%Y-%m-%d %H:%M:%S").to_string().into()
     });
-    // Failed three times, the last an hour before this hour began: exponential from 1h
-    // waits 4h after the third, so the first slot it may take is 3h after this hour
-    // began, where tier 2's next slot is 1h after.
-    let last = (hour - chrono::Duration::hours(1)).format("%Y-%m-%d %H:%M:%S");
+    // Failed three times, the last half an hour before this hour began: exponential
+    // from 1h waits 4h after the third, to 3h30m after this hour began, so the first
+    // slot it may take is 4h after (where tier 2's next slot is 1h after): the slot
+    // after the wait, not the wait's end.
+    let last = (hour - chrono::Duration::minutes(30)).format("%Y-%m-%d %H:%M:%S");
     env.execute(&format!(
         r#"UPDATE "BACKLOG" SET "FAILURES" = 3, "LAST_TRY" = '{last}' WHERE "ID" = 7"#
     ));
     env.write_handler("handler.sh", &recording_handler(&[]));
     std::fs::write(env.path("backlog.toml"), schedule_with(&env, RETRY)).unwrap();
-    let next = hour + chrono::Duration::hours(3);
+    let next = hour + chrono::Duration::hours(4);
     let next_text = next.to_rfc3339_opts(SecondsFormat::Secs, true);
+    let wait = hour + chrono::Duration::minutes(210);
+    let wait_text = wait.to_rfc3339_opts(SecondsFormat::Secs, true);
 
     let show = stdout(env.backlog(&["show", "7"]).assert().success());
     assert!(
@@ -141,7 +144,7 @@ fn every_view_of_a_record_agrees_with_the_tick_on_its_next_try(backend: Backend)
     );
     assert!(
         show.contains(&format!(
-            "by tier 2, once its [retry] wait ends at {next_text}\n"
+            "by tier 2, once its [retry] wait ends at {wait_text}\n"
         )),
         "{show}"
     );
@@ -150,16 +153,13 @@ fn every_view_of_a_record_agrees_with_the_tick_on_its_next_try(backend: Backend)
     ))
     .unwrap();
     assert_eq!(json["next_try"]["at"], next_text, "{json}");
-    assert_eq!(
-        json["next_try"]["retry_until"], json["next_try"]["at"],
-        "{json}"
-    );
+    assert_eq!(json["next_try"]["retry_until"], wait_text, "{json}");
 
     let explain = stdout(env.backlog(&["explain", "--id", "7"]).assert().success());
     assert!(
         explain.contains(&format!("; it is tried next at {next_text} (in "))
             && explain.contains(&format!(
-                "by tier 2 (its [retry] wait ends at {next_text})."
+                "by tier 2 (its [retry] wait ends at {wait_text})."
             )),
         "{explain}"
     );
@@ -185,9 +185,9 @@ fn every_view_of_a_record_agrees_with_the_tick_on_its_next_try(backend: Backend)
         page.body
     );
 
-    // The tick itself: a dry run of tier 2 just before that slot leaves it, and says
+    // The tick itself: a dry run of tier 2 just before the wait ends leaves it, and says
     // why; at the slot it takes it.
-    let before = (next - chrono::Duration::seconds(1)).to_rfc3339();
+    let before = (wait - chrono::Duration::seconds(1)).to_rfc3339();
     let text = stderr(
         env.backlog(&["run", "-w", "7d", "--dry-run", "--now", &before])
             .assert()
