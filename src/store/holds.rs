@@ -81,6 +81,12 @@ pub trait Holds {
     /// slot ends.
     fn holder(&mut self, record: &Record) -> Result<Option<Held>, StoreError>;
 
+    /// `holder` of each of `records`, in their order: a dry run asks it of a page. One
+    /// record at a time unless a backend reads them together.
+    fn holders(&mut self, records: &[&Record]) -> Result<Vec<Option<Held>>, StoreError> {
+        records.iter().map(|r| self.holder(r)).collect()
+    }
+
     /// How many records live ticks hold now, and how many failures are kept from the
     /// ticks until their slot ends.
     fn held_counts(&mut self) -> Result<(u64, u64), StoreError>;

@@ -413,6 +413,12 @@ impl Holds for PostgresStore {
         crate::store::claims::holder(self.own("backlog_claims")?, &record.id.to_string())
     }
 
+    fn holders(&mut self, records: &[&Record]) -> Result<Vec<Option<Held>>, StoreError> {
+        let ids: Vec<String> = records.iter().map(|r| r.id.to_string()).collect();
+        let mut held = crate::store::claims::holders(self.own("backlog_claims")?, &ids)?;
+        Ok(ids.iter().map(|id| held.remove(id)).collect())
+    }
+
     fn held_counts(&mut self) -> Result<(u64, u64), StoreError> {
         if !self.has_run_log()? {
             return Ok((0, 0));

@@ -336,14 +336,18 @@ impl Holds for SqliteStore {
         let context = "reading the tool's holds";
         let now = Utc::now().timestamp_millis();
         let at = |ms: i64| DateTime::from_timestamp_millis(ms).unwrap_or_default();
+        // Cached: a dry run asks it of every record it lists.
         let tick: Option<(String, i64)> = self
             .conn
-            .query_row(
+            .prepare_cached(
                 "SELECT owner, expires_at FROM backlog_holds WHERE table_name = ?1 AND expires_at > ?2 AND ?3 BETWEEN low AND high ORDER BY expires_at DESC LIMIT 1",
-                params![self.table.name, now, record.inserted_at()],
-                |r| Ok((r.get(0)?, r.get(1)?)),
             )
-            .optional()
+            .and_then(|mut q| {
+                q.query_row(params![self.table.name, now, record.inserted_at()], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+                .optional()
+            })
             .map_err(db(context))?;
         if let Some((owner, until)) = tick {
             return Ok(Some(crate::store::Held {
@@ -353,12 +357,13 @@ impl Holds for SqliteStore {
         }
         let kept: Option<i64> = self
             .conn
-            .query_row(
+            .prepare_cached(
                 "SELECT until_ms FROM backlog_tried WHERE table_name = ?1 AND record_id = ?2 AND expires_ms > ?3",
-                params![self.table.name, record.id, now],
-                |r| r.get(0),
             )
-            .optional()
+            .and_then(|mut q| {
+                q.query_row(params![self.table.name, record.id, now], |r| r.get(0))
+                    .optional()
+            })
             .map_err(db(context))?;
         Ok(kept.map(|until| crate::store::Held {
             owner: None,
