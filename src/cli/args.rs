@@ -247,9 +247,8 @@ impl Cli {
             }
             if e.use_stderr() && super::output::stderr_is_a_file() {
                 // A crontab line's log file: one line with its time, as a log line.
-                let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.6fZ");
                 let message = one_line(&e.render().to_string());
-                eprintln!("{now} ERROR backlog: {message}");
+                eprintln!("{} ERROR backlog: {message}", super::output::log_time());
                 std::process::exit(code);
             }
             if code != e.exit_code() {

@@ -20,16 +20,18 @@ mod man_page;
 mod operate;
 mod output;
 mod run;
+mod show;
 
 pub use act::{GiveUpArgs, SnoozeArgs, give_up, snooze};
 pub use args::*;
 pub use backoff::{BackoffCommand, backoff_budget, backoff_delays, backoff_plot, backoff_simulate};
 pub use completions::completions;
 pub use man_page::man;
-pub use operate::{PauseArgs, ResumeArgs, RetryArgs, ShowArgs, pause, resume, retry, show};
+pub use operate::{PauseArgs, ResumeArgs, RetryArgs, pause, resume, retry};
 pub(crate) use output::print;
 pub use output::{LogFormat, init_logging, report};
 pub use run::run;
+pub use show::{ShowArgs, show};
 
 use crate::config::Config;
 use crate::duration;

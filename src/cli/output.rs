@@ -122,18 +122,25 @@ pub(super) fn eprint_line(line: String, format: LogFormat) {
     let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 
+/// The time now as a text log line starts with (tracing's: UTC, microseconds).
+pub(super) fn log_time() -> String {
+    chrono::Utc::now()
+        .format("%Y-%m-%dT%H:%M:%S%.6fZ")
+        .to_string()
+}
+
 /// `text`, its lines as log lines of `format` when `logged`.
 fn logged_if(logged: bool, text: String, format: LogFormat) -> String {
     if !logged {
         return text;
     }
-    let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.6fZ");
+    let now = log_time();
     text.lines()
         .map(|l| match format {
             LogFormat::Text => format!("{now}  INFO {l}\n"),
             LogFormat::Json => format!(
                 "{}\n",
-                serde_json::json!({"timestamp": now.to_string(), "level": "INFO", "fields": {"message": l}})
+                serde_json::json!({"timestamp": now, "level": "INFO", "fields": {"message": l}})
             ),
         })
         .collect()

@@ -122,12 +122,22 @@ pub(super) fn release(own: Own<'_>, owner: &str) -> Result<(), StoreError> {
 /// Who holds the record with this id now: a tick until its claim runs out, or the
 /// keep of a failure until its slot ends.
 pub(super) fn holder(own: Own<'_>, record_id: &str) -> Result<Option<Held>, StoreError> {
-    Ok(holders(own, &[record_id.to_string()])?.remove(record_id))
+    Ok(held_by_id(own, &[record_id.to_string()])?.remove(record_id))
+}
+
+/// `holder` of each of `records`, in their order (`Holds::holders`).
+pub(super) fn holders(
+    own: Own<'_>,
+    records: &[&crate::record::Record],
+) -> Result<Vec<Option<Held>>, StoreError> {
+    let ids: Vec<String> = records.iter().map(|r| r.id.to_string()).collect();
+    let mut held = held_by_id(own, &ids)?;
+    Ok(ids.iter().map(|id| held.remove(id)).collect())
 }
 
 /// Who holds each of the records with these ids now (those held by none left out),
 /// read 500 ids a statement: a dry run asks it of a page.
-pub(super) fn holders(
+fn held_by_id(
     own: Own<'_>,
     record_ids: &[String],
 ) -> Result<std::collections::HashMap<String, Held>, StoreError> {

@@ -159,9 +159,7 @@ impl Holds for MysqlStore {
     }
 
     fn holders(&mut self, records: &[&Record]) -> Result<Vec<Option<Held>>, StoreError> {
-        let ids: Vec<String> = records.iter().map(|r| r.id.to_string()).collect();
-        let mut held = crate::store::claims::holders(self.own("backlog_claims")?, &ids)?;
-        Ok(ids.iter().map(|id| held.remove(id)).collect())
+        crate::store::claims::holders(self.own("backlog_claims")?, records)
     }
 
     fn held_counts(&mut self) -> Result<(u64, u64), StoreError> {

@@ -2,10 +2,10 @@
 //! marks are written only where the claim is still the runner's, failures keep theirs
 //! until their slot ends, and the heartbeat renews them from a connection of its own.
 
+use super::heartbeat::PgBeat;
 use super::*;
+use crate::store::claims::ServerHeartbeat;
 use crate::store::claims::row_locks::{self, Claims, Subject, Taking};
-use crate::store::claims::{Beating, ServerHeartbeat};
-use crate::store::sql::Sql;
 
 /// Seconds from now to `until`, for a lease measured on the database's clock.
 pub(super) fn lease_secs(until: DateTime<Utc>) -> f64 {
@@ -414,9 +414,7 @@ impl Holds for PostgresStore {
     }
 
     fn holders(&mut self, records: &[&Record]) -> Result<Vec<Option<Held>>, StoreError> {
-        let ids: Vec<String> = records.iter().map(|r| r.id.to_string()).collect();
-        let mut held = crate::store::claims::holders(self.own("backlog_claims")?, &ids)?;
-        Ok(ids.iter().map(|id| held.remove(id)).collect())
+        crate::store::claims::holders(self.own("backlog_claims")?, records)
     }
 
     fn held_counts(&mut self) -> Result<(u64, u64), StoreError> {
@@ -435,30 +433,6 @@ impl Holds for PostgresStore {
     }
 }
 
-/// The heartbeat's connection on PostgreSQL (see `store::claims::ServerHeartbeat`).
-pub(super) struct PgBeat {
-    client: Client,
-    url: PostgresUrl,
-}
-
-impl Beating for PgBeat {
-    fn reconnect_if_lost(&mut self) -> Result<(), StoreError> {
-        if self.client.is_closed() {
-            self.client = connect(&self.url)?;
-        }
-        Ok(())
-    }
-
-    fn transaction(
-        &mut self,
-        context: &str,
-        work: &mut dyn FnMut(&mut dyn Sql) -> Result<(), StoreError>,
-    ) -> Result<(), StoreError> {
-        let mut tx = self.client.transaction().map_err(pg(context))?;
-        work(&mut tx)?;
-        tx.commit().map_err(pg(context))
-    }
-}
 /// The least and the greatest inserted-at value of `marks`; none where one is not
 /// known.
 fn inserted_range(marks: &[Mark]) -> Option<(&Scalar, &Scalar)> {

@@ -50,6 +50,7 @@ use crate::timestamp::{FormatSetting, Sample, TimestampFormat};
 mod claims;
 mod connection;
 mod dialect;
+mod heartbeat;
 mod pages;
 mod runs;
 mod schema;
