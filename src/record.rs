@@ -244,6 +244,7 @@ impl Columns {
 
     /// These columns, `binary` saying which values (in the order of the names) are a
     /// binary column's base64: a page's rows share it.
+    #[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))] // the servers' pages
     pub(crate) fn with_binary(mut self, binary: Arc<[bool]>) -> Self {
         self.binary = Some(binary);
         self

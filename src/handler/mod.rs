@@ -15,6 +15,7 @@ mod command;
 mod group;
 mod proc_stat;
 mod registry;
+#[cfg(feature = "cli")] // alerts keep there what went out while the database is down
 pub(crate) use registry::folder as host_folder;
 mod signal;
 mod snooze;
