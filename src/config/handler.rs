@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::ranges::{BREAKER_COOLDOWN, HANDLER_TIMEOUT, MAX_BATCH_SIZE, span};
+use super::ranges::{BREAKER_COOLDOWN, HANDLER_TIMEOUT, MAX_BATCH_SIZE, STOP_GRACE, span};
 use crate::rate::Rate;
 
 /// How the handler command runs.
@@ -36,6 +36,11 @@ pub struct HandlerConfig {
     /// How long one record's handler may run before it is killed and the record gets the
     /// error status (batch mode: from when the tick waits for the batch's answers).
     pub timeout: Duration,
+    /// How long a tick that was asked to stop (SIGTERM, SIGINT, a lapse) lets the
+    /// handlers it started finish before it ends them, and how long a batch handler
+    /// whose input ended gets to exit on its own: a deploy waits at most this, never a
+    /// long `timeout`.
+    pub stop_grace: Duration,
     /// Records in their handlers at once within one tick (batch mode: processes).
     pub concurrency: usize,
     /// Handler starts per unit of time, spaced evenly, for every runner of a table
@@ -69,6 +74,7 @@ impl HandlerConfig {
             mode: HandlerMode::PerRecord,
             batch_size: DEFAULT_BATCH_SIZE,
             timeout: DEFAULT_TIMEOUT,
+            stop_grace: DEFAULT_STOP_GRACE,
             concurrency: 1,
             rate: None,
             rate_group: None,
@@ -86,6 +92,10 @@ const DEFAULT_BATCH_SIZE: usize = 100;
 
 /// `handler.breaker_cooldown` when the file gives none.
 const DEFAULT_BREAKER_COOLDOWN: Duration = Duration::from_secs(60);
+
+/// `handler.stop_grace` when the file gives none: what systemd's own stop waits
+/// (`DefaultTimeoutStopSec`) less time to write the marks.
+pub const DEFAULT_STOP_GRACE: Duration = Duration::from_secs(30);
 
 /// `handler.timeout` when the file gives none.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -105,6 +115,7 @@ pub(super) struct RawHandler {
     mode: HandlerMode,
     batch_size: Option<usize>,
     timeout: Option<String>,
+    stop_grace: Option<String>,
     concurrency: Option<i64>,
     rate: Option<String>,
     rate_group: Option<String>,
@@ -127,6 +138,10 @@ pub(super) fn resolve(raw: RawHandler) -> Result<HandlerConfig, String> {
     let timeout = match raw.timeout {
         Some(t) => span("handler.timeout", &t, HANDLER_TIMEOUT)?,
         None => DEFAULT_TIMEOUT,
+    };
+    let stop_grace = match raw.stop_grace {
+        Some(g) => span("handler.stop_grace", &g, STOP_GRACE)?,
+        None => DEFAULT_STOP_GRACE,
     };
     let mut exit_codes = BTreeMap::new();
     for (code, status) in raw.exit_codes {
@@ -207,6 +222,7 @@ pub(super) fn resolve(raw: RawHandler) -> Result<HandlerConfig, String> {
         mode: raw.mode,
         batch_size: raw.batch_size.unwrap_or(DEFAULT_BATCH_SIZE),
         timeout,
+        stop_grace,
         concurrency,
         rate,
         rate_group: raw.rate_group,

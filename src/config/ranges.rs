@@ -19,6 +19,9 @@ pub(super) const CLAIM_LEASE: Range = Range {
 };
 /// `handler.timeout`: one record's handler, up to a day.
 pub(super) const HANDLER_TIMEOUT: Range = Range::positive(Duration::from_secs(86_400));
+/// `handler.stop_grace`: none (a stop ends handlers at once) up to an hour; a stop
+/// that waits longer is no stop a deploy or systemd waits out.
+pub(super) const STOP_GRACE: Range = Range::up_to(Duration::from_secs(3_600));
 /// `handler.breaker_cooldown`: a second up to a day (a counterpart down longer is a
 /// person's to look at, `backlog pause`).
 pub(super) const BREAKER_COOLDOWN: Range = Range {
