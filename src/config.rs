@@ -37,6 +37,7 @@ mod variables;
 pub use alert::{AlertConfig, AlertUrl};
 pub use database::{DatabaseConfig, DatabaseUrl};
 use database::{RawDatabase, resolve_database};
+pub(crate) use handler::DEFAULT_STOP_GRACE;
 pub(crate) use handler::MAX_CONCURRENCY;
 pub use handler::{HandlerConfig, HandlerMode};
 pub use history::{HistoryConfig, HistoryRecord};

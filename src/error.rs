@@ -59,6 +59,11 @@ pub enum Error {
     /// was about to, its heartbeat unable to run for half of it.
     #[error("the tick stopped: {0}")]
     Lapsed(String),
+    /// A tick ran, but a signal (SIGTERM, SIGINT) stopped it before its band was done:
+    /// what it handled is marked, and its tier is unfinished until the next start
+    /// takes the rest.
+    #[error("the tick stopped: {0}")]
+    Stopped(String),
     /// A command-line value that does not make sense.
     #[error("{0}")]
     Usage(String),
@@ -105,6 +110,9 @@ pub enum ExitCode {
     /// in sight, and it stopped handing them out: it was paused past
     /// `database.claim_lease`, or its heartbeat could not run for half of it.
     Lapsed = 8,
+    /// A tick ran, but a signal stopped it before its band was done (a deploy, a
+    /// person's Ctrl-C): what it handled is marked, and the next start takes the rest.
+    Stopped = 9,
 }
 
 impl Error {
@@ -141,6 +149,7 @@ impl Error {
             Error::Unhealthy(_) => ExitCode::Failure,
             Error::Tripped(_) => ExitCode::Tripped,
             Error::Lapsed(_) => ExitCode::Lapsed,
+            Error::Stopped(_) => ExitCode::Stopped,
             Error::Io { .. } => ExitCode::Failure,
         }
     }

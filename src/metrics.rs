@@ -188,17 +188,29 @@ impl Snapshot {
         f.family(
             "backlog_last_tick_success",
             "gauge",
-            "1 when a tier's last tick ran to its end (done, or stopped by a signal), 0 when it failed, was abandoned, tripped its breaker or lost its hold.",
+            "1 when a tier's last tick ran to its end (or runs now), 0 when it was stopped by a signal, failed, was abandoned, tripped its breaker or lost its hold.",
         );
         for t in tiers {
             if let Some(run) = last(t) {
-                let ok = matches!(run.outcome.as_str(), "done" | "stopped" | "running");
+                let ok = matches!(run.outcome.as_str(), "done" | "running");
                 f.sample(
                     "backlog_last_tick_success",
                     &[("tier", &t.window)],
                     if ok { 1.0 } else { 0.0 },
                 );
             }
+        }
+        f.family(
+            "backlog_tier_unfinished",
+            "gauge",
+            "1 while a tier's tick that ended early (a signal, a lapse, a failure, a kill) has left the rest of its band to the next start.",
+        );
+        for t in tiers {
+            f.sample(
+                "backlog_tier_unfinished",
+                &[("tier", &t.window)],
+                if t.unfinished.is_some() { 1.0 } else { 0.0 },
+            );
         }
         f.family(
             "backlog_tier_overdue_seconds",

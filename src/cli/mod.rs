@@ -353,16 +353,42 @@ pub(super) fn with_error(value: &mut serde_json::Value, failure: Option<&Error>)
     }
 }
 
+/// `status --check` when the database cannot be read: CRITICAL (2), naming it and why.
+fn check_unreadable(config: &Config, e: &Error, json: bool) -> Result<(), Error> {
+    let line = format!("BACKLOG CRITICAL: table {}: {e}", config.table.name);
+    print(&if json {
+        let value = serde_json::json!({
+            "level": crate::status::CheckLevel::Critical,
+            "findings": [[crate::status::CheckLevel::Critical, e.to_string()]],
+            "line": line,
+        });
+        format!("{value}\n")
+    } else {
+        format!("{line}\n")
+    })?;
+    Err(Error::Check(crate::status::CheckLevel::Critical))
+}
+
 /// `backlog status`.
 pub fn status(args: &StatusArgs) -> Result<(), Error> {
     let config = Config::load(&schedule_file(&args.schedule)?)?;
-    let mut store = open_store(&config)?;
-    let now = match args.now {
-        Some(now) => now,
-        None => store.clock().map_err(Error::store(store.describe()))?,
+    let read = open_store(&config).and_then(|mut store| {
+        let now = match args.now {
+            Some(now) => now,
+            None => store.clock().map_err(Error::store(store.describe()))?,
+        };
+        crate::status::status(&config, store.as_mut(), now)
+            .map_err(Error::store(&config.database.url))
+    });
+    let status = match read {
+        Ok(status) => status,
+        // A monitoring system knows 0 to 3: a backlog whose database cannot be read
+        // is not being worked, which is critical, and the line names the database.
+        Err(e @ Error::Store { .. }) if args.check => {
+            return check_unreadable(&config, &e, args.json);
+        }
+        Err(e) => return Err(e),
     };
-    let status = crate::status::status(&config, store.as_mut(), now)
-        .map_err(Error::store(&config.database.url))?;
     if args.check {
         let check = crate::status::check(
             &status,

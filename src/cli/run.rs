@@ -240,9 +240,29 @@ fn due(
             windows(config)
         )));
     };
-    let last = store
-        .last_tick(args.window)
-        .map_err(Error::store(store.describe()))?;
+    let store_err = Error::store(store.describe());
+    // A tick of the tier that ended before its band did (a signal, a lapse, a
+    // failure, a kill) leaves the tier due now: this tick takes the rest.
+    let unfinished = store
+        .unfinished_runs(config.database.claim_lease)
+        .map_err(&store_err)?;
+    if let Some(run) = unfinished
+        .iter()
+        .find(|r| r.window_secs == args.window.as_secs())
+    {
+        // Said before the tick's summary (not in JSON, whose stdout is one object).
+        if !args.json {
+            let text = format!(
+                "tier {n} ({window} {}): its tick of {} ended early ({}); taking the rest of its band now\n",
+                tier.cadence,
+                crate::duration::instant(run.clock),
+                run.outcome
+            );
+            print(&super::output::as_log_lines(text, args.log_format))?;
+        }
+        return Ok(true);
+    }
+    let last = store.last_tick(args.window).map_err(&store_err)?;
     if tier.cadence.is_due(last, now) {
         return Ok(true);
     }

@@ -95,7 +95,7 @@ const DEFAULT_BREAKER_COOLDOWN: Duration = Duration::from_secs(60);
 
 /// `handler.stop_grace` when the file gives none: what systemd's own stop waits
 /// (`DefaultTimeoutStopSec`) less time to write the marks.
-pub const DEFAULT_STOP_GRACE: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_STOP_GRACE: Duration = Duration::from_secs(30);
 
 /// `handler.timeout` when the file gives none.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);

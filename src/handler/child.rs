@@ -41,7 +41,8 @@ pub(super) struct Ended {
     pub status: ExitStatus,
     /// It ran out of time and was killed.
     pub timed_out: bool,
-    /// It was stopped because its tick asked (`cancel`): the tick's hold lapsed.
+    /// It was stopped because its tick asked (`cancel`): the tick's hold lapsed, or a
+    /// stop's `handler.stop_grace` ran out.
     pub cancelled: bool,
     /// `[stdout] …` and `[stderr] …`, bounded.
     pub output: String,

@@ -212,7 +212,7 @@ impl Handler for CommandHandler {
         let mut handled = if ended.cancelled {
             Handled::new(
                 Outcome::Error,
-                "stopped: the tick's hold on the record lapsed, another tick may have it",
+                "stopped by its tick before it finished (the tick's hold lapsed, or it was asked to stop and handler.stop_grace ran out); a later tick tries the record again",
             )
             .ended(Ending::Stopped)
         } else if ended.timed_out {

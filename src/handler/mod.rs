@@ -92,7 +92,8 @@ pub enum Ending {
     /// It died without an answer: killed by this signal (if one), or its batch process
     /// ended before answering.
     Crashed(Option<i32>),
-    /// The tick stopped it: its hold on the record lapsed.
+    /// The tick stopped it: its hold on the record lapsed, or a stop's
+    /// `handler.stop_grace` ran out.
     Stopped,
     /// Not handed to the handler: a person snoozed it (`backlog snooze`).
     Snoozed,

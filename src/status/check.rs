@@ -1,7 +1,8 @@
 //! `backlog status --check`: one line and an exit code for a monitoring system, after
 //! the monitoring-plugin convention (Nagios, Icinga, Sensu): 0 OK, 1 WARNING,
-//! 2 CRITICAL. A check that cannot read the database exits with the tool's own code for
-//! that (3 and up), which such systems show as UNKNOWN.
+//! 2 CRITICAL, 3 UNKNOWN. A database that cannot be read is CRITICAL (its backlog is not
+//! being worked); a schedule file that cannot be read is UNKNOWN (3, the tool's code for
+//! it): a check exits with nothing above 3.
 
 use std::time::Duration;
 
@@ -14,8 +15,9 @@ use crate::duration;
 pub enum CheckLevel {
     /// Every tier ticks on time and nothing is past a threshold.
     Ok = 0,
-    /// Worth a look, not a page: a breaker tripped, a hold lapsed, a pause outlived its
-    /// `--until`, failures past `warn_failures`.
+    /// Worth a look, not a page: a breaker tripped, a tick ended early and the rest of
+    /// its band waits for the next start, a pause outlived its `--until`, failures
+    /// past `warn_failures`.
     Warning = 1,
     /// Records are not being worked: a tier's last tick is older than twice its period,
     /// it failed or was abandoned, or failures are past `critical_failures`.
@@ -76,12 +78,45 @@ fn paused(what: &str, p: &crate::store::Pause, now: chrono::DateTime<chrono::Utc
     }
 }
 
+/// What a check says of a tier whose tick ended before its band did: a warning while
+/// the next start has yet to take the rest, critical once the tier's next slot has
+/// passed with nothing taking it (no daemon, no crontab line running).
+fn unfinished(
+    name: &str,
+    u: &super::Unfinished,
+    now: chrono::DateTime<chrono::Utc>,
+) -> (CheckLevel, String) {
+    let ago = duration::rough((now - u.run.clock).to_std().unwrap_or_default());
+    let why = match u.run.outcome.as_str() {
+        "stopped" => "a signal stopped it".to_string(),
+        _ => u.run.error.clone().unwrap_or_else(|| u.run.outcome.clone()),
+    };
+    if u.late {
+        (
+            CheckLevel::Critical,
+            format!(
+                "{name} is unfinished ({}) since its tick {ago} ago, and no tick has taken the rest by its next slot; is its daemon or crontab line running? ({why})",
+                u.describe()
+            ),
+        )
+    } else {
+        (
+            CheckLevel::Warning,
+            format!(
+                "{name} is unfinished ({}): its tick {ago} ago ended early ({why}); the next start takes the rest of its band",
+                u.describe()
+            ),
+        )
+    }
+}
+
 /// Judges a status:
 /// - critical: a tier whose last tick is older than twice its period, a last tick that
 ///   failed or was abandoned, failures past `critical_failures`;
-/// - warning: a tier that never ticked, a last tick the breaker stopped or whose hold
-///   lapsed, a pause (past the end its author gave, `--until`, or not), failures past
-///   `warn_failures`.
+/// - warning: a tier that never ticked, a last tick the breaker stopped, a tier whose
+///   tick ended early (a signal, a lapse) and whose rest no tick has taken yet
+///   (critical once its next slot passed so), a pause (past the end its author gave,
+///   `--until`, or not), failures past `warn_failures`.
 ///
 /// A paused tier is not late, but it is a warning naming the pause: it hides a tier
 /// that would fail; a pause of every tier is said once. A tier that never ticked is one
@@ -130,12 +165,17 @@ pub fn check(status: &Status, thresholds: Thresholds) -> Check {
                         CheckLevel::Warning,
                         format!("{name}'s last tick was stopped by the breaker: {error}"),
                     )),
-                    "lapsed" => findings.push((
-                        CheckLevel::Warning,
-                        format!("{name}'s last tick lost its hold: {error}"),
-                    )),
                     _ => {}
                 }
+            }
+        }
+        // A failed or abandoned last tick is critical above, and says why.
+        if let Some(u) = &t.unfinished {
+            let said = t.last_tick.as_ref().is_some_and(|r| {
+                r.run_id == u.run.run_id && matches!(r.outcome.as_str(), "failed" | "abandoned")
+            });
+            if !said {
+                findings.push(unfinished(&name, u, status.now));
             }
         }
     }

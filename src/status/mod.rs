@@ -66,6 +66,33 @@ pub struct TierStatus {
     pub period_seconds: f64,
     /// Why it does not tick, if a person paused it (or every tier).
     pub paused: Option<Pause>,
+    /// Its tick that ended before its band did, with no tick since that took the
+    /// rest: the tier is due now (`Store::unfinished_runs`).
+    pub unfinished: Option<Unfinished>,
+}
+
+/// A tier's tick that ended before its band did: stopped by a signal, its holds
+/// lapsed, failed, or killed.
+#[derive(Debug, Clone, Serialize)]
+pub struct Unfinished {
+    /// The run-log row of that tick (`outcome`: stopped, lapsed, failed, abandoned).
+    pub run: RunRow,
+    /// The pending records of the tier's band now (`status` counts them; the tier
+    /// list alone, as the daemon reads it, leaves them out).
+    pub left: Option<u64>,
+    /// Nothing took the rest by the tier's next slot after that tick (and a grace):
+    /// the daemon or the crontab line is not running.
+    pub late: bool,
+}
+
+impl Unfinished {
+    /// `stopped, 506 left`, as `status` and the check say it.
+    pub fn describe(&self) -> String {
+        match self.left {
+            Some(n) => format!("{}, {n} left", self.run.outcome),
+            None => self.run.outcome.clone(),
+        }
+    }
 }
 
 /// Where the backlog of a schedule file stands: what `backlog status` prints, and what
@@ -135,7 +162,23 @@ pub fn status(
         .into_iter()
         .filter(|(outcome, _)| outcome != "success" && !crate::store::ACTIONS.contains(&&**outcome))
         .collect();
-    let tiers = tiers(config, store, now)?;
+    let mut tiers = tiers(config, store, now)?;
+    // What an unfinished tier left: the pending records of its band, from the counts
+    // above (a cumulative band holds the younger tiers' ranges too).
+    let cumulative = config.schedule.bands == crate::schedule::BandMode::Cumulative;
+    for t in &mut tiers {
+        let n = t.tier;
+        if let Some(u) = t.unfinished.as_mut() {
+            u.left = Some(
+                ages.iter()
+                    .filter(|r| r.tier.is_some_and(|k| k == n || (cumulative && k < n)))
+                    .flat_map(|r| r.counts.iter())
+                    .filter(|(status, _)| config.table.pending.contains(status))
+                    .map(|(_, c)| c)
+                    .sum(),
+            );
+        }
+    }
 
     Ok(Status {
         database: store.describe(),
@@ -243,6 +286,7 @@ pub fn tiers(
     now: DateTime<Utc>,
 ) -> Result<Vec<TierStatus>, StoreError> {
     let runs = store.last_runs()?;
+    let unfinished = store.unfinished_runs(config.database.claim_lease)?;
     let first_tick = store.first_tick()?;
     let pauses = store.pauses()?;
     let pause_of = |window: u64| pauses.iter().find(|p| p.window_secs == window).cloned();
@@ -270,7 +314,20 @@ pub fn tiers(
             let overdue_seconds = next_due
                 .filter(|due| !paused && now > *due + grace)
                 .map(|due| (now - due).num_seconds() as u64);
+            let unfinished = unfinished
+                .iter()
+                .find(|r| r.window_secs == tier.window.as_secs())
+                .map(|run| Unfinished {
+                    late: !paused
+                        && tier
+                            .cadence
+                            .next_due(run.clock)
+                            .is_some_and(|due| now > due + grace),
+                    run: run.clone(),
+                    left: None,
+                });
             TierStatus {
+                unfinished,
                 tier: i + 1,
                 window: duration::compact(tier.window),
                 cadence: tier.cadence.to_string(),
@@ -409,6 +466,15 @@ impl Status {
                     t.tier,
                     t.window,
                     p.describe()
+                ));
+            }
+            if let Some(u) = &t.unfinished {
+                overdue.push(format!(
+                    "unfinished: tier {} ({}) {} since its tick of {}; the next start (the daemon, `run --if-due`) takes the rest of its band at once",
+                    t.tier,
+                    t.window,
+                    u.describe(),
+                    show(u.run.clock)
                 ));
             }
             if let (Some(secs), Some(due), None) = (t.overdue_seconds, t.next_due, &t.paused) {

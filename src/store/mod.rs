@@ -65,7 +65,7 @@ pub use postgres::PostgresStore;
 use reads::SCAN_PAGE;
 pub use reads::{InsertedAtScan, QueryPlan, Reads, Survey};
 pub use runners::{Holding, Runner};
-pub use runs::{RunEnd, RunRow, RunStart};
+pub use runs::{RunEnd, RunRow, RunStart, UNFINISHED};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 pub use totals::{DURATION_BUCKETS, DurationHistogram, RecentRun, RunTotals};
@@ -197,6 +197,18 @@ pub trait Store: Reads + Survey + Holds {
             return Ok(Vec::new());
         }
         runs::last_runs(own.sql, &own.prefix, own.table)
+    }
+
+    /// Each tier's unfinished tick: the newest of its window that ended before its band
+    /// did (a signal, a lapse, a failure, a kill: silent for `lease`) with no tick of
+    /// that window started since and run to its end. Such a tier is due now: the next
+    /// start (the daemon, `--if-due`, any runner) takes the rest of its band.
+    fn unfinished_runs(&mut self, lease: Duration) -> Result<Vec<RunRow>, StoreError> {
+        let own = self.own("backlog_runs")?;
+        if !own.exists {
+            return Ok(Vec::new());
+        }
+        runs::unfinished(own.sql, &own.prefix, own.table, lease)
     }
 
     /// Opens a run-log row and returns its id, after closing as `abandoned` the rows

@@ -145,26 +145,18 @@ pub(super) fn first_tick(
         .transpose()
 }
 
-/// The last run of each tier's window on `table` (retries, window 0, left out).
-pub(super) fn last_runs(
-    sql: &mut dyn Sql,
-    s: &str,
-    table: &str,
-) -> Result<Vec<RunRow>, StoreError> {
-    let rows = sql
-        .query(
-            &format!(
-                "SELECT id, window_secs, {}, {}, {}, selected, succeeded, failed, skipped, outcome, error
-                 FROM {s}backlog_runs
-                 WHERE id IN (SELECT max(id) FROM {s}backlog_runs WHERE table_name = ?1 AND window_secs > 0 GROUP BY window_secs)
-                 ORDER BY window_secs",
-                sql.rfc3339("clock"),
-                sql.rfc3339("started_at"),
-                sql.rfc3339("finished_at")
-            ),
-            &[table.into()],
-        )
-        .map_err(failed("reading the run log"))?;
+/// The run log's columns a `RunRow` is read from, in its order.
+fn row_columns(sql: &dyn Sql) -> String {
+    format!(
+        "id, window_secs, {}, {}, {}, selected, succeeded, failed, skipped, outcome, error",
+        sql.rfc3339("clock"),
+        sql.rfc3339("started_at"),
+        sql.rfc3339("finished_at")
+    )
+}
+
+/// Reads the rows of a query over `row_columns`.
+fn run_rows(rows: &[Vec<Value>]) -> Result<Vec<RunRow>, StoreError> {
     let n = |v: &Value| v.int().unwrap_or(0).max(0) as u64;
     rows.iter()
         .map(|r| {
@@ -183,6 +175,67 @@ pub(super) fn last_runs(
             })
         })
         .collect()
+}
+
+/// The last run of each tier's window on `table` (retries, window 0, left out).
+pub(super) fn last_runs(
+    sql: &mut dyn Sql,
+    s: &str,
+    table: &str,
+) -> Result<Vec<RunRow>, StoreError> {
+    let rows = sql
+        .query(
+            &format!(
+                "SELECT {} FROM {s}backlog_runs
+                 WHERE id IN (SELECT max(id) FROM {s}backlog_runs WHERE table_name = ?1 AND window_secs > 0 GROUP BY window_secs)
+                 ORDER BY window_secs",
+                row_columns(&*sql)
+            ),
+            &[table.into()],
+        )
+        .map_err(failed("reading the run log"))?;
+    run_rows(&rows)
+}
+
+/// The outcomes of a tick that ended before its band did, so that the rest of the
+/// band waits for someone to take it: a signal (`stopped`), a lapse of its holds, a
+/// failure (the database, a write), or a kill (`abandoned`).
+pub const UNFINISHED: [&str; 4] = ["stopped", "lapsed", "failed", "abandoned"];
+
+/// Each tier's unfinished tick on `table`: per window, the newest run that ended
+/// early (`UNFINISHED`, or still `running` with no heartbeat for a whole `lease`:
+/// killed, and not yet closed as `abandoned`) when no tick of that window started
+/// after it ended and ran to its end, or runs now. A tick that started before it
+/// ended does not count: it read the band while the stopped tick held part of it,
+/// and stepped over that part. Any runner's finished tick clears any runner's stop.
+pub(super) fn unfinished(
+    sql: &mut dyn Sql,
+    s: &str,
+    table: &str,
+    lease: Duration,
+) -> Result<Vec<RunRow>, StoreError> {
+    let lease_us = i64::try_from(lease.as_micros()).unwrap_or(i64::MAX);
+    let outcomes = UNFINISHED.map(|o| format!("'{o}'")).join(", ");
+    let silent = sql.ago("?2");
+    let ended_early =
+        format!("(outcome IN ({outcomes}) OR (outcome = 'running' AND heartbeat_at < {silent}))");
+    let rows = sql
+        .query(
+            &format!(
+                "SELECT {columns} FROM {s}backlog_runs r
+                 WHERE id IN (SELECT max(id) FROM {s}backlog_runs WHERE table_name = ?1 AND window_secs > 0 AND {ended_early} GROUP BY window_secs)
+                 AND NOT EXISTS (
+                     SELECT 1 FROM {s}backlog_runs c
+                     WHERE c.table_name = r.table_name AND c.window_secs = r.window_secs AND c.id > r.id
+                     AND (c.outcome IN ('done', 'tripped') OR (c.outcome = 'running' AND c.heartbeat_at >= {silent}))
+                     AND c.started_at >= coalesce(r.finished_at, r.heartbeat_at, r.started_at))
+                 ORDER BY window_secs",
+                columns = row_columns(&*sql),
+            ),
+            &[table.into(), lease_us.into()],
+        )
+        .map_err(failed("reading the run log"))?;
+    run_rows(&rows)
 }
 
 /// Opens the run-log row of `run` on `table` and returns its id. First the rows of

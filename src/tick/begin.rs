@@ -110,6 +110,7 @@ pub(super) fn begin<'s>(
         limit,
         limit_reached: false,
         stopped: false,
+        left: None,
         breaker: None,
         lapsed: None,
         handler_broken: None,

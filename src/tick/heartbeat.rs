@@ -85,6 +85,9 @@ struct State {
     renewed_wall: AtomicU64,
     /// Set once the holds may have run out; never cleared.
     lapsed: AtomicBool,
+    /// Set once the tick's running handlers must stop: its holds lapsed, or a stop was
+    /// asked and `handler.stop_grace` is over. Never cleared.
+    cancel: AtomicBool,
     /// Why they lapsed, or why beats fail (and since when).
     why: Mutex<Why>,
 }
@@ -133,6 +136,7 @@ impl State {
             state.lapsed = Some(why);
         }
         self.lapsed.store(true, Ordering::Release);
+        self.cancel.store(true, Ordering::Release);
     }
 }
 
@@ -147,6 +151,7 @@ impl HeartbeatThread {
             renewed_monotonic: AtomicU64::new(start.monotonic),
             renewed_wall: AtomicU64::new(start.wall),
             lapsed: AtomicBool::new(false),
+            cancel: AtomicBool::new(false),
             why: Mutex::new(Why::default()),
         });
         let shared = Arc::clone(&state);
@@ -188,6 +193,18 @@ impl HeartbeatThread {
     /// Set once the holds may have run out: handlers still running then stop.
     pub(super) fn lapsed_flag(&self) -> &AtomicBool {
         &self.state.lapsed
+    }
+
+    /// Set once the tick's running handlers must stop: its holds lapsed, or the
+    /// grace after a stop is over (`cancel`). The handlers' `Context::cancel`.
+    pub(super) fn cancel_flag(&self) -> &AtomicBool {
+        &self.state.cancel
+    }
+
+    /// Stops the handlers still running (the grace after a stop is over); the holds
+    /// are fine, so the tick still marks what they answered before.
+    pub(super) fn cancel(&self) {
+        self.state.cancel.store(true, Ordering::Release);
     }
 
     /// The holds may have run out (a store said so, or the tick found it out): from

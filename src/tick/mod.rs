@@ -27,9 +27,11 @@ mod counterparts;
 #[cfg(feature = "cli")]
 mod failed_start;
 mod give_up;
+mod grace;
 mod hand_out;
 mod heartbeat;
 mod lanes;
+mod left;
 mod mark_writer;
 mod marks;
 mod options;

@@ -24,6 +24,9 @@ pub struct TickOptions {
     /// Set from outside (a signal) to stop taking records; those in their handlers
     /// finish and are marked.
     pub stop: Arc<AtomicBool>,
+    /// How long the handlers in flight when `stop` is set may go on before the tick
+    /// stops them (`handler.stop_grace`); their records stay pending, for the next tick.
+    pub stop_grace: Duration,
     /// How long a claim lives without a heartbeat; a killed tick's records wait this long.
     pub lease: Duration,
     /// Records read (and held) per query, at most. A tick asks for fewer while its
@@ -73,6 +76,7 @@ impl TickOptions {
             limit: None,
             dry_run: false,
             stop: Arc::new(AtomicBool::new(false)),
+            stop_grace: crate::config::DEFAULT_STOP_GRACE,
             lease: Duration::from_secs(60),
             page_size: 1000,
             mark_group: None,
@@ -93,6 +97,7 @@ impl TickOptions {
         TickOptions {
             lease: config.database.claim_lease,
             concurrency: config.handler.concurrency,
+            stop_grace: config.handler.stop_grace,
             rate: config.handler.rate,
             rate_group: config.handler.rate_group.clone(),
             rate_key: config.handler.rate_key.clone(),

@@ -206,6 +206,11 @@ pub fn process_backlog(
         logged?;
         let mut summary = begun.summary;
         summary.run_id = Some(run.id);
+        // A tick that ended before its band did says what it left: the next start
+        // takes it at once.
+        if tally.stopped || tally.lapsed.is_some() {
+            summary.left = super::left::pending_left(table, store, &begun.query);
+        }
         tally.into_summary(&mut summary);
         summary.given_up = super::give_up::past_last_tier(schedule, table, store, opts)?;
         summary
@@ -330,7 +335,7 @@ fn hand_out_and_mark(
             table: &table.name,
             window: opts.window,
             age: None,
-            cancel: Some(run.heartbeat.lapsed_flag()),
+            cancel: Some(run.heartbeat.cancel_flag()),
         },
         takes: &takes,
         heartbeat: &run.heartbeat,
@@ -342,10 +347,15 @@ fn hand_out_and_mark(
     // the end (`Marks::open_writer`). Whatever happened, what was handled is written
     // before the holds are let go (the heartbeat stops first, so that it does not find
     // the holds gone and call them lapsed).
+    // A stop bounds the wait for the handlers in flight by `stop_grace` (`grace`).
     let (result, cleanup) = std::thread::scope(|scope| {
+        let (handed_back, done) = std::sync::mpsc::channel::<()>();
+        let heartbeat = &run.heartbeat;
+        scope.spawn(move || super::grace::watch(&opts.stop, opts.stop_grace, heartbeat, &done));
         let mut lanes = Lanes::new(handler, opts.concurrency, scope);
         let result = hand_out(&plan, store, &mut lanes, &mut marks, on_event);
         drop(lanes);
+        drop(handed_back);
         (result, marks.finish(store).map_err(&store_err))
     });
     run.heartbeat.stop();

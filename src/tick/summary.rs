@@ -80,6 +80,9 @@ pub struct TickSummary {
     pub limit_reached: bool,
     /// A stop was asked for (SIGINT, SIGTERM) and the tick ended early.
     pub stopped: bool,
+    /// For a tick that ended before its band did (a stop, a lapse): the pending
+    /// records of its band at its end, which the next start takes at once.
+    pub left: Option<u64>,
     /// Why the breaker stopped the tick (`handler.stop_after_failures`), if it did.
     pub breaker: Option<String>,
     /// Why the tick stopped because its holds lapsed (it was paused past its lease),
@@ -121,7 +124,22 @@ impl TickSummary {
             }),
             (None, Some(why), _) => Some(Error::Lapsed(why.clone())),
             (None, None, Some(why)) => Some(Error::Tripped(why.clone())),
+            (None, None, None) if self.stopped => Some(Error::Stopped(format!(
+                "a signal asked it to stop before its band was done{}",
+                self.left_note()
+            ))),
             (None, None, None) => None,
+        }
+    }
+
+    /// `, 356 records left: …` for a tick that ended before its band did.
+    fn left_note(&self) -> String {
+        let rest = "the next start takes them at once (the daemon as it starts, `run --if-due` at its next check)";
+        match self.left {
+            Some(0) => String::new(),
+            Some(1) => format!(", 1 record left: {}", rest.replace("them", "it")),
+            Some(n) => format!(", {n} records left: {rest}"),
+            None => format!(", the rest of its band left: {rest}"),
         }
     }
 
@@ -256,10 +274,13 @@ impl TickSummary {
             ));
         }
         if self.stopped {
-            line.push_str("; stopped early by a signal");
+            line.push_str(&format!("; stopped early by a signal{}", self.left_note()));
         }
         if self.lapsed.is_some() {
-            line.push_str("; stopped: its hold on its records lapsed");
+            line.push_str(&format!(
+                "; stopped: its hold on its records lapsed{}",
+                self.left_note()
+            ));
         }
         if self.breaker.is_some() {
             line.push_str("; stopped by the breaker (handler.stop_after_failures)");

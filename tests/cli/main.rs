@@ -36,6 +36,7 @@ mod pool;
 mod postgresql;
 mod process_tree;
 mod query_plan;
+mod restart;
 mod retry;
 mod schedule_file;
 mod servers;

@@ -26,14 +26,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, SystemTime};
 
-use chrono::{DateTime, Utc};
+mod clocks;
+mod fire;
+
+use clocks::{Clock, Shared, clocks_at_start, next_fire};
+use fire::{Ended, fire, retry_pause, unreachable};
 
 use crate::config::Config;
 use crate::duration;
 use crate::error::Error;
-use crate::schedule::Tier;
-use crate::store::StoreError;
-use crate::tick::{TickOptions, open_store, run_tick};
+use crate::tick::open_store;
 
 /// The flags signal handlers set for the daemon.
 #[derive(Debug, Clone, Default)]
@@ -47,42 +49,12 @@ pub struct Signals {
 /// How often the daemon looks for overdue tiers, when `[alert]` sends alerts.
 const OVERDUE_EVERY: Duration = Duration::from_secs(60);
 
+/// How often the daemon looks for tiers another runner left unfinished (its tick
+/// stopped early, on this host or another): one indexed read of the run log.
+const UNFINISHED_EVERY: Duration = Duration::from_secs(15);
+
 /// The longest the loop sleeps, so that signals and file changes are seen promptly.
 const NAP: Duration = Duration::from_millis(200);
-
-/// When each tier fires next.
-struct Clock {
-    window: Duration,
-    next: DateTime<Utc>,
-}
-
-/// The time by the clock the runners share: this host's, corrected by how far the
-/// database server's was found from it.
-#[derive(Debug, Clone, Copy, Default)]
-struct Shared {
-    /// The server's clock minus this host's (zero on SQLite, whose runners share the
-    /// host).
-    offset: chrono::Duration,
-}
-
-impl Shared {
-    /// Measures the offset on `store`, halving the round trip.
-    fn measure(config: &Config, store: &mut dyn crate::Store) -> Result<Shared, Error> {
-        if !config.database.url.is_server() {
-            return Ok(Shared::default());
-        }
-        let before = Utc::now();
-        let server = store.clock().map_err(Error::store(store.describe()))?;
-        let after = Utc::now();
-        Ok(Shared {
-            offset: server - (before + (after - before) / 2),
-        })
-    }
-
-    fn now(self) -> DateTime<Utc> {
-        Utc::now() + self.offset
-    }
-}
 
 /// Loads a schedule file and checks it can run: the database, table and columns, and
 /// the handler. The daemon refuses to start, or to switch to a new file, otherwise.
@@ -100,70 +72,6 @@ fn load_checked(path: &Path) -> Result<Config, Error> {
 
 fn modified(path: &Path) -> Option<SystemTime> {
     std::fs::metadata(path).and_then(|m| m.modified()).ok()
-}
-
-/// The next time `tier` fires after `now`, its jitter added.
-fn next_fire(tier: &Tier, now: DateTime<Utc>, rng: &mut fastrand::Rng) -> DateTime<Utc> {
-    let slot = tier
-        .cadence
-        .next_slot(now)
-        .unwrap_or(DateTime::<Utc>::MAX_UTC);
-    let jitter_ms = tier.jitter.as_millis() as u64;
-    slot + chrono::Duration::milliseconds(rng.u64(0..=jitter_ms) as i64)
-}
-
-/// The clocks at start: a tier whose last slot passed with no tick in the run log fires
-/// at once (once, however many slots were missed).
-fn clocks_at_start(
-    config: &Config,
-    rng: &mut fastrand::Rng,
-) -> Result<(Vec<Clock>, Shared), Error> {
-    let mut store = open_store(config)?;
-    let shared = Shared::measure(config, store.as_mut())?;
-    let now = shared.now();
-    let mut clocks = Vec::new();
-    for tier in &config.schedule.tiers {
-        let last = store
-            .last_tick(tier.window)
-            .map_err(Error::store(store.describe()))?;
-        let missed = match (last, tier.cadence.previous_slot(now)) {
-            (None, _) => true,
-            (Some(last), Some(slot)) => last < slot,
-            (Some(_), None) => false,
-        };
-        if missed {
-            tracing::info!(
-                "tier {}: missed its last slot, ticking now",
-                duration::compact(tier.window)
-            );
-        }
-        clocks.push(Clock {
-            window: tier.window,
-            next: if missed {
-                now
-            } else {
-                next_fire(tier, now, rng)
-            },
-        });
-    }
-    Ok((clocks, shared))
-}
-
-/// Whether an error is the database being out of reach, which waiting may cure.
-fn unreachable(e: &Error) -> bool {
-    matches!(
-        e,
-        Error::Store {
-            source: StoreError::Connect { .. },
-            ..
-        }
-    )
-}
-
-/// The pause before the `n`th try again (from 1) of a tier whose tick failed on the
-/// database: 5 s, doubling, at most 5 minutes.
-fn retry_pause(n: u32) -> Duration {
-    Duration::from_secs(5 << n.saturating_sub(1).min(6)).min(Duration::from_secs(300))
 }
 
 /// Loads the file and reads the run log, waiting for a database that cannot be
@@ -197,42 +105,6 @@ fn start_up(
     }
 }
 
-/// Starts one tick of `window` on a thread of its own, at `shared`'s time; it returns
-/// whether the tick failed on the database.
-fn fire(
-    config: &Config,
-    window: Duration,
-    shared: Shared,
-    stop: &Arc<AtomicBool>,
-) -> JoinHandle<bool> {
-    let config = config.clone();
-    let stop = Arc::clone(stop);
-    thread::spawn(move || {
-        let mut opts = TickOptions::for_config(&config, window, shared.now());
-        opts.stop = stop;
-        match run_tick(&config, &opts, &mut |_| {}) {
-            Ok(s) => {
-                tracing::info!(window = %s.window, run_id = s.run_id, "{}", s.line(&config.table));
-                if let Some(why) = &s.breaker {
-                    tracing::warn!(window = %s.window, "the tick stopped after {why}");
-                }
-                if let Some(why) = &s.handler_broken {
-                    tracing::error!(window = %s.window, "tick failed: {why}");
-                }
-                if let Some(why) = &s.lapsed {
-                    tracing::warn!(window = %s.window, "the tick stopped: {why}");
-                }
-                false
-            }
-            Err(e) => {
-                tracing::error!(window = %duration::compact(window), "tick failed: {e}");
-                // A lost connection mid-tick is a database error too.
-                matches!(e, Error::Store { .. })
-            }
-        }
-    })
-}
-
 /// Runs the daemon on the schedule file at `path` until `signals.stop` is set.
 /// `seed` drives the jitter, so a run can be reproduced.
 pub fn run_daemon(path: &Path, signals: &Signals, seed: u64) -> Result<(), Error> {
@@ -259,10 +131,12 @@ pub fn run_daemon(path: &Path, signals: &Signals, seed: u64) -> Result<(), Error
         running: HashMap::new(),
         failures: HashMap::new(),
         overdue: (None, None),
+        unfinished: (Some(std::time::Instant::now()), None),
     };
     while !signals.stop.load(Ordering::Relaxed) {
         daemon.reload_if_changed(signals);
         daemon.forget_finished();
+        daemon.take_over_unfinished();
         daemon.start_due(signals);
         daemon.look_for_overdue();
         daemon.nap();
@@ -291,11 +165,17 @@ struct Daemon {
     config: Config,
     clocks: Vec<Clock>,
     shared: Shared,
-    running: HashMap<Duration, JoinHandle<bool>>,
+    running: HashMap<Duration, JoinHandle<Ended>>,
     /// Ticks in a row that failed on the database, per tier.
     failures: HashMap<Duration, u32>,
     /// The last look for overdue tiers; its thread, while it still sends.
     overdue: (Option<std::time::Instant>, Option<JoinHandle<()>>),
+    /// The last look for tiers left unfinished; its thread, while it reads: the
+    /// windows it found.
+    unfinished: (
+        Option<std::time::Instant>,
+        Option<JoinHandle<Vec<Duration>>>,
+    ),
 }
 
 impl Daemon {
@@ -346,14 +226,17 @@ impl Daemon {
             .map(|(w, _)| *w)
             .collect();
         for window in finished {
-            let failed = self
+            let ended = self
                 .running
                 .remove(&window)
-                .is_some_and(|tick| tick.join().unwrap_or(false));
-            if !failed {
+                .map_or(Ended::Ran, |tick| tick.join().unwrap_or(Ended::Ran));
+            if ended == Ended::Ran {
                 self.failures.remove(&window);
                 continue;
             }
+            // A database that failed is given a doubling pause; a tick that lost its
+            // hold goes again at the first pause, and doubles only if it keeps ending
+            // early.
             let n = self.failures.entry(window).or_default();
             *n += 1;
             let pause = retry_pause(*n);
@@ -362,11 +245,17 @@ impl Daemon {
                     self.shared.now() + chrono::Duration::from_std(pause).unwrap_or_default();
                 if retry < clock.next {
                     clock.next = retry;
-                    tracing::warn!(
-                        window = %duration::compact(window),
-                        "trying the tier again in {} (failure {n} in a row)",
-                        duration::compact(pause)
-                    );
+                    let pause = duration::compact(pause);
+                    match ended {
+                        Ended::Unfinished => tracing::warn!(
+                            window = %duration::compact(window),
+                            "taking the rest of the tier's band in {pause} (ended early {n} in a row)"
+                        ),
+                        _ => tracing::warn!(
+                            window = %duration::compact(window),
+                            "trying the tier again in {pause} (failure {n} in a row)"
+                        ),
+                    }
                 }
             }
         }
@@ -397,6 +286,57 @@ impl Daemon {
             }
             clock.next = next_fire(tier, now, &mut self.rng);
         }
+    }
+
+    /// Fires at once the tiers whose tick stopped early on any runner (a deploy
+    /// stopped another host's daemon mid-band) and that no tick has finished since, so
+    /// a fleet finishes one runner's stop; the look runs on a thread every
+    /// `UNFINISHED_EVERY`, and a tier whose tick runs here is left to it.
+    fn take_over_unfinished(&mut self) {
+        let (at, thread) = &mut self.unfinished;
+        if thread.as_ref().is_some_and(|t| t.is_finished()) {
+            let found = thread.take().map(|t| t.join().unwrap_or_default());
+            let now = self.shared.now();
+            for window in found.unwrap_or_default() {
+                if self.running.contains_key(&window) {
+                    continue;
+                }
+                if let Some(clock) = self.clocks.iter_mut().find(|c| c.window == window)
+                    && clock.next > now
+                {
+                    tracing::info!(
+                        window = %duration::compact(window),
+                        "a tick of this tier ended early and nothing has taken the rest of its band: taking it now"
+                    );
+                    clock.next = now;
+                }
+            }
+        }
+        if thread.is_some() || at.is_some_and(|at| at.elapsed() < UNFINISHED_EVERY) {
+            return;
+        }
+        *at = Some(std::time::Instant::now());
+        let config = self.config.clone();
+        *thread = Some(thread::spawn(move || {
+            let read = open_store(&config).and_then(|mut store| {
+                store
+                    .unfinished_runs(config.database.claim_lease)
+                    .map_err(Error::store(store.describe()))
+            });
+            match read {
+                // A failed tick is its runner's to try again (after a pause): taken
+                // over every look, a tick that keeps failing would never rest.
+                Ok(runs) => runs
+                    .iter()
+                    .filter(|r| r.outcome != "failed")
+                    .map(|r| Duration::from_secs(r.window_secs))
+                    .collect(),
+                Err(e) => {
+                    tracing::warn!("cannot look for tiers left unfinished: {e}");
+                    Vec::new()
+                }
+            }
+        }));
     }
 
     /// Tells a person of tiers overdue, on a thread: an alert may take seconds.
@@ -432,7 +372,8 @@ impl Daemon {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schedule::Cadence;
+    use crate::schedule::{Cadence, Tier};
+    use chrono::{DateTime, Utc};
 
     #[test]
     fn a_failing_tier_is_tried_again_after_a_doubling_pause_of_at_most_five_minutes() {
