@@ -164,7 +164,7 @@ fn a_stopped_run_leaves_its_tier_due_for_if_due() {
     let env = long_band(Backend::Sqlite);
     let tick = Running::spawn(
         env.command()
-            .args(["run", "--window", "180d"])
+            .args(["run", "--window", "180d", "--metrics-file", "tick.prom"])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped()),
     );
@@ -172,6 +172,28 @@ fn a_stopped_run_leaves_its_tier_due_for_if_due() {
     let out = tick.terminate();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(9), "{out:?}");
+    // The metrics say stopped, not success.
+    let metrics = std::fs::read_to_string(env.path("tick.prom")).unwrap();
+    for sample in [
+        r#"backlog_last_tick_success{table="BACKLOG",tier="180d"} 0"#,
+        r#"backlog_tier_unfinished{table="BACKLOG",tier="180d"} 1"#,
+        r#"backlog_tier_unfinished{table="BACKLOG",tier="30d"} 0"#,
+    ] {
+        assert!(metrics.contains(sample), "{sample} in\n{metrics}");
+    }
+    // Past the tier's next slot with nothing taking the rest: critical.
+    let later = (chrono::Utc::now() + chrono::Duration::days(5)).to_rfc3339();
+    let check = env
+        .backlog(&["status", "--check", "--now", &later])
+        .output()
+        .unwrap();
+    let line = String::from_utf8_lossy(&check.stdout);
+    assert_eq!(check.status.code(), Some(2), "{line}");
+    assert!(
+        line.contains("tier 2 (180d) is unfinished (stopped, ")
+            && line.contains("no tick has taken the rest by its next slot"),
+        "{line}"
+    );
     let pending = env.with_status("NEW");
     assert!(
         stdout.contains(&format!(

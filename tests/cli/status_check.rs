@@ -121,3 +121,37 @@ on_every_backend!(
     status_check_answers_a_monitoring_system,
     status_check_knows_a_new_install_and_a_pause,
 );
+
+/// A check whose database cannot be reached is CRITICAL (2), naming it: a monitoring
+/// system knows 0 to 3, and a backlog nobody can read is not being worked.
+#[test]
+fn status_check_of_an_unreachable_database_is_critical() {
+    let env = crate::harness::Env::new();
+    std::fs::write(
+        env.path("backlog.toml"),
+        r#"[database]
+url = "postgres://backlog@127.0.0.1:1/orders"
+
+[table]
+name = "BACKLOG"
+id = "ID"
+status = "STATUS"
+inserted_at = "DATE_INSERTED"
+
+[handler]
+command = ["./handler.sh"]
+
+[[tier]]
+window = "1d"
+every = "5m"
+"#,
+    )
+    .unwrap();
+    let out = env.backlog(&["status", "--check"]).assert().code(2);
+    let line = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        line.starts_with("BACKLOG CRITICAL: table BACKLOG: ") && line.contains("127.0.0.1:1"),
+        "{line}"
+    );
+    assert_eq!(line.lines().count(), 1, "{line}");
+}
