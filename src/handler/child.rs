@@ -148,7 +148,8 @@ pub(super) fn pidfd_open(pid: u32) -> Option<OwnedFd> {
 }
 
 /// Whether the child has exited, without reaping it: its group must be killed while
-/// its pid still holds the group id (see `group`).
+/// its pid still holds the group id (see `group`). An error (it is no child to wait
+/// for: reaped by someone else) counts as exited, rather than a wait for nothing.
 pub(super) fn has_exited(pid: u32) -> bool {
     // SAFETY: waitid writes one siginfo_t into the zeroed one we pass; WNOWAIT leaves
     // the child waitable, for std's `Child::wait`.
@@ -160,7 +161,7 @@ pub(super) fn has_exited(pid: u32) -> bool {
             &mut info,
             libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
         );
-        r == 0 && info.si_pid() != 0
+        r != 0 || info.si_pid() != 0
     }
 }
 

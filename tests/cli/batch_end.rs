@@ -319,3 +319,42 @@ sys.exit(3)
     );
     assert_eq!(env.with_status("SUCCESS"), 2);
 }
+
+/// A second SIGTERM while a batch process has its grace ends it at once with the
+/// tick, as it ends every running handler: the grace is never a trap.
+#[test]
+fn a_second_sigterm_during_the_grace_kills_the_batch_process() {
+    let env = Env::new();
+    env.create_table("TEXT");
+    env.insert_aged(&[(1, 60)], |t| {
+        t.format("%Y-%m-%d %H:%M:%S").to_string().into()
+    });
+    env.write_schedule(&Schedule {
+        command: r#"["./deaf_to_eof.sh"]"#,
+        handler_extra: "mode = \"batch\"\nstop_grace = \"1h\"",
+        ..Schedule::default()
+    });
+    let handler = eof_ignoring_handler(false).replace(
+        "echo \"after the loop\" >&2\n",
+        "echo \"after the loop\" >&2\ntouch after-the-loop\n",
+    );
+    env.write_handler("deaf_to_eof.sh", &handler);
+    let tick = Running::spawn(
+        env.command()
+            .args(["run", "--window", "1d", "--now", NOW])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
+    wait_for(|| env.path("after-the-loop").exists());
+    let pid: i32 = std::fs::read_to_string(env.path("handler.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    unsafe { libc::kill(tick.id() as i32, libc::SIGTERM) };
+    std::thread::sleep(Duration::from_millis(300));
+    let out = tick.terminate();
+    assert_eq!(out.status.code(), Some(130), "{out:?}");
+    wait_for(|| !process_alive(pid));
+    assert_eq!(env.with_status("SUCCESS"), 1, "marked before its end began");
+}
