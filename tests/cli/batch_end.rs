@@ -17,13 +17,14 @@ use crate::tick::wait_for;
 const BUFFERING_HANDLER: &str = r#"#!/usr/bin/env python3
 import json, os, sys, time
 pause = float(os.environ.get("ANSWER_PAUSE", "0"))
+code = int(os.environ.get("ANSWER_CODE", "0"))
 kept = []
 for line in sys.stdin:
     rid = json.loads(line)["id"]
     if pause:
         time.sleep(pause)
     kept.append(rid)
-    print(json.dumps({"id": rid, "code": 0}), flush=True)
+    print(json.dumps({"id": rid, "code": code}), flush=True)
     with open("answered.log", "a") as log:
         log.write(f"{rid}\n")
 time.sleep(float(os.environ.get("END_WORK", "0.5")))
@@ -155,6 +156,36 @@ fn a_stopped_tick_still_lets_its_batch_handler_flush(backend: Backend) {
     let mut ids = files[0].clone();
     ids.sort();
     assert_eq!(ids, marked, "{}", stderr(&out));
+}
+
+/// The breaker trips (every answer a failure): the tick hands out no more, and the
+/// process still reads its end of input and flushes what it answered.
+#[test]
+fn a_tripped_breaker_still_lets_its_batch_handler_flush() {
+    let env = buffered_backlog(
+        Backend::Sqlite,
+        20,
+        "mode = \"batch\"\nbatch_size = 2\nstop_after_failures = 2",
+    );
+    let out = env
+        .command()
+        .args(["run", "--window", "1d", "--now", NOW])
+        .env("ANSWER_CODE", "1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(7), "{out:?}");
+    let files = flushed(&env);
+    assert_eq!(files.len(), 1, "{files:?}");
+    let failed: Vec<i64> = env
+        .statuses()
+        .into_iter()
+        .filter(|(_, s)| s == "ERROR")
+        .map(|(id, _)| id)
+        .collect();
+    assert!((2..20).contains(&failed.len()), "{failed:?}");
+    let mut ids = files[0].clone();
+    ids.sort();
+    assert_eq!(ids, failed);
 }
 
 crate::on_every_backend!(
