@@ -26,21 +26,17 @@
 //! logged at a bounded rate, and dropped unread when debug is off.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::io::Write;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, mpsc};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::batch_output::{Answer, Answers, Said, log_stderr};
+use super::batch_output::{Answer, Said};
+use super::batch_process::BatchProcess;
 use super::batch_sent::Sent;
-use super::bounded_lines::{Junk, JunkKind, MAX_LINE, Splitter, sample};
-use super::child::OUTPUT_GRACE;
+use super::bounded_lines::{Junk, JunkKind, sample};
+use super::child::{OUTPUT_GRACE, has_exited};
 use super::command::resolve;
-use super::group::LiveGroup;
-use super::subreaper;
 use super::tree::Tree;
 use super::{Context, Ending, Handled, Handler, HandlerError, Outcome, Pipelined};
 use crate::config::HandlerConfig;
@@ -56,22 +52,11 @@ struct Line<'a> {
     record: &'a Columns,
 }
 
-/// A running batch process.
-struct Running {
-    child: Child,
-    /// Its process group, killed with it.
-    group: LiveGroup,
-    /// Batches of lines for its stdin. A thread of its own writes them, so a process
-    /// that stops reading cannot block the tick past the timeout.
-    input: mpsc::Sender<Arc<[u8]>>,
-    answers: Answers,
-    /// Closed when the thread logging its stderr is done.
-    stderr_logged: mpsc::Receiver<()>,
-}
-
 /// Runs one long-lived program for many records (`handler.batch_size`), in the
 /// protocol above: the cost of starting a process is paid once, not per record.
 pub struct BatchHandler {
+    /// The program as the schedule file names it, and as found.
+    name: String,
     program: PathBuf,
     args: Vec<String>,
     dir: PathBuf,
@@ -79,7 +64,9 @@ pub struct BatchHandler {
     timeout: Duration,
     exit_codes: BTreeMap<i32, String>,
     batch_size: usize,
-    running: Option<Running>,
+    /// How long the process has to exit on its own once its input ended.
+    stop_grace: Duration,
+    running: Option<BatchProcess>,
     /// Batches sent, oldest first.
     sent: VecDeque<Sent>,
     /// What the process wrote that was no answer, while the oldest batch was awaited.
@@ -99,6 +86,7 @@ impl BatchHandler {
             .split_first()
             .expect("config checked the command is not empty");
         Ok(BatchHandler {
+            name: program.clone(),
             program: resolve(program, dir, std::env::var_os("PATH"))?,
             args: args.to_vec(),
             dir: dir.to_path_buf(),
@@ -106,6 +94,7 @@ impl BatchHandler {
             timeout: config.timeout,
             exit_codes: config.exit_codes.clone(),
             batch_size: config.batch_size,
+            stop_grace: config.stop_grace,
             running: None,
             sent: VecDeque::new(),
             junk: Junk::default(),
@@ -114,81 +103,27 @@ impl BatchHandler {
         })
     }
 
-    fn start(&mut self) -> Result<&mut Running, HandlerError> {
+    fn start(&mut self) -> Result<&mut BatchProcess, HandlerError> {
         if self.running.is_none() {
-            let mut cmd = Command::new(&self.program);
-            cmd.args(&self.args)
-                .current_dir(&self.dir)
-                .envs(&self.env)
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped());
-            cmd.process_group(0);
-            let spawn_err = |source| HandlerError::Spawn {
-                program: self.program.display().to_string(),
-                source,
-            };
-            let mut group = LiveGroup::reserve();
-            let mut child = cmd.spawn().map_err(spawn_err)?;
-            group.started(child.id());
-            let stdout = child.stdout.take().expect("stdout is piped");
-            let stderr = child.stderr.take().expect("stderr is piped");
-            let (stderr_done, done) = mpsc::channel::<()>();
-            thread::spawn(move || {
-                log_stderr(stderr);
-                drop(stderr_done);
-            });
-            let mut stdin = child.stdin.take().expect("stdin is piped");
-            let (input, batches) = mpsc::channel::<Arc<[u8]>>();
-            thread::spawn(move || {
-                // Ends when the handler drops its sender (end of input for the
-                // process) or the process stops reading for good.
-                for batch in batches {
-                    if stdin
-                        .write_all(&batch)
-                        .and_then(|()| stdin.flush())
-                        .is_err()
-                    {
-                        return;
-                    }
-                }
-            });
-            tracing::debug!("batch handler started: {}", self.program.display());
-            self.running = Some(Running {
-                child,
-                group,
-                input,
-                answers: Answers {
-                    stdout,
-                    splitter: Splitter::new(MAX_LINE),
-                    buffer: vec![0; 64 * 1024],
-                    lines: Vec::new(),
-                    ended: false,
-                },
-                stderr_logged: done,
-            });
+            self.running = Some(BatchProcess::start(
+                &self.name,
+                &self.program,
+                &self.args,
+                &self.dir,
+                &self.env,
+            )?);
         }
         Ok(self.running.as_mut().expect("started above"))
     }
 
-    /// Ends the process and its group; the next batch starts a new one.
+    /// Kills the process and its group at once (it is stuck, or done for); the next
+    /// batch starts a new one. Returns how it ended, as text.
     fn stop(&mut self) -> String {
         self.last_read = None;
-        let Some(mut running) = self.running.take() else {
-            return String::new();
-        };
-        drop(running.input);
-        // Killed before the wait, while the leader's pid still holds the group's id.
-        running.group.end();
-        let status = match running.child.wait() {
-            Ok(status) => status.to_string(),
-            Err(e) => e.to_string(),
-        };
-        subreaper::after_handler();
-        // The end of its stderr (and the count of lines not logged) is logged before
-        // the tick goes on, unless a process that left the group holds the pipe.
-        let _ = running.stderr_logged.recv_timeout(OUTPUT_GRACE);
-        status
+        self.running
+            .take()
+            .map(BatchProcess::kill)
+            .unwrap_or_default()
     }
 
     /// Files each of the whole lines read (see `file_answer`).
@@ -310,6 +245,7 @@ impl Handler for BatchHandler {
     /// own when it dies).
     fn worker(&self) -> Option<Box<dyn Handler + Send + '_>> {
         Some(Box::new(BatchHandler {
+            name: self.name.clone(),
             program: self.program.clone(),
             args: self.args.clone(),
             dir: self.dir.clone(),
@@ -317,6 +253,7 @@ impl Handler for BatchHandler {
             timeout: self.timeout,
             exit_codes: self.exit_codes.clone(),
             batch_size: self.batch_size,
+            stop_grace: self.stop_grace,
             running: None,
             sent: VecDeque::new(),
             junk: Junk::default(),
@@ -439,13 +376,7 @@ impl BatchHandler {
         };
         let until = Instant::now() + OUTPUT_GRACE;
         loop {
-            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-            let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
-            let pid = running.child.id();
-            // An error (reaped by someone else) counts as exited.
-            if unsafe { libc::waitid(libc::P_PID, pid, &mut info, flags) } != 0
-                || unsafe { info.si_pid() } != 0
-            {
+            if has_exited(running.pid()) {
                 return true;
             }
             if Instant::now() >= until {
@@ -457,8 +388,14 @@ impl BatchHandler {
 }
 
 impl Drop for BatchHandler {
+    /// The tick has no more input for the process (every batch sent was answered or
+    /// given up on): it reads the end of its stdin and has `stop_grace` to finish its
+    /// own work (`BatchProcess::finish`). A tick drops its handlers, a pool's workers
+    /// each on its own thread, so that several processes end in about one grace.
     fn drop(&mut self) {
-        // Every batch sent was answered or given up on: the process and its group go.
-        self.stop();
+        self.last_read = None;
+        if let Some(running) = self.running.take() {
+            running.finish(self.stop_grace);
+        }
     }
 }

@@ -7,6 +7,7 @@
 use std::io::Read;
 use std::os::fd::AsRawFd;
 use std::process::{ChildStderr, ChildStdout};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use std::borrow::Cow;
@@ -141,10 +142,16 @@ const STDERR_LINES_A_SECOND: u32 = 100;
 /// A longer stderr line is logged cut at this length.
 const STDERR_LINE: usize = OUTPUT_TAIL;
 
+/// How much of the end of a batch process's stderr is kept for the warning about its
+/// end (`batch_process`), whether or not debug logs the rest.
+pub(super) const STDERR_TAIL: usize = 1024;
+
 /// Reads a batch process's stderr to its end and logs it at debug, bounded: lines cut
 /// at `STDERR_LINE`, at most `STDERR_LINES_A_SECOND` a second. When debug is off, what
-/// is read is dropped unread, so a flood costs a read a 64 KiB and no memory.
-pub(super) fn log_stderr(mut stderr: ChildStderr) {
+/// is read is dropped unread, so a flood costs a read a 64 KiB and no memory. Keeps
+/// the last `STDERR_TAIL` bytes or so in `tail` as they are read: what a process that
+/// ended badly said last, there even while a process it left holds the pipe open.
+pub(super) fn log_stderr(mut stderr: ChildStderr, tail: &Mutex<Vec<u8>>) {
     let logging = tracing::enabled!(tracing::Level::DEBUG);
     let mut buffer = vec![0; 64 * 1024];
     let mut splitter = Splitter::new(STDERR_LINE);
@@ -161,6 +168,10 @@ pub(super) fn log_stderr(mut stderr: ChildStderr) {
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(_) => break,
         };
+        keep_tail(
+            &mut tail.lock().unwrap_or_else(|e| e.into_inner()),
+            &buffer[..n],
+        );
         if !logging {
             continue;
         }
@@ -175,6 +186,17 @@ pub(super) fn log_stderr(mut stderr: ChildStderr) {
         log.line(line, false);
     }
     log.flush();
+}
+
+/// Adds `data` to `tail`, trimming it to `STDERR_TAIL` bytes at least and twice that
+/// at most, so that a flood of small reads costs no copy per read (the reader of the
+/// tail keeps its last `STDERR_TAIL` bytes).
+fn keep_tail(tail: &mut Vec<u8>, data: &[u8]) {
+    let data = &data[data.len().saturating_sub(STDERR_TAIL)..];
+    tail.extend_from_slice(data);
+    if tail.len() > 2 * STDERR_TAIL {
+        tail.drain(..tail.len() - STDERR_TAIL);
+    }
 }
 
 /// The budget of stderr lines logged in the current second.

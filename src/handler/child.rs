@@ -25,14 +25,14 @@ use super::subreaper;
 
 /// How much of each output stream is kept, from the end.
 pub(super) const OUTPUT_TAIL: usize = 4096;
-/// How long a handler has between SIGTERM and SIGKILL.
-const KILL_GRACE: Duration = Duration::from_secs(2);
+/// How long a handler has between SIGTERM and SIGKILL (a batch process too, at its end).
+pub(super) const KILL_GRACE: Duration = Duration::from_secs(2);
 /// How long the output pipes are read once the process exited and its group was
 /// killed: long enough for killed group members to die and close them, short next to
 /// a second per record.
 pub(super) const OUTPUT_GRACE: Duration = Duration::from_millis(50);
 /// How often the exit is looked for where there is no pidfd (Linux before 5.3).
-const NO_PIDFD_POLL: Duration = Duration::from_millis(10);
+pub(super) const NO_PIDFD_POLL: Duration = Duration::from_millis(10);
 /// How often a running handler looks at its tick's cancel flag.
 const CANCEL_POLL: Duration = Duration::from_millis(100);
 
@@ -141,7 +141,7 @@ pub(super) fn run(
     Ok(ended)
 }
 
-fn pidfd_open(pid: u32) -> Option<OwnedFd> {
+pub(super) fn pidfd_open(pid: u32) -> Option<OwnedFd> {
     // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
     // SAFETY: a non-negative answer is a descriptor now ours alone.
@@ -149,8 +149,9 @@ fn pidfd_open(pid: u32) -> Option<OwnedFd> {
 }
 
 /// Whether the child has exited, without reaping it: its group must be killed while
-/// its pid still holds the group id (see `group`).
-fn has_exited(pid: u32) -> bool {
+/// its pid still holds the group id (see `group`). An error (it is no child to wait
+/// for: reaped by someone else) counts as exited, rather than a wait for nothing.
+pub(super) fn has_exited(pid: u32) -> bool {
     // SAFETY: waitid writes one siginfo_t into the zeroed one we pass; WNOWAIT leaves
     // the child waitable, for std's `Child::wait`.
     unsafe {
@@ -161,7 +162,7 @@ fn has_exited(pid: u32) -> bool {
             &mut info,
             libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
         );
-        r == 0 && info.si_pid() != 0
+        r != 0 || info.si_pid() != 0
     }
 }
 
@@ -174,7 +175,7 @@ fn set_nonblocking(fd: libc::c_int) {
 }
 
 /// A pollfd that poll(2) ignores.
-const UNUSED: libc::pollfd = libc::pollfd {
+pub(super) const UNUSED: libc::pollfd = libc::pollfd {
     fd: -1,
     events: 0,
     revents: 0,
@@ -281,7 +282,7 @@ fn watch(
 }
 
 /// A pollfd waiting for `events` on `fd`.
-fn polled(fd: libc::c_int, events: libc::c_short) -> libc::pollfd {
+pub(super) fn polled(fd: libc::c_int, events: libc::c_short) -> libc::pollfd {
     libc::pollfd {
         fd,
         events,

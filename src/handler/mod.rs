@@ -7,6 +7,7 @@
 
 mod batch;
 mod batch_output;
+mod batch_process;
 mod batch_sent;
 mod bounded_lines;
 mod child;
@@ -204,6 +205,12 @@ pub enum HandlerError {
 }
 
 /// The handler a schedule file's `[handler]` section describes.
+///
+/// A batch handler's process starts with its first batch and ends when the handler is
+/// dropped (with `concurrency` above 1, each worker's at the end of each tick): its
+/// stdin is closed, and it has `handler.stop_grace` to exit on its own before SIGTERM
+/// and SIGKILL. The ticks `backlog` runs build one per tick; a caller of
+/// [`crate::process_backlog`] that keeps one for several ticks keeps its process too.
 pub fn from_config(
     config: &crate::config::HandlerConfig,
     dir: &std::path::Path,

@@ -113,7 +113,7 @@ fn a_batch_handler_answers_in_any_order_and_its_failures_cost_only_their_records
 }
 
 /// Logs each record as it arrives (a reader thread) and as it is answered (0.5 s
-/// later): with batches of 2, the tick has sent the second batch before the first is
+/// later), and ends at the end of its input: with batches of 2, the tick has sent the second batch before the first is
 /// answered, so the process never waits for the tick. (At 0.2 s, a tick on a machine
 /// loaded by the whole suite sometimes sent the third batch a moment too late.)
 const LOGGING_BATCH_HANDLER: &str = r#"#!/usr/bin/env python3
@@ -129,9 +129,12 @@ def read():
         rid = json.loads(line)["id"]
         log(f"in {rid}")
         arrived.put(rid)
+    arrived.put(None)
 threading.Thread(target=read, daemon=True).start()
 while True:
     rid = arrived.get()
+    if rid is None:
+        break
     time.sleep(0.5)
     log(f"out {rid}")
     print(json.dumps({"id": rid, "code": 0}), flush=True)

@@ -5,6 +5,7 @@ mod alert;
 mod backoff;
 mod bad_input;
 mod batch;
+mod batch_end;
 mod completions;
 mod concurrency;
 mod considerate;
