@@ -370,7 +370,9 @@ pub fn status(args: &StatusArgs) -> Result<(), Error> {
                 warn_failures: args.warn_failures,
                 critical_failures: args.critical_failures,
             },
-        );
+        )
+        .with_alert_channels(store.as_mut(), now)
+        .map_err(Error::store(&config.database.url))?;
         let line = check.line(&config.table.name);
         print(&if args.json {
             let mut value = serde_json::to_value(&check).expect("a check serialises");
