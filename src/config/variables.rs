@@ -98,10 +98,12 @@ struct Expansion<'a> {
     skip: &'a dyn Fn(&str) -> bool,
 }
 
-/// The variables the strings of a schedule file's text name, each once, in order; none
-/// when the text is not TOML (its load says why).
+/// The variables the strings of a schedule file's text name, each once, in the file's
+/// order, but those under a key `skip` names (`database.url`, where
+/// `BACKLOG_DATABASE_URL` replaces it); none when the text is not TOML (its load says
+/// why).
 #[cfg(feature = "cli")]
-pub fn used_in(text: &str) -> Vec<String> {
+pub fn used_in(text: &str, skip: &dyn Fn(&str) -> bool) -> Vec<String> {
     let Ok(mut document) = DeTable::parse(text) else {
         return Vec::new();
     };
@@ -113,8 +115,11 @@ pub fn used_in(text: &str) -> Vec<String> {
         }
         Some(String::new())
     };
-    let _ = expand(document.get_mut(), &lookup, &|_| false);
-    names.into_inner()
+    let _ = expand(document.get_mut(), &lookup, skip);
+    // In the file's order, not the order the TOML reader keeps its keys in.
+    let mut names = names.into_inner();
+    names.sort_by_key(|name| text.find(&format!("${{{name}}}")));
+    names
 }
 
 fn expand_table(
@@ -266,8 +271,9 @@ mod tests {
     #[cfg(feature = "cli")] // what only the command and the daemon ask
     fn the_variables_a_file_uses_are_listed_once() {
         let text = "a = \"${DB_URL}x${TOKEN}\"\nb = [\"${DB_URL}\", \"$${NOT}\"]\n# ${COMMENT}\n";
-        assert_eq!(used_in(text), ["DB_URL", "TOKEN"]);
-        assert!(used_in("not = toml = at all").is_empty());
+        assert_eq!(used_in(text, &|_| false), ["DB_URL", "TOKEN"]);
+        assert_eq!(used_in(text, &|key| key == "a"), ["DB_URL"]);
+        assert!(used_in("not = toml = at all", &|_| false).is_empty());
     }
 
     #[test]
