@@ -106,9 +106,42 @@ pub struct Config {
     pub history: HistoryConfig,
     /// The `[alert]` section: where failures are pushed, how often at most.
     pub alert: AlertConfig,
-    /// Why `[alert]` was left out (a variable it names is not set), where and how to
-    /// fix it: `check_alert`'s error.
-    alert_unset: Option<(PathBuf, String)>,
+    /// The keys of `[alert]` left out because a variable they name is not set.
+    alert_unset: Vec<UnsetVariable>,
+}
+
+/// A key of `[alert]` left out of the file's `Config` because its value names an
+/// environment variable that is not set: a missing token silences that channel (loudly,
+/// on every tick and in `status --check`), never the work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct UnsetVariable {
+    /// Where its value is: `backlog.toml:44:11`.
+    pub at: PathBuf,
+    /// The key left out: `alert.ping`.
+    pub key: String,
+    /// The variable: `HC_UUID`.
+    pub name: String,
+    /// What is wrong and the fix: `alert.ping: ${HC_UUID} names an environment variable
+    /// that is not set; set HC_UUID, or write $${HC_UUID} for the text itself`.
+    pub message: String,
+}
+
+impl UnsetVariable {
+    /// The message, and what becomes of the key meanwhile.
+    fn said(&self) -> String {
+        format!(
+            "{}; {} is left out until it is set where the ticks run",
+            self.message, self.key
+        )
+    }
+}
+
+/// `backlog.toml:44:11: alert.ping: ${HC_UUID} names …; alert.ping is left out …`.
+impl std::fmt::Display for UnsetVariable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.at.display(), self.said())
+    }
 }
 
 impl Config {
@@ -140,10 +173,14 @@ impl Config {
         })?;
         let alert_unset = expand_file(document.get_mut())
             .map_err(|(span, message)| at(Some(span), message))?
-            .map(|(span, message)| {
-                let e = at(Some(span), message);
-                (e.file, e.message)
-            });
+            .into_iter()
+            .map(|unset| UnsetVariable {
+                at: at(Some(unset.span), String::new()).file,
+                key: unset.key,
+                name: unset.name,
+                message: unset.message,
+            })
+            .collect();
         let document = toml::Deserializer::from(document);
         let raw: RawFile = serde_path_to_error::deserialize(document).map_err(|e| {
             let (span, message) = toml_error::describe(e, text);
@@ -175,17 +212,23 @@ impl Config {
         })
     }
 
-    /// Whether the file's `[alert]` could be read: a variable it names that is not set
-    /// leaves it out of every command that sends no alert (`status`, `show`, `resume`
-    /// from a shell without the alert's token), and is an error of those that do.
+    /// Whether every key of the file's `[alert]` could be read: the first one left out
+    /// because a variable it names is not set, as an error (`doctor` fails on it; a
+    /// tick warns and runs).
     pub fn check_alert(&self) -> Result<(), ConfigError> {
-        match &self.alert_unset {
+        match self.alert_unset.first() {
             None => Ok(()),
-            Some((file, message)) => Err(ConfigError {
-                file: file.clone(),
-                message: format!("{message} (its [alert] cannot be sent)"),
+            Some(unset) => Err(ConfigError {
+                file: unset.at.clone(),
+                message: unset.said(),
             }),
         }
+    }
+
+    /// The keys of `[alert]` left out because a variable they name is not set, in the
+    /// file's order.
+    pub fn alert_unset(&self) -> &[UnsetVariable] {
+        &self.alert_unset
     }
 
     /// The database, the table and the tiers' windows of a schedule file that does
@@ -234,24 +277,19 @@ fn sections_of(path: &Path) -> Option<toml::Table> {
 }
 
 /// Expands the file's `${VAR}`: every string's but `[alert]`'s, where one not set is an
-/// error, then `[alert]`'s on their own, where one not set takes the section out and
-/// is returned. `database.url` is left as written when `BACKLOG_DATABASE_URL` replaces
-/// it: the variable a file names for the URL need not be set then.
+/// error, then each key of `[alert]` on its own, where one not set takes that key out
+/// and is returned: a missing alert token never keeps the work from running.
+/// `database.url` is left as written when `BACKLOG_DATABASE_URL` replaces it: the
+/// variable a file names for the URL need not be set then.
 fn expand_file(
     document: &mut toml::de::DeTable<'_>,
-) -> Result<Option<variables::Unexpanded>, variables::Unexpanded> {
+) -> Result<Vec<variables::UnsetEntry>, variables::Unexpanded> {
     let replaced = database::url_from_environment().is_some();
     let in_alert = |path: &str| path == "alert" || path.starts_with("alert.");
     variables::expand(document, &environment, &|path| {
         in_alert(path) || (replaced && path == "database.url")
     })?;
-    match variables::expand(document, &environment, &|path| !in_alert(path)) {
-        Ok(()) => Ok(None),
-        Err(unset) => {
-            document.remove("alert");
-            Ok(Some(unset))
-        }
-    }
+    variables::expand_each(document, "alert", &environment)
 }
 
 /// A variable of the environment, for `${VAR}` in the file (one that is not UTF-8 is

@@ -39,9 +39,9 @@ pub fn doctor(path: &std::path::Path) -> Vec<Check> {
         path.display(),
         config.schedule.tier_count()
     )));
-    // Its other commands read the file without it; a tick would refuse to start.
-    if let Err(e) = config.check_alert() {
-        checks.push(fail(e.to_string()));
+    // A tick warns and runs without the key; doctor is for catching the mistake.
+    for unset in config.alert_unset() {
+        checks.push(fail(unset.to_string()));
     }
     checks.push(
         match crate::handler::from_config(&config.handler, &config.dir) {

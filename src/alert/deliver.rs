@@ -1,30 +1,90 @@
 //! Delivering an alert or a ping: a command with the event on its stdin, a webhook
-//! POST, a healthchecks-style GET. Each has a timeout, and a failure is a WARN line
-//! that names where it went (never a password or a query: [`AlertUrl`]'s shown form),
-//! never an error of the tick.
+//! POST, a healthchecks-style GET. Each try has a timeout; a failure that may pass in a
+//! second (a refused connection, an HTTP 5xx, 408 or 429, a command that exited
+//! non-zero) is tried again after a short backoff, up to [`TRIES`] tries, so a blip
+//! costs no alert while a dead channel costs a tick seconds, not minutes: a try that
+//! timed out, or an answer that will not change (HTTP 404), is not tried again within
+//! the tick. A delivery that failed is a WARN line that names where it went (never a
+//! password or a query: [`AlertUrl`]'s shown form), never an error of the tick.
 
-use std::io::Write as _;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
+use crate::backoff::Exponential;
 use crate::config::AlertUrl;
 
-/// How long an alert command may run before it is killed.
-pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a webhook POST or a ping may take, connection included.
 pub const HTTP_TIMEOUT: Duration = Duration::from_secs(10);
+/// Tries of one delivery within a tick, the first included.
+pub const TRIES: u32 = 3;
 
-/// Runs `command` (relative paths against `dir`, the schedule file's folder) with
-/// `json` on its stdin; kills it after [`COMMAND_TIMEOUT`].
-pub fn command(command: &[String], dir: &Path, json: &str) {
-    let shown = &command[0];
-    if let Err(why) = run_command(command, dir, json) {
-        tracing::warn!("alert command {shown}: {why}");
+/// The waits between tries: 1 s, then 2 s (the project's exponential backoff, capped
+/// so that three refusals cost a tick 3 s in all).
+fn backoff() -> Exponential {
+    Exponential::classic(1.0, 2.0, 2.0)
+}
+
+/// Why a try failed, and whether another try within the tick may do better.
+#[derive(Debug)]
+struct Failure {
+    why: String,
+    passing: bool,
+}
+
+impl Failure {
+    fn passing(why: String) -> Failure {
+        Failure { why, passing: true }
+    }
+
+    fn lasting(why: String) -> Failure {
+        Failure {
+            why,
+            passing: false,
+        }
     }
 }
 
-fn run_command(command: &[String], dir: &Path, json: &str) -> Result<(), String> {
+/// Tries `once` up to [`TRIES`] times while its failure may pass, waiting the
+/// backoff's delays between tries; the last failure, with how many tries it took.
+fn with_retries(mut once: impl FnMut() -> Result<(), Failure>) -> Result<(), String> {
+    let backoff = backoff();
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match once() {
+            Ok(()) => return Ok(()),
+            Err(f) if !f.passing || tries >= TRIES => {
+                return Err(match tries {
+                    1 => f.why,
+                    n => format!("{} ({n} tries)", f.why),
+                });
+            }
+            Err(_) => std::thread::sleep(Duration::from_secs_f64(backoff.base(tries))),
+        }
+    }
+}
+
+/// Runs `command` (relative paths against `dir`, the schedule file's folder) with
+/// `json` on its stdin, in a process group of its own that is ended after `timeout`;
+/// whether it was delivered (a WARN line says why not).
+pub fn command(command: &[String], dir: &Path, json: &str, timeout: Duration) -> bool {
+    let shown = &command[0];
+    match with_retries(|| run_command(command, dir, json, timeout)) {
+        Ok(()) => true,
+        Err(why) => {
+            tracing::warn!("alert command {shown}: {why}");
+            false
+        }
+    }
+}
+
+fn run_command(
+    command: &[String],
+    dir: &Path,
+    json: &str,
+    timeout: Duration,
+) -> Result<(), Failure> {
     let program = Path::new(&command[0]);
     // As the handler's: `./notify.sh` is beside the schedule file, wherever cron runs.
     let program = if program.components().count() > 1 && program.is_relative() {
@@ -32,55 +92,53 @@ fn run_command(command: &[String], dir: &Path, json: &str) -> Result<(), String>
     } else {
         program.to_path_buf()
     };
-    let mut child = Command::new(&program)
-        .args(&command[1..])
-        .current_dir(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot start it: {e}"))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        // A command that reads nothing closes its stdin: not its failure.
-        let _ = stdin
-            .write_all(json.as_bytes())
-            .and_then(|()| stdin.write_all(b"\n"));
+    let mut cmd = Command::new(&program);
+    cmd.args(&command[1..]).current_dir(dir);
+    let input = format!("{json}\n");
+    let finished = crate::handler::run_once(&mut cmd, input.as_bytes(), timeout)
+        .map_err(|e| Failure::lasting(format!("cannot start it: {e}")))?;
+    // What it wrote, on the same line: the reason it gives, for the log.
+    let said = match finished.output.lines().last() {
+        Some(last) => format!(": {last}"),
+        None => String::new(),
+    };
+    if finished.timed_out {
+        return Err(Failure::lasting(format!(
+            "its process group was ended after {} (alert.command_timeout){said}",
+            crate::duration::compact(timeout)
+        )));
     }
-    let started = Instant::now();
-    loop {
-        match child.try_wait().map_err(|e| e.to_string())? {
-            Some(status) if status.success() => return Ok(()),
-            Some(status) => return Err(format!("it ended with {status}")),
-            None if started.elapsed() > COMMAND_TIMEOUT => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!(
-                    "killed after {}",
-                    crate::duration::compact(COMMAND_TIMEOUT)
-                ));
-            }
-            None => std::thread::sleep(Duration::from_millis(20)),
+    match finished.status {
+        s if s.success() => Ok(()),
+        s => Err(Failure::passing(format!("it ended with {s}{said}"))),
+    }
+}
+
+/// POSTs `json` to `url`; whether it was delivered (a WARN line says why not).
+pub fn webhook(url: &AlertUrl, json: &str) -> bool {
+    match with_retries(|| http(url, Some(json))) {
+        Ok(()) => true,
+        Err(why) => {
+            tracing::warn!("alert webhook {url}: {why}");
+            false
         }
     }
 }
 
-/// POSTs `json` to `url`.
-pub fn webhook(url: &AlertUrl, json: &str) {
-    if let Err(why) = http(url, Some(json)) {
-        tracing::warn!("alert webhook {url}: {why}");
-    }
-}
-
-/// GETs `url`: a ping.
-pub fn ping(url: &AlertUrl) {
-    if let Err(why) = http(url, None) {
+/// GETs `url`: a ping, tried again as an alert is where `retry` says.
+pub fn ping(url: &AlertUrl, retry: bool) {
+    let sent = match retry {
+        true => with_retries(|| http(url, None)),
+        false => http(url, None).map_err(|f| f.why),
+    };
+    if let Err(why) = sent {
         tracing::warn!("ping {url}: {why}");
     }
 }
 
 /// A request, with `body` a POST of JSON, else a GET; a status of 400 and over is a
 /// failure. The error never holds the whole URL.
-#[cfg(feature = "cli")]
-fn http(url: &AlertUrl, body: Option<&str>) -> Result<(), String> {
+fn http(url: &AlertUrl, body: Option<&str>) -> Result<(), Failure> {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(HTTP_TIMEOUT))
         .http_status_as_error(true)
@@ -94,17 +152,48 @@ fn http(url: &AlertUrl, body: Option<&str>) -> Result<(), String> {
         None => agent.get(url.as_str()).call(),
     };
     sent.map(drop).map_err(|e| match e {
-        ureq::Error::StatusCode(code) => format!("the server answered HTTP {code}"),
-        ureq::Error::Timeout(_) => format!(
+        ureq::Error::StatusCode(code) => {
+            let why = format!("the server answered HTTP {code}");
+            match code {
+                408 | 429 | 500.. => Failure::passing(why),
+                _ => Failure::lasting(why),
+            }
+        }
+        ureq::Error::Timeout(_) => Failure::lasting(format!(
             "no answer within {}",
             crate::duration::compact(HTTP_TIMEOUT)
-        ),
-        e => e.to_string().replace(url.as_str(), &url.to_string()),
+        )),
+        e => Failure::passing(e.to_string().replace(url.as_str(), &url.to_string())),
     })
 }
 
-/// A library built without the `cli` feature has no HTTP client.
-#[cfg(not(feature = "cli"))]
-fn http(_url: &AlertUrl, _body: Option<&str>) -> Result<(), String> {
-    Err("this build of backlog has no HTTP client (the cargo feature cli)".into())
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_passing_failure_is_tried_again_a_lasting_one_not() {
+        let mut tries = 0;
+        let ok = with_retries(|| {
+            tries += 1;
+            match tries {
+                1 => Err(Failure::passing("refused".into())),
+                _ => Ok(()),
+            }
+        });
+        assert_eq!((ok, tries), (Ok(()), 2));
+        let mut tries = 0;
+        let lasting = with_retries(|| {
+            tries += 1;
+            Err(Failure::lasting("HTTP 404".into()))
+        });
+        assert_eq!((lasting, tries), (Err("HTTP 404".to_string()), 1));
+    }
+
+    #[test]
+    fn the_waits_between_tries_are_short() {
+        let b = backoff();
+        let waits: Vec<f64> = (1..TRIES).map(|n| b.base(n)).collect();
+        assert_eq!(waits, [1.0, 2.0]);
+    }
 }

@@ -4,13 +4,17 @@
 //!
 //! An alert goes out after the tick's run-log row is closed, at most once per tier,
 //! kind and `alert_every` across every runner (`backlog_alerts` keeps the last one
-//! sent and counts those held back). Delivering is best effort: a command or a server
-//! that fails is a warning, and never changes the tick's outcome or exit code. A dry
-//! run sends nothing.
+//! sent and counts those held back). An alert counts as sent only once a channel took
+//! it: the claim of one that no channel took is given back, so the next tick's alert
+//! of its tier and kind goes out rather than being held back by a failure. Delivering
+//! never changes the tick's outcome or exit code: a channel that fails, or that a
+//! variable not set leaves out, is a warning on every tick and in `status --check`
+//! (`trouble`). A dry run sends nothing.
 
 mod deliver;
 mod event;
 mod local;
+mod trouble;
 
 use std::path::Path;
 use std::time::Duration;
@@ -18,6 +22,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 pub use event::{Event, Kind};
+pub use trouble::check_findings;
 
 use crate::config::{AlertConfig, Config, DatabaseConfig, TableConfig};
 use crate::error::Error;
@@ -53,17 +58,20 @@ impl<'a> Route<'a> {
     pub fn ping_end(&self, code: u8) {
         if let Some(url) = &self.alert.ping {
             match code {
-                0 => deliver::ping(url),
-                n => deliver::ping(&url.with_path_suffix(&format!("/{n}"))),
+                0 => deliver::ping(url, true),
+                n => deliver::ping(&url.with_path_suffix(&format!("/{n}")), true),
             }
         }
     }
 }
 
-/// Pings `URL/start` as a tick begins.
+/// As a tick begins: warns of each key of `[alert]` a variable not set leaves out,
+/// and pings `URL/start` (tried once: a lost start costs healthchecks.io a duration,
+/// while waiting on a retry would keep every record of the tick waiting).
 pub fn tick_starting(config: &Config) {
+    trouble::warn_unset(config);
     if let Some(url) = &config.alert.ping {
-        deliver::ping(&url.with_path_suffix("/start"));
+        deliver::ping(&url.with_path_suffix("/start"), false);
     }
 }
 
@@ -78,6 +86,7 @@ pub fn tick_ended(
     result: &Result<TickSummary, Error>,
     started: bool,
 ) {
+    trouble::keep_unset(config, store, now);
     let event = Event::of_tick(config, window, now, result, started);
     let route = Route::of(config);
     route.ping_end(event.as_ref().and_then(|e| e.exit_code).unwrap_or(0));
@@ -124,6 +133,8 @@ pub fn unreachable(config: &Config, window: Duration, now: DateTime<Utc>, error:
     if !matches!(error, Error::Store { .. }) {
         return;
     }
+    // The tick's start, as far as it got.
+    trouble::warn_unset(config);
     let route = Route::of(config);
     let code = error.exit_code() as u8;
     route.ping_end(code);
@@ -132,13 +143,14 @@ pub fn unreachable(config: &Config, window: Duration, now: DateTime<Utc>, error:
     event.exit_code = Some(code);
     // Not the database again (a host that does not answer costs its connect timeout).
     let claimed = Err(error.to_string());
-    send(route, claimed, window, now, event);
+    send(route, claimed, None, window, now, event);
 }
 
 /// Sends `event` about the tier of `window`, unless another of its kind went out
-/// less than `alert_every` before `now`; returns whether it was sent. Without the
-/// store's word (its database cannot be reached) this host's files judge, and where
-/// they cannot the alert is sent: twice is better than never.
+/// less than `alert_every` before `now`; returns whether it was not held back (its
+/// delivery was tried). Without the store's word (its database cannot be reached)
+/// this host's files judge, and where they cannot the alert is sent: twice is better
+/// than never.
 pub fn raise(
     route: Route<'_>,
     store: Option<&mut dyn Store>,
@@ -151,26 +163,38 @@ pub fn raise(
     }
     let (kind, every) = (event.kind.name(), route.alert.every);
     let claim = |store: &mut dyn Store| store.claim_alert(window, kind, now, every);
+    let mut claimed = Err(String::new());
+    // The store that claimed: told again when no channel took the alert.
+    let mut by: Option<&mut dyn Store> = None;
+    if let Some(store) = store
+        && let Ok(c) = claim(&mut *store)
+    {
+        claimed = Ok(c);
+        by = Some(store);
+    }
     // After a failed tick its connection may be gone: the claim takes a new one.
-    let claimed = match store.map(&claim) {
-        Some(Ok(c)) => Ok(c),
-        _ => crate::store::open(route.database, route.table)
-            .and_then(|mut store| claim(store.as_mut())),
-    };
-    send(
-        route,
-        claimed.map_err(|e| e.to_string()),
-        window,
-        now,
-        event,
-    )
+    let mut opened = None;
+    if by.is_none() {
+        claimed = match crate::store::open(route.database, route.table) {
+            Ok(store) => {
+                let store = opened.insert(store).as_mut();
+                let c = claim(&mut *store);
+                by = Some(store);
+                c.map_err(|e| e.to_string())
+            }
+            Err(e) => Err(e.to_string()),
+        };
+    }
+    send(route, claimed, by, window, now, event)
 }
 
-/// Sends `event` as `claimed` allows (the database's word, or why it has none: this
-/// host's then); returns whether it was sent.
+/// Sends `event` as `claimed` allows (the database's word, through `by`, or why it
+/// has none: this host's then); returns whether it was not held back. A claim whose
+/// alert no channel took is given back.
 fn send(
     route: Route<'_>,
     claimed: Result<Option<Claim>, String>,
+    mut by: Option<&mut dyn Store>,
     window: Duration,
     now: DateTime<Utc>,
     mut event: Event,
@@ -180,7 +204,8 @@ fn send(
         return false;
     }
     let kind = event.kind.name();
-    match claimed {
+    let mut host_file = None;
+    let claim = match claimed {
         Ok(Some(Claim::HeldBack)) => {
             tracing::info!(
                 "alert {kind} of the {} tier held back: one went out less than {} ago",
@@ -189,14 +214,13 @@ fn send(
             );
             return false;
         }
-        Ok(Some(Claim::Send { held_back })) => event.held_back = held_back,
-        Ok(None) => {}
+        Ok(claim) => claim,
         Err(e) => {
             tracing::debug!("alert {kind} deduplicated on this host alone: {e}");
+            by = None;
             let url = route.database.url.to_string();
-            let local = local::claim(&url, &route.table.name, window, kind, now, alert.every);
-            match local {
-                Some(Claim::HeldBack) => {
+            match local::claim(&url, &route.table.name, window, kind, now, alert.every) {
+                Some((Claim::HeldBack, _)) => {
                     tracing::info!(
                         "alert {kind} of the {} tier held back: one went out from this host less than {} ago",
                         event.window,
@@ -204,17 +228,47 @@ fn send(
                     );
                     return false;
                 }
-                Some(Claim::Send { held_back }) => event.held_back = held_back,
-                None => tracing::warn!("alert {kind} sent without deduplication: {e}"),
+                Some((claim, path)) => {
+                    host_file = Some(path);
+                    Some(claim)
+                }
+                None => {
+                    tracing::warn!("alert {kind} sent without deduplication: {e}");
+                    None
+                }
             }
         }
+    };
+    if let Some(Claim::Send { held_back, .. }) = claim {
+        event.held_back = held_back;
     }
     let json = event.json();
+    let mut delivered = false;
     if let Some(url) = &alert.webhook {
-        deliver::webhook(url, &json);
+        let ok = deliver::webhook(url, &json);
+        trouble::keep_delivery(by.as_deref_mut(), "webhook", ok, now);
+        delivered |= ok;
     }
     if let Some(command) = &alert.command {
-        deliver::command(command, route.dir, &json);
+        let ok = deliver::command(command, route.dir, &json, alert.command_timeout);
+        trouble::keep_delivery(by.as_deref_mut(), "command", ok, now);
+        delivered |= ok;
+    }
+    if !delivered && let Some(claim) = claim {
+        // Not sent: the next alert of this tier and kind goes out, counting this one.
+        tracing::info!(
+            "alert {kind} of the {} tier was not delivered: the next tick's alert tries again",
+            event.window
+        );
+        match (by, host_file) {
+            (Some(store), _) => {
+                if let Err(e) = store.release_alert(window, kind, now, claim) {
+                    tracing::warn!("cannot give back the claim of alert {kind}: {e}");
+                }
+            }
+            (None, Some(path)) => local::release(&path, now, claim),
+            (None, None) => {}
+        }
     }
     true
 }
@@ -262,7 +316,7 @@ pub fn check_overdue(
         if raise(Route::of(config), Some(store), window, now, event)
             && let Some(url) = &config.alert.ping
         {
-            deliver::ping(&url.with_path_suffix("/fail"));
+            deliver::ping(&url.with_path_suffix("/fail"), true);
         }
     }
 }

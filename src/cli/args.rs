@@ -324,6 +324,10 @@ pub struct CrontabArgs {
     /// Whose crontab (passed to `crontab -u`; needs root).
     #[arg(long)]
     pub user: Option<String>,
+    /// Write NAME=value (this shell's value) into the block: a variable the lines need
+    /// that cron would not give them (the schedule file's ${NAME}, BACKLOG_DATABASE_URL).
+    #[arg(long, value_name = "NAME", conflicts_with = "uninstall")]
+    pub env: Vec<String>,
     /// Print JSON: the block, or what was installed or removed.
     #[arg(long)]
     pub json: bool,

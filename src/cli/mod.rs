@@ -16,6 +16,7 @@ mod act;
 mod args;
 mod backoff;
 mod completions;
+mod crontab;
 mod man_page;
 mod operate;
 mod output;
@@ -26,6 +27,7 @@ pub use act::{GiveUpArgs, SnoozeArgs, give_up, snooze};
 pub use args::*;
 pub use backoff::{BackoffCommand, backoff_budget, backoff_delays, backoff_plot, backoff_simulate};
 pub use completions::completions;
+pub use crontab::crontab;
 pub use man_page::man;
 pub use operate::{PauseArgs, ResumeArgs, RetryArgs, pause, resume, retry};
 pub(crate) use output::print;
@@ -34,10 +36,10 @@ pub use run::run;
 pub use show::{ShowArgs, show};
 
 use crate::config::Config;
+use crate::demo;
 use crate::duration;
 use crate::error::Error;
 use crate::tick::open_store;
-use crate::{crontab, demo};
 
 /// The schedule file a command reads: the one `--schedule` names (`-`: standard
 /// input), or the first of the places it is looked for.
@@ -116,109 +118,6 @@ pub fn init(args: &InitArgs) -> Result<(), Error> {
     let mut text: String = written.iter().map(|line| format!("{line}\n")).collect();
     text.push_str(&format!("next: {next}\n"));
     print(&text)
-}
-
-/// `backlog crontab`.
-pub fn crontab(args: &CrontabArgs) -> Result<(), Error> {
-    let file = schedule_to_reread(&args.schedule, "the crontab's lines read it at every tick")?;
-    let config = Config::load(&file)?;
-    if args.install {
-        // Its lines send alerts.
-        config.check_alert()?;
-    }
-    let absolute = |p: &std::path::Path| {
-        std::path::absolute(p).map_err(|source| Error::Io {
-            context: format!("cannot resolve {}", p.display()),
-            source,
-        })
-    };
-    // The real path, links resolved: a file reached through a symlink is the same
-    // file, with the same block.
-    let schedule = std::fs::canonicalize(&file).or_else(|_| absolute(&file))?;
-    let binary = match &args.binary {
-        Some(b) => absolute(b)?,
-        None => std::env::current_exe().map_err(|source| Error::Io {
-            context: "cannot find this program's path".into(),
-            source,
-        })?,
-    };
-    let log = absolute(
-        args.log
-            .as_deref()
-            .unwrap_or(&config.dir.join("backlog.log")),
-    )?;
-    let target = crontab::Target {
-        binary,
-        schedule: schedule.clone(),
-        log,
-    };
-    let block = crontab::render(&config, &target)?;
-    let whose = args
-        .user
-        .as_deref()
-        .map_or("your crontab".to_string(), |u| {
-            format!("the crontab of {u}")
-        });
-    // With --json: what was done, the schedule file, and the crontab's user (null:
-    // the invoking user's).
-    let json = |mut value: serde_json::Value| {
-        value["schedule"] = schedule.display().to_string().into();
-        value["user"] = args.user.clone().into();
-        print(&format!("{value}\n"))
-    };
-    if args.install {
-        // Before anything is written: a block cron cannot run fails unseen.
-        crontab::check(&target, &config, &crontab::owner(args.user.as_deref())?)?;
-        let current = crontab::read(args.user.as_deref())?;
-        crontab::write(
-            args.user.as_deref(),
-            &crontab::install(&current, &block, &schedule)?,
-        )?;
-        // The file's `${VAR}` were set where it was loaded; cron's lines may lack them.
-        let used = std::fs::read_to_string(&file)
-            .map(|text| crate::config::variables_used_in(&text))
-            .unwrap_or_default();
-        for name in crontab::unset_for_cron(&used, &current) {
-            tracing::warn!(
-                "{} uses ${{{name}}}, which cron's lines do not get from this shell: add a `{name}=…` line to the crontab above the block (`crontab -e`), or set it in /etc/environment",
-                schedule.display()
-            );
-        }
-        if args.json {
-            return json(serde_json::json!({
-                "installed": true, "tiers": config.schedule.tiers.len(), "block": block,
-            }));
-        }
-        print(&format!(
-            "installed {} of {} in {whose}\n",
-            config.schedule.tier_count(),
-            schedule.display()
-        ))
-    } else if args.uninstall {
-        crontab::owner(args.user.as_deref())?;
-        let current = crontab::read(args.user.as_deref())?;
-        let (text, removed) = crontab::uninstall(&current, &schedule)?;
-        if removed && crontab::is_empty(&text) {
-            crontab::remove(args.user.as_deref())?;
-        } else if removed {
-            crontab::write(args.user.as_deref(), &text)?;
-        }
-        if args.json {
-            return json(serde_json::json!({"removed": removed}));
-        }
-        print(&if removed {
-            format!("removed the block of {} from {whose}\n", schedule.display())
-        } else {
-            format!(
-                "{whose} has no block for {}; nothing to remove\n",
-                schedule.display()
-            )
-        })
-    } else if args.json {
-        json(serde_json::json!({"block": block}))
-    } else {
-        print(&block)
-    }
 }
 
 /// `backlog explain`.
@@ -396,7 +295,9 @@ pub fn status(args: &StatusArgs) -> Result<(), Error> {
                 warn_failures: args.warn_failures,
                 critical_failures: args.critical_failures,
             },
-        );
+        )
+        .with_alert_channels(store.as_mut(), now)
+        .map_err(Error::store(&config.database.url))?;
         let line = check.line(&config.table.name);
         print(&if args.json {
             let mut value = serde_json::to_value(&check).expect("a check serialises");

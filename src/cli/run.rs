@@ -20,13 +20,9 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
     // This process's only children are its handlers: it may reap their orphans.
     crate::handler::adopt_orphans();
     let schedule = super::schedule_file(&args.schedule)?;
-    // A tick sends its alerts: an `[alert]` that cannot be read is the file's fault
-    // (not a dry run's, which sends none).
-    let loaded = Config::load(&schedule).and_then(|c| match args.dry_run {
-        true => Ok(c),
-        false => c.check_alert().map(|()| c),
-    });
-    let config = match loaded {
+    // A key of `[alert]` a variable not set leaves out is a warning of the tick, which
+    // runs (`alert::tick_starting`): a missing token never stops the work.
+    let config = match Config::load(&schedule) {
         Ok(config) => config,
         // A file that does not load: the tick did not start (a handler that cannot be
         // started is recorded by the tick itself).

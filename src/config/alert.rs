@@ -10,12 +10,13 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::ranges::{ALERT_EVERY, span};
+use super::ranges::{ALERT_COMMAND_TIMEOUT, ALERT_EVERY, span};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawAlert {
     command: Option<Vec<String>>,
+    command_timeout: Option<String>,
     webhook: Option<String>,
     ping: Option<String>,
     alert_every: Option<String>,
@@ -72,6 +73,8 @@ impl fmt::Debug for AlertUrl {
 pub struct AlertConfig {
     /// A program and its arguments, run once per alert with the event on its stdin.
     pub command: Option<Vec<String>>,
+    /// How long the command may run before its process group is ended.
+    pub command_timeout: Duration,
     /// Where each alert is POSTed as JSON.
     pub webhook: Option<AlertUrl>,
     /// A healthchecks.io check: `/start` as a tick starts, then its outcome.
@@ -82,11 +85,14 @@ pub struct AlertConfig {
 
 /// `alert.alert_every` when the file does not set it.
 pub(crate) const DEFAULT_EVERY: Duration = Duration::from_secs(15 * 60);
+/// `alert.command_timeout` when the file does not set it.
+pub(crate) const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl Default for AlertConfig {
     fn default() -> Self {
         AlertConfig {
             command: None,
+            command_timeout: DEFAULT_COMMAND_TIMEOUT,
             webhook: None,
             ping: None,
             every: DEFAULT_EVERY,
@@ -119,6 +125,9 @@ pub(super) fn resolve(raw: Option<RawAlert>) -> Result<AlertConfig, String> {
         }
         alert.command = Some(command);
     }
+    if let Some(timeout) = raw.command_timeout {
+        alert.command_timeout = span("alert.command_timeout", &timeout, ALERT_COMMAND_TIMEOUT)?;
+    }
     alert.webhook = raw.webhook.map(|u| url("alert.webhook", &u)).transpose()?;
     alert.ping = raw.ping.map(|u| url("alert.ping", &u)).transpose()?;
     if let Some(every) = raw.alert_every {
@@ -149,6 +158,7 @@ mod tests {
     fn raw(webhook: &str) -> Option<RawAlert> {
         Some(RawAlert {
             command: None,
+            command_timeout: None,
             webhook: Some(webhook.into()),
             ping: None,
             alert_every: None,
@@ -188,6 +198,7 @@ mod tests {
         );
         let e = resolve(Some(RawAlert {
             command: Some(vec![]),
+            command_timeout: None,
             webhook: None,
             ping: None,
             alert_every: None,

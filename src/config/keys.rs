@@ -214,6 +214,7 @@ fn other_key(path: &str) -> Option<Key> {
             "a list of a program and its arguments",
             "command = [\"./notify.sh\", \"ops\"]".into(),
         ),
+        "alert.command_timeout" => duration("command_timeout", "30s"),
         "alert.webhook" => (
             Text,
             "an http:// or https:// address in quotes",

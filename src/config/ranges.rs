@@ -37,6 +37,12 @@ pub(super) const ALERT_EVERY: Range = Range {
     min: Duration::from_secs(1),
     max: Duration::from_secs(30 * 86_400),
 };
+/// `alert.command_timeout`: a second up to ten minutes; an alert a tick waits on
+/// longer keeps the tick's end (and cron's, and the daemon's next tick of the tier).
+pub(super) const ALERT_COMMAND_TIMEOUT: Range = Range {
+    min: Duration::from_secs(1),
+    max: Duration::from_secs(600),
+};
 
 /// The most records one tick selects (`limit`, a tier's `limit`, `--limit`).
 pub const MAX_LIMIT: u64 = 1_000_000_000;

@@ -17,6 +17,15 @@ use toml::de::{DeTable, DeValue};
 /// A variable that cannot be expanded, and where: the string's place in the file.
 pub(super) type Unexpanded = (Range<usize>, String);
 
+/// A key of a section whose value names a variable that is not set: where the value
+/// is in the file, the key (`alert.ping`), the variable (`HC_UUID`) and the message.
+pub(super) struct UnsetEntry {
+    pub span: Range<usize>,
+    pub key: String,
+    pub name: String,
+    pub message: String,
+}
+
 /// Expands every string value of `table` (and of its tables and arrays) with `lookup`,
 /// the environment in the program, but those under a key `skip` names (`database.url`,
 /// or `alert` for the whole section); the first variable that is not set is an error
@@ -29,16 +38,72 @@ pub(super) fn expand(
     expand_table(table, "", &Expansion { lookup, skip })
 }
 
+/// Expands each key of the section `section` (`alert`) on its own: a key whose value
+/// names a variable that is not set is taken out of the section and returned, so that
+/// the section's other keys still work (a webhook still goes out while the ping's
+/// token is missing). Any other mistake (`${` not closed) is an error, as elsewhere: a
+/// bad edit is the file's to fix, not the environment's. A section that is not a table
+/// is left to the reader, which says so.
+pub(super) fn expand_each(
+    document: &mut DeTable<'_>,
+    section: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<UnsetEntry>, Unexpanded> {
+    let Some(value) = document.get_mut(section) else {
+        return Ok(Vec::new());
+    };
+    let DeValue::Table(table) = value.get_mut() else {
+        return Ok(Vec::new());
+    };
+    let mut unset = Vec::new();
+    for (key, value) in table.iter_mut() {
+        let key = format!("{section}.{}", key.get_ref());
+        // The variable the failed expansion asked for last: the one not set.
+        let missing = std::cell::RefCell::new(None);
+        let tracking = |name: &str| {
+            let found = lookup(name);
+            if found.is_none() {
+                *missing.borrow_mut() = Some(name.to_string());
+            }
+            found
+        };
+        let with = Expansion {
+            lookup: &tracking,
+            skip: &|_| false,
+        };
+        if let Err((span, message)) = expand_value(value, &key, &with) {
+            let Some(name) = missing.into_inner() else {
+                return Err((span, message));
+            };
+            unset.push(UnsetEntry {
+                span,
+                key,
+                name,
+                message,
+            });
+        }
+    }
+    for entry in &unset {
+        let key = &entry.key[section.len() + 1..];
+        table.remove(key);
+    }
+    // In the file's order, whatever order the table keeps its keys in.
+    unset.sort_by_key(|u| u.span.start);
+    Ok(unset)
+}
+
 /// What an expansion reads variables with, and which keys it leaves as they are.
 struct Expansion<'a> {
     lookup: &'a dyn Fn(&str) -> Option<String>,
     skip: &'a dyn Fn(&str) -> bool,
 }
 
-/// The variables the strings of a schedule file's text name, each once, in order; none
-/// when the text is not TOML (its load says why).
+/// The variables the strings of a schedule file's text name, each once, in the file's
+/// order, but those under a key `skip` names (`database.url`, where
+/// `BACKLOG_DATABASE_URL` replaces it); none when the text is not TOML (its load says
+/// why).
 #[cfg(feature = "cli")]
-pub fn used_in(text: &str) -> Vec<String> {
+pub fn used_in(text: &str, skip: &dyn Fn(&str) -> bool) -> Vec<String> {
     let Ok(mut document) = DeTable::parse(text) else {
         return Vec::new();
     };
@@ -50,8 +115,11 @@ pub fn used_in(text: &str) -> Vec<String> {
         }
         Some(String::new())
     };
-    let _ = expand(document.get_mut(), &lookup, &|_| false);
-    names.into_inner()
+    let _ = expand(document.get_mut(), &lookup, skip);
+    // In the file's order, not the order the TOML reader keeps its keys in.
+    let mut names = names.into_inner();
+    names.sort_by_key(|name| text.find(&format!("${{{name}}}")));
+    names
 }
 
 fn expand_table(
@@ -203,8 +271,9 @@ mod tests {
     #[cfg(feature = "cli")] // what only the command and the daemon ask
     fn the_variables_a_file_uses_are_listed_once() {
         let text = "a = \"${DB_URL}x${TOKEN}\"\nb = [\"${DB_URL}\", \"$${NOT}\"]\n# ${COMMENT}\n";
-        assert_eq!(used_in(text), ["DB_URL", "TOKEN"]);
-        assert!(used_in("not = toml = at all").is_empty());
+        assert_eq!(used_in(text, &|_| false), ["DB_URL", "TOKEN"]);
+        assert_eq!(used_in(text, &|key| key == "a"), ["DB_URL"]);
+        assert!(used_in("not = toml = at all", &|_| false).is_empty());
     }
 
     #[test]
@@ -223,6 +292,36 @@ mod tests {
             panic!("a string")
         };
         assert_eq!(a, "postgres://app:s3cr$t@db/shop");
+    }
+
+    #[test]
+    fn a_key_of_a_section_naming_an_unset_variable_is_taken_out_alone() {
+        let text = "[alert]\nwebhook = \"${DB_URL}\"\nping = \"https://hc/${NOPE}\"\ncommand = [\"a\", \"${NOPE2}\"]\n";
+        let mut doc = DeTable::parse(text).unwrap().into_inner();
+        let unset = expand_each(&mut doc, "alert", &env).unwrap();
+        let named: Vec<(&str, &str)> = unset
+            .iter()
+            .map(|u| (u.key.as_str(), u.name.as_str()))
+            .collect();
+        assert_eq!(named, [("alert.ping", "NOPE"), ("alert.command", "NOPE2")]);
+        assert_eq!(&text[unset[0].span.clone()], "\"https://hc/${NOPE}\"");
+        assert!(
+            unset[0].message.starts_with("alert.ping: ${NOPE} names"),
+            "{}",
+            unset[0].message
+        );
+        let DeValue::Table(alert) = doc.get("alert").unwrap().get_ref() else {
+            panic!("a table")
+        };
+        let keys: Vec<&str> = alert.iter().map(|(k, _)| k.get_ref().as_ref()).collect();
+        assert_eq!(keys, ["webhook"]);
+        // A malformed one is the file's mistake: an error, as anywhere else.
+        let mut doc = DeTable::parse("[alert]\nping = \"${NOPE\"\n")
+            .unwrap()
+            .into_inner();
+        assert!(expand_each(&mut doc, "alert", &env).is_err());
+        let mut doc = DeTable::parse("a = 1").unwrap().into_inner();
+        assert!(expand_each(&mut doc, "alert", &env).unwrap().is_empty());
     }
 
     #[test]

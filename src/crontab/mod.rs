@@ -4,8 +4,9 @@
 //! The invariant: whatever is outside our block is written back byte for byte, and a
 //! crontab we cannot read unambiguously (a begin marker without its end) is left alone
 //! with an error rather than repaired by guess. Before installing, [`check`] makes sure
-//! the crontab's user can run the lines (binary, schedule file, log folder): a block
-//! cron cannot run would fail silently every few minutes, far from anyone's eyes.
+//! the crontab's user can run the lines (binary, schedule file, log folder), and
+//! [`missing`] that cron would give them the variables they need: a block cron cannot
+//! run would fail silently every few minutes, far from anyone's eyes.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -16,7 +17,9 @@ use crate::duration;
 use crate::schedule::CronLine;
 
 mod check;
+mod environment;
 pub use check::{check, owner};
+pub use environment::{cron_sets, lines as env_lines, missing, refusal};
 
 /// A crontab problem: the command, the markers, or the file's content.
 #[derive(Debug, thiserror::Error)]
@@ -32,6 +35,8 @@ pub struct Target {
     pub schedule: PathBuf,
     /// Where the lines send their output (absolute).
     pub log: PathBuf,
+    /// `NAME=value` lines written above the lines (`--env`): what cron gives them.
+    pub env: Vec<String>,
 }
 
 fn begin_marker(schedule: &Path) -> String {
@@ -77,6 +82,13 @@ pub fn render(config: &Config, target: &Target) -> Result<String, CrontabError> 
         "# Written by `backlog crontab --install`: edit the schedule file, then install again."
             .to_string(),
     ];
+    if !target.env.is_empty() {
+        out.push(
+            "# The environment the lines need (--env), from the shell that installed them."
+                .to_string(),
+        );
+        out.extend(target.env.iter().cloned());
+    }
     for (i, tier) in config.schedule.tiers.iter().enumerate() {
         let window = duration::compact(tier.window);
         let line = tier.cadence.cron_line().map_err(|e| {
@@ -213,25 +225,13 @@ pub fn read(user: Option<&str>) -> Result<String, CrontabError> {
     )))
 }
 
-/// The variables of `names` (the schedule file's `${VAR}`) that cron's lines would not
-/// have: cron starts them with the crontab's own `NAME=value` lines and, on Debian,
-/// `/etc/environment` (pam_env), not with the shell's environment they were tried in.
-pub fn unset_for_cron(names: &[String], crontab: &str) -> Vec<String> {
-    let environment = std::fs::read_to_string("/etc/environment").unwrap_or_default();
-    let sets = |text: &str, name: &str| {
-        text.lines().any(|l| {
-            l.trim_start()
-                .strip_prefix("export ")
-                .unwrap_or(l.trim_start())
-                .split_once('=')
-                .is_some_and(|(n, _)| n.trim() == name)
-        })
-    };
-    names
-        .iter()
-        .filter(|n| !sets(crontab, n) && !sets(&environment, n))
-        .cloned()
-        .collect()
+/// The crontab above the schedule's block: what cron has read when it reaches the
+/// block's lines (all of it for a block not there yet, which goes at the end).
+pub fn above_block<'c>(current: &'c str, schedule: &Path) -> Result<&'c str, CrontabError> {
+    Ok(match find_block(current, schedule)? {
+        Some(range) => &current[..range.start],
+        None => current,
+    })
 }
 
 /// Whether a crontab holds nothing of the user's: blank, or only the header some

@@ -14,6 +14,8 @@ mod child;
 mod closure;
 mod command;
 mod group;
+#[cfg(feature = "cli")] // alert commands
+mod once;
 mod proc_stat;
 mod registry;
 #[cfg(feature = "cli")] // alerts keep there what went out while the database is down
@@ -32,6 +34,8 @@ pub use closure::FnHandler;
 pub use command::CommandHandler;
 #[cfg(feature = "cli")]
 pub(crate) use group::kill_live_groups;
+#[cfg(feature = "cli")]
+pub(crate) use once::run_once;
 #[cfg(feature = "cli")]
 pub(crate) use snooze::LONGEST_SNOOZE;
 pub(crate) use snooze::SNOOZE_EXIT;

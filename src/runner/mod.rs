@@ -60,7 +60,6 @@ const NAP: Duration = Duration::from_millis(200);
 /// the handler. The daemon refuses to start, or to switch to a new file, otherwise.
 fn load_checked(path: &Path) -> Result<Config, Error> {
     let config = Config::load(path)?;
-    config.check_alert()?;
     let mut store = open_store(&config)?;
     store.inspect().map_err(Error::store(store.describe()))?;
     crate::handler::from_config(&config.handler, &config.dir).map_err(|source| Error::Handler {

@@ -16,6 +16,8 @@ use crate::store::{Holding, Pause, Range, RunRow, Runner, Store, StoreError};
 use crate::timestamp::TimestampFormat;
 
 mod check;
+#[cfg(feature = "cli")] // alerts are the command's
+mod check_alerts;
 
 pub use check::{CheckLevel, Thresholds, check};
 

@@ -47,7 +47,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-pub use alerts::Claim;
+pub use alerts::{AlertTrouble, Claim};
 pub use attempts::{ACTIONS, Attempt, AttemptQuery, GIVEN_UP, SNOOZED};
 pub use band::{BandQuery, Cursor, Page, Range};
 pub use breakers::BreakerState;

@@ -7,8 +7,8 @@ use chrono::{DateTime, Utc};
 
 use super::sql::Sql;
 use super::{
-    Attempt, AttemptQuery, Claim, DurationHistogram, Mark, Pause, RecentRun, RunTotals, Store,
-    StoreError, alerts, attempts, in_flight, pauses, totals,
+    AlertTrouble, Attempt, AttemptQuery, Claim, DurationHistogram, Mark, Pause, RecentRun,
+    RunTotals, Store, StoreError, alerts, attempts, in_flight, pauses, totals,
 };
 
 /// The tool's own tables as the statements the backends share see them: a connection
@@ -169,6 +169,64 @@ impl dyn Store + '_ {
             every_ms,
         )
         .map(Some)
+    }
+
+    /// Gives back a claim of [`claim_alert`](Self::claim_alert) made at `now` whose
+    /// alert could not be delivered: it counts as held back, not sent, and the next
+    /// alert of its tier and kind goes out.
+    pub fn release_alert(
+        &mut self,
+        window: Duration,
+        kind: &str,
+        now: DateTime<Utc>,
+        claimed: Claim,
+    ) -> Result<(), StoreError> {
+        let own = self.own("backlog_alerts")?;
+        if !own.exists {
+            return Ok(());
+        }
+        alerts::release(
+            own.sql,
+            &own.prefix,
+            own.table,
+            window.as_secs(),
+            kind,
+            now.timestamp_millis(),
+            claimed,
+        )
+    }
+
+    /// What ticks found wrong with the table's alert channels.
+    pub fn alert_troubles(&mut self) -> Result<Vec<AlertTrouble>, StoreError> {
+        let own = self.own("backlog_alerts")?;
+        if !own.exists {
+            return Ok(Vec::new());
+        }
+        alerts::troubles(own.sql, &own.prefix, own.table)
+    }
+
+    /// Notes that a tick found `what` wrong with an alert channel at `now` (`true`),
+    /// or right again (`false`).
+    pub fn note_alert_trouble(
+        &mut self,
+        what: &str,
+        now: DateTime<Utc>,
+        wrong: bool,
+    ) -> Result<(), StoreError> {
+        let own = self.own("backlog_alerts")?;
+        if !own.exists {
+            return Ok(());
+        }
+        match wrong {
+            true => alerts::note_trouble(
+                own.sql,
+                &own.prefix,
+                own.table,
+                what,
+                now.timestamp_millis(),
+            ),
+            false => alerts::clear_trouble(own.sql, &own.prefix, own.table, what),
+        }
     }
 
     /// The run log summed by tier and outcome.

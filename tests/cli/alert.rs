@@ -2,6 +2,8 @@
 //! webhook, a command) across separate runs, pings healthchecks.io-style, and a
 //! delivery that fails never changes the tick's outcome.
 
+use std::time::{Duration, Instant};
+
 use crate::harness::{Backend, Env, NOW, Schedule, recording_handler};
 use crate::hooks::{Hooks, Request, add_webhook, posted, refused};
 
@@ -212,7 +214,72 @@ fn a_tick_whose_database_cannot_be_reached_alerts_once_per_alert_every(backend: 
     assert_eq!(events[0]["held_back"], 1);
 }
 
+/// The schedule file of `env` with its webhook sent to `url` instead.
+fn set_webhook(env: &Env, url: &str) {
+    let path = env.path("backlog.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let line = text.lines().find(|l| l.starts_with("webhook = ")).unwrap();
+    let text = text.replacen(line, &format!("webhook = \"{url}/hook\""), 1);
+    std::fs::write(path, text).unwrap();
+}
+
+/// The findings of `status --check` at NOW+minutes.
+fn findings(env: &Env, minutes: i64) -> String {
+    let now =
+        chrono::DateTime::parse_from_rfc3339(NOW).unwrap() + chrono::Duration::minutes(minutes);
+    let out = env
+        .backlog(&["status", "--check", "--json", "--now", &now.to_rfc3339()])
+        .output()
+        .unwrap();
+    let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    value["findings"].to_string()
+}
+
+/// A receiver that refuses the first delivery gets the alert on the retry, within the
+/// tick. One down for a whole tick: a warning naming it, `status --check` says so, and
+/// the alert is not counted as sent, so the next tick's alert goes out within
+/// `alert_every` and counts the lost one held back.
+fn a_failed_delivery_is_tried_again_and_never_counted_as_sent(backend: Backend) {
+    let hooks = Hooks::refusing(1);
+    let env = failing_env(
+        backend,
+        &format!("webhook = \"{}/hook\"\nalert_every = \"15m\"", hooks.url),
+    );
+    let stderr = tick(&env, 0, 5);
+    let events = posted(&hooks.take());
+    assert_eq!(hooks.refused(), 1);
+    assert_eq!(events.len(), 1, "the retry delivers it: {stderr}");
+    assert_eq!(events[0]["held_back"], 0);
+    assert!(!stderr.contains("WARN alert webhook"), "{stderr}");
+
+    let down = refused();
+    set_webhook(&env, &down.url);
+    let stderr = tick(&env, 20, 5);
+    assert!(
+        stderr.contains(&format!("WARN alert webhook {}/hook: ", down.url))
+            && stderr.contains("(3 tries)"),
+        "{stderr}"
+    );
+    let found = findings(&env, 21);
+    assert!(
+        found.contains("the alert webhook could not deliver its last alert, the last 1m ago"),
+        "{found}"
+    );
+
+    set_webhook(&env, &hooks.url);
+    tick(&env, 25, 5);
+    let events = posted(&hooks.take());
+    assert_eq!(
+        events.len(),
+        1,
+        "not held back by the one lost 5 minutes before"
+    );
+    assert_eq!(events[0]["held_back"], 1, "the lost one is counted");
+    assert!(!findings(&env, 26).contains("could not deliver"));
+}
+
 crate::on_every_backend!(
+    a_failed_delivery_is_tried_again_and_never_counted_as_sent,
     a_tick_whose_database_cannot_be_reached_alerts_once_per_alert_every,
     a_file_that_does_not_load_still_alerts,
     a_failing_tick_sends_one_webhook_and_pings_then_holds_back_within_alert_every,
@@ -237,13 +304,68 @@ fn an_alert_command_gets_the_event_on_its_stdin() {
         std::fs::read_to_string(env.path("alert.arg")).unwrap(),
         "ops\n"
     );
-    // A command that fails is a warning; the tick keeps its own exit code.
-    env.write_handler("alert.sh", "#!/bin/sh\nexit 3\n");
+    // A command that fails is tried again, then a warning with the last line it
+    // wrote; the tick keeps its own exit code.
+    env.write_handler("alert.sh", "#!/bin/sh\necho pager down >&2\nexit 3\n");
     let stderr = tick(&env, 20, 5);
     assert!(
-        stderr.contains("WARN alert command ./alert.sh: it ended with exit status: 3"),
+        stderr.contains("WARN alert command ./alert.sh: it ended with exit status: 3: [stderr] pager down (3 tries)"),
         "{stderr}"
     );
+}
+
+/// Whether the process `pid` (its id in the file `name` of `env`) is dead: gone, or a
+/// zombie nobody has reaped yet. A process SIGKILLed a moment ago may still show.
+fn gone(env: &Env, name: &str) -> bool {
+    let pid = std::fs::read_to_string(env.path(name)).unwrap();
+    let stat = format!("/proc/{}/stat", pid.trim());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        match std::fs::read_to_string(&stat) {
+            Err(_) => return true,
+            Ok(s) if s.rsplit(')').next().unwrap().trim_start().starts_with('Z') => return true,
+            Ok(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+    false
+}
+
+/// An alert command runs in a process group of its own, ended when it exits and at its
+/// timeout (SIGTERM, then SIGKILL): a `sleep 60` it started neither keeps the tick's
+/// output open (the test reads it to its end) nor outlives it.
+#[test]
+fn an_alert_commands_process_group_ends_with_it_and_at_its_timeout() {
+    let env = failing_env(
+        Backend::Sqlite,
+        "command = [\"./alert.sh\"]\ncommand_timeout = \"1s\"",
+    );
+    env.write_handler(
+        "alert.sh",
+        "#!/bin/sh\ncat > /dev/null\nsleep 60 &\necho $! > sleep.pid\n",
+    );
+    let started = Instant::now();
+    let stderr = tick(&env, 0, 5);
+    assert!(started.elapsed() < Duration::from_secs(30), "{stderr}");
+    assert!(!stderr.contains("WARN alert command"), "{stderr}");
+    assert!(gone(&env, "sleep.pid"), "the sleep outlived its command");
+
+    // Past its timeout, SIGTERM ignored by it and its sleep alike.
+    env.write_handler(
+        "alert.sh",
+        "#!/bin/sh\ntrap '' TERM\ncat > /dev/null\nsleep 60 &\necho $! > sleep.pid\nwait\n",
+    );
+    let started = Instant::now();
+    let stderr = tick(&env, 20, 5);
+    assert!(started.elapsed() < Duration::from_secs(30), "{stderr}");
+    assert!(
+        stderr.contains("WARN alert command ./alert.sh: its process group was ended after 1s (alert.command_timeout)"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("tries)"),
+        "a command that timed out is not tried again within the tick: {stderr}"
+    );
+    assert!(gone(&env, "sleep.pid"), "the sleep outlived its command");
 }
 
 /// A tick whose handler could run for no record (exit 127 for each: a command not
@@ -314,7 +436,7 @@ fn bad_alert_sections_get_messages_that_name_the_key() {
         ),
         (
             "webhok = \"https://hooks.example/x\"",
-            "backlog: backlog.toml:{line}:1: unknown field `webhok`, expected one of `command`, `webhook`, `ping`, `alert_every`\n",
+            "backlog: backlog.toml:{line}:1: unknown field `webhok`, expected one of `command`, `command_timeout`, `webhook`, `ping`, `alert_every`\n",
         ),
         (
             "alert_every = \"90d\"",

@@ -8,17 +8,17 @@ use std::sync::{Mutex, MutexGuard};
 use crate::harness::{Env, NOW, Schedule, recording_handler};
 
 /// The user whose crontab the tests write (never the invoking user's own).
-const USER: &str = "backlog-ci";
+pub const USER: &str = "backlog-ci";
 
 /// The tests that write the test user's one crontab take turns.
-fn one_at_a_time() -> MutexGuard<'static, ()> {
+pub fn one_at_a_time() -> MutexGuard<'static, ()> {
     static CRONTAB: Mutex<()> = Mutex::new(());
     CRONTAB
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-fn crontab_l() -> String {
+pub fn crontab_l() -> String {
     let out = Command::new("crontab")
         .args(["-u", USER, "-l"])
         .output()
@@ -34,7 +34,7 @@ fn crontab_l() -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-fn set_crontab(text: &str) {
+pub fn set_crontab(text: &str) {
     let mut child = Command::new("crontab")
         .args(["-u", USER, "-"])
         .stdin(Stdio::piped())
@@ -64,7 +64,7 @@ fn env_with_schedule() -> Env {
 /// A schedule in a folder of the test user's, as a real install has it: the user
 /// reads the file, writes the log beside it, and runs a `backlog` there (a stand-in:
 /// the build's own may sit where the user cannot reach, and the tests never run it).
-fn env_of_the_user() -> Env {
+pub fn env_of_the_user() -> Env {
     let env = env_with_schedule();
     std::os::unix::fs::chown(
         env.dir.path(),
@@ -198,41 +198,6 @@ fn install_and_uninstall_round_trip_on_the_real_crontab() {
             && String::from_utf8_lossy(&listed.stderr).contains("no crontab for"),
         "a user who had no crontab is left with none, not an empty one: {listed:?}"
     );
-}
-
-/// A schedule file that names `${DB_URL}` installs, with a warning that cron's lines do
-/// not get it from this shell, unless the crontab sets it.
-#[test]
-fn install_warns_of_a_variable_cron_would_not_have() {
-    let _turn = one_at_a_time();
-    let env = env_of_the_user();
-    let binary = env.path("backlog").display().to_string();
-    let text = std::fs::read_to_string(env.path("backlog.toml")).unwrap();
-    let url = format!("url = \"{}\"", env.url());
-    assert!(text.contains(&url));
-    std::fs::write(
-        env.path("backlog.toml"),
-        text.replacen(&url, "url = \"${DB_URL}\"", 1),
-    )
-    .unwrap();
-    for (mine, warned) in [("", true), ("DB_URL=backlog.db\n", false)] {
-        set_crontab(mine);
-        let out = env
-            .backlog(&["crontab", "--install", "--user", USER, "--binary", &binary])
-            .env("DB_URL", env.url())
-            .assert()
-            .success();
-        let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
-        assert_eq!(
-            stderr.contains("uses ${DB_URL}, which cron's lines do not get from this shell: add a `DB_URL=…` line to the crontab above the block"),
-            warned,
-            "{mine:?}: {stderr}"
-        );
-    }
-    let _ = Command::new("crontab")
-        .args(["-u", USER, "-r"])
-        .stderr(Stdio::null())
-        .status();
 }
 
 /// Each thing cron would trip over, as the crontab's user, is refused with a line that

@@ -1,8 +1,10 @@
 //! A loopback HTTP server that stands for a webhook receiver and healthchecks.io: it
-//! records each request's method, path (with its query) and body, and answers 200.
+//! records each request's method, path (with its query) and body, and answers 200;
+//! or, to stand for a receiver that is briefly down, answers its first POSTs 503.
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpListener;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// One request the server got.
@@ -17,16 +19,25 @@ pub struct Request {
 pub struct Hooks {
     pub url: String,
     got: Arc<Mutex<Vec<Request>>>,
+    refused: Arc<AtomicUsize>,
 }
 
 impl Hooks {
     /// Listens on 127.0.0.1 on a free port, answering on a thread of its own (it ends
     /// with the test process).
     pub fn start() -> Hooks {
+        Hooks::refusing(0)
+    }
+
+    /// As `start`, but answers the first `refuse` POSTs `503 Service Unavailable` (and
+    /// does not record them): a receiver down for a moment.
+    pub fn refusing(refuse: usize) -> Hooks {
         let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
         let url = format!("http://{}", listener.local_addr().unwrap());
         let got = Arc::new(Mutex::new(Vec::new()));
         let seen = Arc::clone(&got);
+        let refused = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&refused);
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(mut stream) = stream else { continue };
@@ -51,6 +62,13 @@ impl Hooks {
                 }
                 let mut body = vec![0; length];
                 let _ = reader.read_exact(&mut body);
+                if method == "POST" && counted.load(Ordering::SeqCst) < refuse {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    let _ = stream.write_all(
+                        b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                    );
+                    continue;
+                }
                 seen.lock().unwrap().push(Request {
                     method: method.to_string(),
                     path: path.unwrap_or_default().to_string(),
@@ -61,7 +79,12 @@ impl Hooks {
                 );
             }
         });
-        Hooks { url, got }
+        Hooks { url, got, refused }
+    }
+
+    /// How many POSTs were refused.
+    pub fn refused(&self) -> usize {
+        self.refused.load(Ordering::SeqCst)
     }
 
     /// The requests got since the last call, in order.

@@ -10,6 +10,7 @@ mod completions;
 mod concurrency;
 mod considerate;
 mod crontab;
+mod crontab_env;
 mod daemon;
 mod dashboard;
 mod dashboard_access;

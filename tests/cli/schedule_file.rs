@@ -4,7 +4,9 @@
 
 use std::io::Write as _;
 
-use crate::harness::{Backend, Env, NOW, Schedule, recording_handler};
+use crate::harness::{Backend, Env, NOW, Running, Schedule, recording_handler};
+use crate::hooks::Hooks;
+use crate::tick::wait_for;
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
@@ -67,53 +69,100 @@ fn a_variable_fills_in_the_database_url(backend: Backend) {
         .success();
 }
 
-/// A variable `[alert]` names that is not set (the token of a webhook, set for the
-/// crontab's lines, not in a person's shell): the commands that send no alert read the
-/// file without its `[alert]`; a tick, `doctor` and the daemon say which variable, and
-/// the tick starts no handler.
+/// A variable `[alert]` names that is not set (healthchecks.io's id, set for the
+/// crontab's lines, not in a person's shell): the key is left out and the work runs.
+/// A tick handles its records and says which variable, once; `status --check` warns of
+/// what the last tick found (not of its own shell's environment); `doctor` fails on it;
+/// and the daemon runs.
 #[test]
-fn an_alert_variable_unset_stops_only_what_sends_alerts() {
+fn an_alert_variable_unset_leaves_its_key_out_and_the_work_runs() {
+    let hooks = Hooks::start();
     let env = backlog(Backend::Sqlite);
-    let text = schedule_with_url(&env, &env.url());
-    let alert = "[alert]\nwebhook = \"https://hooks.example/${ALERT_TOKEN}\"\n";
-    std::fs::write(env.path("backlog.toml"), format!("{text}\n{alert}")).unwrap();
+    let file = schedule_with_url(&env, &env.url());
+    let alert = format!("[alert]\nping = \"{}/ping/${{HC_UUID}}\"\n", hooks.url);
+    std::fs::write(env.path("backlog.toml"), format!("{file}\n{alert}")).unwrap();
+    let line = file.lines().count() + 3;
     for args in [
         &["status"][..],
         &["pause", "--window", "1d"],
         &["resume"],
         &["explain"],
     ] {
-        env.backlog(args)
-            .env_remove("ALERT_TOKEN")
-            .assert()
-            .success();
+        env.backlog(args).env_remove("HC_UUID").assert().success();
     }
-    let unset = "backlog.toml:44:11: alert.webhook: ${ALERT_TOKEN} names an environment variable that is not set; set ALERT_TOKEN";
-    for args in [&["run", "--window", "1d", "--now", NOW][..], &["doctor"]] {
-        let out = env
-            .backlog(args)
-            .env_remove("ALERT_TOKEN")
-            .assert()
-            .failure();
-        let stderr = text_of(&out);
-        assert!(stderr.contains(unset), "{args:?}: {stderr}");
-        assert!(stderr.contains("(its [alert] cannot be sent)"), "{stderr}");
-        let line = stderr.lines().find(|l| l.contains(unset)).unwrap();
-        assert_eq!(line.matches("backlog.toml").count(), 1, "{line}");
-    }
-    // A dry run sends no alert: it runs.
-    env.backlog(&["run", "--window", "1d", "--now", NOW, "--dry-run"])
-        .env_remove("ALERT_TOKEN")
+    let unset = format!(
+        "backlog.toml:{line}:8: alert.ping: ${{HC_UUID}} names an environment variable that is not set; set HC_UUID, or write $${{HC_UUID}} for the text itself; alert.ping is left out until it is set where the ticks run"
+    );
+    let out = env
+        .backlog(&["run", "--window", "1d", "--now", NOW])
+        .env_remove("HC_UUID")
         .assert()
         .success();
+    let stderr = text_of(&out);
+    assert!(stderr.contains(&format!("WARN {unset}")), "{stderr}");
+    assert_eq!(stderr.matches("${HC_UUID} names").count(), 1, "{stderr}");
+    assert!(!env.take_calls().is_empty(), "the tick handled its records");
+    assert_eq!(hooks.take(), [], "nothing pinged");
+
+    // What the tick found, whatever the checking shell has.
+    let check = |hc_uuid: Option<&str>, code: i32| {
+        let mut cmd = env.backlog(&["status", "--check", "--now", NOW]);
+        match hc_uuid {
+            Some(id) => cmd.env("HC_UUID", id),
+            None => cmd.env_remove("HC_UUID"),
+        };
+        let out = cmd.assert().code(code);
+        text(&out.get_output().stdout)
+    };
+    let line = check(Some("set-here"), 1);
+    assert!(
+        line.starts_with("BACKLOG WARNING: ")
+            && line
+                .contains("alert.ping names ${HC_UUID}, which was not set where the last tick ran"),
+        "{line}"
+    );
     let out = env
-        .backlog(&["daemon"])
-        .env_remove("ALERT_TOKEN")
-        .timeout(std::time::Duration::from_secs(30))
+        .backlog(&["doctor"])
+        .env_remove("HC_UUID")
         .assert()
-        .code(3);
-    assert!(text_of(&out).contains(unset), "{out:?}");
-    assert!(env.take_calls().is_empty(), "no tick ran");
+        .failure();
+    assert!(text_of(&out).contains(&unset), "{out:?}");
+
+    // A tick that has it pings, and the warning is gone.
+    env.backlog(&["run", "--window", "1d", "--now", NOW])
+        .env("HC_UUID", "abc")
+        .assert()
+        .success();
+    let pinged: Vec<String> = hooks.take().into_iter().map(|r| r.path).collect();
+    assert_eq!(pinged, ["/ping/abc/start", "/ping/abc"]);
+    check(None, 0);
+
+    // The daemon starts, and each of its ticks says it.
+    let fast = "\n[[tier]]\nwindow = \"1d\"\nevery = \"1s\"\n";
+    std::fs::write(
+        env.path("backlog.toml"),
+        format!(
+            "{}\n{alert}",
+            Schedule {
+                tiers: fast,
+                ..Schedule::default()
+            }
+            .render_for(&env.url())
+        ),
+    )
+    .unwrap();
+    let log = std::fs::File::create(env.path("daemon.log")).unwrap();
+    let daemon = Running::spawn(
+        env.command()
+            .args(["daemon"])
+            .env_remove("HC_UUID")
+            .stdout(std::process::Stdio::null())
+            .stderr(log),
+    );
+    let logged = || std::fs::read_to_string(env.path("daemon.log")).unwrap_or_default();
+    wait_for(|| logged().matches("${HC_UUID} names").count() >= 2);
+    let out = daemon.terminate();
+    assert!(out.status.success(), "{out:?}\n{}", logged());
 }
 
 fn text_of(out: &assert_cmd::assert::Assert) -> String {
