@@ -354,6 +354,7 @@ impl<'p, 'c> Round<'p, 'c> {
             let started = Instant::now();
             match catch_panic(|| handler.handle(&record, &self.context(&record))) {
                 Ok(handled) => {
+                    let handled = marks.resolve(handled);
                     let took = started.elapsed();
                     self.inline_run.0 += 1;
                     self.inline_run.1 += took;
@@ -394,6 +395,7 @@ impl<'p, 'c> Round<'p, 'c> {
             Ok(results) => {
                 self.size.observe(records.len(), latency);
                 for (record, handled) in records.iter().zip(results) {
+                    let handled = marks.resolve(handled);
                     self.breaker.count(&handled, store);
                     let took = handled.took.unwrap_or(latency);
                     marks

@@ -41,5 +41,6 @@ mod schedule_file;
 mod servers;
 mod snooze;
 mod status_check;
+mod status_values;
 mod stopping;
 mod tick;
