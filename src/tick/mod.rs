@@ -18,7 +18,8 @@
 //! `pager` (pages and their size), `lanes` (inline, pipelined, a pool of workers),
 //! `pace` (the rate), `breaker`, `heartbeat`, `outcome` (what an answer counts as),
 //! `marks` (status writes), `tally` (counts), `wanted` (spread and `[retry]` delays),
-//! `summary`, `options`; `retry` hands chosen records over outside the schedule
+//! `summary`, `options`; `near_statuses` (pending statuses spelt in another case, after
+//! a tick that took nothing); `retry` hands chosen records over outside the schedule
 //! (`backlog retry`, `snooze`); `give_up` gives up on records past the last tier.
 
 mod begin;
@@ -32,6 +33,7 @@ mod heartbeat;
 mod lanes;
 mod mark_writer;
 mod marks;
+mod near_statuses;
 mod options;
 mod outcome;
 mod pace;
