@@ -48,8 +48,9 @@ pub struct TickOptions {
     /// A column whose every value gets a rate of its own (`handler.rate_key`): records
     /// whose counterpart is at its rate wait while the others go.
     pub rate_key: Option<String>,
-    /// After this many failures in a row (error, timeout, crash; not a mapped status)
-    /// the tick hands out no more records: the breaker trips.
+    /// After this many failures in a row (error, timeout, crash, a status mapped to the
+    /// error status; not another mapped status) the tick hands out no more records:
+    /// the breaker trips.
     pub stop_after_failures: Option<u32>,
     /// How long every runner of the tier stops once the breaker tripped, before one
     /// tries a record again (`handler.breaker_cooldown`).
