@@ -5,6 +5,7 @@ mod alert;
 mod backoff;
 mod bad_input;
 mod batch;
+mod beside_ticks;
 mod completions;
 mod concurrency;
 mod considerate;
