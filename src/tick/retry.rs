@@ -76,15 +76,14 @@ impl RetrySummary {
     pub fn rest(&self) -> String {
         let mut line = String::new();
         if self.skipped > 0 {
-            let busy = if self.busy.is_empty() {
-                String::new()
-            } else {
-                format!("; still in a tick's handler: {}", acting::named(&self.busy))
+            let gone = self.skipped > self.busy.len() as u64;
+            let held = format!("still held by a tick: {}", acting::named(&self.busy));
+            let why = match (gone, self.busy.is_empty()) {
+                (_, true) => "no longer pending".to_string(),
+                (false, false) => held,
+                (true, false) => format!("no longer pending, or {held}"),
             };
-            line.push_str(&format!(
-                ", skipped {} (no longer pending{busy})",
-                self.skipped
-            ));
+            line.push_str(&format!(", skipped {} ({why})", self.skipped));
         }
         if self.lost > 0 {
             line.push_str(&format!(
@@ -266,5 +265,39 @@ fn run_end(result: &Result<RetrySummary, Error>) -> RunEnd {
             error: Some(e.to_string()),
             ..RunEnd::default()
         },
+    }
+}
+
+#[cfg(all(test, feature = "cli"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_summary_names_what_a_tick_still_held() {
+        let summary = |skipped: u64, busy: &[&str]| RetrySummary {
+            run_id: 7,
+            skipped,
+            busy: busy.iter().map(|s| s.to_string()).collect(),
+            ..RetrySummary::default()
+        };
+        assert_eq!(
+            summary(1, &[]).rest(),
+            ", skipped 1 (no longer pending); run 7"
+        );
+        assert_eq!(
+            summary(1, &["42"]).rest(),
+            ", skipped 1 (still held by a tick: record 42); run 7"
+        );
+        assert_eq!(
+            summary(3, &["42", "43"]).rest(),
+            ", skipped 3 (no longer pending, or still held by a tick: records 42, 43); run 7"
+        );
+        let many: Vec<String> = (1..=25).map(|i| i.to_string()).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        assert!(
+            summary(25, &many)
+                .rest()
+                .ends_with("records 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20 and 5 more); run 7")
+        );
     }
 }

@@ -51,7 +51,12 @@ fn failing_backlog(backend: Backend) -> Env {
 
 /// Starts three ticks of tier 1 at once and waits until a handler runs.
 fn ticks_running(env: &Env) -> Vec<Running> {
-    let ticks: Vec<Running> = (0..3)
+    ticks_running_n(env, 3)
+}
+
+/// Starts `n` ticks of tier 1 at once and waits until a handler runs.
+fn ticks_running_n(env: &Env, n: usize) -> Vec<Running> {
+    let ticks: Vec<Running> = (0..n)
         .map(|_| {
             Running::spawn(
                 env.command()
@@ -152,8 +157,52 @@ fn give_up_takes_every_record_while_ticks_run(backend: Backend) {
     assert_eq!(env.with_status("DEAD"), RECORDS);
 }
 
+/// A record a tick holds in its handler past the wait (the tick stopped there, its
+/// lease long): the action waits `handler.timeout` and 5 s, takes nothing, and names
+/// it; the tick, woken, marks it.
+fn a_record_held_past_the_wait_is_named(backend: Backend) {
+    let env = Env::on(backend);
+    env.create_table("TEXT");
+    env.insert_aged(&[(1, 60)], |t| {
+        t.format("%Y-%m-%d %H:%M:%S").to_string().into()
+    });
+    env.execute(r#"UPDATE "BACKLOG" SET "STATUS" = 'ERROR'"#);
+    env.write_schedule(&Schedule {
+        timeout: "1s",
+        database_extra: "claim_lease = \"60s\"",
+        ..Schedule::default()
+    });
+    env.write_handler("handler.sh", SLOW_FAILING_HANDLER);
+    let tick = ticks_running_n(&env, 1).pop().unwrap();
+    let stopped = tick.id() as i32;
+    assert_eq!(unsafe { libc::kill(stopped, libc::SIGSTOP) }, 0);
+    let started = Instant::now();
+    let out = env
+        .backlog(&["retry", "--status", "ERROR", "--now", NOW, "--json"])
+        .assert()
+        .success();
+    let waited = started.elapsed();
+    assert_eq!(unsafe { libc::kill(stopped, libc::SIGCONT) }, 0);
+    let summary: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert_eq!(summary["selected"], 0, "{summary}");
+    assert_eq!(summary["skipped"], 1, "{summary}");
+    assert_eq!(summary["busy"], serde_json::json!(["1"]), "{summary}");
+    assert!(
+        stderr.contains("WARN record 1 still held by a tick after 6s (the handler's timeout and 5 s): not taken; act on it again once the tick has marked it"),
+        "{stderr}"
+    );
+    assert!(
+        (Duration::from_secs(6)..Duration::from_secs(20)).contains(&waited),
+        "{waited:?}"
+    );
+    assert!(tick.wait().status.success());
+    assert_eq!(handled_without_overlap(&env).len(), 1);
+}
+
 crate::on_every_backend!(
     retry_takes_every_record_while_ticks_run,
     snooze_takes_every_record_while_ticks_run,
     give_up_takes_every_record_while_ticks_run,
+    a_record_held_past_the_wait_is_named,
 );
