@@ -114,8 +114,16 @@ impl Holds for SqliteStore {
             .first()
             .zip(read.records.last())
             .map(|(first, last)| (first.inserted_at(), last.inserted_at()));
+        // A tick that hands its records out fast counts a later page as handed with it
+        // (see `takeover::BULK_WITHIN`): no write of its own before the hand-out.
+        let fold = after.is_some() && self.hands_out_fast(owner);
+        let mut taken_away = None;
         if let (Some(first), Some(last)) = (read.records.first(), read.records.last()) {
-            let sql = if after.is_none() { HOLD } else { MOVE_HOLD };
+            let sql = match (after, fold) {
+                (None, _) => HOLD,
+                (Some(_), false) => MOVE_HOLD,
+                (Some(_), true) => takeover::MOVE_HOLD_HANDED,
+            };
             let changed = tx
                 .prepare_cached(sql)
                 .and_then(|mut s| {
@@ -132,6 +140,10 @@ impl Holds for SqliteStore {
             if changed == 0 {
                 return Err(StoreError::HoldLapsed(LAPSED.into()));
             }
+            if fold {
+                taken_away =
+                    Some(takeover::taken_from(&tx, &self.table.name, owner).map_err(db(context))?);
+            }
         }
         tx.commit().map_err(db(context))?;
         let held = read.held;
@@ -141,7 +153,13 @@ impl Holds for SqliteStore {
             wanted,
         );
         if let Some((top, low)) = span {
-            self.took(owner, &page, after.is_none().then_some(top), low);
+            self.took(
+                owner,
+                &page,
+                after.is_none().then_some(top),
+                low,
+                taken_away,
+            );
         }
         Ok(page)
     }
@@ -155,7 +173,7 @@ impl Holds for SqliteStore {
         // binding stays until it is replaced, so the status (and the `[retry]` time)
         // is bound only when it differs from the mark before: nearly every mark of a
         // tick shares one.
-        let mut handing = self.handing.remove(owner);
+        let mut handing = self.handing.take();
         let mut write = |tx: &Transaction| -> rusqlite::Result<bool> {
             let now = Utc::now().timestamp_millis();
             let holds: bool = tx
@@ -208,7 +226,8 @@ impl Holds for SqliteStore {
                     ])?;
                 }
             }
-            self.settle_span(handing.as_mut(), tx, owner, marks)?;
+            let ours = handing.as_mut().filter(|h| h.owner == owner);
+            self.settle_span(ours, tx, owner, marks)?;
             Ok(true)
         };
         // Timed from the write lock to the end of the commit: not the wait for the
@@ -224,9 +243,7 @@ impl Holds for SqliteStore {
                 Ok(held)
             })
             .map_err(db(format!("writing statuses to {}", self.table.name)));
-        if let Some(handing) = handing {
-            self.handing.insert(owner.to_string(), handing);
-        }
+        self.handing = handing;
         let held = held?;
         // Judged on a group large enough to tell, of marks alone (see `mark_group`):
         // attempts kept with the marks cost their own writes, and a group grown for

@@ -74,9 +74,9 @@ pub struct SqliteStore {
     /// table's rows are scattered, and larger groups pay); none before the first
     /// group large enough to tell (see `mark_group`).
     scattered: Option<bool>,
-    /// What each tick of this store took and has not settled, and how far it handed
-    /// its span out (see `takeover`).
-    handing: std::collections::HashMap<String, takeover::Handing>,
+    /// What the tick running on this store took and has not settled, and how far it
+    /// handed its span out (see `takeover`).
+    handing: Option<takeover::Handing>,
 }
 
 /// The cost of a mark, commit included (its fsyncs in a rollback journal, a WAL
@@ -170,7 +170,7 @@ impl SqliteStore {
             spare: std::cell::Cell::new(None),
             max_per_record: crate::config::HistoryConfig::default().max_per_record,
             scattered: None,
-            handing: Default::default(),
+            handing: None,
         })
     }
 
