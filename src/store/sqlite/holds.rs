@@ -44,12 +44,6 @@ const HOLD: &str = "INSERT INTO backlog_holds (table_name, owner, low, high, exp
     ON CONFLICT (table_name, owner) DO UPDATE SET low = excluded.low, expires_at = excluded.expires_at
     WHERE backlog_holds.expires_at > ?6";
 
-/// Sets a span to exactly ?3..?4 (`backlog retry`), like `HOLD` otherwise: all of it
-/// in hand, as a person's action handles what it holds.
-const SET_SPAN: &str = "INSERT INTO backlog_holds (table_name, owner, low, high, expires_at, handed) VALUES (?1, ?2, ?3, ?4, ?5, ?3)
-    ON CONFLICT (table_name, owner) DO UPDATE SET low = excluded.low, high = excluded.high, expires_at = excluded.expires_at, handed = excluded.handed
-    WHERE backlog_holds.expires_at > ?6";
-
 /// Moves a tick's span down past a later page: ?1 table, ?2 owner, ?3 low, ?5 expiry,
 /// ?6 now (?4, the top, is the first page's). Only a live span moves: one that ran
 /// out, or that another tick dropped as run out, is not made again.
@@ -315,54 +309,7 @@ impl Holds for SqliteStore {
         records: Vec<Record>,
         lease_until: DateTime<Utc>,
     ) -> Result<Vec<Record>, StoreError> {
-        let context = "holding the records to retry";
-        let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
-            .map_err(db(context))?;
-        let now = Utc::now().timestamp_millis();
-        let mut taken = Vec::new();
-        for record in records {
-            // Read again under the write lock: its status now.
-            let status: Option<String> = tx
-                .query_row(
-                    &format!(
-                        "SELECT {status} FROM {table} WHERE {id} = ?1",
-                        status = self.sql().status,
-                        table = self.sql().table,
-                        id = self.sql().id
-                    ),
-                    [&record.id],
-                    |r| r.get(0),
-                )
-                .optional()
-                .map_err(db(context))?;
-            // Not while a tick may have it in a handler; from a tick's queue, taken
-            // over (see `takeover`).
-            if status.is_some_and(|s| self.table.is_pending(&s))
-                && self.take_over(&tx, owner, now, &record)?
-            {
-                taken.push(record);
-            }
-        }
-        // One span from the lowest to the highest, set afresh (a retry holds one record
-        // at a time, and its span moves to each): marks are written while it is live.
-        let low = taken.iter().map(Record::inserted_at).min();
-        let high = taken.iter().map(Record::inserted_at).max();
-        if let (Some(low), Some(high)) = (low, high) {
-            tx.execute(
-                SET_SPAN,
-                params![
-                    self.table.name,
-                    owner,
-                    low,
-                    high,
-                    lease_until.timestamp_millis(),
-                    now
-                ],
-            )
-            .map_err(db(context))?;
-        }
-        tx.commit().map_err(db(context))?;
-        Ok(taken)
+        self.take_for_action(owner, records, lease_until)
     }
 
     fn holder(&mut self, record: &Record) -> Result<Option<crate::store::Held>, StoreError> {

@@ -64,6 +64,12 @@ pub(super) const MOVE_HOLD_HANDED: &str =
     "UPDATE backlog_holds SET low = ?3, handed = ?3, expires_at = ?5
     WHERE table_name = ?1 AND owner = ?2 AND expires_at > ?6 AND ?4 IS NOT NULL";
 
+/// Sets a span to exactly ?3..?4 (`backlog retry`), like `HOLD` otherwise: all of it
+/// in hand, as a person's action handles what it holds.
+const SET_SPAN: &str = "INSERT INTO backlog_holds (table_name, owner, low, high, expires_at, handed) VALUES (?1, ?2, ?3, ?4, ?5, ?3)
+    ON CONFLICT (table_name, owner) DO UPDATE SET low = excluded.low, high = excluded.high, expires_at = excluded.expires_at, handed = excluded.handed
+    WHERE backlog_holds.expires_at > ?6";
+
 /// The records people took over from tick ?2 of table ?1.
 const TAKEN_FROM: &str =
     "SELECT record_id FROM backlog_takeovers WHERE table_name = ?1 AND owner = ?2";
@@ -314,6 +320,64 @@ pub(super) fn taken_from(
 }
 
 impl SqliteStore {
+    /// `Holds::take_records` on SQLite: each record still pending, unless a tick may
+    /// have it in a handler (`take_over`); one span from the lowest to the highest.
+    pub(super) fn take_for_action(
+        &mut self,
+        owner: &str,
+        records: Vec<Record>,
+        lease_until: DateTime<Utc>,
+    ) -> Result<Vec<Record>, StoreError> {
+        let context = "holding the records to retry";
+        let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
+            .map_err(db(context))?;
+        let now = Utc::now().timestamp_millis();
+        let mut taken = Vec::new();
+        for record in records {
+            // Read again under the write lock: its status now.
+            let status: Option<String> = tx
+                .query_row(
+                    &format!(
+                        "SELECT {status} FROM {table} WHERE {id} = ?1",
+                        status = self.sql().status,
+                        table = self.sql().table,
+                        id = self.sql().id
+                    ),
+                    [&record.id],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(db(context))?;
+            // Not while a tick may have it in a handler; from a tick's queue, taken
+            // over (see `takeover`).
+            if status.is_some_and(|s| self.table.is_pending(&s))
+                && self.take_over(&tx, owner, now, &record)?
+            {
+                taken.push(record);
+            }
+        }
+        // One span from the lowest to the highest, set afresh (a retry holds one record
+        // at a time, and its span moves to each): marks are written while it is live.
+        let low = taken.iter().map(Record::inserted_at).min();
+        let high = taken.iter().map(Record::inserted_at).max();
+        if let (Some(low), Some(high)) = (low, high) {
+            tx.execute(
+                SET_SPAN,
+                params![
+                    self.table.name,
+                    owner,
+                    low,
+                    high,
+                    lease_until.timestamp_millis(),
+                    now
+                ],
+            )
+            .map_err(db(context))?;
+        }
+        tx.commit().map_err(db(context))?;
+        Ok(taken)
+    }
+
     /// Whether `record` may be taken by `owner`, a person's action, in the write
     /// transaction `tx`: not while a tick may have it in a handler; from a tick's
     /// queue, taken over (written in `tx`).
