@@ -53,7 +53,9 @@ pub enum Outcome {
     Success,
     /// Mark it with the error status (it stays pending, to be tried again).
     Error,
-    /// Mark it with this status (an exit code mapped in `handler.exit_codes`).
+    /// Mark it with this status (an exit code mapped in `handler.exit_codes`). It
+    /// counts as what the status is: the success status is a success, the error
+    /// status an error, any other a failure (docs/handler.md says how each is kept).
     Status(String),
 }
 

@@ -45,6 +45,15 @@ pub trait Holds {
         Ok(None)
     }
 
+    /// Says which of `records`, about to go to a handler, a person's action took over
+    /// from the owner's queue since its page was read (their places in `records`): the
+    /// tick skips them. A backend whose tick holds records a person may take over
+    /// (SQLite's spans: see `sqlite::takeover`) notes here, before they go, that they
+    /// are in hand. None on a server, where a tick's claims are its own until marked.
+    fn hand_over(&mut self, _owner: &str, _records: &[Record]) -> Result<Vec<usize>, StoreError> {
+        Ok(Vec::new())
+    }
+
     /// Lets go of everything the owner still holds: the tick is over.
     fn release(&mut self, owner: &str) -> Result<(), StoreError>;
 

@@ -351,9 +351,14 @@ impl<'p, 'c> Round<'p, 'c> {
                 Chosen::Front(_) => self.queue.pop_front(),
             }
             .expect("a record is chosen");
+            match self.taken_over(std::slice::from_ref(&record), store, marks) {
+                Some(places) if places.is_empty() => {}
+                _ => return Ok(()),
+            }
             let started = Instant::now();
             match catch_panic(|| handler.handle(&record, &self.context(&record))) {
                 Ok(handled) => {
+                    let handled = marks.resolve(handled);
                     let took = started.elapsed();
                     self.inline_run.0 += 1;
                     self.inline_run.1 += took;
@@ -366,15 +371,52 @@ impl<'p, 'c> Round<'p, 'c> {
             }
             return Ok(());
         }
-        let records: Vec<Record> = match chosen {
+        let mut records: Vec<Record> = match chosen {
             Chosen::Records(chosen) => chosen,
             Chosen::Front(n) => self.queue.drain(..n).collect(),
         };
+        let Some(places) = self.taken_over(&records, store, marks) else {
+            return Ok(());
+        };
+        for &place in places.iter().rev() {
+            records.remove(place);
+        }
+        if records.is_empty() {
+            return Ok(());
+        }
         let contexts = records.iter().map(|r| self.context(r)).collect();
         if let Err(e) = lanes.send(records, contexts) {
             self.halt = Some(Error::handler(e));
         }
         Ok(())
+    }
+
+    /// The places of those of `records`, about to go to a handler, that a person's
+    /// action took over from the queue since their page was read (SQLite's spans: see
+    /// `Holds::hand_over`), counted as skipped. None when the store could not say:
+    /// none of them goes, and the tick hands out no more.
+    fn taken_over(
+        &mut self,
+        records: &[Record],
+        store: &mut dyn Store,
+        marks: &mut Marks<'_>,
+    ) -> Option<Vec<usize>> {
+        match store.hand_over(self.plan.owner, records) {
+            Ok(places) => {
+                marks.tally.skipped += places.len() as u64;
+                Some(places)
+            }
+            Err(StoreError::HoldLapsed(why)) => {
+                let why = format!("this tick's hold lapsed ({why}); it hands out no more");
+                self.plan.heartbeat.lapse(why.clone());
+                marks.tally.lapsed = Some(why);
+                None
+            }
+            Err(e) => {
+                self.halt = Some(self.store_err(e));
+                None
+            }
+        }
     }
 
     /// Marks a batch that came back from a lane.
@@ -394,6 +436,7 @@ impl<'p, 'c> Round<'p, 'c> {
             Ok(results) => {
                 self.size.observe(records.len(), latency);
                 for (record, handled) in records.iter().zip(results) {
+                    let handled = marks.resolve(handled);
                     self.breaker.count(&handled, store);
                     let took = handled.took.unwrap_or(latency);
                     marks

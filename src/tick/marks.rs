@@ -138,15 +138,23 @@ impl<'o> Marks<'o> {
         }
     }
 
+    /// `handled` counted as the status it names is (see `outcome`): what the breaker
+    /// and the marks are given.
+    pub(super) fn resolve(&self, handled: Handled) -> Handled {
+        super::outcome::resolve(handled, &self.success, &self.error)
+    }
+
     /// Counts a handled record and queues its mark, writing the group when due.
     pub(super) fn settle(
         &mut self,
         record: &Record,
-        mut handled: Handled,
+        handled: Handled,
         took: Duration,
         store: &mut dyn Store,
         on_event: &mut dyn FnMut(Event<'_>),
     ) -> Result<(), StoreError> {
+        // Idempotent: a caller that counted it in the breaker resolved it already.
+        let mut handled = self.resolve(handled);
         let tally = &mut self.tally;
         tally.selected += 1;
         let status = match &handled.outcome {

@@ -16,10 +16,11 @@
 //!
 //! Its parts, one file each: `process` (setup and cleanup), `hand_out` (the loop),
 //! `pager` (pages and their size), `lanes` (inline, pipelined, a pool of workers),
-//! `pace` (the rate), `breaker`, `heartbeat`, `marks` (status writes), `tally` (counts),
-//! `wanted` (spread and `[retry]` delays), `summary`, `options`; `retry` hands chosen
-//! records over outside the schedule (`backlog retry`, `snooze`); `give_up` gives up on
-//! records past the last tier.
+//! `pace` (the rate), `breaker`, `heartbeat`, `outcome` (what an answer counts as),
+//! `marks` (status writes), `tally` (counts), `wanted` (spread and `[retry]` delays),
+//! `summary`, `options`; `near_statuses` (pending statuses spelt in another case, after
+//! a tick that took nothing); `retry` hands chosen records over outside the schedule
+//! (`backlog retry`, `snooze`); `give_up` gives up on records past the last tier.
 
 mod begin;
 mod breaker;
@@ -34,7 +35,9 @@ mod lanes;
 mod left;
 mod mark_writer;
 mod marks;
+mod near_statuses;
 mod options;
+mod outcome;
 mod pace;
 mod pager;
 mod place;

@@ -10,6 +10,10 @@ use crate::handler::Handled;
 use crate::rate::Rate;
 use crate::record::Record;
 
+/// What `TickOptions::hold_wait` adds to the handler's timeout: the mark's write, a
+/// group's interval, and the wait between two asks.
+const HOLD_WAIT_SLACK: Duration = Duration::from_secs(5);
+
 /// How a tick runs, beyond what the schedule says.
 #[derive(Debug, Clone)]
 pub struct TickOptions {
@@ -51,8 +55,9 @@ pub struct TickOptions {
     /// A column whose every value gets a rate of its own (`handler.rate_key`): records
     /// whose counterpart is at its rate wait while the others go.
     pub rate_key: Option<String>,
-    /// After this many failures in a row (error, timeout, crash; not a mapped status)
-    /// the tick hands out no more records: the breaker trips.
+    /// After this many failures in a row (error, timeout, crash, a status mapped to the
+    /// error status; not another mapped status) the tick hands out no more records:
+    /// the breaker trips.
     pub stop_after_failures: Option<u32>,
     /// How long every runner of the tier stops once the breaker tripped, before one
     /// tries a record again (`handler.breaker_cooldown`).
@@ -62,6 +67,11 @@ pub struct TickOptions {
     pub retry_failed: bool,
     /// Which attempts are kept in `backlog_attempts`, and for how long.
     pub history: crate::config::HistoryConfig,
+    /// How long a person's action (`backlog retry`, `snooze`, `give-up`) waits for the
+    /// records a tick has in a handler, asking again every 200 ms: a handler ends by
+    /// its timeout and its mark follows within a second or so, so the file's
+    /// `handler.timeout` and 5 s. Those still held then are named, not taken.
+    pub hold_wait: Duration,
 }
 
 impl TickOptions {
@@ -89,6 +99,7 @@ impl TickOptions {
             breaker_cooldown: Duration::from_secs(60),
             retry_failed: false,
             history: Default::default(),
+            hold_wait: crate::config::HandlerConfig::new(Vec::new()).timeout + HOLD_WAIT_SLACK,
         }
     }
 
@@ -104,6 +115,7 @@ impl TickOptions {
             stop_after_failures: config.handler.stop_after_failures,
             breaker_cooldown: config.handler.breaker_cooldown,
             history: config.history.clone(),
+            hold_wait: config.handler.timeout + HOLD_WAIT_SLACK,
             ..TickOptions::new(window, now)
         }
     }

@@ -423,40 +423,7 @@ fn close(
         .finish_run(run.id, &tally.run_end(result))
         .map_err(Error::store(store.describe()))?;
     if result.is_ok() && tally.selected + tally.skipped + tally.deferred + tally.unreadable == 0 {
-        warn_of_near_statuses(table, store, query);
+        super::near_statuses::warn_of_near_statuses(table, store, query);
     }
     Ok(())
-}
-
-/// After a tick whose band held nothing pending: if a sample of the band holds
-/// statuses that differ from a pending value only in case (`new` where the file says
-/// `NEW`), the file likely names the wrong values, and the tick said nothing: say it,
-/// once a tick. A sample of 1,000 records keeps this from costing a band's read.
-fn warn_of_near_statuses(table: &TableConfig, store: &mut dyn Store, band: &BandQuery) {
-    let range = crate::store::Range {
-        from: Some(band.from.clone()),
-        to: Some(band.to.clone()),
-        to_inclusive: band.to_inclusive,
-        sample: Some(1000),
-        ..Default::default()
-    };
-    let Ok(counts) = store.count_by_status(&range) else {
-        return;
-    };
-    let near: Vec<String> = counts
-        .iter()
-        .filter_map(|(status, n)| {
-            let pending = table
-                .pending
-                .iter()
-                .find(|p| p.eq_ignore_ascii_case(status) && *p != status)?;
-            Some(format!("{n} {status:?} (the file says {pending:?})"))
-        })
-        .collect();
-    if !near.is_empty() {
-        tracing::warn!(
-            "no record of this band is pending, yet a sample of it holds statuses that differ from a pending value only in case: {}; statuses are compared exactly: set table.pending to the table's own values (backlog doctor lists them)",
-            near.join(", ")
-        );
-    }
 }

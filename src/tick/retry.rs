@@ -1,29 +1,30 @@
 //! `backlog retry`: chosen records handed to the handler now, outside any tier's
 //! schedule, with a tick's guarantees: held through the same holds and claims (never
-//! while a tick holds them), marked only while held, counted in the run log (a row of
-//! window 0, `bands = retry`) and kept in the attempts.
+//! while a tick has them in a handler: `acting` waits for those), marked only while
+//! held, counted in the run log (a row of window 0, `bands = retry`) and kept in the
+//! attempts.
 //!
 //! Records go one at a time: a person retries a few records, or a set with a limit,
 //! and reads each outcome as it comes.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[cfg(feature = "cli")]
 use chrono::{DateTime, Utc};
 
 use super::begin::owner_name;
-use super::counterparts::Counterparts;
-use super::heartbeat::{HeartbeatThread, Stale};
-use super::lanes::catch_panic;
-use super::marks::{MarkPlan, Marks, log_unshown};
+use super::heartbeat::HeartbeatThread;
 use super::options::{Event, TickOptions};
-use super::pace::{Pace, rate_name};
 use crate::error::Error;
 use crate::handler::{Context, Ending, Handled, HandlerError, Outcome};
 #[cfg(feature = "cli")]
 use crate::handler::{Handler, Snooze};
 use crate::record::Record;
 use crate::store::{RunEnd, RunStart, Store};
+
+mod acting;
+
+use acting::Acting;
 
 /// What a retry did.
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -38,7 +39,8 @@ pub struct RetrySummary {
     pub succeeded: u64,
     /// Marked with any other status.
     pub failed: u64,
-    /// Not handed over: no longer pending, or held by a tick now.
+    /// Not handed over: no longer pending, or still held by a tick (in its handler)
+    /// once the wait for it ended (`busy`).
     pub skipped: u64,
     /// Handled after the hold lapsed: not marked.
     pub lost: u64,
@@ -46,6 +48,9 @@ pub struct RetrySummary {
     pub statuses: std::collections::BTreeMap<String, u64>,
     /// Why it stopped early, if it did.
     pub stopped: Option<String>,
+    /// The ids of the records a tick still held (in its handler) when the wait for
+    /// them ended (`TickOptions::hold_wait`): not taken, counted in `skipped`.
+    pub busy: Vec<String>,
 }
 
 #[cfg(feature = "cli")]
@@ -71,10 +76,14 @@ impl RetrySummary {
     pub fn rest(&self) -> String {
         let mut line = String::new();
         if self.skipped > 0 {
-            line.push_str(&format!(
-                ", skipped {} (no longer pending, or held by a tick now)",
-                self.skipped
-            ));
+            let gone = self.skipped > self.busy.len() as u64;
+            let held = format!("still held by a tick: {}", acting::named(&self.busy));
+            let why = match (gone, self.busy.is_empty()) {
+                (_, true) => "no longer pending".to_string(),
+                (false, false) => held,
+                (true, false) => format!("no longer pending, or {held}"),
+            };
+            line.push_str(&format!(", skipped {} ({why})", self.skipped));
         }
         if self.lost > 0 {
             line.push_str(&format!(
@@ -259,144 +268,36 @@ fn run_end(result: &Result<RetrySummary, Error>) -> RunEnd {
     }
 }
 
-/// An action under way: its run-log row, its owner's name and heartbeat.
-struct Acting<'a> {
-    table: &'a crate::TableConfig,
-    opts: &'a TickOptions,
-    owner: &'a str,
-    run_id: i64,
-    heartbeat: &'a HeartbeatThread,
-    /// Names the store in its errors.
-    store_err: &'a dyn Fn(crate::store::StoreError) -> Error,
-}
+#[cfg(all(test, feature = "cli"))]
+mod tests {
+    use super::*;
 
-impl Acting<'_> {
-    /// Takes the records a chunk at a time, paced, and runs the action on each held.
-    /// Each record is held on its own just before its handler runs (on SQLite, the
-    /// span moves to it), so a retry of records far apart in age blocks no tick's band
-    /// between them.
-    fn on(
-        &self,
-        store: &mut dyn Store,
-        records: Vec<Record>,
-        mut action: Action<'_>,
-        on_event: &mut dyn FnMut(Event<'_>),
-    ) -> Result<RetrySummary, Error> {
-        let (opts, table) = (self.opts, self.table);
-        let store_err = self.store_err;
-        let asked = records.len() as u64;
-        // A retry's failure is not kept from the ticks: the schedule goes on as before.
-        let keep = |_: &Record| None;
-        // A person asked: what became of each is kept, successes too.
-        let history = crate::config::HistoryConfig {
-            record: crate::config::HistoryRecord::All,
-            ..opts.history.clone()
-        };
-        let plan = MarkPlan {
-            owner: self.owner,
-            now: opts.now,
-            run_id: self.run_id,
-            window: Duration::ZERO,
-            tier: None,
-            history,
-        };
-        // A group is a chunk: written once its records are settled (a retry's, each
-        // as it ends), not one by one.
-        let mut marks = Marks::new(
-            table,
-            plan,
-            Some(action.chunk),
-            action.chunk,
-            Duration::from_secs(1),
-            &keep,
-        );
-        let mut stopped = None;
-        let mut outcome = Ok(());
-        let mut skipped = 0;
-        let rate = action.calls.then_some(opts.rate).flatten();
-        let name = rate_name(&table.name, Duration::ZERO, opts.rate_group.as_deref());
-        // With a `rate_key`, each record keeps to its counterpart's rate, in turn.
-        let mut counterparts = Counterparts::new(rate, &name, opts.rate_key.as_deref());
-        let mut one = Pace::new(rate.filter(|_| counterparts.is_none()), Some(name));
-        let mut records = records.into_iter().peekable();
-        let signal = || Some("stopped by a signal".to_string());
-        while records.peek().is_some() {
-            if opts.stop.load(std::sync::atomic::Ordering::Relaxed) {
-                stopped = signal();
-                break;
-            }
-            if let Some(Stale::Lapsed(why) | Stale::Failing(why)) = self.heartbeat.stale() {
-                stopped = Some(why);
-                break;
-            }
-            // Paced before the hold is taken, so that a record is held only while it
-            // is about to be handed over.
-            let pace = match (counterparts.as_mut(), records.peek()) {
-                (Some(counterparts), Some(next)) => counterparts.pace_for(next),
-                _ => &mut one,
-            };
-            pace.delay(action.chunk, store);
-            if !pace.wait(action.chunk, &opts.stop) {
-                stopped = signal();
-                break;
-            }
-            let lease_until = chrono::Utc::now()
-                + chrono::Duration::from_std(opts.lease).unwrap_or(chrono::Duration::MAX);
-            let chunk: Vec<Record> = records.by_ref().take(action.chunk).collect();
-            let asked = chunk.len();
-            let taken = store
-                .take_records(self.owner, chunk, lease_until)
-                .map_err(store_err)?;
-            skipped += (asked - taken.len()) as u64;
-            marks.failures.read(&taken, store).map_err(store_err)?;
-            if let Err(e) = self.handle(taken, &mut action, store, &mut marks, on_event) {
-                outcome = Err(e);
-                break;
-            }
-        }
-        let written = marks.finish(store).map_err(store_err);
-        log_unshown(&marks.tally);
-        let tally = marks.tally;
-        let summary = RetrySummary {
-            run_id: self.run_id,
-            asked,
-            selected: tally.selected,
-            succeeded: tally.succeeded,
-            failed: tally.failed,
+    #[test]
+    fn a_summary_names_what_a_tick_still_held() {
+        let summary = |skipped: u64, busy: &[&str]| RetrySummary {
+            run_id: 7,
             skipped,
-            lost: tally.lost,
-            statuses: tally
-                .statuses
-                .into_iter()
-                .map(|(s, n)| (s.to_string(), n))
-                .collect(),
-            stopped,
+            busy: busy.iter().map(|s| s.to_string()).collect(),
+            ..RetrySummary::default()
         };
-        outcome.and(written).map(|()| summary)
-    }
-
-    /// Runs the action on each record taken, settling each as it ends.
-    fn handle(
-        &self,
-        taken: Vec<Record>,
-        action: &mut Action<'_>,
-        store: &mut dyn Store,
-        marks: &mut Marks<'_>,
-        on_event: &mut dyn FnMut(Event<'_>),
-    ) -> Result<(), Error> {
-        for record in taken {
-            let ctx = Context {
-                table: &self.table.name,
-                window: Duration::ZERO,
-                age: record.age(self.opts.now).and_then(|a| a.to_std().ok()),
-                cancel: Some(self.heartbeat.lapsed_flag()),
-            };
-            let started = Instant::now();
-            let handled = catch_panic(|| (action.handle)(&record, &ctx)).map_err(Error::handler)?;
-            marks
-                .settle(&record, handled, started.elapsed(), store, on_event)
-                .map_err(self.store_err)?;
-        }
-        Ok(())
+        assert_eq!(
+            summary(1, &[]).rest(),
+            ", skipped 1 (no longer pending); run 7"
+        );
+        assert_eq!(
+            summary(1, &["42"]).rest(),
+            ", skipped 1 (still held by a tick: record 42); run 7"
+        );
+        assert_eq!(
+            summary(3, &["42", "43"]).rest(),
+            ", skipped 3 (no longer pending, or still held by a tick: records 42, 43); run 7"
+        );
+        let many: Vec<String> = (1..=25).map(|i| i.to_string()).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        assert!(
+            summary(25, &many)
+                .rest()
+                .ends_with("records 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20 and 5 more); run 7")
+        );
     }
 }

@@ -108,7 +108,7 @@ fn a_band_of_statuses_in_another_case_is_warned_of(backend: Backend) {
         assert_eq!(stderr.lines().count(), 1, "{layout}: {stderr}");
         assert!(
             stderr.contains(
-                "WARN no record of this band is pending, yet a sample of it holds statuses that differ from a pending value only in case: 2 \"new\" (the file says \"NEW\"); statuses are compared exactly"
+                "WARN no record of this band is pending, yet a sample of the band holds statuses that differ from a pending value only in case: 2 \"new\" (the file says \"NEW\"); statuses are compared exactly, case included: set table.pending = [\"new\", \"ERROR\"] in the schedule file"
             ),
             "{layout}: {stderr}"
         );

@@ -401,6 +401,7 @@ fn sqlite_tables_of_version_one_move_to_spans() {
         "backlog_pauses",
         "backlog_rates",
         "backlog_runs",
+        "backlog_takeovers",
         "backlog_tried",
     ];
     assert_eq!(env.lines(tables), all);
@@ -415,4 +416,15 @@ fn sqlite_tables_of_version_one_move_to_spans() {
     env.run_window("1d");
     assert_eq!(env.text(version), "8");
     assert_eq!(env.lines(tables), all);
+
+    // Spans of the release before `handed` (how far a tick handed its span out, for a
+    // person's action to take over the rest) gain the column, at the same version.
+    env.execute("DROP TABLE backlog_holds");
+    env.execute(
+        "CREATE TABLE backlog_holds (table_name TEXT NOT NULL, owner TEXT NOT NULL, low NOT NULL, high NOT NULL, expires_at INTEGER NOT NULL, PRIMARY KEY (table_name, owner))",
+    );
+    env.run_window("1d");
+    let handed = "SELECT name FROM pragma_table_info('backlog_holds') WHERE name = 'handed'";
+    assert_eq!(env.lines(handed), ["handed"]);
+    assert_eq!(env.text(version), "8");
 }

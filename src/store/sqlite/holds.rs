@@ -14,7 +14,8 @@ pub(super) const HOLDS_TABLE: Table = Table {
         owner {key} NOT NULL,
         low {any} NOT NULL,
         high {any} NOT NULL,
-        expires_at {bigint} NOT NULL",
+        expires_at {bigint} NOT NULL,
+        handed {any}",
     key: Some("table_name, owner"),
     indexes: &[],
     mark: "low",
@@ -36,15 +37,11 @@ pub(super) const TRIED_TABLE: Table = Table {
 const OTHERS_HOLD: &str = "SELECT EXISTS (SELECT 1 FROM backlog_holds WHERE table_name = ?1 AND owner <> ?2 AND expires_at > ?3)";
 
 /// Sets a tick's span: ?1 table, ?2 owner, ?3 low, ?4 high (kept once set), ?5 expiry,
-/// ?6 now. A span that ran out is not extended: it changes no row, and the tick's hold
-/// has lapsed (another tick may have taken what it covered).
-const HOLD: &str = "INSERT INTO backlog_holds (table_name, owner, low, high, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)
+/// ?6 now; its top counts as handed out (see `takeover`). A span that ran out is not
+/// extended: it changes no row, and the tick's hold has lapsed (another tick may have
+/// taken what it covered).
+const HOLD: &str = "INSERT INTO backlog_holds (table_name, owner, low, high, expires_at, handed) VALUES (?1, ?2, ?3, ?4, ?5, ?4)
     ON CONFLICT (table_name, owner) DO UPDATE SET low = excluded.low, expires_at = excluded.expires_at
-    WHERE backlog_holds.expires_at > ?6";
-
-/// Sets a span to exactly ?3..?4 (`backlog retry`), like `HOLD` otherwise.
-const SET_SPAN: &str = "INSERT INTO backlog_holds (table_name, owner, low, high, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)
-    ON CONFLICT (table_name, owner) DO UPDATE SET low = excluded.low, high = excluded.high, expires_at = excluded.expires_at
     WHERE backlog_holds.expires_at > ?6";
 
 /// Moves a tick's span down past a later page: ?1 table, ?2 owner, ?3 low, ?5 expiry,
@@ -104,9 +101,23 @@ impl Holds for SqliteStore {
                 })
                 .map_err(db(context))?;
         let read = self.page(band, after, limit, owner, now, others, tried)?;
-        // The span's top is set by the first page and kept (see HOLD).
+        // The span's top is set by the first page and kept (see HOLD), then brought
+        // down as the tick settles its records (see `takeover`).
+        let span = read
+            .records
+            .first()
+            .zip(read.records.last())
+            .map(|(first, last)| (first.inserted_at(), last.inserted_at()));
+        // A tick that hands its records out fast counts a later page as handed with it
+        // (see `takeover::BULK_WITHIN`): no write of its own before the hand-out.
+        let fold = after.is_some() && self.hands_out_fast(owner);
+        let mut taken_away = None;
         if let (Some(first), Some(last)) = (read.records.first(), read.records.last()) {
-            let sql = if after.is_none() { HOLD } else { MOVE_HOLD };
+            let sql = match (after, fold) {
+                (None, _) => HOLD,
+                (Some(_), false) => MOVE_HOLD,
+                (Some(_), true) => takeover::MOVE_HOLD_HANDED,
+            };
             let changed = tx
                 .prepare_cached(sql)
                 .and_then(|mut s| {
@@ -123,14 +134,28 @@ impl Holds for SqliteStore {
             if changed == 0 {
                 return Err(StoreError::HoldLapsed(LAPSED.into()));
             }
+            if fold {
+                taken_away =
+                    Some(takeover::taken_from(&tx, &self.table.name, owner).map_err(db(context))?);
+            }
         }
         tx.commit().map_err(db(context))?;
         let held = read.held;
-        Ok(Page::sorted(
+        let page = Page::sorted(
             read.records,
             |i, _| !held.get(i).copied().unwrap_or(false),
             wanted,
-        ))
+        );
+        if let Some((top, low)) = span {
+            self.took(
+                owner,
+                &page,
+                after.is_none().then_some(top),
+                low,
+                taken_away,
+            );
+        }
+        Ok(page)
     }
 
     fn mark(&mut self, owner: &str, marks: &[Mark]) -> Result<Vec<usize>, StoreError> {
@@ -142,7 +167,8 @@ impl Holds for SqliteStore {
         // binding stays until it is replaced, so the status (and the `[retry]` time)
         // is bound only when it differs from the mark before: nearly every mark of a
         // tick shares one.
-        let write = |tx: &Transaction| -> rusqlite::Result<bool> {
+        let mut handing = self.handing.take();
+        let mut write = |tx: &Transaction| -> rusqlite::Result<bool> {
             let now = Utc::now().timestamp_millis();
             let holds: bool = tx
                 .prepare_cached(HOLDS)?
@@ -194,6 +220,8 @@ impl Holds for SqliteStore {
                     ])?;
                 }
             }
+            let ours = handing.as_mut().filter(|h| h.owner == owner);
+            self.settle_span(ours, tx, owner, marks)?;
             Ok(true)
         };
         // Timed from the write lock to the end of the commit: not the wait for the
@@ -208,7 +236,9 @@ impl Holds for SqliteStore {
                 took = started.elapsed();
                 Ok(held)
             })
-            .map_err(db(format!("writing statuses to {}", self.table.name)))?;
+            .map_err(db(format!("writing statuses to {}", self.table.name)));
+        self.handing = handing;
+        let held = held?;
         // Judged on a group large enough to tell, of marks alone (see `mark_group`):
         // attempts kept with the marks cost their own writes, and a group grown for
         // them would hold a second of a failing handler's outputs.
@@ -256,7 +286,11 @@ impl Holds for SqliteStore {
                 params![self.table.name, owner],
             )
             .map_err(db("releasing this tick's span"))?;
-        Ok(())
+        self.let_go(owner)
+    }
+
+    fn hand_over(&mut self, owner: &str, records: &[Record]) -> Result<Vec<usize>, StoreError> {
+        self.hand_over_span(owner, records)
     }
 
     fn heartbeat(&self, owner: &str, run_id: i64) -> Result<Box<dyn Heartbeat>, StoreError> {
@@ -275,58 +309,7 @@ impl Holds for SqliteStore {
         records: Vec<Record>,
         lease_until: DateTime<Utc>,
     ) -> Result<Vec<Record>, StoreError> {
-        let context = "holding the records to retry";
-        let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
-            .map_err(db(context))?;
-        let now = Utc::now().timestamp_millis();
-        let mut taken = Vec::new();
-        for record in records {
-            // Read again under the write lock: its status now, and whether a live span
-            // of another tick covers it.
-            let status: Option<String> = tx
-                .query_row(
-                    &format!(
-                        "SELECT {status} FROM {table} WHERE {id} = ?1",
-                        status = self.sql().status,
-                        table = self.sql().table,
-                        id = self.sql().id
-                    ),
-                    [&record.id],
-                    |r| r.get(0),
-                )
-                .optional()
-                .map_err(db(context))?;
-            let held: bool = tx
-                .query_row(
-                    "SELECT EXISTS (SELECT 1 FROM backlog_holds WHERE table_name = ?1 AND owner <> ?2 AND expires_at > ?3 AND ?4 BETWEEN low AND high)",
-                    params![self.table.name, owner, now, record.inserted_at()],
-                    |r| r.get(0),
-                )
-                .map_err(db(context))?;
-            if status.is_some_and(|s| self.table.is_pending(&s)) && !held {
-                taken.push(record);
-            }
-        }
-        // One span from the lowest to the highest, set afresh (a retry holds one record
-        // at a time, and its span moves to each): marks are written while it is live.
-        let low = taken.iter().map(Record::inserted_at).min();
-        let high = taken.iter().map(Record::inserted_at).max();
-        if let (Some(low), Some(high)) = (low, high) {
-            tx.execute(
-                SET_SPAN,
-                params![
-                    self.table.name,
-                    owner,
-                    low,
-                    high,
-                    lease_until.timestamp_millis(),
-                    now
-                ],
-            )
-            .map_err(db(context))?;
-        }
-        tx.commit().map_err(db(context))?;
-        Ok(taken)
+        self.take_for_action(owner, records, lease_until)
     }
 
     fn holder(&mut self, record: &Record) -> Result<Option<crate::store::Held>, StoreError> {

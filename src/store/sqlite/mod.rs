@@ -13,13 +13,15 @@
 //! meet; a slow tick and the next one of its tier leapfrog page by page. Claiming each
 //! record instead cost an insert and a delete in a second B-tree per record, which made
 //! a tick about four times slower than the status updates it exists to write (see
-//! BENCHMARKS.md). A record marked `ERROR` stays in its tick's span until the tick
-//! ends, so an overlapping tick does not try it again meanwhile.
+//! BENCHMARKS.md). The span's top comes down as the tick marks its records (a failure
+//! stays kept from the other ticks by `backlog_tried`), and a person's action may take
+//! over what the tick has read and not handed out yet (`takeover`).
 //!
 //! Parts: `schema` (the tool's tables and their versions, reading the table's names),
 //! `pages` (the band's page queries and records: `Reads`), `survey` (records by status,
 //! the band's plan, the inserted-at values: `Survey`), `holds` (spans, marks, kept
-//! failures, the heartbeat: `Holds`); here, the store itself, and the run log opened
+//! failures, the heartbeat: `Holds`), `takeover` (what a person's action may take of a
+//! tick's span); here, the store itself, and the run log opened
 //! once the spans of killed ticks are dropped.
 
 use std::path::{Path, PathBuf};
@@ -48,6 +50,7 @@ mod holds;
 mod pages;
 mod schema;
 mod survey;
+mod takeover;
 
 use pages::Statements;
 
@@ -71,6 +74,9 @@ pub struct SqliteStore {
     /// table's rows are scattered, and larger groups pay); none before the first
     /// group large enough to tell (see `mark_group`).
     scattered: Option<bool>,
+    /// What the tick running on this store took and has not settled, and how far it
+    /// handed its span out (see `takeover`).
+    handing: Option<takeover::Handing>,
 }
 
 /// The cost of a mark, commit included (its fsyncs in a rollback journal, a WAL
@@ -164,6 +170,7 @@ impl SqliteStore {
             spare: std::cell::Cell::new(None),
             max_per_record: crate::config::HistoryConfig::default().max_per_record,
             scattered: None,
+            handing: None,
         })
     }
 
@@ -244,6 +251,12 @@ impl Store for SqliteStore {
                 &[table.as_str().into(), now_ms.into()],
             )
             .map_err(failed("dropping spans that ran out"))?;
+            // Takeovers from ticks that are gone: nothing will hand those records out.
+            sql.execute(
+                "DELETE FROM backlog_takeovers WHERE table_name = ?1 AND owner NOT IN (SELECT owner FROM backlog_holds WHERE table_name = ?1)",
+                &[table.as_str().into()],
+            )
+            .map_err(failed("dropping takeovers from ticks that ended"))?;
             sql.execute(
                 "DELETE FROM backlog_tried WHERE table_name = ?1 AND expires_ms <= ?2",
                 &[table.as_str().into(), now_ms.into()],

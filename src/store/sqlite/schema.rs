@@ -89,10 +89,19 @@ impl SqliteStore {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(db(context))?;
-        tables::ensure(&mut SqliteDdl {
+        let mut ddl = SqliteDdl {
             conn: &tx,
             path: self.path.display().to_string(),
-        })?;
+        };
+        tables::ensure(&mut ddl)?;
+        // How far a tick handed its span out (`takeover`): spans of an earlier release
+        // have none, which a person's action reads as all in hand. A column, not a
+        // version: that release's ticks and actions work beside it unchanged.
+        let holds = tables::Ddl::columns(&mut ddl, holds::HOLDS_TABLE.name)?.unwrap_or_default();
+        if !holds.iter().any(|c| c == "handed") {
+            tx.execute_batch("ALTER TABLE backlog_holds ADD COLUMN handed")
+                .map_err(db(context))?;
+        }
         tx.commit().map_err(db(context))
     }
 }
@@ -100,7 +109,11 @@ impl SqliteStore {
 /// The tool's tables on SQLite: the shared ones and its spans'.
 fn own_tables() -> Vec<&'static Table> {
     let mut tables = tables::SHARED.to_vec();
-    tables.extend([&holds::HOLDS_TABLE, &holds::TRIED_TABLE]);
+    tables.extend([
+        &holds::HOLDS_TABLE,
+        &holds::TRIED_TABLE,
+        &takeover::TAKEOVERS_TABLE,
+    ]);
     tables
 }
 
