@@ -33,6 +33,7 @@ mod lanes;
 mod mark_writer;
 mod marks;
 mod options;
+mod outcome_log;
 mod pace;
 mod pager;
 mod place;
