@@ -4,7 +4,9 @@
 //! the answers came back: counted, reported, and queued for its mark. A group is
 //! written when it is full or has waited `mark_interval`. The store writes a mark only
 //! where the tick still holds the record (`Store::mark`); a mark that lands nowhere is
-//! taken back out of the counts and counted as lost, never as a success.
+//! taken back out of the counts and counted as lost, never as a success. A group the
+//! database refuses stops the tick's handing out at once (`refused`): the records
+//! still in their handlers are settled, and their marks tried once more at the end.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,6 +14,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 
 use super::give_up::FailureCounts;
+use super::mark_group::GroupSize;
 use super::mark_writer::Writer;
 use super::options::Event;
 use super::outcome_log::log_outcome;
@@ -45,12 +48,14 @@ pub(super) struct Marks<'o> {
     pending: Vec<String>,
     last_write: Instant,
     /// Marks per transaction, at most: fixed by `TickOptions::mark_group`, or the
-    /// store's, asked again after each group (SQLite's grows on a scattered table).
-    group: usize,
-    fixed_group: bool,
+    /// store's, asked again after each group (SQLite's grows on a scattered table);
+    /// a tick's start from one mark (`GroupSize::start_small`).
+    group: GroupSize,
     interval: Duration,
+    /// A group could not be written: no more are until `finish`.
+    refused: bool,
     /// Where groups go when the store has a writer of its own (see `Writer`), opened
-    /// with the first group written before the tick's end.
+    /// as `open_writer` says.
     writer: Option<Writer>,
     /// No writer was asked of the store yet.
     may_open_writer: bool,
@@ -106,9 +111,9 @@ impl<'o> Marks<'o> {
             keep,
             pending: table.pending.clone(),
             last_write: Instant::now(),
-            group: fixed_group.unwrap_or(store_group).max(1),
-            fixed_group: fixed_group.is_some(),
+            group: GroupSize::new(fixed_group, store_group),
             interval,
+            refused: false,
             writer: None,
             may_open_writer: true,
             history,
@@ -119,10 +124,27 @@ impl<'o> Marks<'o> {
         }
     }
 
-    /// The store's writer of marks, asked for once, as the first group is written
-    /// before the tick's end: a tick that writes all its marks at its end (an empty
-    /// band, a few records) opens no connection for them. Without one (SQLite, or no
-    /// connection to open), the marks are written on the tick's own.
+    /// A tick's groups start from one mark and double (see `mark_group`): the first
+    /// answer proves the database takes its marks, or stops the tick.
+    pub(super) fn start_small(&mut self) {
+        self.group.start_small();
+    }
+
+    /// Whether a group of marks could not be written (the writer's, as soon as it
+    /// failed): the tick hands out no more.
+    pub(super) fn refused(&self) -> bool {
+        self.refused || self.writer.as_ref().is_some_and(Writer::refused)
+    }
+
+    /// The store's writer of marks, asked for once, as the first group of the store's
+    /// size is written before the tick's end (a tick's start over, see `mark_group`):
+    /// a tick that writes all its marks at its end (an empty band, a few records)
+    /// opens no connection for them, and the groups of a tick's start, which prove its
+    /// marks can be written, go over the connection that wrote its run-log row and
+    /// holds. The writer's connection has written nothing when it takes its first
+    /// group, so its groups start from one mark again, and a group it cannot write is
+    /// said at once (`Writer::refused`). Without one (SQLite, or no connection to
+    /// open), the marks are written on the tick's own.
     fn open_writer(&mut self, store: &mut dyn Store) {
         if !std::mem::take(&mut self.may_open_writer) {
             return;
@@ -211,7 +233,9 @@ impl<'o> Marks<'o> {
             failures,
             tried: !matches!(handled.ending, Ending::Snoozed | Ending::GivenUp),
         });
-        if self.marks.len() >= self.group || self.last_write.elapsed() >= self.interval {
+        if !self.refused()
+            && (self.marks.len() >= self.group.next() || self.last_write.elapsed() >= self.interval)
+        {
             self.write(store)?;
         }
         Ok(())
@@ -254,7 +278,7 @@ impl<'o> Marks<'o> {
         wait: Duration,
         store: &mut dyn Store,
     ) -> Result<(), StoreError> {
-        if self.last_write.elapsed() + wait >= self.interval {
+        if !self.refused() && self.last_write.elapsed() + wait >= self.interval {
             self.write(store)?;
         }
         Ok(())
@@ -270,10 +294,11 @@ impl<'o> Marks<'o> {
         let marks = std::mem::take(&mut self.marks);
         let succeeded = std::mem::take(&mut self.succeeded);
         self.last_write = Instant::now();
-        if !self.fixed_group {
-            self.group = store.mark_group().max(1);
+        let starting = self.group.starting();
+        if !starting {
+            self.open_writer(store);
         }
-        self.open_writer(store);
+        self.group.wrote(marks.len(), store.mark_group());
         if let Some(writer) = self.writer.as_mut() {
             if let Some((marks, succeeded, lost)) = writer.send(marks, succeeded) {
                 self.settle_group(&marks, &succeeded, lost, store)?;
@@ -286,6 +311,14 @@ impl<'o> Marks<'o> {
         (self.marks, self.succeeded) = (marks, succeeded);
         self.marks.clear();
         self.succeeded.clear();
+        // The start on the tick's connection is over: the writer's connection, which
+        // has written nothing yet, starts from one mark too.
+        if starting && !self.group.starting() {
+            self.open_writer(store);
+            if self.writer.is_some() {
+                self.group.start_small();
+            }
+        }
         Ok(())
     }
 
@@ -293,7 +326,9 @@ impl<'o> Marks<'o> {
     /// whatever happened. Its thread runs until its channel closes: a writer left open
     /// on an error (its connection killed), when the tick's scope joined its thread,
     /// hung the tick, its heartbeat renewing its claims for as long as the process
-    /// lived.
+    /// lived. After a group was refused, what is left (the records that were in their
+    /// handlers then) is tried once more: a refusal of one record's mark, or a
+    /// moment's lack of room, need not cost the others their answers.
     pub(super) fn finish(&mut self, store: &mut dyn Store) -> Result<(), StoreError> {
         // The last group on the tick's connection unless a writer is open already.
         self.may_open_writer = false;
@@ -322,11 +357,12 @@ impl<'o> Marks<'o> {
                 Ok(())
             }
             Err(e) => {
+                self.refused = true;
                 for (mark, &succeeded) in marks.iter().zip(succeeded) {
                     self.uncount(&mark.status, succeeded);
                 }
                 tracing::warn!(
-                    "{} handled records were not marked: their group of marks could not be written ({e}); they keep their status and a later tick tries them again",
+                    "{} handled records were not marked: their group of marks could not be written ({e}); they keep their status and a later tick tries them again; this tick hands out no more",
                     marks.len()
                 );
                 Err(e)

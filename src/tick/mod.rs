@@ -30,6 +30,7 @@ mod give_up;
 mod hand_out;
 mod heartbeat;
 mod lanes;
+mod mark_group;
 mod mark_writer;
 mod marks;
 mod options;

@@ -303,6 +303,10 @@ fn hand_out_and_mark(
         opts.mark_interval,
         &keep,
     );
+    // The run-log row (`open_run`) and the first page's holds are written on this
+    // connection before any record goes out; the first mark proves the user's table
+    // takes the tick's writes, with no more records out than the lanes hold.
+    marks.start_small();
     let takes = |r: &Record| begun.wants.takes(r);
     // Where this tick begins in its band: the runners of a fleet spread over it.
     let start = super::place::start_place(store, begun, run.id, opts);
