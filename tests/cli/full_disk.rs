@@ -6,7 +6,7 @@
 
 use std::process::Output;
 
-use crate::harness::{Backend, Env, Schedule, recording_handler};
+use crate::harness::{Backend, Env, NOW, Schedule, recording_handler};
 use crate::servers::{batch_schedule, output_within_a_minute, pending_records, spawn_run};
 
 /// Refuses every status written to "BACKLOG" once `k` were written (committed), as a
@@ -168,8 +168,59 @@ fn a_disk_that_fills_mid_tick_stops_the_handing_out_at_the_first_refused_write(b
     ended_by_the_refusal(&env, &out, &stderr, calls);
 }
 
+/// A database that refuses the tick's first write, its run-log row: no record is
+/// handed out, and the one line on stderr names the database and what to do.
+fn a_database_that_refuses_the_run_log_hands_out_nothing(backend: Backend) {
+    let env = Env::on(backend);
+    records_for(&env, 20, "concurrency = 4");
+    // A tick whose band is empty makes the tool's tables (its records are not yet
+    // inserted by its clock).
+    env.backlog(&["run", "--window", "1d", "--now", "2020-01-01T00:00:00Z"])
+        .assert()
+        .success();
+    let runs = env.own("backlog_runs");
+    match backend {
+        Backend::Sqlite => env.execute(&format!(
+            "CREATE TRIGGER full BEFORE INSERT ON {runs} BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END"
+        )),
+        Backend::Postgres => env.execute(&format!(
+            r#"CREATE FUNCTION full_disk() RETURNS trigger AS $$ BEGIN
+                 RAISE EXCEPTION USING ERRCODE = 'disk_full', MESSAGE = 'could not extend file: No space left on device';
+               END $$ LANGUAGE plpgsql;
+               CREATE TRIGGER full_disk BEFORE INSERT ON {runs} FOR EACH ROW EXECUTE FUNCTION full_disk()"#
+        )),
+        Backend::Mysql => env.execute(&format!(
+            "CREATE TRIGGER full_disk BEFORE INSERT ON {runs} FOR EACH ROW
+               SIGNAL SQLSTATE 'HY000' SET MESSAGE_TEXT = 'The table is full', MYSQL_ERRNO = 1114"
+        )),
+    }
+    let out = env
+        .backlog(&["run", "--window", "1d", "--now", NOW])
+        .assert()
+        .code(4);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(env.take_calls().is_empty(), "no call: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let database = match backend {
+        Backend::Sqlite => "sqlite:".to_string(),
+        Backend::Postgres | Backend::Mysql => env.url().split('@').nth(1).unwrap().to_string(),
+    };
+    assert!(
+        stderr.starts_with("backlog: ")
+            && stderr.contains(&database)
+            && stderr.contains("writing the run log: ")
+            && stderr.contains(
+                "no record was handed out: let this user write to the database (on SQLite the file and its folder), with room on its disk, then run again"
+            ),
+        "{stderr}"
+    );
+    assert_eq!(env.with_status("NEW"), 20);
+    assert_eq!(env.holds_left(), 0);
+}
+
 crate::on_every_backend!(
     a_database_that_refuses_every_mark_is_handed_no_more_than_the_lanes_hold,
     a_batch_handler_is_handed_no_more_than_its_lanes_hold,
     a_disk_that_fills_mid_tick_stops_the_handing_out_at_the_first_refused_write,
+    a_database_that_refuses_the_run_log_hands_out_nothing,
 );
