@@ -276,11 +276,12 @@ pub fn status(args: &StatusArgs) -> Result<(), Error> {
             Some(now) => now,
             None => store.clock().map_err(Error::store(store.describe()))?,
         };
-        crate::status::status(&config, store.as_mut(), now)
-            .map_err(Error::store(&config.database.url))
+        let status = crate::status::status(&config, store.as_mut(), now)
+            .map_err(Error::store(&config.database.url))?;
+        Ok((store, now, status))
     });
-    let status = match read {
-        Ok(status) => status,
+    let (mut store, now, status) = match read {
+        Ok(read) => read,
         // A monitoring system knows 0 to 3: a backlog whose database cannot be read
         // is not being worked, which is critical, and the line names the database.
         Err(e @ Error::Store { .. }) if args.check => {
@@ -297,7 +298,11 @@ pub fn status(args: &StatusArgs) -> Result<(), Error> {
             },
         )
         .with_alert_channels(store.as_mut(), now)
-        .map_err(Error::store(&config.database.url))?;
+        .map_err(Error::store(&config.database.url));
+        let check = match check {
+            Ok(check) => check,
+            Err(e) => return check_unreadable(&config, &e, args.json),
+        };
         let line = check.line(&config.table.name);
         print(&if args.json {
             let mut value = serde_json::to_value(&check).expect("a check serialises");

@@ -69,6 +69,21 @@ impl StoreError {
     }
 }
 
+#[cfg(test)]
+impl StoreError {
+    /// A statement the database refused for lack of room, as a dialect reports one:
+    /// for the tests of what meets it.
+    pub(crate) fn disk_full(context: &str) -> StoreError {
+        StoreError::Database {
+            context: context.into(),
+            source: Box::new(DbError {
+                fault: Fault::DiskFull,
+                message: "database or disk is full".into(),
+            }),
+        }
+    }
+}
+
 /// How often a transaction is tried again after a deadlock or a lock wait timeout.
 pub(crate) const RETRIES: usize = 5;
 

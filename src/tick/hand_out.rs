@@ -203,9 +203,21 @@ impl<'p, 'c> Round<'p, 'c> {
     }
 
     /// Whether the tick may hand out more: nothing halted it, tripped its breaker or
-    /// let its holds lapse.
+    /// let its holds lapse, and the database took every group of marks so far (a
+    /// refused group stops the handing out at once: what it hands out after could not
+    /// be marked either; the records out are still settled).
     fn going(&self, marks: &Marks<'_>) -> bool {
-        self.halt.is_none() && self.breaker.tripped.is_none() && marks.tally.lapsed.is_none()
+        self.halt.is_none()
+            && self.breaker.tripped.is_none()
+            && marks.tally.lapsed.is_none()
+            && !marks.refused()
+    }
+
+    /// A group of marks the database refused: the tick hands out no more, and ends
+    /// with this error once the records out have come back.
+    fn refused(&mut self, e: StoreError) {
+        let e = self.store_err(e);
+        self.halt.get_or_insert(e);
     }
 
     /// Whether a page is due: the queue is short of a batch (or every record in it
@@ -280,8 +292,10 @@ impl<'p, 'c> Round<'p, 'c> {
                     let plan = self.plan;
                     if self.pager.done || self.taken >= plan.limit || self.queue.len() >= HELD_MOST
                     {
-                        let written = marks.write_before(wait, store);
-                        written.map_err(|e| self.store_err(e))?;
+                        if let Err(e) = marks.write_before(wait, store) {
+                            self.refused(e);
+                            return Ok(Choice::Stop);
+                        }
                         std::thread::sleep(wait.min(STOP_CHECK));
                     }
                     return Ok(Choice::Again);
@@ -310,10 +324,11 @@ impl<'p, 'c> Round<'p, 'c> {
             Some(chosen) => Chosen::Records(chosen),
             None => {
                 let wait = self.pace.delay(n, store);
-                if !wait.is_zero() {
-                    marks
-                        .write_before(wait, store)
-                        .map_err(|e| self.store_err(e))?;
+                if !wait.is_zero()
+                    && let Err(e) = marks.write_before(wait, store)
+                {
+                    self.refused(e);
+                    return Ok(Choice::Stop);
                 }
                 if !self.pace.wait(n, &self.plan.opts.stop) {
                     marks.tally.stopped = true;
@@ -323,6 +338,8 @@ impl<'p, 'c> Round<'p, 'c> {
             }
         };
         match self.plan.heartbeat.stale() {
+            // The writer may have been refused while the pace waited.
+            None if marks.refused() => Ok(Choice::Stop),
             None => Ok(Choice::Hand(chosen)),
             Some(Stale::Lapsed(why)) => {
                 marks.tally.lapsed = Some(why);
@@ -363,9 +380,9 @@ impl<'p, 'c> Round<'p, 'c> {
                     self.inline_run.0 += 1;
                     self.inline_run.1 += took;
                     self.breaker.count(&handled, store);
-                    marks
-                        .settle(&record, handled, took, store, on_event)
-                        .map_err(|e| self.store_err(e))?;
+                    if let Err(e) = marks.settle(&record, handled, took, store, on_event) {
+                        self.refused(e);
+                    }
                 }
                 Err(e) => self.halt = Some(Error::handler(e)),
             }
@@ -439,9 +456,9 @@ impl<'p, 'c> Round<'p, 'c> {
                     let handled = marks.resolve(handled);
                     self.breaker.count(&handled, store);
                     let took = handled.took.unwrap_or(latency);
-                    marks
-                        .settle(record, handled, took, store, on_event)
-                        .map_err(|e| self.store_err(e))?;
+                    if let Err(e) = marks.settle(record, handled, took, store, on_event) {
+                        self.refused(e);
+                    }
                 }
             }
             Err(e) => {

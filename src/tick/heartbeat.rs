@@ -9,7 +9,10 @@
 //! records, and must not trust the page it read before. A renewal that comes after a
 //! gap of three quarters of a lease or more does not make the holds fresh again: they
 //! may have run out in between, so the tick stops for good (its marks then land only
-//! where it still holds, see `Store::mark`).
+//! where it still holds, see `Store::mark`). A renewal the database refuses for lack
+//! of room (`Fault::DiskFull`) stops the handing out at once: the marks of what the
+//! tick would hand out next could not be written either. Other failures (a lock wait,
+//! a lost connection) may clear by the next beat, and are borne for half a lease.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
@@ -19,7 +22,7 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 
 use crate::duration;
-use crate::store::{Heartbeat, StoreError};
+use crate::store::{Fault, Heartbeat, StoreError};
 
 /// A reading of two clocks, in nanoseconds: the monotonic one, which no setting of
 /// the wall clock moves, and the wall clock, which goes on while the machine is
@@ -88,6 +91,8 @@ struct State {
     /// Set once the tick's running handlers must stop: its holds lapsed, or a stop was
     /// asked and `handler.stop_grace` is over. Never cleared.
     cancel: AtomicBool,
+    /// Set once a beat was refused for lack of room; never cleared.
+    refused: AtomicBool,
     /// Why they lapsed, or why beats fail (and since when).
     why: Mutex<Why>,
 }
@@ -96,6 +101,8 @@ struct State {
 struct Why {
     lapsed: Option<String>,
     failing: Option<(Instant, String)>,
+    /// The first beat refused for lack of room.
+    refused: Option<String>,
 }
 
 /// Renews a tick's holds until dropped.
@@ -152,6 +159,7 @@ impl HeartbeatThread {
             renewed_wall: AtomicU64::new(start.wall),
             lapsed: AtomicBool::new(false),
             cancel: AtomicBool::new(false),
+            refused: AtomicBool::new(false),
             why: Mutex::new(Why::default()),
         });
         let shared = Arc::clone(&state);
@@ -178,6 +186,10 @@ impl HeartbeatThread {
                         let mut why = state.why.lock().expect("never poisoned");
                         let since = why.failing.as_ref().map_or_else(Instant::now, |(t, _)| *t);
                         why.failing = Some((since, e.to_string()));
+                        if e.fault() == Fault::DiskFull && why.refused.is_none() {
+                            why.refused = Some(e.to_string());
+                            state.refused.store(true, Ordering::Release);
+                        }
                     }
                 }
             }
@@ -215,11 +227,19 @@ impl HeartbeatThread {
 
     /// Why the tick must hand out no more records, if it must: its holds lapsed (a
     /// renewal came, or would come, three quarters of a lease or more after the one
-    /// before), or were last renewed half a lease ago or more (beats failing).
+    /// before), or were last renewed half a lease ago or more (beats failing), or a
+    /// beat was refused for lack of room.
     pub(super) fn stale(&self) -> Option<Stale> {
         let age = self.state.age(Reading::coarse());
         if !self.state.lapsed.load(Ordering::Acquire) && age < self.lease / 2 {
-            return None;
+            if !self.state.refused.load(Ordering::Acquire) {
+                return None;
+            }
+            let why = self.state.why.lock().expect("never poisoned");
+            let e = why.refused.as_deref().unwrap_or_default();
+            return Some(Stale::Failing(format!(
+                "the database refused to renew this tick's claims ({e}); it hands out no more"
+            )));
         }
         let seconds = |d: Duration| duration::compact(Duration::from_secs(d.as_secs().max(1)));
         if age >= self.lease * 3 / 4 && !self.state.lapsed.load(Ordering::Acquire) {
@@ -293,6 +313,30 @@ mod tests {
             }
             Ok(())
         }
+    }
+
+    /// A heartbeat whose every beat the database refuses for lack of room.
+    struct Full;
+
+    impl Heartbeat for Full {
+        fn beat(&mut self, _: chrono::DateTime<Utc>) -> Result<(), StoreError> {
+            Err(StoreError::disk_full("renewing claims"))
+        }
+    }
+
+    #[test]
+    fn a_beat_refused_for_lack_of_room_stops_the_tick_at_once() {
+        let lease = Duration::from_millis(800);
+        let mut thread = HeartbeatThread::start(Box::new(Full), lease);
+        assert!(thread.stale().is_none(), "fresh before the first beat");
+        // The first beat comes at a quarter lease, well before half of one.
+        thread::sleep(lease * 3 / 8);
+        let stale = thread.stale();
+        thread.stop();
+        assert!(matches!(
+            stale,
+            Some(Stale::Failing(why)) if why.contains("refused to renew") && why.contains("disk is full")
+        ));
     }
 
     /// What `stale` says once half a lease passed without a renewal.

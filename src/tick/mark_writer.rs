@@ -1,7 +1,11 @@
 //! The thread that writes a tick's groups of marks on the store's second connection
 //! (`Store::mark_writer`) while the tick takes the next pages: one group out at a
-//! time, each written group handed back to be settled.
+//! time, each written group handed back to be settled. A group the database refused
+//! is said at once (`refused`), not when the tick next sends one: by then it would
+//! have handed out another group's worth of records whose marks cannot be written.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 
 use crate::store::{Mark, MarkWriter, StoreError};
@@ -18,6 +22,8 @@ pub(super) struct Writer {
     done: mpsc::Receiver<Written>,
     /// A group is being written.
     out: bool,
+    /// Set by the thread as soon as a group could not be written.
+    refused: Arc<AtomicBool>,
     thread: std::thread::JoinHandle<()>,
 }
 
@@ -28,9 +34,15 @@ impl Writer {
         let (groups, to_write) = mpsc::channel::<Group>();
         let (written, done) = mpsc::channel();
         let owner = owner.to_string();
+        let refused = Arc::new(AtomicBool::new(false));
+        let said = Arc::clone(&refused);
         let thread = std::thread::spawn(move || {
             for (marks, succeeded) in to_write {
                 let lost = writer.mark(&owner, &marks);
+                if let Err(e) = &lost {
+                    said.store(true, Ordering::Release);
+                    tracing::debug!("a group of {} marks was refused: {e}", marks.len());
+                }
                 if written.send((marks, succeeded, lost)).is_err() {
                     return;
                 }
@@ -40,8 +52,14 @@ impl Writer {
             groups,
             done,
             out: false,
+            refused,
             thread,
         }
+    }
+
+    /// Whether a group sent could not be written (its error comes back with it).
+    pub(super) fn refused(&self) -> bool {
+        self.refused.load(Ordering::Acquire)
     }
 
     /// The last group, once written; then the thread ends, and its connection closes.

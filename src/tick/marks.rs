@@ -4,7 +4,9 @@
 //! the answers came back: counted, reported, and queued for its mark. A group is
 //! written when it is full or has waited `mark_interval`. The store writes a mark only
 //! where the tick still holds the record (`Store::mark`); a mark that lands nowhere is
-//! taken back out of the counts and counted as lost, never as a success.
+//! taken back out of the counts and counted as lost, never as a success. A group the
+//! database refuses stops the tick's handing out at once (`refused`): the records
+//! still in their handlers are settled, and their marks tried once more at the end.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,17 +14,16 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 
 use super::give_up::FailureCounts;
+use super::mark_group::GroupSize;
 use super::mark_writer::Writer;
 use super::options::Event;
+use super::outcome_log::log_outcome;
+pub(super) use super::outcome_log::{log_unshown, tail_for_log};
 use super::tally::Tally;
 use crate::config::{HistoryConfig, HistoryRecord};
 use crate::handler::{Ending, Handled, Outcome};
 use crate::record::Record;
 use crate::store::{Attempt, Mark, Store, StoreError};
-
-/// How many failures a tick logs at WARN, one line each; the rest are counted in one
-/// line at its end (the attempts keep them all).
-const WARN_CAP: u64 = 10;
 
 /// Writes a tick's marks in groups: a group goes when it is full, or when it has
 /// waited `interval` since the last write.
@@ -47,12 +48,14 @@ pub(super) struct Marks<'o> {
     pending: Vec<String>,
     last_write: Instant,
     /// Marks per transaction, at most: fixed by `TickOptions::mark_group`, or the
-    /// store's, asked again after each group (SQLite's grows on a scattered table).
-    group: usize,
-    fixed_group: bool,
+    /// store's, asked again after each group (SQLite's grows on a scattered table);
+    /// a tick's start from one mark (`GroupSize::start_small`).
+    group: GroupSize,
     interval: Duration,
+    /// A group could not be written: no more are until `finish`.
+    refused: bool,
     /// Where groups go when the store has a writer of its own (see `Writer`), opened
-    /// with the first group written before the tick's end.
+    /// as `open_writer` says.
     writer: Option<Writer>,
     /// No writer was asked of the store yet.
     may_open_writer: bool,
@@ -108,9 +111,9 @@ impl<'o> Marks<'o> {
             keep,
             pending: table.pending.clone(),
             last_write: Instant::now(),
-            group: fixed_group.unwrap_or(store_group).max(1),
-            fixed_group: fixed_group.is_some(),
+            group: GroupSize::new(fixed_group, store_group),
             interval,
+            refused: false,
             writer: None,
             may_open_writer: true,
             history,
@@ -121,10 +124,27 @@ impl<'o> Marks<'o> {
         }
     }
 
-    /// The store's writer of marks, asked for once, as the first group is written
-    /// before the tick's end: a tick that writes all its marks at its end (an empty
-    /// band, a few records) opens no connection for them. Without one (SQLite, or no
-    /// connection to open), the marks are written on the tick's own.
+    /// A tick's groups start from one mark and double (see `mark_group`): the first
+    /// answer proves the database takes its marks, or stops the tick.
+    pub(super) fn start_small(&mut self) {
+        self.group.start_small();
+    }
+
+    /// Whether a group of marks could not be written (the writer's, as soon as it
+    /// failed): the tick hands out no more.
+    pub(super) fn refused(&self) -> bool {
+        self.refused || self.writer.as_ref().is_some_and(Writer::refused)
+    }
+
+    /// The store's writer of marks, asked for once, as the first group of the store's
+    /// size is written before the tick's end (a tick's start over, see `mark_group`):
+    /// a tick that writes all its marks at its end (an empty band, a few records)
+    /// opens no connection for them, and the groups of a tick's start, which prove its
+    /// marks can be written, go over the connection that wrote its run-log row and
+    /// holds. The writer's connection has written nothing when it takes its first
+    /// group, so its groups start from one mark again, and a group it cannot write is
+    /// said at once (`Writer::refused`). Without one (SQLite, or no connection to
+    /// open), the marks are written on the tick's own.
     fn open_writer(&mut self, store: &mut dyn Store) {
         if !std::mem::take(&mut self.may_open_writer) {
             return;
@@ -221,7 +241,9 @@ impl<'o> Marks<'o> {
             failures,
             tried: !matches!(handled.ending, Ending::Snoozed | Ending::GivenUp),
         });
-        if self.marks.len() >= self.group || self.last_write.elapsed() >= self.interval {
+        if !self.refused()
+            && (self.marks.len() >= self.group.next() || self.last_write.elapsed() >= self.interval)
+        {
             self.write(store)?;
         }
         Ok(())
@@ -264,7 +286,7 @@ impl<'o> Marks<'o> {
         wait: Duration,
         store: &mut dyn Store,
     ) -> Result<(), StoreError> {
-        if self.last_write.elapsed() + wait >= self.interval {
+        if !self.refused() && self.last_write.elapsed() + wait >= self.interval {
             self.write(store)?;
         }
         Ok(())
@@ -280,10 +302,11 @@ impl<'o> Marks<'o> {
         let marks = std::mem::take(&mut self.marks);
         let succeeded = std::mem::take(&mut self.succeeded);
         self.last_write = Instant::now();
-        if !self.fixed_group {
-            self.group = store.mark_group().max(1);
+        let starting = self.group.starting();
+        if !starting {
+            self.open_writer(store);
         }
-        self.open_writer(store);
+        self.group.wrote(marks.len(), store.mark_group());
         if let Some(writer) = self.writer.as_mut() {
             if let Some((marks, succeeded, lost)) = writer.send(marks, succeeded) {
                 self.settle_group(&marks, &succeeded, lost, store)?;
@@ -296,6 +319,14 @@ impl<'o> Marks<'o> {
         (self.marks, self.succeeded) = (marks, succeeded);
         self.marks.clear();
         self.succeeded.clear();
+        // The start on the tick's connection is over: the writer's connection, which
+        // has written nothing yet, starts from one mark too.
+        if starting && !self.group.starting() {
+            self.open_writer(store);
+            if self.writer.is_some() {
+                self.group.start_small();
+            }
+        }
         Ok(())
     }
 
@@ -303,7 +334,9 @@ impl<'o> Marks<'o> {
     /// whatever happened. Its thread runs until its channel closes: a writer left open
     /// on an error (its connection killed), when the tick's scope joined its thread,
     /// hung the tick, its heartbeat renewing its claims for as long as the process
-    /// lived.
+    /// lived. After a group was refused, what is left (the records that were in their
+    /// handlers then) is tried once more: a refusal of one record's mark, or a
+    /// moment's lack of room, need not cost the others their answers.
     pub(super) fn finish(&mut self, store: &mut dyn Store) -> Result<(), StoreError> {
         // The last group on the tick's connection unless a writer is open already.
         self.may_open_writer = false;
@@ -332,11 +365,12 @@ impl<'o> Marks<'o> {
                 Ok(())
             }
             Err(e) => {
+                self.refused = true;
                 for (mark, &succeeded) in marks.iter().zip(succeeded) {
                     self.uncount(&mark.status, succeeded);
                 }
                 tracing::warn!(
-                    "{} handled records were not marked: their group of marks could not be written ({e}); they keep their status and a later tick tries them again",
+                    "{} handled records were not marked: their group of marks could not be written ({e}); they keep their status and a later tick tries them again; this tick hands out no more",
                     marks.len()
                 );
                 Err(e)
@@ -419,72 +453,6 @@ impl<'o> Marks<'o> {
     }
 }
 
-/// Logs a record's outcome: a failure at WARN (the first `WARN_CAP` of a tick; the
-/// rest at DEBUG, counted in one line at the tick's end), so a crontab line's log and
-/// a cron mail show why without `-v`; a success or a mapped status (an answer) at
-/// DEBUG.
-///
-/// Each line carries `record`, `tier`, `outcome` (the attempt's: `success`, `error`,
-/// `timeout`, `crash`…, as `backlog retry --outcome` names them) and `status` (the one
-/// written) as fields, for log collectors (`--log-format json`); text lines say them in
-/// words.
-/// `label` is the status as people read it (`table.labels`), which the message says.
-fn log_outcome(
-    record: &Record,
-    handled: &Handled,
-    status: &str,
-    label: &str,
-    warned: u64,
-    tier: Option<usize>,
-) {
-    let id = &record.id;
-    if handled.outcome == Outcome::Success {
-        tracing::debug!(record = %id, tier, outcome = handled.kind(), status, "record {id}: {label} ({})", handled.detail);
-    } else if handled.outcome == Outcome::Error && warned <= WARN_CAP {
-        tracing::warn!(
-            record = %id,
-            tier,
-            outcome = handled.kind(),
-            status,
-            "record {}: {label} ({}){}",
-            record.id,
-            handled.detail,
-            tail_for_log(&handled.output)
-        );
-    } else {
-        tracing::debug!(
-            record = %id,
-            tier,
-            outcome = handled.kind(),
-            status,
-            "record {}: {label} ({}){}",
-            record.id,
-            handled.detail,
-            tail_for_log(&handled.output)
-        );
-    }
-    if !handled.output.is_empty() {
-        tracing::trace!("record {} output:\n{}", record.id, handled.output);
-    }
-}
-
-/// The last line of a failed handler's output (what a program that fails usually
-/// says last is why), at most 200 characters, so a log line shows why without `-vv`.
-pub(super) fn tail_for_log(output: &str) -> String {
-    output
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .map(|l| {
-            let l = l.trim();
-            match l.char_indices().nth(200) {
-                Some((cut, _)) => format!(": {}…", &l[..cut]),
-                None => format!(": {l}"),
-            }
-        })
-        .unwrap_or_default()
-}
-
 /// Text as a database column can hold it: PostgreSQL refuses NUL in text, and a
 /// handler may write one; it shows as U+FFFD.
 fn without_nul(text: &str) -> String {
@@ -492,15 +460,5 @@ fn without_nul(text: &str) -> String {
         text.replace('\0', "\u{FFFD}")
     } else {
         text.to_string()
-    }
-}
-
-/// The line that ends a tick's failures at WARN, when there were more than it showed.
-pub(super) fn log_unshown(tally: &Tally) {
-    if tally.warned > WARN_CAP {
-        tracing::warn!(
-            "{} more records failed in this tick (not shown; `backlog show ID` lists a record's attempts)",
-            tally.warned - WARN_CAP
-        );
     }
 }

@@ -20,7 +20,7 @@ use crate::error::Error;
 use crate::handler::{Context, Handler};
 use crate::record::Record;
 use crate::schedule::{BandMode, Schedule};
-use crate::store::{BandQuery, RunStart, Store};
+use crate::store::{BandQuery, RunStart, Store, StoreError};
 
 /// Opens the store a schedule file names.
 pub fn open_store(config: &crate::Config) -> Result<Box<dyn Store>, Error> {
@@ -253,7 +253,7 @@ fn open_run(
             lease: opts.lease,
             history: opts.history.clone(),
         })
-        .map_err(&store_err)?;
+        .map_err(|e| store_err(refused_at_start(e)))?;
     let heartbeat =
         HeartbeatThread::start(store.heartbeat(&owner, id).map_err(&store_err)?, opts.lease);
     Ok(Run {
@@ -261,6 +261,23 @@ fn open_run(
         owner,
         heartbeat,
     })
+}
+
+/// The run-log row is a tick's first write, before any record goes out (its first
+/// page's holds come next, on the same connection; its first mark after the first
+/// answer): a database that refuses it stops the tick with nothing handed out, and
+/// the error says what to do.
+fn refused_at_start(e: StoreError) -> StoreError {
+    match e {
+        StoreError::Database { context, source } => StoreError::Database {
+            context,
+            source: format!(
+                "{source}; no record was handed out: let this user write to the database (on SQLite the file and its folder), with room on its disk, then run again"
+            )
+            .into(),
+        },
+        other => other,
+    }
 }
 
 /// Hands the band's records out and marks what comes back; whatever happened, what
@@ -308,6 +325,10 @@ fn hand_out_and_mark(
         opts.mark_interval,
         &keep,
     );
+    // The run-log row (`open_run`) and the first page's holds are written on this
+    // connection before any record goes out; the first mark proves the user's table
+    // takes the tick's writes, with no more records out than the lanes hold.
+    marks.start_small();
     let takes = |r: &Record| begun.wants.takes(r);
     // Where this tick begins in its band: the runners of a fleet spread over it.
     let start = super::place::start_place(store, begun, run.id, opts);

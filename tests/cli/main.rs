@@ -23,6 +23,7 @@ mod explain;
 mod filters;
 mod fleet;
 mod formats;
+mod full_disk;
 mod give_up;
 mod harness;
 mod help;

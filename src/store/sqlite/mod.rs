@@ -93,11 +93,19 @@ struct Read {
     held: Vec<bool>,
 }
 
+/// A failed statement, named by what it was doing. A full disk (`SQLITE_FULL`) is
+/// told as such (`Fault::DiskFull`): a tick whose heartbeat meets it stops at once.
 fn db(context: impl Into<String>) -> impl FnOnce(rusqlite::Error) -> StoreError {
     let context = context.into();
     move |e| StoreError::Database {
         context,
-        source: Box::new(e),
+        source: match e.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DiskFull) => Box::new(crate::store::fault::DbError {
+                fault: crate::store::Fault::DiskFull,
+                message: e.to_string(),
+            }),
+            _ => Box::new(e),
+        },
     }
 }
 
@@ -344,6 +352,29 @@ mod tests {
         drop(second);
         let again = store.select(&band, Some(&cursor), 2).unwrap();
         assert_eq!(payloads(&again), ["payload 3", "payload 2"]);
+    }
+
+    /// A database with no room left (`max_page_count` here, a full disk in life) is
+    /// told as a full disk, which stops a tick's heartbeat at once; other errors not.
+    #[test]
+    fn a_full_database_is_told_as_such() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch("CREATE TABLE t (x TEXT); PRAGMA max_page_count = 3;")
+            .unwrap();
+        let full = conn
+            .execute("INSERT INTO t VALUES (?1)", [&"x".repeat(20_000)])
+            .map_err(db("writing statuses to t"))
+            .unwrap_err();
+        assert_eq!(full.fault(), crate::store::Fault::DiskFull);
+        assert_eq!(
+            full.to_string(),
+            "writing statuses to t: database or disk is full"
+        );
+        let other = conn
+            .execute("INSERT INTO nowhere VALUES (1)", [])
+            .map_err(db("writing"))
+            .unwrap_err();
+        assert_eq!(other.fault(), crate::store::Fault::Other);
     }
 
     /// The virtual-machine steps of what a tick over an empty band reads, `inspect` and
