@@ -352,9 +352,13 @@ fn if_due_runs_a_tier_once_per_interval_by_the_run_log() {
     // not count as the tier's last tick.
     env.execute("UPDATE backlog_runs SET outcome = 'lapsed'");
     let out = run_at("2026-11-21T12:30:00Z");
+    let lines: Vec<&str> = out.lines().collect();
     assert!(
-        out.starts_with("tier 5 (180d every 4d), ages over 30d up to 180d: selected 0"),
-        "a lapsed tick leaves the tier due: {out}"
+        lines.len() == 2
+            && lines[0]
+                == "tier 5 (180d every 4d): its tick of 2026-11-21T12:00:00Z ended early (lapsed); taking the rest of its band now"
+            && lines[1].starts_with("tier 5 (180d every 4d), ages over 30d up to 180d: selected 0"),
+        "a lapsed tick leaves the tier due, and it says why: {out}"
     );
     assert!(
         env.take_calls().is_empty(),

@@ -79,8 +79,12 @@ fn a_stop_lets_the_handlers_in_flight_finish(backend: Backend) {
     };
     wait_for(|| starts() >= 4);
     let out = tick.terminate();
-    let s = summary(&out);
+    // A tick a signal stopped exits 9; its one JSON object is the summary, which says
+    // so, and what it left.
+    assert_eq!(out.status.code(), Some(9), "{out:?}");
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(s["stopped"], true);
+    assert_eq!(s["exit_code"], 9);
     let handled = handled_without_overlap(&env);
     let log = std::fs::read_to_string(env.path("handler.log")).unwrap();
     assert_eq!(
