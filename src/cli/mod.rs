@@ -252,22 +252,6 @@ pub(super) fn with_error(value: &mut serde_json::Value, failure: Option<&Error>)
     }
 }
 
-/// `status --check` when the database cannot be read: CRITICAL (2), naming it and why.
-fn check_unreadable(config: &Config, e: &Error, json: bool) -> Result<(), Error> {
-    let line = format!("BACKLOG CRITICAL: table {}: {e}", config.table.name);
-    print(&if json {
-        let value = serde_json::json!({
-            "level": crate::status::CheckLevel::Critical,
-            "findings": [[crate::status::CheckLevel::Critical, e.to_string()]],
-            "line": line,
-        });
-        format!("{value}\n")
-    } else {
-        format!("{line}\n")
-    })?;
-    Err(Error::Check(crate::status::CheckLevel::Critical))
-}
-
 /// `backlog status`.
 pub fn status(args: &StatusArgs) -> Result<(), Error> {
     let config = Config::load(&schedule_file(&args.schedule)?)?;
@@ -280,28 +264,24 @@ pub fn status(args: &StatusArgs) -> Result<(), Error> {
             .map_err(Error::store(&config.database.url))?;
         Ok((store, now, status))
     });
-    let (mut store, now, status) = match read {
-        Ok(read) => read,
-        // A monitoring system knows 0 to 3: a backlog whose database cannot be read
-        // is not being worked, which is critical, and the line names the database.
-        Err(e @ Error::Store { .. }) if args.check => {
-            return check_unreadable(&config, &e, args.json);
-        }
-        Err(e) => return Err(e),
-    };
     if args.check {
-        let check = crate::status::check(
-            &status,
-            crate::status::Thresholds {
-                warn_failures: args.warn_failures,
-                critical_failures: args.critical_failures,
-            },
-        )
-        .with_alert_channels(store.as_mut(), now)
-        .map_err(Error::store(&config.database.url));
+        let check = read.and_then(|(mut store, now, status)| {
+            crate::status::check(
+                &status,
+                crate::status::Thresholds {
+                    warn_failures: args.warn_failures,
+                    critical_failures: args.critical_failures,
+                },
+            )
+            .with_alert_channels(store.as_mut(), now)
+            .map_err(Error::store(&config.database.url))
+        });
         let check = match check {
             Ok(check) => check,
-            Err(e) => return check_unreadable(&config, &e, args.json),
+            // A monitoring system knows 0 to 3: a backlog whose database cannot be
+            // read is not being worked, which is critical, and the line names it.
+            Err(e @ Error::Store { .. }) => crate::status::Check::critical(e.to_string()),
+            Err(e) => return Err(e),
         };
         let line = check.line(&config.table.name);
         print(&if args.json {
@@ -316,6 +296,7 @@ pub fn status(args: &StatusArgs) -> Result<(), Error> {
             level => Err(Error::Check(level)),
         };
     }
+    let (_, _, status) = read?;
     if args.json {
         print(&format!(
             "{}\n",

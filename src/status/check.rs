@@ -44,6 +44,15 @@ pub struct Check {
 }
 
 impl Check {
+    /// A verdict of one critical finding: what a check says when it cannot judge a
+    /// backlog whose database cannot be read.
+    pub fn critical(finding: String) -> Check {
+        Check {
+            level: CheckLevel::Critical,
+            findings: vec![(CheckLevel::Critical, finding)],
+        }
+    }
+
     /// `BACKLOG CRITICAL: tier 2 (7d) …; tier 3 …`, as a monitoring system shows it.
     pub fn line(&self, table: &str) -> String {
         let word = match self.level {

@@ -20,7 +20,7 @@ mod check;
 mod check_alerts;
 mod render;
 
-pub use check::{CheckLevel, Thresholds, check};
+pub use check::{Check, CheckLevel, Thresholds, check};
 
 /// Records of one age range, by status.
 #[derive(Debug, Clone, Serialize)]
