@@ -8,7 +8,6 @@
 //! in a file of its own under `config/`.
 
 use std::path::{Path, PathBuf};
-#[cfg(feature = "cli")]
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -21,14 +20,9 @@ mod handler;
 mod history;
 mod keys;
 mod location;
-#[cfg(feature = "mysql")]
-mod mysql_url;
-#[cfg(feature = "postgres")]
-mod postgres_url;
 mod ranges;
 mod retry;
-#[cfg(any(feature = "postgres", feature = "mysql"))]
-mod server_url;
+pub mod server_url;
 mod table;
 mod tiers;
 mod toml_error;
@@ -37,26 +31,21 @@ mod variables;
 pub use alert::{AlertConfig, AlertUrl};
 pub use database::{DatabaseConfig, DatabaseUrl};
 use database::{RawDatabase, resolve_database};
-pub(crate) use handler::DEFAULT_STOP_GRACE;
-pub(crate) use handler::MAX_CONCURRENCY;
+pub use database::{DEFAULT_SCHEMA, lease_outlives_lock_waits};
+pub use handler::DEFAULT_STOP_GRACE;
+pub use handler::MAX_CONCURRENCY;
 pub use handler::{HandlerConfig, HandlerMode};
 pub use history::{HistoryConfig, HistoryRecord};
 pub use location::find as find_schedule;
-pub(crate) use location::is_stdin;
-#[cfg(feature = "mysql")]
-pub use mysql_url::{MysqlTls, MysqlUrl};
-#[cfg(feature = "postgres")]
-pub use postgres_url::{PostgresUrl, Verify};
-#[cfg(feature = "cli")]
-pub(crate) use ranges::SPAN;
-pub(crate) use ranges::{MAX_BATCH_SIZE, MAX_LIMIT, MAX_SPREAD};
+pub use location::is_stdin;
+pub use ranges::SPAN;
+pub use ranges::{MAX_BATCH_SIZE, MAX_LIMIT, MAX_SPREAD};
 use retry::RawRetry;
 pub use retry::RetryConfig;
 pub use table::{Labels, TableConfig};
 use table::{RawTable, resolve_table};
 use tiers::{RawTier, resolve_schedule};
-#[cfg(feature = "cli")]
-pub(crate) use variables::used_in as variables_used_in;
+pub use variables::used_in as variables_used_in;
 
 /// The schedule file could not be read or is not valid.
 #[derive(Debug, thiserror::Error)]
@@ -235,8 +224,7 @@ impl Config {
     /// not load as a whole (a bad edit elsewhere in it), if those parts do: where a tick
     /// that cannot start records why, so `status` shows the cause rather than a tier
     /// gone quiet.
-    #[cfg(feature = "cli")]
-    pub(crate) fn database_of(path: &Path) -> Option<(DatabaseConfig, TableConfig, Vec<Duration>)> {
+    pub fn database_of(path: &Path) -> Option<(DatabaseConfig, TableConfig, Vec<Duration>)> {
         let mut document = sections_of(path)?;
         let database: RawDatabase = document.remove("database")?.try_into().ok()?;
         let table: RawTable = document.remove("table")?.try_into().ok()?;
@@ -257,15 +245,13 @@ impl Config {
 
     /// The `[alert]` section of a schedule file that does not load as a whole, if it
     /// does: a bad edit elsewhere still reaches a person.
-    #[cfg(feature = "cli")]
-    pub(crate) fn alert_of(path: &Path) -> Option<AlertConfig> {
+    pub fn alert_of(path: &Path) -> Option<AlertConfig> {
         let raw: alert::RawAlert = sections_of(path)?.remove("alert")?.try_into().ok()?;
         alert::resolve(Some(raw)).ok()
     }
 }
 
 /// The sections of a schedule file as TOML, `${VAR}` expanded, whatever they hold.
-#[cfg(feature = "cli")]
 fn sections_of(path: &Path) -> Option<toml::Table> {
     if is_stdin(path) {
         return None; // read once, by the load that failed
@@ -301,7 +287,7 @@ fn environment(name: &str) -> Option<String> {
 /// The folder relative paths of the file at `path` resolve against: absolute, and
 /// through any symlink to the real file, so the database and handler resolve the same
 /// wherever the tool runs and however the file is named.
-pub(crate) fn dir_of(path: &Path) -> PathBuf {
+pub fn dir_of(path: &Path) -> PathBuf {
     std::fs::canonicalize(path)
         .or_else(|_| std::path::absolute(path))
         .ok()

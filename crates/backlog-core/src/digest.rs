@@ -3,7 +3,7 @@
 //! and compare in the database. Not for secrets: any two texts may share one, rarely.
 
 /// The digest of `bytes`.
-pub(crate) fn of(bytes: &[u8]) -> u64 {
+pub fn of(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
         (hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
     })

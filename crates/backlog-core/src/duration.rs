@@ -6,7 +6,6 @@
 //! window always reads the same in `explain`, the summary line and the run log.
 
 // Without the `cli` feature, much here has no caller: most of these forms are for what the command prints; a tick uses a few.
-#![cfg_attr(not(feature = "cli"), allow(dead_code, unused_imports))]
 
 use std::time::Duration;
 

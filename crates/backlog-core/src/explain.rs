@@ -6,7 +6,6 @@
 //! daemon (`Cadence::next_slot`), so what `explain` says is what the daemon does.
 
 // Without the `cli` feature, much here has no caller: what `explain` prints is the command's; a tick uses `next_attempt` alone.
-#![cfg_attr(not(feature = "cli"), allow(dead_code, unused_imports))]
 
 use std::time::Duration;
 

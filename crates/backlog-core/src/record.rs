@@ -12,7 +12,7 @@ use chrono::{DateTime, NaiveDateTime, SecondsFormat, Utc};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
-mod row_buffer;
+pub mod row_buffer;
 pub use row_buffer::RowBuffer;
 
 /// A single database value of the kinds ids and inserted-at columns hold, in the
@@ -75,7 +75,6 @@ pub struct Record {
 /// page's row buffer, read when asked for (a tick needs it for a page's first and last
 /// record only).
 #[derive(Debug, Clone)]
-#[cfg_attr(not(feature = "sqlite"), allow(dead_code))] // the SQLite dialect's pages
 enum InsertedAt {
     Held(Scalar),
     Column(usize),
@@ -100,8 +99,7 @@ impl Record {
     }
 
     /// A record of a row buffer whose column `inserted_at` holds the inserted-at value.
-    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))] // the SQLite dialect's pages
-    pub(crate) fn in_buffer(
+    pub fn in_buffer(
         id: Scalar,
         status: Arc<str>,
         inserted_at: usize,
@@ -191,11 +189,11 @@ impl Serialize for Cell<'_> {
 /// The distinct statuses a store has read, so that records share them instead of each
 /// owning a copy: a page holds a few statuses over a thousand records.
 #[derive(Debug, Default)]
-pub(crate) struct Statuses(Vec<Arc<str>>);
+pub struct Statuses(Vec<Arc<str>>);
 
 impl Statuses {
     /// The shared text equal to `status`, made on first sight.
-    pub(crate) fn get(&mut self, status: &[u8]) -> Arc<str> {
+    pub fn get(&mut self, status: &[u8]) -> Arc<str> {
         if let Some(known) = self.0.iter().find(|s| s.as_bytes() == status) {
             return Arc::clone(known);
         }
@@ -223,7 +221,6 @@ pub struct Columns {
 }
 
 #[derive(Clone)]
-#[cfg_attr(not(feature = "sqlite"), allow(dead_code))] // the SQLite dialect's pages
 enum Row {
     /// Names of values held in `Columns::values`.
     Values(Arc<[String]>),
@@ -244,8 +241,7 @@ impl Columns {
 
     /// These columns, `binary` saying which values (in the order of the names) are a
     /// binary column's base64: a page's rows share it.
-    #[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))] // the servers' pages
-    pub(crate) fn with_binary(mut self, binary: Arc<[bool]>) -> Self {
+    pub fn with_binary(mut self, binary: Arc<[bool]>) -> Self {
         self.binary = Some(binary);
         self
     }
@@ -262,8 +258,7 @@ impl Columns {
     }
 
     /// Row `row` of `buffer`.
-    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))] // the SQLite dialect's pages
-    pub(crate) fn buffered(buffer: Arc<RowBuffer>, row: usize) -> Self {
+    pub fn buffered(buffer: Arc<RowBuffer>, row: usize) -> Self {
         assert!(row < buffer.rows(), "row {row} is in the buffer");
         Columns {
             row: Row::Buffered(buffer, row),
@@ -411,4 +406,4 @@ fn json_in_base64(text: &str) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests;
+pub mod tests;

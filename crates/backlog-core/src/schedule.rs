@@ -17,9 +17,8 @@ use crate::duration;
 mod cadence;
 
 pub use cadence::Cadence;
-#[cfg(feature = "cli")]
-pub(crate) use cadence::CronLine;
-pub(crate) use cadence::{due_slack, parse_cron};
+pub use cadence::CronLine;
+pub use cadence::{due_slack, parse_cron};
 
 /// Whether tiers select disjoint age bands or everything younger than their window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
@@ -53,13 +52,13 @@ pub struct Tier {
 
 impl Tier {
     /// Whether a tick of this tier at `now` takes record `id` (always, without spread).
-    pub(crate) fn takes(&self, id: impl fmt::Display, now: DateTime<Utc>) -> bool {
+    pub fn takes(&self, id: impl fmt::Display, now: DateTime<Utc>) -> bool {
         self.takes_all()
             || share(id, self.spread) == self.cadence.tick_number(now) % u64::from(self.spread)
     }
 
     /// Whether its ticks take every record of their band: no spread.
-    pub(crate) fn takes_all(&self) -> bool {
+    pub fn takes_all(&self) -> bool {
         self.spread <= 1
     }
 }
@@ -68,7 +67,7 @@ impl Tier {
 /// processes, hosts and releases (std's hasher is none of these). The text is hashed as
 /// it is formatted: a tick asks this of every record, and a `String` each cost more
 /// than the hash.
-pub(crate) fn share(id: impl fmt::Display, k: u32) -> u64 {
+pub fn share(id: impl fmt::Display, k: u32) -> u64 {
     struct Fnv(u64);
     impl fmt::Write for Fnv {
         fn write_str(&mut self, s: &str) -> fmt::Result {
@@ -101,7 +100,7 @@ pub struct Schedule {
 /// An age band: records whose age is in `(younger, older]`, or `[0, older]` when
 /// `younger` is zero.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Band {
+pub struct Band {
     /// Records older than this (or from age 0 when it is zero).
     pub younger: Duration,
     /// Records up to this age, inclusive.
@@ -110,7 +109,7 @@ pub(crate) struct Band {
 
 /// The inserted-at instants a band covers at a given `now`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Span {
+pub struct Span {
     /// Inclusive: records inserted at or after this.
     pub from: DateTime<Utc>,
     /// Records inserted before this (at or before when `to_inclusive`).
@@ -123,7 +122,7 @@ impl Band {
     /// The instants this band covers at `now`. Age 0 is included in a band that starts
     /// at 0 so a record is tried from the moment it exists; a record stamped in the
     /// future (clock skew) waits until it is not.
-    pub(crate) fn span(&self, now: DateTime<Utc>) -> Span {
+    pub fn span(&self, now: DateTime<Utc>) -> Span {
         let back =
             |d: Duration| now - chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX);
         Span {
@@ -150,8 +149,7 @@ impl fmt::Display for Band {
 }
 
 /// "1 tier", "6 tiers".
-#[cfg_attr(not(feature = "cli"), allow(dead_code))] // explain's, the command's
-pub(crate) fn tiers(n: usize) -> String {
+pub fn tiers(n: usize) -> String {
     if n == 1 {
         "1 tier".to_string()
     } else {
@@ -161,13 +159,12 @@ pub(crate) fn tiers(n: usize) -> String {
 
 impl Schedule {
     /// "1 tier", "6 tiers": how many tiers, for messages.
-    #[cfg(feature = "cli")]
-    pub(crate) fn tier_count(&self) -> String {
+    pub fn tier_count(&self) -> String {
         tiers(self.tiers.len())
     }
 
     /// The tier with this window and its 1-based number.
-    pub(crate) fn tier(&self, window: Duration) -> Option<(usize, &Tier)> {
+    pub fn tier(&self, window: Duration) -> Option<(usize, &Tier)> {
         self.tiers
             .iter()
             .enumerate()
@@ -176,7 +173,7 @@ impl Schedule {
     }
 
     /// The band a tick of `window` covers. A window that no tier has covers `[0, window]`.
-    pub(crate) fn band(&self, window: Duration) -> Band {
+    pub fn band(&self, window: Duration) -> Band {
         let younger = match (
             self.bands,
             self.tiers.iter().position(|t| t.window == window),
@@ -191,7 +188,7 @@ impl Schedule {
     }
 
     /// The limit a tick of `window` uses.
-    pub(crate) fn limit(&self, window: Duration) -> u64 {
+    pub fn limit(&self, window: Duration) -> u64 {
         self.tier(window)
             .and_then(|(_, t)| t.limit)
             .unwrap_or(self.limit)

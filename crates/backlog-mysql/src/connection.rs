@@ -8,7 +8,7 @@ use std::time::Duration;
 use mysql::prelude::Queryable;
 use mysql::{Conn, OptsBuilder, SslOpts};
 
-use crate::config::{MysqlTls, MysqlUrl};
+use crate::url::{MysqlTls, MysqlUrl};
 use crate::store::StoreError;
 use crate::store::fault::{DbError, Fault, retrying};
 use crate::store::sql::{Sql, SqlError, Value, unquoted};

@@ -25,20 +25,26 @@
 //! `store::claims::ServerHeartbeat`); here, the store itself (the run log is opened as
 //! on every server, `store::claims::open_run`).
 
+// The core's modules under their names, so that `crate::config::…` reads as in the
+// core, where these files were written.
+use backlog_core::{causes, config, record, store, timestamp};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use mysql::Conn;
 use mysql::prelude::Queryable;
 
-use super::{
+use backlog_core::store::{
     BandQuery, Cursor, Heartbeat, Held, Holds, Mark, MarkWriter, Page, QueryPlan, Range, Reads,
     RunStart, Store, StoreError, Survey,
 };
-use crate::config::{MysqlUrl, TableConfig};
+use crate::config::TableConfig;
+use crate::url::MysqlUrl;
 use crate::record::{Record, Scalar};
 use crate::timestamp::TimestampFormat;
 
+mod driver;
+mod url;
 mod claims;
 mod connection;
 mod heartbeat;
@@ -48,8 +54,17 @@ mod schema;
 mod survey;
 mod values;
 
-use super::claims::row_locks::Subject;
-use super::fault::retrying;
+pub use driver::Mysql;
+pub use url::{MysqlTls, MysqlUrl};
+
+/// The driver the core uses for this database's URLs: call it once, before loading a
+/// schedule file (the `backlog` command does at its start).
+pub fn install() {
+    backlog_core::store::driver::install(&Mysql);
+}
+
+use backlog_core::store::claims::row_locks::Subject;
+use backlog_core::store::fault::retrying;
 use connection::{connect, my};
 use values::IdKind;
 

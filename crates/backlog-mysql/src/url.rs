@@ -83,7 +83,7 @@ const EXAMPLE: &str = "write it like \"mysql://user@host:3306/dbname?ssl-mode=RE
 
 /// Parses a `mysql://` or `mariadb://` URL and settles its password. Messages never
 /// repeat the URL, which may hold a password.
-pub(super) fn resolve_mysql(
+pub fn resolve_mysql(
     text: &str,
     password_file: Option<&Path>,
     env_password: Option<String>,
@@ -91,14 +91,14 @@ pub(super) fn resolve_mysql(
     let url = url::Url::parse(text).map_err(|e| {
         format!(
             "database.url is not a valid MySQL URL ({e}); {}",
-            super::server_url::ENCODE
+            backlog_core::config::server_url::ENCODE
         )
     })?;
     let decode = |part: &str, value: &str| {
         percent_encoding::percent_decode_str(value)
             .decode_utf8()
             .map(|d| d.into_owned())
-            .map_err(|_| super::server_url::not_utf8(part))
+            .map_err(|_| backlog_core::config::server_url::not_utf8(part))
     };
     let user = match url.username() {
         "" => None,
@@ -121,7 +121,7 @@ pub(super) fn resolve_mysql(
     let mut ca = None;
     let mut socket = None;
     let mut connect_timeout = Duration::from_secs(10);
-    for (key, value) in super::server_url::query_pairs(&url)? {
+    for (key, value) in backlog_core::config::server_url::query_pairs(&url)? {
         match key.as_str() {
             "ssl-mode" | "ssl_mode" | "sslmode" => {
                 tls = tls_mode(&value)?;
@@ -150,7 +150,7 @@ pub(super) fn resolve_mysql(
         (true, Some(_)) => {
             return Err("database.url holds a password and database.password_file is set too; keep one (the file is the safer)".into());
         }
-        (false, Some(file)) => password = Some(super::server_url::read_password_file(file)?),
+        (false, Some(file)) => password = Some(backlog_core::config::server_url::read_password_file(file)?),
         (false, None) => password = env_password.filter(|p| !p.is_empty()),
         (true, None) => {}
     }

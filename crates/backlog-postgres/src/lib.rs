@@ -32,6 +32,9 @@
 //! heartbeat's connection: `Holds`; the renewal is every server's,
 //! `store::claims::ServerHeartbeat`), `runs` (the run log); here, the store itself.
 
+// The core's modules under their names, so that `crate::config::…` reads as in the
+// core, where these files were written.
+use backlog_core::{causes, config, record, store, timestamp};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -39,14 +42,17 @@ use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 use postgres::{Client, NoTls, Statement};
 use serde_json::Value;
 
-use super::{
+use backlog_core::store::{
     BandQuery, Cursor, Heartbeat, Held, Holds, Mark, MarkWriter, Page, QueryPlan, Range, Reads,
     RunStart, Store, StoreError, Survey, group_marks, index_name, quote,
 };
-use crate::config::{PostgresUrl, TableConfig};
+use crate::config::TableConfig;
+use crate::url::PostgresUrl;
 use crate::record::{Record, Scalar, Statuses};
 use crate::timestamp::{FormatSetting, Sample, TimestampFormat};
 
+mod driver;
+mod url;
 mod claims;
 mod connection;
 mod dialect;
@@ -57,8 +63,17 @@ mod schema;
 mod statements;
 mod survey;
 
-use super::KEPT_OWNER;
-use super::fault::retrying;
+pub use driver::Postgres;
+pub use url::{PostgresUrl, Verify};
+
+/// The driver the core uses for this database's URLs: call it once, before loading a
+/// schedule file (the `backlog` command does at its start).
+pub fn install() {
+    backlog_core::store::driver::install(&Postgres);
+}
+
+use backlog_core::store::KEPT_OWNER;
+use backlog_core::store::fault::retrying;
 pub(super) use connection::db_error;
 use connection::{connect, pg};
 use pages::select_records;

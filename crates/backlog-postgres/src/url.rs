@@ -8,7 +8,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::server_url::{ENCODE, not_utf8, query_pairs, read_password_file};
+use backlog_core::config::server_url::{ENCODE, not_utf8, query_pairs, read_password_file};
 
 /// A PostgreSQL connection, with its password resolved from wherever it came. Only
 /// `shown` (the URL without its password) is ever printed: the `Debug` and `Display`
@@ -54,7 +54,7 @@ impl fmt::Debug for PostgresUrl {
 /// Parses a `postgres://` URL and settles its password: in the URL, or from
 /// `database.password_file`, or from `PGPASSWORD`, in that order, as libpq does with
 /// its URL and environment. Messages never repeat the URL, which may hold a password.
-pub(super) fn resolve_postgres(
+pub fn resolve_postgres(
     url: &str,
     password_file: Option<&Path>,
     env_password: Option<String>,

@@ -4,16 +4,69 @@
 use crate::record::Scalar;
 use crate::store::sql::{Sql, SqlError, Value};
 
-/// SQLite runs the shared statements as written.
-impl Sql for &rusqlite::Connection {
+/// A connection as the shared statements see it (`Sql` is the core's trait, the
+/// connection rusqlite's: a type of this crate must stand between them).
+/// The store's own connection is one (it dereferences to rusqlite's); a transaction,
+/// or any borrowed connection, is one as `LiteRef`.
+pub struct Lite(pub rusqlite::Connection);
+
+/// A borrowed connection (a transaction's) as the shared statements see it.
+pub struct LiteRef<'c>(pub &'c rusqlite::Connection);
+
+impl std::ops::Deref for Lite {
+    type Target = rusqlite::Connection;
+
+    fn deref(&self) -> &rusqlite::Connection {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Lite {
+    fn deref_mut(&mut self) -> &mut rusqlite::Connection {
+        &mut self.0
+    }
+}
+
+impl Sql for Lite {
     fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, SqlError> {
-        let mut stmt = self.prepare_cached(sql)?;
+        LiteRef(&self.0).execute(sql, params)
+    }
+
+    fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, SqlError> {
+        LiteRef(&self.0).query(sql, params)
+    }
+
+    fn query_user(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+    ) -> Result<Vec<Vec<Option<Scalar>>>, SqlError> {
+        LiteRef(&self.0).query_user(sql, params)
+    }
+
+    fn insert_returning_id(&mut self, sql: &str, params: &[Value]) -> Result<i64, SqlError> {
+        LiteRef(&self.0).insert_returning_id(sql, params)
+    }
+}
+
+impl std::ops::Deref for LiteRef<'_> {
+    type Target = rusqlite::Connection;
+
+    fn deref(&self) -> &rusqlite::Connection {
+        self.0
+    }
+}
+
+/// SQLite runs the shared statements as written.
+impl Sql for LiteRef<'_> {
+    fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, SqlError> {
+        let mut stmt = self.0.prepare_cached(sql)?;
         Ok(stmt.execute(rusqlite::params_from_iter(params.iter().map(lite)))? as u64)
     }
 
     fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, SqlError> {
         use rusqlite::types::ValueRef;
-        let mut stmt = self.prepare_cached(sql)?;
+        let mut stmt = self.0.prepare_cached(sql)?;
         let width = stmt.column_count();
         let rows = stmt.query_map(rusqlite::params_from_iter(params.iter().map(lite)), |row| {
             (0..width)
@@ -38,7 +91,7 @@ impl Sql for &rusqlite::Connection {
         params: &[Value],
     ) -> Result<Vec<Vec<Option<Scalar>>>, SqlError> {
         use rusqlite::types::ValueRef;
-        let mut stmt = self.prepare_cached(sql)?;
+        let mut stmt = self.0.prepare_cached(sql)?;
         let width = stmt.column_count();
         let rows = stmt.query_map(rusqlite::params_from_iter(params.iter().map(lite)), |row| {
             (0..width)
@@ -54,29 +107,7 @@ impl Sql for &rusqlite::Connection {
 
     fn insert_returning_id(&mut self, sql: &str, params: &[Value]) -> Result<i64, SqlError> {
         Sql::execute(self, sql, params)?;
-        Ok(self.last_insert_rowid())
-    }
-}
-
-impl Sql for rusqlite::Connection {
-    fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, SqlError> {
-        Sql::execute(&mut &*self, sql, params)
-    }
-
-    fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, SqlError> {
-        Sql::query(&mut &*self, sql, params)
-    }
-
-    fn query_user(
-        &mut self,
-        sql: &str,
-        params: &[Value],
-    ) -> Result<Vec<Vec<Option<Scalar>>>, SqlError> {
-        Sql::query_user(&mut &*self, sql, params)
-    }
-
-    fn insert_returning_id(&mut self, sql: &str, params: &[Value]) -> Result<i64, SqlError> {
-        Sql::insert_returning_id(&mut &*self, sql, params)
+        Ok(self.0.last_insert_rowid())
     }
 }
 

@@ -124,8 +124,8 @@ impl Holds for SqliteStore {
                     s.execute(params![
                         self.table.name,
                         owner,
-                        last.inserted_at(),
-                        first.inserted_at(),
+                        Bind::from(last.inserted_at()),
+                        Bind::from(first.inserted_at()),
                         lease_until.timestamp_millis(),
                         now
                     ])
@@ -173,9 +173,8 @@ impl Holds for SqliteStore {
             let holds: bool = tx
                 .prepare_cached(HOLDS)?
                 .query_row(params![self.table.name, owner, now], |r| r.get(0))?;
-            let mut conn: &Connection = tx;
             crate::store::write_with_marks(
-                &mut conn,
+                &mut LiteRef(tx),
                 "",
                 &self.table.name,
                 marks,
@@ -192,18 +191,18 @@ impl Holds for SqliteStore {
             let mut since: Option<DateTime<Utc>> = None;
             for m in by_id(marks) {
                 if !m.tried && self.since_format.is_some() {
-                    alone.execute(params![&*m.status, m.id])?;
+                    alone.execute(params![&*m.status, Bind::from(&m.id)])?;
                     continue;
                 }
                 if status != Some(&*m.status) {
                     set.raw_bind_parameter(1, &*m.status)?;
                     status = Some(&m.status);
                 }
-                set.raw_bind_parameter(2, &m.id)?;
+                set.raw_bind_parameter(2, Bind::from(&m.id))?;
                 if let Some(format) = self.since_format
                     && since != Some(m.at)
                 {
-                    set.raw_bind_parameter(3, format.encode(m.at))?;
+                    set.raw_bind_parameter(3, Bind::from(format.encode(m.at)))?;
                     since = Some(m.at);
                 }
                 set.raw_execute()?;
@@ -214,7 +213,7 @@ impl Holds for SqliteStore {
                     let expires = now + (until - m.at).num_milliseconds();
                     keep.execute(params![
                         self.table.name,
-                        m.id,
+                        Bind::from(&m.id),
                         until.timestamp_millis(),
                         expires
                     ])?;
@@ -280,8 +279,8 @@ impl Holds for SqliteStore {
     }
 
     fn release(&mut self, owner: &str) -> Result<(), StoreError> {
-        self.conn
-            .execute(
+        Connection::execute(
+                &self.conn,
                 "DELETE FROM backlog_holds WHERE table_name = ?1 AND owner = ?2",
                 params![self.table.name, owner],
             )
@@ -326,7 +325,7 @@ impl Holds for SqliteStore {
                 "SELECT owner, expires_at FROM backlog_holds WHERE table_name = ?1 AND expires_at > ?2 AND ?3 BETWEEN low AND high ORDER BY expires_at DESC LIMIT 1",
             )
             .and_then(|mut q| {
-                q.query_row(params![self.table.name, now, record.inserted_at()], |r| {
+                q.query_row(params![self.table.name, now, Bind::from(record.inserted_at())], |r| {
                     Ok((r.get(0)?, r.get(1)?))
                 })
                 .optional()
@@ -344,7 +343,7 @@ impl Holds for SqliteStore {
                 "SELECT until_ms FROM backlog_tried WHERE table_name = ?1 AND record_id = ?2 AND expires_ms > ?3",
             )
             .and_then(|mut q| {
-                q.query_row(params![self.table.name, record.id, now], |r| r.get(0))
+                q.query_row(params![self.table.name, Bind::from(&record.id), now], |r| r.get(0))
                     .optional()
             })
             .map_err(db(context))?;

@@ -24,6 +24,9 @@
 //! tick's span); here, the store itself, and the run log opened
 //! once the spans of killed ticks are dropped.
 
+// The core's modules under their names, so that `crate::config::…` reads as in the
+// core, where these files were written.
+use backlog_core::{config, record, store, timestamp};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,15 +39,16 @@ use rusqlite::{
     params_from_iter,
 };
 
-use super::sql::{Sql, failed};
-use super::{
+use backlog_core::store::sql::{Sql, failed};
+use backlog_core::store::{
     BandQuery, Cursor, Heartbeat, Holds, Mark, Page, QueryPlan, Range, Reads, RunStart, Store,
     StoreError, Survey, index_name, quote, runs,
 };
 use crate::config::TableConfig;
 use crate::record::{Cell, Columns, Record, RowBuffer, Scalar, Statuses};
-use crate::timestamp::{self, Sample, TimestampFormat};
+use crate::timestamp::{Sample, TimestampFormat};
 
+mod driver;
 mod dialect;
 mod holds;
 mod pages;
@@ -52,13 +56,22 @@ mod schema;
 mod survey;
 mod takeover;
 
+pub use driver::Sqlite;
+
+/// The driver the core uses for this database's files: call it once, before loading a
+/// schedule file (the `backlog` command does at its start).
+pub fn install() {
+    backlog_core::store::driver::install(&Sqlite);
+}
+
+use dialect::{Lite, LiteRef};
 use pages::Statements;
 
 /// A backlog table in a SQLite file, with the tool's tables beside it in the same file.
 /// A tick holds records by the span of inserted-at values it read (`backlog_holds`), as
 /// SQLite serializes writers anyway; every tick is on the host that has the file.
 pub struct SqliteStore {
-    conn: Connection,
+    conn: Lite,
     path: PathBuf,
     busy_timeout: Duration,
     table: TableConfig,
@@ -109,13 +122,44 @@ fn db(context: impl Into<String>) -> impl FnOnce(rusqlite::Error) -> StoreError 
     }
 }
 
-impl ToSql for Scalar {
+/// A value of the user's table bound as a parameter, or NULL (`Scalar` is the core's
+/// type, `ToSql` rusqlite's trait: a type of this crate must stand between them).
+struct Bind(Option<Scalar>);
+
+impl From<&Scalar> for Bind {
+    fn from(s: &Scalar) -> Bind {
+        Bind(Some(s.clone()))
+    }
+}
+
+impl From<Scalar> for Bind {
+    fn from(s: Scalar) -> Bind {
+        Bind(Some(s))
+    }
+}
+
+impl From<Option<&Scalar>> for Bind {
+    fn from(s: Option<&Scalar>) -> Bind {
+        Bind(s.cloned())
+    }
+}
+
+impl From<Option<Scalar>> for Bind {
+    fn from(s: Option<Scalar>) -> Bind {
+        Bind(s)
+    }
+}
+
+impl ToSql for Bind {
     fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
-        Ok(match self {
+        let Some(s) = &self.0 else {
+            return Ok(ToSqlOutput::from(rusqlite::types::Null));
+        };
+        Ok(match s {
             Scalar::Int(i) => ToSqlOutput::from(*i),
             Scalar::Text(s) => ToSqlOutput::from(s.as_str()),
             // Native timestamps come only from PostgreSQL; written as text if ever bound.
-            Scalar::Time(_) | Scalar::Naive(_) => ToSqlOutput::from(self.to_string()),
+            Scalar::Time(_) | Scalar::Naive(_) | _ => ToSqlOutput::from(s.to_string()),
         })
     }
 }
@@ -168,7 +212,7 @@ impl SqliteStore {
     ) -> Result<Self, StoreError> {
         let conn = connect(path, busy_timeout)?;
         Ok(SqliteStore {
-            conn,
+            conn: Lite(conn),
             path: path.to_path_buf(),
             busy_timeout,
             table,
@@ -279,9 +323,9 @@ impl Store for SqliteStore {
         &self.table
     }
 
-    fn own(&mut self, table: &str) -> Result<super::Own<'_>, StoreError> {
+    fn own(&mut self, table: &str) -> Result<backlog_core::store::Own<'_>, StoreError> {
         let exists = self.has_table(table)?;
-        Ok(super::Own {
+        Ok(backlog_core::store::Own {
             sql: &mut self.conn,
             prefix: String::new(),
             table: &self.table.name,

@@ -231,9 +231,10 @@ impl SqliteStore {
         let after_id = after.map(|c| &c.id);
         let limit = limit as i64;
         let clock_ms = band.clock.timestamp_millis();
+        let (from, to, after_id) = (Bind::from(&band.from), Bind::from(to), Bind::from(after_id));
         let mut params: Vec<&dyn ToSql> = vec![
-            &band.from,
-            to,
+            &from,
+            &to,
             &limit,
             &after_id,
             &self.table.name,
@@ -441,7 +442,7 @@ impl Reads for SqliteStore {
         );
         let limit_n = limit;
         let limit = limit as i64;
-        let before = before.map(|t| self.format().encode(t));
+        let before = Bind::from(before.map(|t| self.format().encode(t)));
         let mut params: Vec<&dyn ToSql> = vec![&limit, &before];
         if !one_at_a_time {
             params.extend(statuses.iter().map(|p| p as &dyn ToSql));

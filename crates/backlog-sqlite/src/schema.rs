@@ -75,7 +75,7 @@ impl SqliteStore {
         let t = quote(table);
         let target = samples::Target::new(&t, column, id, table);
         let mut sampler = SqliteSampler {
-            conn: &self.conn,
+            conn: LiteRef(&self.conn),
             context: format!("reading {column} of {table}"),
         };
         samples::read(&mut sampler, &target, &|e| e.to_string())
@@ -90,7 +90,7 @@ impl SqliteStore {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(db(context))?;
         let mut ddl = SqliteDdl {
-            conn: &tx,
+            conn: LiteRef(&tx),
             path: self.path.display().to_string(),
         };
         tables::ensure(&mut ddl)?;
@@ -119,7 +119,7 @@ fn own_tables() -> Vec<&'static Table> {
 
 /// The tool's tables on SQLite (`store::tables`), in the main database of the file.
 struct SqliteDdl<'a> {
-    conn: &'a Connection,
+    conn: LiteRef<'a>,
     path: String,
 }
 
@@ -233,7 +233,7 @@ impl tables::Ddl for SqliteDdl<'_> {
 
 /// `store::samples` on SQLite.
 struct SqliteSampler<'a> {
-    conn: &'a Connection,
+    conn: LiteRef<'a>,
     context: String,
 }
 

@@ -42,7 +42,7 @@ impl Survey for SqliteStore {
             by_index: sql.statuses_by_index,
         };
         let context = format!("counting the records of {}", self.table.name);
-        band_statuses::count_by_status(&mut &self.conn, &statuses, range, &context)
+        band_statuses::count_by_status(&mut LiteRef(&self.conn), &statuses, range, &context)
     }
 
     fn band_plan(&mut self) -> Result<QueryPlan, StoreError> {
@@ -54,7 +54,7 @@ impl Survey for SqliteStore {
             .map_err(db("explaining the band query"))?;
         // Bind placeholders of the column's own type: the plan depends on it, not on them.
         let format = self.format();
-        let bound = format.encode(Utc::now());
+        let bound = Bind::from(format.encode(Utc::now()));
         let n = stmt.parameter_count();
         let params: Vec<&dyn ToSql> = vec![&bound as &dyn ToSql; n];
         let detail: Vec<String> = stmt
@@ -102,7 +102,7 @@ impl Survey for SqliteStore {
             .conn
             .prepare_cached(&query)
             .map_err(db("reading inserted-at values"))?;
-        stmt.query_map(params![after, limit as i64], |r| Ok(scalar(r.get_ref(0)?)))
+        stmt.query_map(params![Bind::from(after), limit as i64], |r| Ok(scalar(r.get_ref(0)?)))
             .and_then(Iterator::collect)
             .map_err(db("reading inserted-at values"))
     }

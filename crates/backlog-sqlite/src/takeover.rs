@@ -229,7 +229,7 @@ impl SqliteStore {
             tx.prepare_cached(SETTLED_TO)?.execute(params![
                 self.table.name,
                 owner,
-                handing.taken.front()
+                Bind::from(handing.taken.front())
             ])?;
         }
         Ok(())
@@ -292,7 +292,7 @@ fn move_handed(
     let now = Utc::now().timestamp_millis();
     let changed = tx
         .prepare_cached(MOVE_HANDED)
-        .and_then(|mut s| s.execute(params![table, owner, to, now]))
+        .and_then(|mut s| s.execute(params![table, owner, Bind::from(&to), now]))
         .map_err(db(context))?;
     if changed == 0 {
         return Err(StoreError::HoldLapsed(
@@ -343,7 +343,7 @@ impl SqliteStore {
                         table = self.sql().table,
                         id = self.sql().id
                     ),
-                    [&record.id],
+                    [Bind::from(&record.id)],
                     |r| r.get(0),
                 )
                 .optional()
@@ -366,8 +366,8 @@ impl SqliteStore {
                 params![
                     self.table.name,
                     owner,
-                    low,
-                    high,
+                    Bind::from(low),
+                    Bind::from(high),
                     lease_until.timestamp_millis(),
                     now
                 ],
@@ -393,7 +393,7 @@ impl SqliteStore {
             .prepare_cached(COVERING)
             .and_then(|mut s| {
                 s.query_map(
-                    params![self.table.name, owner, now, record.inserted_at()],
+                    params![self.table.name, owner, now, Bind::from(record.inserted_at())],
                     |r| Ok((r.get(0)?, r.get(1)?)),
                 )?
                 .collect()
@@ -404,7 +404,7 @@ impl SqliteStore {
         }
         let mut take = tx.prepare_cached(TAKE_OVER).map_err(db(context))?;
         for (tick, _) in &covering {
-            take.execute(params![self.table.name, tick, record.id, owner])
+            take.execute(params![self.table.name, tick, Bind::from(&record.id), owner])
                 .map_err(db(context))?;
         }
         Ok(true)
@@ -416,8 +416,8 @@ impl SqliteStore {
         if self.handing.as_ref().is_some_and(|h| h.owner == owner) {
             self.handing = None;
         }
-        self.conn
-            .execute(
+        Connection::execute(
+                &self.conn,
                 "DELETE FROM backlog_takeovers WHERE table_name = ?1 AND owner = ?2",
                 params![self.table.name, owner],
             )

@@ -7,15 +7,12 @@
 //! seconds (as `f64`, since several strategies produce fractions).
 
 // Without the `cli` feature, much here has no caller: the strategies, their budgets and simulations are the `backoff` command's; a tick uses `Curve` alone.
-#![cfg_attr(not(feature = "cli"), allow(dead_code, unused_imports))]
 
 mod adaptive;
 mod budget;
 pub mod catalog;
 mod curve;
 mod exponential;
-#[cfg(feature = "cli")]
-mod plot;
 mod progressive;
 mod sequence;
 mod simulation;
@@ -24,8 +21,6 @@ pub use adaptive::{Adaptive, Step};
 pub use budget::budget;
 pub use curve::{Curve, Due};
 pub use exponential::{Exponential, Jitter};
-#[cfg(feature = "cli")]
-pub use plot::{Panel, plot};
 pub use progressive::Progressive;
 pub use sequence::{Sequence, SequenceKind};
 pub use simulation::{Contender, Scenario, retry_times, simulate};
@@ -155,11 +150,11 @@ mod tests {
     use super::*;
 
     /// Parses `0 0 1` into outcomes.
-    pub(crate) fn outcomes(text: &str) -> Vec<Outcome> {
+    pub fn outcomes(text: &str) -> Vec<Outcome> {
         text.split_whitespace().map(|o| o == "1").collect()
     }
 
-    pub(crate) fn waits(strategy: &dyn Strategy, text: &str) -> Vec<f64> {
+    pub fn waits(strategy: &dyn Strategy, text: &str) -> Vec<f64> {
         let mut rng = fastrand::Rng::with_seed(1);
         strategy
             .delays(&outcomes(text), &mut rng)

@@ -31,15 +31,13 @@ pub struct AlertUrl {
 
 impl AlertUrl {
     /// The URL to send to, token and all.
-    #[cfg(feature = "cli")]
-    pub(crate) fn as_str(&self) -> &str {
+    pub fn as_str(&self) -> &str {
         self.url.as_str()
     }
 
     /// The URL with `suffix` appended to its path (`/start`, `/fail`, `/4`), its query
     /// kept: healthchecks.io's convention.
-    #[cfg(feature = "cli")]
-    pub(crate) fn with_path_suffix(&self, suffix: &str) -> AlertUrl {
+    pub fn with_path_suffix(&self, suffix: &str) -> AlertUrl {
         let mut url = self.url.clone();
         let path = format!("{}{suffix}", url.path().trim_end_matches('/'));
         url.set_path(&path);
@@ -84,9 +82,9 @@ pub struct AlertConfig {
 }
 
 /// `alert.alert_every` when the file does not set it.
-pub(crate) const DEFAULT_EVERY: Duration = Duration::from_secs(15 * 60);
+pub const DEFAULT_EVERY: Duration = Duration::from_secs(15 * 60);
 /// `alert.command_timeout` when the file does not set it.
-pub(crate) const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
+pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl Default for AlertConfig {
     fn default() -> Self {
@@ -102,8 +100,7 @@ impl Default for AlertConfig {
 
 impl AlertConfig {
     /// Whether alerts go anywhere (pings are not alerts: they go whatever happened).
-    #[cfg(feature = "cli")]
-    pub(crate) fn sends(&self) -> bool {
+    pub fn sends(&self) -> bool {
         self.command.is_some() || self.webhook.is_some()
     }
 }
@@ -166,7 +163,6 @@ mod tests {
     }
 
     #[test]
-    #[cfg(feature = "cli")] // what only the command and the daemon ask
     fn a_url_is_shown_without_its_password_and_query() {
         let a = resolve(raw("https://ops:s3cret@hooks.example/h/T0K3N?token=abc#x")).unwrap();
         let url = a.webhook.unwrap();

@@ -1,6 +1,6 @@
 //! The `[database]` section: where the backlog lives. A SQLite path resolved against
-//! the schedule file's folder, or a server's URL (`postgres_url`, `mysql_url`) with its
-//! password settled; a URL of another kind is refused by its scheme alone, since the
+//! the schedule file's folder, or a server's URL read by its database's driver (see
+//! `store::driver`) with its password settled; a URL of another kind is refused by its scheme alone, since the
 //! rest may hold a password. Nothing here ever prints a password: what is shown is
 //! the URLs' `shown`.
 
@@ -10,10 +10,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-#[cfg(feature = "mysql")]
-use super::mysql_url::{MysqlUrl, resolve_mysql};
-#[cfg(feature = "postgres")]
-use super::postgres_url::{PostgresUrl, resolve_postgres};
+use crate::store::driver::{self, Server, ServerUrl, ServerSection};
 use super::ranges::{BUSY_TIMEOUT, CLAIM_LEASE, span};
 
 #[derive(Debug, Deserialize)]
@@ -27,31 +24,58 @@ pub(super) struct RawDatabase {
 }
 
 /// Where the backlog lives.
-#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum DatabaseUrl {
     /// A SQLite file, already resolved against the schedule file's folder.
-    #[cfg(feature = "sqlite")]
     Sqlite(PathBuf),
-    /// A PostgreSQL server.
-    #[cfg(feature = "postgres")]
-    Postgres(Box<PostgresUrl>),
-    /// A MySQL or MariaDB server.
-    #[cfg(feature = "mysql")]
-    Mysql(Box<MysqlUrl>),
+    /// A server (PostgreSQL, MySQL, MariaDB), as the driver of its URL's scheme read it
+    /// (see `store::driver`), its password settled.
+    Server(Box<dyn ServerUrl>),
 }
+
+impl DatabaseUrl {
+    /// The scheme whose driver opens this database (`sqlite` for a file).
+    pub fn scheme(&self) -> &'static str {
+        match self {
+            DatabaseUrl::Sqlite(_) => "sqlite",
+            DatabaseUrl::Server(url) => url.scheme(),
+        }
+    }
+}
+
+impl Clone for DatabaseUrl {
+    fn clone(&self) -> Self {
+        match self {
+            DatabaseUrl::Sqlite(path) => DatabaseUrl::Sqlite(path.clone()),
+            DatabaseUrl::Server(url) => DatabaseUrl::Server(url.box_clone()),
+        }
+    }
+}
+
+/// Two URLs are the same database when they reach the same place as the same user:
+/// the same file, or the same URL as shown (without its password).
+impl PartialEq for DatabaseUrl {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (DatabaseUrl::Sqlite(a), DatabaseUrl::Sqlite(b)) => a == b,
+            (DatabaseUrl::Server(a), DatabaseUrl::Server(b)) => {
+                a.scheme() == b.scheme() && a.shown() == b.shown()
+            }
+            _ => false,
+        }
+    }
+}
+
+impl Eq for DatabaseUrl {}
 
 impl DatabaseUrl {
     /// Whether runners on several hosts may share this database (a server), so that
     /// time is the server's clock rather than each host's (SQLite's runners are all
     /// on the host that has the file).
-    #[cfg(feature = "cli")]
-    pub(crate) fn is_server(&self) -> bool {
+    pub fn is_server(&self) -> bool {
         match self {
-            #[cfg(feature = "sqlite")]
             DatabaseUrl::Sqlite(_) => false,
-            #[allow(unreachable_patterns)]
-            _ => true,
+            DatabaseUrl::Server(_) => true,
         }
     }
 }
@@ -59,12 +83,8 @@ impl DatabaseUrl {
 impl fmt::Display for DatabaseUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            #[cfg(feature = "sqlite")]
             DatabaseUrl::Sqlite(p) => write!(f, "sqlite:{}", p.display()),
-            #[cfg(feature = "postgres")]
-            DatabaseUrl::Postgres(pg) => f.write_str(&pg.shown),
-            #[cfg(feature = "mysql")]
-            DatabaseUrl::Mysql(my) => f.write_str(&my.shown),
+            DatabaseUrl::Server(url) => f.write_str(url.shown()),
         }
     }
 }
@@ -100,7 +120,6 @@ pub struct DatabaseConfig {
 }
 
 /// The schema of the tool's own tables on PostgreSQL when the file names none.
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub const DEFAULT_SCHEMA: &str = "backlog";
 
 /// The variable that, set and not empty, replaces `[database] url`: where a service
@@ -148,11 +167,8 @@ fn resolve_url(mut raw: RawDatabase, dir: &Path) -> Result<DatabaseConfig, Strin
         // Half the lease at most, so that a short lease alone makes a valid file.
         None => Duration::from_secs(30).min(claim_lease / 2),
     };
-    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        return postgres_database(raw, dir, busy_timeout, claim_lease);
-    }
-    if url.starts_with("mysql://") || url.starts_with("mariadb://") {
-        return mysql_database(raw, dir, busy_timeout, claim_lease);
+    if let Some(scheme) = driver::server_scheme(url) {
+        return server_database(scheme, raw, dir, busy_timeout, claim_lease);
     }
     if let Some(scheme) = foreign_scheme(url) {
         return Err(format!(
@@ -169,13 +185,9 @@ fn resolve_url(mut raw: RawDatabase, dir: &Path) -> Result<DatabaseConfig, Strin
             ));
         }
     }
-    #[cfg(not(feature = "sqlite"))]
-    return Err(not_built("a SQLite file", "sqlite"));
-    #[cfg(feature = "sqlite")]
     sqlite_database(url, dir, busy_timeout, claim_lease)
 }
 
-#[cfg(feature = "sqlite")]
 fn sqlite_database(
     url: &str,
     dir: &Path,
@@ -202,105 +214,33 @@ fn sqlite_database(
     })
 }
 
-/// A URL of a database this build of backlog leaves out: refused with the feature
-/// that brings it.
-#[allow(dead_code)]
-fn not_built(what: &str, feature: &str) -> String {
-    format!(
-        "database.url names {what}, and this backlog was built without it (cargo feature `{feature}`); build it with that feature, or give another database"
-    )
-}
-
-#[cfg(feature = "postgres")]
-fn postgres_database(
+/// A server's section, read by the driver of its URL's scheme: refused, with the crate
+/// to add, when the program has none installed.
+fn server_database(
+    scheme: &str,
     raw: RawDatabase,
     dir: &Path,
     busy_timeout: Duration,
     claim_lease: Duration,
 ) -> Result<DatabaseConfig, String> {
-    let url = raw.url.as_deref().unwrap_or_default().trim();
-    let schema = raw.schema.unwrap_or_else(|| DEFAULT_SCHEMA.to_string());
-    if schema.trim().is_empty() {
-        return Err(
-            "database.schema is empty; name the schema for the tool's own tables, like \"backlog\""
-                .into(),
-        );
-    }
-    // The statements the backends share number their parameters `?1`: a `?` in
-    // the schema's name would be read as one.
-    if schema.contains('?') {
-        return Err(format!(
-            "database.schema {schema:?} holds a '?'; name the schema with letters, digits and _, like \"backlog\""
-        ));
-    }
+    let driver = driver::for_scheme(scheme).map_err(|missing| format!("database.url {missing}"))?;
     let password_file = raw.password_file.map(|f| dir.join(f));
-    let url = resolve_postgres(
-        url,
-        password_file.as_deref(),
-        std::env::var("PGPASSWORD").ok(),
-    )?;
-    Ok(DatabaseConfig {
-        url_variable: None,
-        url: DatabaseUrl::Postgres(Box::new(url)),
+    let section = ServerSection {
+        url: raw.url.as_deref().unwrap_or_default().trim(),
+        password_file: password_file.as_deref(),
+        schema: raw.schema.as_deref(),
         busy_timeout,
         claim_lease,
-        schema,
-        password_file,
-    })
-}
-
-#[cfg(not(feature = "postgres"))]
-fn postgres_database(
-    _: RawDatabase,
-    _: &Path,
-    _: Duration,
-    _: Duration,
-) -> Result<DatabaseConfig, String> {
-    Err(not_built("a PostgreSQL server", "postgres"))
-}
-
-#[cfg(feature = "mysql")]
-fn mysql_database(
-    raw: RawDatabase,
-    dir: &Path,
-    busy_timeout: Duration,
-    claim_lease: Duration,
-) -> Result<DatabaseConfig, String> {
-    let url = raw.url.as_deref().unwrap_or_default().trim();
-    let password_file = raw.password_file.map(|f| dir.join(f));
-    let url = resolve_mysql(
-        url,
-        password_file.as_deref(),
-        std::env::var("MYSQL_PWD").ok(),
-    )?;
-    let schema = match raw.schema {
-        Some(s) if s.trim().is_empty() || s.contains('?') => {
-            return Err(format!(
-                "database.schema {s:?} is no database name; name the database for the tool's own tables with letters, digits and _, or leave it out to use the URL's"
-            ));
-        }
-        Some(s) => s,
-        None => url.database.clone(),
     };
-    lease_outlives_lock_waits(claim_lease, busy_timeout)?;
+    let Server { url, schema } = driver.resolve(&section)?;
     Ok(DatabaseConfig {
         url_variable: None,
-        url: DatabaseUrl::Mysql(Box::new(url)),
+        url: DatabaseUrl::Server(url),
         busy_timeout,
         claim_lease,
         schema,
         password_file,
     })
-}
-
-#[cfg(not(feature = "mysql"))]
-fn mysql_database(
-    _: RawDatabase,
-    _: &Path,
-    _: Duration,
-    _: Duration,
-) -> Result<DatabaseConfig, String> {
-    Err(not_built("a MySQL or MariaDB server", "mysql"))
 }
 
 /// On SQLite a write, the heartbeat's renewal of a tick's holds among them, may wait up
@@ -309,8 +249,7 @@ fn mysql_database(
 /// records while this one is still handing them out, and this one ends as lapsed (its
 /// marks lost). MySQL's heartbeat may wait as long for a row lock; PostgreSQL does not
 /// use `busy_timeout`.
-#[cfg_attr(not(any(feature = "sqlite", feature = "mysql")), allow(dead_code))] // SQLite and MySQL wait for locks
-fn lease_outlives_lock_waits(claim_lease: Duration, busy_timeout: Duration) -> Result<(), String> {
+pub fn lease_outlives_lock_waits(claim_lease: Duration, busy_timeout: Duration) -> Result<(), String> {
     use crate::duration::compact;
     if claim_lease >= busy_timeout * 2 {
         return Ok(());
@@ -368,31 +307,21 @@ mod tests {
         }
     }
 
-    /// A build without a database's feature refuses its URLs with the feature to add
-    /// (CI builds and tests the library with SQLite alone).
+    /// A server's URL with no driver installed for it (a library user who added
+    /// another database's crate) is refused with the crate to add; a SQLite path needs
+    /// none to be read (its store is opened by the driver, when installed).
     #[test]
-    fn a_database_left_out_of_the_build_is_refused_with_its_feature() {
-        let cases = [
-            (
-                "postgres://u@h/db",
-                cfg!(feature = "postgres"),
-                "`postgres`",
-            ),
-            ("mysql://u@h/db", cfg!(feature = "mysql"), "`mysql`"),
-            ("backlog.db", cfg!(feature = "sqlite"), "`sqlite`"),
-        ];
-        for (url, built, feature) in cases {
-            let resolved = resolve_url(raw(url), Path::new("/srv"));
-            if built {
-                assert!(resolved.is_ok(), "{url}: {:?}", resolved.err());
-            } else {
-                let message = resolved.err().unwrap_or_default();
-                assert!(
-                    message.contains("this backlog was built without it")
-                        && message.contains(feature),
-                    "{url}: {message}"
-                );
-            }
+    fn a_server_without_its_driver_is_refused_with_the_crate_to_add() {
+        for (url, krate) in [
+            ("postgres://u@h/db", "backlog-postgres"),
+            ("mysql://u@h/db", "backlog-mysql"),
+        ] {
+            let message = resolve_url(raw(url), Path::new("/srv")).err().unwrap_or_default();
+            assert!(
+                message.contains("no driver") && message.contains(krate),
+                "{url}: {message}"
+            );
         }
+        assert!(resolve_url(raw("backlog.db"), Path::new("/srv")).is_ok());
     }
 }

@@ -95,14 +95,14 @@ const DEFAULT_BREAKER_COOLDOWN: Duration = Duration::from_secs(60);
 
 /// `handler.stop_grace` when the file gives none: what systemd's own stop waits
 /// (`DefaultTimeoutStopSec`) less time to write the marks.
-pub(crate) const DEFAULT_STOP_GRACE: Duration = Duration::from_secs(30);
+pub const DEFAULT_STOP_GRACE: Duration = Duration::from_secs(30);
 
 /// `handler.timeout` when the file gives none.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The most records a tick has in their handlers at once: each is a thread (and a
 /// process for a command handler), and more than this is better served by more runners.
-pub(crate) const MAX_CONCURRENCY: usize = 1024;
+pub const MAX_CONCURRENCY: usize = 1024;
 
 /// The longest name of a `handler.rate_group` (it is a key of `backlog_rates`).
 const MAX_RATE_GROUP: usize = 100;

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use crate::duration::{self, Range};
 
 /// The most attempts kept of one record.
-pub(crate) const MAX_PER_RECORD: u32 = 10_000;
+pub const MAX_PER_RECORD: u32 = 10_000;
 
 /// `history.keep`: none (off) up to 100 years.
 const KEEP: Range = Range::up_to(duration::LONGEST);
@@ -57,7 +57,7 @@ impl Default for HistoryConfig {
 
 impl HistoryConfig {
     /// Whether attempts are written at all.
-    pub(crate) fn on(&self) -> bool {
+    pub fn on(&self) -> bool {
         !self.keep.is_zero()
     }
 }

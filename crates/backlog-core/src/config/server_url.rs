@@ -6,7 +6,7 @@ use std::path::Path;
 
 /// The password in `database.password_file`: its first line, as written by
 /// `echo secret > file`.
-pub(super) fn read_password_file(file: &Path) -> Result<String, String> {
+pub fn read_password_file(file: &Path) -> Result<String, String> {
     let text = std::fs::read_to_string(file).map_err(|e| {
         format!(
             "database.password_file: cannot read {}: {e}",
@@ -24,10 +24,10 @@ pub(super) fn read_password_file(file: &Path) -> Result<String, String> {
 }
 
 /// How to write what a URL cannot hold as it is, for messages.
-pub(super) const ENCODE: &str = "percent-encode @ : / # ? in the user name and password (@ as %40, : as %3A, / as %2F, # as %23, ? as %3F)";
+pub const ENCODE: &str = "percent-encode @ : / # ? in the user name and password (@ as %40, : as %3A, / as %2F, # as %23, ? as %3F)";
 
 /// A part of the URL that is not text once decoded, named and never shown.
-pub(super) fn not_utf8(part: &str) -> String {
+pub fn not_utf8(part: &str) -> String {
     format!(
         "database.url: the {part} is not UTF-8 once percent-decoded; percent-encode it from UTF-8 text"
     )
@@ -37,7 +37,7 @@ pub(super) fn not_utf8(part: &str) -> String {
 /// read a URL: `+` is a plus (libpq, MySQL's URIs), not the space of an HTML form, so
 /// that a password with a `+` in `?password=` is that password. A value that is not
 /// UTF-8 once decoded is refused, naming its key.
-pub(super) fn query_pairs(url: &url::Url) -> Result<Vec<(String, String)>, String> {
+pub fn query_pairs(url: &url::Url) -> Result<Vec<(String, String)>, String> {
     let query = url.query().unwrap_or("").replace('+', "%2B");
     url::form_urlencoded::parse(query.as_bytes())
         .map(|(key, value)| {

@@ -81,7 +81,7 @@ pub struct Labels(pub BTreeMap<String, String>);
 
 impl Labels {
     /// A status as people read it: its label, or the value itself.
-    pub(crate) fn of<'a>(&'a self, status: &'a str) -> &'a str {
+    pub fn of<'a>(&'a self, status: &'a str) -> &'a str {
         self.0.get(status).map_or(status, String::as_str)
     }
 }
@@ -109,12 +109,12 @@ impl TableConfig {
     }
 
     /// A status as people read it: its label (`table.labels`), or the value itself.
-    pub(crate) fn label<'a>(&'a self, status: &'a str) -> &'a str {
+    pub fn label<'a>(&'a self, status: &'a str) -> &'a str {
         self.labels.of(status)
     }
 
     /// Whether a record with this status is one a tick takes (it is in `pending`).
-    pub(crate) fn is_pending(&self, status: &str) -> bool {
+    pub fn is_pending(&self, status: &str) -> bool {
         self.pending.iter().any(|p| p == status)
     }
 }
@@ -173,7 +173,7 @@ pub(super) fn resolve_table(raw: RawTable, retry: Option<RawRetry>) -> Result<Ta
 }
 
 /// The most failures `table.give_up_after` counts.
-pub(crate) const GIVE_UP_AFTER_MAX: u32 = 1000;
+pub const GIVE_UP_AFTER_MAX: u32 = 1000;
 
 /// `given_up` is a status of its own, neither pending nor success, and
 /// `give_up_after` needs it.

@@ -30,7 +30,6 @@ fn error_of(text: &str) -> String {
         .to_string()
 }
 
-#[cfg(feature = "sqlite")]
 #[test]
 fn a_good_file_resolves_paths_against_its_folder() {
     let c = Config::parse(GOOD, Path::new("/srv/app/backlog.toml")).unwrap();

@@ -102,7 +102,6 @@ struct Expansion<'a> {
 /// order, but those under a key `skip` names (`database.url`, where
 /// `BACKLOG_DATABASE_URL` replaces it); none when the text is not TOML (its load says
 /// why).
-#[cfg(feature = "cli")]
 pub fn used_in(text: &str, skip: &dyn Fn(&str) -> bool) -> Vec<String> {
     let Ok(mut document) = DeTable::parse(text) else {
         return Vec::new();
@@ -268,7 +267,6 @@ mod tests {
     }
 
     #[test]
-    #[cfg(feature = "cli")] // what only the command and the daemon ask
     fn the_variables_a_file_uses_are_listed_once() {
         let text = "a = \"${DB_URL}x${TOKEN}\"\nb = [\"${DB_URL}\", \"$${NOT}\"]\n# ${COMMENT}\n";
         assert_eq!(used_in(text, &|_| false), ["DB_URL", "TOKEN"]);

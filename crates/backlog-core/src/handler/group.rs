@@ -163,7 +163,6 @@ pub(super) fn live_snapshot(leaders: &mut Vec<i32>) -> Option<u64> {
 
 /// SIGKILLs every live handler group of this process. Async-signal-safe: it only loads
 /// atomics and calls kill(2), so a signal handler may call it (then `_exit`).
-#[cfg(feature = "cli")]
 pub fn kill_live_groups() {
     for slot in &PGIDS {
         let pgid = slot.load(Ordering::SeqCst);

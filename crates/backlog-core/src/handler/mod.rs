@@ -14,12 +14,10 @@ mod child;
 mod closure;
 mod command;
 mod group;
-#[cfg(feature = "cli")] // alert commands
 mod once;
 mod proc_stat;
 mod registry;
-#[cfg(feature = "cli")] // alerts keep there what went out while the database is down
-pub(crate) use registry::folder as host_folder;
+pub use registry::folder as host_folder;
 mod signal;
 mod snooze;
 mod subreaper;
@@ -29,19 +27,15 @@ mod watchdog;
 use std::borrow::Cow;
 use std::time::Duration;
 
-pub(crate) use batch::BatchHandler;
+pub use batch::BatchHandler;
 pub use closure::FnHandler;
 pub use command::CommandHandler;
-#[cfg(feature = "cli")]
-pub(crate) use group::kill_live_groups;
-#[cfg(feature = "cli")]
-pub(crate) use once::run_once;
-#[cfg(feature = "cli")]
-pub(crate) use snooze::LONGEST_SNOOZE;
-pub(crate) use snooze::SNOOZE_EXIT;
+pub use group::kill_live_groups;
+pub use once::run_once;
+pub use snooze::LONGEST_SNOOZE;
+pub use snooze::SNOOZE_EXIT;
 pub use snooze::Snooze;
-#[cfg(feature = "cli")]
-pub(crate) use subreaper::adopt_orphans;
+pub use subreaper::adopt_orphans;
 
 use crate::record::Record;
 
@@ -229,8 +223,7 @@ pub fn from_config(
 
 /// How a schedule file's handler runs, in one sentence, as `explain` and `doctor` say
 /// it: `./notify.sh, one process per record, 8 at once, at most 20/s, timeout 30s`.
-#[cfg(feature = "cli")]
-pub(crate) fn describe(config: &crate::config::HandlerConfig) -> String {
+pub fn describe(config: &crate::config::HandlerConfig) -> String {
     let mut parts = vec![config.command.join(" ")];
     parts.push(match config.mode {
         crate::config::HandlerMode::PerRecord => "one process per record".to_string(),

@@ -12,7 +12,7 @@ use super::tree::Tree;
 
 /// How a command run once ended.
 #[derive(Debug)]
-pub(crate) struct Finished {
+pub struct Finished {
     pub status: ExitStatus,
     /// It ran past its timeout, and its group was ended.
     pub timed_out: bool,
@@ -21,7 +21,7 @@ pub(crate) struct Finished {
 }
 
 /// Runs `cmd` with `input` on its stdin for at most `timeout`, as a handler is run.
-pub(crate) fn run_once(
+pub fn run_once(
     cmd: &mut Command,
     input: &[u8],
     timeout: Duration,

@@ -66,7 +66,7 @@ fn identity() -> Option<&'static Identity> {
 
 /// The registry folder, created if needed; `None` (said once) when it cannot be used.
 /// Alerts keep there when they went out while the database cannot be reached.
-pub(crate) fn folder() -> Option<&'static Path> {
+pub fn folder() -> Option<&'static Path> {
     static FOLDER: OnceLock<Option<PathBuf>> = OnceLock::new();
     FOLDER
         .get_or_init(|| {

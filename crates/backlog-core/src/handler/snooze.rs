@@ -31,7 +31,7 @@ impl Snooze {
     /// A `retry-after` value as a handler writes it: whole seconds (`3600`), or an RFC
     /// 3339 time (`2026-11-26T14:00:00Z`); for anything else, or a time more than a
     /// year ahead, why it is no snooze (the record's attempt says it).
-    pub(crate) fn parse(text: &str) -> Result<Snooze, String> {
+    pub fn parse(text: &str) -> Result<Snooze, String> {
         let text = text.trim();
         if let Ok(seconds) = text.parse::<u64>() {
             return Snooze::For(Duration::from_secs(seconds)).within_reach();
@@ -60,7 +60,7 @@ impl Snooze {
     }
 
     /// A batch answer's `retry_after`: a number of seconds, or a string `parse` reads.
-    pub(crate) fn of_json(value: &serde_json::Value) -> Result<Snooze, String> {
+    pub fn of_json(value: &serde_json::Value) -> Result<Snooze, String> {
         match value {
             serde_json::Value::Number(n) => n
                 .as_u64()
@@ -74,7 +74,7 @@ impl Snooze {
 
     /// The last `retry-after: …` line of a handler's stdout (the name in any case),
     /// read; none without one.
-    pub(crate) fn of_stdout(stdout: &str) -> Option<Result<Snooze, String>> {
+    pub fn of_stdout(stdout: &str) -> Option<Result<Snooze, String>> {
         stdout.lines().rev().find_map(|line| {
             let (name, value) = line.split_once(':')?;
             name.trim()
@@ -85,7 +85,7 @@ impl Snooze {
 
     /// The time it ends, for a record handled at `now` (the tick's clock), at most
     /// `LONGEST_SNOOZE` past it.
-    pub(crate) fn until(self, now: DateTime<Utc>) -> DateTime<Utc> {
+    pub fn until(self, now: DateTime<Utc>) -> DateTime<Utc> {
         let reach = now + chrono::Duration::from_std(LONGEST_SNOOZE).expect("a year fits");
         match self {
             Snooze::Until(t) => t.min(reach),
@@ -97,7 +97,7 @@ impl Snooze {
     }
 
     /// As a handler's detail says it: `retry after 1h`, `retry after 2026-…Z`.
-    pub(crate) fn describe(self) -> String {
+    pub fn describe(self) -> String {
         match self {
             Snooze::For(d) => format!("retry after {}", crate::duration::compact(d)),
             Snooze::Until(t) => format!(

@@ -49,7 +49,6 @@ static ADOPTING: AtomicBool = AtomicBool::new(false);
 
 /// Makes this process the reaper of its handlers' orphans from the next handler on:
 /// for the `backlog` program, whose only children are its handlers and its watchdog.
-#[cfg(feature = "cli")]
 pub fn adopt_orphans() {
     ADOPTING.store(true, Ordering::Relaxed);
 }

@@ -1,6 +1,5 @@
 //! The values of a page's rows as the SQLite dialect reads them, in one buffer that
 //! the page's records share (see `Columns::buffered`).
-#![cfg_attr(not(feature = "sqlite"), allow(dead_code))]
 
 use std::sync::Arc;
 
@@ -30,7 +29,7 @@ enum Slot {
 
 impl RowBuffer {
     /// An empty buffer for rows of the columns `names`, room made for `rows` of them.
-    pub(crate) fn new(names: Arc<[String]>, rows: usize) -> Self {
+    pub fn new(names: Arc<[String]>, rows: usize) -> Self {
         let slots = Vec::with_capacity(rows * names.len());
         RowBuffer {
             names,
@@ -40,27 +39,27 @@ impl RowBuffer {
     }
 
     /// Empties the buffer for rows of the columns `names`, keeping its memory.
-    pub(crate) fn reset(&mut self, names: Arc<[String]>, rows: usize) {
+    pub fn reset(&mut self, names: Arc<[String]>, rows: usize) {
         self.slots.clear();
         self.slots.reserve(rows * names.len());
         self.text.clear();
         self.names = names;
     }
 
-    pub(crate) fn push_null(&mut self) {
+    pub fn push_null(&mut self) {
         self.slots.push(Slot::Null);
     }
 
-    pub(crate) fn push_int(&mut self, i: i64) {
+    pub fn push_int(&mut self, i: i64) {
         self.slots.push(Slot::Int(i));
     }
 
-    pub(crate) fn push_real(&mut self, f: f64) {
+    pub fn push_real(&mut self, f: f64) {
         self.slots.push(Slot::Real(f));
     }
 
     /// Text as the database holds it; invalid UTF-8 is replaced.
-    pub(crate) fn push_text(&mut self, bytes: &[u8]) {
+    pub fn push_text(&mut self, bytes: &[u8]) {
         let start = self.text.len();
         match std::str::from_utf8(bytes) {
             Ok(s) => self.text.push_str(s),
@@ -70,7 +69,7 @@ impl RowBuffer {
     }
 
     /// A blob, kept as its base64 text.
-    pub(crate) fn push_blob(&mut self, bytes: &[u8]) {
+    pub fn push_blob(&mut self, bytes: &[u8]) {
         use base64::Engine as _;
         let start = self.text.len();
         base64::engine::general_purpose::STANDARD.encode_string(bytes, &mut self.text);
@@ -78,17 +77,17 @@ impl RowBuffer {
     }
 
     /// The names of the columns, in the order of a row's values.
-    pub(crate) fn names(&self) -> &[String] {
+    pub fn names(&self) -> &[String] {
         &self.names
     }
 
     /// The rows pushed in full so far.
-    pub(crate) fn rows(&self) -> usize {
+    pub fn rows(&self) -> usize {
         self.slots.len() / self.names.len().max(1)
     }
 
     /// The value of column `column` of row `row`.
-    pub(crate) fn cell(&self, row: usize, column: usize) -> Cell<'_> {
+    pub fn cell(&self, row: usize, column: usize) -> Cell<'_> {
         self.slot(row * self.names.len() + column)
     }
 
@@ -102,7 +101,7 @@ impl RowBuffer {
     }
 
     /// Whether the value at `row`, `column` was a blob (its text is base64).
-    pub(crate) fn is_blob(&self, row: usize, column: usize) -> bool {
+    pub fn is_blob(&self, row: usize, column: usize) -> bool {
         matches!(self.slots[row * self.names.len() + column], Slot::Blob(..))
     }
 }

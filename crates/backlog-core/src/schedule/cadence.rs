@@ -44,7 +44,6 @@ fn cron_after(
 }
 
 /// The last time `cron` fired at or before `t`, read in `tz`.
-#[cfg(feature = "cli")]
 fn cron_before(cron: &croner::Cron, tz: Tz, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
     cron.find_previous_occurrence(&t.with_timezone(&tz), true)
         .ok()
@@ -63,12 +62,10 @@ pub fn due_slack() -> chrono::Duration {
 
 /// The periods cron states exactly that a check for a due tick can run at, largest
 /// first (minutes). Each divides an hour, so a check line is a plain `*/m` line.
-#[cfg(feature = "cli")]
 const CHECK_PERIODS_MIN: [u64; 12] = [60, 30, 20, 15, 12, 10, 6, 5, 4, 3, 2, 1];
 
 /// How a tier is written as a crontab(5) line.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg(feature = "cli")]
 pub enum CronLine {
     /// Cron fires the tier exactly: the line runs the tick itself.
     Exact(String),
@@ -81,8 +78,7 @@ impl Cadence {
     /// Whether a tick is due at `now` when the tier's previous tick ran at `last`: its
     /// next slot after the one that tick belonged to has come (less `DUE_SLACK`). A
     /// tier that never ran is due. See `next_due`.
-    #[cfg(feature = "cli")]
-    pub(crate) fn is_due(&self, last: Option<DateTime<Utc>>, now: DateTime<Utc>) -> bool {
+    pub fn is_due(&self, last: Option<DateTime<Utc>>, now: DateTime<Utc>) -> bool {
         let Some(last) = last else { return true };
         self.next_due(last)
             .is_some_and(|due| due <= now + due_slack())
@@ -94,15 +90,14 @@ impl Cadence {
     /// multiples from the Unix epoch (as cron's own `*/5` lines fire), so a tick that
     /// ran late, or by hand, does not move the tier's later ticks. A tick up to
     /// `DUE_SLACK` before a slot (a clock a little ahead) counts for that slot.
-    #[cfg(feature = "cli")]
-    pub(crate) fn next_due(&self, last: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    pub fn next_due(&self, last: DateTime<Utc>) -> Option<DateTime<Utc>> {
         let slot = self.previous_slot(last + due_slack())?;
         self.next_slot(slot)
     }
 
     /// The first time the tier fires strictly after `t`. Intervals are anchored to the
     /// Unix epoch, so a restart does not shift them and every host agrees.
-    pub(crate) fn next_slot(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    pub fn next_slot(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
         match self {
             Cadence::Every(d) => {
                 let step = d.as_millis().max(1) as i64;
@@ -114,8 +109,7 @@ impl Cadence {
     }
 
     /// The last time the tier fired at or before `t`.
-    #[cfg(feature = "cli")]
-    pub(crate) fn previous_slot(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    pub fn previous_slot(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
         match self {
             Cadence::Every(d) => {
                 let step = d.as_millis().max(1) as i64;
@@ -127,7 +121,7 @@ impl Cadence {
 
     /// The number of the tick at `now`: slots counted from the Unix epoch for an interval;
     /// minutes since the epoch for a cron expression (its ticks fall on whole minutes).
-    pub(crate) fn tick_number(&self, now: DateTime<Utc>) -> u64 {
+    pub fn tick_number(&self, now: DateTime<Utc>) -> u64 {
         match self {
             Cadence::Every(d) => {
                 (now.timestamp_millis().max(0) as u64) / (d.as_millis().max(1) as u64)
@@ -141,8 +135,7 @@ impl Cadence {
     /// period stays exact) and at most an hour apart (so a host that was down catches up
     /// within the hour). Cron expressions are checked every minute so they are read in
     /// UTC, whatever time zone the host's cron runs in.
-    #[cfg(feature = "cli")]
-    pub(crate) fn cron_line(&self) -> Result<CronLine, String> {
+    pub fn cron_line(&self) -> Result<CronLine, String> {
         let d = match self {
             Cadence::Every(d) => *d,
             Cadence::Cron(..) => return Ok(CronLine::IfDue("* * * * *".into())),
@@ -200,7 +193,6 @@ mod tests {
         DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
     }
 
-    #[cfg(feature = "cli")]
     fn cron(text: &str) -> Cadence {
         Cadence::Cron(Box::new(parse_cron(text).unwrap()), text.into(), Tz::UTC)
     }
@@ -301,7 +293,6 @@ mod tests {
     }
 
     #[test]
-    #[cfg(feature = "cli")] // what only the command and the daemon ask
     fn intervals_are_due_at_their_next_epoch_slot_give_or_take_the_slack() {
         // 96-hour slots from the Unix epoch fall on 2026-11-19 and 2026-11-23 at midnight.
         let every = Cadence::Every(Duration::from_secs(96 * 3600));
@@ -328,7 +319,6 @@ mod tests {
     }
 
     #[test]
-    #[cfg(feature = "cli")] // what only the command and the daemon ask
     fn a_cron_tier_is_due_once_after_a_missed_time() {
         let c = cron("0 8 * * *");
         assert!(!c.is_due(Some(at("2026-11-21T08:00:00Z")), at("2026-11-21T20:00:00Z")));
@@ -339,7 +329,6 @@ mod tests {
     }
 
     #[test]
-    #[cfg(feature = "cli")] // what only the command and the daemon ask
     fn interval_slots_are_anchored_to_the_epoch() {
         let every = Cadence::Every(Duration::from_secs(96 * 3600));
         // 96h slots: the epoch plus multiples of four days (2026-11-19 is day 20776 = 4 × 5194).
@@ -367,7 +356,6 @@ mod tests {
     }
 
     #[test]
-    #[cfg(feature = "cli")] // what only the command and the daemon ask
     fn cron_lines_of_intervals() {
         let line = |secs: u64| Cadence::Every(Duration::from_secs(secs)).cron_line();
         assert_eq!(line(60), Ok(CronLine::Exact("* * * * *".into())));

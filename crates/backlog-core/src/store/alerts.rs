@@ -15,7 +15,7 @@ use super::StoreError;
 use super::sql::{Sql, failed};
 
 /// The table: a row per table, tier window and kind of alert.
-pub(super) const TABLE: super::tables::Table = super::tables::Table {
+pub const TABLE: super::tables::Table = super::tables::Table {
     name: "backlog_alerts",
     columns: "table_name {key} NOT NULL,
         window_secs {bigint} NOT NULL,
@@ -49,7 +49,7 @@ const TRIES: usize = 5;
 
 /// Claims the right to send an alert of `kind` about the tier of `window_secs` at
 /// `now_ms` (the tick's clock), one per `every_ms`.
-pub(super) fn claim(
+pub fn claim(
     sql: &mut dyn Sql,
     s: &str,
     table: &str,
@@ -130,7 +130,7 @@ pub(super) fn claim(
 /// counts this one among those held back, with any held back meanwhile. A row another
 /// runner has claimed since (past `alert_every`) is left as it is.
 #[allow(clippy::too_many_arguments)] // the row's key, the claim and when it was made
-pub(super) fn release(
+pub fn release(
     sql: &mut dyn Sql,
     s: &str,
     table: &str,
@@ -181,7 +181,7 @@ pub struct AlertTrouble {
 }
 
 /// The troubles of `table`'s alert channels.
-pub(super) fn troubles(
+pub fn troubles(
     sql: &mut dyn Sql,
     s: &str,
     table: &str,
@@ -205,7 +205,7 @@ pub(super) fn troubles(
 }
 
 /// Notes that a tick found `what` wrong at `now_ms`: once more in a row.
-pub(super) fn note_trouble(
+pub fn note_trouble(
     sql: &mut dyn Sql,
     s: &str,
     table: &str,
@@ -234,7 +234,7 @@ pub(super) fn note_trouble(
 }
 
 /// Notes that a tick found `what` right again.
-pub(super) fn clear_trouble(
+pub fn clear_trouble(
     sql: &mut dyn Sql,
     s: &str,
     table: &str,

@@ -13,7 +13,7 @@ use super::StoreError;
 use super::sql::{Sql, Value, failed, numbered, rows_of};
 
 /// The table: a row per try kept, found by record and by time.
-pub(super) const TABLE: super::tables::Table = super::tables::Table {
+pub const TABLE: super::tables::Table = super::tables::Table {
     name: "backlog_attempts",
     columns: r#"id {serial},
         table_name {key} NOT NULL,
@@ -48,7 +48,7 @@ pub const GIVEN_UP: &str = "given_up";
 pub const ACTIONS: [&str; 2] = [SNOOZED, GIVEN_UP];
 
 /// The outcomes that are no failure, as an SQL list: success and the actions.
-pub(super) fn not_failures_sql() -> String {
+pub fn not_failures_sql() -> String {
     std::iter::once("success")
         .chain(ACTIONS)
         .map(|o| format!("'{o}'"))
@@ -61,7 +61,7 @@ const ROWS_PER_INSERT: usize = 50;
 
 /// How many attempts past `history.keep` a tick deletes, at most: a step small enough
 /// to cost a tick little, large enough to keep up with any tick's own writes.
-pub(super) const PRUNE_STEP: i64 = 5_000;
+pub const PRUNE_STEP: i64 = 5_000;
 
 /// One try of one record.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -95,7 +95,7 @@ pub struct Attempt {
 
 /// Writes `attempts` (`lost[i]`: the mark of attempt i was not written) and keeps each
 /// of their records' newest `max_per_record`.
-pub(super) fn write(
+pub fn write(
     sql: &mut dyn Sql,
     s: &str,
     table: &str,
@@ -187,7 +187,7 @@ fn delete_ids(
 }
 
 /// Deletes up to `PRUNE_STEP` attempts of `table` started before `before`.
-pub(super) fn prune(
+pub fn prune(
     sql: &mut dyn Sql,
     s: &str,
     table: &str,
@@ -269,7 +269,7 @@ fn filter_of(table: &str, query: &AttemptQuery) -> (String, Vec<Value>) {
 }
 
 /// The attempts of `table` that `query` asks for, newest first.
-pub(super) fn read(
+pub fn read(
     sql: &mut dyn Sql,
     s: &str,
     table: &str,
@@ -290,7 +290,7 @@ pub(super) fn read(
 }
 
 /// How many attempts of `table` `query` picks, whatever its limit and offset.
-pub(super) fn count(
+pub fn count(
     sql: &mut dyn Sql,
     s: &str,
     table: &str,
@@ -307,7 +307,7 @@ pub(super) fn count(
 }
 
 /// How many attempts of `table` ended in each outcome since `since`.
-pub(super) fn count_since(
+pub fn count_since(
     sql: &mut dyn Sql,
     s: &str,
     table: &str,

@@ -68,7 +68,7 @@ impl Page {
     /// The page's accounting, from the records read, whether each (by its place in
     /// `read`) is now this tick's were it wanted, and what the tick wants. The records
     /// taken stay in the vector they were read into.
-    pub(super) fn sorted(
+    pub fn sorted(
         mut read: Vec<Record>,
         ours: impl Fn(usize, &Record) -> bool,
         wanted: &dyn Fn(&Record) -> bool,

@@ -22,25 +22,25 @@ use crate::store::StoreError;
 
 /// The user's table as the count names it, and the few things each backend writes its
 /// own way. Names are quoted; in a template, `{}` stands for an expression.
-pub(super) struct Statuses<'a> {
-    pub(super) table: &'a str,
-    pub(super) status: &'a str,
-    pub(super) inserted_at: &'a str,
+pub struct Statuses<'a> {
+    pub table: &'a str,
+    pub status: &'a str,
+    pub inserted_at: &'a str,
     /// The status as the counts are grouped and read: by its text (PostgreSQL, whose
     /// column may be an enum), its bytes (MySQL, whose collation may fold case), or as
     /// it is (SQLite).
-    pub(super) grouped: &'static str,
+    pub grouped: &'static str,
     /// `min(status)` as read, to be bound again as `bound`.
-    pub(super) least: &'static str,
+    pub least: &'static str,
     /// A bound status as the column compares it (PostgreSQL: cast to its type).
-    pub(super) bound: &'a str,
+    pub bound: &'a str,
     /// Whether no index starts with the inserted-at column and one starts with the
     /// status and then it: the statuses are counted one at a time through it.
-    pub(super) by_index: bool,
+    pub by_index: bool,
 }
 
 /// The records of `range` counted by status, through the shared statements.
-pub(super) fn count_by_status(
+pub fn count_by_status(
     sql: &mut dyn Sql,
     t: &Statuses<'_>,
     range: &Range,
@@ -156,10 +156,10 @@ impl StatusIndex for SqlStatuses<'_> {
 
 /// Distinct statuses read at most: a status column holds few, and one holding free
 /// text should not make a tick read it all.
-pub(super) const MOST: usize = 64;
+pub const MOST: usize = 64;
 
 /// What a backend does for `counts`.
-pub(super) trait StatusIndex {
+pub trait StatusIndex {
     /// The smallest status above `after` (the smallest of all without), by the index.
     fn next(&mut self, after: Option<&Scalar>) -> Result<Option<Scalar>, StoreError>;
     /// How many records of the band hold `status`, up to the sample's size if any.
@@ -169,7 +169,7 @@ pub(super) trait StatusIndex {
 /// The band's records by status, each status counted up to the sample's size, if
 /// any. None where counting `exact`ly met more than `MOST` statuses: the caller counts
 /// the band as a whole instead. A sample keeps what it read.
-pub(super) fn counts(
+pub fn counts(
     index: &mut dyn StatusIndex,
     exact: bool,
 ) -> Result<Option<Vec<(String, u64)>>, StoreError> {
@@ -190,7 +190,7 @@ pub(super) fn counts(
 
 /// The statement of `StatusIndex::count`: `band` is the band's condition on the
 /// inserted-at column, `placeholder` binds the status; a sample counts up to `limit`.
-pub(super) fn count_sql(
+pub fn count_sql(
     table: &str,
     status: &str,
     band: &str,

@@ -15,7 +15,7 @@ use super::sql::{Sql, failed};
 use super::{Store, StoreError};
 
 /// The table: a row per breaker.
-pub(super) const TABLE: super::tables::Table = super::tables::Table {
+pub const TABLE: super::tables::Table = super::tables::Table {
     name: "backlog_breakers",
     columns: "name {key} NOT NULL,
         failures {bigint} NOT NULL,

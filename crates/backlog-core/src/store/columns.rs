@@ -7,19 +7,18 @@ use crate::config::TableConfig;
 use super::StoreError;
 
 /// Where the named columns are among the table's.
-pub(super) struct Named {
-    pub(super) id: usize,
-    pub(super) status: usize,
-    pub(super) inserted_at: usize,
+pub struct Named {
+    pub id: usize,
+    pub status: usize,
+    pub inserted_at: usize,
     /// `[retry]`'s count and since columns, when the file has the section.
-    #[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
     // SQLite asks only that they exist
-    pub(super) retry: Option<(usize, usize)>,
+    pub retry: Option<(usize, usize)>,
 }
 
 /// Finds the columns `table` names among `names` (the table's, in its order), or says
 /// which is missing and which there are.
-pub(super) fn find(table: &TableConfig, names: &[String]) -> Result<Named, StoreError> {
+pub fn find(table: &TableConfig, names: &[String]) -> Result<Named, StoreError> {
     let find = |key: &'static str, wanted: &str| {
         names
             .iter()

@@ -76,6 +76,10 @@ pub enum StoreError {
     /// than the lease): another tick may have taken them.
     #[error("{0}")]
     HoldLapsed(String),
+    /// No installed driver reads this database's URL (see `store::driver`): the
+    /// message names the crate to add.
+    #[error("{0}")]
+    NoDriver(String),
     /// A statement failed for a reason the tool does not interpret (lock timeout, lost
     /// connection, permissions…).
     #[error("{context}: {source}")]

@@ -10,7 +10,7 @@ use super::sql::{Sql, Value, failed, numbered, rows_of};
 use super::{Mark, StoreError};
 
 /// The table: a row per record that failed and is still pending.
-pub(super) const TABLE: super::tables::Table = super::tables::Table {
+pub const TABLE: super::tables::Table = super::tables::Table {
     name: "backlog_failures",
     columns: "table_name {key} NOT NULL,
         record_id {key} NOT NULL,
@@ -25,7 +25,7 @@ const CHUNK: usize = 500;
 
 /// Writes the counts the marks carry (`Mark::failures`), except those of marks the
 /// store could not write (`lost`): a count of 0 removes the record's row.
-pub(super) fn write(
+pub fn write(
     sql: &mut dyn Sql,
     s: &str,
     table: &str,
@@ -71,7 +71,7 @@ pub(super) fn write(
 }
 
 /// The counts of the records with these ids that have one.
-pub(super) fn read(
+pub fn read(
     sql: &mut dyn Sql,
     s: &str,
     table: &str,

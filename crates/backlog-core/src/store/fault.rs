@@ -38,9 +38,9 @@ impl Fault {
 /// A database's error as one line (never with a password), with its kind: what a
 /// dialect gives the protocol.
 #[derive(Debug)]
-pub(crate) struct DbError {
-    pub(crate) fault: Fault,
-    pub(crate) message: String,
+pub struct DbError {
+    pub fault: Fault,
+    pub message: String,
 }
 
 impl std::fmt::Display for DbError {
@@ -73,7 +73,7 @@ impl StoreError {
 impl StoreError {
     /// A statement the database refused for lack of room, as a dialect reports one:
     /// for the tests of what meets it.
-    pub(crate) fn disk_full(context: &str) -> StoreError {
+    pub fn disk_full(context: &str) -> StoreError {
         StoreError::Database {
             context: context.into(),
             source: Box::new(DbError {
@@ -85,12 +85,12 @@ impl StoreError {
 }
 
 /// How often a transaction is tried again after a deadlock or a lock wait timeout.
-pub(crate) const RETRIES: usize = 5;
+pub const RETRIES: usize = 5;
 
 /// Runs `work`, a whole transaction (begun and committed inside it) or a statement
 /// outside one, again while the database rolled it back for a deadlock or a lock
 /// wait timeout: `RETRIES` times at most, a warning each, then its error.
-pub(crate) fn retrying<T>(
+pub fn retrying<T>(
     context: &str,
     work: impl FnMut() -> Result<T, StoreError>,
 ) -> Result<T, StoreError> {
@@ -102,8 +102,7 @@ pub(crate) fn retrying<T>(
 /// in the other order), but not after a lock wait that ran out: the next beat, a
 /// quarter lease later, is that retry. Retried here, a beat could wait out several
 /// lock waits and renew holds that had run out meanwhile, as if nothing had happened.
-#[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
-pub(crate) fn renewing<T>(
+pub fn renewing<T>(
     context: &str,
     work: impl FnMut() -> Result<T, StoreError>,
 ) -> Result<T, StoreError> {
@@ -137,7 +136,7 @@ fn retrying_on<T>(
 /// The result of housekeeping that a later tick can do as well (dropping what ran
 /// out, pruning old attempts): a deadlock or a lock wait is said in a warning and
 /// left to that tick rather than tried again, or failing the tick that met it.
-pub(crate) fn housekeeping(result: Result<(), StoreError>) -> Result<(), StoreError> {
+pub fn housekeeping(result: Result<(), StoreError>) -> Result<(), StoreError> {
     match result {
         Err(e) if e.fault().retryable() => {
             tracing::warn!("{e}; left to a later tick");

@@ -74,7 +74,7 @@ fn millis(value: &Value) -> DateTime<Utc> {
 
 /// The live claims of `table` on a server, at most `limit` of the ticks' and of the
 /// kept failures' each, the longest-lived first.
-pub(super) fn claims(
+pub fn claims(
     sql: &mut dyn Sql,
     s: &str,
     table: &str,
@@ -114,7 +114,7 @@ pub(super) fn claims(
 
 /// The live spans of `table` on SQLite and its kept failures (at most `limit`), by
 /// this host's clock `now`, as SQLite's holds count time (unix milliseconds).
-pub(super) fn spans(
+pub fn spans(
     sql: &mut dyn Sql,
     table: &str,
     now: DateTime<Utc>,

@@ -12,35 +12,30 @@
 //! renews; a tick that dies stops renewing, and its records are free again once the
 //! lease runs out.
 
-mod alerts;
-mod attempts;
-mod band;
-mod band_statuses;
-mod breakers;
-mod claims;
-mod columns;
-mod error;
-mod failures;
-mod fault;
-mod holds;
-mod in_flight;
-#[cfg(feature = "mysql")]
-mod mysql;
-mod own;
-mod pauses;
-#[cfg(feature = "postgres")]
-mod postgres;
-mod rates;
-mod reaches;
-mod reads;
-mod runners;
-mod runs;
-mod samples;
-mod sql;
-#[cfg(feature = "sqlite")]
-mod sqlite;
-mod tables;
-mod totals;
+pub mod alerts;
+pub mod driver;
+pub mod attempts;
+pub mod band;
+pub mod band_statuses;
+pub mod breakers;
+pub mod claims;
+pub mod columns;
+pub mod error;
+pub mod failures;
+pub mod fault;
+pub mod holds;
+pub mod in_flight;
+pub mod own;
+pub mod pauses;
+pub mod rates;
+pub mod reaches;
+pub mod reads;
+pub mod runners;
+pub mod runs;
+pub mod samples;
+pub mod sql;
+pub mod tables;
+pub mod totals;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -55,22 +50,16 @@ pub use error::StoreError;
 pub use fault::Fault;
 pub use holds::{Heartbeat, Held, Holds, Mark, MarkWriter};
 pub use in_flight::{ClaimRow, InFlight, SpanRow};
-#[cfg(feature = "mysql")]
-pub use mysql::MysqlStore;
 pub use own::Own;
-use own::write_with_marks;
+pub use own::write_with_marks;
 pub use pauses::Pause;
-#[cfg(feature = "postgres")]
-pub use postgres::PostgresStore;
-use reads::SCAN_PAGE;
+pub use reads::SCAN_PAGE;
 pub use reads::{InsertedAtScan, QueryPlan, Reads, Survey};
 pub use runners::{Holding, Runner};
 pub use runs::{RunEnd, RunRow, RunStart, UNFINISHED};
-#[cfg(feature = "sqlite")]
-pub use sqlite::SqliteStore;
 pub use totals::{DURATION_BUCKETS, DurationHistogram, RecentRun, RunTotals};
 
-use crate::config::{DatabaseConfig, DatabaseUrl, TableConfig};
+use crate::config::TableConfig;
 use crate::record::{Record, Scalar};
 use crate::timestamp::TimestampFormat;
 
@@ -81,17 +70,16 @@ use crate::timestamp::TimestampFormat;
 /// failed it, and its `expires_at` the same wait on the database's clock: a tick takes
 /// the record once its own clock reaches the first, or the database's the second (so a
 /// tick run with a pinned clock, `--now`, keeps nothing from the real ticks for long).
-#[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))] // the servers' claims
-pub(crate) const KEPT_OWNER: &str = "backlog: failed in this slot";
+pub const KEPT_OWNER: &str = "backlog: failed in this slot";
 
 /// A name quoted as an SQL identifier (every backend quotes with double quotes; MySQL
 /// once its session reads them so, see `mysql`).
-fn quote(name: &str) -> String {
+pub fn quote(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
 /// The name `doctor` proposes for an index on the inserted-at column.
-fn index_name(table: &str, column: &str) -> String {
+pub fn index_name(table: &str, column: &str) -> String {
     format!("{table}_by_{column}")
         .to_ascii_lowercase()
         .replace(|c: char| !c.is_ascii_alphanumeric() && c != '_', "_")
@@ -100,8 +88,7 @@ fn index_name(table: &str, column: &str) -> String {
 /// Marks grouped by what one UPDATE writes: the status, and the `[retry]` time in the
 /// `since` column's format when there is one and the mark ends a try (none: the
 /// status alone is written).
-#[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))] // the servers' claims
-fn group_marks(
+pub fn group_marks(
     marks: &[Mark],
     since_format: Option<TimestampFormat>,
 ) -> BTreeMap<(&str, Option<Scalar>), Vec<&Scalar>> {
@@ -229,27 +216,4 @@ pub trait Store: Reads + Survey + Holds {
     fn own(&mut self, table: &str) -> Result<Own<'_>, StoreError>;
 }
 
-/// Opens the store a schedule file names.
-pub fn open(database: &DatabaseConfig, table: &TableConfig) -> Result<Box<dyn Store>, StoreError> {
-    match &database.url {
-        #[cfg(feature = "sqlite")]
-        DatabaseUrl::Sqlite(path) => Ok(Box::new(SqliteStore::open(
-            path,
-            database.busy_timeout,
-            table.clone(),
-        )?)),
-        #[cfg(feature = "postgres")]
-        DatabaseUrl::Postgres(url) => Ok(Box::new(PostgresStore::open(
-            url,
-            &database.schema,
-            table.clone(),
-        )?)),
-        #[cfg(feature = "mysql")]
-        DatabaseUrl::Mysql(url) => Ok(Box::new(MysqlStore::open(
-            url,
-            &database.schema,
-            database.busy_timeout,
-            table.clone(),
-        )?)),
-    }
-}
+pub use driver::open;

@@ -44,7 +44,7 @@ impl dyn Store + '_ {
     /// Runs `work` on the tool's table `table` at the database's time in microseconds
     /// (read again with each try), a transaction tried again after a deadlock; none
     /// while the table is not there (the tool's tables are made as a tick begins).
-    pub(super) fn at_clock<T>(
+    pub fn at_clock<T>(
         &mut self,
         table: &str,
         context: &str,
@@ -279,7 +279,7 @@ impl dyn Store + '_ {
     /// Writes how far tick `run_id` of `owner` has read its band (`tick::reach`, as
     /// text), for the other runners of its tier on a server; nothing on SQLite, whose
     /// ticks hold spans.
-    pub(crate) fn publish_reach(
+    pub fn publish_reach(
         &mut self,
         window: std::time::Duration,
         run: (i64, &str),
@@ -303,7 +303,7 @@ impl dyn Store + '_ {
     /// took and did not hand out (stopped, lapsed, its breaker tripped, failed). What it
     /// `read`, when it says, is kept as withdrawn: the other runners of its tier must
     /// not step over those stretches, though theirs cover them (see `reaches`).
-    pub(crate) fn withdraw_reach(
+    pub fn withdraw_reach(
         &mut self,
         window: std::time::Duration,
         run: (i64, &str),
@@ -328,7 +328,7 @@ impl dyn Store + '_ {
 
     /// How far the other live ticks of the tier `window` have read, as each wrote it,
     /// and what ticks that ended early withdrew (`true`); none on SQLite.
-    pub(crate) fn reaches(
+    pub fn reaches(
         &mut self,
         window: std::time::Duration,
         run_id: i64,
@@ -351,7 +351,7 @@ impl dyn Store + '_ {
     /// How many live ticks of the table's tier `window` began before the tick
     /// `run_id` on a server (see `runners::before`); 0 on SQLite, whose ticks hold
     /// spans and write one at a time, so each reads its band from the newest end.
-    pub(crate) fn runners_before(
+    pub fn runners_before(
         &mut self,
         window: std::time::Duration,
         run_id: i64,
@@ -375,7 +375,7 @@ impl dyn Store + '_ {
 /// history is off: turning it off empties it, a step a tick). Housekeeping: ticks
 /// that start together prune the same oldest rows, and one that meets another's
 /// locks leaves its step to a later tick.
-pub(super) fn prune_attempts(
+pub fn prune_attempts(
     sql: &mut dyn Sql,
     prefix: &str,
     table: &str,
@@ -391,7 +391,7 @@ pub(super) fn prune_attempts(
 /// Writes what the tool's tables keep of `marks` (those the store could not write are
 /// `lost`), in the marks' transaction: their attempts, keeping each record's newest
 /// `max_per_record`, and their failures in a row.
-pub(super) fn write_with_marks(
+pub fn write_with_marks(
     sql: &mut dyn Sql,
     prefix: &str,
     table: &str,

@@ -11,7 +11,7 @@ use super::StoreError;
 use super::sql::{Sql, Value, failed};
 
 /// The table: a row per paused tier (window 0: every tier).
-pub(super) const TABLE: super::tables::Table = super::tables::Table {
+pub const TABLE: super::tables::Table = super::tables::Table {
     name: "backlog_pauses",
     columns: "table_name {key} NOT NULL,
         window_secs {bigint} NOT NULL,
@@ -77,7 +77,7 @@ impl Pause {
 }
 
 /// Pauses a tier (or every tier), replacing an earlier pause of the same.
-pub(super) fn pause(
+pub fn pause(
     sql: &mut dyn Sql,
     s: &str,
     table: &str,
@@ -107,7 +107,7 @@ pub(super) fn pause(
 
 /// Lifts the pause of a tier (`Some(window)`) or every pause of the table (`None`);
 /// returns how many were lifted.
-pub(super) fn resume(
+pub fn resume(
     sql: &mut dyn Sql,
     s: &str,
     table: &str,
@@ -128,7 +128,7 @@ pub(super) fn resume(
 }
 
 /// The pauses of the table, every-tier first, then by window.
-pub(super) fn list(sql: &mut dyn Sql, s: &str, table: &str) -> Result<Vec<Pause>, StoreError> {
+pub fn list(sql: &mut dyn Sql, s: &str, table: &str) -> Result<Vec<Pause>, StoreError> {
     let rows = sql
         .query(
             &format!(

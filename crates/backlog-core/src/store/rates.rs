@@ -18,7 +18,7 @@ use super::sql::{Sql, failed};
 use super::{Store, StoreError};
 
 /// The table: a row per shared rate.
-pub(super) const TABLE: super::tables::Table = super::tables::Table {
+pub const TABLE: super::tables::Table = super::tables::Table {
     name: "backlog_rates",
     columns: "name {key} NOT NULL,
         next_us {bigint} NOT NULL",

@@ -6,7 +6,6 @@
 //! Without it each runner read the whole band: a page reads on from where the last
 //! ended, and where another runner had been, every row is visited to find it done or
 //! held. At 128 runners over 100,000 records the index scans fetched 149 rows a record.
-#![cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
 
 use std::time::Duration;
 
@@ -17,7 +16,7 @@ use super::{StoreError, fault::housekeeping};
 const WITHDRAWN: &str = "{\"withdrawn\":";
 
 /// The text kept for `reach` once its tick withdraws it.
-pub(super) fn withdrawn(reach: &str) -> String {
+pub fn withdrawn(reach: &str) -> String {
     format!("{WITHDRAWN}{reach}}}")
 }
 
@@ -33,7 +32,7 @@ fn reached(text: String) -> (String, bool) {
 }
 
 /// The table: a row per live tick that has read a page.
-pub(super) const TABLE: super::tables::Table = super::tables::Table {
+pub const TABLE: super::tables::Table = super::tables::Table {
     name: "backlog_reaches",
     columns: "run_id {bigint} NOT NULL,
         table_name {key} NOT NULL,
@@ -46,7 +45,7 @@ pub(super) const TABLE: super::tables::Table = super::tables::Table {
 };
 
 /// Writes how far tick `run_id` (of `owner`) has read the band of tier `window_secs`.
-pub(super) fn publish(
+pub fn publish(
     sql: &mut dyn Sql,
     s: &str,
     table: &str,
@@ -82,7 +81,7 @@ pub(super) fn publish(
 /// that ended early withdrew (`true`): records they took and let go lie there, which
 /// the others' stretches may cover (read while those ticks held them, or while a page of
 /// theirs had them locked and then rolled back).
-pub(super) fn read(
+pub fn read(
     sql: &mut dyn Sql,
     s: &str,
     table: &str,
@@ -119,7 +118,7 @@ pub(super) fn read(
 
 /// Drops the row of `owner`'s tick: it lets go of records it took and did not hand
 /// out, which the others must not step over.
-pub(super) fn drop_own(
+pub fn drop_own(
     sql: &mut dyn Sql,
     s: &str,
     table: &str,
@@ -138,7 +137,7 @@ pub(super) fn drop_own(
 /// reach is kept while any tick of the table is live: its stretches, or those of a
 /// tick it reads, may cover what was withdrawn. (So they pile up only while the table's
 /// ticks follow each other without a pause, one a tick that ended early.)
-pub(super) fn drop_ended(
+pub fn drop_ended(
     sql: &mut dyn Sql,
     s: &str,
     table: &str,

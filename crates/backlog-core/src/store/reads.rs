@@ -65,7 +65,7 @@ pub struct QueryPlan {
 }
 
 /// Distinct inserted-at values `scan_inserted_at` reads a page at a time.
-pub(super) const SCAN_PAGE: usize = 10_000;
+pub const SCAN_PAGE: usize = 10_000;
 
 /// What a scan of the inserted-at column found.
 #[derive(Debug, Clone, Default)]

@@ -54,7 +54,7 @@ fn instant(value: &Value) -> DateTime<Utc> {
 
 /// Whether a run-log row is a live tick's: open, and heard from (its heartbeat, or its
 /// start) less than `silent_us` microseconds ago (a placeholder).
-pub(super) fn live_run(sql: &dyn Sql, silent_us: &str) -> String {
+pub fn live_run(sql: &dyn Sql, silent_us: &str) -> String {
     format!(
         "finished_at IS NULL AND coalesce(heartbeat_at, started_at) > {}",
         sql.ago(silent_us)
@@ -64,7 +64,7 @@ pub(super) fn live_run(sql: &dyn Sql, silent_us: &str) -> String {
 /// The ticks of `table` whose run-log row is open and whose heartbeat came less than
 /// `silent` ago, oldest first, with what each holds: SQLite's spans live by this host's
 /// clock `spans_at`, or, without it, a server's claims.
-pub(super) fn live(
+pub fn live(
     sql: &mut dyn Sql,
     s: &str,
     table: &str,
@@ -161,7 +161,7 @@ fn spans(
 /// How many live ticks of the same table and tier (`window_secs`) opened their run-log
 /// row before the tick `run_id`: its place in the fleet, where it starts in the band
 /// (see `tick::place::stagger`).
-pub(super) fn before(
+pub fn before(
     sql: &mut dyn Sql,
     s: &str,
     table: &str,

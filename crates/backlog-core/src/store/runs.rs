@@ -102,7 +102,7 @@ fn instant(text: &str) -> Result<DateTime<Utc>, StoreError> {
 }
 
 /// The clock of the last tick of `window` on `table` that did not fail.
-pub(super) fn last_tick(
+pub fn last_tick(
     sql: &mut dyn Sql,
     s: &str,
     table: &str,
@@ -125,7 +125,7 @@ pub(super) fn last_tick(
 
 /// The clock of the first tick on `table` the run log holds (retries left out): when
 /// the tool began working this table, as far as the log remembers.
-pub(super) fn first_tick(
+pub fn first_tick(
     sql: &mut dyn Sql,
     s: &str,
     table: &str,
@@ -178,7 +178,7 @@ fn run_rows(rows: &[Vec<Value>]) -> Result<Vec<RunRow>, StoreError> {
 }
 
 /// The last run of each tier's window on `table` (retries, window 0, left out).
-pub(super) fn last_runs(
+pub fn last_runs(
     sql: &mut dyn Sql,
     s: &str,
     table: &str,
@@ -208,7 +208,7 @@ pub const UNFINISHED: [&str; 4] = ["stopped", "lapsed", "failed", "abandoned"];
 /// after it ended and ran to its end, or runs now. A tick that started before it
 /// ended does not count: it read the band while the stopped tick held part of it,
 /// and stepped over that part. Any runner's finished tick clears any runner's stop.
-pub(super) fn unfinished(
+pub fn unfinished(
     sql: &mut dyn Sql,
     s: &str,
     table: &str,
@@ -242,7 +242,7 @@ pub(super) fn unfinished(
 /// ticks that stopped beating for a whole lease are closed as `abandoned`; then
 /// `collect` drops what the backend's holds kept past their time, and a step of the
 /// attempts past `history.keep` is pruned.
-pub(super) fn open(
+pub fn open(
     sql: &mut dyn Sql,
     s: &str,
     table: &str,
@@ -285,7 +285,7 @@ pub(super) fn open(
 }
 
 /// Closes the run-log row `run_id`, at the database's time.
-pub(super) fn finish(
+pub fn finish(
     sql: &mut dyn Sql,
     s: &str,
     run_id: i64,

@@ -22,8 +22,7 @@ use crate::store::{StoreError, quote};
 use crate::timestamp::{self, FormatSetting, Sample, TimestampFormat};
 
 /// What a column's type says of its timestamps, as a server names its types.
-#[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
-pub(super) enum Typed {
+pub enum Typed {
     /// A time type of the database, read in this format.
     Native(TimestampFormat),
     /// Integers (unix seconds or milliseconds) or text: the format is read from the
@@ -35,8 +34,7 @@ pub(super) enum Typed {
 
 /// Refuses `table.inserted_at_timezone` for an inserted-at column (`column` of type
 /// `sql_type`) that is not of the one type it applies to, `zoned` (`note` says why).
-#[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
-pub(super) fn zone_applies(
+pub fn zone_applies(
     table: &crate::config::TableConfig,
     (column, sql_type): (&str, &str),
     zoned: &str,
@@ -59,8 +57,7 @@ pub(super) fn zone_applies(
 /// from the column's samples (`sample` reads them, as integers or as text), and where
 /// it has none yet, `empty` if given. `readable` says which types a server's column
 /// may have.
-#[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
-pub(super) fn format_of(
+pub fn format_of(
     (table, column, sql_type): (&str, &str, &str),
     typed: Typed,
     readable: &str,
@@ -94,11 +91,11 @@ pub(super) fn format_of(
 }
 
 /// Records read at each end of the id order where the column leads no index.
-pub(super) const ROWS: usize = 1_000;
+pub const ROWS: usize = 1_000;
 
 /// How a column's samples are read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Reach {
+pub enum Reach {
     /// The column's own minimum and maximum: through an index that starts with it,
     /// or where the id has no index either (two scans, no sort).
     Whole,
@@ -109,7 +106,7 @@ pub(super) enum Reach {
 impl Reach {
     /// The reach, from whether reading the column in its order sorts the table and
     /// whether reading the records in id order does (the two `probes`).
-    pub(super) fn judged(column_sorts: bool, id_sorts: bool) -> Self {
+    pub fn judged(column_sorts: bool, id_sorts: bool) -> Self {
         if column_sorts && !id_sorts {
             Reach::Ends
         } else {
@@ -120,7 +117,7 @@ impl Reach {
 
 /// Two statements whose plans tell the reach: the column in its own order, the records
 /// in id order. `table`, `column` and `id` are quoted.
-pub(super) fn probes(table: &str, column: &str, id: &str) -> [String; 2] {
+pub fn probes(table: &str, column: &str, id: &str) -> [String; 2] {
     [
         format!(
             "SELECT {column} FROM {table} WHERE {column} IS NOT NULL ORDER BY {column} DESC LIMIT 1"
@@ -135,7 +132,7 @@ pub(super) fn probes(table: &str, column: &str, id: &str) -> [String; 2] {
 /// and oldest it found, either NULL. `value` writes the selected expression of an
 /// aggregate (a cast on PostgreSQL, applied after the aggregate so that an index on
 /// the column still serves it; the aggregate itself elsewhere).
-pub(super) fn statements(
+pub fn statements(
     table: &str,
     column: &str,
     id: &str,
@@ -162,7 +159,7 @@ pub(super) fn statements(
 }
 
 /// What a backend does for `read`: plan a statement, run one.
-pub(super) trait Sampler {
+pub trait Sampler {
     /// Whether `sql`, one of the `probes`, sorts the rows it reads to have them in
     /// the order of `column` (its name as the table has it): by its plan, or by
     /// whether an index starts with the column where a planner weighs a small
@@ -174,7 +171,7 @@ pub(super) trait Sampler {
 
 /// A column to sample: its table's, its own and the id column's names, quoted, and
 /// as the table has them (for the `-v` note and a catalog's lookup).
-pub(super) struct Target<'a> {
+pub struct Target<'a> {
     table: &'a str,
     column: String,
     id: String,
@@ -184,7 +181,7 @@ pub(super) struct Target<'a> {
 impl<'a> Target<'a> {
     /// `table` is quoted already (with its schema, on a server); `table_name` is the
     /// schedule file's.
-    pub(super) fn new(table: &'a str, column: &'a str, id: &'a str, table_name: &'a str) -> Self {
+    pub fn new(table: &'a str, column: &'a str, id: &'a str, table_name: &'a str) -> Self {
         Target {
             table,
             column: quote(column),
@@ -195,7 +192,7 @@ impl<'a> Target<'a> {
 }
 
 /// The samples of a column, newest first.
-pub(super) fn read(
+pub fn read(
     sampler: &mut dyn Sampler,
     target: &Target<'_>,
     value: &dyn Fn(&str) -> String,

@@ -23,7 +23,7 @@ pub enum Value {
 }
 
 impl Value {
-    pub(super) fn int(&self) -> Option<i64> {
+    pub fn int(&self) -> Option<i64> {
         match self {
             Value::Int(i) => *i,
             Value::Text(t) => t.as_deref().and_then(|t| t.parse().ok()),
@@ -32,7 +32,7 @@ impl Value {
         }
     }
 
-    pub(super) fn text(&self) -> Option<String> {
+    pub fn text(&self) -> Option<String> {
         match self {
             Value::Int(i) => i.map(|i| i.to_string()),
             Value::Text(t) => t.clone(),
@@ -164,8 +164,7 @@ pub trait Sql {
 /// in double quotes or backquotes, text in single quotes): a `?` outside is a
 /// placeholder of the shared statements, one inside is part of a user's table or column
 /// name. For the servers, which write their placeholders another way.
-#[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
-pub(super) fn unquoted(sql: &str) -> impl Iterator<Item = (char, bool)> + '_ {
+pub fn unquoted(sql: &str) -> impl Iterator<Item = (char, bool)> + '_ {
     let mut quote = None;
     sql.chars().map(move |c| {
         match quote {
@@ -178,7 +177,7 @@ pub(super) fn unquoted(sql: &str) -> impl Iterator<Item = (char, bool)> + '_ {
 }
 
 /// Names a failed statement by what it was doing.
-pub(super) fn failed(context: &str) -> impl FnOnce(SqlError) -> StoreError + '_ {
+pub fn failed(context: &str) -> impl FnOnce(SqlError) -> StoreError + '_ {
     move |source| StoreError::Database {
         context: context.to_string(),
         source,
@@ -186,7 +185,7 @@ pub(super) fn failed(context: &str) -> impl FnOnce(SqlError) -> StoreError + '_ 
 }
 
 /// `?a, ?a+1, …`: `n` placeholders numbered from `first`, for an `IN (…)` list.
-pub(super) fn numbered(first: usize, n: usize) -> String {
+pub fn numbered(first: usize, n: usize) -> String {
     (first..first + n)
         .map(|i| format!("?{i}"))
         .collect::<Vec<_>>()
@@ -195,7 +194,7 @@ pub(super) fn numbered(first: usize, n: usize) -> String {
 
 /// `(?a, ?a+1, …), (…)`: the placeholders of `rows` rows of `width` values for a
 /// multi-row INSERT, numbered from `first`.
-pub(super) fn rows_of(rows: usize, width: usize, first: usize) -> String {
+pub fn rows_of(rows: usize, width: usize, first: usize) -> String {
     (0..rows)
         .map(|r| format!("({})", numbered(first + r * width, width)))
         .collect::<Vec<_>>()

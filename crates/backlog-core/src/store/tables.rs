@@ -16,20 +16,20 @@ use super::sql::{Sql, Value, failed};
 /// (unbounded, in no key or index), `{key}` (text in a key or an index: MySQL indexes
 /// no `TEXT`), `{time}` (a UTC instant), `{any}` (SQLite's untyped value, which keeps
 /// what the user's column holds).
-pub(super) struct Table {
-    pub(super) name: &'static str,
-    pub(super) columns: &'static str,
+pub struct Table {
+    pub name: &'static str,
+    pub columns: &'static str,
     /// The primary key's columns, when it is not a `{serial}` column.
-    pub(super) key: Option<&'static str>,
+    pub key: Option<&'static str>,
     /// Each index's name and columns.
-    pub(super) indexes: &'static [(&'static str, &'static str)],
+    pub indexes: &'static [(&'static str, &'static str)],
     /// A column this table has that one of the same name made by someone else is
     /// unlikely to have: how the tool tells its tables from a user's.
-    pub(super) mark: &'static str,
+    pub mark: &'static str,
 }
 
 /// The version of the tables and the values the tool keeps about them.
-pub(super) const META: Table = Table {
+pub const META: Table = Table {
     name: "backlog_meta",
     columns: r#""key" {key} NOT NULL, value {text} NOT NULL"#,
     key: Some(r#""key""#),
@@ -38,7 +38,7 @@ pub(super) const META: Table = Table {
 };
 
 /// The run log: a row per tick.
-pub(super) const RUNS: Table = Table {
+pub const RUNS: Table = Table {
     name: "backlog_runs",
     columns: "id {serial},
         table_name {key} NOT NULL,
@@ -67,7 +67,7 @@ pub(super) const RUNS: Table = Table {
 /// The tables every database has: the version, the run log, attempts, pauses,
 /// failures in a row, alerts, shared rates and breakers (a database adds how its ticks
 /// hold records, see `Ddl::tables`).
-pub(super) const SHARED: [&Table; 8] = [
+pub const SHARED: [&Table; 8] = [
     &META,
     &RUNS,
     &super::attempts::TABLE,
@@ -81,7 +81,7 @@ pub(super) const SHARED: [&Table; 8] = [
 /// The steps of the tables since the backends shared them, written once: the `n`th
 /// moves a database's tables from `Ddl::base` + n to the next version. A step that
 /// only adds a table has no statements: `ensure` creates every missing table first.
-pub(super) const LATER: &[&[&str]] = &[
+pub const LATER: &[&[&str]] = &[
     // `backlog_failures`: failures in a row, for `table.give_up_after`.
     &[],
     // backlog_alerts (`[alert]`'s deduplication), created by `ensure` before the step.
@@ -94,7 +94,7 @@ pub(super) const LATER: &[&[&str]] = &[
 ];
 
 /// What a database says and does for [`ensure`].
-pub(super) trait Ddl {
+pub trait Ddl {
     /// The connection, or the transaction `ensure` runs in.
     fn sql(&mut self) -> &mut dyn Sql;
 
@@ -150,14 +150,14 @@ pub(super) trait Ddl {
 }
 
 /// Refuses tables at a version below the base that no release wrote there.
-pub(super) fn unknown(place: &str, version: i64) -> Result<(), StoreError> {
+pub fn unknown(place: &str, version: i64) -> Result<(), StoreError> {
     Err(StoreError::Schema(format!(
         "the tool's tables in {place} are at schema version {version}, which no release of backlog wrote there; move them apart, then run again"
     )))
 }
 
 /// The version this release writes on a database whose tables began at `base`.
-pub(super) fn version_for(base: i64) -> i64 {
+pub fn version_for(base: i64) -> i64 {
     base + LATER.len() as i64
 }
 
@@ -165,7 +165,7 @@ pub(super) fn version_for(base: i64) -> i64 {
 /// tool's, and creates what is missing and moves older tables to this release's
 /// version under the dialect's lock. Tables already at it need no DDL (and no lock),
 /// so a runner may work without the right to create anything.
-pub(super) fn ensure(d: &mut dyn Ddl) -> Result<(), StoreError> {
+pub fn ensure(d: &mut dyn Ddl) -> Result<(), StoreError> {
     let current = version_for(d.base());
     if missing(d)?.is_empty() && version(d)?.as_deref() == Some(&*current.to_string()) {
         return Ok(());
@@ -241,7 +241,7 @@ fn missing(d: &mut dyn Ddl) -> Result<Vec<&'static Table>, StoreError> {
 }
 
 /// The version in `backlog_meta`, if the table and the row are there.
-pub(super) fn version(d: &mut dyn Ddl) -> Result<Option<String>, StoreError> {
+pub fn version(d: &mut dyn Ddl) -> Result<Option<String>, StoreError> {
     if d.columns(META.name)?.is_none() {
         return Ok(None);
     }
@@ -273,7 +273,7 @@ fn write_new_version(d: &mut dyn Ddl, current: i64) -> Result<(), StoreError> {
 
 /// Writes the tables' version (a step of a migration, in its transaction where the
 /// database has one for DDL).
-pub(super) fn set_version(d: &mut dyn Ddl, version: i64) -> Result<(), StoreError> {
+pub fn set_version(d: &mut dyn Ddl, version: i64) -> Result<(), StoreError> {
     let sql = format!(
         r#"UPDATE {}backlog_meta SET value = ?1 WHERE "key" = 'schema_version'"#,
         d.prefix()

@@ -27,7 +27,7 @@ pub struct RunTotals {
 }
 
 /// The run log of `table`, summed by tier (retries are window 0) and outcome.
-pub(super) fn runs(sql: &mut dyn Sql, s: &str, table: &str) -> Result<Vec<RunTotals>, StoreError> {
+pub fn runs(sql: &mut dyn Sql, s: &str, table: &str) -> Result<Vec<RunTotals>, StoreError> {
     let rows = sql
         .query(
             &format!(
@@ -74,7 +74,7 @@ pub struct DurationHistogram {
 }
 
 /// The attempts kept of `table`, by tier, as histograms.
-pub(super) fn durations(
+pub fn durations(
     sql: &mut dyn Sql,
     s: &str,
     table: &str,
@@ -131,7 +131,7 @@ pub struct RecentRun {
 }
 
 /// The newest `limit` ticks of `table` (retries left out), oldest first.
-pub(super) fn recent(
+pub fn recent(
     sql: &mut dyn Sql,
     s: &str,
     table: &str,

@@ -25,8 +25,6 @@
 mod begin;
 mod breaker;
 mod counterparts;
-#[cfg(feature = "cli")]
-mod failed_start;
 mod give_up;
 mod grace;
 mod hand_out;
@@ -51,12 +49,7 @@ mod summary;
 mod tally;
 mod wanted;
 
-#[cfg(feature = "cli")]
-pub use failed_start::record_failed_start;
 pub use options::{Event, TickOptions};
 pub use process::{open_store, process_backlog};
-#[cfg(feature = "cli")]
-pub use process::{run_tick, run_tick_on};
-#[cfg(feature = "cli")]
 pub use retry::{RetrySummary, give_up_records, retry_records, snooze_records};
 pub use summary::{BandSummary, TickSummary};

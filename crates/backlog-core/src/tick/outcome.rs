@@ -54,7 +54,6 @@ mod tests {
 
     /// A closure through the library on a real SQLite file: the status it names is
     /// what the tick counts, writes and keeps.
-    #[cfg(feature = "sqlite")]
     #[test]
     fn a_closure_answering_the_success_status_succeeds() {
         use crate::record::{Record, Scalar};

@@ -9,7 +9,6 @@
 
 use std::time::Duration;
 
-#[cfg(feature = "cli")]
 use chrono::{DateTime, Utc};
 
 use super::begin::owner_name;
@@ -17,7 +16,6 @@ use super::heartbeat::HeartbeatThread;
 use super::options::{Event, TickOptions};
 use crate::error::Error;
 use crate::handler::{Context, Ending, Handled, HandlerError, Outcome};
-#[cfg(feature = "cli")]
 use crate::handler::{Handler, Snooze};
 use crate::record::Record;
 use crate::store::{RunEnd, RunStart, Store};
@@ -53,7 +51,6 @@ pub struct RetrySummary {
     pub busy: Vec<String>,
 }
 
-#[cfg(feature = "cli")]
 impl RetrySummary {
     /// One line: `retried 2 records: succeeded 1, failed 1; run 7`.
     pub fn line(&self) -> String {
@@ -100,7 +97,6 @@ impl RetrySummary {
 
 /// Hands `records` to `handler` now, one at a time, each only while this process
 /// holds it; see the module's doc.
-#[cfg(feature = "cli")]
 pub fn retry_records(
     table: &crate::TableConfig,
     store: &mut dyn Store,
@@ -122,7 +118,6 @@ pub fn retry_records(
 /// status as it is, and no tick takes it before then (`backlog retry` does). `by`
 /// says who, in the attempt kept of it. The records are held and marked a group at
 /// a time, like a tick's.
-#[cfg(feature = "cli")]
 pub fn snooze_records(
     table: &crate::TableConfig,
     store: &mut dyn Store,
@@ -268,7 +263,7 @@ fn run_end(result: &Result<RetrySummary, Error>) -> RunEnd {
     }
 }
 
-#[cfg(all(test, feature = "cli"))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -49,7 +49,6 @@ pub enum Sample {
     /// A text value, SQLite's layout or RFC 3339.
     Text(String),
     /// A value of another type (real, blob), named by its type.
-    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))] // only SQLite's columns hold any
     Other(String),
 }
 

@@ -39,10 +39,8 @@
 //! server empties it and a standby promoted by a failover has none, both while
 //! handlers run (two at once again), and it saved 1 µs of the 13 and nothing
 //! measurable in a tick.
-#![cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
 
-#[cfg(any(feature = "postgres", feature = "mysql"))]
-pub(super) mod row_locks;
+pub mod row_locks;
 
 use chrono::{DateTime, Utc};
 
@@ -52,7 +50,7 @@ use super::{Heartbeat, Held, KEPT_OWNER, Own, RunStart, StoreError, runs};
 
 /// The servers' claims: a row per record a tick holds, or a failure kept until its
 /// slot ends (`KEPT_OWNER`).
-pub(super) const TABLE: super::tables::Table = super::tables::Table {
+pub const TABLE: super::tables::Table = super::tables::Table {
     name: "backlog_claims",
     columns: "table_name {key} NOT NULL,
         record_id {key} NOT NULL,
@@ -65,7 +63,7 @@ pub(super) const TABLE: super::tables::Table = super::tables::Table {
 };
 
 /// The tool's tables on a server: the shared ones and the claims.
-pub(super) fn tables() -> Vec<&'static super::tables::Table> {
+pub fn tables() -> Vec<&'static super::tables::Table> {
     let mut tables = super::tables::SHARED.to_vec();
     tables.push(&TABLE);
     tables.push(&super::reaches::TABLE);
@@ -74,7 +72,7 @@ pub(super) fn tables() -> Vec<&'static super::tables::Table> {
 
 /// Opens the run-log row of `run` on a server (`runs::open`), dropping the failures
 /// the claims kept past their slot.
-pub(super) fn open_run(
+pub fn open_run(
     sql: &mut dyn Sql,
     s: &str,
     table: &str,
@@ -105,7 +103,7 @@ fn collect_kept(sql: &mut dyn Sql, s: &str, table: &str) -> Result<(), StoreErro
 
 /// Lets go of every claim `owner` holds on the table (the kept failures, under
 /// another owner, stay).
-pub(super) fn release(own: Own<'_>, owner: &str) -> Result<(), StoreError> {
+pub fn release(own: Own<'_>, owner: &str) -> Result<(), StoreError> {
     if !own.exists {
         return Ok(());
     }
@@ -121,12 +119,12 @@ pub(super) fn release(own: Own<'_>, owner: &str) -> Result<(), StoreError> {
 
 /// Who holds the record with this id now: a tick until its claim runs out, or the
 /// keep of a failure until its slot ends.
-pub(super) fn holder(own: Own<'_>, record_id: &str) -> Result<Option<Held>, StoreError> {
+pub fn holder(own: Own<'_>, record_id: &str) -> Result<Option<Held>, StoreError> {
     Ok(held_by_id(own, &[record_id.to_string()])?.remove(record_id))
 }
 
 /// `holder` of each of `records`, in their order (`Holds::holders`).
-pub(super) fn holders(
+pub fn holders(
     own: Own<'_>,
     records: &[&crate::record::Record],
 ) -> Result<Vec<Option<Held>>, StoreError> {
@@ -191,7 +189,7 @@ fn held_by_id(
 
 /// Microseconds from now to `until` (a second at least), for a lease measured on the
 /// database's clock.
-pub(super) fn lease_us(until: DateTime<Utc>) -> i64 {
+pub fn lease_us(until: DateTime<Utc>) -> i64 {
     (until - Utc::now())
         .num_microseconds()
         .unwrap_or(i64::MAX)
@@ -199,7 +197,7 @@ pub(super) fn lease_us(until: DateTime<Utc>) -> i64 {
 }
 
 /// A server's connection of a tick's heartbeat: the dialect's part of `ServerHeartbeat`.
-pub(super) trait Beating: Send {
+pub trait Beating: Send {
     /// Opens the connection again if the server dropped it (a restart, a failover): the
     /// claims outlive it in their table.
     fn reconnect_if_lost(&mut self) -> Result<(), StoreError>;
@@ -214,12 +212,12 @@ pub(super) trait Beating: Send {
 
 /// A tick's heartbeat on a server, from a connection of its own: renews the tick's
 /// claims and its run-log row while the tick's connection waits on a handler.
-pub(super) struct ServerHeartbeat<C> {
-    pub(super) connection: C,
+pub struct ServerHeartbeat<C> {
+    pub connection: C,
     /// The prefix of the tool's tables (their schema or database, with its dot).
-    pub(super) prefix: String,
-    pub(super) owner: String,
-    pub(super) run_id: i64,
+    pub prefix: String,
+    pub owner: String,
+    pub run_id: i64,
 }
 
 impl<C: Beating> Heartbeat for ServerHeartbeat<C> {

@@ -23,42 +23,40 @@ use crate::timestamp::TimestampFormat;
 
 /// The user's table as the protocol writes to it, in the dialect's spelling.
 #[derive(Debug, Clone)]
-pub(in crate::store) struct Subject {
+pub struct Subject {
     /// The table, quoted (with its schema or database).
-    pub(in crate::store) table: String,
+    pub table: String,
     /// The table aliased `t` for the statements that lock rows by id (MySQL: through
     /// the index that starts with the id, `FORCE INDEX`, see `mysql::Shape`).
-    pub(in crate::store) by_id: String,
+    pub by_id: String,
     /// The id column, quoted.
-    pub(in crate::store) id: String,
+    pub id: String,
     /// The id of `t` as the claims hold it: text, as the record's id is shown (a
     /// binary id in hex).
-    pub(in crate::store) id_text: String,
+    pub id_text: String,
     /// An id as a value of the id column, `{}` its placeholder: MySQL's binary ids are
     /// `UNHEX({})`, its unsigned ones `CAST({} AS UNSIGNED)` (ids past the signed
     /// 64 bits are bound as text, which would compare as a float with the column);
     /// PostgreSQL casts the text to the column's type.
-    pub(in crate::store) id_param: String,
+    pub id_param: String,
     /// Whether the id column holds integers: ids are then bound as integers, not as
     /// text (a comparison of text with an integer column is a float's, inexact past
     /// 2⁵³).
-    pub(in crate::store) integer_ids: bool,
+    pub integer_ids: bool,
     /// The status column, quoted.
-    #[cfg_attr(not(feature = "mysql"), allow(dead_code))] // PostgreSQL marks its own way
-    pub(in crate::store) status: String,
+    pub status: String,
     /// `t`'s status among the statuses whose placeholders are `{list}`, exactly (a
     /// column that compares text in any case still tells `new` from `NEW`).
-    pub(in crate::store) status_in: String,
+    pub status_in: String,
     /// `[retry]`'s count and since columns, quoted, when the file has the section.
-    #[cfg_attr(not(feature = "mysql"), allow(dead_code))] // PostgreSQL marks its own way
-    pub(in crate::store) retry: Option<(String, String)>,
+    pub retry: Option<(String, String)>,
     /// The tool's claims table, read by its key (MySQL: `FORCE INDEX (PRIMARY)`, so
     /// that locking some claims locks no other).
-    pub(in crate::store) claims_by_key: String,
+    pub claims_by_key: String,
     /// The lock a claim or a mark takes on the user's rows: `FOR UPDATE`, or on
     /// PostgreSQL `FOR NO KEY UPDATE OF t`, which lets the application insert rows
     /// that refer to them meanwhile.
-    pub(in crate::store) row_lock: &'static str,
+    pub row_lock: &'static str,
 }
 
 impl Subject {
@@ -93,25 +91,25 @@ impl Subject {
 }
 
 /// Where the claims are and whose they are.
-pub(in crate::store) struct Claims<'a> {
-    pub(in crate::store) subject: &'a Subject,
+pub struct Claims<'a> {
+    pub subject: &'a Subject,
     /// The prefix of the tool's tables (their schema or database, with its dot).
-    pub(in crate::store) prefix: &'a str,
+    pub prefix: &'a str,
     /// The table's name as the schedule file gives it: the claims' key.
-    pub(in crate::store) name: &'a str,
-    pub(in crate::store) owner: &'a str,
+    pub name: &'a str,
+    pub owner: &'a str,
 }
 
 /// What a claim takes besides the ids.
-pub(in crate::store) struct Taking<'a> {
+pub struct Taking<'a> {
     /// The statuses a record must still have.
-    pub(in crate::store) pending: &'a [String],
+    pub pending: &'a [String],
     /// Until when, measured on the database's clock from now.
-    pub(in crate::store) lease_until: DateTime<Utc>,
+    pub lease_until: DateTime<Utc>,
     /// Whether a failure kept until its slot ends is taken anyway (`--retry-failed`,
     /// `backlog retry`), as it is once `clock`, the tick's, reaches that end.
-    pub(in crate::store) take_tried: bool,
-    pub(in crate::store) clock: DateTime<Utc>,
+    pub take_tried: bool,
+    pub clock: DateTime<Utc>,
 }
 
 impl Claims<'_> {
@@ -121,7 +119,7 @@ impl Claims<'_> {
 
     /// Claims each record of `ids` that is still pending and that no live claim holds;
     /// returns the ids (as text) now this owner's.
-    pub(in crate::store) fn claim(
+    pub fn claim(
         &self,
         sql: &mut dyn Sql,
         taking: &Taking<'_>,
@@ -213,8 +211,7 @@ impl Claims<'_> {
     /// go; the attempts (`max_per_record` a record). Returns the places of the marks
     /// not written: another tick took their records. (PostgreSQL marks through its
     /// arrays, `postgres::claims`.)
-    #[cfg_attr(not(feature = "mysql"), allow(dead_code))]
-    pub(in crate::store) fn mark(
+    pub fn mark(
         &self,
         sql: &mut dyn Sql,
         marks: &[Mark],
@@ -312,7 +309,6 @@ impl Claims<'_> {
 
     /// Failures keep their claim, under another owner, until the end of their slot:
     /// grouped by that end and the wait till then.
-    #[cfg_attr(not(feature = "mysql"), allow(dead_code))]
     fn keep_failures(
         &self,
         sql: &mut dyn Sql,
@@ -362,7 +358,7 @@ impl Claims<'_> {
 /// How many records live claims of ticks hold on the table, and how many failures
 /// are kept from the ticks while their record is still pending (one retried since is
 /// not): looked up a thousand at a time.
-pub(in crate::store) fn held_counts(
+pub fn held_counts(
     sql: &mut dyn Sql,
     subject: &Subject,
     prefix: &str,
