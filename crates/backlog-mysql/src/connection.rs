@@ -29,7 +29,7 @@ const SESSION: [&str; 4] = [
 
 /// A MySQL error as one line: the server's message, or what happened to the
 /// connection. Never the URL, which may hold a password.
-pub(in crate::store) fn describe_error(e: &mysql::Error) -> String {
+pub(crate) fn describe_error(e: &mysql::Error) -> String {
     match e {
         mysql::Error::MySqlError(my) => format!("{} (error {})", my.message, my.code),
         mysql::Error::IoError(io) => match io.kind() {
@@ -51,7 +51,7 @@ pub(in crate::store) fn describe_error(e: &mysql::Error) -> String {
 /// A MySQL error as the protocol reads it: its kind (a deadlock is 1213, a lock wait
 /// that ran out 1205, a lost connection 2006 or 2013 or the socket's end, a full disk
 /// or table 1021 and 1114) and its line.
-pub(in crate::store) fn db_error(e: &mysql::Error) -> DbError {
+pub(crate) fn db_error(e: &mysql::Error) -> DbError {
     let fault = match e {
         mysql::Error::MySqlError(my) => match my.code {
             1213 => Fault::Deadlock,
@@ -92,17 +92,17 @@ impl From<StoreError> for Failed {
 pub(super) fn transaction<T>(
     conn: &mut Conn,
     context: &str,
-    mut work: impl FnMut(&mut mysql::Transaction<'_>) -> Result<T, Failed>,
+    mut work: impl FnMut(&mut Mq<mysql::Transaction<'_>>) -> Result<T, Failed>,
 ) -> Result<T, StoreError> {
     retrying(context, || {
-        let mut tx = conn
+        let mut tx = Mq(conn
             .start_transaction(mysql::TxOpts::default())
-            .map_err(my(context))?;
+            .map_err(my(context))?);
         let value = work(&mut tx).map_err(|failed| match failed {
             Failed::My(e) => my(context)(e),
             Failed::Store(e) => e,
         })?;
-        tx.commit().map_err(my(context))?;
+        tx.0.commit().map_err(my(context))?;
         Ok(value)
     })
 }
@@ -339,16 +339,35 @@ fn rows<T>(
         .collect())
 }
 
+/// A connection, or a transaction, as the shared statements see it (`Sql` is the
+/// core's trait, `Conn` the driver's: a type of this crate must stand between them).
+/// It dereferences to what it wraps.
+pub(crate) struct Mq<C>(pub C);
+
+impl<C> std::ops::Deref for Mq<C> {
+    type Target = C;
+
+    fn deref(&self) -> &C {
+        &self.0
+    }
+}
+
+impl<C> std::ops::DerefMut for Mq<C> {
+    fn deref_mut(&mut self) -> &mut C {
+        &mut self.0
+    }
+}
+
 /// MySQL's forms of the few clauses the shared statements cannot write alike.
 macro_rules! mysql_sql {
     ($t:ty) => {
         impl Sql for $t {
             fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, SqlError> {
-                run(self, sql, params)
+                run(&mut self.0, sql, params)
             }
 
             fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, SqlError> {
-                rows(self, sql, params, from_mysql)
+                rows(&mut self.0, sql, params, from_mysql)
             }
 
             fn query_user(
@@ -356,7 +375,7 @@ macro_rules! mysql_sql {
                 sql: &str,
                 params: &[Value],
             ) -> Result<Vec<Vec<Option<crate::record::Scalar>>>, SqlError> {
-                rows(self, sql, params, super::values::scalar)
+                rows(&mut self.0, sql, params, crate::values::scalar)
             }
 
             fn rfc3339(&self, column: &str) -> String {
@@ -399,14 +418,14 @@ macro_rules! mysql_sql {
                 sql: &str,
                 params: &[Value],
             ) -> Result<i64, SqlError> {
-                inserted(self, sql, params)
+                inserted(&mut self.0, sql, params)
             }
         }
     };
 }
 
-mysql_sql!(Conn);
-mysql_sql!(mysql::Transaction<'_>);
+mysql_sql!(Mq<Conn>);
+mysql_sql!(Mq<mysql::Transaction<'_>>);
 
 #[cfg(test)]
 mod tests {

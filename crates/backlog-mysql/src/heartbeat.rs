@@ -26,11 +26,11 @@ impl Beating for MysqlBeat {
         context: &str,
         work: &mut dyn FnMut(&mut dyn Sql) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
-        let mut tx = self
+        let mut tx = Mq(self
             .conn
             .start_transaction(TxOpts::default())
-            .map_err(my(context))?;
+            .map_err(my(context))?);
         work(&mut tx)?;
-        tx.commit().map_err(my(context))
+        tx.0.commit().map_err(my(context))
     }
 }

@@ -39,7 +39,6 @@ use backlog_core::store::{
     RunStart, Store, StoreError, Survey,
 };
 use crate::config::TableConfig;
-use crate::url::MysqlUrl;
 use crate::record::{Record, Scalar};
 use crate::timestamp::TimestampFormat;
 
@@ -65,7 +64,7 @@ pub fn install() {
 
 use backlog_core::store::claims::row_locks::Subject;
 use backlog_core::store::fault::retrying;
-use connection::{connect, my};
+use connection::{Mq, connect, my};
 use values::IdKind;
 
 /// What a tick knows of the user's table once `inspect` read it.
@@ -110,7 +109,7 @@ struct Shape {
 
 impl Shape {
     fn quoted(&self, column: usize) -> String {
-        super::quote(&self.names[column])
+        backlog_core::store::quote(&self.names[column])
     }
 }
 
@@ -118,7 +117,7 @@ impl Shape {
 /// database or the one `database.schema` names. A tick claims each record it holds
 /// (`backlog_claims`), so runners on many hosts can share one band.
 pub struct MysqlStore {
-    conn: Conn,
+    conn: Mq<Conn>,
     url: MysqlUrl,
     /// How long a statement waits for another's row lock (`database.busy_timeout`).
     lock_wait: std::time::Duration,
@@ -145,10 +144,10 @@ impl MysqlStore {
     ) -> Result<Self, StoreError> {
         let conn = connect(url, lock_wait)?;
         Ok(MysqlStore {
-            conn,
+            conn: Mq(conn),
             url: url.clone(),
             lock_wait,
-            prefix: format!("{}.", super::quote(database)),
+            prefix: format!("{}.", backlog_core::store::quote(database)),
             own_database: database.to_string(),
             table,
             format: None,
@@ -224,9 +223,9 @@ impl Store for MysqlStore {
         &self.table
     }
 
-    fn own(&mut self, table: &str) -> Result<super::Own<'_>, StoreError> {
+    fn own(&mut self, table: &str) -> Result<backlog_core::store::Own<'_>, StoreError> {
         let exists = self.has_table(table)?;
-        Ok(super::Own {
+        Ok(backlog_core::store::Own {
             sql: &mut self.conn,
             prefix: self.prefix.clone(),
             table: &self.table.name,

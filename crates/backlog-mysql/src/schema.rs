@@ -318,7 +318,7 @@ impl MysqlStore {
 
 /// The tool's tables on MySQL (`store::tables`), in their database.
 struct MysqlDdl<'a> {
-    conn: &'a mut Conn,
+    conn: &'a mut Mq<Conn>,
     /// Unquoted.
     database: &'a str,
     /// Quoted, with its dot.

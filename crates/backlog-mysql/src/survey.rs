@@ -121,6 +121,7 @@ impl Survey for MysqlStore {
         params.push(mysql::Value::UInt(limit as u64));
         let rows: Vec<mysql::Value> = self
             .conn
+            .0
             .exec(
                 format!(
                     "SELECT DISTINCT {ins} FROM {} WHERE {clause} ORDER BY {ins} LIMIT ?",

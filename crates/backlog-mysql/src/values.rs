@@ -117,6 +117,7 @@ pub(super) fn bound(value: &Scalar) -> My {
         Scalar::Text(s) => My::Bytes(s.as_bytes().to_vec()),
         Scalar::Naive(t) => datetime(*t),
         Scalar::Time(t) => datetime(t.naive_utc()),
+        other => My::Bytes(other.to_string().into_bytes()),
     }
 }
 

@@ -156,7 +156,7 @@ impl PostgresStore {
         }
         let prefix = format!("{}.", self.schema);
         crate::store::write_with_marks(
-            &mut tx,
+            &mut Pg(&mut tx),
             &prefix,
             &self.table.name,
             marks,
@@ -293,7 +293,7 @@ impl Holds for PostgresStore {
             url.config.application_name("backlog marks");
         }
         let mut writer = PostgresStore {
-            client: connect(&url)?,
+            client: Pg(connect(&url)?),
             url,
             schema: self.schema.clone(),
             table: self.table.clone(),
@@ -399,7 +399,7 @@ impl Holds for PostgresStore {
         let context = "claiming records";
         let claimed = retrying(context, || {
             let mut tx = self.client.transaction().map_err(pg(context))?;
-            let claimed = claims.claim(&mut tx, &taking, &ids)?;
+            let claimed = claims.claim(&mut Pg(&mut tx), &taking, &ids)?;
             tx.commit().map_err(pg(context))?;
             Ok(claimed)
         })?;

@@ -6,7 +6,7 @@ use crate::store::fault::{DbError, Fault};
 
 /// A PostgreSQL error as one line: the server's message (and hint), or what happened
 /// to the connection. Never the URL, which may hold a password.
-pub(in crate::store) fn describe_error(e: &postgres::Error) -> String {
+pub(crate) fn describe_error(e: &postgres::Error) -> String {
     if let Some(db) = e.as_db_error() {
         let mut s = db.message().to_string();
         if let Some(detail) = db.detail() {
@@ -26,7 +26,7 @@ pub(in crate::store) fn describe_error(e: &postgres::Error) -> String {
 /// A PostgreSQL error as the protocol reads it: its kind (a deadlock is 40P01, a
 /// serialization conflict 40001, a lock not had in time 55P03, no room 53100) and its
 /// line.
-pub(in crate::store) fn db_error(e: &postgres::Error) -> DbError {
+pub(crate) fn db_error(e: &postgres::Error) -> DbError {
     use postgres::error::SqlState;
     let fault = match e.code() {
         Some(c) if *c == SqlState::T_R_DEADLOCK_DETECTED => Fault::Deadlock,

@@ -13,7 +13,30 @@ fn dollars(sql: &str) -> String {
         .collect()
 }
 
-impl postgres::types::ToSql for Value {
+/// A connection, or a transaction, as the shared statements see it (`Sql` is the
+/// core's trait, `Client` the driver's: a type of this crate must stand between them).
+/// It dereferences to what it wraps.
+pub struct Pg<C>(pub C);
+
+impl<C> std::ops::Deref for Pg<C> {
+    type Target = C;
+
+    fn deref(&self) -> &C {
+        &self.0
+    }
+}
+
+impl<C> std::ops::DerefMut for Pg<C> {
+    fn deref_mut(&mut self) -> &mut C {
+        &mut self.0
+    }
+}
+
+/// A shared statement's parameter bound for the driver.
+#[derive(Debug)]
+struct PgValue<'a>(&'a Value);
+
+impl postgres::types::ToSql for PgValue<'_> {
     fn to_sql(
         &self,
         ty: &postgres::types::Type,
@@ -21,11 +44,11 @@ impl postgres::types::ToSql for Value {
     ) -> Result<postgres::types::IsNull, SqlError> {
         use postgres::types::Type;
         let own = [Type::INT8, Type::INT4, Type::TEXT, Type::VARCHAR].contains(ty);
-        match self {
+        match self.0 {
             // A value of the user's table, converted to its column's type.
             Value::Scalar(s) => super::Bound(s).to_sql(ty, out),
             Value::Int(None) | Value::Text(None) => Ok(postgres::types::IsNull::Yes),
-            _ if !own => Err(format!("cannot bind {self:?} as {ty}").into()),
+            _ if !own => Err(format!("cannot bind {:?} as {ty}", self.0).into()),
             Value::Int(Some(i)) if *ty == Type::INT4 => i32::try_from(*i)?.to_sql(ty, out),
             Value::Int(Some(i)) if *ty == Type::TEXT || *ty == Type::VARCHAR => {
                 i.to_string().to_sql(ty, out)
@@ -64,8 +87,12 @@ fn pg_rows(rows: Vec<postgres::Row>) -> Result<Vec<Vec<Value>>, SqlError> {
         .collect()
 }
 
-fn pg_params(params: &[Value]) -> Vec<&(dyn postgres::types::ToSql + Sync)> {
-    params
+fn pg_params(params: &[Value]) -> Vec<PgValue<'_>> {
+    params.iter().map(PgValue).collect()
+}
+
+fn pg_refs<'a>(values: &'a [PgValue<'a>]) -> Vec<&'a (dyn postgres::types::ToSql + Sync)> {
+    values
         .iter()
         .map(|p| p as &(dyn postgres::types::ToSql + Sync))
         .collect()
@@ -113,11 +140,19 @@ macro_rules! pg_sql {
             }
 
             fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, SqlError> {
-                <$t>::execute(self, &dollars(sql), &pg_params(params)).map_err(pg_error)
+                let values = pg_params(params);
+                self.0
+                    .execute(&dollars(sql), &pg_refs(&values))
+                    .map_err(pg_error)
             }
 
             fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, SqlError> {
-                pg_rows(<$t>::query(self, &dollars(sql), &pg_params(params)).map_err(pg_error)?)
+                let values = pg_params(params);
+                pg_rows(
+                    self.0
+                        .query(&dollars(sql), &pg_refs(&values))
+                        .map_err(pg_error)?,
+                )
             }
 
             fn insert_returning_id(
@@ -134,8 +169,10 @@ macro_rules! pg_sql {
     };
 }
 
-pg_sql!(postgres::Client);
-pg_sql!(postgres::Transaction<'_>);
+pg_sql!(Pg<postgres::Client>);
+pg_sql!(Pg<postgres::Transaction<'_>>);
+pg_sql!(Pg<&mut postgres::Client>);
+pg_sql!(Pg<&mut postgres::Transaction<'_>>);
 
 #[cfg(test)]
 mod tests {

@@ -25,7 +25,7 @@ impl Beating for PgBeat {
         work: &mut dyn FnMut(&mut dyn Sql) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
         let mut tx = self.client.transaction().map_err(pg(context))?;
-        work(&mut tx)?;
+        work(&mut Pg(&mut tx))?;
         tx.commit().map_err(pg(context))
     }
 }

@@ -47,7 +47,6 @@ use backlog_core::store::{
     RunStart, Store, StoreError, Survey, group_marks, index_name, quote,
 };
 use crate::config::TableConfig;
-use crate::url::PostgresUrl;
 use crate::record::{Record, Scalar, Statuses};
 use crate::timestamp::{FormatSetting, Sample, TimestampFormat};
 
@@ -56,6 +55,7 @@ mod url;
 mod claims;
 mod connection;
 mod dialect;
+use dialect::Pg;
 mod heartbeat;
 mod pages;
 mod runs;
@@ -74,7 +74,7 @@ pub fn install() {
 
 use backlog_core::store::KEPT_OWNER;
 use backlog_core::store::fault::retrying;
-pub(super) use connection::db_error;
+pub(crate) use connection::db_error;
 use connection::{connect, pg};
 use pages::select_records;
 
@@ -166,7 +166,7 @@ struct Own {
 /// own. A tick claims each record it holds (`backlog_claims`), so runners on many hosts
 /// can share one band.
 pub struct PostgresStore {
-    client: Client,
+    client: Pg<Client>,
     url: PostgresUrl,
     /// The tool's own schema, quoted.
     schema: String,
@@ -197,7 +197,7 @@ impl PostgresStore {
             .map_err(pg("reading the server's version"))?
             .get(0);
         Ok(PostgresStore {
-            client,
+            client: Pg(client),
             url: url.clone(),
             schema: quote(schema),
             table,
@@ -268,14 +268,14 @@ impl Store for PostgresStore {
         &self.table
     }
 
-    fn own(&mut self, table: &str) -> Result<super::Own<'_>, StoreError> {
+    fn own(&mut self, table: &str) -> Result<backlog_core::store::Own<'_>, StoreError> {
         let table = self.own_table(table);
         let exists: bool = self
             .client
             .query_one("SELECT to_regclass($1) IS NOT NULL", &[&table])
             .map_err(pg("reading the tool's tables"))?
             .get(0);
-        Ok(super::Own {
+        Ok(backlog_core::store::Own {
             sql: &mut self.client,
             prefix: format!("{}.", self.schema),
             table: &self.table.name,

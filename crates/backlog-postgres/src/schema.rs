@@ -49,6 +49,7 @@ impl PostgresStore {
         }
         let available = self
             .client
+            .0
             .query(
                 "SELECT CASE WHEN n.nspname = 'public' THEN c.relname::text ELSE n.nspname || '.' || c.relname END
                  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -73,6 +74,7 @@ impl PostgresStore {
     ) -> Result<Vec<(String, String, String)>, StoreError> {
         Ok(self
             .client
+            .0
             .query(
                 "SELECT a.attname::text, format_type(a.atttypid, a.atttypmod), t.typcategory::text
                  FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
@@ -211,7 +213,7 @@ impl PostgresStore {
         let context = "creating the tool's own tables";
         let mut tx = self.client.transaction().map_err(pg(context))?;
         tables::ensure(&mut PgDdl {
-            tx: &mut tx,
+            tx: Pg(&mut tx),
             schema: &self.schema,
         })?;
         tx.commit().map_err(pg(context))?;
@@ -221,7 +223,7 @@ impl PostgresStore {
 
 /// The tool's tables on PostgreSQL (`store::tables`), in their schema.
 struct PgDdl<'a, 'b> {
-    tx: &'a mut postgres::Transaction<'b>,
+    tx: Pg<&'a mut postgres::Transaction<'b>>,
     /// Quoted.
     schema: &'a str,
 }
@@ -235,7 +237,7 @@ impl PgDdl<'_, '_> {
 
 impl tables::Ddl for PgDdl<'_, '_> {
     fn sql(&mut self) -> &mut dyn Sql {
-        &mut *self.tx
+        &mut self.tx
     }
 
     fn prefix(&self) -> String {
@@ -273,6 +275,7 @@ impl tables::Ddl for PgDdl<'_, '_> {
     fn columns(&mut self, name: &str) -> Result<Option<Vec<String>>, StoreError> {
         let rows = self
             .tx
+            .0
             .query(
                 "SELECT attname::text FROM pg_attribute
                   WHERE attrelid = to_regclass(format('%I.%I', $1::text, $2::text))
@@ -285,6 +288,7 @@ impl tables::Ddl for PgDdl<'_, '_> {
 
     fn lock(&mut self) -> Result<(), StoreError> {
         self.tx
+            .0
             .execute("SELECT pg_advisory_xact_lock($1)", &[&OWN_TABLES_LOCK])
             .map_err(pg("waiting for the lock on the tool's tables"))?;
         Ok(())
