@@ -364,7 +364,7 @@ mod tests {
                 pg.shown,
                 "postgres://app@db.internal:6432/orders?sslmode=require"
             );
-            let debug = format!("{:?}", DatabaseUrl::Postgres(Box::new(pg)));
+            let debug = format!("{:?}", DatabaseUrl::Server(Box::new(pg)));
             assert!(!debug.contains(expected), "{debug}");
         }
         let none = resolve_postgres(url, None, None).unwrap();

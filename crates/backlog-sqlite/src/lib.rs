@@ -450,14 +450,13 @@ mod tests {
         )
         .unwrap();
         let mut table = TableConfig::new("BACKLOG", "ID", "STATUS", "DATE_INSERTED");
-        table.retry = Some(crate::config::RetryConfig {
-            strategy: "exponential".into(),
-            params: Vec::new(),
-            count: "TRIES".into(),
-            since: "TRIED_AT".into(),
-        });
+        table.retry = Some(crate::config::RetryConfig::new(
+            "exponential",
+            "TRIES",
+            "TRIED_AT",
+        ));
         let mut store = SqliteStore::open(&path, Duration::from_secs(1), table).unwrap();
-        store.conn = conn;
+        store.conn = Lite(conn);
         store.inspect().unwrap();
         let empty = Range {
             from: Some(Scalar::Text("2030-01-01 00:00:00".into())),

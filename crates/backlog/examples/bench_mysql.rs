@@ -17,8 +17,8 @@
 
 use std::time::{Duration, Instant};
 
-use backlog::config::Config;
-use backlog::{FnHandler, Outcome, TickOptions, process_backlog};
+use backlog_core::config::Config;
+use backlog_core::{FnHandler, Outcome, TickOptions, process_backlog};
 use chrono::{DateTime, TimeZone, Utc};
 use mysql::prelude::Queryable;
 use mysql::{Conn, Opts, OptsBuilder};
@@ -108,13 +108,13 @@ fn runners(config: &Config, n: usize) -> (f64, u64) {
         let ticks: Vec<_> = (0..n)
             .map(|_| {
                 scope.spawn(|| {
-                    let mut store = backlog::store::open(&config.database, &config.table).unwrap();
+                    let mut store = backlog_core::store::open(&config.database, &config.table).unwrap();
                     let opts = TickOptions::new(Duration::from_secs(32 * 86_400), now());
                     process_backlog(
                         &config.schedule,
                         &config.table,
                         store.as_mut(),
-                        &mut FnHandler(|_: &backlog::Record| Outcome::Success),
+                        &mut FnHandler(|_: &backlog_core::Record| Outcome::Success),
                         &opts,
                         &mut |_| {},
                     )
@@ -129,6 +129,9 @@ fn runners(config: &Config, n: usize) -> (f64, u64) {
 }
 
 fn main() {
+    backlog_sqlite::install();
+    backlog_postgres::install();
+    backlog_mysql::install();
     let Ok(admin) = std::env::var("BENCH_MYSQL") else {
         eprintln!(
             "set BENCH_MYSQL to the URL of a user who may create databases, like mysql://root:secret@127.0.0.1:3306/mysql"

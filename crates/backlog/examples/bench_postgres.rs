@@ -29,8 +29,8 @@
 
 use std::time::{Duration, Instant};
 
-use backlog::config::{Config, HistoryConfig, HistoryRecord};
-use backlog::{FnHandler, Outcome, TickOptions, process_backlog};
+use backlog_core::config::{Config, HistoryConfig, HistoryRecord};
+use backlog_core::{FnHandler, Outcome, TickOptions, process_backlog};
 use chrono::{DateTime, TimeZone, Utc};
 use postgres::{Client, NoTls};
 
@@ -191,13 +191,13 @@ fn runners(config: &Config, n: usize) -> (f64, u64, u64) {
         let ticks: Vec<_> = (0..n)
             .map(|_| {
                 scope.spawn(|| {
-                    let mut store = backlog::store::open(&config.database, &config.table).unwrap();
+                    let mut store = backlog_core::store::open(&config.database, &config.table).unwrap();
                     let opts = TickOptions::new(Duration::from_secs(32 * 86_400), now());
                     process_backlog(
                         &config.schedule,
                         &config.table,
                         store.as_mut(),
-                        &mut FnHandler(|_: &backlog::Record| Outcome::Success),
+                        &mut FnHandler(|_: &backlog_core::Record| Outcome::Success),
                         &opts,
                         &mut |_| {},
                     )
@@ -304,7 +304,7 @@ fn runners_bench(db: &mut Client, url: &str, config: &Config, rounds: usize) {
 /// One tick in this thread with `history`, its handler failing every record if
 /// `fails`: records/s and records handled.
 fn history_tick(config: &Config, history: &HistoryConfig, fails: bool) -> (f64, u64) {
-    let mut store = backlog::store::open(&config.database, &config.table).unwrap();
+    let mut store = backlog_core::store::open(&config.database, &config.table).unwrap();
     let mut opts = TickOptions::new(Duration::from_secs(32 * 86_400), now());
     opts.history = history.clone();
     let outcome = if fails {
@@ -317,7 +317,7 @@ fn history_tick(config: &Config, history: &HistoryConfig, fails: bool) -> (f64, 
         &config.schedule,
         &config.table,
         store.as_mut(),
-        &mut FnHandler(move |_: &backlog::Record| outcome.clone()),
+        &mut FnHandler(move |_: &backlog_core::Record| outcome.clone()),
         &opts,
         &mut |_| {},
     )
@@ -398,6 +398,9 @@ fn history_bench(db: &mut Client, config: &Config, rounds: usize) {
 }
 
 fn main() {
+    backlog_sqlite::install();
+    backlog_postgres::install();
+    backlog_mysql::install();
     let Ok(admin) = std::env::var("BENCH_PG") else {
         eprintln!(
             "set BENCH_PG to a superuser URL, like postgres://postgres:secret@127.0.0.1:5432/postgres"

@@ -5,14 +5,14 @@
 //! Run it with `cargo run --example rust_handler`.
 //!
 //! Only `rusqlite`, to create the demo table, is not reached through `backlog`: `chrono`
-//! and `chrono_tz` are re-exported (`backlog::chrono`, `backlog::chrono_tz`).
+//! and `chrono_tz` are re-exported (`backlog_core::chrono`, `backlog_core::chrono_tz`).
 
 use std::time::Duration;
 
-use backlog::chrono::Utc;
-use backlog::schedule::{Cadence, Schedule, Tier};
-use backlog::store::SqliteStore;
-use backlog::{BandMode, FnHandler, Outcome, Scalar, TableConfig, TickOptions, process_backlog};
+use backlog_core::chrono::Utc;
+use backlog_core::schedule::{Cadence, Schedule, Tier};
+use backlog_sqlite::SqliteStore;
+use backlog_core::{BandMode, FnHandler, Outcome, Scalar, TableConfig, TickOptions, process_backlog};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The backlog table; yours already exists.
@@ -29,7 +29,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "INSERT INTO orders VALUES (?1, 'NEW', ?2, ?3)",
             rusqlite::params![
                 id,
-                (now - backlog::chrono::Duration::hours(id * 3)).timestamp(),
+                (now - backlog_core::chrono::Duration::hours(id * 3)).timestamp(),
                 id * 1250
             ],
         )?;
@@ -55,11 +55,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ],
         bands: BandMode::Disjoint,
         limit: 1000,
-        timezone: backlog::chrono_tz::Tz::UTC,
+        timezone: backlog_core::chrono_tz::Tz::UTC,
     };
     let table = TableConfig::new("orders", "id", "state", "created_at");
     let mut store = SqliteStore::open(&path, Duration::from_secs(5), table.clone())?;
-    let mut handler = FnHandler(|record: &backlog::Record| {
+    let mut handler = FnHandler(|record: &backlog_core::Record| {
         println!(
             "order {} ({} cents)",
             record.id, record.columns["total_cents"]

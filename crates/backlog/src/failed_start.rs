@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::begin::owner_name;
+use backlog_core::tick::owner_name;
 use crate::alert::Route;
 use crate::config::{Config, HistoryConfig};
-use crate::error::Error;
+use backlog_core::Error;
 use crate::store::{RunEnd, RunStart, Store};
 
 /// Records, as best it can, that a tick of `window` on the schedule file at `path`
@@ -42,10 +42,8 @@ pub fn record_failed_start(path: &Path, window: Duration, now: DateTime<Utc>, er
         }
         Err(_) => match Config::database_of(path) {
             Some((database, table, windows)) => {
-                let history = HistoryConfig {
-                    keep: crate::duration::LONGEST,
-                    ..HistoryConfig::default()
-                };
+                let mut history = HistoryConfig::default();
+                history.keep = crate::duration::LONGEST;
                 let alert = Config::alert_of(path).unwrap_or_default();
                 (database, table, windows, history, alert)
             }

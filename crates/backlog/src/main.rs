@@ -1,11 +1,38 @@
 //! The `backlog` command: parse the command line, run one command, map its error to
-//! an exit code. Everything else lives in the library.
+//! an exit code. The commands live in `cli`; the tick, the schedule and the store's
+//! protocol in the core crate, each database in a crate of its own.
 
 use std::process::ExitCode;
 
-use backlog::cli::{self, Cli, Command};
+use cli::{Cli, Command};
+
+mod account;
+mod alert;
+mod cli;
+mod crontab;
+mod demo;
+mod doctor;
+mod error;
+mod failed_start;
+mod metrics;
+mod operate;
+mod plot;
+mod runner;
+mod status;
+mod ticks;
+mod web;
+
+// The core's modules under their names, so that `crate::config::…` reads the same in
+// the command's modules as in the core, where they began.
+use backlog_core::{
+    Config, Record, Scalar, Store, backoff, config, digest, duration, explain, handler, record,
+    schedule, store, tick, timestamp,
+};
 
 fn main() -> ExitCode {
+    backlog_sqlite::install();
+    backlog_postgres::install();
+    backlog_mysql::install();
     let cli = Cli::parse_or_exit();
     let (level, format) = cli.logging();
     cli::init_logging(level, format);
@@ -32,7 +59,7 @@ fn main() -> ExitCode {
         Command::Man(args) => cli::man(args),
     };
     match result {
-        Ok(()) => backlog::ExitCode::Success.into(),
+        Ok(()) => error::ExitCode::Success.into(),
         Err(e) => {
             cli::report(&e, cli.json());
             e.exit_code().into()

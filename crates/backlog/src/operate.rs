@@ -137,20 +137,20 @@ pub fn run_retry(
 ) -> Result<RetrySummary, Error> {
     let mut handler =
         crate::handler::from_config(&config.handler, &config.dir).map_err(|source| {
-            Error::Handler {
+            backlog_core::Error::Handler {
                 file: Some(config.path.display().to_string()),
                 source,
             }
         })?;
     let opts = action_options(config, now, stop);
-    crate::tick::retry_records(
+    Ok(crate::tick::retry_records(
         &config.table,
         store,
         handler.as_mut(),
         records,
         &opts,
         &mut |_| {},
-    )
+    )?)
 }
 
 /// The options of a person's action on records: the file's, at `now`, outside any
@@ -189,7 +189,14 @@ pub fn snooze_by(
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> Result<RetrySummary, Error> {
     let opts = action_options(config, now, stop);
-    crate::tick::snooze_records(&config.table, store, records, until, by, &opts)
+    Ok(crate::tick::snooze_records(
+        &config.table,
+        store,
+        records,
+        until,
+        by,
+        &opts,
+    )?)
 }
 
 /// Gives up on the planned records (`table.given_up`, which must be set); `why` goes
@@ -203,7 +210,13 @@ pub fn give_up(
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> Result<RetrySummary, Error> {
     let opts = action_options(config, now, stop);
-    crate::tick::give_up_records(&config.table, store, records, why, &opts)
+    Ok(crate::tick::give_up_records(
+        &config.table,
+        store,
+        records,
+        why,
+        &opts,
+    )?)
 }
 
 /// The window of a tier of the file in seconds, or a usage error listing them.

@@ -70,7 +70,7 @@ mod tests {
     #[test]
     fn the_default_schedule_as_delays() {
         let config = Config::parse(
-            include_str!("../../schedules/progressive.toml"),
+            include_str!("../../../../schedules/progressive.toml"),
             std::path::Path::new("/srv/b.toml"),
         )
         .unwrap();

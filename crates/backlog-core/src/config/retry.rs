@@ -32,7 +32,20 @@ pub struct RetryConfig {
     pub since: String,
 }
 
-pub(super) fn resolve_retry(raw: RawRetry) -> Result<RetryConfig, String> {
+impl RetryConfig {
+    /// A `[retry]` section of `strategy` (a name of `backlog backoff`, with its default
+    /// parameters), counting attempts in the column `count` and timing them in `since`.
+    pub fn new(strategy: &str, count: &str, since: &str) -> RetryConfig {
+        RetryConfig {
+            strategy: strategy.into(),
+            params: Vec::new(),
+            count: count.into(),
+            since: since.into(),
+        }
+    }
+}
+
+pub fn resolve_retry(raw: RawRetry) -> Result<RetryConfig, String> {
     let params: Vec<String> = raw
         .params
         .iter()

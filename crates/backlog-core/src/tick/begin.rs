@@ -21,7 +21,7 @@ static TICKS_IN_PROCESS: AtomicU64 = AtomicU64::new(0);
 
 /// A name for this tick in the tool's holds and claims: host, process, and a count for ticks run
 /// by one process.
-pub(super) fn owner_name() -> String {
+pub fn owner_name() -> String {
     let host = hostname::get()
         .map(|h| h.to_string_lossy().into_owned())
         .unwrap_or_else(|_| "localhost".into());

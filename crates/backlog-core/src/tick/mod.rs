@@ -49,6 +49,7 @@ mod summary;
 mod tally;
 mod wanted;
 
+pub use begin::owner_name;
 pub use options::{Event, TickOptions};
 pub use process::{open_store, process_backlog};
 pub use retry::{RetrySummary, give_up_records, retry_records, snooze_records};

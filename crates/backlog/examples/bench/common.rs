@@ -3,10 +3,10 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use backlog::config::{HandlerConfig, HandlerMode};
-use backlog::schedule::{Cadence, Schedule, Tier};
-use backlog::store::SqliteStore;
-use backlog::{BandMode, FnHandler, Outcome, TableConfig, TickOptions, process_backlog};
+use backlog_core::config::{HandlerConfig, HandlerMode};
+use backlog_core::schedule::{Cadence, Schedule, Tier};
+use backlog_sqlite::SqliteStore;
+use backlog_core::{BandMode, FnHandler, Outcome, TableConfig, TickOptions, process_backlog};
 use chrono::{DateTime, TimeZone, Utc};
 use rusqlite::{Connection, params};
 
@@ -95,14 +95,14 @@ pub(crate) fn table() -> TableConfig {
 }
 
 /// One tick of the 32d tier with `handler`; records per second and records handled.
-pub(crate) fn tick(path: &Path, handler: &mut dyn backlog::Handler) -> (f64, u64) {
+pub(crate) fn tick(path: &Path, handler: &mut dyn backlog_core::Handler) -> (f64, u64) {
     tick_with(path, handler, |_| {})
 }
 
 /// The same, with the tick's options tuned.
 pub(crate) fn tick_with(
     path: &Path,
-    handler: &mut dyn backlog::Handler,
+    handler: &mut dyn backlog_core::Handler,
     tune: impl Fn(&mut TickOptions),
 ) -> (f64, u64) {
     let mut store = SqliteStore::open(path, Duration::from_secs(30), table()).unwrap();
@@ -186,10 +186,10 @@ pub(crate) fn command_handler(
     dir: &Path,
     command: &[&str],
     mode: HandlerMode,
-) -> Box<dyn backlog::Handler> {
+) -> Box<dyn backlog_core::Handler> {
     let mut config = HandlerConfig::new(command.iter().map(|s| s.to_string()).collect());
     config.mode = mode;
-    backlog::handler::from_config(&config, dir).unwrap()
+    backlog_core::handler::from_config(&config, dir).unwrap()
 }
 
 /// The median of `v` (sorted in place).
@@ -208,7 +208,7 @@ pub(crate) fn peak_kib() -> u64 {
 /// `BENCH_MEMORY=FILE`: in a process of its own, one tick over the database FILE;
 /// prints the records handled and the process's peak resident memory in KiB.
 pub(crate) fn memory_child(path: &Path) {
-    let (_, n) = tick(path, &mut FnHandler(|_: &backlog::Record| Outcome::Success));
+    let (_, n) = tick(path, &mut FnHandler(|_: &backlog_core::Record| Outcome::Success));
     println!("{n} {}", peak_kib());
 }
 

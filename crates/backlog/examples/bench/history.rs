@@ -3,8 +3,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use backlog::config::{HistoryConfig, HistoryRecord};
-use backlog::{FnHandler, Outcome, TickOptions};
+use backlog_core::config::{HistoryConfig, HistoryRecord};
+use backlog_core::{FnHandler, Outcome, TickOptions};
 
 use crate::common::*;
 
@@ -72,13 +72,13 @@ pub(crate) fn history_bench(source: &Path, work: &Path, rounds: usize) {
             let (r, m) = if case.fails {
                 tick_with(
                     work,
-                    &mut FnHandler(|_: &backlog::Record| Outcome::Error),
+                    &mut FnHandler(|_: &backlog_core::Record| Outcome::Error),
                     tune,
                 )
             } else {
                 tick_with(
                     work,
-                    &mut FnHandler(|_: &backlog::Record| Outcome::Success),
+                    &mut FnHandler(|_: &backlog_core::Record| Outcome::Success),
                     tune,
                 )
             };

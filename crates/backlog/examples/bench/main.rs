@@ -32,9 +32,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use backlog::config::HandlerMode;
-use backlog::store::SqliteStore;
-use backlog::{FnHandler, Outcome, TickOptions, process_backlog};
+use backlog_core::config::HandlerMode;
+use backlog_sqlite::SqliteStore;
+use backlog_core::{FnHandler, Outcome, TickOptions, process_backlog};
 
 mod common;
 mod history;
@@ -117,13 +117,13 @@ fn run_one(one: &str, dir: &Path, source: &Path, work: &Path) {
             if case.fails {
                 tick_with(
                     work,
-                    &mut FnHandler(|_: &backlog::Record| Outcome::Error),
+                    &mut FnHandler(|_: &backlog_core::Record| Outcome::Error),
                     tune,
                 );
             } else {
                 tick_with(
                     work,
-                    &mut FnHandler(|_: &backlog::Record| Outcome::Success),
+                    &mut FnHandler(|_: &backlog_core::Record| Outcome::Success),
                     tune,
                 );
             }
@@ -146,12 +146,12 @@ fn run_one(one: &str, dir: &Path, source: &Path, work: &Path) {
                     // The tool's tables made beforehand, as after a database's first tick.
                     let mut store =
                         SqliteStore::open(work, Duration::from_secs(30), table()).unwrap();
-                    backlog::store::Store::ensure_own_tables(&mut store).unwrap();
+                    backlog_core::store::Store::ensure_own_tables(&mut store).unwrap();
                 }
                 let t = Instant::now();
                 tick_with(
                     work,
-                    &mut FnHandler(|_: &backlog::Record| Outcome::Success),
+                    &mut FnHandler(|_: &backlog_core::Record| Outcome::Success),
                     |o| o.limit = Some(limit),
                 );
                 eprintln!(
@@ -161,7 +161,7 @@ fn run_one(one: &str, dir: &Path, source: &Path, work: &Path) {
             }
         }
         _ => {
-            tick(work, &mut FnHandler(|_: &backlog::Record| Outcome::Success));
+            tick(work, &mut FnHandler(|_: &backlog_core::Record| Outcome::Success));
         }
     }
     eprintln!("cpu {:.3}", cpu() - c0);
@@ -174,7 +174,7 @@ fn engine_tick(source: &Path, work: &Path, tune: Tune) -> (f64, u64) {
     copy(source, work);
     tick_with(
         work,
-        &mut FnHandler(|_: &backlog::Record| Outcome::Success),
+        &mut FnHandler(|_: &backlog_core::Record| Outcome::Success),
         tune,
     )
 }
@@ -358,7 +358,7 @@ fn memory_and_empty_band(dir: &Path) {
                     &schedule(),
                     &table(),
                     store,
-                    &mut FnHandler(|_: &backlog::Record| Outcome::Success),
+                    &mut FnHandler(|_: &backlog_core::Record| Outcome::Success),
                     &opts,
                     &mut |_| {},
                 )

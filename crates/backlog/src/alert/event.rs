@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::config::Config;
 use crate::duration;
-use crate::error::Error;
+use backlog_core::Error;
 use crate::tick::TickSummary;
 
 /// What an alert is about.
@@ -155,7 +155,7 @@ impl Event {
                 (kind, &failure, Some(counts))
             }
         };
-        let code = error.exit_code();
+        let code = crate::error::ExitCode::of(error);
         let mut event = Event::about(config, window, kind, at, error.to_string());
         event.exit_code = Some(code as u8);
         event.counts = counts;

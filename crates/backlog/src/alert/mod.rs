@@ -25,7 +25,7 @@ pub use event::{Event, Kind};
 pub use trouble::check_findings;
 
 use crate::config::{AlertConfig, Config, DatabaseConfig, TableConfig};
-use crate::error::Error;
+use backlog_core::Error;
 use crate::store::{Claim, Store};
 use crate::tick::TickSummary;
 
@@ -111,7 +111,7 @@ pub fn not_started(
     now: DateTime<Utc>,
     error: &Error,
 ) {
-    let code = error.exit_code() as u8;
+    let code = crate::error::ExitCode::of(error) as u8;
     route.ping_end(code);
     let mut event = Event::new(
         &route.table.name,
@@ -136,7 +136,7 @@ pub fn unreachable(config: &Config, window: Duration, now: DateTime<Utc>, error:
     // The tick's start, as far as it got.
     trouble::warn_unset(config);
     let route = Route::of(config);
-    let code = error.exit_code() as u8;
+    let code = crate::error::ExitCode::of(error) as u8;
     route.ping_end(code);
     let message = format!("the tick could not start: {error}");
     let mut event = Event::about(config, window, Kind::TickNotStarted, now, message);

@@ -255,7 +255,7 @@ pub(super) fn with_error(value: &mut serde_json::Value, failure: Option<&Error>)
 /// `backlog status`.
 pub fn status(args: &StatusArgs) -> Result<(), Error> {
     let config = Config::load(&schedule_file(&args.schedule)?)?;
-    let read = open_store(&config).and_then(|mut store| {
+    let read = open_store(&config).map_err(Error::from).and_then(|mut store| {
         let now = match args.now {
             Some(now) => now,
             None => store.clock().map_err(Error::store(store.describe()))?,
@@ -280,7 +280,9 @@ pub fn status(args: &StatusArgs) -> Result<(), Error> {
             Ok(check) => check,
             // A monitoring system knows 0 to 3: a backlog whose database cannot be
             // read is not being worked, which is critical, and the line names it.
-            Err(e @ Error::Store { .. }) => crate::status::Check::critical(e.to_string()),
+            Err(e @ Error::Core(backlog_core::Error::Store { .. })) => {
+                crate::status::Check::critical(e.to_string())
+            }
             Err(e) => return Err(e),
         };
         let line = check.line(&config.table.name);

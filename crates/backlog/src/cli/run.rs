@@ -12,7 +12,8 @@ use crate::config::Config;
 use crate::duration;
 use crate::error::Error;
 use crate::store;
-use crate::tick::{Event, TickOptions, open_store, run_tick_on};
+use crate::tick::{Event, TickOptions, open_store};
+use crate::ticks::run_tick_on;
 
 /// `backlog run`: the schedule file read once, and one store (opened when first
 /// needed) for the database's clock, `--if-due`, the tick and the metrics.
@@ -27,12 +28,12 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
         // A file that does not load: the tick did not start (a handler that cannot be
         // started is recorded by the tick itself).
         Err(e) => {
-            let e = Error::from(e);
+            let e = backlog_core::Error::from(e);
             if !args.dry_run {
                 let now = args.now.unwrap_or_else(Utc::now);
-                crate::tick::record_failed_start(&schedule, args.window, now, &e);
+                crate::failed_start::record_failed_start(&schedule, args.window, now, &e);
             }
-            return Err(e);
+            return Err(e.into());
         }
     };
     let mut store = None;
@@ -124,9 +125,9 @@ fn run_tier(
         Ok(Some(opts)) => opts,
         Ok(None) => return Ok(()),
         Err(e) => {
-            if !args.dry_run {
+            if let (false, Some(core)) = (args.dry_run, e.core()) {
                 let now = args.now.unwrap_or_else(Utc::now);
-                crate::alert::unreachable(config, args.window, now, &e);
+                crate::alert::unreachable(config, args.window, now, core);
             }
             return Err(e);
         }
@@ -159,10 +160,11 @@ fn run_tier(
             progress.set_message(format!("last: {status}"));
         }
         Event::WouldHandle { record } => listed.push(listing(record, now)),
+        _ => {}
     })?;
     progress.finish_and_clear();
 
-    let failure = summary.failure(&config.path);
+    let failure = summary.failure(&config.path).map(Error::from);
     let mut text = String::new();
     if args.json {
         let mut value = serde_json::to_value(&summary).expect("a summary always serialises");

@@ -166,7 +166,6 @@ fn check_config(config: &Config, account: &Account) -> Vec<String> {
         }
         _ => String::new(),
     };
-    #[cfg(feature = "sqlite")]
     if let crate::config::DatabaseUrl::Sqlite(db) = &config.database.url
         && db.exists()
     {

@@ -59,11 +59,8 @@ fn password_variable(config: &Config) -> Option<&'static str> {
         return None;
     }
     let (name, password) = match &config.database.url {
-        #[cfg(feature = "postgres")]
-        DatabaseUrl::Postgres(url) => ("PGPASSWORD", url.config.get_password()?.to_vec()),
-        #[cfg(feature = "mysql")]
-        DatabaseUrl::Mysql(url) => ("MYSQL_PWD", url.password.clone()?.into_bytes()),
-        #[allow(unreachable_patterns)] // SQLite has no password
+        DatabaseUrl::Server(url) => url.password_variable()?,
+        // SQLite has no password.
         _ => return None,
     };
     let set = std::env::var_os(name)?;

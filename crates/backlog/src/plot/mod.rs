@@ -11,6 +11,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 mod axis;
+pub mod backoff;
 
 pub use axis::*;
 

@@ -62,7 +62,7 @@ fn load_checked(path: &Path) -> Result<Config, Error> {
     let config = Config::load(path)?;
     let mut store = open_store(&config)?;
     store.inspect().map_err(Error::store(store.describe()))?;
-    crate::handler::from_config(&config.handler, &config.dir).map_err(|source| Error::Handler {
+    crate::handler::from_config(&config.handler, &config.dir).map_err(|source| backlog_core::Error::Handler {
         file: Some(config.path.display().to_string()),
         source,
     })?;
@@ -88,7 +88,7 @@ fn start_up(
         });
         match attempt {
             Ok(ready) => return Ok(Some(ready)),
-            Err(e) if unreachable(&e) => {
+            Err(e) if e.core().is_some_and(unreachable) => {
                 tracing::warn!("{e}; trying again in {}", duration::compact(pause));
                 let until = std::time::Instant::now() + pause;
                 while std::time::Instant::now() < until {
@@ -317,7 +317,7 @@ impl Daemon {
         *at = Some(std::time::Instant::now());
         let config = self.config.clone();
         *thread = Some(thread::spawn(move || {
-            let read = open_store(&config).and_then(|mut store| {
+            let read = open_store(&config).map_err(Error::from).and_then(|mut store| {
                 store
                     .unfinished_runs(config.database.claim_lease)
                     .map_err(Error::store(store.describe()))

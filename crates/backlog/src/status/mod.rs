@@ -16,7 +16,6 @@ use crate::store::{Pause, Range, RunRow, Runner, Store, StoreError};
 use crate::timestamp::TimestampFormat;
 
 mod check;
-#[cfg(feature = "cli")] // alerts are the command's
 mod check_alerts;
 mod render;
 

@@ -99,6 +99,7 @@ fn text(value: &Scalar) -> String {
         Scalar::Text(t) => format!("t:{t}"),
         Scalar::Time(t) => format!("T:{}", t.to_rfc3339()),
         Scalar::Naive(t) => format!("n:{}", t.format("%Y-%m-%dT%H:%M:%S%.f")),
+        other => format!("t:{other}"),
     }
 }
 

@@ -144,7 +144,7 @@ fn two_ticks_take_turns_page_by_page(backend: Backend) {
     use std::sync::{Arc, Barrier, Mutex};
 
     let env = backlog_of(backend, 400, "disjoint");
-    let config = backlog::Config::load(&env.path("backlog.toml")).unwrap();
+    let config = crate::harness::load_config(&env.path("backlog.toml"));
     let now = chrono::DateTime::parse_from_rfc3339(NOW).unwrap().to_utc();
     let in_flight = Arc::new(Mutex::new(HashSet::new()));
     let start = Arc::new(Barrier::new(2));
@@ -153,9 +153,9 @@ fn two_ticks_take_turns_page_by_page(backend: Backend) {
             let (config, in_flight, start) =
                 (config.clone(), Arc::clone(&in_flight), Arc::clone(&start));
             std::thread::spawn(move || {
-                let mut store = backlog::store::open(&config.database, &config.table).unwrap();
+                let mut store = backlog_core::store::open(&config.database, &config.table).unwrap();
                 let handled = Mutex::new(Vec::new());
-                let mut handler = backlog::FnHandler(|record: &backlog::Record| {
+                let mut handler = backlog_core::FnHandler(|record: &backlog_core::Record| {
                     let id = record.id.to_string();
                     assert!(
                         in_flight.lock().unwrap().insert(id.clone()),
@@ -164,14 +164,14 @@ fn two_ticks_take_turns_page_by_page(backend: Backend) {
                     std::thread::sleep(std::time::Duration::from_millis(2));
                     in_flight.lock().unwrap().remove(&id);
                     handled.lock().unwrap().push(id);
-                    backlog::Outcome::Success
+                    backlog_core::Outcome::Success
                 });
                 let mut opts =
-                    backlog::TickOptions::new(std::time::Duration::from_secs(86_400), now);
+                    backlog_core::TickOptions::new(std::time::Duration::from_secs(86_400), now);
                 opts.page_size = 10;
                 opts.mark_group = Some(5);
                 start.wait();
-                let summary = backlog::process_backlog(
+                let summary = backlog_core::process_backlog(
                     &config.schedule,
                     &config.table,
                     store.as_mut(),

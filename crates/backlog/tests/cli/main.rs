@@ -43,6 +43,7 @@ mod query_plan;
 mod restart;
 mod retry;
 mod schedule_file;
+mod schedule_servers;
 mod servers;
 mod snooze;
 mod status_check;

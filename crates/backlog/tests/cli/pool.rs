@@ -187,25 +187,25 @@ fn a_closure_handler_runs_on_several_threads() {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     let env = slow_backlog(Backend::Sqlite, 40, "");
-    let config = backlog::Config::load(&env.path("backlog.toml")).unwrap();
+    let config = crate::harness::load_config(&env.path("backlog.toml"));
     let now = chrono::DateTime::parse_from_rfc3339(NOW).unwrap().to_utc();
-    let mut store = backlog::store::open(&config.database, &config.table).unwrap();
+    let mut store = backlog_core::store::open(&config.database, &config.table).unwrap();
     let (running, peak, calls) = (
         AtomicUsize::new(0),
         AtomicUsize::new(0),
         AtomicUsize::new(0),
     );
-    let mut handler = backlog::FnHandler(|_: &backlog::Record| {
+    let mut handler = backlog_core::FnHandler(|_: &backlog_core::Record| {
         let now_running = running.fetch_add(1, Ordering::SeqCst) + 1;
         peak.fetch_max(now_running, Ordering::SeqCst);
         std::thread::sleep(Duration::from_millis(20));
         running.fetch_sub(1, Ordering::SeqCst);
         calls.fetch_add(1, Ordering::SeqCst);
-        backlog::Outcome::Success
+        backlog_core::Outcome::Success
     });
-    let mut opts = backlog::TickOptions::new(Duration::from_secs(86_400), now);
+    let mut opts = backlog_core::TickOptions::new(Duration::from_secs(86_400), now);
     opts.concurrency = 8;
-    let summary = backlog::process_backlog(
+    let summary = backlog_core::process_backlog(
         &config.schedule,
         &config.table,
         store.as_mut(),
@@ -226,17 +226,17 @@ fn a_closure_handler_runs_on_several_threads() {
 #[test]
 fn a_panicking_closure_stops_the_tick_without_hanging() {
     let env = slow_backlog(Backend::Sqlite, 40, "");
-    let config = backlog::Config::load(&env.path("backlog.toml")).unwrap();
+    let config = crate::harness::load_config(&env.path("backlog.toml"));
     let now = chrono::DateTime::parse_from_rfc3339(NOW).unwrap().to_utc();
-    let mut store = backlog::store::open(&config.database, &config.table).unwrap();
-    let mut handler = backlog::FnHandler(|record: &backlog::Record| {
+    let mut store = backlog_core::store::open(&config.database, &config.table).unwrap();
+    let mut handler = backlog_core::FnHandler(|record: &backlog_core::Record| {
         assert!(record.id.to_string() != "5", "record 5 is poison");
         std::thread::sleep(Duration::from_millis(5));
-        backlog::Outcome::Success
+        backlog_core::Outcome::Success
     });
-    let mut opts = backlog::TickOptions::new(Duration::from_secs(86_400), now);
+    let mut opts = backlog_core::TickOptions::new(Duration::from_secs(86_400), now);
     opts.concurrency = 2;
-    let e = backlog::process_backlog(
+    let e = backlog_core::process_backlog(
         &config.schedule,
         &config.table,
         store.as_mut(),

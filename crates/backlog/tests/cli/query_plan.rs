@@ -1,8 +1,9 @@
 //! Selection is an index range over the band, never a scan with a function around the
 //! column: checked with SQLite's own EXPLAIN QUERY PLAN on the statements the store runs.
 
-use backlog::store::{SqliteStore, Store};
-use backlog::{Scalar, TableConfig};
+use backlog_core::store::Store;
+use backlog_sqlite::SqliteStore;
+use backlog_core::TableConfig;
 use rusqlite::ToSql;
 
 use crate::harness::Env;
@@ -12,7 +13,7 @@ fn plan(env: &Env, sql: &str) -> String {
     let mut stmt = db.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
     let count = stmt.parameter_count();
     let values: Vec<Box<dyn ToSql>> = (0..count)
-        .map(|_| Box::new(Scalar::Text("x".into())) as Box<dyn ToSql>)
+        .map(|_| Box::new("x") as Box<dyn ToSql>)
         .collect();
     let rows = stmt
         .query_map(rusqlite::params_from_iter(values.iter()), |r| {

@@ -230,7 +230,8 @@ fn strategy_spec(spec: &str) -> Result<crate::backoff::catalog::Built, Error> {
 
 /// `backlog backoff plot`.
 pub fn backoff_plot(args: &PlotArgs) -> Result<(), Error> {
-    use crate::backoff::{Contender, Panel, plot, retry_times};
+    use crate::backoff::{Contender, retry_times};
+    use crate::plot::backoff::{Panel, plot};
     let specs = args.contenders.strategies_or(&[
         "constant delay=30m",
         "exponential initial=1m",

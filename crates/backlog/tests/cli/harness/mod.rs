@@ -391,3 +391,17 @@ impl Env {
         String::from_utf8(out.get_output().stdout.clone()).unwrap()
     }
 }
+
+/// A schedule file loaded as a library user would, with the three databases' drivers
+/// installed first (the `backlog` command installs them as it starts).
+pub fn load_config(path: &std::path::Path) -> backlog_core::Config {
+    install_drivers();
+    backlog_core::Config::load(path).unwrap()
+}
+
+/// The three databases' drivers, installed as the `backlog` command installs them.
+pub fn install_drivers() {
+    backlog_sqlite::install();
+    backlog_postgres::install();
+    backlog_mysql::install();
+}

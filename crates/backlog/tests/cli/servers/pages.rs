@@ -28,12 +28,12 @@ fn pages_read_while_marks_are_written_miss_no_record(backend: Backend) {
 /// wants; in a library user's code it could be anywhere) ends the page's transaction:
 /// the session is not left holding the page's rows, and the store takes pages again.
 fn a_panic_while_a_page_is_taken_leaves_no_row_locked(backend: Backend) {
-    use backlog::store::BandQuery;
+    use backlog_core::store::BandQuery;
     let env = Env::on(backend);
     env.classic();
     env.write_schedule(&Schedule::default());
-    let config = backlog::Config::load(&env.path("backlog.toml")).unwrap();
-    let mut store = backlog::store::open(&config.database, &config.table).unwrap();
+    let config = crate::harness::load_config(&env.path("backlog.toml"));
+    let mut store = backlog_core::store::open(&config.database, &config.table).unwrap();
     let format = store.inspect().unwrap();
     store.ensure_own_tables().unwrap();
     let now = chrono::DateTime::parse_from_rfc3339(NOW).unwrap().to_utc();
