@@ -46,14 +46,17 @@ impl RowBuffer {
         self.names = names;
     }
 
+    /// Appends a NULL cell to the row being read.
     pub fn push_null(&mut self) {
         self.slots.push(Slot::Null);
     }
 
+    /// Appends an integer cell.
     pub fn push_int(&mut self, i: i64) {
         self.slots.push(Slot::Int(i));
     }
 
+    /// Appends a real cell (kept as its text: the tool compares, never computes).
     pub fn push_real(&mut self, f: f64) {
         self.slots.push(Slot::Real(f));
     }

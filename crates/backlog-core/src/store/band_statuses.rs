@@ -23,8 +23,11 @@ use crate::store::StoreError;
 /// The user's table as the count names it, and the few things each backend writes its
 /// own way. Names are quoted; in a template, `{}` stands for an expression.
 pub struct Statuses<'a> {
+    /// The user's table, quoted.
     pub table: &'a str,
+    /// Its status column, quoted.
     pub status: &'a str,
+    /// Its inserted-at column, quoted.
     pub inserted_at: &'a str,
     /// The status as the counts are grouped and read: by its text (PostgreSQL, whose
     /// column may be an enum), its bytes (MySQL, whose collation may fold case), or as

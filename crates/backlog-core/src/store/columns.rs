@@ -8,8 +8,11 @@ use super::StoreError;
 
 /// Where the named columns are among the table's.
 pub struct Named {
+    /// The place of the id column in a row.
     pub id: usize,
+    /// The place of the status column.
     pub status: usize,
+    /// The place of the inserted-at column.
     pub inserted_at: usize,
     /// `[retry]`'s count and since columns, when the file has the section.
     // SQLite asks only that they exist

@@ -39,7 +39,9 @@ impl Fault {
 /// dialect gives the protocol.
 #[derive(Debug)]
 pub struct DbError {
+    /// What kind of failure it is.
     pub fault: Fault,
+    /// The error as one line, never with a password.
     pub message: String,
 }
 

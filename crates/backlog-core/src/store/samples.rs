@@ -27,7 +27,10 @@ pub enum Typed {
     Native(TimestampFormat),
     /// Integers (unix seconds or milliseconds) or text: the format is read from the
     /// column's values.
-    Values { integer: bool },
+    Values {
+        /// Whether the values are integers.
+        integer: bool,
+    },
     /// Neither: no timestamps.
     Other,
 }

@@ -15,7 +15,9 @@ use crate::store::StoreError;
 /// A value bound to, or read from, a shared statement.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Value {
+    /// An integer, or NULL.
     Int(Option<i64>),
+    /// Text, or NULL.
     Text(Option<String>),
     /// A value of the user's table (an inserted-at bound, a status), bound as the
     /// backend binds that column's values; never read back.
@@ -23,6 +25,7 @@ pub enum Value {
 }
 
 impl Value {
+    /// The integer it holds, if it is one.
     pub fn int(&self) -> Option<i64> {
         match self {
             Value::Int(i) => *i,
@@ -32,6 +35,7 @@ impl Value {
         }
     }
 
+    /// The text it holds (an integer written out), if any.
     pub fn text(&self) -> Option<String> {
         match self {
             Value::Int(i) => i.map(|i| i.to_string()),

@@ -17,7 +17,9 @@ use super::sql::{Sql, Value, failed};
 /// no `TEXT`), `{time}` (a UTC instant), `{any}` (SQLite's untyped value, which keeps
 /// what the user's column holds).
 pub struct Table {
+    /// The table's name.
     pub name: &'static str,
+    /// Its columns, as the CREATE TABLE lists them.
     pub columns: &'static str,
     /// The primary key's columns, when it is not a `{serial}` column.
     pub key: Option<&'static str>,

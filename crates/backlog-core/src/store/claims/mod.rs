@@ -213,10 +213,13 @@ pub trait Beating: Send {
 /// A tick's heartbeat on a server, from a connection of its own: renews the tick's
 /// claims and its run-log row while the tick's connection waits on a handler.
 pub struct ServerHeartbeat<C> {
+    /// The server connection the renewals go through, of its own.
     pub connection: C,
     /// The prefix of the tool's tables (their schema or database, with its dot).
     pub prefix: String,
+    /// The tick whose claims it renews.
     pub owner: String,
+    /// The tick's run-log row, whose heartbeat it writes.
     pub run_id: i64,
 }
 

@@ -92,11 +92,13 @@ impl Subject {
 
 /// Where the claims are and whose they are.
 pub struct Claims<'a> {
+    /// The table and its columns.
     pub subject: &'a Subject,
     /// The prefix of the tool's tables (their schema or database, with its dot).
     pub prefix: &'a str,
     /// The table's name as the schedule file gives it: the claims' key.
     pub name: &'a str,
+    /// The tick taking the records.
     pub owner: &'a str,
 }
 
@@ -109,6 +111,7 @@ pub struct Taking<'a> {
     /// Whether a failure kept until its slot ends is taken anyway (`--retry-failed`,
     /// `backlog retry`), as it is once `clock`, the tick's, reaches that end.
     pub take_tried: bool,
+    /// The tick's clock, for the claims kept past a failure.
     pub clock: DateTime<Utc>,
 }
 
