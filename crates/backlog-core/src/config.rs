@@ -22,6 +22,7 @@ mod keys;
 mod location;
 mod ranges;
 mod retry;
+pub mod server;
 pub mod server_url;
 mod table;
 mod tiers;

@@ -12,7 +12,9 @@ use std::time::Duration;
 use chrono::{DateTime, TimeZone, Utc};
 use serde::Serialize;
 
-use crate::backoff::{Curve, Delay, Due};
+use crate::backoff::Delay;
+use crate::curve::{Curve, Due};
+pub use crate::schedule::next_attempt;
 use crate::duration;
 use crate::record::{Record, Scalar};
 use crate::schedule::{BandMode, Cadence, Schedule};
@@ -199,43 +201,6 @@ pub fn explain(schedule: &Schedule) -> Explanation {
     }
 }
 
-/// The first tick at or after `from` that tries a record inserted at `inserted`, and
-/// its tier's number. With an `id`, a spread tier only counts the ticks that take it.
-pub fn next_attempt(
-    schedule: &Schedule,
-    inserted: DateTime<Utc>,
-    id: Option<&str>,
-    from: DateTime<Utc>,
-) -> Option<(usize, DateTime<Utc>)> {
-    let to = |d: Duration| chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX);
-    let ms = chrono::Duration::milliseconds(1);
-    let mut best: Option<(usize, DateTime<Utc>)> = None;
-    for (i, tier) in schedule.tiers.iter().enumerate() {
-        let band = schedule.band(tier.window);
-        // In the band while its age is in (younger, older], or [0, older].
-        let enters = if band.younger.is_zero() {
-            inserted
-        } else {
-            inserted + to(band.younger) + ms
-        };
-        let leaves = inserted + to(band.older);
-        let mut slot = tier.cadence.next_slot(enters.max(from) - ms);
-        // A spread tier takes a given record once every `spread` ticks.
-        for _ in 0..=tier.spread {
-            let Some(t) = slot.filter(|t| *t <= leaves) else {
-                break;
-            };
-            if id.is_none_or(|id| tier.takes(id, t)) {
-                if best.is_none_or(|(_, b)| t < b) {
-                    best = Some((i + 1, t));
-                }
-                break;
-            }
-            slot = tier.cadence.next_slot(t);
-        }
-    }
-    best
-}
 
 /// When a pending record aged `age` at `now` is tried next, by the tiers' slots.
 pub fn next_try(schedule: &Schedule, age: Duration, now: DateTime<Utc>) -> NextTry {

@@ -27,6 +27,7 @@
 pub mod backoff;
 pub mod causes;
 pub mod config;
+pub mod curve;
 pub mod digest;
 pub mod duration;
 pub mod error;

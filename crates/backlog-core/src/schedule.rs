@@ -32,8 +32,12 @@ pub enum BandMode {
     Cumulative,
 }
 
+/// The per-tick limit when neither the tier nor the schedule sets one.
+pub const DEFAULT_LIMIT: u64 = 10_000;
+
 /// One tier of the schedule.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Tier {
     /// How far back the tier reaches: records up to this age are in its band.
     pub window: Duration,
@@ -51,6 +55,18 @@ pub struct Tier {
 }
 
 impl Tier {
+    /// A tier of `window` whose ticks come at `cadence`: no limit of its own, no
+    /// jitter, no spread (change those fields after).
+    pub fn new(window: Duration, cadence: Cadence) -> Tier {
+        Tier {
+            window,
+            cadence,
+            limit: None,
+            jitter: Duration::ZERO,
+            spread: 1,
+        }
+    }
+
     /// Whether a tick of this tier at `now` takes record `id` (always, without spread).
     pub fn takes(&self, id: impl fmt::Display, now: DateTime<Utc>) -> bool {
         self.takes_all()
@@ -85,6 +101,7 @@ pub fn share(id: impl fmt::Display, k: u32) -> u64 {
 
 /// A validated schedule.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Schedule {
     /// Sorted by strictly increasing window.
     pub tiers: Vec<Tier>,
@@ -158,6 +175,18 @@ pub fn tiers(n: usize) -> String {
 }
 
 impl Schedule {
+    /// A schedule of `tiers` (sorted by strictly increasing window, as a schedule
+    /// file's are checked to be), in disjoint bands, with the file's default limit per
+    /// tick and cron expressions read in UTC (change those fields after).
+    pub fn new(tiers: Vec<Tier>) -> Schedule {
+        Schedule {
+            tiers,
+            bands: BandMode::Disjoint,
+            limit: DEFAULT_LIMIT,
+            timezone: Tz::UTC,
+        }
+    }
+
     /// "1 tier", "6 tiers": how many tiers, for messages.
     pub fn tier_count(&self) -> String {
         tiers(self.tiers.len())
@@ -193,6 +222,44 @@ impl Schedule {
             .and_then(|(_, t)| t.limit)
             .unwrap_or(self.limit)
     }
+}
+
+/// The first tick at or after `from` that tries a record inserted at `inserted`, and
+/// its tier's number. With an `id`, a spread tier only counts the ticks that take it.
+pub fn next_attempt(
+    schedule: &Schedule,
+    inserted: DateTime<Utc>,
+    id: Option<&str>,
+    from: DateTime<Utc>,
+) -> Option<(usize, DateTime<Utc>)> {
+    let to = |d: Duration| chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX);
+    let ms = chrono::Duration::milliseconds(1);
+    let mut best: Option<(usize, DateTime<Utc>)> = None;
+    for (i, tier) in schedule.tiers.iter().enumerate() {
+        let band = schedule.band(tier.window);
+        // In the band while its age is in (younger, older], or [0, older].
+        let enters = if band.younger.is_zero() {
+            inserted
+        } else {
+            inserted + to(band.younger) + ms
+        };
+        let leaves = inserted + to(band.older);
+        let mut slot = tier.cadence.next_slot(enters.max(from) - ms);
+        // A spread tier takes a given record once every `spread` ticks.
+        for _ in 0..=tier.spread {
+            let Some(t) = slot.filter(|t| *t <= leaves) else {
+                break;
+            };
+            if id.is_none_or(|id| tier.takes(id, t)) {
+                if best.is_none_or(|(_, b)| t < b) {
+                    best = Some((i + 1, t));
+                }
+                break;
+            }
+            slot = tier.cadence.next_slot(t);
+        }
+    }
+    best
 }
 
 #[cfg(test)]

@@ -2,7 +2,8 @@
 //! opened on them.
 
 use backlog_core::config::{DatabaseConfig, TableConfig, lease_outlives_lock_waits};
-use backlog_core::store::driver::{self, Driver, Server, ServerSection, ServerUrl};
+use backlog_core::config::server::{Server, ServerSection, ServerUrl, UrlReader};
+use backlog_core::store::driver::{self, Driver};
 use backlog_core::store::{Store, StoreError};
 
 use crate::MysqlStore;
@@ -12,7 +13,7 @@ use crate::url::{MysqlUrl, resolve_mysql};
 /// [`crate::install`]ed.
 pub struct Mysql;
 
-impl Driver for Mysql {
+impl UrlReader for Mysql {
     fn reaches(&self) -> &'static str {
         "a MySQL or MariaDB server"
     }
@@ -43,7 +44,9 @@ impl Driver for Mysql {
             schema,
         })
     }
+}
 
+impl Driver for Mysql {
     fn open(
         &self,
         database: &DatabaseConfig,

@@ -2,7 +2,8 @@
 //! them (`url`), and the store opened on them.
 
 use backlog_core::config::{DEFAULT_SCHEMA, DatabaseConfig, TableConfig};
-use backlog_core::store::driver::{self, Driver, Server, ServerSection, ServerUrl};
+use backlog_core::config::server::{Server, ServerSection, ServerUrl, UrlReader};
+use backlog_core::store::driver::{self, Driver};
 use backlog_core::store::{Store, StoreError};
 
 use crate::PostgresStore;
@@ -11,7 +12,7 @@ use crate::url::{PostgresUrl, resolve_postgres};
 /// PostgreSQL, as the core finds it by a URL's scheme once [`crate::install`]ed.
 pub struct Postgres;
 
-impl Driver for Postgres {
+impl UrlReader for Postgres {
     fn reaches(&self) -> &'static str {
         "a PostgreSQL server"
     }
@@ -45,7 +46,9 @@ impl Driver for Postgres {
             schema,
         })
     }
+}
 
+impl Driver for Postgres {
     fn open(
         &self,
         database: &DatabaseConfig,

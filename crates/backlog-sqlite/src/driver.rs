@@ -2,6 +2,7 @@
 //! resolved against the schedule file's folder.
 
 use backlog_core::config::{DatabaseConfig, DatabaseUrl, TableConfig};
+use backlog_core::config::server::UrlReader;
 use backlog_core::store::driver::Driver;
 use backlog_core::store::{Store, StoreError};
 
@@ -10,7 +11,7 @@ use crate::SqliteStore;
 /// SQLite, as the core finds it for a file's path once [`crate::install`]ed.
 pub struct Sqlite;
 
-impl Driver for Sqlite {
+impl UrlReader for Sqlite {
     fn reaches(&self) -> &'static str {
         "a SQLite file"
     }
@@ -18,7 +19,9 @@ impl Driver for Sqlite {
     fn schemes(&self) -> &'static [&'static str] {
         &["sqlite"]
     }
+}
 
+impl Driver for Sqlite {
     fn open(
         &self,
         database: &DatabaseConfig,

@@ -7,7 +7,7 @@
 fn a_closure_answering_the_success_status_succeeds() {
     use backlog_core::record::{Record, Scalar};
     use backlog_core::schedule::{Cadence, Schedule, Tier};
-    use backlog_core::{BandMode, FnHandler, Outcome, TableConfig, TickOptions, process_backlog};
+    use backlog_core::{FnHandler, Outcome, TableConfig, TickOptions, process_backlog};
     use std::time::Duration;
 
     let dir = tempfile::tempdir().unwrap();
@@ -27,18 +27,11 @@ fn a_closure_answering_the_success_status_succeeds() {
         .unwrap();
     }
     let day = Duration::from_secs(86_400);
-    let schedule = Schedule {
-        tiers: vec![Tier {
-            window: day,
-            cadence: Cadence::Every(Duration::from_secs(300)),
-            limit: None,
-            jitter: Duration::ZERO,
-            spread: 1,
-        }],
-        bands: BandMode::Disjoint,
-        limit: 1000,
-        timezone: backlog_core::chrono_tz::Tz::UTC,
-    };
+    let mut schedule = Schedule::new(vec![Tier::new(
+        day,
+        Cadence::Every(Duration::from_secs(300)),
+    )]);
+    schedule.limit = 1000;
     let mut table = TableConfig::new("orders", "id", "state", "created_at");
     table.given_up = Some("DEAD".into());
     let mut store =

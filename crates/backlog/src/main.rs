@@ -13,6 +13,7 @@ mod crontab;
 mod demo;
 mod doctor;
 mod error;
+mod exit_code;
 mod failed_start;
 mod metrics;
 mod operate;
@@ -25,8 +26,8 @@ mod web;
 // The core's modules under their names, so that `crate::config::…` reads the same in
 // the command's modules as in the core, where they began.
 use backlog_core::{
-    Config, Record, Scalar, Store, backoff, config, digest, duration, explain, handler, record,
-    schedule, store, tick, timestamp,
+    Config, Record, Scalar, Store, backoff, config, curve, digest, duration, explain, handler,
+    record, schedule, store, tick, timestamp,
 };
 
 fn main() -> ExitCode {

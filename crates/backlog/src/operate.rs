@@ -92,7 +92,7 @@ pub fn record_view(
         Some(h) if h.owner.is_none() => h.until.max(now),
         _ => now,
     };
-    let curve = crate::backoff::Curve::of(&config.table)?;
+    let curve = crate::curve::Curve::of(&config.table)?;
     let next = pending
         .then(|| crate::explain::next_try_of(&config.schedule, curve.as_ref(), &record, now, from))
         .flatten();

@@ -11,7 +11,6 @@
 mod adaptive;
 mod budget;
 pub mod catalog;
-mod curve;
 mod exponential;
 mod progressive;
 mod sequence;
@@ -19,7 +18,6 @@ mod simulation;
 
 pub use adaptive::{Adaptive, Step};
 pub use budget::budget;
-pub use curve::{Curve, Due};
 pub use exponential::{Exponential, Jitter};
 pub use progressive::Progressive;
 pub use sequence::{Sequence, SequenceKind};

@@ -6,7 +6,7 @@
 use chrono::{DateTime, Utc};
 
 use super::{Delay, Outcome, Strategy};
-use crate::explain::next_attempt;
+use crate::schedule::next_attempt;
 use crate::schedule::Schedule;
 
 /// The progressive schedule seen as a retry strategy for one record, so that

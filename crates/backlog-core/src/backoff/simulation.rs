@@ -18,7 +18,7 @@ use chrono::{DateTime, TimeZone, Utc};
 use serde::Serialize;
 
 use super::{Delay, FAILURE, Strategy};
-use crate::explain::next_attempt;
+use crate::schedule::next_attempt;
 use crate::schedule::Schedule;
 
 /// What the counterpart does and who suffers it.

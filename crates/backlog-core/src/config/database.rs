@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::store::driver::{self, Server, ServerUrl, ServerSection};
+use super::server::{self, Server, ServerSection, ServerUrl};
 use super::ranges::{BUSY_TIMEOUT, CLAIM_LEASE, span};
 
 #[derive(Debug, Deserialize)]
@@ -167,7 +167,7 @@ fn resolve_url(mut raw: RawDatabase, dir: &Path) -> Result<DatabaseConfig, Strin
         // Half the lease at most, so that a short lease alone makes a valid file.
         None => Duration::from_secs(30).min(claim_lease / 2),
     };
-    if let Some(scheme) = driver::server_scheme(url) {
+    if let Some(scheme) = server::server_scheme(url) {
         return server_database(scheme, raw, dir, busy_timeout, claim_lease);
     }
     if let Some(scheme) = foreign_scheme(url) {
@@ -223,7 +223,7 @@ fn server_database(
     busy_timeout: Duration,
     claim_lease: Duration,
 ) -> Result<DatabaseConfig, String> {
-    let driver = driver::for_scheme(scheme).map_err(|missing| format!("database.url {missing}"))?;
+    let reader = server::reader_for(scheme).map_err(|missing| format!("database.url {missing}"))?;
     let password_file = raw.password_file.map(|f| dir.join(f));
     let section = ServerSection {
         url: raw.url.as_deref().unwrap_or_default().trim(),
@@ -232,7 +232,7 @@ fn server_database(
         busy_timeout,
         claim_lease,
     };
-    let Server { url, schema } = driver.resolve(&section)?;
+    let Server { url, schema } = reader.resolve(&section)?;
     Ok(DatabaseConfig {
         url_variable: None,
         url: DatabaseUrl::Server(url),

@@ -346,7 +346,7 @@ mod tests {
                 _ => {}
             }
         }
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schedules");
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schedules");
         let mut missing = Vec::new();
         for entry in std::fs::read_dir(dir).unwrap() {
             let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();

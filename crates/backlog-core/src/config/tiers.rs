@@ -9,10 +9,7 @@ use serde::Deserialize;
 
 use super::ranges::{JITTER, MAX_SPREAD, SPAN, check_limit, span};
 use crate::duration;
-use crate::schedule::{BandMode, Cadence, Schedule, Tier, parse_cron};
-
-/// The per-tick limit when neither the tier nor the file sets one.
-pub const DEFAULT_LIMIT: u64 = 10_000;
+use crate::schedule::{BandMode, Cadence, DEFAULT_LIMIT, Schedule, Tier, parse_cron};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -39,6 +39,14 @@ pub use subreaper::adopt_orphans;
 
 use crate::record::Record;
 
+/// The outcome of an attempt that was no try but a person's `backlog snooze` (an
+/// [`Ending::Snoozed`]), as the attempts keep it.
+pub const SNOOZED: &str = "snoozed";
+
+/// The outcome of an attempt that was no try but the record given up on (past the last
+/// tier, by a person, or after `table.give_up_after` failures: an [`Ending::GivenUp`]).
+pub const GIVEN_UP: &str = "given_up";
+
 /// What became of a record: what a handler answers, and the status the tick writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -148,8 +156,8 @@ impl Handled {
             (Ending::TimedOut, _) => "timeout",
             (Ending::Crashed(_), _) => "crash",
             (Ending::Stopped, _) => "stopped",
-            (Ending::Snoozed, _) => crate::store::SNOOZED,
-            (Ending::GivenUp, _) => crate::store::GIVEN_UP,
+            (Ending::Snoozed, _) => SNOOZED,
+            (Ending::GivenUp, _) => GIVEN_UP,
             (Ending::Answered, Outcome::Success) => "success",
             (Ending::Answered, Outcome::Error) => "error",
             (Ending::Answered, Outcome::Status(_)) => "mapped",
@@ -163,6 +171,7 @@ impl Handled {
 /// A handler that works long on a record should look at `cancel` now and then and
 /// give up (answer [`Outcome::Error`]) once it is set.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct Context<'a> {
     /// The table the record is in, as the schedule file names it.
     pub table: &'a str,
@@ -176,6 +185,20 @@ pub struct Context<'a> {
     /// batch handler does not look at it (its batch runs to its answers or its
     /// timeout, and their marks are not written, the hold being gone).
     pub cancel: Option<&'a std::sync::atomic::AtomicBool>,
+}
+
+impl<'a> Context<'a> {
+    /// The context of a record of `table` in a tick of `window`: its age unknown, no
+    /// cancel flag (change those fields after). For a handler's own tests: the tick
+    /// builds the real ones.
+    pub fn new(table: &'a str, window: Duration) -> Context<'a> {
+        Context {
+            table,
+            window,
+            age: None,
+            cancel: None,
+        }
+    }
 }
 
 /// A handler could not run at all.

@@ -13,6 +13,7 @@ use crate::duration;
 
 /// How often a tier fires.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum Cadence {
     /// A fixed interval (`every = "5m"`).
     Every(Duration),

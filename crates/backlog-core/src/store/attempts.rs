@@ -36,12 +36,7 @@ pub const TABLE: super::tables::Table = super::tables::Table {
     mark: "took_ms",
 };
 
-/// The outcome of an attempt that was no try but a person's `backlog snooze`.
-pub const SNOOZED: &str = "snoozed";
-
-/// The outcome of an attempt that was no try but the record given up on (past the last
-/// tier, by a person, or after `table.give_up_after` failures).
-pub const GIVEN_UP: &str = "given_up";
+pub use crate::handler::{GIVEN_UP, SNOOZED};
 
 /// Outcomes of attempts that were no try but an action on the record: kept so that
 /// `show` says who did what and why, counted as neither a failure nor a handler's time.

@@ -3,6 +3,7 @@
 
 /// What went wrong with the database, the table or the tool's own tables.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StoreError {
     /// The SQLite file named by `database.url` does not exist: opening a store never
     /// creates the user's database, only the tool's tables in an existing one.

@@ -16,6 +16,7 @@ const HOLD_WAIT_SLACK: Duration = Duration::from_secs(5);
 
 /// How a tick runs, beyond what the schedule says.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct TickOptions {
     /// The window of the tier to run.
     pub window: Duration,

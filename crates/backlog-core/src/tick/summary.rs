@@ -10,6 +10,7 @@ use crate::schedule::BandMode;
 
 /// The band a tick covered, in the summary.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct BandSummary {
     /// Ages over this (from 0 inclusive when `"0s"`).
     pub younger: String,
@@ -23,6 +24,7 @@ pub struct BandSummary {
 
 /// What a tick did.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct TickSummary {
     /// The window of the tier that ran, compact (`"7d"`).
     pub window: String,

@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::backoff::Curve;
+use crate::curve::Curve;
 use crate::config::TableConfig;
 use crate::error::Error;
 use crate::record::Record;

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use backlog_core::config::{HandlerConfig, HandlerMode};
 use backlog_core::schedule::{Cadence, Schedule, Tier};
 use backlog_sqlite::SqliteStore;
-use backlog_core::{BandMode, FnHandler, Outcome, TableConfig, TickOptions, process_backlog};
+use backlog_core::{FnHandler, Outcome, TableConfig, TickOptions, process_backlog};
 use chrono::{DateTime, TimeZone, Utc};
 use rusqlite::{Connection, params};
 
@@ -75,19 +75,15 @@ pub(crate) fn copy(from: &Path, to: &Path) {
 
 /// Tiers whose second band, ages (1d, 32d], holds about 7.75 % of a 400-day table.
 pub(crate) fn schedule() -> Schedule {
-    let tier = |days: u64| Tier {
-        window: Duration::from_secs(days * DAY),
-        cadence: Cadence::Every(Duration::from_secs(3600)),
-        limit: None,
-        jitter: Duration::ZERO,
-        spread: 1,
+    let tier = |days: u64| {
+        Tier::new(
+            Duration::from_secs(days * DAY),
+            Cadence::Every(Duration::from_secs(3600)),
+        )
     };
-    Schedule {
-        tiers: vec![tier(1), tier(32)],
-        bands: BandMode::Disjoint,
-        limit: u64::MAX,
-        timezone: chrono_tz::Tz::UTC,
-    }
+    let mut schedule = Schedule::new(vec![tier(1), tier(32)]);
+    schedule.limit = u64::MAX;
+    schedule
 }
 
 pub(crate) fn table() -> TableConfig {

@@ -155,7 +155,7 @@ impl Event {
                 (kind, &failure, Some(counts))
             }
         };
-        let code = crate::error::ExitCode::of(error);
+        let code = crate::exit_code::ExitCode::of(error);
         let mut event = Event::about(config, window, kind, at, error.to_string());
         event.exit_code = Some(code as u8);
         event.counts = counts;

@@ -111,7 +111,7 @@ pub fn not_started(
     now: DateTime<Utc>,
     error: &Error,
 ) {
-    let code = crate::error::ExitCode::of(error) as u8;
+    let code = crate::exit_code::ExitCode::of(error) as u8;
     route.ping_end(code);
     let mut event = Event::new(
         &route.table.name,
@@ -136,7 +136,7 @@ pub fn unreachable(config: &Config, window: Duration, now: DateTime<Utc>, error:
     // The tick's start, as far as it got.
     trouble::warn_unset(config);
     let route = Route::of(config);
-    let code = crate::error::ExitCode::of(error) as u8;
+    let code = crate::exit_code::ExitCode::of(error) as u8;
     route.ping_end(code);
     let message = format!("the tick could not start: {error}");
     let mut event = Event::about(config, window, Kind::TickNotStarted, now, message);
@@ -273,50 +273,19 @@ fn send(
     true
 }
 
-/// For the daemon: raises `tier_overdue` for each tier `status` finds late at `now`
-/// (a paused tier is not late, nor one of the windows `running`: a daemon started
-/// after a gap ticks its late tiers at once), and pings `URL/fail` with each one sent.
-pub fn check_overdue(
+/// Raises `tier_overdue` for the tier of `window`, late by `message` (the daemon's
+/// check, `runner::overdue`), and pings `URL/fail` when it is sent.
+pub fn tier_overdue(
     config: &Config,
     store: &mut dyn Store,
+    window: Duration,
     now: DateTime<Utc>,
-    running: &[Duration],
+    message: String,
 ) {
-    // Late ticks are what healthchecks.io's own schedule sees: a file that only
-    // pings leaves them to it.
-    if !config.alert.sends() {
-        return;
-    }
-    let tiers = match crate::status::tiers(config, store, now) {
-        Ok(tiers) => tiers,
-        Err(e) => {
-            tracing::warn!("cannot check whether a tier is overdue: {e}");
-            return;
-        }
-    };
-    for (tier, window) in tiers
-        .iter()
-        .zip(config.schedule.tiers.iter().map(|t| t.window))
+    let event = Event::about(config, window, Kind::TierOverdue, now, message);
+    if raise(Route::of(config), Some(store), window, now, event)
+        && let Some(url) = &config.alert.ping
     {
-        let (Some(secs), Some(due)) = (tier.overdue_seconds, tier.next_due) else {
-            continue;
-        };
-        if running.contains(&window) {
-            continue;
-        }
-        let message = format!(
-            "tier {} ({} {}) was due at {}, {} ago; is its crontab line or daemon running?",
-            tier.tier,
-            tier.window,
-            tier.cadence,
-            crate::duration::instant(due),
-            crate::duration::rough(Duration::from_secs(secs))
-        );
-        let event = Event::about(config, window, Kind::TierOverdue, now, message);
-        if raise(Route::of(config), Some(store), window, now, event)
-            && let Some(url) = &config.alert.ping
-        {
-            deliver::ping(&url.with_path_suffix("/fail"), true);
-        }
+        deliver::ping(&url.with_path_suffix("/fail"), true);
     }
 }

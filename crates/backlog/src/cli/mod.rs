@@ -132,7 +132,7 @@ pub fn explain(args: &ExplainArgs) -> Result<(), Error> {
     let url_variable = config.database.url_variable;
     let now = args.now.unwrap_or_else(Utc::now);
     let mut plan = crate::explain::explain(&config.schedule);
-    let curve = crate::backoff::Curve::of(&config.table)?;
+    let curve = crate::curve::Curve::of(&config.table)?;
     if let (Some(curve), Some(retry)) = (&curve, &config.table.retry) {
         plan.retry = Some(crate::explain::retry_tries(
             &config.schedule,

@@ -28,6 +28,7 @@ use std::time::{Duration, SystemTime};
 
 mod clocks;
 mod fire;
+mod overdue;
 
 use clocks::{Clock, Shared, clocks_at_start, next_fire};
 use fire::{Ended, fire, retry_pause, unreachable};
@@ -353,7 +354,7 @@ impl Daemon {
             Some(std::time::Instant::now()),
             Some(thread::spawn(move || match open_store(&config) {
                 Ok(mut store) => {
-                    crate::alert::check_overdue(&config, store.as_mut(), now, &running)
+                    overdue::check_overdue(&config, store.as_mut(), now, &running)
                 }
                 Err(e) => tracing::warn!("cannot check whether a tier is overdue: {e}"),
             })),
@@ -382,13 +383,11 @@ mod tests {
 
     #[test]
     fn jitter_delays_a_tick_within_its_bound_and_a_seed_reproduces_it() {
-        let tier = Tier {
-            window: Duration::from_secs(86_400),
-            cadence: Cadence::Every(Duration::from_secs(300)),
-            limit: None,
-            jitter: Duration::from_secs(30),
-            spread: 1,
-        };
+        let mut tier = Tier::new(
+            Duration::from_secs(86_400),
+            Cadence::Every(Duration::from_secs(300)),
+        );
+        tier.jitter = Duration::from_secs(30);
         let now = DateTime::parse_from_rfc3339("2026-11-21T10:02:00Z")
             .unwrap()
             .with_timezone(&Utc);

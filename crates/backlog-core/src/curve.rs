@@ -5,7 +5,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{Delay, FAILURE, Strategy, catalog};
+use crate::backoff::{Delay, FAILURE, Strategy, catalog};
 use crate::config::{RetryConfig, TableConfig};
 use crate::error::Error;
 use crate::record::{Record, Scalar};

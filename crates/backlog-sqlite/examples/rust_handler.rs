@@ -2,9 +2,9 @@
 //!
 //! Builds a small backlog in a temporary SQLite file, then runs the 1-day tier of a
 //! two-tier schedule over it with a closure that "delivers" even ids and fails odd ones.
-//! Run it with `cargo run --example rust_handler`.
+//! Run it with `cargo run -p backlog-sqlite --example rust_handler`.
 //!
-//! Only `rusqlite`, to create the demo table, is not reached through `backlog`: `chrono`
+//! Only `rusqlite`, to create the demo table, is not reached through `backlog-core`: `chrono`
 //! and `chrono_tz` are re-exported (`backlog_core::chrono`, `backlog_core::chrono_tz`).
 
 use std::time::Duration;
@@ -12,7 +12,7 @@ use std::time::Duration;
 use backlog_core::chrono::Utc;
 use backlog_core::schedule::{Cadence, Schedule, Tier};
 use backlog_sqlite::SqliteStore;
-use backlog_core::{BandMode, FnHandler, Outcome, Scalar, TableConfig, TickOptions, process_backlog};
+use backlog_core::{FnHandler, Outcome, Scalar, TableConfig, TickOptions, process_backlog};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The backlog table; yours already exists.
@@ -36,27 +36,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     let day = Duration::from_secs(86_400);
-    let schedule = Schedule {
-        tiers: vec![
-            Tier {
-                window: day,
-                cadence: Cadence::Every(Duration::from_secs(300)),
-                limit: None,
-                jitter: Duration::ZERO,
-                spread: 1,
-            },
-            Tier {
-                window: 7 * day,
-                cadence: Cadence::Every(Duration::from_secs(3600)),
-                limit: None,
-                jitter: Duration::ZERO,
-                spread: 1,
-            },
-        ],
-        bands: BandMode::Disjoint,
-        limit: 1000,
-        timezone: backlog_core::chrono_tz::Tz::UTC,
-    };
+    let mut schedule = Schedule::new(vec![
+        Tier::new(day, Cadence::Every(Duration::from_secs(300))),
+        Tier::new(7 * day, Cadence::Every(Duration::from_secs(3600))),
+    ]);
+    schedule.limit = 1000;
     let table = TableConfig::new("orders", "id", "state", "created_at");
     let mut store = SqliteStore::open(&path, Duration::from_secs(5), table.clone())?;
     let mut handler = FnHandler(|record: &backlog_core::Record| {
