@@ -20,7 +20,7 @@ pub use row_buffer::RowBuffer;
 /// `Display` is the value as the database holds it).
 ///
 /// ```
-/// use backlog::Scalar;
+/// use backlog_core::Scalar;
 ///
 /// let id = Scalar::Int(42);
 /// assert_eq!(id.to_string(), "42");

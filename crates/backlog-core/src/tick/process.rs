@@ -35,13 +35,14 @@ pub fn open_store(config: &crate::Config) -> Result<Box<dyn Store>, Error> {
 /// a [`crate::Error`], says the tick could not run (the database is unusable, the
 /// handler cannot start). A tick the breaker or a lapsed hold stopped returns its
 /// summary, which says so (`breaker`, `lapsed`). Every call below returns
-/// `backlog::Error` or converts into it.
+/// `backlog_core::Error` or converts into it. A store is opened by the driver of its
+/// database, which the program installs (`backlog_sqlite::install()`, …).
 ///
 /// ```
 /// use std::time::Duration;
 ///
-/// use backlog::chrono::Utc;
-/// use backlog::{Config, FnHandler, Outcome, Record, Scalar, TickOptions};
+/// use backlog_core::chrono::Utc;
+/// use backlog_core::{Config, FnHandler, Outcome, Record, Scalar, TickOptions};
 ///
 /// const SCHEDULE: &str = r#"
 /// [database]
@@ -58,7 +59,7 @@ pub fn open_store(config: &crate::Config) -> Result<Box<dyn Store>, Error> {
 /// every = "5m"
 /// "#;
 ///
-/// fn main() -> Result<(), backlog::Error> {
+/// fn main() -> Result<(), backlog_core::Error> {
 ///     // A SQLite backlog of ten records, and a schedule file beside it.
 ///     let dir = std::env::temp_dir().join(format!("backlog-doc-{}", std::process::id()));
 ///     # std::fs::create_dir_all(&dir).unwrap();
@@ -67,8 +68,9 @@ pub fn open_store(config: &crate::Config) -> Result<Box<dyn Store>, Error> {
 ///     # for id in 1..=10_i64 {
 ///     #     db.execute("INSERT INTO orders VALUES (?1, 'NEW', ?2)", (id, Utc::now().timestamp() - id * 600)).unwrap();
 ///     # }
+///     backlog_sqlite::install();
 ///     let config = Config::parse(SCHEDULE, &dir.join("backlog.toml"))?;
-///     let mut store = backlog::open_store(&config)?;
+///     let mut store = backlog_core::open_store(&config)?;
 ///     // Even ids succeed; the others stay pending, to be tried on a later tick.
 ///     let mut handler = FnHandler(|record: &Record| match record.id {
 ///         Scalar::Int(id) if id % 2 == 0 => Outcome::Success,
@@ -76,7 +78,7 @@ pub fn open_store(config: &crate::Config) -> Result<Box<dyn Store>, Error> {
 ///     });
 ///     let day = Duration::from_secs(86_400);
 ///     let opts = TickOptions::for_config(&config, day, Utc::now());
-///     let summary = backlog::process_backlog(
+///     let summary = backlog_core::process_backlog(
 ///         &config.schedule,
 ///         &config.table,
 ///         store.as_mut(),
