@@ -30,9 +30,9 @@ mod toml_error;
 mod variables;
 
 pub use alert::{AlertConfig, AlertUrl};
+pub use database::{DEFAULT_SCHEMA, lease_outlives_lock_waits};
 pub use database::{DatabaseConfig, DatabaseUrl};
 use database::{RawDatabase, resolve_database};
-pub use database::{DEFAULT_SCHEMA, lease_outlives_lock_waits};
 pub use handler::DEFAULT_STOP_GRACE;
 pub use handler::MAX_CONCURRENCY;
 pub use handler::{HandlerConfig, HandlerMode};

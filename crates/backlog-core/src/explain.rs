@@ -14,9 +14,9 @@ use serde::Serialize;
 
 use crate::backoff::Delay;
 use crate::curve::{Curve, Due};
-pub use crate::schedule::next_attempt;
 use crate::duration;
 use crate::record::{Record, Scalar};
+pub use crate::schedule::next_attempt;
 use crate::schedule::{BandMode, Cadence, Schedule};
 
 /// One tier, explained.
@@ -200,7 +200,6 @@ pub fn explain(schedule: &Schedule) -> Explanation {
         warnings,
     }
 }
-
 
 /// When a pending record aged `age` at `now` is tried next, by the tiers' slots.
 pub fn next_try(schedule: &Schedule, age: Duration, now: DateTime<Utc>) -> NextTry {

@@ -95,8 +95,9 @@ pub fn a_mark_lands_only_where_the_tick_still_holds(h: &dyn Harness) {
     let handed = Handed::default();
     let mut handler = FnHandler(|record: &Record| {
         if handed.note(record) == 1 {
-            let mut other = backlog_core::store::open(&backlog.config.database, &backlog.config.table)
-                .unwrap_or_else(|e| panic!("opening a second store: {e}"));
+            let mut other =
+                backlog_core::store::open(&backlog.config.database, &backlog.config.table)
+                    .unwrap_or_else(|e| panic!("opening a second store: {e}"));
             Format::of(other.as_mut());
             other.ensure_own_tables().unwrap();
             let owner = other

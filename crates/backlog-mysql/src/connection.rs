@@ -8,10 +8,10 @@ use std::time::Duration;
 use mysql::prelude::Queryable;
 use mysql::{Conn, OptsBuilder, SslOpts};
 
-use crate::url::{MysqlTls, MysqlUrl};
 use crate::store::StoreError;
 use crate::store::fault::{DbError, Fault, retrying};
 use crate::store::sql::{Sql, SqlError, Value, unquoted};
+use crate::url::{MysqlTls, MysqlUrl};
 
 /// What every connection sets first: times in UTC (`NOW()`, and `TIMESTAMP` columns
 /// read and written in UTC), identifiers in double quotes and `||` as concatenation

@@ -1,8 +1,8 @@
 //! The crate's [`Driver`]: `mysql://` and `mariadb://` URLs (`url`), and the store
 //! opened on them.
 
-use backlog_core::config::{DatabaseConfig, TableConfig, lease_outlives_lock_waits};
 use backlog_core::config::server::{Server, ServerSection, ServerUrl, UrlReader};
+use backlog_core::config::{DatabaseConfig, TableConfig, lease_outlives_lock_waits};
 use backlog_core::store::driver::{self, Driver};
 use backlog_core::store::{Store, StoreError};
 

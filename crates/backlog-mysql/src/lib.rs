@@ -34,23 +34,23 @@ use chrono::{DateTime, Utc};
 use mysql::Conn;
 use mysql::prelude::Queryable;
 
+use crate::config::TableConfig;
+use crate::record::{Record, Scalar};
+use crate::timestamp::TimestampFormat;
 use backlog_core::store::{
     BandQuery, Cursor, Heartbeat, Held, Holds, Mark, MarkWriter, Page, QueryPlan, Range, Reads,
     RunStart, Store, StoreError, Survey,
 };
-use crate::config::TableConfig;
-use crate::record::{Record, Scalar};
-use crate::timestamp::TimestampFormat;
 
-mod driver;
-mod url;
 mod claims;
 mod connection;
+mod driver;
 mod heartbeat;
 mod pages;
 mod samples;
 mod schema;
 mod survey;
+mod url;
 mod values;
 
 pub use driver::Mysql;

@@ -150,7 +150,9 @@ pub fn resolve_mysql(
         (true, Some(_)) => {
             return Err("database.url holds a password and database.password_file is set too; keep one (the file is the safer)".into());
         }
-        (false, Some(file)) => password = Some(backlog_core::config::server_url::read_password_file(file)?),
+        (false, Some(file)) => {
+            password = Some(backlog_core::config::server_url::read_password_file(file)?)
+        }
         (false, None) => password = env_password.filter(|p| !p.is_empty()),
         (true, None) => {}
     }

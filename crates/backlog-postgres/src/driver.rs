@@ -1,8 +1,8 @@
 //! The crate's [`Driver`]: `postgres://` and `postgresql://` URLs read as libpq reads
 //! them (`url`), and the store opened on them.
 
-use backlog_core::config::{DEFAULT_SCHEMA, DatabaseConfig, TableConfig};
 use backlog_core::config::server::{Server, ServerSection, ServerUrl, UrlReader};
+use backlog_core::config::{DEFAULT_SCHEMA, DatabaseConfig, TableConfig};
 use backlog_core::store::driver::{self, Driver};
 use backlog_core::store::{Store, StoreError};
 

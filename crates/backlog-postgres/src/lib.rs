@@ -42,19 +42,19 @@ use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 use postgres::{Client, NoTls, Statement};
 use serde_json::Value;
 
+use crate::config::TableConfig;
+use crate::record::{Record, Scalar, Statuses};
+use crate::timestamp::{FormatSetting, Sample, TimestampFormat};
 use backlog_core::store::{
     BandQuery, Cursor, Heartbeat, Held, Holds, Mark, MarkWriter, Page, QueryPlan, Range, Reads,
     RunStart, Store, StoreError, Survey, group_marks, index_name, quote,
 };
-use crate::config::TableConfig;
-use crate::record::{Record, Scalar, Statuses};
-use crate::timestamp::{FormatSetting, Sample, TimestampFormat};
 
-mod driver;
-mod url;
 mod claims;
 mod connection;
 mod dialect;
+mod driver;
+mod url;
 use dialect::Pg;
 mod heartbeat;
 mod pages;

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use backlog_core::chrono::Utc;
 use backlog_core::schedule::{Cadence, Schedule, Tier};
-use backlog_sqlite::SqliteStore;
 use backlog_core::{FnHandler, Outcome, Scalar, TableConfig, TickOptions, process_backlog};
+use backlog_sqlite::SqliteStore;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The backlog table; yours already exists.

@@ -1,8 +1,8 @@
 //! The crate's [`Driver`]: the store opened on a SQLite file, whose path the core
 //! resolved against the schedule file's folder.
 
-use backlog_core::config::{DatabaseConfig, DatabaseUrl, TableConfig};
 use backlog_core::config::server::UrlReader;
+use backlog_core::config::{DatabaseConfig, DatabaseUrl, TableConfig};
 use backlog_core::store::driver::Driver;
 use backlog_core::store::{Store, StoreError};
 

@@ -280,11 +280,11 @@ impl Holds for SqliteStore {
 
     fn release(&mut self, owner: &str) -> Result<(), StoreError> {
         Connection::execute(
-                &self.conn,
-                "DELETE FROM backlog_holds WHERE table_name = ?1 AND owner = ?2",
-                params![self.table.name, owner],
-            )
-            .map_err(db("releasing this tick's span"))?;
+            &self.conn,
+            "DELETE FROM backlog_holds WHERE table_name = ?1 AND owner = ?2",
+            params![self.table.name, owner],
+        )
+        .map_err(db("releasing this tick's span"))?;
         self.let_go(owner)
     }
 

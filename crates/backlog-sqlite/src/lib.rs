@@ -39,17 +39,17 @@ use rusqlite::{
     params_from_iter,
 };
 
+use crate::config::TableConfig;
+use crate::record::{Cell, Columns, Record, RowBuffer, Scalar, Statuses};
+use crate::timestamp::{Sample, TimestampFormat};
 use backlog_core::store::sql::{Sql, failed};
 use backlog_core::store::{
     BandQuery, Cursor, Heartbeat, Holds, Mark, Page, QueryPlan, Range, Reads, RunStart, Store,
     StoreError, Survey, index_name, quote, runs,
 };
-use crate::config::TableConfig;
-use crate::record::{Cell, Columns, Record, RowBuffer, Scalar, Statuses};
-use crate::timestamp::{Sample, TimestampFormat};
 
-mod driver;
 mod dialect;
+mod driver;
 mod holds;
 mod pages;
 mod schema;

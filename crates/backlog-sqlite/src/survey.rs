@@ -102,8 +102,10 @@ impl Survey for SqliteStore {
             .conn
             .prepare_cached(&query)
             .map_err(db("reading inserted-at values"))?;
-        stmt.query_map(params![Bind::from(after), limit as i64], |r| Ok(scalar(r.get_ref(0)?)))
-            .and_then(Iterator::collect)
-            .map_err(db("reading inserted-at values"))
+        stmt.query_map(params![Bind::from(after), limit as i64], |r| {
+            Ok(scalar(r.get_ref(0)?))
+        })
+        .and_then(Iterator::collect)
+        .map_err(db("reading inserted-at values"))
     }
 }

@@ -393,7 +393,12 @@ impl SqliteStore {
             .prepare_cached(COVERING)
             .and_then(|mut s| {
                 s.query_map(
-                    params![self.table.name, owner, now, Bind::from(record.inserted_at())],
+                    params![
+                        self.table.name,
+                        owner,
+                        now,
+                        Bind::from(record.inserted_at())
+                    ],
                     |r| Ok((r.get(0)?, r.get(1)?)),
                 )?
                 .collect()
@@ -404,8 +409,13 @@ impl SqliteStore {
         }
         let mut take = tx.prepare_cached(TAKE_OVER).map_err(db(context))?;
         for (tick, _) in &covering {
-            take.execute(params![self.table.name, tick, Bind::from(&record.id), owner])
-                .map_err(db(context))?;
+            take.execute(params![
+                self.table.name,
+                tick,
+                Bind::from(&record.id),
+                owner
+            ])
+            .map_err(db(context))?;
         }
         Ok(true)
     }
@@ -417,11 +427,11 @@ impl SqliteStore {
             self.handing = None;
         }
         Connection::execute(
-                &self.conn,
-                "DELETE FROM backlog_takeovers WHERE table_name = ?1 AND owner = ?2",
-                params![self.table.name, owner],
-            )
-            .map_err(db("releasing this tick's span"))?;
+            &self.conn,
+            "DELETE FROM backlog_takeovers WHERE table_name = ?1 AND owner = ?2",
+            params![self.table.name, owner],
+        )
+        .map_err(db("releasing this tick's span"))?;
         Ok(())
     }
 }

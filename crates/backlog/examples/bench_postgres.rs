@@ -191,7 +191,8 @@ fn runners(config: &Config, n: usize) -> (f64, u64, u64) {
         let ticks: Vec<_> = (0..n)
             .map(|_| {
                 scope.spawn(|| {
-                    let mut store = backlog_core::store::open(&config.database, &config.table).unwrap();
+                    let mut store =
+                        backlog_core::store::open(&config.database, &config.table).unwrap();
                     let opts = TickOptions::new(Duration::from_secs(32 * 86_400), now());
                     process_backlog(
                         &config.schedule,

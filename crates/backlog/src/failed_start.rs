@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use backlog_core::tick::owner_name;
 use crate::alert::Route;
 use crate::config::{Config, HistoryConfig};
-use backlog_core::Error;
 use crate::store::{RunEnd, RunStart, Store};
+use backlog_core::Error;
+use backlog_core::tick::owner_name;
 
 /// Records, as best it can, that a tick of `window` on the schedule file at `path`
 /// could not start because of `error`: for a file that does not load, read as far as

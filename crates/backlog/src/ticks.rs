@@ -90,4 +90,3 @@ fn tick_on(
         on_event,
     )
 }
-

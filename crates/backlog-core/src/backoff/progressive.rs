@@ -6,8 +6,8 @@
 use chrono::{DateTime, Utc};
 
 use super::{Delay, Outcome, Strategy};
-use crate::schedule::next_attempt;
 use crate::schedule::Schedule;
+use crate::schedule::next_attempt;
 
 /// The progressive schedule seen as a retry strategy for one record, so that
 /// `backoff delays --schedule` answers for it as for the other strategies.

@@ -18,8 +18,8 @@ use chrono::{DateTime, TimeZone, Utc};
 use serde::Serialize;
 
 use super::{Delay, FAILURE, Strategy};
-use crate::schedule::next_attempt;
 use crate::schedule::Schedule;
+use crate::schedule::next_attempt;
 
 /// What the counterpart does and who suffers it.
 #[derive(Debug, Clone)]

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::server::{self, Server, ServerSection, ServerUrl};
 use super::ranges::{BUSY_TIMEOUT, CLAIM_LEASE, span};
+use super::server::{self, Server, ServerSection, ServerUrl};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -249,7 +249,10 @@ fn server_database(
 /// records while this one is still handing them out, and this one ends as lapsed (its
 /// marks lost). MySQL's heartbeat may wait as long for a row lock; PostgreSQL does not
 /// use `busy_timeout`.
-pub fn lease_outlives_lock_waits(claim_lease: Duration, busy_timeout: Duration) -> Result<(), String> {
+pub fn lease_outlives_lock_waits(
+    claim_lease: Duration,
+    busy_timeout: Duration,
+) -> Result<(), String> {
     use crate::duration::compact;
     if claim_lease >= busy_timeout * 2 {
         return Ok(());
@@ -316,7 +319,9 @@ mod tests {
             ("postgres://u@h/db", "backlog-postgres"),
             ("mysql://u@h/db", "backlog-mysql"),
         ] {
-            let message = resolve_url(raw(url), Path::new("/srv")).err().unwrap_or_default();
+            let message = resolve_url(raw(url), Path::new("/srv"))
+                .err()
+                .unwrap_or_default();
             assert!(
                 message.contains("no driver") && message.contains(krate),
                 "{url}: {message}"

@@ -28,7 +28,10 @@ pub trait UrlReader: Send + Sync {
     /// key and the fix, and never repeats the URL (it may hold a password).
     fn resolve(&self, section: &ServerSection<'_>) -> Result<Server, String> {
         let _ = section;
-        Err(format!("database.url: {} is not read from a URL", self.reaches()))
+        Err(format!(
+            "database.url: {} is not read from a URL",
+            self.reaches()
+        ))
     }
 }
 

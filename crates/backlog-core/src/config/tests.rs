@@ -100,7 +100,6 @@ fn bad_files_get_messages_that_name_key_and_fix() {
     assert_messages(cases);
 }
 
-
 /// Each case: the text of the good file replaced, and the whole message it gets.
 fn assert_messages(cases: &[(&str, &str, &str)]) {
     for (from, to, expected) in cases {
@@ -155,7 +154,6 @@ fn a_value_of_the_wrong_type_gets_its_key_and_an_example() {
     }
 }
 
-
 /// `[tier]` for `[[tier]]` is one bracket short: the message says so.
 #[test]
 fn a_single_bracket_tier_is_told_to_double_them() {
@@ -192,7 +190,6 @@ fn a_time_zone_is_an_iana_name() {
         "/etc/backlog.toml: timezone: \"Europe/Pari\" is not a time zone name; use an IANA name like \"Europe/Paris\" or \"UTC\""
     );
 }
-
 
 #[test]
 fn a_file_without_tiers_is_an_error() {

@@ -21,11 +21,7 @@ pub struct Finished {
 }
 
 /// Runs `cmd` with `input` on its stdin for at most `timeout`, as a handler is run.
-pub fn run_once(
-    cmd: &mut Command,
-    input: &[u8],
-    timeout: Duration,
-) -> std::io::Result<Finished> {
+pub fn run_once(cmd: &mut Command, input: &[u8], timeout: Duration) -> std::io::Result<Finished> {
     // The tree's set-up: the watchdog ends the group should this process die meanwhile,
     // and the last holder's end reaps what escaped the group.
     let _tree = Tree::new();

@@ -181,11 +181,7 @@ pub struct AlertTrouble {
 }
 
 /// The troubles of `table`'s alert channels.
-pub fn troubles(
-    sql: &mut dyn Sql,
-    s: &str,
-    table: &str,
-) -> Result<Vec<AlertTrouble>, StoreError> {
+pub fn troubles(sql: &mut dyn Sql, s: &str, table: &str) -> Result<Vec<AlertTrouble>, StoreError> {
     let rows = sql
         .query(
             &format!(

@@ -13,13 +13,13 @@
 //! lease runs out.
 
 pub mod alerts;
-pub mod driver;
 pub mod attempts;
 pub mod band;
 pub mod band_statuses;
 pub mod breakers;
 pub mod claims;
 pub mod columns;
+pub mod driver;
 pub mod error;
 pub mod failures;
 pub mod fault;

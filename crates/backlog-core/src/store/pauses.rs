@@ -77,12 +77,7 @@ impl Pause {
 }
 
 /// Pauses a tier (or every tier), replacing an earlier pause of the same.
-pub fn pause(
-    sql: &mut dyn Sql,
-    s: &str,
-    table: &str,
-    pause: &Pause,
-) -> Result<(), StoreError> {
+pub fn pause(sql: &mut dyn Sql, s: &str, table: &str, pause: &Pause) -> Result<(), StoreError> {
     sql.execute(
         &format!(
             "INSERT INTO {s}backlog_pauses (table_name, window_secs, since_ms, until_ms, reason, by_whom)

@@ -118,12 +118,7 @@ pub fn read(
 
 /// Drops the row of `owner`'s tick: it lets go of records it took and did not hand
 /// out, which the others must not step over.
-pub fn drop_own(
-    sql: &mut dyn Sql,
-    s: &str,
-    table: &str,
-    owner: &str,
-) -> Result<(), StoreError> {
+pub fn drop_own(sql: &mut dyn Sql, s: &str, table: &str, owner: &str) -> Result<(), StoreError> {
     sql.execute(
         &format!("DELETE FROM {s}backlog_reaches WHERE table_name = ?1 AND owner = ?2"),
         &[table.into(), owner.into()],

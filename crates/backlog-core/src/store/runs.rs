@@ -178,11 +178,7 @@ fn run_rows(rows: &[Vec<Value>]) -> Result<Vec<RunRow>, StoreError> {
 }
 
 /// The last run of each tier's window on `table` (retries, window 0, left out).
-pub fn last_runs(
-    sql: &mut dyn Sql,
-    s: &str,
-    table: &str,
-) -> Result<Vec<RunRow>, StoreError> {
+pub fn last_runs(sql: &mut dyn Sql, s: &str, table: &str) -> Result<Vec<RunRow>, StoreError> {
     let rows = sql
         .query(
             &format!(
@@ -285,12 +281,7 @@ pub fn open(
 }
 
 /// Closes the run-log row `run_id`, at the database's time.
-pub fn finish(
-    sql: &mut dyn Sql,
-    s: &str,
-    run_id: i64,
-    end: &RunEnd,
-) -> Result<(), StoreError> {
+pub fn finish(sql: &mut dyn Sql, s: &str, run_id: i64, end: &RunEnd) -> Result<(), StoreError> {
     sql.execute(
         &format!(
             "UPDATE {s}backlog_runs SET finished_at = {}, selected = ?2, succeeded = ?3, failed = ?4, skipped = ?5, outcome = ?6, error = ?7, lost = ?8 WHERE id = ?1",

@@ -4,8 +4,8 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::curve::Curve;
 use crate::config::TableConfig;
+use crate::curve::Curve;
 use crate::error::Error;
 use crate::record::Record;
 use crate::schedule::Tier;

@@ -5,8 +5,8 @@ use std::time::{Duration, Instant};
 
 use backlog_core::config::{HandlerConfig, HandlerMode};
 use backlog_core::schedule::{Cadence, Schedule, Tier};
-use backlog_sqlite::SqliteStore;
 use backlog_core::{FnHandler, Outcome, TableConfig, TickOptions, process_backlog};
+use backlog_sqlite::SqliteStore;
 use chrono::{DateTime, TimeZone, Utc};
 use rusqlite::{Connection, params};
 
@@ -204,7 +204,10 @@ pub(crate) fn peak_kib() -> u64 {
 /// `BENCH_MEMORY=FILE`: in a process of its own, one tick over the database FILE;
 /// prints the records handled and the process's peak resident memory in KiB.
 pub(crate) fn memory_child(path: &Path) {
-    let (_, n) = tick(path, &mut FnHandler(|_: &backlog_core::Record| Outcome::Success));
+    let (_, n) = tick(
+        path,
+        &mut FnHandler(|_: &backlog_core::Record| Outcome::Success),
+    );
     println!("{n} {}", peak_kib());
 }
 

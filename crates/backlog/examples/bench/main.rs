@@ -33,8 +33,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use backlog_core::config::HandlerMode;
-use backlog_sqlite::SqliteStore;
 use backlog_core::{FnHandler, Outcome, TickOptions, process_backlog};
+use backlog_sqlite::SqliteStore;
 
 mod common;
 mod history;
@@ -161,7 +161,10 @@ fn run_one(one: &str, dir: &Path, source: &Path, work: &Path) {
             }
         }
         _ => {
-            tick(work, &mut FnHandler(|_: &backlog_core::Record| Outcome::Success));
+            tick(
+                work,
+                &mut FnHandler(|_: &backlog_core::Record| Outcome::Success),
+            );
         }
     }
     eprintln!("cpu {:.3}", cpu() - c0);

@@ -8,8 +8,8 @@ use serde::Serialize;
 
 use crate::config::Config;
 use crate::duration;
-use backlog_core::Error;
 use crate::tick::TickSummary;
+use backlog_core::Error;
 
 /// What an alert is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -25,9 +25,9 @@ pub use event::{Event, Kind};
 pub use trouble::check_findings;
 
 use crate::config::{AlertConfig, Config, DatabaseConfig, TableConfig};
-use backlog_core::Error;
 use crate::store::{Claim, Store};
 use crate::tick::TickSummary;
+use backlog_core::Error;
 
 /// Where the alerts of one schedule file go, and the database that deduplicates
 /// them: a whole `Config`'s, or what a file that does not load still says.

@@ -255,15 +255,17 @@ pub(super) fn with_error(value: &mut serde_json::Value, failure: Option<&Error>)
 /// `backlog status`.
 pub fn status(args: &StatusArgs) -> Result<(), Error> {
     let config = Config::load(&schedule_file(&args.schedule)?)?;
-    let read = open_store(&config).map_err(Error::from).and_then(|mut store| {
-        let now = match args.now {
-            Some(now) => now,
-            None => store.clock().map_err(Error::store(store.describe()))?,
-        };
-        let status = crate::status::status(&config, store.as_mut(), now)
-            .map_err(Error::store(&config.database.url))?;
-        Ok((store, now, status))
-    });
+    let read = open_store(&config)
+        .map_err(Error::from)
+        .and_then(|mut store| {
+            let now = match args.now {
+                Some(now) => now,
+                None => store.clock().map_err(Error::store(store.describe()))?,
+            };
+            let status = crate::status::status(&config, store.as_mut(), now)
+                .map_err(Error::store(&config.database.url))?;
+            Ok((store, now, status))
+        });
     if args.check {
         let check = read.and_then(|(mut store, now, status)| {
             crate::status::check(

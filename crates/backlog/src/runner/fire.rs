@@ -10,10 +10,10 @@ use std::time::Duration;
 use super::clocks::Shared;
 use crate::config::Config;
 use crate::duration;
-use backlog_core::Error;
 use crate::store::StoreError;
 use crate::tick::TickOptions;
 use crate::ticks::run_tick;
+use backlog_core::Error;
 
 /// Whether an error is the database being out of reach, which waiting may cure.
 pub(super) fn unreachable(e: &Error) -> bool {

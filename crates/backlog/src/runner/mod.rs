@@ -63,9 +63,11 @@ fn load_checked(path: &Path) -> Result<Config, Error> {
     let config = Config::load(path)?;
     let mut store = open_store(&config)?;
     store.inspect().map_err(Error::store(store.describe()))?;
-    crate::handler::from_config(&config.handler, &config.dir).map_err(|source| backlog_core::Error::Handler {
-        file: Some(config.path.display().to_string()),
-        source,
+    crate::handler::from_config(&config.handler, &config.dir).map_err(|source| {
+        backlog_core::Error::Handler {
+            file: Some(config.path.display().to_string()),
+            source,
+        }
     })?;
     Ok(config)
 }
@@ -318,11 +320,13 @@ impl Daemon {
         *at = Some(std::time::Instant::now());
         let config = self.config.clone();
         *thread = Some(thread::spawn(move || {
-            let read = open_store(&config).map_err(Error::from).and_then(|mut store| {
-                store
-                    .unfinished_runs(config.database.claim_lease)
-                    .map_err(Error::store(store.describe()))
-            });
+            let read = open_store(&config)
+                .map_err(Error::from)
+                .and_then(|mut store| {
+                    store
+                        .unfinished_runs(config.database.claim_lease)
+                        .map_err(Error::store(store.describe()))
+                });
             match read {
                 // A failed tick is its runner's to try again (after a pause): taken
                 // over every look, a tick that keeps failing would never rest.
@@ -353,9 +357,7 @@ impl Daemon {
         self.overdue = (
             Some(std::time::Instant::now()),
             Some(thread::spawn(move || match open_store(&config) {
-                Ok(mut store) => {
-                    overdue::check_overdue(&config, store.as_mut(), now, &running)
-                }
+                Ok(mut store) => overdue::check_overdue(&config, store.as_mut(), now, &running),
                 Err(e) => tracing::warn!("cannot check whether a tier is overdue: {e}"),
             })),
         );

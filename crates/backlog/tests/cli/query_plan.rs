@@ -1,9 +1,9 @@
 //! Selection is an index range over the band, never a scan with a function around the
 //! column: checked with SQLite's own EXPLAIN QUERY PLAN on the statements the store runs.
 
+use backlog_core::TableConfig;
 use backlog_core::store::Store;
 use backlog_sqlite::SqliteStore;
-use backlog_core::TableConfig;
 use rusqlite::ToSql;
 
 use crate::harness::Env;
