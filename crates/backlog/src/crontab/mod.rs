@@ -47,27 +47,21 @@ fn end_marker(schedule: &Path) -> String {
     format!("# END backlog {}", schedule.display())
 }
 
-/// Quotes a word for the `/bin/sh` that cron runs each line with, and escapes `%`,
-/// which cron turns into a newline.
+/// Quotes a word for the `/bin/sh` that cron runs each line with (shlex's quoting:
+/// a plain word stays as it is), and escapes `%`, which cron turns into a newline.
+/// A path holds no NUL byte (the only word shlex refuses): `render` refuses one first.
 fn shell_word(path: &Path) -> String {
     let s = path.display().to_string();
-    let plain = s
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b"/._-+:@,=".contains(&b));
-    let quoted = if plain {
-        s
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    };
+    let quoted = shlex::try_quote(&s).map_or_else(|_| s.clone(), |q| q.into_owned());
     quoted.replace('%', "\\%")
 }
 
 /// The crontab block for a schedule: one line per tier, between markers.
 pub fn render(config: &Config, target: &Target) -> Result<String, CrontabError> {
     for p in [&target.binary, &target.schedule, &target.log] {
-        if p.display().to_string().contains('\n') {
+        if p.display().to_string().contains(['\n', '\0']) {
             return Err(CrontabError(format!(
-                "{:?} holds a newline; cron lines cannot",
+                "{:?} holds a newline or a NUL byte; cron lines cannot",
                 p.display().to_string()
             )));
         }
@@ -344,11 +338,15 @@ mod tests {
         );
         assert_eq!(
             shell_word(Path::new("/srv/my app/it's.toml")),
-            "'/srv/my app/it'\\''s.toml'"
+            "\"/srv/my app/it's.toml\""
         );
         assert_eq!(
             shell_word(Path::new("/srv/100%/b.toml")),
             "'/srv/100\\%/b.toml'"
+        );
+        assert_eq!(
+            shell_word(Path::new("/srv/$HOME/`x`.toml")),
+            "'/srv/$HOME/`x`.toml'"
         );
     }
 }
