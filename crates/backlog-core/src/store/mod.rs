@@ -100,7 +100,11 @@ pub fn group_marks(
     groups
 }
 
-/// A backend holding the backlog table and the tool's own tables.
+/// A backend holding the backlog table and the tool's own tables: what a database crate
+/// implements (with `Reads`, `Survey` and `Holds`), and what the tick and the commands
+/// call. A caller calls `inspect`, then `ensure_own_tables` where it writes, before the
+/// rest: the backends of this repository panic on a read before `inspect` (the
+/// driver test kit keeps that order).
 pub trait Store: Reads + Survey + Holds {
     /// The database, for messages (never with a password).
     fn describe(&self) -> String;
@@ -211,8 +215,10 @@ pub trait Store: Reads + Survey + Holds {
     }
 
     /// The tool's own tables, for what every backend does alike (see [`Own`]); its
-    /// `exists` says whether the tool's table `table` is there.
-    #[doc(hidden)]
+    /// `exists` says whether the tool's table `table` is there. A database crate
+    /// implements it with its connection as an `Sql` (its dialect): the run log,
+    /// attempts, pauses, alerts, rates and breakers are then written for it, by the
+    /// provided methods above and the traits' defaults.
     fn own(&mut self, table: &str) -> Result<Own<'_>, StoreError>;
 }
 

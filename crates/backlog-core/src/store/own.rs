@@ -13,11 +13,14 @@ use super::{
 
 /// The tool's own tables as the statements the backends share see them: a connection
 /// (or the transaction a mark is written in), the prefix that names the tables there
-/// (`` or `"schema".`), and the user's table they are about.
-#[doc(hidden)]
+/// (`` or `"schema".`), and the user's table they are about. What a database crate's
+/// [`Store::own`] returns.
 pub struct Own<'a> {
+    /// The connection, as the shared statements run on it.
     pub sql: &'a mut dyn Sql,
+    /// What names the tool's tables there: empty, or `"schema".`.
     pub prefix: String,
+    /// The user's table, as the schedule file names it.
     pub table: &'a str,
     /// Whether the tool's tables are there at all (a dry run or a new database has
     /// none): the readers below then find nothing, and create nothing.
