@@ -8,9 +8,12 @@
 //! it. What bits do not show (ACLs, read-only mounts, SELinux) it does not see: it
 //! catches the common mistakes, it does not promise that cron will succeed.
 
-use std::ffi::{CStr, CString};
+use std::ffi::CString;
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
+
+use nix::errno::Errno;
+use nix::unistd::{Gid, Group, Uid, User, getgid, getgrouplist, getuid};
 
 /// Read permission, as in a mode's `r` bit.
 pub const READ: u32 = 0o4;
@@ -102,26 +105,18 @@ fn mode_string(meta: &std::fs::Metadata) -> String {
 impl Account {
     /// The account named `name`; `None` when this machine has no such user.
     pub fn named(name: &str) -> std::io::Result<Option<Account>> {
-        let Ok(c_name) = CString::new(name) else {
-            return Ok(None);
-        };
-        lookup_user(|pwd, buf, result| unsafe {
-            libc::getpwnam_r(c_name.as_ptr(), pwd, buf.as_mut_ptr(), buf.len(), result)
-        })
+        // A name with a NUL byte names no one.
+        from_passwd(User::from_name(name))
     }
 
     /// The account running this process (its real uid, as `crontab` judges it).
     pub fn current() -> std::io::Result<Account> {
-        // SAFETY: getuid cannot fail.
-        let uid = unsafe { libc::getuid() };
-        let found = lookup_user(|pwd, buf, result| unsafe {
-            libc::getpwuid_r(uid, pwd, buf.as_mut_ptr(), buf.len(), result)
-        })?;
+        let uid = getuid().as_raw();
+        let found = from_passwd(User::from_uid(Uid::from_raw(uid)))?;
         Ok(found.unwrap_or_else(|| {
             // A uid without a passwd entry (a container's arbitrary uid) still has
             // its own access; its groups are what this process holds.
-            // SAFETY: getgid cannot fail.
-            let gid = unsafe { libc::getgid() };
+            let gid = getgid().as_raw();
             Account {
                 name: uid.to_string(),
                 uid,
@@ -172,89 +167,50 @@ impl Account {
     }
 }
 
-/// Runs a `getpw*_r` call with a buffer that grows until the entry fits, and builds the
-/// account from what it found.
-fn lookup_user(
-    call: impl Fn(*mut libc::passwd, &mut Vec<libc::c_char>, *mut *mut libc::passwd) -> libc::c_int,
-) -> std::io::Result<Option<Account>> {
-    let mut buf: Vec<libc::c_char> = vec![0; 1024];
-    loop {
-        // SAFETY: passwd is plain data; the call fills it and points its strings into buf.
-        let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
-        let mut result: *mut libc::passwd = std::ptr::null_mut();
-        match call(&mut pwd, &mut buf, &mut result) {
-            0 if result.is_null() => return Ok(None),
-            0 => {
-                // SAFETY: on success pw_name points to a NUL-terminated string in buf.
-                let name = unsafe { CStr::from_ptr(pwd.pw_name) }
-                    .to_string_lossy()
-                    .into_owned();
-                let groups = group_list(pwd.pw_name, pwd.pw_gid);
-                return Ok(Some(Account {
-                    name,
-                    uid: pwd.pw_uid,
-                    gid: pwd.pw_gid,
-                    groups,
-                }));
-            }
-            libc::ERANGE if buf.len() < 1 << 20 => buf.resize(buf.len() * 2, 0),
-            // Some libcs say "not found" with an errno instead of a null result.
-            libc::ENOENT | libc::ESRCH | libc::EBADF | libc::EPERM => return Ok(None),
-            errno => return Err(std::io::Error::from_raw_os_error(errno)),
+/// The account of a passwd lookup's answer.
+fn from_passwd(found: nix::Result<Option<User>>) -> std::io::Result<Option<Account>> {
+    match found {
+        Ok(Some(user)) => {
+            let groups = group_list(&user);
+            Ok(Some(Account {
+                name: user.name,
+                uid: user.uid.as_raw(),
+                gid: user.gid.as_raw(),
+                groups,
+            }))
         }
+        Ok(None) => Ok(None),
+        // Some libcs say "not found" with an errno instead of a null result.
+        Err(Errno::ENOENT | Errno::ESRCH | Errno::EBADF | Errno::EPERM) => Ok(None),
+        Err(errno) => Err(std::io::Error::from(errno)),
     }
 }
 
-/// The groups of a user, its primary group first.
-fn group_list(name: *const libc::c_char, gid: libc::gid_t) -> Vec<u32> {
-    let mut groups: Vec<libc::gid_t> = vec![0; 64];
-    loop {
-        let mut count = groups.len() as libc::c_int;
-        // SAFETY: groups has room for `count` entries; getgrouplist writes at most that
-        // many and sets count to how many there are.
-        let found = unsafe { libc::getgrouplist(name, gid, groups.as_mut_ptr(), &mut count) };
-        if found >= 0 {
-            groups.truncate(count.max(0) as usize);
-            return groups;
-        }
-        if count as usize <= groups.len() {
-            // It failed without saying how many: the primary group at least.
-            return vec![gid];
-        }
-        groups.resize(count as usize, 0);
+/// The groups of a user, its primary group first; the primary group alone when the
+/// list cannot be had.
+fn group_list(user: &User) -> Vec<u32> {
+    let Ok(name) = CString::new(user.name.as_str()) else {
+        return vec![user.gid.as_raw()];
+    };
+    match getgrouplist(&name, user.gid) {
+        Ok(groups) => groups.into_iter().map(Gid::as_raw).collect(),
+        Err(_) => vec![user.gid.as_raw()],
     }
 }
 
 /// A user's name for a message, or its uid when it has none.
 fn user_name(uid: u32) -> String {
-    let found = lookup_user(|pwd, buf, result| unsafe {
-        libc::getpwuid_r(uid, pwd, buf.as_mut_ptr(), buf.len(), result)
-    });
-    match found {
-        Ok(Some(account)) => account.name,
+    match User::from_uid(Uid::from_raw(uid)) {
+        Ok(Some(user)) => user.name,
         _ => uid.to_string(),
     }
 }
 
 /// A group's name for a message, or its gid when it has none.
 fn group_name(gid: u32) -> String {
-    let mut buf: Vec<libc::c_char> = vec![0; 4096];
-    loop {
-        // SAFETY: group is plain data; the call points its strings into buf.
-        let mut grp: libc::group = unsafe { std::mem::zeroed() };
-        let mut result: *mut libc::group = std::ptr::null_mut();
-        let rc =
-            unsafe { libc::getgrgid_r(gid, &mut grp, buf.as_mut_ptr(), buf.len(), &mut result) };
-        match rc {
-            0 if !result.is_null() => {
-                // SAFETY: on success gr_name points to a NUL-terminated string in buf.
-                return unsafe { CStr::from_ptr(grp.gr_name) }
-                    .to_string_lossy()
-                    .into_owned();
-            }
-            libc::ERANGE if buf.len() < 1 << 20 => buf.resize(buf.len() * 2, 0),
-            _ => return gid.to_string(),
-        }
+    match Group::from_gid(Gid::from_raw(gid)) {
+        Ok(Some(group)) => group.name,
+        _ => gid.to_string(),
     }
 }
 

@@ -5,7 +5,7 @@
 //! flood nor a line without end can hold the tick past its timeout or fill its memory.
 
 use std::io::Read;
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::process::{ChildStderr, ChildStdout};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -13,8 +13,11 @@ use std::time::{Duration, Instant};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+use rustix::event::PollFlags;
+use rustix::io::Errno;
+
 use super::bounded_lines::{Junk, JunkKind, Splitter, truncated};
-use super::child::OUTPUT_TAIL;
+use super::child::{OUTPUT_TAIL, poll_ready};
 use super::{Handled, Outcome, Snooze};
 
 /// The process's stdout, read by the tick itself when it waits for answers: by then
@@ -54,22 +57,12 @@ impl Answers {
         let mut too_long = |start: &[u8]| junk.note(JunkKind::TooLong, start);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            // Rounded up, so that a wait never ends just short of the deadline.
-            let ms = left.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32;
-            let mut poll = libc::pollfd {
-                fd: self.stdout.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            match unsafe { libc::poll(&mut poll, 1, ms) } {
-                0 => return Said::Nothing,
-                n if n < 0 => {
-                    if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-                        continue;
-                    }
-                    break;
-                }
-                _ => {}
+            let stdout = Some((self.stdout.as_fd(), PollFlags::IN));
+            match poll_ready([stdout], Some(left)) {
+                Ok([true]) => {}
+                Ok([false]) => return Said::Nothing,
+                Err(Errno::INTR) => continue,
+                Err(_) => break,
             }
             match self.stdout.read(&mut self.buffer) {
                 Ok(0) => break,

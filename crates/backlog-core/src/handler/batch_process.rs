@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -21,12 +21,13 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use rustix::event::PollFlags;
+use rustix::process::Signal;
+
 use super::HandlerError;
 use super::batch_output::{Answers, log_stderr};
 use super::bounded_lines::{MAX_LINE, Splitter};
-use super::child::{
-    KILL_GRACE, NO_PIDFD_POLL, OUTPUT_GRACE, UNUSED, has_exited, pidfd_open, polled,
-};
+use super::child::{KILL_GRACE, NO_PIDFD_POLL, OUTPUT_GRACE, has_exited, pidfd_open, poll_ready};
 use super::group::LiveGroup;
 use super::subreaper;
 use crate::duration;
@@ -178,7 +179,7 @@ impl BatchProcess {
         let pidfd = pidfd_open(pid);
         let mut finish = Finish::OnItsOwn;
         if !wait_exit(pid, pidfd.as_ref(), &mut answers, input_ended + grace) {
-            group.signal(libc::SIGTERM);
+            group.signal(Signal::TERM);
             finish = if wait_exit(
                 pid,
                 pidfd.as_ref(),
@@ -220,20 +221,14 @@ fn wait_exit(pid: u32, pidfd: Option<&OwnedFd>, answers: &mut Answers, deadline:
             return false;
         }
         let mut wait = deadline - now;
-        let mut fds = [UNUSED; 2];
-        match pidfd {
-            Some(p) => fds[0] = polled(p.as_raw_fd(), libc::POLLIN),
-            None => wait = wait.min(NO_PIDFD_POLL),
+        if pidfd.is_none() {
+            wait = wait.min(NO_PIDFD_POLL);
         }
-        if !answers.ended {
-            fds[1] = polled(answers.stdout.as_raw_fd(), libc::POLLIN);
-        }
-        // Rounded up, so that a wait never ends just short of its deadline.
-        let ms = wait.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32;
-        // SAFETY: poll reads and writes the array of two pollfds we pass; an fd of -1
-        // is ignored.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
-        if n > 0 && fds[1].revents != 0 {
+        let fds = [
+            pidfd.map(|p| (p.as_fd(), PollFlags::IN)),
+            (!answers.ended).then(|| (answers.stdout.as_fd(), PollFlags::IN)),
+        ];
+        if poll_ready(fds, Some(wait)).is_ok_and(|ready| ready[1]) {
             match answers.stdout.read(&mut answers.buffer) {
                 Ok(0) => answers.ended = true,
                 Ok(_) => {}
@@ -355,7 +350,7 @@ mod tests {
 
     #[test]
     fn a_sigterm_is_a_warning_unless_the_grace_is_0() {
-        let term = ExitStatus::from_raw(libc::SIGTERM);
+        let term = ExitStatus::from_raw(Signal::TERM.as_raw());
         let (warn, line) = what_to_say(
             "./h.py",
             Finish::Terminated,
@@ -381,7 +376,7 @@ mod tests {
         let (warn, line) = what_to_say(
             "./h.py",
             Finish::Killed,
-            ExitStatus::from_raw(libc::SIGKILL),
+            ExitStatus::from_raw(Signal::KILL.as_raw()),
             Duration::ZERO,
             Duration::from_secs(2),
             b"",

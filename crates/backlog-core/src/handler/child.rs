@@ -14,11 +14,17 @@
 //! open costs that much, not more, and the output says the stream was still open.
 
 use std::io::Read;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
+use rustix::io::Errno;
+use rustix::process::{
+    Pid, PidfdFlags, Signal, WaitId, WaitIdOptions, pidfd_open as open_pidfd, waitid,
+};
 
 use super::group::LiveGroup;
 use super::subreaper;
@@ -141,45 +147,59 @@ pub(super) fn run(
     Ok(ended)
 }
 
+/// A pidfd of the process `pid`, readable once it exits; `None` where the kernel has
+/// none (Linux before 5.3).
 pub(super) fn pidfd_open(pid: u32) -> Option<OwnedFd> {
-    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
-    // SAFETY: a non-negative answer is a descriptor now ours alone.
-    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
+    open_pidfd(as_pid(pid)?, PidfdFlags::empty()).ok()
+}
+
+fn as_pid(pid: u32) -> Option<Pid> {
+    Pid::from_raw(i32::try_from(pid).ok()?)
 }
 
 /// Whether the child has exited, without reaping it: its group must be killed while
 /// its pid still holds the group id (see `group`). An error (it is no child to wait
 /// for: reaped by someone else) counts as exited, rather than a wait for nothing.
 pub(super) fn has_exited(pid: u32) -> bool {
-    // SAFETY: waitid writes one siginfo_t into the zeroed one we pass; WNOWAIT leaves
-    // the child waitable, for std's `Child::wait`.
-    unsafe {
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        let r = libc::waitid(
-            libc::P_PID,
-            pid as libc::id_t,
-            &mut info,
-            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-        );
-        r != 0 || info.si_pid() != 0
-    }
+    let Some(pid) = as_pid(pid) else {
+        return true;
+    };
+    // NOWAIT leaves the child waitable, for std's `Child::wait`.
+    let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+    !matches!(waitid(WaitId::Pid(pid), options), Ok(None))
 }
 
-fn set_nonblocking(fd: libc::c_int) {
-    // SAFETY: fcntl on a descriptor the caller owns.
-    unsafe {
-        let flags = libc::fcntl(fd, libc::F_GETFL);
-        libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+/// Waits until one of `fds` is ready, for at most `wait` (`None`: no limit); an absent
+/// one is not waited on. Says which are ready: none after the wait ran out, an error
+/// (EINTR: a signal came) when poll(2) failed.
+pub(super) fn poll_ready<const N: usize>(
+    fds: [Option<(BorrowedFd<'_>, PollFlags)>; N],
+    wait: Option<Duration>,
+) -> rustix::io::Result<[bool; N]> {
+    let mut polled: Vec<PollFd<'_>> = fds
+        .iter()
+        .flatten()
+        .map(|&(fd, events)| PollFd::from_borrowed_fd(fd, events))
+        .collect();
+    // Rounded up to whole milliseconds, so that a wait never ends just short of its
+    // deadline.
+    let timeout = wait.map(|w| {
+        let ms = w.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i64;
+        Timespec {
+            tv_sec: ms / 1000,
+            tv_nsec: (ms % 1000 * 1_000_000) as _,
+        }
+    });
+    poll(&mut polled, timeout.as_ref())?;
+    let mut ready = [false; N];
+    let mut answers = polled.iter();
+    for (slot, fd) in ready.iter_mut().zip(&fds) {
+        if fd.is_some() {
+            *slot = answers.next().is_some_and(|p| !p.revents().is_empty());
+        }
     }
+    Ok(ready)
 }
-
-/// A pollfd that poll(2) ignores.
-pub(super) const UNUSED: libc::pollfd = libc::pollfd {
-    fd: -1,
-    events: 0,
-    revents: 0,
-};
 
 fn watch(
     child: &mut Child,
@@ -192,7 +212,8 @@ fn watch(
     let pidfd = pidfd_open(pid);
     let mut stdin = child.stdin.take();
     if let Some(s) = &stdin {
-        set_nonblocking(s.as_raw_fd());
+        // Non-blocking, so that poll(2) says when there is room.
+        let _ = rustix::io::ioctl_fionbio(s, true);
     }
     let mut written = 0;
     let mut tails = [
@@ -227,24 +248,12 @@ fn watch(
         } else if stage < 2 && now >= deadline {
             stage += 1;
             if stage == 1 {
-                group.signal(libc::SIGTERM);
+                group.signal(Signal::TERM);
                 deadline = now + KILL_GRACE;
             } else {
-                group.signal(libc::SIGKILL);
+                group.signal(Signal::KILL);
             }
             continue;
-        }
-        let mut fds = [UNUSED; 4];
-        if let Some(s) = &stdin {
-            fds[0] = polled(s.as_raw_fd(), libc::POLLOUT);
-        }
-        for (i, t) in tails.iter().enumerate() {
-            if let Some(fd) = &t.fd {
-                fds[1 + i] = polled(fd.as_raw_fd(), libc::POLLIN);
-            }
-        }
-        if let (Some(p), None) = (&pidfd, status) {
-            fds[3] = polled(p.as_raw_fd(), libc::POLLIN);
         }
         let until = match status {
             Some((_, exited)) => Some(exited + OUTPUT_GRACE),
@@ -258,36 +267,29 @@ fn watch(
         if cancel.is_some() && stage == 0 && status.is_none() {
             wait = Some(wait.map_or(CANCEL_POLL, |w| w.min(CANCEL_POLL)));
         }
-        // Rounded up, so that a wait never ends just short of its deadline.
-        let ms = wait.map_or(-1, |w| {
-            w.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32
-        });
-        // SAFETY: poll reads and writes the array of four pollfds we pass; an fd of -1
-        // is ignored.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
-        if n <= 0 {
-            continue; // a deadline, or EINTR
-        }
-        if fds[0].revents != 0 && !write_some(stdin.as_ref(), input, &mut written) {
+        let fds = [
+            stdin.as_ref().map(|s| (s.as_fd(), PollFlags::OUT)),
+            tails[0].fd.as_ref().map(|f| (f.as_fd(), PollFlags::IN)),
+            tails[1].fd.as_ref().map(|f| (f.as_fd(), PollFlags::IN)),
+            pidfd
+                .as_ref()
+                .filter(|_| status.is_none())
+                .map(|p| (p.as_fd(), PollFlags::IN)),
+        ];
+        let Ok(ready) = poll_ready(fds, wait) else {
+            continue; // EINTR
+        };
+        if ready[0] && !write_some(stdin.as_ref(), input, &mut written) {
             stdin = None;
         }
         for (i, t) in tails.iter_mut().enumerate() {
-            if fds[1 + i].revents != 0 {
+            if ready[1 + i] {
                 t.read(&mut buf);
             }
         }
     }
     let (status, _) = status.expect("the loop ends after the exit");
     ended(status, &mut tails, stage > 0 && !cancelled, cancelled)
-}
-
-/// A pollfd waiting for `events` on `fd`.
-pub(super) fn polled(fd: libc::c_int, events: libc::c_short) -> libc::pollfd {
-    libc::pollfd {
-        fd,
-        events,
-        revents: 0,
-    }
 }
 
 /// Writes what it can of the rest of `input` (from `written`) to `stdin`, which is
@@ -297,14 +299,14 @@ fn write_some(stdin: Option<&std::process::ChildStdin>, input: &[u8], written: &
     let Some(s) = stdin else {
         return false;
     };
-    let left = &input[*written..];
-    // SAFETY: writes from a live slice to a descriptor we own.
-    let w = unsafe { libc::write(s.as_raw_fd(), left.as_ptr().cast(), left.len()) };
-    if w > 0 {
-        *written += w as usize;
+    match rustix::io::write(s, &input[*written..]) {
+        Ok(w) => {
+            *written += w;
+            *written < input.len()
+        }
+        // A full pipe: the rest when poll says there is room.
+        Err(e) => e == Errno::AGAIN && *written < input.len(),
     }
-    let again = w < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::WouldBlock;
-    !(*written >= input.len() || (w < 0 && !again))
 }
 
 /// How the process ended, with what its output streams kept.
@@ -385,7 +387,7 @@ mod tests {
     fn a_hang_gets_sigterm_at_the_timeout() {
         let e = sh("sleep 30", b"", Duration::from_millis(200));
         assert!(e.timed_out);
-        assert_eq!(e.status.signal(), Some(libc::SIGTERM));
+        assert_eq!(e.status.signal(), Some(Signal::TERM.as_raw()));
     }
 
     #[test]

@@ -20,6 +20,8 @@
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 
+use rustix::process::Signal;
+
 use super::proc_stat::boot_ticks_now;
 use super::signal::signal_group;
 use super::{registry, watchdog};
@@ -97,7 +99,7 @@ impl LiveGroup {
     }
 
     /// Sends `signal` to the whole group.
-    pub fn signal(&self, signal: libc::c_int) {
+    pub fn signal(&self, signal: Signal) {
         if self.pgid > 0 {
             signal_group(self.pgid, signal);
         }
@@ -112,7 +114,7 @@ impl LiveGroup {
             return;
         }
         if self.pgid > 0 {
-            signal_group(self.pgid, libc::SIGKILL);
+            signal_group(self.pgid, Signal::KILL);
             watchdog::unwatch(self.pgid);
             registry::clear(self.slot);
         }
@@ -167,7 +169,7 @@ pub fn kill_live_groups() {
     for slot in &PGIDS {
         let pgid = slot.load(Ordering::SeqCst);
         if pgid > 0 {
-            signal_group(pgid, libc::SIGKILL);
+            signal_group(pgid, Signal::KILL);
         }
     }
 }

@@ -6,6 +6,8 @@
 //! registry both lean on it, and on `CLOCK_BOOTTIME`, the clock the kernel takes it from,
 //! so that a time read here can be compared with a process's start.
 
+use rustix::time::{ClockId, clock_gettime};
+
 /// The fields of one process's `stat` line that the handler's process tree needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct ProcStat {
@@ -69,9 +71,8 @@ fn read_into(path: &str, buf: &mut [u8]) -> Option<usize> {
 pub(super) fn ticks_per_second() -> u64 {
     static TICKS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     *TICKS.get_or_init(|| {
-        // SAFETY: sysconf reads a constant of the system; it has no memory effects.
-        let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-        if t > 0 { t as u64 } else { 100 }
+        let t = rustix::param::clock_ticks_per_second();
+        if t > 0 { t } else { 100 }
     })
 }
 
@@ -79,14 +80,7 @@ pub(super) fn ticks_per_second() -> u64 {
 /// down: a process started before this reading has a start time of at most this, one
 /// started after it has a start time of at least this.
 pub(super) fn boot_ticks_now() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec into the one we pass.
-    unsafe {
-        libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts);
-    }
+    let ts = clock_gettime(ClockId::Boottime);
     let tps = ticks_per_second();
     ts.tv_sec as u64 * tps + ts.tv_nsec as u64 * tps / 1_000_000_000
 }

@@ -22,6 +22,8 @@ use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use rustix::process::{Signal, getuid};
+
 use super::proc_stat::ProcStat;
 use super::signal::signal_group;
 
@@ -72,13 +74,11 @@ pub fn folder() -> Option<&'static Path> {
         .get_or_init(|| {
             let dir = match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
                 Some(d) if d.is_absolute() => d.join("backlog"),
-                // SAFETY: getuid has no failure and no memory effects.
-                _ => PathBuf::from(format!("/tmp/backlog-{}", unsafe { libc::getuid() })),
+                _ => PathBuf::from(format!("/tmp/backlog-{}", getuid().as_raw())),
             };
             let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
             let usable = std::fs::symlink_metadata(&dir).is_ok_and(|m| {
-                // SAFETY: as above.
-                m.is_dir() && m.uid() == unsafe { libc::getuid() } && m.mode() & 0o077 == 0
+                m.is_dir() && m.uid() == getuid().as_raw() && m.mode() & 0o077 == 0
             });
             if !usable {
                 tracing::warn!(
@@ -221,7 +221,7 @@ fn kill_left_group(entry: &str) {
         return;
     }
     tracing::info!("killing process group {pgid}, left by a tick that was killed");
-    signal_group(pgid, libc::SIGKILL);
+    signal_group(pgid, Signal::KILL);
 }
 
 #[cfg(test)]
@@ -251,6 +251,6 @@ mod tests {
         kill_left_group(&format!("{pid} {start} {start}"));
         let status = child.wait().unwrap();
         use std::os::unix::process::ExitStatusExt;
-        assert_eq!(status.signal(), Some(libc::SIGKILL));
+        assert_eq!(status.signal(), Some(Signal::KILL.as_raw()));
     }
 }

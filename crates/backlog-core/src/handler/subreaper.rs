@@ -36,6 +36,10 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
+use rustix::process::{
+    Pid, Signal, WaitId, WaitIdOptions, getpid, kill_process, set_child_subreaper, waitid,
+};
+
 use super::group::live_snapshot;
 use super::proc_stat::{ProcStat, boot_ticks_now, ticks_per_second};
 use super::signal::signal_group;
@@ -60,11 +64,11 @@ pub(super) fn become_subreaper() {
     }
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        // SAFETY: prctl with integer arguments changes an attribute of this process only.
-        if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
+        // The kernel reads the argument as a flag: any pid turns the attribute on.
+        if let Err(e) = set_child_subreaper(Some(getpid())) {
             tracing::debug!(
                 "cannot become a child subreaper ({}): orphans of handlers go to init",
-                std::io::Error::last_os_error()
+                std::io::Error::from(e)
             );
         }
     });
@@ -127,11 +131,11 @@ pub(super) fn sweep() -> usize {
         } else if before_every_live_handler {
             tracing::debug!("killing process {child}, an orphan a handler left");
             if stat.pgid == child {
-                signal_group(child, libc::SIGKILL);
+                signal_group(child, Signal::KILL);
             }
-            // SAFETY: kill(2) on our own unreaped child: its pid cannot be reused.
-            unsafe {
-                libc::kill(child, libc::SIGKILL);
+            // Our own unreaped child: its pid cannot have been reused.
+            if let Some(pid) = Pid::from_raw(child.max(0)) {
+                let _ = kill_process(pid, Signal::KILL);
             }
             killed += 1;
         }
@@ -152,16 +156,12 @@ pub(super) fn sweep_at_end() {
     }
 }
 
+/// Reaps one child of ours that a sweep judged to be nobody else's, if it has exited.
 fn reap(pid: i32) {
-    // SAFETY: waitid writes one siginfo_t into the zeroed one we pass; P_PID names one
-    // child of ours that a sweep judged to be nobody else's.
-    unsafe {
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        libc::waitid(
-            libc::P_PID,
-            pid as libc::id_t,
-            &mut info,
-            libc::WEXITED | libc::WNOHANG,
+    if let Some(pid) = Pid::from_raw(pid.max(0)) {
+        let _ = waitid(
+            WaitId::Pid(pid),
+            WaitIdOptions::EXITED | WaitIdOptions::NOHANG,
         );
     }
 }

@@ -18,8 +18,10 @@
 //! watchdog costs the tick a lost message, never a hang: the host registry
 //! (`registry`) covers what the watchdog misses.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::OnceLock;
+
+use rustix::pipe::{PipeFlags, pipe_with};
 
 struct Watchdog {
     pid: i32,
@@ -60,33 +62,23 @@ fn send(message: i32) {
     let Some(Some(w)) = WATCHDOG.get() else {
         return;
     };
-    let bytes = message.to_ne_bytes();
-    // SAFETY: writes 4 bytes from a live array to a descriptor we own; a full pipe
-    // (EAGAIN) or a dead watchdog (EPIPE; SIGPIPE is ignored by the Rust runtime) only
-    // loses the message.
-    unsafe {
-        libc::write(w.write.as_raw_fd(), bytes.as_ptr().cast(), bytes.len());
-    }
+    // A full pipe (EAGAIN) or a dead watchdog (EPIPE; SIGPIPE is ignored by the Rust
+    // runtime) only loses the message.
+    let _ = rustix::io::write(&w.write, &message.to_ne_bytes());
 }
 
 fn fork_watchdog() -> std::io::Result<Watchdog> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 writes two descriptors into the array we pass.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: pipe2 just returned these two descriptors, owned by nothing else.
-    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    // SAFETY: fcntl on a descriptor we own.
-    unsafe {
-        let flags = libc::fcntl(write.as_raw_fd(), libc::F_GETFL);
-        libc::fcntl(write.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK);
-    }
-    // SAFETY: after fork the child runs only `watch_over`, which makes async-signal-safe
-    // system calls and touches nothing but its own stack, and never returns.
+    let (read, write) = pipe_with(PipeFlags::CLOEXEC)?;
+    // The write end only: the watchdog's reads block.
+    let _ = rustix::io::ioctl_fionbio(&write, true);
+    // SAFETY: fork(2) has no wrapper that could be safe: the child is a copy of a
+    // process whose other threads may hold locks (the allocator's among them) that no
+    // one will release there. It is sound because the child runs only `watch_over`,
+    // which makes async-signal-safe system calls, touches nothing but its own stack,
+    // and never returns into the code of the tick.
     match unsafe { libc::fork() } {
         -1 => Err(std::io::Error::last_os_error()),
-        // SAFETY: in the child; see above.
+        // SAFETY: this is the freshly forked child that `watch_over` requires.
         0 => unsafe { watch_over(read.as_raw_fd()) },
         pid => Ok(Watchdog { pid, write }),
     }
@@ -99,8 +91,14 @@ fn fork_watchdog() -> std::io::Result<Watchdog> {
 /// signals, and ends it.
 unsafe fn watch_over(read: libc::c_int) -> ! {
     const FD: libc::c_int = 3;
-    // SAFETY (whole body): async-signal-safe system calls on descriptors and
-    // dispositions of this child only, and arrays on this stack.
+    // SAFETY: this is a forked copy of a threaded process, where only async-signal-safe
+    // calls are sound, and every call below is one: a plain system call that neither
+    // allocates nor takes a lock another thread may have held at the fork. Each acts on
+    // this child's own descriptors, signal dispositions and mask, or on the groups it
+    // was told of; the pointers passed point into arrays on this stack or to static C
+    // strings; and `_exit` ends the child without running the tick's exit code or any
+    // destructor. The calls stay raw: descriptors are taken over by number, and
+    // signal dispositions set, where no safe wrapper can exist.
     unsafe {
         libc::setpgid(0, 0);
         // The tick's signal-hook handlers were copied with its memory: reset them, so

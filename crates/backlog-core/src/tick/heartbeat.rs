@@ -20,6 +20,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
+use rustix::time::{ClockId, clock_gettime};
 
 use crate::duration;
 use crate::store::{Fault, Heartbeat, StoreError};
@@ -38,29 +39,24 @@ struct Reading {
     wall: u64,
 }
 
-fn read_clock(clock: libc::clockid_t) -> u64 {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec into the one we pass.
-    unsafe { libc::clock_gettime(clock, &mut t) };
+fn read_clock(clock: ClockId) -> u64 {
+    let t = clock_gettime(clock);
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
 impl Reading {
     fn now() -> Reading {
         Reading {
-            monotonic: read_clock(libc::CLOCK_MONOTONIC),
-            wall: read_clock(libc::CLOCK_REALTIME),
+            monotonic: read_clock(ClockId::Monotonic),
+            wall: read_clock(ClockId::Realtime),
         }
     }
 
     #[cfg(target_os = "linux")]
     fn coarse() -> Reading {
         Reading {
-            monotonic: read_clock(libc::CLOCK_MONOTONIC_COARSE),
-            wall: read_clock(libc::CLOCK_REALTIME_COARSE),
+            monotonic: read_clock(ClockId::MonotonicCoarse),
+            wall: read_clock(ClockId::RealtimeCoarse),
         }
     }
 
