@@ -4,13 +4,28 @@
 is found.
 
 A module's edges are the other top-level modules of its crate that it names as
-`crate::name` or in `use crate::{...}` (its tests, `#[cfg(test)] mod tests`, left
-out: a test may reach anywhere). docs/layout.md draws the graph this keeps acyclic.
+`crate::name` or in `use crate::{...}` (its tests, `#[cfg(test)] mod tests { … }` and
+files named tests.rs, left out: a test may reach anywhere; comments too). docs/layout.md draws the graph this keeps acyclic.
 """
 import glob
 import os
 import re
 import sys
+def strip_tests(s):
+    """The source without its `#[cfg(test)] mod tests { ... }` blocks (braces counted)."""
+    while True:
+        m=re.search(r'#\[cfg\(test\)\]\s*mod \w+\s*\{', s)
+        if not m:
+            return s
+        depth=0
+        for i in range(m.end()-1, len(s)):
+            if s[i]=='{': depth+=1
+            elif s[i]=='}':
+                depth-=1
+                if depth==0:
+                    break
+        s=s[:m.start()]+s[i+1:]
+
 def graph(src):
     g={}
     mods=set()
@@ -19,12 +34,13 @@ def graph(src):
         elif os.path.isdir(os.path.join(src,f)): mods.add(f)
     for dp,_,fs in os.walk(src):
         for f in fs:
-            if not f.endswith('.rs'): continue
+            # A test module of its own file (`#[cfg(test)] mod tests;`) is a test too.
+            if not f.endswith('.rs') or f == 'tests.rs': continue
             p=os.path.join(dp,f); rel=os.path.relpath(p,src)
             top=rel.split('/')[0]; top=top[:-3] if top.endswith('.rs') else top
             if top not in mods: continue
             s=open(p).read()
-            s=re.sub(r'#\[cfg\(test\)\]\s*mod tests\s*(;|\{.*)', '', s, flags=re.S)
+            s=strip_tests(s)
             s=re.sub(r'//.*','',s)
             deps=set(re.findall(r'crate::(\w+)',s))
             for m in re.finditer(r'use crate::\{([^}]*)\}',s):
