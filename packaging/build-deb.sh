@@ -24,7 +24,7 @@ target=$(cargo metadata --no-deps --format-version 1 |
 bin="$target/release/backlog"
 assets="$target/release/deb-assets"
 
-cargo build --release --locked
+cargo build --release --locked -p backlog
 
 rm -rf "$assets"
 mkdir -p "$assets/man" "$assets/completions"
@@ -101,4 +101,4 @@ indent() { sed -e 's/^$/./' -e 's/^/ /' "$1"; }
 } >"$assets/copyright"
 
 # It prints the path of the .deb it wrote, on stdout.
-cargo deb --no-build --locked
+cargo deb -p backlog --no-build --locked

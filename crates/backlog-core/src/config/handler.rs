@@ -1,0 +1,235 @@
+//! The `[handler]` section: what runs for a record, how many at once and how fast,
+//! and when a tick stops calling it.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::ranges::{BREAKER_COOLDOWN, HANDLER_TIMEOUT, MAX_BATCH_SIZE, STOP_GRACE, span};
+use crate::rate::Rate;
+
+/// How the handler command runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, Default)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum HandlerMode {
+    /// One process per record: the record on stdin, its outcome the exit code.
+    #[default]
+    PerRecord,
+    /// One long-lived process: records as JSON lines on stdin, one answer line per
+    /// record on stdout (see the README for the protocol).
+    Batch,
+}
+
+/// The `[handler]` section, resolved.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct HandlerConfig {
+    /// The program and its arguments, as written (the program is resolved when the
+    /// handler is built, so that loading a file never fails on a missing program).
+    pub command: Vec<String>,
+    /// One process per record, or one long-lived process for many.
+    pub mode: HandlerMode,
+    /// Records handed to a batch handler at once.
+    pub batch_size: usize,
+    /// How long one record's handler may run before it is killed and the record gets the
+    /// error status (batch mode: from when the tick waits for the batch's answers).
+    pub timeout: Duration,
+    /// How long a tick that was asked to stop (SIGTERM, SIGINT, a lapse) lets the
+    /// handlers it started finish before it ends them, and how long a batch handler
+    /// whose input ended gets to exit on its own: a deploy waits at most this, never a
+    /// long `timeout`.
+    pub stop_grace: Duration,
+    /// Records in their handlers at once within one tick (batch mode: processes).
+    pub concurrency: usize,
+    /// Handler starts per unit of time, spaced evenly, for every runner of a table
+    /// and tier together; none for as fast as they go.
+    pub rate: Option<Rate>,
+    /// The name of one rate that tiers and tables calling the same counterpart share.
+    pub rate_group: Option<String>,
+    /// A column of the table naming each record's counterpart: every value of it gets
+    /// a rate of its own (`handler.rate` each), so that one slow counterpart does not
+    /// hold the others' records back.
+    pub rate_key: Option<String>,
+    /// Failures in a row after which a tick stops handing out records (the breaker).
+    pub stop_after_failures: Option<u32>,
+    /// How long every runner of a tier stops once its breaker tripped, before one of
+    /// them tries a record again.
+    pub breaker_cooldown: Duration,
+    /// Variables added to the handler's environment, over those it inherits (`PATH` here
+    /// is also where the program is looked up).
+    pub env: BTreeMap<String, String>,
+    /// Exit codes that set a status of their own instead of the error status.
+    pub exit_codes: BTreeMap<i32, String>,
+}
+
+impl HandlerConfig {
+    /// A handler running `command` with what the file's keys default to: one process
+    /// per record, one record at a time, a 30 s timeout, no rate and no breaker (a
+    /// batch of 100 records, in batch mode). Change its fields to set others.
+    pub fn new(command: Vec<String>) -> Self {
+        HandlerConfig {
+            command,
+            mode: HandlerMode::PerRecord,
+            batch_size: DEFAULT_BATCH_SIZE,
+            timeout: DEFAULT_TIMEOUT,
+            stop_grace: DEFAULT_STOP_GRACE,
+            concurrency: 1,
+            rate: None,
+            rate_group: None,
+            rate_key: None,
+            stop_after_failures: None,
+            breaker_cooldown: DEFAULT_BREAKER_COOLDOWN,
+            env: BTreeMap::new(),
+            exit_codes: BTreeMap::new(),
+        }
+    }
+}
+
+/// `handler.batch_size` when the file gives none.
+const DEFAULT_BATCH_SIZE: usize = 100;
+
+/// `handler.breaker_cooldown` when the file gives none.
+const DEFAULT_BREAKER_COOLDOWN: Duration = Duration::from_secs(60);
+
+/// `handler.stop_grace` when the file gives none: what systemd's own stop waits
+/// (`DefaultTimeoutStopSec`) less time to write the marks.
+pub const DEFAULT_STOP_GRACE: Duration = Duration::from_secs(30);
+
+/// `handler.timeout` when the file gives none.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The most records a tick has in their handlers at once: each is a thread (and a
+/// process for a command handler), and more than this is better served by more runners.
+pub const MAX_CONCURRENCY: usize = 1024;
+
+/// The longest name of a `handler.rate_group` (it is a key of `backlog_rates`).
+const MAX_RATE_GROUP: usize = 100;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawHandler {
+    command: Vec<String>,
+    #[serde(default)]
+    mode: HandlerMode,
+    batch_size: Option<usize>,
+    timeout: Option<String>,
+    stop_grace: Option<String>,
+    concurrency: Option<i64>,
+    rate: Option<String>,
+    rate_group: Option<String>,
+    rate_key: Option<String>,
+    stop_after_failures: Option<i64>,
+    breaker_cooldown: Option<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    #[serde(default)]
+    exit_codes: BTreeMap<String, String>,
+}
+
+pub(super) fn resolve(raw: RawHandler) -> Result<HandlerConfig, String> {
+    if raw.command.first().is_none_or(|p| p.trim().is_empty()) {
+        return Err(
+            "handler.command is empty; give the program and its arguments, like [\"./handler.sh\"]"
+                .into(),
+        );
+    }
+    let timeout = match raw.timeout {
+        Some(t) => span("handler.timeout", &t, HANDLER_TIMEOUT)?,
+        None => DEFAULT_TIMEOUT,
+    };
+    let stop_grace = match raw.stop_grace {
+        Some(g) => span("handler.stop_grace", &g, STOP_GRACE)?,
+        None => DEFAULT_STOP_GRACE,
+    };
+    let mut exit_codes = BTreeMap::new();
+    for (code, status) in raw.exit_codes {
+        let n: i32 = code
+            .parse()
+            .ok()
+            .filter(|n| (1..=255).contains(n))
+            .ok_or_else(|| {
+                format!(
+                    "handler.exit_codes: {code:?} is not an exit code; use numbers from 1 to 255"
+                )
+            })?;
+        exit_codes.insert(n, status);
+    }
+    if let Some(n) = raw.batch_size.filter(|n| !(1..=MAX_BATCH_SIZE).contains(n)) {
+        return Err(format!(
+            "handler.batch_size: {n} is out of range; use 1 to {MAX_BATCH_SIZE} records a batch"
+        ));
+    }
+    let concurrency = match raw.concurrency {
+        None => 1,
+        Some(n) if (1..=MAX_CONCURRENCY as i64).contains(&n) => n as usize,
+        Some(n) => {
+            return Err(format!(
+                "handler.concurrency: {n} is out of range; use 1 (one record at a time, the default) to {MAX_CONCURRENCY}"
+            ));
+        }
+    };
+    let rate = raw
+        .rate
+        .map(|r| Rate::parse(&r).map_err(|e| format!("handler.rate: {e}")))
+        .transpose()?;
+    if let Some(group) = &raw.rate_group {
+        if rate.is_none() {
+            return Err(format!(
+                "handler.rate_group = {group:?} names a shared rate, but handler.rate is not set; give the rate too, like rate = \"20/s\""
+            ));
+        }
+        if group.trim().is_empty() || group.chars().count() > MAX_RATE_GROUP {
+            return Err(format!(
+                "handler.rate_group: {group:?} is not a name; use 1 to {MAX_RATE_GROUP} characters, like \"payments-api\""
+            ));
+        }
+    }
+    if let Some(key) = &raw.rate_key {
+        if rate.is_none() {
+            return Err(format!(
+                "handler.rate_key = {key:?} gives each value of that column a rate, but handler.rate is not set; give the rate too, like rate = \"20/s\""
+            ));
+        }
+        if key.trim().is_empty() {
+            return Err(
+                "handler.rate_key is empty; name the column that says which counterpart a record is for, like rate_key = \"merchant_id\"".into(),
+            );
+        }
+    }
+    let stop_after_failures = match raw.stop_after_failures {
+        None => None,
+        Some(n) if (1..=i64::from(u32::MAX)).contains(&n) => Some(n as u32),
+        Some(n) => {
+            return Err(format!(
+                "handler.stop_after_failures: {n} is out of range; use a number of failures in a row from 1 to {}, or leave it out to never stop",
+                u32::MAX
+            ));
+        }
+    };
+    let breaker_cooldown = match raw.breaker_cooldown {
+        Some(c) if stop_after_failures.is_none() => {
+            return Err(format!(
+                "handler.breaker_cooldown = {c:?} needs handler.stop_after_failures, the failures in a row that trip the breaker; give it too, like stop_after_failures = 5"
+            ));
+        }
+        Some(c) => span("handler.breaker_cooldown", &c, BREAKER_COOLDOWN)?,
+        None => DEFAULT_BREAKER_COOLDOWN,
+    };
+    Ok(HandlerConfig {
+        command: raw.command,
+        mode: raw.mode,
+        batch_size: raw.batch_size.unwrap_or(DEFAULT_BATCH_SIZE),
+        timeout,
+        stop_grace,
+        concurrency,
+        rate,
+        rate_group: raw.rate_group,
+        rate_key: raw.rate_key,
+        stop_after_failures,
+        breaker_cooldown,
+        env: raw.env,
+        exit_codes,
+    })
+}

@@ -1,0 +1,56 @@
+//! The core of `backlog`, which works through a database backlog on a progressive
+//! schedule: young records are retried often, old ones rarely, with no extra columns
+//! in the user's table.
+//!
+//! This crate holds the schedule, the schedule file, the tick, the handlers and the
+//! store's protocol; it links no database client. A database is a crate of its own
+//! (`backlog-sqlite`, `backlog-postgres`, `backlog-mysql`) that implements the store's
+//! traits and a [`store::driver::Driver`], which the program installs before it loads
+//! a schedule file. The `backlog` command is a crate on top of them all.
+//!
+//! docs/library.md is the guide, and its examples run as this crate's doc tests: load
+//! a [`Config`], open its [`Store`] with [`open_store`], and call [`process_backlog`]
+//! with a [`Handler`], such as a closure wrapped in [`FnHandler`].
+//!
+//! The crates the public API names are re-exported: [`chrono`], [`chrono_tz`] and
+//! [`serde_json`], so a user needs no version of them in step with this one. The enums
+//! and the option structs are `#[non_exhaustive]`: a `match` needs a `_` arm, and a
+//! struct is built by its constructor (or `Default`), then changed field by field.
+//!
+//! The modules past the root's names are the parts the `backlog` command and the
+//! database crates are built from: public so that they can be, and documented, but
+//! their shape follows those crates' needs.
+
+#![warn(missing_docs)]
+#![doc = include_str!("../../../docs/library.md")]
+
+pub mod backoff;
+pub mod causes;
+pub mod config;
+pub mod curve;
+pub mod digest;
+pub mod duration;
+pub mod error;
+pub mod explain;
+pub mod handler;
+pub mod rate;
+pub mod record;
+pub mod schedule;
+pub mod store;
+pub mod tick;
+pub mod timestamp;
+
+pub use chrono;
+pub use chrono_tz;
+pub use serde_json;
+
+pub use config::{Config, TableConfig};
+pub use error::Error;
+pub use handler::{
+    CommandHandler, Context, Ending, FnHandler, Handled, Handler, HandlerError, Outcome,
+};
+pub use rate::Rate;
+pub use record::{Columns, Record, Scalar};
+pub use schedule::{BandMode, Schedule};
+pub use store::Store;
+pub use tick::{BandSummary, Event, TickOptions, TickSummary, open_store, process_backlog};

@@ -1,0 +1,79 @@
+//! Reading the user's table: its records (`Reads`), and the table as a whole (`Survey`).
+//! Each backend writes its own SQL for them; the tick and the commands read through
+//! these two traits only.
+
+use chrono::{DateTime, Utc};
+
+use super::{BandQuery, Cursor, Range, StoreError};
+use crate::record::{Record, Scalar};
+
+/// The records of the user's table: a band's pages, the oldest of some statuses, one
+/// by its id.
+pub trait Reads {
+    /// Up to `limit` pending records of the band, newest first, after `after`.
+    fn select(
+        &mut self,
+        band: &BandQuery,
+        after: Option<&Cursor>,
+        limit: usize,
+    ) -> Result<Vec<Record>, StoreError>;
+
+    /// Up to `limit` records of these statuses, oldest first, inserted before `before`
+    /// if given (after `inspect`).
+    fn oldest_of(
+        &mut self,
+        statuses: &[String],
+        before: Option<DateTime<Utc>>,
+        limit: usize,
+    ) -> Result<Vec<Record>, StoreError>;
+
+    /// The record with this id (given as text, as a user types it).
+    fn find(&mut self, id: &str) -> Result<Option<Record>, StoreError>;
+}
+
+/// What `status` and `doctor` read of the user's table as a whole: counts by status,
+/// how the band query runs, the inserted-at column's values.
+pub trait Survey {
+    /// The number of records of each status whose inserted-at value is in `range`.
+    fn count_by_status(&mut self, range: &Range) -> Result<Vec<(String, u64)>, StoreError>;
+
+    /// How the database runs the band query (after `inspect`).
+    fn band_plan(&mut self) -> Result<QueryPlan, StoreError>;
+
+    /// Up to `limit` distinct non-NULL inserted-at values above `after`, in the column's
+    /// order (an index range when the column has an index).
+    fn inserted_at_page(
+        &mut self,
+        after: Option<&Scalar>,
+        limit: usize,
+    ) -> Result<Vec<Scalar>, StoreError>;
+}
+
+/// How the database runs a band query, for `backlog doctor`.
+#[derive(Debug, Clone)]
+pub struct QueryPlan {
+    /// The plan reads an index range on the inserted-at column.
+    pub uses_index: bool,
+    /// The plan as the database prints it.
+    pub detail: String,
+    /// The statement that would give the band query an index, when it has none.
+    pub create_index: Option<String>,
+    /// On a partitioned table (PostgreSQL), how many of its partitions the band query
+    /// reads, and how many it has: a table partitioned on the inserted-at column reads
+    /// only those its band touches.
+    pub partitions: Option<(usize, usize)>,
+}
+
+/// Distinct inserted-at values `scan_inserted_at` reads a page at a time.
+pub const SCAN_PAGE: usize = 10_000;
+
+/// What a scan of the inserted-at column found.
+#[derive(Debug, Clone, Default)]
+pub struct InsertedAtScan {
+    /// Distinct values read.
+    pub read: usize,
+    /// Whether it read the whole column (else it stopped at its time budget).
+    pub complete: bool,
+    /// The values that cannot be read, or carry another UTC offset, in column order.
+    pub bad: Vec<String>,
+}

@@ -1,0 +1,138 @@
+//! What `status` and `doctor` read of the table on MySQL: its records counted by status,
+//! how the server plans the band query, and the inserted-at column's distinct values, a
+//! page at a time.
+
+use mysql::prelude::Queryable;
+
+use super::*;
+use crate::store::band_statuses;
+use crate::store::{index_name, quote};
+
+impl Survey for MysqlStore {
+    fn count_by_status(&mut self, range: &Range) -> Result<Vec<(String, u64)>, StoreError> {
+        let shape = self.shape();
+        let (table, status, ins) = (
+            shape.table.clone(),
+            shape.quoted(shape.status),
+            shape.quoted(shape.inserted_at),
+        );
+        let statuses = band_statuses::Statuses {
+            table: &table,
+            status: &status,
+            inserted_at: &ins,
+            // Grouped by the bytes: statuses that differ in case only are two.
+            grouped: "CAST({} AS BINARY)",
+            least: "{}",
+            bound: "{}",
+            by_index: shape.status_age_index.is_some(),
+        };
+        let context = format!("counting the records of {}", self.table.name);
+        band_statuses::count_by_status(&mut self.conn, &statuses, range, &context)
+    }
+
+    fn band_plan(&mut self) -> Result<QueryPlan, StoreError> {
+        let shape = self.shape();
+        let ins = shape.quoted(shape.inserted_at);
+        let now = Utc::now();
+        let format = self.format();
+        let bounds = vec![
+            values::bound(&format.encode(now - chrono::Duration::days(7))),
+            values::bound(&format.encode(now - chrono::Duration::days(1))),
+        ];
+        let (sql, params) = self.page_query(&format!("t.{ins} >= ? AND t.{ins} < ?"), bounds, 200);
+        let sql = format!("EXPLAIN {sql}");
+        let (database, table) = shape.schema_name.clone();
+        let bare = shape.names[shape.inserted_at].clone();
+        let rows: Vec<mysql::Row> = self
+            .conn
+            .exec(sql, params)
+            .map_err(my("explaining the band query"))?;
+        let mut detail = Vec::new();
+        let mut keys = Vec::new();
+        let mut sorts = false;
+        for row in rows {
+            let field = |name: &str| {
+                row.columns_ref()
+                    .iter()
+                    .position(|c| c.name_str().eq_ignore_ascii_case(name))
+                    .and_then(|i| row.as_ref(i))
+                    .and_then(values::text)
+                    .unwrap_or_default()
+            };
+            let (kind, key, extra) = (field("type"), field("key"), field("Extra"));
+            // The merge of the per-status pages (`<derived2>`, `<union2,3>`) sorts a
+            // few pages' rows, not the band.
+            if field("table").starts_with('<') {
+                continue;
+            }
+            sorts |= extra.contains("filesort");
+            detail.push(format!(
+                "type={kind} key={key} rows={} extra={extra}",
+                field("rows")
+            ));
+            if matches!(kind.as_str(), "range" | "ref" | "index") && !key.is_empty() {
+                keys.push(key);
+            }
+        }
+        let mut uses_index = false;
+        for key in keys {
+            let columns: Vec<mysql::Value> = self
+                .conn
+                .exec(
+                    "SELECT COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND INDEX_NAME = ? ORDER BY SEQ_IN_INDEX",
+                    (&database, &table, &key),
+                )
+                .map_err(my("reading the table's indexes"))?;
+            uses_index |= columns
+                .iter()
+                .any(|c| values::text(c).as_deref() == Some(&bare));
+        }
+        let uses_index = uses_index && !sorts;
+        // Written for the mysql client, which reads identifiers in backquotes.
+        let create_index = (!uses_index).then(|| {
+            format!(
+                "CREATE INDEX `{}` ON `{database}`.`{table}` (`{bare}`);",
+                index_name(&self.table.name, &bare)
+            )
+        });
+        Ok(QueryPlan {
+            uses_index,
+            detail: detail.join("; "),
+            create_index,
+            partitions: None,
+        })
+    }
+
+    fn inserted_at_page(
+        &mut self,
+        after: Option<&Scalar>,
+        limit: usize,
+    ) -> Result<Vec<Scalar>, StoreError> {
+        let shape = self.shape();
+        let ins = quote(&shape.names[shape.inserted_at]);
+        let mut params = Vec::new();
+        let clause = match after {
+            Some(after) => {
+                params.push(values::bound(after));
+                format!("{ins} > ?")
+            }
+            None => format!("{ins} IS NOT NULL"),
+        };
+        params.push(mysql::Value::UInt(limit as u64));
+        let rows: Vec<mysql::Value> = self
+            .conn
+            .0
+            .exec(
+                format!(
+                    "SELECT DISTINCT {ins} FROM {} WHERE {clause} ORDER BY {ins} LIMIT ?",
+                    shape.table
+                ),
+                params,
+            )
+            .map_err(my(format!(
+                "reading {} of {}",
+                self.table.inserted_at, self.table.name
+            )))?;
+        Ok(rows.into_iter().filter_map(values::scalar).collect())
+    }
+}

@@ -1,0 +1,111 @@
+//! What `status`, `doctor` and the metrics read of the table on SQLite (`Survey`): a
+//! range's records counted by status, as a whole or status by status through an index on
+//! (status, inserted-at) where none starts with inserted-at (`store::band_statuses`), as
+//! a tick over an empty band does too; how SQLite plans the band query; the inserted-at
+//! column's distinct values, a page at a time.
+
+use super::pages::sorts_all;
+use super::*;
+use crate::store::band_statuses;
+
+impl SqliteStore {
+    /// Whether no index of `table` starts with the inserted-at column and one that is
+    /// not partial starts with `status` and then it (see `Statements::statuses_by_index`).
+    pub(super) fn statuses_by_index(&self, table: &str, status: &str) -> Result<bool, StoreError> {
+        let ins = &self.table.inserted_at;
+        let index_on = |first: &str, second: Option<&str>| -> Result<bool, StoreError> {
+            self.conn
+                .query_row(
+                    "SELECT EXISTS (SELECT 1 FROM pragma_index_list(?1) l
+                       JOIN pragma_index_info(l.name) a ON a.seqno = 0 AND a.name = ?2 COLLATE NOCASE
+                       LEFT JOIN pragma_index_info(l.name) b ON b.seqno = 1
+                      WHERE l.partial = 0 AND (?3 IS NULL OR b.name = ?3 COLLATE NOCASE))",
+                    params![table, first, second],
+                    |r| r.get(0),
+                )
+                .map_err(db("reading the table's indexes"))
+        };
+        Ok(!index_on(ins, None)? && index_on(status, Some(ins))?)
+    }
+}
+
+impl Survey for SqliteStore {
+    fn count_by_status(&mut self, range: &Range) -> Result<Vec<(String, u64)>, StoreError> {
+        let sql = self.sql();
+        let statuses = band_statuses::Statuses {
+            table: &sql.table,
+            status: &sql.status,
+            inserted_at: &sql.inserted_at,
+            grouped: "{}",
+            least: "{}",
+            bound: "{}",
+            by_index: sql.statuses_by_index,
+        };
+        let context = format!("counting the records of {}", self.table.name);
+        band_statuses::count_by_status(&mut LiteRef(&self.conn), &statuses, range, &context)
+    }
+
+    fn band_plan(&mut self) -> Result<QueryPlan, StoreError> {
+        let sql = self.page_sql(true, false, false, false);
+        let query = format!("EXPLAIN QUERY PLAN {sql}");
+        let mut stmt = self
+            .conn
+            .prepare(&query)
+            .map_err(db("explaining the band query"))?;
+        // Bind placeholders of the column's own type: the plan depends on it, not on them.
+        let format = self.format();
+        let bound = Bind::from(format.encode(Utc::now()));
+        let n = stmt.parameter_count();
+        let params: Vec<&dyn ToSql> = vec![&bound as &dyn ToSql; n];
+        let detail: Vec<String> = stmt
+            .query_map(params_from_iter(params), |r| r.get::<_, String>(3))
+            .and_then(Iterator::collect)
+            .map_err(db("explaining the band query"))?;
+        let detail = detail.join("; ");
+        let ins = &self.table.inserted_at;
+        // A range on the inserted-at column, alone or after an equality on the status
+        // (an index on status and inserted-at, read one status at a time), and no sort.
+        let upper = detail.to_ascii_uppercase();
+        let ins_upper = ins.to_ascii_uppercase();
+        let uses_index = upper.contains("USING")
+            && (upper.contains(&format!("({ins_upper}>?"))
+                || upper.contains(&format!("AND {ins_upper}>?")))
+            && !sorts_all(&upper);
+        let create_index = (!uses_index).then(|| {
+            format!(
+                "CREATE INDEX {} ON {} ({});",
+                quote(&index_name(&self.table.name, ins)),
+                self.sql().table,
+                self.sql().inserted_at
+            )
+        });
+        Ok(QueryPlan {
+            uses_index,
+            detail,
+            create_index,
+            partitions: None,
+        })
+    }
+
+    fn inserted_at_page(
+        &mut self,
+        after: Option<&Scalar>,
+        limit: usize,
+    ) -> Result<Vec<Scalar>, StoreError> {
+        let sql = self.sql();
+        let query = format!(
+            "SELECT DISTINCT {ins} FROM {t} WHERE {ins} IS NOT NULL AND (?1 IS NULL OR {ins} > ?1) ORDER BY {ins} LIMIT ?2",
+            ins = sql.inserted_at,
+            t = sql.table
+        );
+        let mut stmt = self
+            .conn
+            .prepare_cached(&query)
+            .map_err(db("reading inserted-at values"))?;
+        stmt.query_map(params![Bind::from(after), limit as i64], |r| {
+            Ok(scalar(r.get_ref(0)?))
+        })
+        .and_then(Iterator::collect)
+        .map_err(db("reading inserted-at values"))
+    }
+}

@@ -1,0 +1,340 @@
+//! The command tree (clap) and what each command does with the library.
+//!
+//! Commands print results on stdout and nothing else; logs, progress and errors go to
+//! stderr, so `backlog run --json | jq` and a crontab line's log file both stay clean.
+//! With `--json`, stdout holds one JSON object whatever happens: the result, or, when
+//! the command failed before it had one, `{"error": …, "exit_code": …}` (the error's
+//! line still goes to stderr, for a person reading along).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use chrono::Utc;
+
+mod act;
+mod args;
+mod backoff;
+mod completions;
+mod crontab;
+mod man_page;
+mod operate;
+mod output;
+mod run;
+mod show;
+
+pub use act::{GiveUpArgs, SnoozeArgs, give_up, snooze};
+pub use args::*;
+pub use backoff::{BackoffCommand, backoff_budget, backoff_delays, backoff_plot, backoff_simulate};
+pub use completions::completions;
+pub use crontab::crontab;
+pub use man_page::man;
+pub use operate::{PauseArgs, ResumeArgs, RetryArgs, pause, resume, retry};
+pub(crate) use output::print;
+pub use output::{LogFormat, init_logging, report};
+pub use run::run;
+pub use show::{ShowArgs, show};
+
+use crate::config::Config;
+use crate::demo;
+use crate::duration;
+use crate::error::Error;
+use crate::tick::open_store;
+
+/// The schedule file a command reads: the one `--schedule` names (`-`: standard
+/// input), or the first of the places it is looked for.
+fn schedule_file(given: &Option<PathBuf>) -> Result<PathBuf, Error> {
+    Ok(crate::config::find_schedule(given.as_deref())?)
+}
+
+/// The same, for a command that reads the file again later (`why`): standard input,
+/// read once, is refused.
+fn schedule_to_reread(given: &Option<PathBuf>, why: &str) -> Result<PathBuf, Error> {
+    let path = schedule_file(given)?;
+    if crate::config::is_stdin(&path) {
+        return Err(Error::Usage(format!(
+            "--schedule -: {why}, and standard input can be read only once; give the schedule's file"
+        )));
+    }
+    Ok(path)
+}
+
+/// `backlog daemon`.
+pub fn daemon(args: &DaemonArgs) -> Result<(), Error> {
+    let schedule = schedule_to_reread(
+        &args.schedule,
+        "the daemon reads it again on a change and on SIGHUP",
+    )?;
+    crate::handler::adopt_orphans();
+    let signals = crate::runner::Signals {
+        stop: stop_on_signals()?,
+        reload: Default::default(),
+    };
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, Arc::clone(&signals.reload)).map_err(
+        |source| Error::Io {
+            context: "cannot install signal handlers".into(),
+            source,
+        },
+    )?;
+    if let Some(addr) = args.metrics {
+        crate::web::start_metrics(schedule.clone(), addr)?;
+    }
+    if let Some(addr) = args.http {
+        let token = crate::web::load_token(args.token_file.as_deref())?;
+        crate::web::start(schedule.clone(), addr, token)?;
+    }
+    let seed = args.seed.unwrap_or_else(|| {
+        Utc::now().timestamp_nanos_opt().unwrap_or_default() as u64 ^ u64::from(std::process::id())
+    });
+    crate::runner::run_daemon(&schedule, &signals, seed)
+}
+
+/// `backlog serve`.
+pub fn serve(args: &ServeArgs) -> Result<(), Error> {
+    let schedule = schedule_to_reread(
+        &args.schedule,
+        "the dashboard reads it again for every page",
+    )?;
+    // Fails now on a file that does not load, rather than on the first page.
+    Config::load(&schedule)?;
+    let token = crate::web::load_token(args.token_file.as_deref())?;
+    // Said on stdout, as a command's result: where to point the browser.
+    crate::web::serve(schedule, args.listen, token, |addr| {
+        print(&format!("serving the dashboard at http://{addr}/\n"))
+    })
+}
+
+/// `backlog init`.
+pub fn init(args: &InitArgs) -> Result<(), Error> {
+    let written = demo::write(&args.dir, args.force, args.now.unwrap_or_else(Utc::now))?;
+    let next = format!(
+        "backlog run --window 7d --schedule {}",
+        args.dir.join(demo::SCHEDULE_FILE).display()
+    );
+    if args.json {
+        let value = serde_json::json!({"written": written, "next": next});
+        return print(&format!("{value}\n"));
+    }
+    let mut text: String = written.iter().map(|line| format!("{line}\n")).collect();
+    text.push_str(&format!("next: {next}\n"));
+    print(&text)
+}
+
+/// `backlog explain`.
+pub fn explain(args: &ExplainArgs) -> Result<(), Error> {
+    let config = Config::load(&schedule_file(&args.schedule)?)?;
+    // Which file was read, and whether the environment replaced its database.
+    let file = match &args.schedule {
+        _ if crate::config::is_stdin(&config.path) => "<stdin>".to_string(),
+        Some(_) => config.path.display().to_string(),
+        None => format!("{} (found; no --schedule given)", config.path.display()),
+    };
+    let url_variable = config.database.url_variable;
+    let now = args.now.unwrap_or_else(Utc::now);
+    let mut plan = crate::explain::explain(&config.schedule);
+    let curve = crate::curve::Curve::of(&config.table)?;
+    if let (Some(curve), Some(retry)) = (&curve, &config.table.retry) {
+        plan.retry = Some(crate::explain::retry_tries(
+            &config.schedule,
+            curve,
+            &retry.strategy,
+        ));
+    }
+    // A record's next try is the one `show` and the dashboard give, `[retry]` and
+    // spread included: what a tick would do.
+    let next = match (&args.age, &args.id) {
+        (Some(age), _) => Some(crate::explain::next_try(&config.schedule, *age, now)),
+        (None, Some(id)) => {
+            let mut store = crate::operate::inspected(&config)?;
+            let view = crate::operate::record_view(&config, store.as_mut(), id, now, 0)?;
+            if !view.pending {
+                let status = &*view.record.status;
+                return print(&if args.json {
+                    let value = serde_json::json!({"id": id, "status": status, "pending": false, "next_try": null});
+                    format!("{value}\n")
+                } else {
+                    format!("record {id} is {status}, not pending: no tier tries it\n")
+                });
+            }
+            view.next
+        }
+        (None, None) => None,
+    };
+    if args.json {
+        let mut value = serde_json::to_value(&plan).expect("an explanation serialises");
+        value["schedule"] = file.into();
+        value["database"] = serde_json::json!({
+            "url": config.database.url.to_string(),
+            "from_environment": url_variable,
+        });
+        let handler = &config.handler;
+        value["handler"] = serde_json::json!({
+            "command": handler.command,
+            "mode": handler.mode,
+            "concurrency": handler.concurrency,
+            "rate": handler.rate.map(|r| r.to_string()),
+            "rate_key": handler.rate_key,
+            "timeout": crate::duration::compact(handler.timeout),
+            "stop_after_failures": handler.stop_after_failures,
+        });
+        if let Some(next) = &next {
+            value["next_try"] = serde_json::to_value(next).expect("a next try serialises");
+        }
+        return print(&format!("{value}\n"));
+    }
+    let mut text = plan.render(&file);
+    if let Some(variable) = url_variable {
+        text.push_str(&format!(
+            "Database: {} (from {variable}, in place of the file's database.url).\n",
+            config.database.url
+        ));
+    }
+    text.push_str(&format!(
+        "Handler: {}.\n",
+        crate::handler::describe(&config.handler)
+    ));
+    if let Some(next) = next {
+        let subject = match &args.id {
+            Some(id) => format!("Record {id} ({} old)", next.age),
+            None => format!("A record {} old", next.age),
+        };
+        let band = next.in_tier.map_or("is in no band".to_string(), |n| {
+            format!("is in tier {n}'s band")
+        });
+        let when = match (next.by_tier, next.at) {
+            (Some(n), Some(at)) => {
+                let wait = (at - now).to_std().unwrap_or_default();
+                format!(
+                    "it is tried next at {} (in {}), by tier {n}",
+                    crate::duration::instant(at),
+                    duration::rough(wait)
+                )
+            }
+            _ => "it is never tried again".to_string(),
+        };
+        let note = next
+            .retry_note()
+            .map(|n| format!(" ({n})"))
+            .unwrap_or_default();
+        text.push_str(&format!("\n{subject} {band}; {when}{note}.\n"));
+    }
+    print(&text)
+}
+
+/// `backlog doctor`. Failing checks exit 1, after the checks are printed (with
+/// `--json`, the one object carries them and the error).
+pub fn doctor(args: &DoctorArgs) -> Result<(), Error> {
+    let checks = crate::doctor::doctor(&schedule_file(&args.schedule)?);
+    let failure = match checks.iter().filter(|c| !c.ok).count() {
+        0 => None,
+        n => Some(Error::Unhealthy(n)),
+    };
+    let text = if args.json {
+        let mut value = serde_json::json!({"ok": failure.is_none(), "checks": checks});
+        with_error(&mut value, failure.as_ref());
+        format!("{value}\n")
+    } else {
+        checks
+            .iter()
+            .map(|c| format!("{} {}\n", if c.ok { "ok  " } else { "FAIL" }, c.message))
+            .collect()
+    };
+    print(&text)?;
+    failure.map_or(Ok(()), Err)
+}
+
+/// Adds a command's failure to the one JSON object it prints, as an error object
+/// would say it.
+pub(super) fn with_error(value: &mut serde_json::Value, failure: Option<&Error>) {
+    if let Some(e) = failure {
+        value["error"] = e.to_string().into();
+        value["exit_code"] = (e.exit_code() as i32).into();
+    }
+}
+
+/// `backlog status`.
+pub fn status(args: &StatusArgs) -> Result<(), Error> {
+    let config = Config::load(&schedule_file(&args.schedule)?)?;
+    let read = open_store(&config)
+        .map_err(Error::from)
+        .and_then(|mut store| {
+            let now = match args.now {
+                Some(now) => now,
+                None => store.clock().map_err(Error::store(store.describe()))?,
+            };
+            let status = crate::status::status(&config, store.as_mut(), now)
+                .map_err(Error::store(&config.database.url))?;
+            Ok((store, now, status))
+        });
+    if args.check {
+        let check = read.and_then(|(mut store, now, status)| {
+            crate::status::check(
+                &status,
+                crate::status::Thresholds {
+                    warn_failures: args.warn_failures,
+                    critical_failures: args.critical_failures,
+                },
+            )
+            .with_alert_channels(store.as_mut(), now)
+            .map_err(Error::store(&config.database.url))
+        });
+        let check = match check {
+            Ok(check) => check,
+            // A monitoring system knows 0 to 3: a backlog whose database cannot be
+            // read is not being worked, which is critical, and the line names it.
+            Err(e @ Error::Core(backlog_core::Error::Store { .. })) => {
+                crate::status::Check::critical(e.to_string())
+            }
+            Err(e) => return Err(e),
+        };
+        let line = check.line(&config.table.name);
+        print(&if args.json {
+            let mut value = serde_json::to_value(&check).expect("a check serialises");
+            value["line"] = line.into();
+            format!("{value}\n")
+        } else {
+            format!("{line}\n")
+        })?;
+        return match check.level {
+            crate::status::CheckLevel::Ok => Ok(()),
+            level => Err(Error::Check(level)),
+        };
+    }
+    let (_, _, status) = read?;
+    if args.json {
+        print(&format!(
+            "{}\n",
+            serde_json::to_value(&status).expect("a status serialises")
+        ))
+    } else {
+        print(&status.render())
+    }
+}
+
+/// SIGINT and SIGTERM ask the tick to stop taking records; a second one kills every
+/// live handler's process group and ends the process at once with 130, marking
+/// nothing more (its claims expire after one lease).
+pub(super) fn stop_on_signals() -> Result<Arc<AtomicBool>, Error> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let io = |source| Error::Io {
+        context: "cannot install signal handlers".into(),
+        source,
+    };
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let asked = Arc::clone(&stop);
+        // SAFETY: the action is async-signal-safe: an atomic load, kill(2) through
+        // `kill_live_groups`, and _exit(2). It is registered before the flag, so the
+        // first signal finds the flag unset and only sets it.
+        unsafe {
+            signal_hook::low_level::register(signal, move || {
+                if asked.load(std::sync::atomic::Ordering::SeqCst) {
+                    crate::handler::kill_live_groups();
+                    signal_hook::low_level::exit(130);
+                }
+            })
+        }
+        .map_err(io)?;
+        signal_hook::flag::register(signal, Arc::clone(&stop)).map_err(io)?;
+    }
+    Ok(stop)
+}

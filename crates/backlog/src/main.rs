@@ -1,0 +1,69 @@
+//! The `backlog` command: parse the command line, run one command, map its error to
+//! an exit code. The commands live in `cli`; the tick, the schedule and the store's
+//! protocol in the core crate, each database in a crate of its own.
+
+use std::process::ExitCode;
+
+use cli::{Cli, Command};
+
+mod account;
+mod alert;
+mod cli;
+mod crontab;
+mod demo;
+mod doctor;
+mod error;
+mod exit_code;
+mod failed_start;
+mod metrics;
+mod operate;
+mod plot;
+mod runner;
+mod status;
+mod ticks;
+mod web;
+
+// The core's modules under their names, so that `crate::config::…` reads the same in
+// the command's modules as in the core, where they began.
+use backlog_core::{
+    Config, Record, Scalar, Store, backoff, config, curve, digest, duration, explain, handler,
+    record, schedule, store, tick, timestamp,
+};
+
+fn main() -> ExitCode {
+    backlog_sqlite::install();
+    backlog_postgres::install();
+    backlog_mysql::install();
+    let cli = Cli::parse_or_exit();
+    let (level, format) = cli.logging();
+    cli::init_logging(level, format);
+    let result = match &cli.command {
+        Command::Init(args) => cli::init(args),
+        Command::Run(args) => cli::run(args),
+        Command::Crontab(args) => cli::crontab(args),
+        Command::Daemon(args) => cli::daemon(args),
+        Command::Explain(args) => cli::explain(args),
+        Command::Status(args) => cli::status(args),
+        Command::Doctor(args) => cli::doctor(args),
+        Command::Backoff(cli::BackoffCommand::Delays(args)) => cli::backoff_delays(args),
+        Command::Backoff(cli::BackoffCommand::Budget(args)) => cli::backoff_budget(args),
+        Command::Backoff(cli::BackoffCommand::Simulate(args)) => cli::backoff_simulate(args),
+        Command::Backoff(cli::BackoffCommand::Plot(args)) => cli::backoff_plot(args),
+        Command::Show(args) => cli::show(args),
+        Command::Retry(args) => cli::retry(args),
+        Command::Snooze(args) => cli::snooze(args),
+        Command::GiveUp(args) => cli::give_up(args),
+        Command::Pause(args) => cli::pause(args),
+        Command::Resume(args) => cli::resume(args),
+        Command::Serve(args) => cli::serve(args),
+        Command::Completions(args) => cli::completions(args),
+        Command::Man(args) => cli::man(args),
+    };
+    match result {
+        Ok(()) => error::ExitCode::Success.into(),
+        Err(e) => {
+            cli::report(&e, cli.json());
+            e.exit_code().into()
+        }
+    }
+}

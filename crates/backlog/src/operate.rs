@@ -1,0 +1,327 @@
+//! What a person on call does, as the library does it: read one record with its
+//! attempts, retry records now, pause and resume tiers. `backlog show|retry|pause|
+//! resume` and the web dashboard both go through here, so an action is the same
+//! wherever it is taken.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use crate::config::Config;
+use crate::duration;
+use crate::error::Error;
+use crate::explain::NextTry;
+use crate::record::Record;
+use crate::store::{Attempt, AttemptQuery, Held, Pause, Store};
+use crate::tick::{RetrySummary, TickOptions, open_store};
+
+mod select;
+
+pub use select::{Filter, RetryPlan, Selection, plan};
+
+/// A store ready for reading records: opened and its table inspected.
+pub fn inspected(config: &Config) -> Result<Box<dyn Store>, Error> {
+    let mut store = open_store(config)?;
+    store.inspect().map_err(Error::store(store.describe()))?;
+    Ok(store)
+}
+
+/// One record as `backlog show` tells it.
+#[derive(Debug, Clone)]
+pub struct RecordView {
+    /// The record as the table holds it now.
+    pub record: Record,
+    /// Its age at the `now` asked about; none when its inserted-at value cannot be read.
+    pub age: Option<Duration>,
+    /// Its status is one of `table.pending`.
+    pub pending: bool,
+    /// When a tier tries it next (pending records whose age can be read).
+    pub next: Option<NextTry>,
+    /// Who holds it now, if anyone.
+    pub held: Option<Held>,
+    /// Its attempts, newest first.
+    pub attempts: Vec<Attempt>,
+}
+
+impl RecordView {
+    /// As `show --json` prints it.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "id": self.record.id,
+            "status": &*self.record.status,
+            "pending": self.pending,
+            "inserted_at": self.record.inserted_at().to_string(),
+            "age": self.age.map(duration::rough),
+            "age_seconds": self.age.map(|a| a.as_secs()),
+            "columns": serde_json::to_value(&self.record.columns).unwrap_or_default(),
+            "next_try": self.next,
+            "held": self.held,
+            "attempts": self.attempts,
+        })
+    }
+}
+
+/// The record with this id, at `now`, with its newest `attempts` attempts; a usage
+/// error when the table has none.
+pub fn record_view(
+    config: &Config,
+    store: &mut dyn Store,
+    id: &str,
+    now: DateTime<Utc>,
+    attempts: usize,
+) -> Result<RecordView, Error> {
+    let store_err = Error::store(store.describe());
+    let record = store.find(id).map_err(&store_err)?.ok_or_else(|| {
+        Error::Usage(format!(
+            "table {} has no record with {} = {id:?}",
+            config.table.name, config.table.id
+        ))
+    })?;
+    let age = record.age(now).and_then(|a| a.to_std().ok());
+    let pending = config.table.is_pending(&record.status);
+    // A keep left from before the record stopped being pending (given up, marked
+    // done by hand) holds nothing back any more.
+    let held = store
+        .holder(&record)
+        .map_err(&store_err)?
+        .filter(|h| pending || h.owner.is_some());
+    // A record kept from the ticks is tried at the first slot from the keep's end: a
+    // failure's ends `DUE_SLACK` before its next slot (a tick a moment early counts for
+    // it), a snooze's at the time asked.
+    let from = match &held {
+        Some(h) if h.owner.is_none() => h.until.max(now),
+        _ => now,
+    };
+    let curve = crate::curve::Curve::of(&config.table)?;
+    let next = pending
+        .then(|| crate::explain::next_try_of(&config.schedule, curve.as_ref(), &record, now, from))
+        .flatten();
+    let attempts = store
+        .attempts(&AttemptQuery {
+            record_id: Some(record.id.to_string()),
+            limit: attempts,
+            successes: true,
+            ..AttemptQuery::default()
+        })
+        .map_err(&store_err)?;
+    Ok(RecordView {
+        record,
+        age,
+        pending,
+        next,
+        held,
+        attempts,
+    })
+}
+
+/// The file's config as a retry reads it: a record given up on (`table.given_up`) is
+/// taken like a pending one, so that `backlog retry` brings it back (to the success
+/// status, or the error status and the schedule again).
+pub fn for_retry(mut config: Config) -> Config {
+    if let Some(given_up) = config.table.given_up.clone()
+        && !config.table.is_pending(&given_up)
+    {
+        config.table.pending.push(given_up);
+    }
+    config
+}
+
+/// Hands the planned records to the schedule file's handler now (see
+/// [`crate::tick::retry_records`]); `stop` ends it early when set.
+pub fn run_retry(
+    config: &Config,
+    store: &mut dyn Store,
+    records: Vec<Record>,
+    now: DateTime<Utc>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Result<RetrySummary, Error> {
+    let mut handler =
+        crate::handler::from_config(&config.handler, &config.dir).map_err(|source| {
+            backlog_core::Error::Handler {
+                file: Some(config.path.display().to_string()),
+                source,
+            }
+        })?;
+    let opts = action_options(config, now, stop);
+    Ok(crate::tick::retry_records(
+        &config.table,
+        store,
+        handler.as_mut(),
+        records,
+        &opts,
+        &mut |_| {},
+    )?)
+}
+
+/// The options of a person's action on records: the file's, at `now`, outside any
+/// tier (window 0), ended early once `stop` is set.
+fn action_options(
+    config: &Config,
+    now: DateTime<Utc>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> TickOptions {
+    let mut opts = TickOptions::for_config(config, Duration::ZERO, now);
+    opts.stop = stop;
+    opts
+}
+
+/// Snoozes the planned records until `until`: they stay pending, and no tick takes
+/// them before then (see [`crate::tick::snooze_records`]).
+pub fn snooze(
+    config: &Config,
+    store: &mut dyn Store,
+    records: Vec<Record>,
+    until: DateTime<Utc>,
+    now: DateTime<Utc>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Result<RetrySummary, Error> {
+    snooze_by(config, store, records, until, now, &whoami(), stop)
+}
+
+/// As [`snooze`], its attempts saying `snoozed by {by}` (a person and why).
+pub fn snooze_by(
+    config: &Config,
+    store: &mut dyn Store,
+    records: Vec<Record>,
+    until: DateTime<Utc>,
+    now: DateTime<Utc>,
+    by: &str,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Result<RetrySummary, Error> {
+    let opts = action_options(config, now, stop);
+    Ok(crate::tick::snooze_records(
+        &config.table,
+        store,
+        records,
+        until,
+        by,
+        &opts,
+    )?)
+}
+
+/// Gives up on the planned records (`table.given_up`, which must be set); `why` goes
+/// in each record's attempt (see [`crate::tick::give_up_records`]).
+pub fn give_up(
+    config: &Config,
+    store: &mut dyn Store,
+    records: Vec<Record>,
+    why: &str,
+    now: DateTime<Utc>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Result<RetrySummary, Error> {
+    let opts = action_options(config, now, stop);
+    Ok(crate::tick::give_up_records(
+        &config.table,
+        store,
+        records,
+        why,
+        &opts,
+    )?)
+}
+
+/// The window of a tier of the file in seconds, or a usage error listing them.
+pub fn tier_window(config: &Config, window: Duration) -> Result<u64, Error> {
+    if config.schedule.tier(window).is_some() {
+        return Ok(window.as_secs());
+    }
+    let windows: Vec<String> = config
+        .schedule
+        .tiers
+        .iter()
+        .map(|t| duration::compact(t.window))
+        .collect();
+    Err(Error::Usage(format!(
+        "--window {} is no tier's window in {} (its windows: {})",
+        duration::compact(window),
+        config.path.display(),
+        windows.join(", ")
+    )))
+}
+
+/// `tier 2 (7d)` for a pause of one tier, `every tier` for a pause of all.
+pub fn pause_target(config: &Config, window_secs: u64) -> String {
+    match config.schedule.tier(Duration::from_secs(window_secs)) {
+        Some((n, tier)) if window_secs > 0 => {
+            format!("tier {n} ({})", duration::compact(tier.window))
+        }
+        _ => "every tier".to_string(),
+    }
+}
+
+/// Pauses a tier of the file (`None`: every tier) on every runner.
+pub fn pause(
+    config: &Config,
+    store: &mut dyn Store,
+    window: Option<Duration>,
+    until: Option<DateTime<Utc>>,
+    reason: Option<String>,
+    by: String,
+) -> Result<Pause, Error> {
+    let window_secs = window
+        .map(|w| tier_window(config, w))
+        .transpose()?
+        .unwrap_or(0);
+    let pause = Pause {
+        window_secs,
+        since: Utc::now(),
+        until,
+        reason: reason.filter(|r| !r.trim().is_empty()),
+        by,
+    };
+    store
+        .pause(&pause)
+        .map_err(Error::store(store.describe()))?;
+    Ok(pause)
+}
+
+/// Lifts the pause of a tier of the file (`None`: every pause of the table); returns
+/// how many were lifted and the pauses left.
+pub fn resume(
+    config: &Config,
+    store: &mut dyn Store,
+    window: Option<Duration>,
+) -> Result<(u64, Vec<Pause>), Error> {
+    let window_secs = window.map(|w| tier_window(config, w)).transpose()?;
+    let store_err = Error::store(store.describe());
+    let lifted = store.resume(window_secs).map_err(&store_err)?;
+    Ok((lifted, store.pauses().map_err(&store_err)?))
+}
+
+/// Why a person's snooze cannot end at `until`, asked at `now`: it is not after now,
+/// or more than a year ahead (what a handler's "not before" may ask, at most).
+pub fn snooze_refused(now: DateTime<Utc>, until: DateTime<Utc>) -> Option<&'static str> {
+    let longest = chrono::Duration::from_std(crate::handler::LONGEST_SNOOZE).ok()?;
+    if until <= now {
+        Some("is not after now")
+    } else if until - now > longest {
+        Some("is more than a year ahead")
+    } else {
+        None
+    }
+}
+
+/// When a pause is meant to end: an RFC 3339 time, or a span from now (`2h`).
+pub fn parse_until(text: &str) -> Result<DateTime<Utc>, String> {
+    if let Ok(span) = duration::parse_span(text) {
+        return chrono::Duration::from_std(span)
+            .ok()
+            .and_then(|span| Utc::now().checked_add_signed(span))
+            .ok_or_else(|| format!("{text:?} is too far ahead"));
+    }
+    DateTime::parse_from_rfc3339(text.trim())
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|_| {
+            format!("{text:?} is neither a time nor a span; write 2026-11-21T18:00:00Z or 2h")
+        })
+}
+
+/// Who is acting: user@host.
+pub fn whoami() -> String {
+    let user = crate::account::Account::current()
+        .map(|a| a.name)
+        .unwrap_or_else(|_| "unknown".into());
+    let host = hostname::get()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "localhost".into());
+    format!("{user}@{host}")
+}

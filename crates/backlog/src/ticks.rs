@@ -1,0 +1,92 @@
+//! A tier's tick as the command runs it: its store opened by the driver of its URL,
+//! its command handler made from the schedule file, and the file's pings and alerts
+//! around it (the core's `process_backlog` does the tick itself).
+
+use backlog_core::Error;
+use backlog_core::handler::Handler;
+use backlog_core::record::Record;
+use backlog_core::store::Store;
+use backlog_core::tick::{Event, TickOptions, TickSummary, open_store, process_backlog};
+
+/// Runs one tick of a schedule file's tier: opens its store and its command handler,
+/// then `process_backlog`. What each tick of the daemon does.
+pub fn run_tick(
+    config: &crate::Config,
+    opts: &TickOptions,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> Result<TickSummary, Error> {
+    let mut store = match open_store(config) {
+        Ok(store) => store,
+        Err(e) => {
+            if !opts.dry_run {
+                crate::alert::unreachable(config, opts.window, opts.now, &e);
+            }
+            return Err(e);
+        }
+    };
+    run_tick_on(config, store.as_mut(), opts, on_event)
+}
+
+/// As `run_tick`, on the store the caller opened: `backlog run` opens one, and reads
+/// the database's clock, `--if-due` and the metrics on it too. Pings and alerts as
+/// the file's `[alert]` says (none for a dry run), once the run-log row is closed.
+pub fn run_tick_on(
+    config: &crate::Config,
+    store: &mut dyn Store,
+    opts: &TickOptions,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> Result<TickSummary, Error> {
+    if opts.dry_run {
+        return tick_on(config, store, opts, on_event, &mut false);
+    }
+    crate::alert::tick_starting(config);
+    let mut started = false;
+    let result = tick_on(config, store, opts, on_event, &mut started);
+    crate::alert::tick_ended(config, store, opts.window, opts.now, &result, started);
+    result
+}
+
+/// `run_tick_on` without its pings and alerts; `started` is set once the handler
+/// is made (an error before is a tick that could not start).
+fn tick_on(
+    config: &crate::Config,
+    store: &mut dyn Store,
+    opts: &TickOptions,
+    on_event: &mut dyn FnMut(Event<'_>),
+    started: &mut bool,
+) -> Result<TickSummary, Error> {
+    // A dry run hands nothing over: it needs no handler, and a missing one is no reason
+    // not to preview a tick.
+    let mut handler: Box<dyn Handler> = if opts.dry_run {
+        Box::new(crate::handler::FnHandler(|_: &Record| {
+            unreachable!("a dry run hands no record over")
+        }))
+    } else {
+        match crate::handler::from_config(&config.handler, &config.dir) {
+            Ok(handler) => handler,
+            Err(source) => {
+                let e = Error::Handler {
+                    file: Some(config.path.display().to_string()),
+                    source,
+                };
+                crate::failed_start::record_failed_start_on(
+                    store,
+                    config,
+                    opts.window,
+                    opts.now,
+                    &e,
+                );
+                return Err(e);
+            }
+        }
+    };
+    *started = true;
+    process_backlog(
+        &config.schedule,
+        &config.table,
+        store,
+        handler.as_mut(),
+        opts,
+        on_event,
+    )
+}
