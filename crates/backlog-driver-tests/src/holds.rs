@@ -1,16 +1,14 @@
 //! Checks of holding: what `take` holds for a tick, how long, what a heartbeat keeps,
 //! what `release` lets go, and what a person's `take_records` may take beside ticks.
-//!
-//! (The marks, `Holds::mark`, are checked through whole ticks in `overlap` and
-//! `ticks`: a `Mark` has no public constructor yet, so the kit cannot write one of
-//! its own.)
+//! `Holds::mark` is checked here on its own, and through whole ticks in `overlap` and
+//! `ticks`.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
 use backlog_core::Record;
 use backlog_core::chrono::{DateTime, TimeDelta, Utc};
-use backlog_core::store::{BandQuery, Cursor, Page, Store};
+use backlog_core::store::{BandQuery, Cursor, Mark, Page, Store};
 
 use crate::Harness;
 use crate::fixture::{Backlog, DAY, Flavour, NONE, id_of, ids, unique};
@@ -91,6 +89,64 @@ pub fn take_holds_records_until_release(h: &dyn Harness) {
         ids(&other.taken),
         (1..=10).collect::<Vec<_>>(),
         "the second owner's take after the first's release"
+    );
+}
+
+/// `mark` writes the statuses of the records its owner took, in one call, and leaves
+/// the rest of the band as it was; the marks of an owner that holds nothing (it never
+/// took, or let go) are all refused, their places returned.
+///
+/// Why: a mark written where the tick no longer holds would overwrite what another
+/// tick, which took the record since, decided; a mark lost must be said, so that the
+/// tick counts it as lost rather than done. (A backend may trust its caller to mark
+/// only what it took: SQLite checks the owner's span, not each record's place in it.)
+pub fn mark_writes_what_its_owner_holds(h: &dyn Harness) {
+    let backlog = Backlog::new(h, Flavour::Rfc3339Text);
+    backlog.insert_new((1..=6).map(|id| (id, id)));
+    let (mut a, format) = backlog.ready();
+    let band = backlog.day_band(&format);
+    let owner = unique("kit/marks");
+
+    let page = take(a.as_mut(), &owner, &band, None, 3, in_a_minute());
+    assert_eq!(ids(&page.taken), [1, 2, 3], "the three newest taken");
+    let now = Utc::now();
+    let marks: Vec<Mark> = page
+        .taken
+        .iter()
+        .map(|r| Mark::new(r.id.clone(), "SUCCESS", now))
+        .collect();
+    let refused = a
+        .mark(&owner, &marks)
+        .unwrap_or_else(|e| panic!("mark: {e}"));
+    assert!(
+        refused.is_empty(),
+        "marks of held records refused: {refused:?}"
+    );
+    assert_eq!(
+        backlog.with_status("SUCCESS"),
+        [1, 2, 3],
+        "what the marks wrote"
+    );
+    assert_eq!(
+        backlog.with_status("NEW"),
+        [4, 5, 6],
+        "the records not taken"
+    );
+    a.release(&owner).unwrap_or_else(|e| panic!("release: {e}"));
+
+    let stranger = unique("kit/stranger");
+    let late: Vec<Mark> = [4, 5]
+        .into_iter()
+        .map(|id| Mark::new(backlog_core::Scalar::Int(id), "SUCCESS", now))
+        .collect();
+    let refused = a
+        .mark(&stranger, &late)
+        .unwrap_or_else(|e| panic!("mark by an owner holding nothing: {e}"));
+    assert_eq!(refused, [0, 1], "the marks of an owner that holds nothing");
+    assert_eq!(
+        backlog.with_status("NEW"),
+        [4, 5, 6],
+        "a refused mark was written"
     );
 }
 

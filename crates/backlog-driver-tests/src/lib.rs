@@ -112,6 +112,7 @@ macro_rules! suite {
             reads::count_by_status_counts_a_range,
             reads::inserted_at_page_reads_distinct_values_in_order,
             holds::take_holds_records_until_release,
+            holds::mark_writes_what_its_owner_holds,
             holds::a_lapsed_hold_frees_its_records,
             holds::a_heartbeat_keeps_a_hold,
             holds::take_records_skips_records_in_hand,

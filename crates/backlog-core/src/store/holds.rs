@@ -147,6 +147,24 @@ pub struct Mark {
     pub failures: Option<u32>,
 }
 
+impl Mark {
+    /// A try's mark: record `id` gets `status`, handled at `at`; no inserted-at value,
+    /// nothing kept past it, no attempt, no count of failures (change those fields
+    /// after). What a database crate's test, or the driver test kit, writes.
+    pub fn new(id: Scalar, status: &str, at: DateTime<Utc>) -> Mark {
+        Mark {
+            id,
+            inserted_at: None,
+            status: status.into(),
+            at,
+            keep_until: None,
+            attempt: None,
+            tried: true,
+            failures: None,
+        }
+    }
+}
+
 /// Who holds a record, and until when.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Held {
