@@ -36,7 +36,7 @@ pub trait UrlReader: Send + Sync {
 }
 
 /// A server's `[database]` section, as a driver's [`UrlReader::resolve`] reads it.
-#[derive(Debug)]
+/// Its `Debug` shows the URL's scheme only: the rest may hold a password.
 #[non_exhaustive]
 pub struct ServerSection<'a> {
     /// `database.url` (or `BACKLOG_DATABASE_URL`), trimmed: it may hold a password.
@@ -49,6 +49,19 @@ pub struct ServerSection<'a> {
     pub busy_timeout: Duration,
     /// `database.claim_lease`, or its default.
     pub claim_lease: Duration,
+}
+
+impl fmt::Debug for ServerSection<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let scheme = self.url.split_once("://").map_or("?", |(scheme, _)| scheme);
+        f.debug_struct("ServerSection")
+            .field("url", &format_args!("{scheme}://…"))
+            .field("password_file", &self.password_file)
+            .field("schema", &self.schema)
+            .field("busy_timeout", &self.busy_timeout)
+            .field("claim_lease", &self.claim_lease)
+            .finish()
+    }
 }
 
 /// What a driver read of a server's section.
@@ -98,7 +111,10 @@ const CRATES: [(&str, &str, &str); 5] = [
 /// Installing one twice does nothing.
 pub fn install_reader(reader: &'static dyn UrlReader) {
     let mut readers = READERS.write().unwrap_or_else(|e| e.into_inner());
-    if !readers.iter().any(|r| r.schemes() == reader.schemes()) {
+    if !readers
+        .iter()
+        .any(|r| r.schemes().iter().any(|s| reader.schemes().contains(s)))
+    {
         readers.push(reader);
     }
 }
@@ -119,7 +135,7 @@ pub fn missing(scheme: &str) -> String {
         Some((_, what, krate)) => {
             let module = krate.replace('-', "_");
             format!(
-                "names {what}, and this program has no driver for it; add the crate {krate} and call {module}::install() before loading the file, or give another database"
+                "names {what}, and this program has no driver for it; add the crate {krate} and call {module}::install() as the program starts, or give another database"
             )
         }
         None => format!("names the scheme {scheme:?}, and this program has no driver for it"),
@@ -137,4 +153,23 @@ pub fn server_scheme(url: &str) -> Option<&str> {
         .any(|r| r.schemes().contains(&scheme));
     let known = CRATES.iter().any(|(s, _, _)| *s == scheme);
     (scheme != "sqlite" && (installed || known)).then_some(scheme)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sections_debug_shows_no_password() {
+        let section = ServerSection {
+            url: "postgres://app:s3cret@db.example/orders",
+            password_file: None,
+            schema: None,
+            busy_timeout: Duration::from_secs(5),
+            claim_lease: Duration::from_secs(60),
+        };
+        let shown = format!("{section:?}");
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert!(shown.contains("postgres://…"), "{shown}");
+    }
 }

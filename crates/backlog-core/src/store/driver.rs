@@ -34,11 +34,18 @@ pub trait Driver: UrlReader {
 static DRIVERS: RwLock<Vec<&'static dyn Driver>> = RwLock::new(Vec::new());
 
 /// Installs a driver: the core then reads and opens the databases of its schemes.
-/// Installing one twice does nothing.
+///
+/// The first driver installed for a scheme keeps it: installing one twice does
+/// nothing, and a driver whose schemes overlap one already installed is not installed
+/// at all (so a library the program links cannot take `postgres` from under the
+/// program's own choice). Install the one you want first.
 pub fn install(driver: &'static dyn Driver) {
     server::install_reader(driver);
     let mut drivers = DRIVERS.write().unwrap_or_else(|e| e.into_inner());
-    if !drivers.iter().any(|d| d.schemes() == driver.schemes()) {
+    if !drivers
+        .iter()
+        .any(|d| d.schemes().iter().any(|s| driver.schemes().contains(s)))
+    {
         drivers.push(driver);
     }
 }
