@@ -3,7 +3,10 @@
 //! one JSON object whatever happens.
 
 use std::io::IsTerminal as _;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::error::Error;
 
@@ -41,8 +44,35 @@ pub fn init_logging(level: tracing::Level, format: LogFormat) {
 }
 
 /// Fields a JSON log line carries for a collector to filter on, which a text line
-/// already says in its words (`record 203: ERROR (exit 1)`).
-const JSON_ONLY: [&str; 4] = ["record", "tier", "outcome", "status"];
+/// already says in its words (`record 203: ERROR (exit 1)`, a tick's summary).
+const JSON_ONLY: [&str; 11] = [
+    "record",
+    "tier",
+    "outcome",
+    "status",
+    "selected",
+    "succeeded",
+    "failed",
+    "skipped",
+    "deferred",
+    "given_up",
+    "seconds",
+];
+
+/// The fields of a tick's summary as a JSON log line carries them (besides its
+/// message), so a collector sums `succeeded` without reading words; the daemon's
+/// tick line (`runner/fire.rs`) logs the same names.
+pub(crate) const SUMMARY_FIELDS: [&str; 9] = [
+    "window",
+    "tier",
+    "selected",
+    "succeeded",
+    "failed",
+    "skipped",
+    "deferred",
+    "given_up",
+    "seconds",
+];
 
 /// The fields of a text log line: its message, then `name=value` for the others but
 /// `JSON_ONLY`.
@@ -114,6 +144,28 @@ pub(super) fn as_log_lines(text: String, format: LogFormat) -> String {
     logged_if(is_a_file(std::io::stdout()), text, format)
 }
 
+/// A tick's summary line as stdout should get it: `as_log_lines`, whose JSON log line
+/// (in a file, with `--log-format json`) also carries the summary's `SUMMARY_FIELDS`.
+pub(super) fn summary_as_log_line(
+    line: String,
+    summary: &backlog_core::tick::TickSummary,
+    format: LogFormat,
+) -> String {
+    if format != LogFormat::Json || !is_a_file(std::io::stdout()) {
+        return as_log_lines(line, format);
+    }
+    let value = serde_json::to_value(summary).expect("a summary always serialises");
+    let mut fields = serde_json::Map::new();
+    fields.insert("message".into(), line.trim_end().into());
+    for name in SUMMARY_FIELDS {
+        if let Some(v) = value.get(name).filter(|v| !v.is_null()) {
+            fields.insert(name.into(), v.clone());
+        }
+    }
+    let entry = serde_json::json!({"timestamp": log_time(), "level": "INFO", "fields": fields});
+    format!("{entry}\n")
+}
+
 /// A line about a command's result that is not its data (a dry run's summary beside
 /// its list of ids) on stderr, as a log line there is in a file.
 pub(super) fn eprint_line(line: String, format: LogFormat) {
@@ -146,6 +198,43 @@ fn logged_if(logged: bool, text: String, format: LogFormat) -> String {
         .collect()
 }
 
+/// The spinner `backlog run` draws on a terminal while a tick runs, for the log lines
+/// to step around.
+static SPINNER: Mutex<Option<ProgressBar>> = Mutex::new(None);
+
+/// `backlog run`'s progress line on stderr: `⠉ 2 records handled (132.2/s) last:
+/// SUCCESS`, drawn only when `shown`. Log lines clear it and have it drawn again after
+/// them; it is cleared for good when dropped, on every way out of the tick (an error
+/// line must not land on its line either).
+pub(super) struct Spinner(ProgressBar);
+
+impl Spinner {
+    pub(super) fn new(shown: bool) -> Spinner {
+        if !shown {
+            return Spinner(ProgressBar::hidden());
+        }
+        let bar = ProgressBar::new_spinner().with_style(
+            ProgressStyle::with_template("{spinner} {pos} records handled ({per_sec}) {msg}")
+                .expect("a valid template"),
+        );
+        *SPINNER.lock().unwrap_or_else(|e| e.into_inner()) = Some(bar.clone());
+        Spinner(bar)
+    }
+
+    /// One more record handled, and its status.
+    pub(super) fn handled(&self, status: &str) {
+        self.0.inc(1);
+        self.0.set_message(format!("last: {status}"));
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        SPINNER.lock().unwrap_or_else(|e| e.into_inner()).take();
+        self.0.finish_and_clear();
+    }
+}
+
 /// Set once stderr's reader has gone away: logs stop there, the work goes on.
 static STDERR_GONE: AtomicBool = AtomicBool::new(false);
 
@@ -157,11 +246,20 @@ struct LogWriter;
 
 impl std::io::Write for LogWriter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if !STDERR_GONE.load(Ordering::Relaxed)
-            && let Err(e) = std::io::stderr().write_all(buf)
-            && e.kind() == std::io::ErrorKind::BrokenPipe
-        {
-            STDERR_GONE.store(true, Ordering::Relaxed);
+        let write = || {
+            if !STDERR_GONE.load(Ordering::Relaxed)
+                && let Err(e) = std::io::stderr().write_all(buf)
+                && e.kind() == std::io::ErrorKind::BrokenPipe
+            {
+                STDERR_GONE.store(true, Ordering::Relaxed);
+            }
+        };
+        // tracing's fmt layer hands over a whole line at once: the spinner is cleared
+        // before it and drawn again after, so no line starts on the spinner's.
+        let spinner = SPINNER.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        match spinner {
+            Some(bar) => bar.suspend(write),
+            None => write(),
         }
         Ok(buf.len())
     }

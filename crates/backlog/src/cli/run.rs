@@ -5,7 +5,6 @@
 use std::io::IsTerminal as _;
 
 use chrono::{DateTime, Utc};
-use indicatif::{ProgressBar, ProgressStyle};
 
 use super::{LogFormat, RunArgs, print, stop_on_signals, with_error};
 use crate::config::Config;
@@ -142,27 +141,16 @@ fn run_tier(
         && args.log_format == LogFormat::Text
         && !args.json
         && !args.dry_run;
-    let progress = if show_progress {
-        ProgressBar::new_spinner()
-    } else {
-        ProgressBar::hidden()
-    };
-    progress.set_style(
-        ProgressStyle::with_template("{spinner} {pos} records handled ({per_sec}) {msg}")
-            .expect("a valid template"),
-    );
+    let progress = super::output::Spinner::new(show_progress);
     let mut listed = Vec::new();
     let now = opts.now;
     let store = store_of(store, config)?;
     let summary = run_tick_on(config, store, &opts, &mut |event| match event {
-        Event::Handled { status, .. } => {
-            progress.inc(1);
-            progress.set_message(format!("last: {status}"));
-        }
+        Event::Handled { status, .. } => progress.handled(status),
         Event::WouldHandle { record } => listed.push(listing(record, now)),
         _ => {}
     })?;
-    progress.finish_and_clear();
+    drop(progress);
 
     let failure = summary.failure(&config.path).map(Error::from);
     let mut text = String::new();
@@ -194,7 +182,11 @@ fn run_tier(
             // The list is data (`cut -f1 | backlog retry -`): its summary goes aside.
             super::output::eprint_line(line, args.log_format);
         } else {
-            text.push_str(&super::output::as_log_lines(line, args.log_format));
+            text.push_str(&super::output::summary_as_log_line(
+                line,
+                &summary,
+                args.log_format,
+            ));
         }
     }
     print(&text)?;

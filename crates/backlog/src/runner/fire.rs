@@ -60,7 +60,21 @@ pub(super) fn fire(
         opts.stop = Arc::clone(&stop);
         match run_tick(&config, &opts, &mut |_| {}) {
             Ok(s) => {
-                tracing::info!(window = %s.window, run_id = s.run_id, "{}", s.line(&config.table));
+                // The fields are `cli::output::SUMMARY_FIELDS`, and the run-log row.
+                tracing::info!(
+                    window = %s.window,
+                    tier = s.tier,
+                    run_id = s.run_id,
+                    selected = s.selected,
+                    succeeded = s.succeeded,
+                    failed = s.failed,
+                    skipped = s.skipped,
+                    deferred = s.deferred,
+                    given_up = s.given_up,
+                    seconds = s.seconds,
+                    "{}",
+                    s.line(&config.table)
+                );
                 if let Some(why) = &s.breaker {
                     tracing::warn!(window = %s.window, "the tick stopped after {why}");
                 }

@@ -189,6 +189,45 @@ fn a_missed_slot_is_made_up_once_at_start(backend: Backend) {
     assert!(kinds.is_empty(), "{kinds:?}\n{log}");
 }
 
+/// With `--log-format json` each tick's line carries its counts as numbers, for a log
+/// collector to sum, and is plain words in text.
+#[test]
+fn the_daemons_tick_lines_carry_their_counts_as_fields() {
+    let env = backlog_env(Backend::Sqlite, FAST_TIERS);
+    let log = std::fs::File::create(env.path("daemon.log")).unwrap();
+    let child = Running::spawn(
+        env.command()
+            .args(["daemon", "--seed", "7", "--log-format", "json"])
+            .stdout(Stdio::null())
+            .stderr(log),
+    );
+    wait_for(|| runs_of(&env, 86_400) >= 1);
+    stop(&env, child);
+    let log = daemon_log(&env);
+    let tick: serde_json::Value = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .find(|l: &serde_json::Value| {
+            l["fields"]["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("tier 1 (1d every 1s)"))
+        })
+        .unwrap_or_else(|| panic!("a tick's line: {log}"));
+    let fields = &tick["fields"];
+    for (name, value) in [
+        ("selected", 4),
+        ("succeeded", 0),
+        ("failed", 4),
+        ("tier", 1),
+    ] {
+        assert_eq!(fields[name], value, "{name}: {tick}");
+    }
+    for name in ["skipped", "deferred", "given_up", "run_id", "seconds"] {
+        assert!(fields[name].is_number(), "{name}: {tick}");
+    }
+    assert_eq!(fields["window"], "1d", "{tick}");
+}
+
 crate::on_every_backend!(
     the_daemon_fires_tiers_and_stops_cleanly_on_sigterm,
     a_changed_file_is_reloaded_and_a_broken_one_rejected,

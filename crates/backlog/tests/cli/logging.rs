@@ -265,6 +265,21 @@ fn a_file_gets_lines_of_the_log_format_and_a_dry_runs_list_as_it_is() {
             .starts_with("tier 2 (7d every 1h)"),
         "{line}"
     );
+    // Its counts as numbers, for a collector to sum.
+    let fields = &line["fields"];
+    for (name, value) in [
+        ("selected", 60),
+        ("succeeded", 47),
+        ("failed", 13),
+        ("skipped", 0),
+        ("deferred", 0),
+        ("given_up", 0),
+        ("tier", 2),
+    ] {
+        assert_eq!(fields[name], value, "{name}: {line}");
+    }
+    assert_eq!(fields["window"], "7d", "{line}");
+    assert!(fields["seconds"].as_f64().is_some(), "{line}");
     let dry = to_file(
         "dry.txt",
         &[&common[..], &["--dry-run", "--retry-failed"]].concat(),
@@ -315,4 +330,91 @@ fn colours_only_on_a_terminal_and_never_with_no_color() {
     assert!(!plain.contains('\x1b'), "{plain:?}");
     let first = plain.lines().next().unwrap();
     assert!(is_utc_time(first.split(' ').next().unwrap()), "{first}");
+}
+
+/// What a terminal shows of `raw`, line by line: a carriage return goes back to the
+/// line's start, `ESC[2K` erases the line, other escape sequences (colours) draw
+/// nothing, and a character overwrites the one under the cursor.
+fn as_a_terminal_shows(raw: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    for raw_line in raw.split('\n') {
+        let mut line: Vec<char> = Vec::new();
+        let mut col = 0;
+        let mut chars = raw_line.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '\r' => col = 0,
+                '\x1b' => {
+                    let mut sequence = String::new();
+                    for s in chars.by_ref() {
+                        sequence.push(s);
+                        if s.is_ascii_alphabetic() {
+                            break;
+                        }
+                    }
+                    if sequence == "[2K" {
+                        line.clear();
+                    }
+                }
+                c => {
+                    if col < line.len() {
+                        line[col] = c;
+                    } else {
+                        line.push(c);
+                    }
+                    col += 1;
+                }
+            }
+        }
+        lines.push(line.into_iter().collect::<String>().trim_end().to_string());
+    }
+    lines
+}
+
+/// On a terminal the spinner steps aside for each log line (cleared before it, drawn
+/// again after), and the tick's summary is the last line the person sees.
+#[test]
+fn no_log_line_shares_a_line_with_the_spinner_and_the_summary_is_last() {
+    let env = demo();
+    let backlog = assert_cmd::cargo::cargo_bin("backlog");
+    let out = Command::new("script")
+        .current_dir(env.dir.path())
+        .args(["-qec"])
+        .arg(format!(
+            "{} run --window 7d --schedule demo/backlog.toml --now {NOW}",
+            backlog.display()
+        ))
+        .arg("/dev/null")
+        .stdin(Stdio::null())
+        .env("XDG_RUNTIME_DIR", env.runtime_dir())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("script (util-linux) runs");
+    assert!(out.status.success(), "{out:?}");
+    let raw = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        raw.contains("records handled"),
+        "the spinner was drawn: {raw:?}"
+    );
+    let shown = as_a_terminal_shows(&raw);
+    let warns: Vec<&String> = shown.iter().filter(|l| l.contains(" WARN ")).collect();
+    assert!(
+        warns.len() >= 10,
+        "the demo's failures are WARN lines: {shown:#?}"
+    );
+    for line in &shown {
+        assert!(
+            !(line.contains(" WARN ") && line.contains("records handled")),
+            "a WARN line on the spinner's line: {line:?}"
+        );
+        assert!(
+            is_utc_time(line.split(' ').next().unwrap()) || !line.contains(" WARN "),
+            "a WARN line starts with its time: {line:?}"
+        );
+    }
+    let last = shown.iter().rev().find(|l| !l.is_empty()).unwrap();
+    assert!(
+        last.starts_with("tier 2 (7d every 1h), ages over 1d up to 7d: selected 60"),
+        "the summary is the last line: {shown:#?}"
+    );
 }
