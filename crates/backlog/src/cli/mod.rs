@@ -108,7 +108,8 @@ pub fn serve(args: &ServeArgs) -> Result<(), Error> {
 pub fn init(args: &InitArgs) -> Result<(), Error> {
     let written = demo::write(&args.dir, args.force, args.now.unwrap_or_else(Utc::now))?;
     let next = format!(
-        "backlog run --window 7d --schedule {}",
+        "{} run --window 7d --schedule {}",
+        invoked_as(),
         args.dir.join(demo::SCHEDULE_FILE).display()
     );
     if args.json {
@@ -118,6 +119,27 @@ pub fn init(args: &InitArgs) -> Result<(), Error> {
     let mut text: String = written.iter().map(|line| format!("{line}\n")).collect();
     text.push_str(&format!("next: {next}\n"));
     print(&text)
+}
+
+/// How a person runs this binary again from here: `backlog` when that is what `PATH`
+/// finds, else its path (`target/debug/backlog` after `cargo run`, which puts nothing
+/// on `PATH`), relative to the current folder when it lies below it.
+fn invoked_as() -> String {
+    let Ok(exe) = std::env::current_exe().and_then(std::fs::canonicalize) else {
+        return "backlog".into();
+    };
+    let on_path = std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path)
+            .any(|dir| std::fs::canonicalize(dir.join("backlog")).is_ok_and(|p| p == exe))
+    });
+    if on_path {
+        return "backlog".into();
+    }
+    let here = std::env::current_dir().and_then(std::fs::canonicalize);
+    match here.as_ref().map(|here| exe.strip_prefix(here)) {
+        Ok(Ok(below)) => below.display().to_string(),
+        _ => exe.display().to_string(),
+    }
 }
 
 /// `backlog explain`.

@@ -463,9 +463,25 @@ fn init_prints_json_when_asked() {
     let out = env.backlog(&["init", "demo", "--json"]).assert().success();
     let json: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     assert_eq!(json["written"].as_array().unwrap().len(), 3, "{json}");
+    // The binary is not on PATH here: `next` names its path, which runs as it is.
+    let binary = std::fs::canonicalize(assert_cmd::cargo::cargo_bin("backlog")).unwrap();
     assert_eq!(
         json["next"],
-        "backlog run --window 7d --schedule demo/backlog.toml"
+        format!(
+            "{} run --window 7d --schedule demo/backlog.toml",
+            binary.display()
+        )
+    );
+    let path = std::env::join_paths([binary.parent().unwrap()]).unwrap();
+    let on_path = env
+        .backlog(&["init", "again", "--json"])
+        .env("PATH", path)
+        .assert()
+        .success();
+    let json: serde_json::Value = serde_json::from_slice(&on_path.get_output().stdout).unwrap();
+    assert_eq!(
+        json["next"], "backlog run --window 7d --schedule again/backlog.toml",
+        "on PATH, its name"
     );
     env.backlog(&["init", "demo", "--json"])
         .assert()
