@@ -5,7 +5,7 @@
 //! once, so a reload never repeats one.
 
 use axum::extract::{Form, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
@@ -64,12 +64,14 @@ pub(super) struct RetryRecord {
 
 pub(super) async fn retry_record(
     State(shared): Shared_,
+    headers: HeaderMap,
     Form(form): Form<RetryRecord>,
 ) -> Response {
     if !csrf_ok(&shared, &form.csrf) {
         return forged();
     }
-    match super::bulk::act_now(&shared, super::bulk::Act::Retry, vec![form.id.clone()]).await {
+    let by = auth::person(&shared, &headers);
+    match super::bulk::act_now(&shared, super::bulk::Act::Retry, vec![form.id.clone()], by).await {
         Ok(message) => done(
             &shared,
             &format!("/record?id={}", pages::urlencode(&form.id)),
@@ -91,10 +93,15 @@ pub(super) struct PauseForm {
     csrf: String,
 }
 
-pub(super) async fn pause(State(shared): Shared_, Form(form): Form<PauseForm>) -> Response {
+pub(super) async fn pause(
+    State(shared): Shared_,
+    headers: HeaderMap,
+    Form(form): Form<PauseForm>,
+) -> Response {
     if !csrf_ok(&shared, &form.csrf) {
         return forged();
     }
+    let by = auth::person(&shared, &headers);
     let result = blocking(&shared, move |config| {
         let window = input::optional_tier(&config, "Tier", &form.window)?;
         let until = input::optional_until("Meant to end", &form.until)?;
@@ -105,12 +112,14 @@ pub(super) async fn pause(State(shared): Shared_, Form(form): Form<PauseForm>) -
             window,
             until,
             Some(form.reason),
-            format!("{} (dashboard)", operate::whoami()),
+            by,
         )?;
+        // `describe` opens with "paused", which the line says already.
+        let described = pause.describe();
         Ok(format!(
-            "Paused {}: {}",
+            "Paused {} {}",
             operate::pause_target(&config, pause.window_secs),
-            pause.describe()
+            described.strip_prefix("paused ").unwrap_or(&described)
         ))
     })
     .await;

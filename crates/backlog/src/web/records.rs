@@ -6,7 +6,9 @@
 //! The band read takes pending statuses only (and a given-up one, as a retry takes
 //! it); the others are counted, not listed. Besides the tiers' bands, `tier=older`
 //! reads the records older than the last tier's window, which no tick tries: where the
-//! last tier's ticks leave the records they give up on.
+//! last tier's ticks leave the records they give up on. Each record listed says what
+//! a person on call asks first, as `show` says it: its last error, how many failures
+//! are kept of it, and when a tick takes it next (or why none does).
 
 use axum::extract::{Query, State};
 use axum::response::{Html, IntoResponse, Response};
@@ -23,8 +25,10 @@ use super::{bulk, input};
 use crate::config::Config;
 use crate::duration;
 use crate::error::Error;
+use crate::explain::NextTry;
+use crate::operate::Kept;
 use crate::record::{Record, Scalar};
-use crate::store::{BandQuery, Cursor, Range, Store};
+use crate::store::{Attempt, AttemptQuery, BandQuery, Cursor, Range, Store};
 
 /// Records a page lists unless the address asks for another number (1 to 1,000).
 pub(super) const PER_PAGE: usize = 200;
@@ -33,6 +37,10 @@ pub(super) const PER_PAGE: usize = 200;
 /// in a large band gives a short page with a link onwards, not a page past its
 /// deadline.
 const SCAN: usize = 20_000;
+
+/// The characters of a record's last error its row shows (the rest is in the cell's
+/// title, and on the record's page).
+const ERROR_SHOWN: usize = 120;
 
 /// The `tier` of an address that stands for the records older than the last tier.
 pub(super) const OLDER: &str = "older";
@@ -235,10 +243,70 @@ pub(super) fn statuses_of(config: &Config, status: &str) -> Vec<String> {
     }
 }
 
+/// A record as the list shows it.
+struct Row {
+    record: Record,
+    /// Its newest failure kept, if any.
+    last_failure: Option<Attempt>,
+    /// Its failures kept (the history keeps a record's newest `max_per_record`).
+    failures: u64,
+    /// When a tick takes it next (`operate::next_try`, as `show` says it); none for a
+    /// given-up record, which only a retry takes, and one whose age cannot be read.
+    next: Option<NextTry>,
+    /// Why it is kept from the ticks, if it is (a snooze, a failure's slot).
+    kept: Option<(Kept, DateTime<Utc>)>,
+    given_up: bool,
+}
+
+/// What the list says of each of `records`: a few reads a record, a page at most.
+fn rows(
+    config: &Config,
+    store: &mut dyn Store,
+    records: Vec<Record>,
+    now: DateTime<Utc>,
+) -> Result<Vec<Row>, Error> {
+    let store_err = Error::store(store.describe());
+    let curve = crate::curve::Curve::of(&config.table)?;
+    let held = store
+        .holders(&records.iter().collect::<Vec<_>>())
+        .map_err(&store_err)?;
+    let mut rows = Vec::with_capacity(records.len());
+    for (record, held) in records.into_iter().zip(held) {
+        let of = |limit, successes| AttemptQuery {
+            record_id: Some(record.id.to_string()),
+            limit,
+            successes,
+            ..AttemptQuery::default()
+        };
+        let last_failure = store.attempts(&of(1, false)).map_err(&store_err)?.pop();
+        let failures = store.attempt_count(&of(1, false)).map_err(&store_err)?;
+        let kept = match &held {
+            Some(h) if h.owner.is_none() => {
+                let newest = store.attempts(&of(1, true)).map_err(&store_err)?;
+                Some((Kept::of(newest.first()), h.until))
+            }
+            _ => None,
+        };
+        let given_up = config.table.given_up.as_deref() == Some(&*record.status);
+        let next = (!given_up)
+            .then(|| crate::operate::next_try(config, curve.as_ref(), &record, held.as_ref(), now))
+            .flatten();
+        rows.push(Row {
+            record,
+            last_failure,
+            failures,
+            next,
+            kept,
+            given_up,
+        });
+    }
+    Ok(rows)
+}
+
 struct View {
     ages: Ages,
     counts: Vec<(String, u64)>,
-    records: Vec<Record>,
+    rows: Vec<Row>,
     next: Option<Cursor>,
     tiers: Vec<String>,
     listed: Vec<String>,
@@ -278,10 +346,11 @@ fn view(config: Config, q: &RecordsQuery, per: usize, now: DateTime<Utc>) -> Res
     } else {
         (Vec::new(), None)
     };
+    let rows = rows(&config, store.as_mut(), records, now)?;
     Ok(View {
         ages,
         counts,
-        records,
+        rows,
         next,
         tiers,
         listed,
@@ -301,13 +370,43 @@ pub(super) async fn records(State(shared): Shared_, Query(mut q): Query<RecordsQ
                 q.tier = v.tiers.first().cloned().unwrap_or_default();
             }
             let notice = notice(&shared, q.done.as_deref());
-            Html(page(&v, &q, per, &shared.csrf, notice.as_deref()).into_string()).into_response()
+            Html(page(&v, &q, per, &shared.csrf, notice.as_deref(), now).into_string())
+                .into_response()
         }
         Err(page) => page,
     }
 }
 
-fn page(v: &View, q: &RecordsQuery, per: usize, csrf: &str, notice: Option<&str>) -> Markup {
+/// The cell that says when a tick takes a record next, or why none does.
+fn next_cell(row: &Row, now: DateTime<Utc>) -> Markup {
+    html! {
+        @if row.given_up {
+            "never: given up (a retry brings it back)"
+        } @else if let Some(next) = &row.next {
+            @match (next.by_tier, next.at) {
+                (Some(n), Some(at)) => {
+                    span title=(pages::when(at)) { (pages::ago(at, now)) }
+                    div.detail { "by tier " (n) @if let Some(note) = next.retry_note() { ", once " (note) } }
+                },
+                _ => { "never: " (next.never_why()) },
+            }
+        } @else {
+            "–"
+        }
+        @if let Some((why, until)) = &row.kept {
+            @if why.is_snooze() { div.detail.snoozed { (why.describe()) ", until " (pages::when(*until)) } }
+        }
+    }
+}
+
+fn page(
+    v: &View,
+    q: &RecordsQuery,
+    per: usize,
+    csrf: &str,
+    notice: Option<&str>,
+    now: DateTime<Utc>,
+) -> Markup {
     let total: u64 = v.counts.iter().map(|(_, n)| n).sum();
     let status_link = |s: &str| {
         format!(
@@ -357,25 +456,34 @@ fn page(v: &View, q: &RecordsQuery, per: usize, csrf: &str, notice: Option<&str>
             p.meta.listed { (q.status) " records are counted only: no tick reads them." }
         } @else {
             p.meta.listed {
-                @if v.records.is_empty() { "No records here." }
-                @else { "Records " (v.records.len()) " here, newest first" @if q.after_at.is_empty() { "." } @else { ", after the previous page." } }
+                @if v.rows.is_empty() { "No records here." }
+                @else { (pages::capital(&pages::count(v.rows.len() as u64, "record", "records"))) " here, newest first" @if q.after_at.is_empty() { "." } @else { ", after the previous page." } }
                 @if !q.after_at.is_empty() { " " a.first href=(status_link(&q.status)) { "← newest" } }
                 @if let Some(next) = &v.next {
                     " " a.next href={ (status_link(&q.status)) "&after_at=" (urlencode(&text(&next.inserted_at))) "&after_id=" (urlencode(&text(&next.id))) } { "next page →" }
                 }
             }
-            @if !v.records.is_empty() {
+            @if !v.rows.is_empty() {
                 (bulk::forms(&[("from", "records"), ("tier", &q.tier), ("status", &q.status)],
                     "these records (every page, up to 10,000)", fit, v.given_up.as_deref(), csrf))
             }
             table.records {
-                thead { tr { th { "record" } th { "status" } th { "inserted" } } }
+                thead { tr { th { "record" } th { "status" } th { "inserted" } th { "last error" } th.num { "failures" } th { "next try" } } }
                 tbody {
-                    @for r in &v.records {
+                    @for row in &v.rows {
+                        @let r = &row.record;
                         tr {
                             td { a href={ "/record?id=" (urlencode(&r.id.to_string())) } { (r.id) } }
                             td { (v.labels.of(&r.status)) }
                             td { (r.inserted_at().to_string()) }
+                            @match &row.last_failure {
+                                // Cut to a line's length; the title and the record's page have it whole.
+                                Some(a) => { td.error title={ (a.detail) @if !a.output.is_empty() { "\n" (a.output) } } {
+                                    (pages::cut(super::data::error_line(a), ERROR_SHOWN)) } },
+                                None => { td.muted { "none kept" } },
+                            }
+                            td.num { (row.failures) }
+                            td { (next_cell(row, now)) }
                         }
                     }
                 }
