@@ -9,11 +9,13 @@
 //! blocking thread, at most a few at once, each with a deadline: a slow database
 //! gives an error page, never a hung server.
 //!
-//! Parts: `auth` (the token and the CSRF token), `data` (what a page reads),
-//! `pages` (the HTML), `failures` (the failures page and its groups by error), `plots` (the SVGs), `routes` (the handlers), `actions` (the
-//! POSTs), `bulk` (actions on many records, through a confirm page), `records` (a
-//! tier's records by status, keyset-paged), `in_flight` (what the ticks hold now),
-//! `input` (what a person types into a form, read with a message that names its field).
+//! Parts: `auth` (the token, the CSRF token, who acts), `data` (what a page reads),
+//! `pages` (the HTML), `failures` (the failures page and its groups by error), `plots`
+//! (the SVGs), `routes` (the handlers), `actions` (the POSTs), `bulk` (actions on many
+//! records, through a confirm page), `records` (a tier's records by status,
+//! keyset-paged; `record_row` what each row says), `in_flight` (what the ticks hold
+//! now), `input` (what a person types into a form, read with a message that names its
+//! field).
 
 mod actions;
 mod auth;
@@ -25,6 +27,7 @@ mod in_flight;
 mod input;
 mod pages;
 mod plots;
+mod record_row;
 mod records;
 mod routes;
 

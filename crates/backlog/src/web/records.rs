@@ -20,15 +20,14 @@ use std::time::Duration;
 
 use super::actions::notice;
 use super::pages::{self, urlencode};
+use super::record_row::{self, Row};
 use super::routes::{Shared_, blocking};
 use super::{bulk, input};
 use crate::config::Config;
 use crate::duration;
 use crate::error::Error;
-use crate::explain::NextTry;
-use crate::operate::Kept;
 use crate::record::{Record, Scalar};
-use crate::store::{Attempt, AttemptQuery, BandQuery, Cursor, Range, Store};
+use crate::store::{BandQuery, Cursor, Range, Store};
 
 /// Records a page lists unless the address asks for another number (1 to 1,000).
 pub(super) const PER_PAGE: usize = 200;
@@ -37,10 +36,6 @@ pub(super) const PER_PAGE: usize = 200;
 /// in a large band gives a short page with a link onwards, not a page past its
 /// deadline.
 const SCAN: usize = 20_000;
-
-/// The characters of a record's last error its row shows (the rest is in the cell's
-/// title, and on the record's page).
-const ERROR_SHOWN: usize = 120;
 
 /// The `tier` of an address that stands for the records older than the last tier.
 pub(super) const OLDER: &str = "older";
@@ -243,66 +238,6 @@ pub(super) fn statuses_of(config: &Config, status: &str) -> Vec<String> {
     }
 }
 
-/// A record as the list shows it.
-struct Row {
-    record: Record,
-    /// Its newest failure kept, if any.
-    last_failure: Option<Attempt>,
-    /// Its failures kept (the history keeps a record's newest `max_per_record`).
-    failures: u64,
-    /// When a tick takes it next (`operate::next_try`, as `show` says it); none for a
-    /// given-up record, which only a retry takes, and one whose age cannot be read.
-    next: Option<NextTry>,
-    /// Why it is kept from the ticks, if it is (a snooze, a failure's slot).
-    kept: Option<(Kept, DateTime<Utc>)>,
-    given_up: bool,
-}
-
-/// What the list says of each of `records`: a few reads a record, a page at most.
-fn rows(
-    config: &Config,
-    store: &mut dyn Store,
-    records: Vec<Record>,
-    now: DateTime<Utc>,
-) -> Result<Vec<Row>, Error> {
-    let store_err = Error::store(store.describe());
-    let curve = crate::curve::Curve::of(&config.table)?;
-    let held = store
-        .holders(&records.iter().collect::<Vec<_>>())
-        .map_err(&store_err)?;
-    let mut rows = Vec::with_capacity(records.len());
-    for (record, held) in records.into_iter().zip(held) {
-        let of = |limit, successes| AttemptQuery {
-            record_id: Some(record.id.to_string()),
-            limit,
-            successes,
-            ..AttemptQuery::default()
-        };
-        let last_failure = store.attempts(&of(1, false)).map_err(&store_err)?.pop();
-        let failures = store.attempt_count(&of(1, false)).map_err(&store_err)?;
-        let kept = match &held {
-            Some(h) if h.owner.is_none() => {
-                let newest = store.attempts(&of(1, true)).map_err(&store_err)?;
-                Some((Kept::of(newest.first()), h.until))
-            }
-            _ => None,
-        };
-        let given_up = config.table.given_up.as_deref() == Some(&*record.status);
-        let next = (!given_up)
-            .then(|| crate::operate::next_try(config, curve.as_ref(), &record, held.as_ref(), now))
-            .flatten();
-        rows.push(Row {
-            record,
-            last_failure,
-            failures,
-            next,
-            kept,
-            given_up,
-        });
-    }
-    Ok(rows)
-}
-
 struct View {
     ages: Ages,
     counts: Vec<(String, u64)>,
@@ -346,7 +281,7 @@ fn view(config: Config, q: &RecordsQuery, per: usize, now: DateTime<Utc>) -> Res
     } else {
         (Vec::new(), None)
     };
-    let rows = rows(&config, store.as_mut(), records, now)?;
+    let rows = record_row::rows(&config, store.as_mut(), records, now)?;
     Ok(View {
         ages,
         counts,
@@ -374,28 +309,6 @@ pub(super) async fn records(State(shared): Shared_, Query(mut q): Query<RecordsQ
                 .into_response()
         }
         Err(page) => page,
-    }
-}
-
-/// The cell that says when a tick takes a record next, or why none does.
-fn next_cell(row: &Row, now: DateTime<Utc>) -> Markup {
-    html! {
-        @if row.given_up {
-            "never: given up (a retry brings it back)"
-        } @else if let Some(next) = &row.next {
-            @match (next.by_tier, next.at) {
-                (Some(n), Some(at)) => {
-                    span title=(pages::when(at)) { (pages::ago(at, now)) }
-                    div.detail { "by tier " (n) @if let Some(note) = next.retry_note() { ", once " (note) } }
-                },
-                _ => { "never: " (next.never_why()) },
-            }
-        } @else {
-            "–"
-        }
-        @if let Some((why, until)) = &row.kept {
-            @if why.is_snooze() { div.detail.snoozed { (why.describe()) ", until " (pages::when(*until)) } }
-        }
     }
 }
 
@@ -476,14 +389,7 @@ fn page(
                             td { a href={ "/record?id=" (urlencode(&r.id.to_string())) } { (r.id) } }
                             td { (v.labels.of(&r.status)) }
                             td { (r.inserted_at().to_string()) }
-                            @match &row.last_failure {
-                                // Cut to a line's length; the title and the record's page have it whole.
-                                Some(a) => { td.error title={ (a.detail) @if !a.output.is_empty() { "\n" (a.output) } } {
-                                    (pages::cut(super::data::error_line(a), ERROR_SHOWN)) } },
-                                None => { td.muted { "none kept" } },
-                            }
-                            td.num { (row.failures) }
-                            td { (next_cell(row, now)) }
+                            (row.cells(now))
                         }
                     }
                 }
