@@ -114,12 +114,11 @@ pub(super) async fn pause(
             Some(form.reason),
             by,
         )?;
-        // `describe` opens with "paused", which the line says already.
-        let described = pause.describe();
+        // Since when, by whom and why are on the page it leads to (the banner of a
+        // pause of every tier, a tier's row): said there once, not twice.
         Ok(format!(
-            "Paused {} {}",
-            operate::pause_target(&config, pause.window_secs),
-            described.strip_prefix("paused ").unwrap_or(&described)
+            "Paused {}.",
+            operate::pause_target(&config, pause.window_secs)
         ))
     })
     .await;

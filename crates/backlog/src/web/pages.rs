@@ -214,8 +214,9 @@ fn tiers_table(o: &Overview, csrf: &str) -> Markup {
                     } @else {
                         td colspan="5" { span.muted { "never ticked" } }
                     }
-                    td { @if let Some(p) = &t.paused { (badge("paused"))
-                            div.detail { @if s.paused.is_some() { "with every tier" } @else { (since(p)) } } }
+                    // A pause of every tier is the banner's to say; a row says only that it holds.
+                    td { @if s.paused.is_some() { (badge("paused")) div.detail { "with every tier" } }
+                         @else if let Some(p) = &t.paused { (badge("paused")) div.detail { (since(p)) } }
                          @else if let Some(n) = t.next_due { (ago(n, now)) } @else { "–" } }
                     td {
                         @if t.paused.is_some() {

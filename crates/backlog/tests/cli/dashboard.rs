@@ -214,7 +214,10 @@ fn pages_escape_what_they_show_and_actions_need_their_token(backend: Backend) {
     // a key, and a key the server did not give shows nothing.
     let shown = get(port, &location(&paused));
     assert!(
-        shown.body.contains("Paused tier 1 (1d) since"),
+        shown
+            .body
+            .contains("<p class=\"notice\" role=\"status\">Paused tier 1 (1d).</p>")
+            && shown.body.matches("maintenance &lt;b&gt;").count() == 1,
         "{}",
         shown.body
     );

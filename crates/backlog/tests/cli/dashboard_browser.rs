@@ -161,7 +161,7 @@ fn in_a_real_browser() {
         )
         .await;
         let notice = text_when_there(&browser, Locator::Css(".notice")).await;
-        assert!(notice.starts_with("Paused tier 1 (1d) since"), "{notice}");
+        assert_eq!(notice, "Paused tier 1 (1d).");
         let png = browser.screenshot().await.unwrap();
         browser.close().await.unwrap();
         png
