@@ -292,10 +292,12 @@ impl Cli {
     }
 
     /// The log level and format the command calls for: the daemon logs each tick by
-    /// default; other commands only warnings, unless `-v`.
+    /// default, the dashboard each action; other commands only warnings, unless `-v`.
     pub fn logging(&self) -> (tracing::Level, LogFormat) {
         let (base, verbose, format) = match &self.command {
             Command::Daemon(args) => (1, args.verbosity.verbose, args.log_format),
+            // The dashboard's log says who took each action.
+            Command::Serve(_) => (1, 0, LogFormat::Text),
             Command::Run(args) => (0, args.verbosity.verbose, args.log_format),
             Command::Retry(args) => (0, args.act.verbosity.verbose, LogFormat::Text),
             Command::Snooze(args) => (0, args.act.verbosity.verbose, LogFormat::Text),

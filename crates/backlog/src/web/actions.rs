@@ -112,14 +112,13 @@ pub(super) async fn pause(
             window,
             until,
             Some(form.reason),
-            by,
+            format!("{by} (dashboard)"),
         )?;
+        let target = operate::pause_target(&config, pause.window_secs);
+        tracing::info!("{} paused {target}", pause.by);
         // Since when, by whom and why are on the page it leads to (the banner of a
         // pause of every tier, a tier's row): said there once, not twice.
-        Ok(format!(
-            "Paused {}.",
-            operate::pause_target(&config, pause.window_secs)
-        ))
+        Ok(format!("Paused {target}."))
     })
     .await;
     match result {
@@ -136,14 +135,24 @@ pub(super) struct ResumeForm {
     csrf: String,
 }
 
-pub(super) async fn resume(State(shared): Shared_, Form(form): Form<ResumeForm>) -> Response {
+pub(super) async fn resume(
+    State(shared): Shared_,
+    headers: HeaderMap,
+    Form(form): Form<ResumeForm>,
+) -> Response {
     if !csrf_ok(&shared, &form.csrf) {
         return forged();
     }
+    // A pause lifted is no row to sign: the server's log says who lifted it.
+    let by = auth::person(&shared, &headers);
     let result = blocking(&shared, move |config| {
         let window = input::optional_tier(&config, "Tier", &form.window)?;
         let mut store = operate::inspected(&config)?;
         let (lifted, _) = operate::resume(&config, store.as_mut(), window)?;
+        tracing::info!(
+            "{by} (dashboard) resumed {} ({lifted} lifted)",
+            operate::pause_target(&config, window.map_or(0, |w| w.as_secs()))
+        );
         Ok(match lifted {
             0 => "Nothing was paused there.".to_string(),
             1 => "Lifted 1 pause.".to_string(),

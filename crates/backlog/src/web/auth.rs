@@ -124,11 +124,11 @@ pub(crate) fn carried(headers: &axum::http::HeaderMap) -> Option<String> {
         .map(|(_, value)| value.to_string())
 }
 
-/// Who takes an action, as its attempts and pauses say it: the name the reverse proxy
-/// put in the user header (`--user-header`), where the server trusts one (`Shared`
-/// keeps the header only then), else the server's own user, as `backlog` run by hand
-/// would say it; each with ` (dashboard)`. A header that is empty, over 200 bytes,
-/// not UTF-8 or holds a control character names nobody: the server's user is named.
+/// Who takes an action: the name the reverse proxy put in the user header
+/// (`--user-header`), where the server trusts one (`Shared` keeps the header only
+/// then), else the server's own user, as `backlog` run by hand would name it. A header
+/// that is empty, over 200 bytes, not UTF-8 or holds a control character names nobody:
+/// the server's user is named. The callers add "dashboard" where they record it.
 pub(crate) fn person(shared: &super::Shared, headers: &axum::http::HeaderMap) -> String {
     let named = shared
         .user_header
@@ -137,10 +137,7 @@ pub(crate) fn person(shared: &super::Shared, headers: &axum::http::HeaderMap) ->
         .and_then(|v| std::str::from_utf8(v.as_bytes()).ok())
         .map(str::trim)
         .filter(|n| !n.is_empty() && n.len() <= 200 && !n.chars().any(char::is_control));
-    match named {
-        Some(name) => format!("{name} (dashboard)"),
-        None => format!("{} (dashboard)", crate::operate::whoami()),
-    }
+    named.map_or_else(crate::operate::whoami, str::to_string)
 }
 
 /// The header a reverse proxy names the person in (`--user-header`), checked as a

@@ -76,8 +76,15 @@ impl Act {
         Ok(match self {
             Act::Retry => operate::run_retry(&config, store.as_mut(), records, now, stop)?.line(),
             Act::Snooze(until) => {
-                let s =
-                    operate::snooze_by(&config, store.as_mut(), records, *until, now, by, stop)?;
+                let s = operate::snooze_by(
+                    &config,
+                    store.as_mut(),
+                    records,
+                    *until,
+                    now,
+                    &format!("{by} (dashboard)"),
+                    stop,
+                )?;
                 format!(
                     "snoozed {} until {}{}",
                     count(s.failed, "record", "records"),
@@ -128,7 +135,8 @@ pub(super) async fn act_now(
     let schedule = shared.schedule.clone();
     let verb = act.verb();
     tracing::info!(
-        "{verb} of {} by {by}",
+        "{by} (dashboard) asked to {} {}",
+        verb.to_lowercase(),
         count(ids.len() as u64, "record", "records")
     );
     let job = tokio::task::spawn_blocking(move || act.run(Config::load(&schedule)?, ids, &by));
@@ -219,8 +227,8 @@ impl BulkForm {
                 config.path.display()
             ))),
             "give-up" => Ok(Act::GiveUp(match self.reason.trim() {
-                "" => format!("given up by {by}"),
-                why => format!("{why} (by {by})"),
+                "" => format!("given up by {by} (dashboard)"),
+                why => format!("{why} (by {by}, dashboard)"),
             })),
             other => Err(Error::Usage(format!(
                 "Action: {other:?} is none of retry, snooze, give-up"

@@ -34,6 +34,15 @@ pub(crate) fn failed_and_served(backend: Backend, extra: &[&str]) -> (Env, Runni
         tiers: PROGRESSIVE_TIERS,
         ..Schedule::default()
     });
+    let file = std::fs::read_to_string(env.path("backlog.toml")).unwrap();
+    std::fs::write(
+        env.path("backlog.toml"),
+        file.replace(
+            "inserted_at_format = \"auto\"",
+            "inserted_at_format = \"auto\"\ngiven_up = \"DEAD\"",
+        ),
+    )
+    .unwrap();
     env.write_handler("handler.sh", WHY_HANDLER);
     env.backlog(&["run", "--window", "1d"]).assert().success();
     assert_eq!(env.with_status("ERROR"), 4);
@@ -210,6 +219,27 @@ fn actions_record_the_person_and_say_what_they_did() {
     // snoozes.
     assert!(!snoozed.contains("?id=3\""), "{snoozed}");
 
+    // A give-up's attempt names the person; a retry's person is in the server's log.
+    let gave_up = post(
+        "/bulk",
+        &alice,
+        "from=failures&action=give-up&reason=partner+gone&confirm=yes&ids=3",
+    );
+    assert_eq!(gave_up.code, 303, "{}", gave_up.body);
+    let record = get(port, "/record?id=3").body;
+    assert!(
+        record.contains("partner gone (by alice, dashboard)"),
+        "{record}"
+    );
+    let retried = post("/record/retry", &alice, "id=3");
+    assert_eq!(retried.code, 303, "{}", retried.body);
+    let log = std::fs::read_to_string(env.path("serve.log")).unwrap();
+    assert!(
+        log.contains("alice (dashboard) asked to give up 1 record")
+            && log.contains("alice (dashboard) asked to retry 1 record"),
+        "{log}"
+    );
+
     let paused = post("/pause", &alice, "window=&reason=partner+down");
     assert_eq!(paused.code, 303, "{}", paused.body);
     // Said once on the page the pause leads to: the banner, not the notice as well.
@@ -259,6 +289,15 @@ fn actions_record_the_person_and_say_what_they_did() {
 fn a_user_header_not_asked_for_is_ignored() {
     let (env, _server, port) = failed_and_served(Backend::Sqlite, &[]);
     let token = csrf(&get(port, "/failures").body);
+    // A request without the header, and one with it where it is not asked for.
+    let paused = request(
+        port,
+        "POST",
+        "/pause",
+        &[],
+        &format!("window=1d&reason=x&csrf={token}"),
+    );
+    assert_eq!(paused.code, 303, "{}", paused.body);
     let done = request(
         port,
         "POST",
