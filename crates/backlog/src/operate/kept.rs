@@ -42,3 +42,40 @@ impl Kept {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attempt(outcome: &str, detail: &str) -> Attempt {
+        Attempt {
+            record_id: "1".into(),
+            run_id: 1,
+            window_secs: 0,
+            started: chrono::Utc::now(),
+            took_ms: 0,
+            status: "ERROR".into(),
+            outcome: outcome.into(),
+            code: None,
+            signal: None,
+            detail: detail.into(),
+            output: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_keep_is_told_by_the_newest_attempt() {
+        let person = Kept::of(Some(&attempt(SNOOZED, "snoozed by alice (dashboard)")));
+        assert!(person.is_snooze());
+        assert_eq!(person.describe(), "snoozed by alice (dashboard)");
+        let handler = Kept::of(Some(&attempt("error", "exit 75, retry after 1h")));
+        assert_eq!(
+            handler.describe(),
+            "snoozed by its handler (exit 75, retry after 1h)"
+        );
+        let failed = Kept::of(Some(&attempt("error", "exit 1")));
+        assert!(!failed.is_snooze());
+        assert_eq!(failed.describe(), "failed in its tier's slot");
+        assert_eq!(Kept::of(None), Kept::Failed);
+    }
+}

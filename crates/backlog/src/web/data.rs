@@ -259,3 +259,37 @@ fn cut_at(text: &str, most: usize) -> &str {
         .nth(most)
         .map_or(text, |(at, _)| &text[..at])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(detail: &str, output: &str) -> Attempt {
+        Attempt {
+            record_id: "1".into(),
+            run_id: 1,
+            window_secs: 86_400,
+            started: Utc::now(),
+            took_ms: 1,
+            status: "ERROR".into(),
+            outcome: "error".into(),
+            code: Some(1),
+            signal: None,
+            detail: detail.into(),
+            output: output.into(),
+        }
+    }
+
+    #[test]
+    fn a_failure_is_named_by_the_last_line_its_handler_wrote() {
+        let traceback = "[stderr] Traceback (most recent call last):\n[stderr]   File \"h.py\"\n[stderr] ConnectionError: refused\n\n";
+        assert_eq!(
+            error_line(&failed("exit 1", traceback)),
+            "ConnectionError: refused"
+        );
+        assert_eq!(error_line(&failed("exit 3", "")), "exit 3");
+        assert_eq!(error_line(&failed("exit 3", "[stdout]  \n")), "exit 3");
+        assert_eq!(cut_at("ééé", 2), "éé");
+        assert_eq!(cut_at("ab", 5), "ab");
+    }
+}
