@@ -15,9 +15,11 @@ use crate::record::Record;
 use crate::store::{Attempt, AttemptQuery, Held, Pause, Store};
 use crate::tick::{RetrySummary, TickOptions, open_store};
 
+mod kept;
 mod select;
 
-pub use select::{Filter, RetryPlan, Selection, plan};
+pub use kept::Kept;
+pub use select::{ATTEMPTS_READ, ErrorText, Filter, RetryPlan, Selection, attempts_holding, plan};
 
 /// A store ready for reading records: opened and its table inspected.
 pub fn inspected(config: &Config) -> Result<Box<dyn Store>, Error> {
@@ -85,16 +87,9 @@ pub fn record_view(
         .holder(&record)
         .map_err(&store_err)?
         .filter(|h| pending || h.owner.is_some());
-    // A record kept from the ticks is tried at the first slot from the keep's end: a
-    // failure's ends `DUE_SLACK` before its next slot (a tick a moment early counts for
-    // it), a snooze's at the time asked.
-    let from = match &held {
-        Some(h) if h.owner.is_none() => h.until.max(now),
-        _ => now,
-    };
     let curve = crate::curve::Curve::of(&config.table)?;
     let next = pending
-        .then(|| crate::explain::next_try_of(&config.schedule, curve.as_ref(), &record, now, from))
+        .then(|| next_try(config, curve.as_ref(), &record, held.as_ref(), now))
         .flatten();
     let attempts = store
         .attempts(&AttemptQuery {
@@ -112,6 +107,25 @@ pub fn record_view(
         held,
         attempts,
     })
+}
+
+/// When the pending `record`, kept or held as `held` says, is tried next: as `show`
+/// and the dashboard's record and records pages say it.
+pub fn next_try(
+    config: &Config,
+    curve: Option<&crate::curve::Curve>,
+    record: &Record,
+    held: Option<&Held>,
+    now: DateTime<Utc>,
+) -> Option<NextTry> {
+    // A record kept from the ticks is tried at the first slot from the keep's end: a
+    // failure's ends `DUE_SLACK` before its next slot (a tick a moment early counts for
+    // it), a snooze's at the time asked.
+    let from = match held {
+        Some(h) if h.owner.is_none() => h.until.max(now),
+        _ => now,
+    };
+    crate::explain::next_try_of(&config.schedule, curve, record, now, from)
 }
 
 /// The file's config as a retry reads it: a record given up on (`table.given_up`) is
@@ -166,19 +180,8 @@ fn action_options(
 }
 
 /// Snoozes the planned records until `until`: they stay pending, and no tick takes
-/// them before then (see [`crate::tick::snooze_records`]).
-pub fn snooze(
-    config: &Config,
-    store: &mut dyn Store,
-    records: Vec<Record>,
-    until: DateTime<Utc>,
-    now: DateTime<Utc>,
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-) -> Result<RetrySummary, Error> {
-    snooze_by(config, store, records, until, now, &whoami(), stop)
-}
-
-/// As [`snooze`], its attempts saying `snoozed by {by}` (a person and why).
+/// them before then (see [`crate::tick::snooze_records`]); their attempts say
+/// `snoozed by {by}` (a person and why).
 pub fn snooze_by(
     config: &Config,
     store: &mut dyn Store,

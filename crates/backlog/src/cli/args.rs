@@ -158,6 +158,10 @@ pub struct DaemonArgs {
     /// needed to listen beyond loopback.
     #[arg(long, value_name = "FILE", requires = "http")]
     pub token_file: Option<PathBuf>,
+    /// The header a reverse proxy names the person in, like X-Forwarded-User: an
+    /// action records that name (see `backlog serve`).
+    #[arg(long, value_name = "NAME", requires = "http")]
+    pub user_header: Option<String>,
 }
 
 /// The options of `backlog serve`.
@@ -175,6 +179,12 @@ pub struct ServeArgs {
     /// [default: $BACKLOG_TOKEN]: a browser opens /login?token=… once.
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
+    /// The header a reverse proxy names the person in, like X-Forwarded-User: a
+    /// retry, snooze, give-up or pause records that name. Trusted only with a token or
+    /// on loopback (where every request comes through the proxy or from this
+    /// machine); a request without it is recorded as the server's user.
+    #[arg(long, value_name = "NAME")]
+    pub user_header: Option<String>,
 }
 
 /// The options of `backlog completions`.
@@ -282,10 +292,12 @@ impl Cli {
     }
 
     /// The log level and format the command calls for: the daemon logs each tick by
-    /// default; other commands only warnings, unless `-v`.
+    /// default, the dashboard each action; other commands only warnings, unless `-v`.
     pub fn logging(&self) -> (tracing::Level, LogFormat) {
         let (base, verbose, format) = match &self.command {
             Command::Daemon(args) => (1, args.verbosity.verbose, args.log_format),
+            // The dashboard's log says who took each action.
+            Command::Serve(_) => (1, 0, LogFormat::Text),
             Command::Run(args) => (0, args.verbosity.verbose, args.log_format),
             Command::Retry(args) => (0, args.act.verbosity.verbose, LogFormat::Text),
             Command::Snooze(args) => (0, args.act.verbosity.verbose, LogFormat::Text),

@@ -80,8 +80,11 @@ pub fn daemon(args: &DaemonArgs) -> Result<(), Error> {
         crate::web::start_metrics(schedule.clone(), addr)?;
     }
     if let Some(addr) = args.http {
-        let token = crate::web::load_token(args.token_file.as_deref())?;
-        crate::web::start(schedule.clone(), addr, token)?;
+        let access = crate::web::Access {
+            token: crate::web::load_token(args.token_file.as_deref())?,
+            user_header: crate::web::user_header(args.user_header.as_deref())?,
+        };
+        crate::web::start(schedule.clone(), addr, access)?;
     }
     let seed = args.seed.unwrap_or_else(|| {
         Utc::now().timestamp_nanos_opt().unwrap_or_default() as u64 ^ u64::from(std::process::id())
@@ -97,9 +100,12 @@ pub fn serve(args: &ServeArgs) -> Result<(), Error> {
     )?;
     // Fails now on a file that does not load, rather than on the first page.
     Config::load(&schedule)?;
-    let token = crate::web::load_token(args.token_file.as_deref())?;
+    let access = crate::web::Access {
+        token: crate::web::load_token(args.token_file.as_deref())?,
+        user_header: crate::web::user_header(args.user_header.as_deref())?,
+    };
     // Said on stdout, as a command's result: where to point the browser.
-    crate::web::serve(schedule, args.listen, token, |addr| {
+    crate::web::serve(schedule, args.listen, access, |addr| {
         print(&format!("serving the dashboard at http://{addr}/\n"))
     })
 }

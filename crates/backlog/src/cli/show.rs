@@ -160,14 +160,7 @@ fn holder(view: &RecordView) -> String {
             None => format!(
                 "{}: kept from the ticks until {} (`backlog retry {}` tries it now)\n",
                 // A snooze's attempt says who asked and why: the handler, or a person.
-                match attempts.first() {
-                    Some(a) if a.outcome == crate::store::SNOOZED => a.detail.clone(),
-                    // What `Snooze::describe` wrote of a handler's "not before".
-                    Some(a) if a.detail.contains(", retry after ") => {
-                        format!("snoozed by its handler ({})", a.detail)
-                    }
-                    _ => "failed in its tier's slot".to_string(),
-                },
+                crate::operate::Kept::of(attempts.first()).describe(),
                 duration::instant(h.until),
                 record.id
             ),

@@ -70,7 +70,7 @@ pub struct RetryPlan {
 
 /// How many failed attempts a filter on attempts reads, newest first, at most: the
 /// records it finds are those it reads of.
-const ATTEMPTS_READ: usize = 20_000;
+pub const ATTEMPTS_READ: usize = 20_000;
 
 /// Attempts read at once (each with its output, up to 4 KiB).
 const ATTEMPTS_PAGE: usize = 500;
@@ -193,44 +193,91 @@ fn from_attempts(
     filter: &Filter,
     keep: &dyn Fn(&Record) -> bool,
 ) -> Result<Vec<Record>, Error> {
-    let store_err = Error::store(store.describe());
     let mut records: Vec<Record> = Vec::new();
-    // Matched here, not by the database: every database folds the case of
-    // non-ASCII text its own way (SQLite's LOWER only ASCII's).
-    let text = filter.error_contains.as_deref().map(str::to_lowercase);
-    let holds = |a: &crate::store::Attempt| {
-        text.as_deref().is_none_or(|t| {
-            a.detail.to_lowercase().contains(t) || a.output.to_lowercase().contains(t)
-        })
-    };
     let mut seen = std::collections::HashSet::new();
-    let mut query = AttemptQuery {
+    let query = AttemptQuery {
         outcomes: filter.outcome.iter().cloned().collect(),
-        limit: ATTEMPTS_PAGE,
         ..AttemptQuery::default()
     };
-    while records.len() < filter.limit && query.offset < ATTEMPTS_READ {
+    let text = ErrorText::new(filter.error_contains.as_deref().unwrap_or_default());
+    attempts_holding(store, &query, &text, &mut |store, a| {
+        if records.len() >= filter.limit {
+            return Ok(false);
+        }
+        if seen.insert(a.record_id.clone())
+            && let Some(r) = store
+                .find(&a.record_id)
+                .map_err(Error::store(store.describe()))?
+            && keep(&r)
+        {
+            records.push(r);
+        }
+        Ok(records.len() < filter.limit)
+    })?;
+    Ok(records)
+}
+
+/// What a failure's error must hold to be picked (`--error-contains`, the dashboard's
+/// `error_contains`): a text, in any case, in the attempt's detail or output.
+/// Matched here, not by the database: every database folds the case of non-ASCII
+/// text its own way (SQLite's LOWER only ASCII's).
+#[derive(Debug, Clone)]
+pub struct ErrorText(Option<String>);
+
+impl ErrorText {
+    /// The text to look for; empty (or blank) picks every failure.
+    pub fn new(text: &str) -> Self {
+        ErrorText(
+            Some(text.trim())
+                .filter(|t| !t.is_empty())
+                .map(str::to_lowercase),
+        )
+    }
+
+    /// Whether it picks every failure.
+    pub fn is_any(&self) -> bool {
+        self.0.is_none()
+    }
+
+    /// Whether `attempt`'s detail or output holds the text.
+    pub fn holds(&self, attempt: &crate::store::Attempt) -> bool {
+        self.0.as_deref().is_none_or(|t| {
+            attempt.detail.to_lowercase().contains(t) || attempt.output.to_lowercase().contains(t)
+        })
+    }
+}
+
+/// Hands `visit` the attempts `query` picks (its outcomes and tier; not its limit or
+/// offset) whose error holds `text`, newest first, with the store to look records up
+/// in, until it says stop (false), reading
+/// at most `ATTEMPTS_READ` of them. Returns whether it stopped at that bound with more
+/// left unread: what a page that counts them says.
+pub fn attempts_holding(
+    store: &mut dyn Store,
+    query: &AttemptQuery,
+    text: &ErrorText,
+    visit: &mut dyn FnMut(&mut dyn Store, crate::store::Attempt) -> Result<bool, Error>,
+) -> Result<bool, Error> {
+    let store_err = Error::store(store.describe());
+    let mut query = AttemptQuery {
+        limit: ATTEMPTS_PAGE,
+        offset: 0,
+        ..query.clone()
+    };
+    while query.offset < ATTEMPTS_READ {
         let attempts = store.attempts(&query).map_err(&store_err)?;
         let read = attempts.len();
-        for a in attempts.into_iter().filter(|a| holds(a)) {
-            if records.len() >= filter.limit {
-                break;
-            }
-            if !seen.insert(a.record_id.clone()) {
-                continue;
-            }
-            if let Some(r) = store.find(&a.record_id).map_err(&store_err)?
-                && keep(&r)
-            {
-                records.push(r);
+        for a in attempts.into_iter().filter(|a| text.holds(a)) {
+            if !visit(&mut *store, a)? {
+                return Ok(false);
             }
         }
         if read < ATTEMPTS_PAGE {
-            break;
+            return Ok(false);
         }
         query.offset += ATTEMPTS_PAGE;
     }
-    Ok(records)
+    Ok(true)
 }
 
 /// The records of a tier's band now that `keep` keeps, newest first, as a tick reads

@@ -5,7 +5,7 @@
 //! once, so a reload never repeats one.
 
 use axum::extract::{Form, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
@@ -64,12 +64,14 @@ pub(super) struct RetryRecord {
 
 pub(super) async fn retry_record(
     State(shared): Shared_,
+    headers: HeaderMap,
     Form(form): Form<RetryRecord>,
 ) -> Response {
     if !csrf_ok(&shared, &form.csrf) {
         return forged();
     }
-    match super::bulk::act_now(&shared, super::bulk::Act::Retry, vec![form.id.clone()]).await {
+    let by = auth::person(&shared, &headers);
+    match super::bulk::act_now(&shared, super::bulk::Act::Retry, vec![form.id.clone()], by).await {
         Ok(message) => done(
             &shared,
             &format!("/record?id={}", pages::urlencode(&form.id)),
@@ -91,10 +93,15 @@ pub(super) struct PauseForm {
     csrf: String,
 }
 
-pub(super) async fn pause(State(shared): Shared_, Form(form): Form<PauseForm>) -> Response {
+pub(super) async fn pause(
+    State(shared): Shared_,
+    headers: HeaderMap,
+    Form(form): Form<PauseForm>,
+) -> Response {
     if !csrf_ok(&shared, &form.csrf) {
         return forged();
     }
+    let by = auth::person(&shared, &headers);
     let result = blocking(&shared, move |config| {
         let window = input::optional_tier(&config, "Tier", &form.window)?;
         let until = input::optional_until("Meant to end", &form.until)?;
@@ -105,13 +112,13 @@ pub(super) async fn pause(State(shared): Shared_, Form(form): Form<PauseForm>) -
             window,
             until,
             Some(form.reason),
-            format!("{} (dashboard)", operate::whoami()),
+            format!("{by} (dashboard)"),
         )?;
-        Ok(format!(
-            "Paused {}: {}",
-            operate::pause_target(&config, pause.window_secs),
-            pause.describe()
-        ))
+        let target = operate::pause_target(&config, pause.window_secs);
+        tracing::info!("{} paused {target}", pause.by);
+        // Since when, by whom and why are on the page it leads to (the banner of a
+        // pause of every tier, a tier's row): said there once, not twice.
+        Ok(format!("Paused {target}."))
     })
     .await;
     match result {
@@ -128,14 +135,24 @@ pub(super) struct ResumeForm {
     csrf: String,
 }
 
-pub(super) async fn resume(State(shared): Shared_, Form(form): Form<ResumeForm>) -> Response {
+pub(super) async fn resume(
+    State(shared): Shared_,
+    headers: HeaderMap,
+    Form(form): Form<ResumeForm>,
+) -> Response {
     if !csrf_ok(&shared, &form.csrf) {
         return forged();
     }
+    // A pause lifted is no row to sign: the server's log says who lifted it.
+    let by = auth::person(&shared, &headers);
     let result = blocking(&shared, move |config| {
         let window = input::optional_tier(&config, "Tier", &form.window)?;
         let mut store = operate::inspected(&config)?;
         let (lifted, _) = operate::resume(&config, store.as_mut(), window)?;
+        tracing::info!(
+            "{by} (dashboard) resumed {} ({lifted} lifted)",
+            operate::pause_target(&config, window.map_or(0, |w| w.as_secs()))
+        );
         Ok(match lifted {
             0 => "Nothing was paused there.".to_string(),
             1 => "Lifted 1 pause.".to_string(),

@@ -2,7 +2,9 @@
 //! users). Beyond it, only requests that carry the token: an `Authorization: Bearer`
 //! header (a script, a reverse proxy), or the cookie `GET /login?token=…` sets for a
 //! browser. Tokens are compared in constant time. Actions are POSTs that carry the
-//! page's CSRF token, so another site cannot make a browser post to this one.
+//! page's CSRF token, so another site cannot make a browser post to this one. Who acts
+//! is the name a reverse proxy sets in `--user-header`, trusted only where the proxy is
+//! the way in (a token, or loopback), else the server's user.
 
 use std::path::Path;
 
@@ -120,6 +122,35 @@ pub(crate) fn carried(headers: &axum::http::HeaderMap) -> Option<String> {
         .filter_map(|pair| pair.trim().split_once('='))
         .find(|(name, _)| *name == COOKIE)
         .map(|(_, value)| value.to_string())
+}
+
+/// Who takes an action: the name the reverse proxy put in the user header
+/// (`--user-header`), where the server trusts one (`Shared` keeps the header only
+/// then), else the server's own user, as `backlog` run by hand would name it. A header
+/// that is empty, over 200 bytes, not UTF-8 or holds a control character names nobody:
+/// the server's user is named. The callers add "dashboard" where they record it.
+pub(crate) fn person(shared: &super::Shared, headers: &axum::http::HeaderMap) -> String {
+    let named = shared
+        .user_header
+        .as_ref()
+        .and_then(|h| headers.get(h))
+        .and_then(|v| std::str::from_utf8(v.as_bytes()).ok())
+        .map(str::trim)
+        .filter(|n| !n.is_empty() && n.len() <= 200 && !n.chars().any(char::is_control));
+    named.map_or_else(crate::operate::whoami, str::to_string)
+}
+
+/// The header a reverse proxy names the person in (`--user-header`), checked as a
+/// header name.
+pub fn user_header(name: Option<&str>) -> Result<Option<axum::http::HeaderName>, Error> {
+    name.map(|n| {
+        axum::http::HeaderName::from_bytes(n.trim().as_bytes()).map_err(|_| {
+            Error::Usage(format!(
+                "--user-header {n:?} is not a header name; write one like X-Forwarded-User"
+            ))
+        })
+    })
+    .transpose()
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 //! `MOST` records an action, so one click cannot hold the database for long.
 
 use axum::extract::{Form, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use chrono::{DateTime, SecondsFormat, Utc};
 use maud::{Markup, html};
@@ -15,7 +15,7 @@ use serde::Deserialize;
 
 use super::actions::{csrf_ok, done, forged};
 use super::data::FailureFilter;
-use super::pages::{self, csrf_field, urlencode};
+use super::pages::{self, count, csrf_field, urlencode};
 use super::routes::{Shared_, blocking, error_page, refused};
 use super::{DEADLINE, Shared, input, records};
 use crate::config::Config;
@@ -62,8 +62,9 @@ impl Act {
         }
     }
 
-    /// Does it to `ids` (those still fit for it), and says what it did in a line.
-    fn run(&self, config: Config, ids: Vec<String>) -> Result<String, Error> {
+    /// Does it to `ids` (those still fit for it) as `by` (who acts, as
+    /// `auth::person` names them), and says what it did in a line.
+    fn run(&self, config: Config, ids: Vec<String>, by: &str) -> Result<String, Error> {
         let config = self.config(config);
         let mut store = operate::inspected(&config)?;
         let plan = operate::plan(&config, store.as_mut(), &Selection::Ids(ids), self.name())?;
@@ -75,17 +76,29 @@ impl Act {
         Ok(match self {
             Act::Retry => operate::run_retry(&config, store.as_mut(), records, now, stop)?.line(),
             Act::Snooze(until) => {
-                let s = operate::snooze(&config, store.as_mut(), records, *until, now, stop)?;
+                let s = operate::snooze_by(
+                    &config,
+                    store.as_mut(),
+                    records,
+                    *until,
+                    now,
+                    &format!("{by} (dashboard)"),
+                    stop,
+                )?;
                 format!(
-                    "snoozed {} records until {}{}",
-                    s.failed,
+                    "snoozed {} until {}{}",
+                    count(s.failed, "record", "records"),
                     rfc3339(*until),
                     s.rest()
                 )
             }
             Act::GiveUp(why) => {
                 let s = operate::give_up(&config, store.as_mut(), records, why, now, stop)?;
-                format!("gave up on {} records{}", s.failed, s.rest())
+                format!(
+                    "gave up on {}{}",
+                    count(s.failed, "record", "records"),
+                    s.rest()
+                )
             }
         })
     }
@@ -109,17 +122,24 @@ fn refused_line(refused: &[String]) -> String {
     line
 }
 
-/// Does `act` to `ids` now. One that outlasts the deadline (a retry of slow handlers)
-/// goes on; the page it leads to says so, and the attempts show each record's result
-/// as it ends.
+/// Does `act` to `ids` now, as `by`. One that outlasts the deadline (a retry of slow
+/// handlers) goes on; the page it leads to says so, and the attempts show each
+/// record's result as it ends. The server's log says who did what (a retry's attempts
+/// keep the handler's word, not the person's).
 pub(super) async fn act_now(
     shared: &Shared,
     act: Act,
     ids: Vec<String>,
+    by: String,
 ) -> Result<String, Response> {
     let schedule = shared.schedule.clone();
     let verb = act.verb();
-    let job = tokio::task::spawn_blocking(move || act.run(Config::load(&schedule)?, ids));
+    tracing::info!(
+        "{by} (dashboard) asked to {} {}",
+        verb.to_lowercase(),
+        count(ids.len() as u64, "record", "records")
+    );
+    let job = tokio::task::spawn_blocking(move || act.run(Config::load(&schedule)?, ids, &by));
     match tokio::time::timeout(DEADLINE, job).await {
         Err(_) => Ok(format!(
             "{verb} is still running after {} s (a handler or the database is slow); each record's attempts show its result when it ends.",
@@ -148,6 +168,8 @@ pub(super) struct BulkForm {
     #[serde(default)]
     status: String,
     #[serde(default)]
+    error_contains: String,
+    #[serde(default)]
     page: String,
     /// `retry`, `snooze` or `give-up`.
     #[serde(default)]
@@ -172,6 +194,7 @@ impl BulkForm {
         FailureFilter {
             tier: self.tier.clone(),
             outcome: self.outcome.clone(),
+            error_contains: self.error_contains.clone(),
             page: self.page.clone(),
         }
     }
@@ -185,15 +208,17 @@ impl BulkForm {
                 urlencode(&self.status)
             ),
             _ => format!(
-                "/failures?tier={}&outcome={}&page={}",
+                "/failures?tier={}&outcome={}&error_contains={}&page={}",
                 urlencode(&self.tier),
                 urlencode(&self.outcome),
+                urlencode(&self.error_contains),
                 self.failures().page()
             ),
         }
     }
 
-    fn act(&self, config: &Config) -> Result<Act, Error> {
+    /// The action asked for, done by `by` (a give-up's reason names them).
+    fn act(&self, config: &Config, by: &str) -> Result<Act, Error> {
         match self.action.as_str() {
             "" | "retry" => Ok(Act::Retry),
             "snooze" => input::snooze_until("Snooze until", &self.until).map(Act::Snooze),
@@ -202,8 +227,8 @@ impl BulkForm {
                 config.path.display()
             ))),
             "give-up" => Ok(Act::GiveUp(match self.reason.trim() {
-                "" => format!("given up by {} (dashboard)", operate::whoami()),
-                why => format!("{why} (by {}, dashboard)", operate::whoami()),
+                "" => format!("given up by {by} (dashboard)"),
+                why => format!("{why} (by {by}, dashboard)"),
             })),
             other => Err(Error::Usage(format!(
                 "Action: {other:?} is none of retry, snooze, give-up"
@@ -228,10 +253,15 @@ impl BulkForm {
 }
 
 /// `POST /bulk`: the confirm page, or, confirmed, the action.
-pub(super) async fn bulk(State(shared): Shared_, Form(form): Form<BulkForm>) -> Response {
+pub(super) async fn bulk(
+    State(shared): Shared_,
+    headers: HeaderMap,
+    Form(form): Form<BulkForm>,
+) -> Response {
     if !csrf_ok(&shared, &form.csrf) {
         return forged();
     }
+    let by = super::auth::person(&shared, &headers);
     let back = form.back();
     if form.confirm == "yes" {
         let ids: Vec<String> = form
@@ -242,22 +272,22 @@ pub(super) async fn bulk(State(shared): Shared_, Form(form): Form<BulkForm>) -> 
             .map(String::from)
             .collect();
         let act = match blocking(&shared, {
-            let form = form.clone();
-            move |config| form.act(&config)
+            let (form, by) = (form.clone(), by.clone());
+            move |config| form.act(&config, &by)
         })
         .await
         {
             Ok(act) => act,
             Err(page) => return page,
         };
-        return match act_now(&shared, act, ids).await {
+        return match act_now(&shared, act, ids, by).await {
             Ok(message) => done(&shared, &back, &message),
             Err(page) => page,
         };
     }
     let asked = form.clone();
     let result = blocking(&shared, move |config| {
-        let act = asked.act(&config)?;
+        let act = asked.act(&config, &by)?;
         let ids = asked.picked(&config)?;
         let config = act.config(config);
         let mut store = operate::inspected(&config)?;
@@ -294,32 +324,40 @@ fn confirm(
         Act::Retry => "a retry takes pending and given-up records",
         _ => "a snooze or a give-up takes pending records only",
     };
-    let title = match ids.len() {
+    let n = ids.len() as u64;
+    let title = match n {
         0 => format!("Nothing to {}", act.verb().to_lowercase()),
-        n => format!("{} {n} records?", act.verb()),
+        n => format!("{} {}?", act.verb(), count(n, "record", "records")),
     };
     let body = html! {
         h1 { (title) }
         @if ids.is_empty() {
-            p { "None of the " (refused) " records the filter picks is fit for it (" (fit) "); nothing was done." }
+            p { @match refused {
+                0 => { "The filter picks no records now; nothing was done." },
+                1 => { "The one record the filter picks is not fit for it (" (fit) "); nothing was done." },
+                _ => { "None of the " (refused) " records the filter picks is fit for it (" (fit) "); nothing was done." },
+            } }
             p { a href=(back) { "Back" } }
         } @else {
             p { (what) }
         }
-        @if refused > 0 && !ids.is_empty() { p.muted { (refused) " more are no longer fit for it (not pending, or gone: " (fit) ") and are left alone." } }
+        @if refused > 0 && !ids.is_empty() { p.muted {
+            @if refused == 1 { "1 more is no longer fit for it (not pending, or gone: " (fit) ") and is left alone." }
+            @else { (refused) " more are no longer fit for it (not pending, or gone: " (fit) ") and are left alone." }
+        } }
         @if ids.len() == MOST { p.warning { "At most " (MOST) " records an action: the filter may pick more." } }
         p.ids { @for id in ids.iter().take(50) { code { (id) } " " } @if ids.len() > 50 { "… and " (ids.len() - 50) " more" } }
         @if !ids.is_empty() {
             form method="post" action="/bulk" {
                 (csrf_field(csrf))
                 @for (name, value) in [("from", &form.from), ("tier", &form.tier), ("outcome", &form.outcome),
-                        ("status", &form.status), ("page", &form.page), ("action", &act.name().to_string()),
+                        ("status", &form.status), ("error_contains", &form.error_contains), ("page", &form.page), ("action", &act.name().to_string()),
                         ("until", &until), ("reason", &form.reason)] {
                     input type="hidden" name=(name) value=(value);
                 }
                 input type="hidden" name="confirm" value="yes";
                 input type="hidden" name="ids" value=(ids.join(","));
-                button.danger type="submit" { (act.verb()) " " (ids.len()) " records" }
+                button.danger type="submit" { (act.verb()) " " (count(n, "record", "records")) }
                 " "
                 a href=(back) { "Cancel" }
             }

@@ -9,21 +9,25 @@
 //! blocking thread, at most a few at once, each with a deadline: a slow database
 //! gives an error page, never a hung server.
 //!
-//! Parts: `auth` (the token and the CSRF token), `data` (what a page reads),
-//! `pages` (the HTML), `plots` (the SVGs), `routes` (the handlers), `actions` (the
-//! POSTs), `bulk` (actions on many records, through a confirm page), `records` (a
-//! tier's records by status, keyset-paged), `in_flight` (what the ticks hold now),
-//! `input` (what a person types into a form, read with a message that names its field).
+//! Parts: `auth` (the token, the CSRF token, who acts), `data` (what a page reads),
+//! `pages` (the HTML), `failures` (the failures page and its groups by error), `plots`
+//! (the SVGs), `routes` (the handlers), `actions` (the POSTs), `bulk` (actions on many
+//! records, through a confirm page), `records` (a tier's records by status,
+//! keyset-paged; `record_row` what each row says), `in_flight` (what the ticks hold
+//! now), `input` (what a person types into a form, read with a message that names its
+//! field).
 
 mod actions;
 mod auth;
 mod bulk;
 mod data;
+mod failures;
 mod health;
 mod in_flight;
 mod input;
 mod pages;
 mod plots;
+mod record_row;
 mod records;
 mod routes;
 
@@ -34,7 +38,7 @@ use std::time::Duration;
 
 use crate::error::Error;
 
-pub use auth::load_token;
+pub use auth::{load_token, user_header};
 
 /// How long a page may take to read the database before it is an error page.
 const DEADLINE: Duration = Duration::from_secs(15);
@@ -50,6 +54,10 @@ pub(crate) struct Shared {
     /// The token every form carries, so another site cannot post to this one.
     pub(crate) csrf: String,
     pub(crate) readers: Arc<tokio::sync::Semaphore>,
+    /// The header a reverse proxy names the person acting in (`--user-header`), kept
+    /// only where the server trusts it: it has a token, or listens on loopback, so
+    /// every request comes through the proxy (or from this machine).
+    pub(crate) user_header: Option<axum::http::HeaderName>,
     /// The messages of the last actions, by the key their redirect carries.
     pub(crate) notices: std::sync::Mutex<std::collections::VecDeque<(String, String)>>,
 }
@@ -94,10 +102,24 @@ async fn serve_on(listener: std::net::TcpListener, shared: Arc<Shared>) -> std::
     axum::serve(listener, routes::router(shared)).await
 }
 
-fn shared(schedule: PathBuf, token: Option<String>) -> Arc<Shared> {
+/// Who may act, and how they are named: the token every request carries, if any, and
+/// the header a reverse proxy names the person in (`--user-header`).
+#[derive(Debug, Clone, Default)]
+pub struct Access {
+    pub token: Option<String>,
+    pub user_header: Option<axum::http::HeaderName>,
+}
+
+fn shared(schedule: PathBuf, access: Access, addr: SocketAddr) -> Arc<Shared> {
+    // A header anyone could set is no name: trusted behind a token, or on loopback.
+    let trusted = access.token.is_some() || addr.ip().is_loopback();
+    if access.user_header.is_some() && !trusted {
+        tracing::warn!("--user-header is ignored: {addr} is not loopback and no token is set");
+    }
     Arc::new(Shared {
         schedule,
-        token,
+        token: access.token,
+        user_header: access.user_header.filter(|_| trusted),
         csrf: auth::new_secret(),
         readers: Arc::new(tokio::sync::Semaphore::new(READERS)),
         notices: Default::default(),
@@ -109,15 +131,15 @@ fn shared(schedule: PathBuf, token: Option<String>) -> Arc<Shared> {
 pub fn serve(
     schedule: PathBuf,
     addr: SocketAddr,
-    token: Option<String>,
+    access: Access,
     listening: impl FnOnce(SocketAddr) -> Result<(), Error>,
 ) -> Result<(), Error> {
-    let listener = bind(addr, &token)?;
+    let listener = bind(addr, &access.token)?;
     let runtime = runtime()?;
     // The port bound, where `addr` asked for any (`:0`).
     listening(bound(&listener, addr))?;
     runtime
-        .block_on(serve_on(listener, shared(schedule, token)))
+        .block_on(serve_on(listener, shared(schedule, access, addr)))
         .map_err(|source| Error::Io {
             context: "the web server stopped".into(),
             source,
@@ -126,8 +148,8 @@ pub fn serve(
 
 /// `backlog daemon --http`: serves the dashboard from a thread of its own, beside the
 /// daemon's ticks.
-pub fn start(schedule: PathBuf, addr: SocketAddr, token: Option<String>) -> Result<(), Error> {
-    let listener = bind(addr, &token)?;
+pub fn start(schedule: PathBuf, addr: SocketAddr, access: Access) -> Result<(), Error> {
+    let listener = bind(addr, &access.token)?;
     tracing::info!(
         "serving the dashboard at http://{}/",
         bound(&listener, addr)
@@ -135,7 +157,7 @@ pub fn start(schedule: PathBuf, addr: SocketAddr, token: Option<String>) -> Resu
     in_background(
         "the dashboard",
         listener,
-        routes::router(shared(schedule, token)),
+        routes::router(shared(schedule, access, addr)),
     )
 }
 
@@ -157,7 +179,7 @@ pub fn start_metrics(schedule: PathBuf, addr: SocketAddr) -> Result<(), Error> {
         .route("/metrics", axum::routing::get(routes::metrics))
         .route("/healthz", axum::routing::get(health::alive))
         .route("/readyz", axum::routing::get(health::ready))
-        .with_state(shared(schedule, None));
+        .with_state(shared(schedule, Access::default(), addr));
     in_background("the metrics server", listener, app)
 }
 

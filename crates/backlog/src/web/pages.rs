@@ -8,7 +8,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
-use super::data::{FailureFilter, Overview};
+use super::data::Overview;
 use crate::config::Labels;
 use crate::duration;
 use crate::operate::RecordView;
@@ -16,11 +16,11 @@ use crate::store::Attempt;
 
 const STYLE: &str = include_str!("style.css");
 
-fn when(t: DateTime<Utc>) -> String {
+pub(crate) fn when(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
 }
 
-fn ago(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
+pub(crate) fn ago(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
     match (now - t).to_std() {
         Ok(d) => format!("{} ago", duration::rough(d)),
         Err(_) => format!(
@@ -30,8 +30,42 @@ fn ago(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
     }
 }
 
+/// `1 record`, `2 records`: a count with its noun agreeing.
+pub(crate) fn count(n: u64, one: &str, many: &str) -> String {
+    match n {
+        1 => format!("1 {one}"),
+        n => format!("{n} {many}"),
+    }
+}
+
+/// `text` cut to `most` characters (an ellipsis says so): an error in a list's cell,
+/// whose whole text is on the record's page and in the cell's title.
+pub(crate) fn cut(text: &str, most: usize) -> String {
+    match text.char_indices().nth(most) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
+/// `text` with its first letter a capital, to open a sentence.
+pub(crate) fn capital(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}
+
+/// A pause as the tiers' table says it beside a "paused" badge: `since … by …: why`
+/// (`describe` starts with "paused", which the badge says already).
+fn since(p: &crate::store::Pause) -> String {
+    let text = p.describe();
+    text.strip_prefix("paused ")
+        .map_or(text.clone(), str::to_string)
+}
+
 /// A status or outcome as a coloured badge.
-fn badge(text: &str) -> Markup {
+pub(crate) fn badge(text: &str) -> Markup {
     let class = match text {
         "SUCCESS" | "success" | "done" => "ok",
         "error" | "ERROR" | "timeout" | "crash" | "failed" | "abandoned" | "lost" | "given_up" => {
@@ -121,7 +155,15 @@ pub(crate) fn overview(o: &Overview, csrf: &str, notice: Option<&str>) -> Markup
         h1 { (s.table) small { " in " (s.database) } }
         p.meta { "As of " (when(now)) ". " (o.config.schedule.tier_count()) " from " code { (o.config.path.display()) } "." }
         @if let Some(p) = &s.paused {
-            p.warning { "Every tier is " (badge("paused")) " " (p.describe()) "." }
+            // Said once, here, with the way out beside it (the tiers' rows say "every tier").
+            div.warning.paused {
+                "Every tier is " (p.describe()) "."
+                form.inline method="post" action="/resume" {
+                    (csrf_field(csrf))
+                    input type="hidden" name="window" value="";
+                    button type="submit" { "Resume every tier" }
+                }
+            }
         }
         @for t in s.tiers.iter().filter(|t| t.overdue_seconds.is_some()) {
             p.warning { "Tier " (t.tier) " (" (t.window) ") is overdue by "
@@ -129,8 +171,8 @@ pub(crate) fn overview(o: &Overview, csrf: &str, notice: Option<&str>) -> Markup
                 ": is its crontab line or daemon running?" }
         }
         section.cards {
-            div.card { div.figure { (s.tiers.len()) } div.label { "tiers" } }
-            div.card { div.figure { (pending) } div.label { "pending records" } }
+            div.card { div.figure { (s.tiers.len()) } div.label { @if s.tiers.len() == 1 { "tier" } @else { "tiers" } } }
+            div.card { div.figure { (pending) } div.label { @if pending == 1 { "pending record" } @else { "pending records" } } }
             div class=(if failed_24h > 0 { "card bad" } else { "card" }) {
                 div.figure { (failed_24h) } div.label { "failed attempts, last 24 h" } }
             div.card { div.figure { (s.oldest_pending.as_ref().and_then(|p| p.age.clone()).unwrap_or_else(|| "–".into())) } div.label { "oldest pending" } }
@@ -172,7 +214,9 @@ fn tiers_table(o: &Overview, csrf: &str) -> Markup {
                     } @else {
                         td colspan="5" { span.muted { "never ticked" } }
                     }
-                    td { @if let Some(p) = &t.paused { (badge("paused")) div.detail { (p.describe()) } }
+                    // A pause of every tier is the banner's to say; a row says only that it holds.
+                    td { @if s.paused.is_some() { (badge("paused")) div.detail { "with every tier" } }
+                         @else if let Some(p) = &t.paused { (badge("paused")) div.detail { (since(p)) } }
                          @else if let Some(n) = t.next_due { (ago(n, now)) } @else { "–" } }
                     td {
                         @if t.paused.is_some() {
@@ -205,14 +249,7 @@ fn pause_form(s: &crate::status::Status, csrf: &str) -> Markup {
             label { "Meant to end " input type="text" name="until" placeholder="2h, or 2026-11-23T18:00:00Z"; }
             button type="submit" { "Pause" }
         }
-        p.muted { "A pause is kept in the database: every runner obeys it until it is resumed." }
-        @if s.paused.is_some() {
-            form method="post" action="/resume" {
-                (csrf_field(csrf))
-                input type="hidden" name="window" value="";
-                button type="submit" { "Resume every tier" }
-            }
-        }
+        p.muted { "A pause is kept in the database: every runner obeys it until it is resumed (a paused tier's row has its Resume, a pause of every tier the banner above)." }
     }
     }
 }
@@ -275,7 +312,7 @@ fn band_of(o: &Overview, tier: usize) -> String {
 }
 
 /// Attempts, newest first; with `records`, each links to its record.
-fn attempts_table(attempts: &[Attempt], records: bool, labels: &Labels) -> Markup {
+pub(crate) fn attempts_table(attempts: &[Attempt], records: bool, labels: &Labels) -> Markup {
     html! {
         @if attempts.is_empty() {
             p.muted { "None kept." }
@@ -311,91 +348,6 @@ fn attempts_table(attempts: &[Attempt], records: bool, labels: &Labels) -> Marku
 /// A query value, percent-encoded.
 pub(crate) fn urlencode(text: &str) -> String {
     percent_encoding::utf8_percent_encode(text, percent_encoding::NON_ALPHANUMERIC).to_string()
-}
-
-/// How long the failures' list is, and its pages.
-pub(crate) struct Listed {
-    /// Attempts the filter picks in all.
-    pub(crate) total: u64,
-    /// At most this many a page.
-    pub(crate) per_page: usize,
-}
-
-/// What the failures page's filter offers.
-pub(crate) struct Choices<'a> {
-    /// The tiers' windows, compact (`7d`).
-    pub(crate) tiers: &'a [String],
-    /// The schedule gives records up (`table.given_up`).
-    pub(crate) given_up: bool,
-}
-
-/// The outcomes of a failed try, as the attempts name them.
-const FAILED: [&str; 6] = ["error", "timeout", "crash", "mapped", "stopped", "lost"];
-
-/// The failures page: a filter, the attempts (a page of them, with their count and
-/// links to the pages around), and `actions`, the bulk actions on their records.
-pub(crate) fn failures(
-    attempts: &[Attempt],
-    listed: Listed,
-    labels: &Labels,
-    filter: &FailureFilter,
-    choices: Choices,
-    actions: Markup,
-    notice: Option<&str>,
-) -> Markup {
-    // A person's actions are no failure but are kept as attempts too: giving up (where
-    // the schedule does, or the filter asks for it) and snoozing.
-    let given_up = crate::store::GIVEN_UP;
-    let actions_kept: Vec<&str> = crate::store::ACTIONS
-        .into_iter()
-        .filter(|a| *a != given_up || choices.given_up || filter.outcome == given_up)
-        .collect();
-    let other = Some(filter.outcome.as_str())
-        .filter(|o| !o.is_empty() && !FAILED.contains(o) && !actions_kept.contains(o));
-    let page = filter.page();
-    let per_page = listed.per_page.max(1) as u64;
-    let pages = listed.total.div_ceil(per_page);
-    let first = (page as u64 - 1) * per_page + 1;
-    let page_link = |n: usize| {
-        format!(
-            "/failures?tier={}&outcome={}&page={n}",
-            urlencode(&filter.tier),
-            urlencode(&filter.outcome)
-        )
-    };
-    let body = html! {
-        h1 { "Failures" }
-        form.filter method="get" action="/failures" {
-            label { "Tier " select name="tier" {
-                option value="" selected[filter.tier.is_empty()] { "every tier" }
-                @for t in choices.tiers { option value=(t) selected[filter.tier == *t] { (t) } }
-                option value="retry" selected[filter.tier == "retry"] { "retries" }
-            } }
-            label { "Outcome " select name="outcome" {
-                option value="" selected[filter.outcome.is_empty()] { "any failure" }
-                @for o in FAILED { option value=(o) selected[filter.outcome == o] { (o) } }
-                optgroup label="actions, no failure" {
-                    @for o in &actions_kept { option value=(o) selected[filter.outcome == *o] { (o) } }
-                }
-                @if let Some(o) = other { option value=(o) selected { (o) } }
-            } }
-            button type="submit" { "Filter" }
-        }
-        p.meta.listed {
-            @if listed.total == 0 {
-                "No failures kept."
-            } @else if attempts.is_empty() {
-                "None on page " (page) "; " (listed.total) " in all."
-            } @else {
-                "Failures " (first) "–" (first + attempts.len() as u64 - 1) " of " (listed.total) ", newest first."
-            }
-            @if page > 1 { " " a.prev href=(page_link(page - 1)) { "← newer" } }
-            @if (page as u64) < pages { " " a.next href=(page_link(page + 1)) { "older →" } }
-        }
-        @if !attempts.is_empty() { (actions) }
-        (attempts_table(attempts, true, labels))
-    };
-    layout("Failures", notice, true, body)
 }
 
 /// A record: its status, where it is in the schedule, its columns, its attempts.
@@ -450,7 +402,9 @@ pub(crate) fn record(
             Some(h) => {
                 @match &h.owner {
                     Some(owner) => { p { "Held now by the tick " code { (owner) } ", until " (when(h.until)) "." } },
-                    None => { p { "Failed in its tier's slot: kept from the ticks until " (when(h.until)) "." } },
+                    // Why, from its newest attempt: a person's snooze says who.
+                    None => { p.kept { (capital(&crate::operate::Kept::of(view.attempts.first()).describe()))
+                        ": kept from the ticks until " (when(h.until)) "." } },
                 }
             },
             None => { p.muted { "Held by no tick now." } },

@@ -6,7 +6,9 @@
 //! The band read takes pending statuses only (and a given-up one, as a retry takes
 //! it); the others are counted, not listed. Besides the tiers' bands, `tier=older`
 //! reads the records older than the last tier's window, which no tick tries: where the
-//! last tier's ticks leave the records they give up on.
+//! last tier's ticks leave the records they give up on. Each record listed says what
+//! a person on call asks first, as `show` says it: its last error, how many failures
+//! are kept of it, and when a tick takes it next (or why none does).
 
 use axum::extract::{Query, State};
 use axum::response::{Html, IntoResponse, Response};
@@ -18,6 +20,7 @@ use std::time::Duration;
 
 use super::actions::notice;
 use super::pages::{self, urlencode};
+use super::record_row::{self, Row};
 use super::routes::{Shared_, blocking};
 use super::{bulk, input};
 use crate::config::Config;
@@ -238,7 +241,7 @@ pub(super) fn statuses_of(config: &Config, status: &str) -> Vec<String> {
 struct View {
     ages: Ages,
     counts: Vec<(String, u64)>,
-    records: Vec<Record>,
+    rows: Vec<Row>,
     next: Option<Cursor>,
     tiers: Vec<String>,
     listed: Vec<String>,
@@ -278,10 +281,11 @@ fn view(config: Config, q: &RecordsQuery, per: usize, now: DateTime<Utc>) -> Res
     } else {
         (Vec::new(), None)
     };
+    let rows = record_row::rows(&config, store.as_mut(), records, now)?;
     Ok(View {
         ages,
         counts,
-        records,
+        rows,
         next,
         tiers,
         listed,
@@ -301,13 +305,21 @@ pub(super) async fn records(State(shared): Shared_, Query(mut q): Query<RecordsQ
                 q.tier = v.tiers.first().cloned().unwrap_or_default();
             }
             let notice = notice(&shared, q.done.as_deref());
-            Html(page(&v, &q, per, &shared.csrf, notice.as_deref()).into_string()).into_response()
+            Html(page(&v, &q, per, &shared.csrf, notice.as_deref(), now).into_string())
+                .into_response()
         }
         Err(page) => page,
     }
 }
 
-fn page(v: &View, q: &RecordsQuery, per: usize, csrf: &str, notice: Option<&str>) -> Markup {
+fn page(
+    v: &View,
+    q: &RecordsQuery,
+    per: usize,
+    csrf: &str,
+    notice: Option<&str>,
+    now: DateTime<Utc>,
+) -> Markup {
     let total: u64 = v.counts.iter().map(|(_, n)| n).sum();
     let status_link = |s: &str| {
         format!(
@@ -357,25 +369,27 @@ fn page(v: &View, q: &RecordsQuery, per: usize, csrf: &str, notice: Option<&str>
             p.meta.listed { (q.status) " records are counted only: no tick reads them." }
         } @else {
             p.meta.listed {
-                @if v.records.is_empty() { "No records here." }
-                @else { "Records " (v.records.len()) " here, newest first" @if q.after_at.is_empty() { "." } @else { ", after the previous page." } }
+                @if v.rows.is_empty() { "No records here." }
+                @else { (pages::capital(&pages::count(v.rows.len() as u64, "record", "records"))) " here, newest first" @if q.after_at.is_empty() { "." } @else { ", after the previous page." } }
                 @if !q.after_at.is_empty() { " " a.first href=(status_link(&q.status)) { "← newest" } }
                 @if let Some(next) = &v.next {
                     " " a.next href={ (status_link(&q.status)) "&after_at=" (urlencode(&text(&next.inserted_at))) "&after_id=" (urlencode(&text(&next.id))) } { "next page →" }
                 }
             }
-            @if !v.records.is_empty() {
+            @if !v.rows.is_empty() {
                 (bulk::forms(&[("from", "records"), ("tier", &q.tier), ("status", &q.status)],
                     "these records (every page, up to 10,000)", fit, v.given_up.as_deref(), csrf))
             }
             table.records {
-                thead { tr { th { "record" } th { "status" } th { "inserted" } } }
+                thead { tr { th { "record" } th { "status" } th { "inserted" } th { "last error" } th.num { "failures" } th { "next try" } } }
                 tbody {
-                    @for r in &v.records {
+                    @for row in &v.rows {
+                        @let r = &row.record;
                         tr {
                             td { a href={ "/record?id=" (urlencode(&r.id.to_string())) } { (r.id) } }
                             td { (v.labels.of(&r.status)) }
                             td { (r.inserted_at().to_string()) }
+                            (row.cells(now))
                         }
                     }
                 }

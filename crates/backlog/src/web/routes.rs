@@ -13,7 +13,7 @@ use chrono::Utc;
 use serde::Deserialize;
 
 use super::actions::{self, notice};
-use super::data::{self, FailureFilter};
+use super::data;
 use super::{DEADLINE, Shared, auth, pages, plots};
 use crate::config::Config;
 use crate::error::Error;
@@ -24,7 +24,8 @@ pub(super) type Shared_ = State<Arc<Shared>>;
 pub(crate) fn router(shared: Arc<Shared>) -> axum::Router {
     axum::Router::new()
         .route("/", get(overview))
-        .route("/failures", get(failures))
+        .route("/failures", get(super::failures::failures))
+        .route("/failures/errors", get(super::failures::by_error))
         .route("/record", get(record))
         .route("/record/retry", post(actions::retry_record))
         .route("/records", get(super::records::records))
@@ -195,65 +196,6 @@ async fn overview(State(shared): Shared_, Query(notice_of): Query<Notice>) -> Re
                 &o,
                 &csrf,
                 notice(&shared, notice_of.done.as_deref()).as_deref(),
-            )
-            .into_string(),
-        )
-        .into_response(),
-        Err(page) => page,
-    }
-}
-
-#[derive(Deserialize)]
-struct FailuresQuery {
-    #[serde(flatten)]
-    filter: FailureFilter,
-    done: Option<String>,
-}
-
-/// The failures shown on a page, at most.
-pub(super) const LISTED: usize = 200;
-
-async fn failures(State(shared): Shared_, Query(q): Query<FailuresQuery>) -> Response {
-    let filter = q.filter.clone();
-    let result = blocking(&shared, move |config| {
-        let tiers = super::input::windows(&config);
-        let labels = config.table.labels.clone();
-        let (attempts, total) = data::failures(&config, &filter, LISTED)?;
-        Ok((attempts, total, tiers, labels, config.table.given_up))
-    })
-    .await;
-    match result {
-        Ok((attempts, total, tiers, labels, given_up)) => Html(
-            pages::failures(
-                &attempts,
-                pages::Listed {
-                    total,
-                    per_page: LISTED,
-                },
-                &labels,
-                &q.filter,
-                pages::Choices {
-                    tiers: &tiers,
-                    given_up: given_up.is_some(),
-                },
-                super::bulk::forms(
-                    &[
-                        ("from", "failures"),
-                        ("tier", &q.filter.tier),
-                        ("outcome", &q.filter.outcome),
-                        ("page", &q.filter.page().to_string()),
-                    ],
-                    &format!("the records of these {total} failures (every page, up to 10,000)"),
-                    // The records of given-up attempts are given up on, unless retried since.
-                    if q.filter.outcome.trim() == crate::store::GIVEN_UP {
-                        super::bulk::Fit::GivenUp
-                    } else {
-                        super::bulk::Fit::Pending
-                    },
-                    given_up.as_deref(),
-                    &shared.csrf,
-                ),
-                notice(&shared, q.done.as_deref()).as_deref(),
             )
             .into_string(),
         )

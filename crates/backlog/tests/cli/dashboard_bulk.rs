@@ -196,7 +196,7 @@ fn bulk_actions_need_their_token() {
     assert!(
         get(port, &location(&snoozed))
             .body
-            .contains("snoozed 1 records until")
+            .contains("snoozed 1 record until")
     );
     assert_eq!(
         env.with_status("ERROR"),

@@ -18,6 +18,7 @@ mod dashboard_access;
 mod dashboard_browser;
 mod dashboard_bulk;
 mod dashboard_on_call;
+mod dashboard_triage;
 mod doctor;
 mod explain;
 mod filters;
