@@ -7,11 +7,14 @@
 #    thin LTO and stripped, as Cargo.toml says);
 # 2. generates, with that binary, into TARGET/release/deb-assets/: the man pages,
 #    gzipped (`backlog man` is backlog(1); `backlog man run` is backlog-run(1), and so
-#    on for every command the pages list, `backlog man backoff plot` included), the shell
+#    on for every command the pages list, `backlog man backoff plot` included;
+#    `backlog man backlog.toml` is backlog.toml(5), the schedule file), the shell
 #    completions (`backlog completions bash|zsh|fish`), the example schedule (the
 #    default one, schedules/progressive.toml, pointed at the paths the systemd unit
 #    allows) and the DEP-5 copyright file (LICENSE-MIT and LICENSE-APACHE, whole);
-# 3. runs `cargo deb --no-build`, which packs them as [package.metadata.deb] lists.
+# 3. runs `cargo deb --no-build`, which packs them as [package.metadata.deb] lists, with
+#    README.md and docs/ (under /usr/share/doc/backlog/, so README's links to docs/…
+#    reach them).
 #
 # Needs cargo-deb (`cargo install cargo-deb --locked`). TARGET is the crate's target
 # folder (CARGO_TARGET_DIR or `target`), as `cargo metadata` reports it.
@@ -48,9 +51,11 @@ man_page() { # words of the command after `backlog`
     done < <(sed -n 's/^\(backlog\\-[a-z0-9\\-]*\)(1)$/\1/p' "$page" | sed 's/\\-/-/g')
 }
 man_page
+# backlog.toml(5), the schedule file's format: a page of section 5, not a command's.
+"$bin" man backlog.toml >"$assets/man/backlog.toml.5"
 # Gzipped, as Debian's man pages are (cargo-deb leaves files under target/ as they are);
 # -n keeps the time out, so the same pages make the same package.
-gzip -9n "$assets"/man/*.1
+gzip -9n "$assets"/man/*.1 "$assets"/man/*.5
 
 "$bin" completions bash >"$assets/completions/backlog.bash"
 "$bin" completions zsh >"$assets/completions/_backlog"

@@ -122,6 +122,13 @@ pub struct DatabaseConfig {
 /// The schema of the tool's own tables on PostgreSQL when the file names none.
 pub const DEFAULT_SCHEMA: &str = "backlog";
 
+/// `database.claim_lease` when the file gives none.
+pub const DEFAULT_CLAIM_LEASE: Duration = Duration::from_secs(60);
+
+/// `database.busy_timeout` when the file gives none, or half the lease if that is
+/// shorter.
+pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// The variable that, set and not empty, replaces `[database] url`: where a service
 /// manager or a container keeps the secret a URL holds.
 const URL_VARIABLE: &str = "BACKLOG_DATABASE_URL";
@@ -160,12 +167,12 @@ fn resolve_url(mut raw: RawDatabase, dir: &Path) -> Result<DatabaseConfig, Strin
     let url = url.trim();
     let claim_lease = match raw.claim_lease.take() {
         Some(t) => span("database.claim_lease", &t, CLAIM_LEASE)?,
-        None => Duration::from_secs(60),
+        None => DEFAULT_CLAIM_LEASE,
     };
     let busy_timeout = match raw.busy_timeout.take() {
         Some(t) => span("database.busy_timeout", &t, BUSY_TIMEOUT)?,
         // Half the lease at most, so that a short lease alone makes a valid file.
-        None => Duration::from_secs(30).min(claim_lease / 2),
+        None => DEFAULT_BUSY_TIMEOUT.min(claim_lease / 2),
     };
     if let Some(scheme) = server::server_scheme(url) {
         return server_database(scheme, raw, dir, busy_timeout, claim_lease);

@@ -11,7 +11,7 @@ use crate::duration::{self, Range};
 pub const MAX_PER_RECORD: u32 = 10_000;
 
 /// `history.keep`: none (off) up to 100 years.
-const KEEP: Range = Range::up_to(duration::LONGEST);
+pub const KEEP: Range = Range::up_to(duration::LONGEST);
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -69,7 +69,7 @@ pub enum Command {
     Serve(ServeArgs),
     /// Print shell completions: `source <(backlog completions bash)`.
     Completions(CompletionsArgs),
-    /// Print the man page (roff): `backlog man | man -l -`.
+    /// Print a man page (roff): `backlog man | man -l -`, `backlog man backlog.toml`.
     Man(ManArgs),
 }
 
@@ -207,8 +207,9 @@ pub enum Shell {
 /// The options of `backlog man`.
 #[derive(Debug, Args)]
 pub struct ManArgs {
-    /// The command whose page to print, like `run` or `backoff delays` [default: the
-    /// page of backlog itself].
+    /// The command whose page to print, like `run` or `backoff delays`, or
+    /// `backlog.toml` for the schedule file's format [default: the page of backlog
+    /// itself].
     pub command: Vec<String>,
 }
 

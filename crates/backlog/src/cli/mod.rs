@@ -340,8 +340,9 @@ pub fn status(args: &StatusArgs) -> Result<(), Error> {
 }
 
 /// SIGINT and SIGTERM ask the tick to stop taking records; a second one kills every
-/// live handler's process group and ends the process at once with 130, marking
-/// nothing more (its claims expire after one lease).
+/// live handler's process group and ends the process at once with 130
+/// (`exit_code::SECOND_SIGNAL`), marking nothing more (its claims expire after one
+/// lease).
 pub(super) fn stop_on_signals() -> Result<Arc<AtomicBool>, Error> {
     let stop = Arc::new(AtomicBool::new(false));
     let io = |source| Error::Io {
@@ -357,7 +358,7 @@ pub(super) fn stop_on_signals() -> Result<Arc<AtomicBool>, Error> {
             signal_hook::low_level::register(signal, move || {
                 if asked.load(std::sync::atomic::Ordering::SeqCst) {
                     crate::handler::kill_live_groups();
-                    signal_hook::low_level::exit(130);
+                    signal_hook::low_level::exit(crate::exit_code::SECOND_SIGNAL.into());
                 }
             })
         }

@@ -33,6 +33,7 @@ mod labels;
 mod lapse;
 mod left_alone;
 mod logging;
+mod man;
 mod metrics;
 mod mysql;
 mod operate;

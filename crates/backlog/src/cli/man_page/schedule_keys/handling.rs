@@ -1,0 +1,155 @@
+//! The keys of what runs for a record and who hears of its failures: `[handler]` and
+//! `[alert]`.
+
+use super::{COLUMN, DURATION, NONE, REQUIRED, Section, count, key, span};
+use crate::config::{self, AlertConfig, HandlerConfig, ranges};
+use crate::duration::compact;
+
+pub(super) fn handler() -> Section {
+    let d = HandlerConfig::new(Vec::new());
+    Section {
+        header: "[handler]",
+        about: "Required. What runs for each record, how many at once and how fast, and when a tick stops calling it.",
+        keys: vec![
+            key(
+                "command",
+                "a list of the program and its arguments",
+                REQUIRED,
+                "",
+                "Run with no shell (write [\"sh\", \"-c\", \"...\"] for one), in the schedule file's folder; a program with a / is relative to that folder, any other is looked up in PATH. Once per record: the record as JSON on stdin, its id in BACKLOG_RECORD_ID; exit 0 marks it success, anything else error. It is killed, with its process group, after timeout.",
+            ),
+            key(
+                "mode",
+                "\"per_record\" or \"batch\"",
+                "\"per_record\"",
+                "",
+                "batch keeps one long-lived process and streams records to it as JSON lines, reading one answer line per record back.",
+            ),
+            key(
+                "batch_size",
+                "a number",
+                &d.batch_size.to_string(),
+                &format!("{} records", count(config::MAX_BATCH_SIZE)),
+                "Records a batch handler gets at once.",
+            ),
+            key(
+                "timeout",
+                DURATION,
+                &compact(d.timeout),
+                &span(ranges::HANDLER_TIMEOUT),
+                "How long one record's handler may run before it is killed and the record gets the error status.",
+            ),
+            key(
+                "stop_grace",
+                DURATION,
+                &compact(d.stop_grace),
+                &span(ranges::STOP_GRACE),
+                "How long a tick asked to stop (SIGTERM, SIGINT, a lapse) lets its handlers finish before it ends them, and a batch handler whose input ended gets to exit. Keep systemd's TimeoutStopSec above twice it.",
+            ),
+            key(
+                "concurrency",
+                "a number",
+                &d.concurrency.to_string(),
+                &count(config::MAX_CONCURRENCY),
+                "Records in their handlers at once within a tick (batch mode: processes).",
+            ),
+            key(
+                "rate",
+                "starts per second, minute or hour in quotes: \"20/s\", \"100/m\", \"3/h\"",
+                "none: as fast as they go",
+                "one start a day to 1000000/s",
+                "Handler starts, spaced evenly, for every runner of the table and tier together.",
+            ),
+            key(
+                "rate_group",
+                "a name in quotes",
+                NONE,
+                "1 to 100 characters; needs rate",
+                "One rate shared by the tiers and tables that call the same counterpart.",
+            ),
+            key(
+                "rate_key",
+                COLUMN,
+                NONE,
+                "a column of the table; needs rate",
+                "Each value of that column (the counterpart a record is for) gets a rate of its own.",
+            ),
+            key(
+                "stop_after_failures",
+                "a number",
+                "none: a tick never stops for failures",
+                &count(u32::MAX),
+                "The breaker: after this many failures in a row among the tier's runners, a tick stops handing out records and exits 7.",
+            ),
+            key(
+                "breaker_cooldown",
+                DURATION,
+                &compact(d.breaker_cooldown),
+                &format!(
+                    "{}; needs stop_after_failures",
+                    span(ranges::BREAKER_COOLDOWN)
+                ),
+                "How long every runner of the tier stops once its breaker tripped, before one of them tries a record again.",
+            ),
+            key(
+                "env",
+                "a table of variable names and values",
+                NONE,
+                "",
+                "Variables added to the handler's environment: env = { API_URL = \"https://erp.example\" }. A PATH here is where the program is looked up too.",
+            ),
+            key(
+                "exit_codes",
+                "a table of exit codes and statuses",
+                NONE,
+                "codes 1 to 255",
+                "Exit codes that set a status of their own instead of table.error: exit_codes = { 75 = \"RETRY\" }.",
+            ),
+        ],
+    }
+}
+
+pub(super) fn alert() -> Section {
+    let d = AlertConfig::default();
+    Section {
+        header: "[alert]",
+        about: "Optional; without it nothing is pushed. Where a tick's failures go to a person: when a tick fails, lapses, cannot start or trips its breaker. A channel that is down is said on stderr and in status --check, and never keeps a record from its handler. A value that names an unset ${NAME} leaves its key out, loudly.",
+        keys: vec![
+            key(
+                "command",
+                "a list of a program and its arguments",
+                NONE,
+                "",
+                "Run once per alert with the event as JSON on its stdin, in a process group of its own.",
+            ),
+            key(
+                "command_timeout",
+                DURATION,
+                &compact(d.command_timeout),
+                &span(ranges::ALERT_COMMAND_TIMEOUT),
+                "How long the command may run before its process group is ended.",
+            ),
+            key(
+                "webhook",
+                "an http:// or https:// address in quotes",
+                NONE,
+                "",
+                "Each alert is POSTed there as JSON.",
+            ),
+            key(
+                "ping",
+                "an http:// or https:// address in quotes",
+                NONE,
+                "",
+                "A healthchecks.io check: URL/start as a tick starts, then URL, or URL/N with the exit code it ends with.",
+            ),
+            key(
+                "alert_every",
+                DURATION,
+                &compact(d.every),
+                &span(ranges::ALERT_EVERY),
+                "At most one alert of a tier and kind in this time, across every runner.",
+            ),
+        ],
+    }
+}
