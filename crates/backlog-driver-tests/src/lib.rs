@@ -110,6 +110,7 @@ macro_rules! suite {
             reads::select_keeps_to_the_band_bounds,
             reads::oldest_of_and_find_read_single_records,
             reads::count_by_status_counts_a_range,
+            reads::oldest_in_reads_the_oldest_of_some_statuses_in_a_range,
             reads::inserted_at_page_reads_distinct_values_in_order,
             holds::take_holds_records_until_release,
             holds::mark_writes_what_its_owner_holds,
