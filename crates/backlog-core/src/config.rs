@@ -32,6 +32,7 @@ mod variables;
 
 pub use alert::{AlertConfig, AlertUrl};
 pub use check::CheckConfig;
+pub use check::WAITING as CHECK_WAITING;
 pub use database::{DEFAULT_SCHEMA, lease_outlives_lock_waits};
 pub use database::{DatabaseConfig, DatabaseUrl};
 use database::{RawDatabase, resolve_database};
@@ -211,7 +212,7 @@ impl Config {
                 Some(_) => "check.warn_waiting",
                 None => "check.critical_waiting",
             };
-            config.untried_or_why(key).map_err(fail)?;
+            config.untried_or_why(key)?;
         }
         Ok(config)
     }
@@ -234,14 +235,23 @@ impl Config {
     }
 
     /// [`untried_statuses`](Self::untried_statuses), or why a waiting threshold
-    /// (`what`: the key or flag that set it) cannot be judged with none.
-    pub fn untried_or_why(&self, what: &str) -> Result<Vec<String>, String> {
+    /// (`what`: the key or flag that set it) cannot be judged with none: an error of
+    /// the file, whose `table.pending` is what to change.
+    pub fn untried_or_why(&self, what: &str) -> Result<Vec<String>, ConfigError> {
         let untried = self.untried_statuses();
         if untried.is_empty() {
-            return Err(format!(
-                "{what}: no status of table.pending ({}) is one a record has before its first try: each is table.error or a status of handler.exit_codes; list the status new records get in table.pending, like pending = [\"NEW\", \"ERROR\"]",
-                self.table.pending.join(", ")
-            ));
+            let shown = if is_stdin(&self.path) {
+                Path::new("<stdin>")
+            } else {
+                &self.path
+            };
+            return Err(ConfigError {
+                file: shown.to_path_buf(),
+                message: format!(
+                    "{what}: no status of table.pending ({}) is one a record has before its first try: each is table.error or a status of handler.exit_codes; list the status new records get in table.pending, like pending = [\"NEW\", \"ERROR\"]",
+                    self.table.pending.join(", ")
+                ),
+            });
         }
         Ok(untried)
     }
