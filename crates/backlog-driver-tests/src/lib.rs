@@ -106,6 +106,7 @@ macro_rules! suite {
             runs::run_log_round_trips,
             runs::a_stopped_run_is_unfinished_until_a_later_run_finishes,
             runs::begin_run_abandons_a_silent_run,
+            runs::open_alerts_are_taken_once,
             reads::select_pages_a_band_newest_first_without_repeats,
             reads::select_keeps_to_the_band_bounds,
             reads::oldest_of_and_find_read_single_records,
