@@ -21,6 +21,7 @@ mod handler;
 mod history;
 mod keys;
 mod location;
+mod ping;
 mod ranges;
 mod retry;
 pub mod server;
@@ -42,6 +43,7 @@ pub use handler::{HandlerConfig, HandlerMode};
 pub use history::{HistoryConfig, HistoryRecord};
 pub use location::find as find_schedule;
 pub use location::is_stdin;
+pub use ping::PingUrl;
 pub use ranges::SPAN;
 pub use ranges::{MAX_BATCH_SIZE, MAX_LIMIT, MAX_SPREAD};
 use retry::RawRetry;
@@ -194,16 +196,21 @@ impl Config {
         if let Some(key) = &handler.rate_key {
             table.other_columns.push(("handler.rate_key", key.clone()));
         }
+        let history = history::resolve(raw.history).map_err(fail)?;
+        let mut alert = alert::resolve(raw.alert).map_err(fail)?;
+        let check = check::resolve(raw.check).map_err(fail)?;
+        let (schedule, tier_pings) =
+            resolve_schedule(raw.bands, raw.limit, raw.timezone, raw.tiers).map_err(fail)?;
+        alert.tier_pings = tier_pings;
         let config = Config {
             path: path.to_path_buf(),
             database,
             table,
             handler,
-            history: history::resolve(raw.history).map_err(fail)?,
-            alert: alert::resolve(raw.alert).map_err(fail)?,
-            check: check::resolve(raw.check).map_err(fail)?,
-            schedule: resolve_schedule(raw.bands, raw.limit, raw.timezone, raw.tiers)
-                .map_err(fail)?,
+            history,
+            alert,
+            check,
+            schedule,
             dir,
             alert_unset,
         };

@@ -223,7 +223,8 @@ fn other_key(path: &str) -> Option<Key> {
         "alert.ping" => (
             Text,
             "an http:// or https:// address in quotes",
-            "ping = \"https://hc-ping.com/UUID\"".into(),
+            "ping = \"https://hc-ping.com/UUID\" or \"https://hc-ping.com/KEY/backlog-{window}\""
+                .into(),
         ),
         "alert.alert_every" => duration("alert_every", "15m"),
         "check" => (
@@ -289,6 +290,11 @@ fn other_key(path: &str) -> Option<Key> {
         "tier[].limit" => return Some(number("limit", "records", MAX_LIMIT, 1_000)),
         "tier[].jitter" => duration("jitter", "30s"),
         "tier[].spread" => return Some(number("spread", "ticks", u64::from(MAX_SPREAD), 4)),
+        "tier[].ping" => (
+            Text,
+            "an http:// or https:// address in quotes",
+            "ping = \"https://hc-ping.com/KEY/backlog-{window}\"".into(),
+        ),
         _ => return None,
     };
     Some(Key {
