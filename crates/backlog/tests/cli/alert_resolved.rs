@@ -153,3 +153,43 @@ fn an_unknown_placeholder_in_a_ping_is_refused() {
             "backlog: backlog.toml: alert.ping: {foo} is no placeholder of a ping URL; use {window} (the tier's window, like 1d) or {tier} (its number, like 1)\n",
         );
 }
+
+/// An alert sent while the database could not be reached is kept open on this host
+/// (`backlog_alerts` was out of reach too): once the database is back, the tier's
+/// clean tick sends `resolved`, once.
+#[test]
+fn an_alert_sent_without_the_database_is_resolved_once_it_is_back() {
+    let hooks = Hooks::start();
+    let env = Env::new();
+    env.classic();
+    // The database in a folder of its own, which goes away for the outage.
+    std::fs::create_dir(env.path("data")).unwrap();
+    std::fs::rename(env.path("backlog.db"), env.path("data/backlog.db")).unwrap();
+    env.write_schedule(&Schedule::default());
+    env.write_handler("handler.sh", &recording_handler(&[]));
+    let path = env.path("backlog.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        text.replacen("url = \"backlog.db\"", "url = \"data/backlog.db\"", 1),
+    )
+    .unwrap();
+    with_alert(&env, &format!("webhook = \"{}/hook\"", hooks.url));
+    std::fs::rename(env.path("data"), env.path("away")).unwrap();
+    tick(&env, "1d", 0, 4);
+    let events = posted(&hooks.take());
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0]["kind"], "tick_not_started");
+
+    std::fs::rename(env.path("away"), env.path("data")).unwrap();
+    tick(&env, "1d", 20, 0);
+    let events = posted(&hooks.take());
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["kind"], "resolved");
+    assert_eq!(
+        events[0]["resolves"],
+        serde_json::json!(["tick_not_started"])
+    );
+    tick(&env, "1d", 25, 0);
+    assert_eq!(posted(&hooks.take()), [] as [serde_json::Value; 0]);
+}
