@@ -14,7 +14,6 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
 
 use super::{Status, check::CheckLevel};
 use crate::config::{CheckConfig, Config};
@@ -68,7 +67,7 @@ impl Thresholds {
 }
 
 /// The oldest record never tried, of the tier whose band holds it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct Waiting {
     /// The tier's 1-based number.
     pub tier: usize,
@@ -77,7 +76,6 @@ pub struct Waiting {
     /// The record's inserted-at time.
     pub since: DateTime<Utc>,
     /// How long it has waited at the check's `now`.
-    #[serde(skip)]
     pub age: Duration,
 }
 
