@@ -15,11 +15,13 @@ use serde::Deserialize;
 use crate::schedule::{BandMode, Schedule};
 
 mod alert;
+mod check;
 mod database;
 mod handler;
 mod history;
 mod keys;
 mod location;
+mod ping;
 pub mod ranges;
 mod retry;
 pub mod server;
@@ -30,6 +32,8 @@ mod toml_error;
 mod variables;
 
 pub use alert::{AlertConfig, AlertUrl};
+pub use check::CheckConfig;
+pub use check::{MAX_COUNT as CHECK_MAX_COUNT, WAITING as CHECK_WAITING};
 pub use database::{DEFAULT_BUSY_TIMEOUT, DEFAULT_CLAIM_LEASE};
 pub use database::{DEFAULT_SCHEMA, lease_outlives_lock_waits};
 pub use database::{DatabaseConfig, DatabaseUrl};
@@ -41,6 +45,7 @@ pub use history::{HistoryConfig, HistoryRecord};
 pub use history::{KEEP as HISTORY_KEEP, MAX_PER_RECORD};
 pub use location::find as find_schedule;
 pub use location::is_stdin;
+pub use ping::PingUrl;
 pub use ranges::SPAN;
 pub use ranges::{MAX_BATCH_SIZE, MAX_LIMIT, MAX_SPREAD};
 use retry::RawRetry;
@@ -75,6 +80,7 @@ struct RawFile {
     retry: Option<RawRetry>,
     history: Option<history::RawHistory>,
     alert: Option<alert::RawAlert>,
+    check: Option<check::RawCheck>,
     #[serde(default, rename = "tier")]
     tiers: Vec<RawTier>,
 }
@@ -99,6 +105,8 @@ pub struct Config {
     pub history: HistoryConfig,
     /// The `[alert]` section: where failures are pushed, how often at most.
     pub alert: AlertConfig,
+    /// The `[check]` section: the thresholds of `status --check` and `/readyz`.
+    pub check: CheckConfig,
     /// The keys of `[alert]` left out because a variable they name is not set.
     alert_unset: Vec<UnsetVariable>,
 }
@@ -191,18 +199,71 @@ impl Config {
         if let Some(key) = &handler.rate_key {
             table.other_columns.push(("handler.rate_key", key.clone()));
         }
-        Ok(Config {
+        let history = history::resolve(raw.history).map_err(fail)?;
+        let mut alert = alert::resolve(raw.alert).map_err(fail)?;
+        let check = check::resolve(raw.check).map_err(fail)?;
+        let (schedule, tier_pings) =
+            resolve_schedule(raw.bands, raw.limit, raw.timezone, raw.tiers).map_err(fail)?;
+        alert.tier_pings = tier_pings;
+        let config = Config {
             path: path.to_path_buf(),
             database,
             table,
             handler,
-            history: history::resolve(raw.history).map_err(fail)?,
-            alert: alert::resolve(raw.alert).map_err(fail)?,
-            schedule: resolve_schedule(raw.bands, raw.limit, raw.timezone, raw.tiers)
-                .map_err(fail)?,
+            history,
+            alert,
+            check,
+            schedule,
             dir,
             alert_unset,
-        })
+        };
+        if config.check.watches_waiting() {
+            let key = match config.check.warn_waiting {
+                Some(_) => "check.warn_waiting",
+                None => "check.critical_waiting",
+            };
+            config.untried_or_why(key)?;
+        }
+        Ok(config)
+    }
+
+    /// The pending statuses a record has before its first try: those no try writes
+    /// (neither `table.error` nor a status of `handler.exit_codes`). A tried record
+    /// is marked `table.success`, `table.error` or a mapped status, so a record still
+    /// in one of these was never tried to its end: the user's table keeps no other
+    /// trace, and the attempts may be off (`[history]`) or pruned.
+    pub fn untried_statuses(&self) -> Vec<String> {
+        let written: Vec<&String> = std::iter::once(&self.table.error)
+            .chain(self.handler.exit_codes.values())
+            .collect();
+        self.table
+            .pending
+            .iter()
+            .filter(|s| !written.contains(s))
+            .cloned()
+            .collect()
+    }
+
+    /// [`untried_statuses`](Self::untried_statuses), or why a waiting threshold
+    /// (`what`: the key or flag that set it) cannot be judged with none: an error of
+    /// the file, whose `table.pending` is what to change.
+    pub fn untried_or_why(&self, what: &str) -> Result<Vec<String>, ConfigError> {
+        let untried = self.untried_statuses();
+        if untried.is_empty() {
+            let shown = if is_stdin(&self.path) {
+                Path::new("<stdin>")
+            } else {
+                &self.path
+            };
+            return Err(ConfigError {
+                file: shown.to_path_buf(),
+                message: format!(
+                    "{what}: no status of table.pending ({}) is one a record has before its first try: each is table.error or a status of handler.exit_codes; list the status new records get in table.pending, like pending = [\"NEW\", \"ERROR\"]",
+                    self.table.pending.join(", ")
+                ),
+            });
+        }
+        Ok(untried)
     }
 
     /// Whether every key of the file's `[alert]` could be read: the first one left out

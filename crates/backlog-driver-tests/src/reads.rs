@@ -294,3 +294,79 @@ pub fn inserted_at_page_reads_distinct_values_in_order(h: &dyn Harness) {
     assert_eq!((scan.read, scan.complete), (4, true), "{scan:?}");
     assert!(scan.bad.is_empty(), "{scan:?}");
 }
+
+/// `oldest_in` reads the oldest inserted-at time of the records of some statuses in a
+/// range, its bounds inclusive or exclusive as the range says, or none; in the
+/// column's own type as in text.
+///
+/// Why: `status --check` asks it of each tier's band for how long new work has waited
+/// for its first try (`check.warn_waiting`); a bound off by one, or a status of
+/// another tier read, pages a person for a record that is not waiting.
+pub fn oldest_in_reads_the_oldest_of_some_statuses_in_a_range(h: &dyn Harness) {
+    for flavour in Flavour::all(h) {
+        let backlog = Backlog::new(h, flavour);
+        let rows = [
+            (1, "NEW", 10),
+            (2, "NEW", 20),
+            (3, "ERROR", 50),
+            (4, "SUCCESS", 60),
+            (5, "NEW", 30),
+            (6, "NEW", 90),
+        ]
+        .map(|(id, status, minutes)| Row {
+            id,
+            status,
+            at: backlog.ago(minutes),
+        });
+        backlog.insert(&rows);
+        let (mut store, format) = backlog.ready();
+        let mut oldest = |statuses: &[&str], range: Range| {
+            let statuses: Vec<String> = statuses.iter().map(|s| s.to_string()).collect();
+            store
+                .oldest_in(&statuses, &range)
+                .unwrap_or_else(|e| panic!("{flavour:?}: oldest_in: {e}"))
+        };
+        let at = |minutes| Some(format.encode(backlog.ago(minutes)));
+        assert_eq!(
+            oldest(&["NEW"], Range::default()),
+            Some(backlog.ago(90)),
+            "{flavour:?}: the whole table"
+        );
+        let band = |from, to| Range {
+            from: at(from),
+            to: at(to),
+            ..Range::default()
+        };
+        assert_eq!(
+            oldest(&["NEW"], band(60, 0)),
+            Some(backlog.ago(30)),
+            "{flavour:?}: [60 min, now) ago"
+        );
+        assert_eq!(
+            oldest(&["NEW", "ERROR"], band(60, 0)),
+            Some(backlog.ago(50)),
+            "{flavour:?}: two statuses"
+        );
+        assert_eq!(
+            oldest(
+                &["NEW"],
+                Range {
+                    from_exclusive: true,
+                    ..band(30, 0)
+                }
+            ),
+            Some(backlog.ago(20)),
+            "{flavour:?}: (30 min, now) ago"
+        );
+        assert_eq!(
+            oldest(&["NEW"], band(30, 20)),
+            Some(backlog.ago(30)),
+            "{flavour:?}: [30 min, 20 min) ago"
+        );
+        assert_eq!(
+            oldest(&["SUCCESS", "GIVEN_UP"], band(50, 0)),
+            None,
+            "{flavour:?}: none of those statuses in the range"
+        );
+    }
+}

@@ -245,3 +245,58 @@ pub fn begin_run_abandons_a_silent_run(h: &dyn Harness) {
         "an abandoned run says why: {killed_row:?}"
     );
 }
+
+/// `open_alert` keeps that a tier alerted, from the first time; `take_open_alerts`
+/// takes each kind once (a second store gets none), leaves other tiers' and the
+/// alert claims' rows alone, and a tier opened again is taken again.
+///
+/// Why: a `resolved` alert goes out when a tier that alerted ticks clean again, once,
+/// whichever runner ticks, and after a restart.
+pub fn open_alerts_are_taken_once(h: &dyn Harness) {
+    let backlog = Backlog::new(h, Flavour::Rfc3339Text);
+    let (mut store, _) = backlog.ready();
+    let mut other = backlog.store();
+    let t0 = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+    let at = |minutes| t0 + TimeDelta::minutes(minutes);
+    let open = |store: &mut dyn Store, window, kind, minutes| {
+        store
+            .open_alert(window, kind, at(minutes))
+            .unwrap_or_else(|e| panic!("open_alert: {e}"))
+    };
+    let take = |store: &mut dyn Store, window| {
+        store
+            .take_open_alerts(window)
+            .unwrap_or_else(|e| panic!("take_open_alerts: {e}"))
+    };
+    assert_eq!(take(store.as_mut(), DAY), []);
+    store
+        .claim_alert(DAY, "tick_failed", at(0), Duration::from_secs(900))
+        .unwrap_or_else(|e| panic!("claim_alert: {e}"));
+    open(store.as_mut(), DAY, "tick_failed", 0);
+    open(store.as_mut(), DAY, "tick_failed", 5);
+    open(store.as_mut(), DAY, "breaker_tripped", 7);
+    open(store.as_mut(), WEEK, "tick_failed", 9);
+    assert_eq!(
+        take(store.as_mut(), DAY),
+        [
+            ("breaker_tripped".to_string(), at(7)),
+            ("tick_failed".to_string(), at(0)),
+        ],
+        "each kind, from when it first went out"
+    );
+    assert_eq!(take(other.as_mut(), DAY), [], "taken once");
+    assert_eq!(
+        take(other.as_mut(), WEEK),
+        [("tick_failed".to_string(), at(9))]
+    );
+    open(other.as_mut(), DAY, "tick_lapsed", 20);
+    assert_eq!(
+        take(store.as_mut(), DAY),
+        [("tick_lapsed".to_string(), at(20))]
+    );
+    // The claim of the alert itself is untouched: within alert_every it holds back.
+    let claim = store
+        .claim_alert(DAY, "tick_failed", at(1), Duration::from_secs(900))
+        .unwrap_or_else(|e| panic!("claim_alert: {e}"));
+    assert_eq!(claim, Some(backlog_core::store::Claim::HeldBack));
+}

@@ -30,6 +30,28 @@ impl Survey for MysqlStore {
         band_statuses::count_by_status(&mut self.conn, &statuses, range, &context)
     }
 
+    fn oldest_in(
+        &mut self,
+        statuses: &[String],
+        range: &Range,
+    ) -> Result<Option<DateTime<Utc>>, StoreError> {
+        // A status at a time: a seek through an index on (status, inserted-at), or a
+        // range of one on inserted-at that stops at its first match.
+        let shape = self.shape();
+        let ins = format!("t.{}", shape.quoted(shape.inserted_at));
+        let (band, bounds) = range.condition(&ins, 1, |_| "?".to_string());
+        let bounds: Vec<mysql::Value> = bounds.into_iter().map(values::bound).collect();
+        let mut oldest = None;
+        for status in statuses {
+            let (status, mut params) = self.status_in(std::slice::from_ref(status));
+            params.extend(bounds.iter().cloned());
+            let clause = format!("WHERE {status} AND {band} ORDER BY {ins} ASC LIMIT 1");
+            let found = self.query_records(true, &clause, params)?.pop();
+            oldest = crate::store::earlier(oldest, found.and_then(|r| r.inserted_time));
+        }
+        Ok(oldest)
+    }
+
     fn band_plan(&mut self) -> Result<QueryPlan, StoreError> {
         let shape = self.shape();
         let ins = shape.quoted(shape.inserted_at);

@@ -27,6 +27,32 @@ impl Survey for PostgresStore {
         band_statuses::count_by_status(&mut self.client, &statuses, range, &context)
     }
 
+    fn oldest_in(
+        &mut self,
+        statuses: &[String],
+        range: &Range,
+    ) -> Result<Option<DateTime<Utc>>, StoreError> {
+        // A status at a time: a seek through an index on (status, inserted-at), or a
+        // range of one on inserted-at that stops at its first match.
+        let p = self.prepared();
+        let ins = format!("t.{}", p.inserted_at);
+        let (band, bounds) = range.condition(&ins, 2, |n| format!("${n}"));
+        let clause = format!(
+            "WHERE t.{st} = $1::text::{stt} AND {band} ORDER BY {ins} ASC LIMIT 1",
+            st = p.status.quoted,
+            stt = p.status.sql_type,
+        );
+        let bounds: Vec<Bound> = bounds.into_iter().map(Bound).collect();
+        let mut oldest = None;
+        for status in statuses {
+            let mut params: Vec<&(dyn ToSql + Sync)> = vec![status];
+            params.extend(bounds.iter().map(|b| b as &(dyn ToSql + Sync)));
+            let found = self.query_records(&clause, &params)?.pop();
+            oldest = crate::store::earlier(oldest, found.and_then(|r| r.inserted_time));
+        }
+        Ok(oldest)
+    }
+
     fn band_plan(&mut self) -> Result<QueryPlan, StoreError> {
         let p = self
             .prepared

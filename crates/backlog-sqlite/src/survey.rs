@@ -45,6 +45,32 @@ impl Survey for SqliteStore {
         band_statuses::count_by_status(&mut LiteRef(&self.conn), &statuses, range, &context)
     }
 
+    fn oldest_in(
+        &mut self,
+        statuses: &[String],
+        range: &Range,
+    ) -> Result<Option<DateTime<Utc>>, StoreError> {
+        // A status at a time: a seek through an index on (status, inserted-at), or a
+        // range of one on inserted-at that stops at its first match.
+        let sql = self.sql();
+        let (band, bounds) = range.condition(&sql.inserted_at, 2, |n| format!("?{n}"));
+        let query = format!(
+            "SELECT * FROM {t} WHERE {st} = ?1 AND {band} ORDER BY {ins} ASC LIMIT 1",
+            t = sql.table,
+            st = sql.status,
+            ins = sql.inserted_at
+        );
+        let bounds: Vec<Bind> = bounds.into_iter().map(Bind::from).collect();
+        let mut oldest = None;
+        for status in statuses {
+            let mut params: Vec<&dyn ToSql> = vec![status];
+            params.extend(bounds.iter().map(|b| b as &dyn ToSql));
+            let found = self.records(&query, &params)?.pop();
+            oldest = crate::store::earlier(oldest, found.and_then(|r| r.inserted_time));
+        }
+        Ok(oldest)
+    }
+
     fn band_plan(&mut self) -> Result<QueryPlan, StoreError> {
         let sql = self.page_sql(true, false, false, false);
         let query = format!("EXPLAIN QUERY PLAN {sql}");

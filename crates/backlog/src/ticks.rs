@@ -39,7 +39,7 @@ pub fn run_tick_on(
     if opts.dry_run {
         return tick_on(config, store, opts, on_event, &mut false);
     }
-    crate::alert::tick_starting(config);
+    crate::alert::tick_starting(config, opts.window);
     let mut started = false;
     let result = tick_on(config, store, opts, on_event, &mut started);
     crate::alert::tick_ended(config, store, opts.window, opts.now, &result, started);

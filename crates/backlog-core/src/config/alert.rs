@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use super::ping::PingUrl;
 use super::ranges::{ALERT_COMMAND_TIMEOUT, ALERT_EVERY, span};
 
 #[derive(Debug, Deserialize)]
@@ -75,8 +76,12 @@ pub struct AlertConfig {
     pub command_timeout: Duration,
     /// Where each alert is POSTed as JSON.
     pub webhook: Option<AlertUrl>,
-    /// A healthchecks.io check: `/start` as a tick starts, then its outcome.
-    pub ping: Option<AlertUrl>,
+    /// A healthchecks.io check: `/start` as a tick starts, then its outcome; `{window}`
+    /// and `{tier}` in it make a check per tier.
+    pub ping: Option<PingUrl>,
+    /// The `ping` of each `[[tier]]` that sets one, by window: its ticks ping it
+    /// instead of `ping`.
+    pub tier_pings: Vec<(Duration, PingUrl)>,
     /// At most one alert of a tier and kind in this time, across every runner.
     pub every: Duration,
 }
@@ -93,6 +98,7 @@ impl Default for AlertConfig {
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
             webhook: None,
             ping: None,
+            tier_pings: Vec::new(),
             every: DEFAULT_EVERY,
         }
     }
@@ -102,6 +108,17 @@ impl AlertConfig {
     /// Whether alerts go anywhere (pings are not alerts: they go whatever happened).
     pub fn sends(&self) -> bool {
         self.command.is_some() || self.webhook.is_some()
+    }
+
+    /// The URL the ticks of tier `tier` (of `window`) ping, if any: the tier's own
+    /// `ping`, else `alert.ping`, placeholders filled.
+    pub fn ping_for(&self, tier: Option<usize>, window: Duration) -> Option<AlertUrl> {
+        self.tier_pings
+            .iter()
+            .find(|(w, _)| *w == window)
+            .map(|(_, p)| p)
+            .or(self.ping.as_ref())
+            .map(|p| p.for_tier(tier, window))
     }
 }
 
@@ -126,7 +143,10 @@ pub(super) fn resolve(raw: Option<RawAlert>) -> Result<AlertConfig, String> {
         alert.command_timeout = span("alert.command_timeout", &timeout, ALERT_COMMAND_TIMEOUT)?;
     }
     alert.webhook = raw.webhook.map(|u| url("alert.webhook", &u)).transpose()?;
-    alert.ping = raw.ping.map(|u| url("alert.ping", &u)).transpose()?;
+    alert.ping = raw
+        .ping
+        .map(|u| PingUrl::parse("alert.ping", &u))
+        .transpose()?;
     if let Some(every) = raw.alert_every {
         alert.every = span("alert.alert_every", &every, ALERT_EVERY)?;
     }
@@ -135,7 +155,7 @@ pub(super) fn resolve(raw: Option<RawAlert>) -> Result<AlertConfig, String> {
 
 /// An http(s) URL with a host; the message shows what was written only when it does
 /// not parse (a token in it is then not recognisable as one anyway).
-fn url(key: &str, text: &str) -> Result<AlertUrl, String> {
+pub(super) fn url(key: &str, text: &str) -> Result<AlertUrl, String> {
     let fix = "write a full http:// or https:// address, like \"https://hooks.example/backlog\"";
     let url =
         url::Url::parse(text).map_err(|e| format!("{key}: {text:?} is not a URL ({e}); {fix}"))?;

@@ -200,7 +200,7 @@ fn handler_key(path: &str) -> Option<Key> {
     })
 }
 
-/// `[alert]`, `[history]`, `[retry]` and `[[tier]]`.
+/// `[alert]`, `[check]`, `[history]`, `[retry]` and `[[tier]]`.
 fn other_key(path: &str) -> Option<Key> {
     use Shape::*;
     let (shape, takes, example): (Shape, &str, String) = match path {
@@ -223,9 +223,21 @@ fn other_key(path: &str) -> Option<Key> {
         "alert.ping" => (
             Text,
             "an http:// or https:// address in quotes",
-            "ping = \"https://hc-ping.com/UUID\"".into(),
+            "ping = \"https://hc-ping.com/UUID\" or \"https://hc-ping.com/KEY/backlog-{window}\""
+                .into(),
         ),
         "alert.alert_every" => duration("alert_every", "15m"),
+        "check" => (
+            Table,
+            "a section",
+            section("check", "critical_waiting = \"1h\""),
+        ),
+        "check.warn_waiting" => duration("warn_waiting", "30m"),
+        "check.critical_waiting" => duration("critical_waiting", "2h"),
+        "check.warn_pending" => return Some(count("warn_pending", "records", 10_000)),
+        "check.critical_pending" => return Some(count("critical_pending", "records", 100_000)),
+        "check.warn_failures" => return Some(count("warn_failures", "failures", 10)),
+        "check.critical_failures" => return Some(count("critical_failures", "failures", 100)),
         "history" => (Table, "a section", section("history", "keep = \"30d\"")),
         "history.keep" => duration("keep", "30d"),
         "history.max_per_record" => {
@@ -278,6 +290,11 @@ fn other_key(path: &str) -> Option<Key> {
         "tier[].limit" => return Some(number("limit", "records", MAX_LIMIT, 1_000)),
         "tier[].jitter" => duration("jitter", "30s"),
         "tier[].spread" => return Some(number("spread", "ticks", u64::from(MAX_SPREAD), 4)),
+        "tier[].ping" => (
+            Text,
+            "an http:// or https:// address in quotes",
+            "ping = \"https://hc-ping.com/KEY/backlog-{window}\"".into(),
+        ),
         _ => return None,
     };
     Some(Key {
@@ -307,6 +324,15 @@ fn number(name: &str, unit: &str, max: u64, example: u64) -> Key {
     Key {
         shape: Shape::Number,
         takes: format!("a number of {unit} from 1 to {max}"),
+        example: format!("{name} = {example}"),
+    }
+}
+
+/// A threshold of `[check]`: a count from 0.
+fn count(name: &str, unit: &str, example: u64) -> Key {
+    Key {
+        shape: Shape::Number,
+        takes: format!("a number of {unit} from 0 to {}", super::check::MAX_COUNT),
         example: format!("{name} = {example}"),
     }
 }

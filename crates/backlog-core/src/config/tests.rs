@@ -49,7 +49,7 @@ fn bad_files_get_messages_that_name_key_and_fix() {
         (
             "window = \"7d\"\ncron",
             "window = \"7d\"\nwindw",
-            "/etc/backlog.toml:20:1: unknown field `windw`, expected one of `window`, `every`, `cron`, `limit`, `jitter`, `spread`",
+            "/etc/backlog.toml:20:1: unknown field `windw`, expected one of `window`, `every`, `cron`, `limit`, `jitter`, `spread`, `ping`",
         ),
         (
             "window = \"7d\"",
@@ -197,5 +197,42 @@ fn a_file_without_tiers_is_an_error() {
     assert_eq!(
         error_of(text),
         "/etc/backlog.toml: no [[tier]] sections; a schedule needs at least one tier, like schedules/progressive.toml"
+    );
+}
+
+/// `[check]` is read with the file; a waiting threshold needs a pending status a
+/// record has before its first try (one no try writes), and says so naming the key.
+#[test]
+fn check_thresholds_are_read_and_waiting_needs_a_status_never_written() {
+    let with = |extra: &str| format!("{GOOD}\n{extra}");
+    let c = Config::parse(
+        &with("[check]\nwarn_waiting = \"30m\"\ncritical_pending = 500"),
+        Path::new("/etc/backlog.toml"),
+    )
+    .unwrap();
+    assert_eq!(
+        c.check.warn_waiting,
+        Some(std::time::Duration::from_secs(1800))
+    );
+    assert_eq!(c.check.critical_pending, Some(500));
+    assert_eq!(c.untried_statuses(), ["NEW"]);
+    let plain = Config::parse(GOOD, Path::new("/etc/backlog.toml")).unwrap();
+    assert_eq!(plain.check, CheckConfig::default(), "off unless set");
+
+    let mapped = GOOD.replace(
+        "command = [\"./handler.sh\"]",
+        "command = [\"./handler.sh\"]\nexit_codes = { 75 = \"NEW\" }",
+    );
+    let c = Config::parse(&mapped, Path::new("/etc/backlog.toml")).unwrap();
+    assert!(c.untried_statuses().is_empty(), "a status a try writes");
+    assert_eq!(
+        error_of(&format!("{mapped}\n[check]\ncritical_waiting = \"1h\"")),
+        "/etc/backlog.toml: check.critical_waiting: no status of table.pending (NEW, ERROR) is one a record has before its first try: each is table.error or a status of handler.exit_codes; list the status new records get in table.pending, like pending = [\"NEW\", \"ERROR\"]"
+    );
+    assert_eq!(
+        error_of(&with(
+            "[check]\nwarn_waiting = \"3h\"\ncritical_waiting = \"1h\""
+        )),
+        "/etc/backlog.toml: check.warn_waiting 3h is not below check.critical_waiting 1h; the warning comes first: lower it, or leave it out"
     );
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use super::ping::PingUrl;
 use super::ranges::{JITTER, MAX_SPREAD, SPAN, check_limit, span};
 use crate::duration;
 use crate::schedule::{BandMode, Cadence, DEFAULT_LIMIT, Schedule, Tier, parse_cron};
@@ -20,6 +21,7 @@ pub(super) struct RawTier {
     limit: Option<u64>,
     jitter: Option<String>,
     spread: Option<u32>,
+    ping: Option<String>,
 }
 
 pub(super) fn resolve_schedule(
@@ -27,7 +29,7 @@ pub(super) fn resolve_schedule(
     limit: Option<u64>,
     timezone: Option<String>,
     raw: Vec<RawTier>,
-) -> Result<Schedule, String> {
+) -> Result<(Schedule, Vec<(Duration, PingUrl)>), String> {
     let timezone: chrono_tz::Tz = match timezone {
         None => chrono_tz::Tz::UTC,
         Some(name) => name.parse().map_err(|_| {
@@ -39,6 +41,7 @@ pub(super) fn resolve_schedule(
     }
     let limit = check_limit("limit", limit)?;
     let mut tiers: Vec<Tier> = Vec::with_capacity(raw.len());
+    let mut pings = Vec::new();
     for (i, t) in raw.into_iter().enumerate() {
         let n = i + 1;
         let window = span(&format!("tier {n}: window"), &t.window, SPAN)?;
@@ -85,6 +88,9 @@ pub(super) fn resolve_schedule(
                 "tier {n}: spread: {k} is out of range; use 1 (the whole band every tick) to {MAX_SPREAD}"
             ));
         }
+        if let Some(ping) = t.ping {
+            pings.push((window, PingUrl::parse(&format!("tier {n}: ping"), &ping)?));
+        }
         tiers.push(Tier {
             window,
             cadence,
@@ -93,10 +99,11 @@ pub(super) fn resolve_schedule(
             spread: t.spread.unwrap_or(1),
         });
     }
-    Ok(Schedule {
+    let schedule = Schedule {
         tiers,
         bands,
         limit: limit.unwrap_or(DEFAULT_LIMIT),
         timezone,
-    })
+    };
+    Ok((schedule, pings))
 }

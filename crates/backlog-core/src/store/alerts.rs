@@ -245,3 +245,93 @@ pub fn clear_trouble(
     .map_err(failed("writing backlog_alerts"))?;
     Ok(())
 }
+
+/// The prefix of the rows that say a tier alerted and has not ticked clean since:
+/// `open:tick_failed`, one per kind, its `last_sent_ms` when it first went out.
+const OPEN: &str = "open:";
+
+/// Notes that an alert of `kind` about the tier of `window_secs` went out at
+/// `since_ms`, so that its next clean tick sends `resolved`: a row per kind, kept
+/// from the first (a row already there stays as it is).
+pub fn open(
+    sql: &mut dyn Sql,
+    s: &str,
+    table: &str,
+    window_secs: u64,
+    kind: &str,
+    since_ms: i64,
+) -> Result<(), StoreError> {
+    let kind = format!("{OPEN}{kind}");
+    let key = [
+        table.into(),
+        (window_secs as i64).into(),
+        kind.as_str().into(),
+    ];
+    let there = format!(
+        "SELECT 1 FROM {s}backlog_alerts WHERE table_name = ?1 AND window_secs = ?2 AND kind = ?3"
+    );
+    if !sql
+        .query(&there, &key)
+        .map_err(failed("reading backlog_alerts"))?
+        .is_empty()
+    {
+        return Ok(());
+    }
+    let insert = format!(
+        "INSERT INTO {s}backlog_alerts (table_name, window_secs, kind, last_sent_ms, held_back) VALUES (?1, ?2, ?3, ?4, 0)"
+    );
+    let mut params = key.to_vec();
+    params.push(since_ms.into());
+    match sql.execute(&insert, &params) {
+        Ok(_) => Ok(()),
+        // Another runner's row went in first: the tier is open all the same.
+        Err(e) => match sql.query(&there, &key) {
+            Ok(rows) if !rows.is_empty() => Ok(()),
+            _ => Err(StoreError::Database {
+                context: "writing backlog_alerts".into(),
+                source: e,
+            }),
+        },
+    }
+}
+
+/// Takes the open alerts of the tier of `window_secs`: the kinds and when each first
+/// went out, deleted as they are read. A row is this caller's only if its delete
+/// took it, so of two runners that tick clean at once one sends `resolved`.
+pub fn take_open(
+    sql: &mut dyn Sql,
+    s: &str,
+    table: &str,
+    window_secs: u64,
+) -> Result<Vec<(String, i64)>, StoreError> {
+    let rows = sql
+        .query(
+            &format!(
+                "SELECT kind, last_sent_ms FROM {s}backlog_alerts WHERE table_name = ?1 AND window_secs = ?2 AND kind LIKE ?3 ORDER BY kind"
+            ),
+            &[
+                table.into(),
+                (window_secs as i64).into(),
+                format!("{OPEN}%").as_str().into(),
+            ],
+        )
+        .map_err(failed("reading backlog_alerts"))?;
+    let mut taken = Vec::new();
+    for row in rows {
+        let kind = row[0].text().unwrap_or_default();
+        let deleted = sql
+            .execute(
+                &format!(
+                    "DELETE FROM {s}backlog_alerts WHERE table_name = ?1 AND window_secs = ?2 AND kind = ?3"
+                ),
+                &[table.into(), (window_secs as i64).into(), kind.as_str().into()],
+            )
+            .map_err(failed("writing backlog_alerts"))?;
+        if deleted == 1
+            && let Some(kind) = kind.strip_prefix(OPEN)
+        {
+            taken.push((kind.to_string(), row[1].int().unwrap_or(0)));
+        }
+    }
+    Ok(taken)
+}

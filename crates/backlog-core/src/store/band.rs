@@ -113,3 +113,38 @@ pub struct Range {
     /// when its band held nothing pending, at a cost that does not grow with the band.
     pub sample: Option<usize>,
 }
+
+/// The earlier of two times either may lack: what `Survey::oldest_in` keeps as it
+/// reads a status at a time.
+pub fn earlier(a: Option<DateTime<Utc>>, b: Option<DateTime<Utc>>) -> Option<DateTime<Utc>> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+impl Range {
+    /// The range's condition on the inserted-at column `ins` (`1 = 1` when unbounded),
+    /// with `placeholder(n)` spelling the backend's n-th parameter from `first`, and
+    /// its bounds in the order they are bound.
+    pub fn condition(
+        &self,
+        ins: &str,
+        first: usize,
+        placeholder: impl Fn(usize) -> String,
+    ) -> (String, Vec<&Scalar>) {
+        let mut clauses = vec!["1 = 1".to_string()];
+        let mut bounds = Vec::new();
+        if let Some(from) = &self.from {
+            let op = if self.from_exclusive { ">" } else { ">=" };
+            clauses.push(format!("{ins} {op} {}", placeholder(first + bounds.len())));
+            bounds.push(from);
+        }
+        if let Some(to) = &self.to {
+            let op = if self.to_inclusive { "<=" } else { "<" };
+            clauses.push(format!("{ins} {op} {}", placeholder(first + bounds.len())));
+            bounds.push(to);
+        }
+        (clauses.join(" AND "), bounds)
+    }
+}

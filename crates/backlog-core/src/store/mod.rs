@@ -44,7 +44,7 @@ use chrono::{DateTime, Utc};
 
 pub use alerts::{AlertTrouble, Claim};
 pub use attempts::{ACTIONS, Attempt, AttemptQuery, GIVEN_UP, SNOOZED};
-pub use band::{BandQuery, Cursor, Page, Range};
+pub use band::{BandQuery, Cursor, Page, Range, earlier};
 pub use breakers::BreakerState;
 pub use error::StoreError;
 pub use fault::Fault;

@@ -199,6 +199,53 @@ impl dyn Store + '_ {
         )
     }
 
+    /// Notes that an alert of `kind` about the tier of `window` went out at `since`:
+    /// the tier's next clean tick sends `resolved` ([`take_open_alerts`]). Kept in
+    /// `backlog_alerts`, so a restart or another runner's clean tick still resolves it.
+    ///
+    /// [`take_open_alerts`]: Self::take_open_alerts
+    pub fn open_alert(
+        &mut self,
+        window: Duration,
+        kind: &str,
+        since: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let own = self.own("backlog_alerts")?;
+        if !own.exists {
+            return Ok(());
+        }
+        let since = since.timestamp_millis();
+        alerts::open(
+            own.sql,
+            &own.prefix,
+            own.table,
+            window.as_secs(),
+            kind,
+            since,
+        )
+    }
+
+    /// Takes the alerts of the tier of `window` that went out and are not resolved:
+    /// each kind, and when it first went out. Taken once: a second caller (another
+    /// runner's clean tick at the same time) gets none of them.
+    pub fn take_open_alerts(
+        &mut self,
+        window: Duration,
+    ) -> Result<Vec<(String, DateTime<Utc>)>, StoreError> {
+        let own = self.own("backlog_alerts")?;
+        if !own.exists {
+            return Ok(Vec::new());
+        }
+        let taken = alerts::take_open(own.sql, &own.prefix, own.table, window.as_secs())?;
+        Ok(taken
+            .into_iter()
+            .map(|(kind, ms)| {
+                let since = DateTime::from_timestamp_millis(ms).unwrap_or_default();
+                (kind, since)
+            })
+            .collect())
+    }
+
     /// What ticks found wrong with the table's alert channels.
     pub fn alert_troubles(&mut self) -> Result<Vec<AlertTrouble>, StoreError> {
         let own = self.own("backlog_alerts")?;

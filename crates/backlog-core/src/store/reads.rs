@@ -37,6 +37,16 @@ pub trait Survey {
     /// The number of records of each status whose inserted-at value is in `range`.
     fn count_by_status(&mut self, range: &Range) -> Result<Vec<(String, u64)>, StoreError>;
 
+    /// The oldest inserted-at time of the records in `range` whose status is one of
+    /// `statuses` (after `inspect`); none when there is none. One query per status, an
+    /// index seek or range bounded by the range (`ORDER BY inserted-at LIMIT 1`): what
+    /// `status --check` asks of each tier's band for how long new work waits.
+    fn oldest_in(
+        &mut self,
+        statuses: &[String],
+        range: &Range,
+    ) -> Result<Option<DateTime<Utc>>, StoreError>;
+
     /// How the database runs the band query (after `inspect`).
     fn band_plan(&mut self) -> Result<QueryPlan, StoreError>;
 

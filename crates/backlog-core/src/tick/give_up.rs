@@ -33,27 +33,50 @@ pub(super) fn past_last_tier(
     store: &mut dyn Store,
     opts: &TickOptions,
 ) -> Result<u64, Error> {
-    let Some(last) = schedule.tiers.last() else {
+    let Some((last, records)) = outlived(schedule, table, store, opts)? else {
         return Ok(0);
     };
+    let why = format!(
+        "given up: still pending past the last tier ({})",
+        duration::compact(last)
+    );
+    let done = give_up_records(table, store, records, &why, opts)?;
+    Ok(done.failed)
+}
+
+/// How many records [`past_last_tier`] would give up on at the end of this tick:
+/// what a dry run of the last tier says beside what it would hand over.
+pub(super) fn would_give_up(
+    schedule: &Schedule,
+    table: &TableConfig,
+    store: &mut dyn Store,
+    opts: &TickOptions,
+) -> Result<u64, Error> {
+    Ok(outlived(schedule, table, store, opts)?.map_or(0, |(_, r)| r.len() as u64))
+}
+
+/// The last tier's window and the pending records older than it (by `opts.now`), up
+/// to [`AT_MOST`], where a tick of `opts.window` gives them up: a tick of the last
+/// tier with `table.given_up` set; none otherwise, or when there are none.
+fn outlived(
+    schedule: &Schedule,
+    table: &TableConfig,
+    store: &mut dyn Store,
+    opts: &TickOptions,
+) -> Result<Option<(std::time::Duration, Vec<Record>)>, Error> {
+    let Some(last) = schedule.tiers.last() else {
+        return Ok(None);
+    };
     if table.given_up.is_none() || last.window != opts.window {
-        return Ok(0);
+        return Ok(None);
     }
     let Some(before) = cutoff(opts.now, last.window) else {
-        return Ok(0);
+        return Ok(None);
     };
     let records = store
         .oldest_of(&table.pending, Some(before), AT_MOST)
         .map_err(Error::store(store.describe()))?;
-    if records.is_empty() {
-        return Ok(0);
-    }
-    let why = format!(
-        "given up: still pending past the last tier ({})",
-        duration::compact(last.window)
-    );
-    let done = give_up_records(table, store, records, &why, opts)?;
-    Ok(done.failed)
+    Ok((!records.is_empty()).then_some((last.window, records)))
 }
 
 /// The inserted-at time before which a record is older than `window` at `now`.

@@ -111,7 +111,9 @@ pub fn process_backlog(
     let mut summary = if begun.summary.paused.is_some() && !opts.dry_run {
         begun.summary
     } else if opts.dry_run {
-        super::preview::preview(store, begun, opts, on_event)?
+        let mut summary = super::preview::preview(store, begun, opts, on_event)?;
+        summary.given_up = super::give_up::would_give_up(schedule, table, store, opts)?;
+        summary
     } else {
         let mut run = open_run(schedule, store, &begun.summary, opts)?;
         let (result, tally) = hand_out_and_mark(

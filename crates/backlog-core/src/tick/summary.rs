@@ -72,7 +72,8 @@ pub struct TickSummary {
     /// status and are counted neither as succeeded nor as failed.
     pub lost: u64,
     /// Pending records past the last tier's window given up on at the tick's end
-    /// (`table.given_up`; ticks of the last tier only), in a run-log row of their own.
+    /// (`table.given_up`; ticks of the last tier only), in a run-log row of their own;
+    /// for a dry run, those it would give up on.
     pub given_up: u64,
     /// The count of each status written.
     pub statuses: BTreeMap<String, u64>,
@@ -270,7 +271,12 @@ impl TickSummary {
         }
         if self.given_up > 0 {
             line.push_str(&format!(
-                "; gave up on {} past the last tier ({})",
+                "; {} {} past the last tier ({})",
+                if self.dry_run {
+                    "would give up on"
+                } else {
+                    "gave up on"
+                },
                 self.given_up,
                 table.label(table.given_up.as_deref().unwrap_or_default())
             ));

@@ -29,6 +29,9 @@ pub enum Kind {
     GivenUp,
     /// A tier's tick is late by its cadence (the daemon checks).
     TierOverdue,
+    /// A tier that alerted ticked clean again: sent once per alert that went out
+    /// (`resolves` names what it resolves), by the first runner to tick it clean.
+    Resolved,
 }
 
 impl Kind {
@@ -41,7 +44,15 @@ impl Kind {
             Kind::BreakerTripped => "breaker_tripped",
             Kind::GivenUp => "given_up",
             Kind::TierOverdue => "tier_overdue",
+            Kind::Resolved => "resolved",
         }
+    }
+
+    /// Whether an alert of this kind leaves its tier in trouble until a clean tick
+    /// (which then sends `resolved`): not `given_up` (records gave up on, a tick that
+    /// went well) nor `resolved` itself.
+    pub fn opens(self) -> bool {
+        !matches!(self, Kind::GivenUp | Kind::Resolved)
     }
 }
 
@@ -85,6 +96,12 @@ pub struct Event {
     pub counts: Option<Counts>,
     /// Alerts of this tier and kind held back since the last one sent.
     pub held_back: u64,
+    /// For `resolved`: the kinds of the alerts it resolves (`tick_failed`, …).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub resolves: Vec<String>,
+    /// For `resolved`: when the first of those went out (RFC 3339, UTC).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
 }
 
 impl Event {
@@ -122,6 +139,8 @@ impl Event {
             exit_code: None,
             counts: None,
             held_back: 0,
+            resolves: Vec::new(),
+            since: None,
         }
     }
 

@@ -139,6 +139,60 @@ fn read(text: &str) -> Option<(DateTime<Utc>, u64)> {
     Some((sent, held_back.parse().ok()?))
 }
 
+/// Notes on this host that an alert of `kind` about the tier of `window` went out at
+/// `since` while the database could not be reached: the file `…-open-KIND`, kept from
+/// the first, so that the tier's next clean tick sends `resolved` (`take_open`).
+pub fn open(url: &str, table: &str, window: Duration, kind: &str, since: DateTime<Utc>) {
+    let Some(path) = path(url, table, window, &format!("open-{kind}")) else {
+        return;
+    };
+    let written = File::options()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .and_then(|mut file| writeln!(file, "{}", since.to_rfc3339()));
+    if let Err(e) = written
+        && e.kind() != std::io::ErrorKind::AlreadyExists
+    {
+        tracing::warn!(
+            "cannot keep that alert {kind} went out in {}: {e}",
+            path.display()
+        );
+    }
+}
+
+/// Takes the alerts of the tier of `window` this host noted open: each kind and when
+/// it first went out. A file is this caller's only if its removal succeeded, so two
+/// ticks of the host take each once.
+pub fn take_open(url: &str, table: &str, window: Duration) -> Vec<(String, DateTime<Utc>)> {
+    let Some(marker) = path(url, table, window, "open-") else {
+        return Vec::new();
+    };
+    let (Some(dir), Some(prefix)) = (marker.parent(), marker.file_name().and_then(|n| n.to_str()))
+    else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut taken = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(kind) = name.strip_prefix(prefix) else {
+            continue;
+        };
+        let since = std::fs::read_to_string(entry.path())
+            .ok()
+            .and_then(|t| DateTime::parse_from_rfc3339(t.trim()).ok())
+            .map(|t| t.with_timezone(&Utc));
+        if std::fs::remove_file(entry.path()).is_ok() {
+            taken.push((kind.to_string(), since.unwrap_or(DateTime::UNIX_EPOCH)));
+        }
+    }
+    taken.sort();
+    taken
+}
+
 /// The file of one tier and kind: named by a hash of the database and table (a URL
 /// may hold a password; never a file name) beside the window and kind.
 fn path(url: &str, table: &str, window: Duration, kind: &str) -> Option<PathBuf> {

@@ -14,6 +14,7 @@
 mod deliver;
 mod event;
 mod local;
+mod resolved;
 mod trouble;
 
 use std::path::Path;
@@ -54,23 +55,31 @@ impl<'a> Route<'a> {
         }
     }
 
-    /// Pings `URL/N` (`URL` for 0): how a tick ended, by its exit code.
-    pub fn ping_end(&self, code: u8) {
-        if let Some(url) = &self.alert.ping {
+    /// Pings `URL/N` (`URL` for 0) of the tier `tier` (of `window`): how its tick
+    /// ended, by its exit code. `URL` 0 is healthchecks.io's success: what a tier
+    /// that failed hears when it ticks clean again.
+    pub fn ping_end(&self, tier: Option<usize>, window: Duration, code: u8) {
+        if let Some(url) = self.alert.ping_for(tier, window) {
             match code {
-                0 => deliver::ping(url, true),
+                0 => deliver::ping(&url, true),
                 n => deliver::ping(&url.with_path_suffix(&format!("/{n}")), true),
             }
         }
     }
 }
 
-/// As a tick begins: warns of each key of `[alert]` a variable not set leaves out,
-/// and pings `URL/start` (tried once: a lost start costs healthchecks.io a duration,
-/// while waiting on a retry would keep every record of the tick waiting).
-pub fn tick_starting(config: &Config) {
+/// The tier of `window` in `config`'s schedule, if one has it.
+fn tier_of(config: &Config, window: Duration) -> Option<usize> {
+    config.schedule.tier(window).map(|(n, _)| n)
+}
+
+/// As a tick of `window` begins: warns of each key of `[alert]` a variable not set
+/// leaves out, and pings its tier's `URL/start` (tried once: a lost start costs
+/// healthchecks.io a duration, while waiting on a retry would keep every record of
+/// the tick waiting).
+pub fn tick_starting(config: &Config, window: Duration) {
     trouble::warn_unset(config);
-    if let Some(url) = &config.alert.ping {
+    if let Some(url) = config.alert.ping_for(tier_of(config, window), window) {
         deliver::ping(&url.with_path_suffix("/start"), false);
     }
 }
@@ -89,9 +98,17 @@ pub fn tick_ended(
     trouble::keep_unset(config, store, now);
     let event = Event::of_tick(config, window, now, result, started);
     let route = Route::of(config);
-    route.ping_end(event.as_ref().and_then(|e| e.exit_code).unwrap_or(0));
-    if let Some(event) = event {
-        raise(route, Some(&mut *store), window, now, event);
+    let code = event.as_ref().and_then(|e| e.exit_code).unwrap_or(0);
+    route.ping_end(tier_of(config, window), window, code);
+    match event {
+        Some(event) => {
+            raise(route, Some(&mut *store), window, now, event);
+        }
+        // A tick of a paused tier handled nothing: no news that it is well.
+        None if result.as_ref().is_ok_and(|s| s.paused.is_none()) => {
+            resolved::ticked_clean(config, store, window, now);
+        }
+        None => {}
     }
     if let Ok(summary) = result
         && let Some(event) = Event::of_given_up(config, window, now, summary)
@@ -112,7 +129,7 @@ pub fn not_started(
     error: &Error,
 ) {
     let code = crate::exit_code::ExitCode::of(error) as u8;
-    route.ping_end(code);
+    route.ping_end(tier, window, code);
     let mut event = Event::new(
         &route.table.name,
         tier,
@@ -137,7 +154,7 @@ pub fn unreachable(config: &Config, window: Duration, now: DateTime<Utc>, error:
     trouble::warn_unset(config);
     let route = Route::of(config);
     let code = crate::exit_code::ExitCode::of(error) as u8;
-    route.ping_end(code);
+    route.ping_end(tier_of(config, window), window, code);
     let message = format!("the tick could not start: {error}");
     let mut event = Event::about(config, window, Kind::TickNotStarted, now, message);
     event.exit_code = Some(code);
@@ -242,17 +259,10 @@ fn send(
     if let Some(Claim::Send { held_back, .. }) = claim {
         event.held_back = held_back;
     }
-    let json = event.json();
-    let mut delivered = false;
-    if let Some(url) = &alert.webhook {
-        let ok = deliver::webhook(url, &json);
-        trouble::keep_delivery(by.as_deref_mut(), "webhook", ok, now);
-        delivered |= ok;
-    }
-    if let Some(command) = &alert.command {
-        let ok = deliver::command(command, route.dir, &json, alert.command_timeout);
-        trouble::keep_delivery(by.as_deref_mut(), "command", ok, now);
-        delivered |= ok;
+    let delivered = deliver_event(route, by.as_deref_mut(), &event, now);
+    if delivered && event.kind.opens() {
+        // Its tier's next clean tick says `resolved`, whichever runner ticks.
+        resolved::opened(route, by.as_deref_mut(), window, kind, now);
     }
     if !delivered && let Some(claim) = claim {
         // Not sent: the next alert of this tier and kind goes out, counting this one.
@@ -273,6 +283,30 @@ fn send(
     true
 }
 
+/// Sends `event` to every channel of `route`, noting in `by` (where the database
+/// answers) how each delivery went; whether any channel took it.
+fn deliver_event(
+    route: Route<'_>,
+    mut by: Option<&mut (dyn Store + '_)>,
+    event: &Event,
+    now: DateTime<Utc>,
+) -> bool {
+    let alert = route.alert;
+    let json = event.json();
+    let mut delivered = false;
+    if let Some(url) = &alert.webhook {
+        let ok = deliver::webhook(url, &json);
+        trouble::keep_delivery(by.as_deref_mut(), "webhook", ok, now);
+        delivered |= ok;
+    }
+    if let Some(command) = &alert.command {
+        let ok = deliver::command(command, route.dir, &json, alert.command_timeout);
+        trouble::keep_delivery(by, "command", ok, now);
+        delivered |= ok;
+    }
+    delivered
+}
+
 /// Raises `tier_overdue` for the tier of `window`, late by `message` (the daemon's
 /// check, `runner::overdue`), and pings `URL/fail` when it is sent.
 pub fn tier_overdue(
@@ -284,7 +318,7 @@ pub fn tier_overdue(
 ) {
     let event = Event::about(config, window, Kind::TierOverdue, now, message);
     if raise(Route::of(config), Some(store), window, now, event)
-        && let Some(url) = &config.alert.ping
+        && let Some(url) = config.alert.ping_for(tier_of(config, window), window)
     {
         deliver::ping(&url.with_path_suffix("/fail"), true);
     }

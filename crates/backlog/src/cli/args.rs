@@ -129,6 +129,22 @@ pub struct StatusArgs {
     /// With --check: critical past this many failed attempts in the last 24 hours.
     #[arg(long, value_name = "N", requires = "check")]
     pub critical_failures: Option<u64>,
+    /// With --check: warn once a record never tried has waited longer than AGE for
+    /// its first try (overrides check.warn_waiting).
+    #[arg(long, value_name = "AGE", requires = "check", value_parser = parse_waiting)]
+    pub warn_waiting: Option<Duration>,
+    /// With --check: critical once a record never tried has waited longer than AGE
+    /// (overrides check.critical_waiting).
+    #[arg(long, value_name = "AGE", requires = "check", value_parser = parse_waiting)]
+    pub critical_waiting: Option<Duration>,
+    /// With --check: warn past N pending records in the tiers' bands (overrides
+    /// check.warn_pending).
+    #[arg(long, value_name = "N", requires = "check")]
+    pub warn_pending: Option<u64>,
+    /// With --check: critical past N pending records in the tiers' bands (overrides
+    /// check.critical_pending).
+    #[arg(long, value_name = "N", requires = "check")]
+    pub critical_pending: Option<u64>,
 }
 
 /// The options of `backlog daemon`.
@@ -425,6 +441,11 @@ fn parse_limit(text: &str) -> Result<u64, String> {
         .ok()
         .filter(|n| (1..=MAX_LIMIT).contains(n))
         .ok_or_else(|| format!("use a number of records from 1 to {MAX_LIMIT}"))
+}
+
+/// An age of `--warn-waiting` and `--critical-waiting`: as `check.warn_waiting`.
+fn parse_waiting(text: &str) -> Result<Duration, String> {
+    crate::config::CHECK_WAITING.parse(text)
 }
 
 pub(crate) fn parse_now(text: &str) -> Result<DateTime<Utc>, String> {

@@ -295,16 +295,24 @@ pub fn status(args: &StatusArgs) -> Result<(), Error> {
             Ok((store, now, status))
         });
     if args.check {
+        let thresholds = thresholds(&config, args);
+        // A waiting threshold a flag set, with no status to read it by: the file's
+        // `table.pending` is to change (exit 3, UNKNOWN), said before the database is
+        // asked.
+        let untried = match (args.warn_waiting, args.critical_waiting) {
+            (None, None) => Ok(config.untried_statuses()),
+            (Some(_), _) => config.untried_or_why("--warn-waiting"),
+            (None, Some(_)) => config.untried_or_why("--critical-waiting"),
+        }
+        .map_err(|e| Error::Core(e.into()))?;
         let check = read.and_then(|(mut store, now, status)| {
-            crate::status::check(
-                &status,
-                crate::status::Thresholds {
-                    warn_failures: args.warn_failures,
-                    critical_failures: args.critical_failures,
-                },
-            )
-            .with_alert_channels(store.as_mut(), now)
-            .map_err(Error::store(&config.database.url))
+            let found =
+                crate::status::judge(&config, store.as_mut(), &status, &untried, &thresholds)
+                    .map_err(Error::store(&config.database.url))?;
+            crate::status::check(&status)
+                .with(found)
+                .with_alert_channels(store.as_mut(), now)
+                .map_err(Error::store(&config.database.url))
         });
         let check = match check {
             Ok(check) => check,
@@ -336,6 +344,20 @@ pub fn status(args: &StatusArgs) -> Result<(), Error> {
         ))
     } else {
         print(&status.render())
+    }
+}
+
+/// The thresholds of `status --check`: the schedule file's `[check]`, each key
+/// overridden by its flag.
+fn thresholds(config: &Config, args: &StatusArgs) -> crate::status::Thresholds {
+    let file = crate::status::Thresholds::of(&config.check);
+    crate::status::Thresholds {
+        warn_failures: args.warn_failures.or(file.warn_failures),
+        critical_failures: args.critical_failures.or(file.critical_failures),
+        warn_waiting: args.warn_waiting.or(file.warn_waiting),
+        critical_waiting: args.critical_waiting.or(file.critical_waiting),
+        warn_pending: args.warn_pending.or(file.warn_pending),
+        critical_pending: args.critical_pending.or(file.critical_pending),
     }
 }
 

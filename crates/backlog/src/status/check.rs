@@ -16,22 +16,12 @@ pub enum CheckLevel {
     /// Every tier ticks on time and nothing is past a threshold.
     Ok = 0,
     /// Worth a look, not a page: a breaker tripped, a tick ended early and the rest of
-    /// its band waits for the next start, a pause outlived its `--until`, failures
-    /// past `warn_failures`.
+    /// its band waits for the next start, a pause outlived its `--until`, a `warn_`
+    /// threshold passed (failures, pending records, new work waiting).
     Warning = 1,
     /// Records are not being worked: a tier's last tick is older than twice its period,
-    /// it failed or was abandoned, or failures are past `critical_failures`.
+    /// it failed or was abandoned, or a `critical_` threshold passed.
     Critical = 2,
-}
-
-/// The failures (attempts of the last 24 hours that did not succeed) past which the
-/// check warns, or is critical.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Thresholds {
-    /// Warn above this many failed attempts in the last 24 hours; none: never.
-    pub warn_failures: Option<u64>,
-    /// Critical above this many failed attempts in the last 24 hours; none: never.
-    pub critical_failures: Option<u64>,
 }
 
 /// The verdict, and why: the worst finding first.
@@ -44,6 +34,15 @@ pub struct Check {
 }
 
 impl Check {
+    /// The verdict with `more` findings: worse findings still come first, and decide
+    /// the level.
+    pub fn with(mut self, more: Vec<(CheckLevel, String)>) -> Check {
+        self.findings.extend(more);
+        self.findings.sort_by_key(|f| std::cmp::Reverse(f.0));
+        self.level = self.findings.first().map_or(CheckLevel::Ok, |f| f.0);
+        self
+    }
+
     /// A verdict of one critical finding: what a check says when it cannot judge a
     /// backlog whose database cannot be read.
     pub fn critical(finding: String) -> Check {
@@ -121,17 +120,20 @@ fn unfinished(
 
 /// Judges a status:
 /// - critical: a tier whose last tick is older than twice its period, a last tick that
-///   failed or was abandoned, failures past `critical_failures`;
+///   failed or was abandoned;
 /// - warning: a tier that never ticked, a last tick the breaker stopped, a tier whose
 ///   tick ended early (a signal, a lapse) and whose rest no tick has taken yet
 ///   (critical once its next slot passed so), a pause (past the end its author gave,
-///   `--until`, or not), failures past `warn_failures`.
+///   `--until`, or not).
+///
+/// The thresholds (`[check]`, flags) add their findings after (`Check::with`,
+/// `thresholds::findings`).
 ///
 /// A paused tier is not late, but it is a warning naming the pause: it hides a tier
 /// that would fail; a pause of every tier is said once. A tier that never ticked is one
 /// only once its first slot after the first tick of any tier has passed; before any
 /// tick at all, that no tier has ticked is said once.
-pub fn check(status: &Status, thresholds: Thresholds) -> Check {
+pub fn check(status: &Status) -> Check {
     let mut findings = Vec::new();
     let mut never = Vec::new();
     if let Some(p) = &status.paused {
@@ -201,21 +203,6 @@ pub fn check(status: &Status, thresholds: Thresholds) -> Check {
                 if never.len() == 1 { "tier" } else { "tiers" },
                 never.join(", ")
             ),
-        ));
-    }
-    let failures: u64 = status.failures_24h.values().sum();
-    let over = |limit: Option<u64>| limit.is_some_and(|l| failures > l);
-    let text =
-        |limit: u64| format!("{failures} failed attempts in the last 24 hours, over {limit}");
-    if over(thresholds.critical_failures) {
-        findings.push((
-            CheckLevel::Critical,
-            text(thresholds.critical_failures.unwrap_or_default()),
-        ));
-    } else if over(thresholds.warn_failures) {
-        findings.push((
-            CheckLevel::Warning,
-            text(thresholds.warn_failures.unwrap_or_default()),
         ));
     }
     findings.sort_by_key(|f| std::cmp::Reverse(f.0));

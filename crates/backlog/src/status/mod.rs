@@ -18,8 +18,10 @@ use crate::timestamp::TimestampFormat;
 mod check;
 mod check_alerts;
 mod render;
+mod thresholds;
 
-pub use check::{Check, CheckLevel, Thresholds, check};
+pub use check::{Check, CheckLevel, check};
+pub use thresholds::{Thresholds, judge};
 
 /// Records of one age range, by status.
 #[derive(Debug, Clone, Serialize)]

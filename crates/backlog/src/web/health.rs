@@ -39,15 +39,18 @@ pub(super) async fn alive() -> Response {
     text(StatusCode::OK, "ok\n".into())
 }
 
-/// `/readyz`: 200 when the schedule file loads, the database answers and no tier's
-/// last tick failed or was abandoned; 503 with the reason otherwise. A failed tick is
-/// named, not its error: that may quote a handler's output about a record, and a probe
-/// has no token (`backlog status` and the dashboard say why).
+/// `/readyz`: 200 when the schedule file loads, the database answers, no tier's
+/// last tick failed or was abandoned and no `critical_` threshold of `[check]` is
+/// passed; 503 with the reason otherwise. A `warn_` threshold passed is said after
+/// `ready`, still 200: a probe that restarts or unroutes a runner over a warning
+/// would make it worse. A failed tick is named, not its error: that may quote a
+/// handler's output about a record, and a probe has no token (`backlog status` and
+/// the dashboard say why); a threshold's finding holds counts and ages only.
 pub(super) async fn ready(State(shared): State<Arc<Shared>>) -> Response {
     let schedule = shared.schedule.clone();
     let checked = within_deadline(
         "the check could not run",
-        move || -> Result<Option<String>, Error> {
+        move || -> Result<Result<Vec<String>, String>, Error> {
             let config = Config::load(&schedule)?;
             let mut store = crate::tick::open_store(&config)?;
             let runs = store
@@ -60,7 +63,7 @@ pub(super) async fn ready(State(shared): State<Arc<Shared>>) -> Response {
                     .iter()
                     .position(|t| t.window.as_secs() == secs)
             };
-            Ok(runs
+            let failed = runs
                 .iter()
                 .filter(|r| matches!(r.outcome.as_str(), "failed" | "abandoned"))
                 .find_map(|r| {
@@ -71,13 +74,56 @@ pub(super) async fn ready(State(shared): State<Arc<Shared>>) -> Response {
                             r.outcome,
                         )
                     })
-                }))
+                });
+            if let Some(why) = failed {
+                return Ok(Err(why));
+            }
+            thresholds(&config, store.as_mut())
         },
     );
     match checked.await {
-        Ok(None) => text(StatusCode::OK, "ready\n".into()),
-        Ok(Some(why)) | Err(why) => {
+        Ok(Ok(warnings)) if warnings.is_empty() => text(StatusCode::OK, "ready\n".into()),
+        Ok(Ok(warnings)) => text(
+            StatusCode::OK,
+            format!("ready; warning: {}\n", warnings.join("; ")),
+        ),
+        Ok(Err(why)) | Err(why) => {
             text(StatusCode::SERVICE_UNAVAILABLE, format!("backlog: {why}\n"))
         }
     }
+}
+
+/// What the thresholds of `[check]` say, if the file sets any: the critical findings
+/// as the reason not to be ready, else the warnings.
+fn thresholds(
+    config: &Config,
+    store: &mut dyn crate::store::Store,
+) -> Result<Result<Vec<String>, String>, Error> {
+    let thresholds = crate::status::Thresholds::of(&config.check);
+    if !thresholds.any() {
+        return Ok(Ok(Vec::new()));
+    }
+    let now = store.clock().map_err(Error::store(store.describe()))?;
+    let status =
+        crate::status::status(config, store, now).map_err(Error::store(&config.database.url))?;
+    let found = crate::status::judge(
+        config,
+        store,
+        &status,
+        &config.untried_statuses(),
+        &thresholds,
+    )
+    .map_err(Error::store(&config.database.url))?;
+    let of = |level| -> Vec<String> {
+        found
+            .iter()
+            .filter(|(l, _)| *l == level)
+            .map(|(_, text)| text.clone())
+            .collect()
+    };
+    let critical = of(crate::status::CheckLevel::Critical);
+    Ok(match critical.is_empty() {
+        true => Ok(of(crate::status::CheckLevel::Warning)),
+        false => Err(critical.join("; ")),
+    })
 }

@@ -47,6 +47,19 @@ fn a_record_past_the_last_tier_is_given_up_and_retry_brings_it_back(backend: Bac
         show.contains("never tried again (older than the last window); the last tier's next tick gives it up (DEAD)"),
         "{show}"
     );
+    // A dry run of the last tier says what it would give up on, and changes nothing.
+    let dry = env
+        .backlog(&["run", "--window", "30d", "--now", NOW, "--dry-run"])
+        .assert()
+        .success();
+    let dry = String::from_utf8_lossy(&dry.get_output().stderr).into_owned();
+    assert!(
+        dry.contains(
+            "dry run, would hand over 1 records; would give up on 1 past the last tier (DEAD)"
+        ),
+        "{dry}"
+    );
+    assert_eq!(env.statuses()[3], (4, "NEW".into()));
     let out = env.run_window("30d");
     assert!(
         out.contains("selected 1, succeeded 1, failed 0")

@@ -80,8 +80,15 @@ fn a_tick_paused_past_its_lease_hands_out_nothing_it_lost(backend: Backend) {
     );
     let summary: serde_json::Value = serde_json::from_slice(&a.stdout).unwrap();
     assert!(summary["lapsed"].is_string(), "{summary}");
-    // A person is told: one tick_lapsed alert, with its exit code and counts.
-    let events = posted(&hooks.take());
+    // A person is told: one tick_lapsed alert, with its exit code and counts. B's
+    // clean tick, when it ends after that alert, says the tier is well again
+    // (`resolved`, naming it); before it, there was nothing to resolve.
+    let mut events = posted(&hooks.take());
+    if events.len() == 2 {
+        let resolved = events.pop().unwrap();
+        assert_eq!(resolved["kind"], "resolved", "{events:?}");
+        assert_eq!(resolved["resolves"], serde_json::json!(["tick_lapsed"]));
+    }
     assert_eq!(events.len(), 1, "{events:?}");
     assert_eq!(events[0]["kind"], "tick_lapsed");
     assert_eq!(events[0]["exit_code"], 8);

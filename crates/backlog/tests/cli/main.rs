@@ -2,6 +2,7 @@
 //! PostgreSQL and MariaDB servers.
 
 mod alert;
+mod alert_resolved;
 mod backoff;
 mod bad_input;
 mod batch;

@@ -3,12 +3,12 @@
 
 use crate::harness::{Backend, NOW};
 use crate::on_every_backend;
-use crate::operate::flaky;
+use crate::operate::{flaky, stdout};
+use predicates::prelude::PredicateBooleanExt;
 
 /// `status --check`: OK when every tier ticked lately; CRITICAL when a tier's last
 /// tick is older than twice its period or failed; failures past a threshold.
 fn status_check_answers_a_monitoring_system(backend: Backend) {
-    const ONE_TIER: &str = "\n[[tier]]\nwindow = \"1d\"\nevery = \"1h\"\n";
     let env = flaky(backend, ONE_TIER);
     env.backlog(&["status", "--check", "--now", NOW])
         .assert()
@@ -117,10 +117,196 @@ fn status_check_knows_a_new_install_and_a_pause(backend: Backend) {
     env.backlog(&["status", "--no-such-flag"]).assert().code(2);
 }
 
+/// One tier, a day's band ticked hourly.
+const ONE_TIER: &str = "\n[[tier]]\nwindow = \"1d\"\nevery = \"1h\"\n";
+
+/// The same, with `[check]` paging once new work waits half an hour.
+const ONE_TIER_CHECKED: &str = "\n[[tier]]\nwindow = \"1d\"\nevery = \"1h\"\n\n[check]\ncritical_waiting = \"30m\"\nwarn_pending = 2\n";
+
+/// The finding of a record never tried waiting 2h 1m in tier 1, over `limit`.
+fn waiting(limit: &str) -> String {
+    format!(
+        "new records wait for their first try: the oldest never tried, in tier 1 (1d), has waited 2h 1m, over {limit}; is the tier ticking, and reaching its whole band?"
+    )
+}
+
+/// Records 1 and 2 new two hours ago by the table's own inserted-at column, record 3
+/// a minute ago; the handler fails record 2.
+fn two_hours_behind(backend: Backend, tiers: &'static str) -> crate::harness::Env {
+    let env = crate::harness::Env::on(backend);
+    env.create_table("TEXT");
+    env.insert_aged(&[(1, 2 * 3600), (2, 2 * 3600 + 60), (3, 60)], |t| {
+        t.format("%Y-%m-%d %H:%M:%S").to_string().into()
+    });
+    env.write_schedule(&crate::harness::Schedule {
+        tiers,
+        ..crate::harness::Schedule::default()
+    });
+    env.write_handler(
+        "handler.sh",
+        "#!/bin/sh\ncat > /dev/null\n[ \"$BACKLOG_RECORD_ID\" = 2 ] && exit 1\nexit 0\n",
+    );
+    env
+}
+
+/// `--critical-waiting` pages for new records no tick has tried for two hours (CRITICAL,
+/// 2), `--warn-waiting` warns; once a tick tried them (record 2 failed: ERROR, tried)
+/// nothing waits. `--warn-pending` and `--critical-pending` count the pending records
+/// of the tiers' bands.
+fn status_check_pages_for_new_work_waiting_and_pending_records(backend: Backend) {
+    let env = two_hours_behind(backend, ONE_TIER);
+    let check = |flags: &[&str]| {
+        let mut args = vec!["status", "--check", "--now", NOW];
+        args.extend_from_slice(flags);
+        env.backlog(&args)
+    };
+    let out = check(&["--critical-waiting", "30m"]).assert().code(2);
+    assert_eq!(
+        stdout(out),
+        format!("BACKLOG CRITICAL: table BACKLOG: {}\n", waiting("30m"))
+    );
+    check(&["--warn-waiting", "1h", "--critical-waiting", "3h"])
+        .assert()
+        .code(1)
+        .stdout(predicates::str::contains(waiting("1h")));
+    // Under the bound: the tiers' other news only.
+    check(&["--critical-waiting", "3h"])
+        .assert()
+        .code(1)
+        .stdout(predicates::str::contains("wait for their first try").not());
+    check(&["--warn-pending", "2", "--critical-pending", "3"])
+        .assert()
+        .code(1)
+        .stdout(predicates::str::contains(
+            "3 pending records in the tiers' bands, over 2",
+        ));
+    check(&["--critical-pending", "2"])
+        .assert()
+        .code(2)
+        .stdout(predicates::str::contains(
+            "3 pending records in the tiers' bands, over 2",
+        ));
+
+    env.run_window("1d");
+    // Tried: 1 and 3 succeeded, 2 failed and is pending (ERROR) but no longer new.
+    check(&["--critical-waiting", "30m", "--critical-pending", "1"])
+        .assert()
+        .success()
+        .stdout("BACKLOG OK: table BACKLOG: every tier ticks on time\n");
+    check(&["--warn-pending", "0"])
+        .assert()
+        .code(1)
+        .stdout(predicates::str::contains(
+            "1 pending records in the tiers' bands, over 0",
+        ));
+}
+
+/// `[check]` in the schedule file sets the same thresholds; a flag overrides its key.
+fn status_check_reads_its_thresholds_from_the_schedule_file(backend: Backend) {
+    let env = two_hours_behind(backend, ONE_TIER_CHECKED);
+    let out = env
+        .backlog(&["status", "--check", "--now", NOW, "--json"])
+        .assert()
+        .code(2);
+    let json: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(
+        json["line"],
+        format!("BACKLOG CRITICAL: table BACKLOG: {}", waiting("30m"))
+    );
+    let findings = json["findings"].to_string();
+    assert!(
+        findings.contains("3 pending records in the tiers' bands, over 2"),
+        "{findings}"
+    );
+    // The flag's bound, not the file's: waiting two hours is under three.
+    env.backlog(&[
+        "status",
+        "--check",
+        "--now",
+        NOW,
+        "--critical-waiting",
+        "3h",
+    ])
+    .assert()
+    .code(1)
+    .stdout(predicates::str::contains(
+        "3 pending records in the tiers' bands, over 2",
+    ))
+    .stdout(predicates::str::contains("wait for their first try").not());
+}
+
 on_every_backend!(
     status_check_answers_a_monitoring_system,
     status_check_knows_a_new_install_and_a_pause,
+    status_check_pages_for_new_work_waiting_and_pending_records,
+    status_check_reads_its_thresholds_from_the_schedule_file,
 );
+
+/// A waiting threshold with no pending status a record has before its first try
+/// (every one is written by a try) cannot be judged: UNKNOWN (3), naming the flag and
+/// the fix in the file.
+#[test]
+fn a_waiting_threshold_needs_a_status_new_records_have() {
+    let env = crate::harness::Env::on(Backend::Sqlite);
+    env.create_table("TEXT");
+    env.write_schedule(&crate::harness::Schedule {
+        handler_extra: "exit_codes = { 75 = \"NEW\" }",
+        tiers: ONE_TIER,
+        ..crate::harness::Schedule::default()
+    });
+    env.backlog(&["status", "--check", "--warn-waiting", "1h"])
+        .assert()
+        .code(3)
+        .stderr(predicates::str::contains(
+            "--warn-waiting: no status of table.pending (NEW, ERROR) is one a record has before its first try",
+        ));
+}
+
+/// `/readyz` judges by `[check]` too: a critical threshold passed is not ready (503,
+/// the finding: counts and ages, no record's data); a warning is ready, and said.
+#[test]
+fn readyz_says_what_the_check_thresholds_find() {
+    let (env, _server, port) = crate::dashboard::served(Backend::Sqlite, &[]);
+    let probe = || crate::dashboard::request(port, "GET", "/readyz", &[], "");
+    let ready = probe();
+    assert_eq!((ready.code, ready.body.as_str()), (200, "ready\n"));
+    // A record new two hours ago that no tick tried.
+    env.insert_aged_at(chrono::Utc::now(), &[(10, 2 * 3600 + 60)], |t| {
+        t.format("%Y-%m-%d %H:%M:%S").to_string().into()
+    });
+    let with_check = |check: &'static str| {
+        env.write_schedule(&crate::harness::Schedule {
+            tiers: check,
+            ..crate::harness::Schedule::default()
+        })
+    };
+    with_check(concat!(
+        "\n[[tier]]\nwindow = \"1d\"\nevery = \"5m\"\n",
+        "\n[check]\nwarn_waiting = \"30m\"\ncritical_waiting = \"1h\"\n"
+    ));
+    let unready = probe();
+    assert_eq!(unready.code, 503, "{}", unready.body);
+    assert!(
+        unready
+            .body
+            .starts_with("backlog: new records wait for their first try: the oldest never tried, in tier 1 (1d), has waited 2h 1m, over 1h;"),
+        "{}",
+        unready.body
+    );
+    with_check(concat!(
+        "\n[[tier]]\nwindow = \"1d\"\nevery = \"5m\"\n",
+        "\n[check]\nwarn_waiting = \"30m\"\n"
+    ));
+    let warned = probe();
+    assert_eq!(warned.code, 200, "{}", warned.body);
+    assert!(
+        warned
+            .body
+            .starts_with("ready; warning: new records wait for their first try: the oldest never tried, in tier 1 (1d), has waited 2h 1m, over 30m;"),
+        "{}",
+        warned.body
+    );
+}
 
 /// A check whose database cannot be reached is CRITICAL (2), naming it: a monitoring
 /// system knows 0 to 3, and a backlog nobody can read is not being worked.

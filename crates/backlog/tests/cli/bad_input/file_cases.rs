@@ -158,7 +158,7 @@ pub(super) const CASES: &[Case] = &[
         setup: |env| rewrite_schedule(env, "every = \"1h\"", "evry = \"1h\""),
         args: &[],
         code: 3,
-        stderr: "backlog: backlog.toml:{line}:1: unknown field `evry`, expected one of `window`, `every`, `cron`, `limit`, `jitter`, `spread`\n",
+        stderr: "backlog: backlog.toml:{line}:1: unknown field `evry`, expected one of `window`, `every`, `cron`, `limit`, `jitter`, `spread`, `ping`\n",
         sqlite_only: false,
     },
     type_error!(

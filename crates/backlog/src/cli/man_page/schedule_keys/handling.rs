@@ -1,5 +1,5 @@
 //! The keys of what runs for a record and who hears of its failures: `[handler]` and
-//! `[alert]`.
+//! `[alert]`, and the thresholds a check judges by: `[check]`.
 
 use super::{COLUMN, DURATION, NONE, REQUIRED, Section, count, key, span};
 use crate::config::{self, AlertConfig, HandlerConfig, ranges};
@@ -140,8 +140,8 @@ pub(super) fn alert() -> Section {
                 "ping",
                 "an http:// or https:// address in quotes",
                 NONE,
-                "",
-                "A healthchecks.io check: URL/start as a tick starts, then URL, or URL/N with the exit code it ends with.",
+                "{window} and {tier} the only placeholders",
+                "A healthchecks.io check: URL/start as a tick starts, then URL, or URL/N with the exit code it ends with. {window} (like 1d) and {tier} (its number) in it give each tier a check of its own; a [[tier]]'s own ping replaces it for that tier.",
             ),
             key(
                 "alert_every",
@@ -149,6 +149,59 @@ pub(super) fn alert() -> Section {
                 &compact(d.every),
                 &span(ranges::ALERT_EVERY),
                 "At most one alert of a tier and kind in this time, across every runner.",
+            ),
+        ],
+    }
+}
+
+pub(super) fn check() -> Section {
+    let waiting = span(config::CHECK_WAITING);
+    let count = format!("0 to {}", config::CHECK_MAX_COUNT);
+    Section {
+        header: "[check]",
+        about: "Optional; every threshold is off unless set. What status --check and the daemon's /readyz judge the backlog by, beside the tiers' ticks; a flag of status --check of the same name overrides its key. Of a warn_ and critical_ pair, the warning must be below the critical threshold.",
+        keys: vec![
+            key(
+                "warn_waiting",
+                DURATION,
+                NONE,
+                &waiting,
+                "WARNING once the oldest record never tried yet (in a pending status no try writes, like NEW) has waited longer than this: how long new work waits.",
+            ),
+            key(
+                "critical_waiting",
+                DURATION,
+                NONE,
+                &waiting,
+                "CRITICAL once it has waited longer than this.",
+            ),
+            key(
+                "warn_pending",
+                "a number",
+                NONE,
+                &count,
+                "WARNING above this many pending records in the tiers' bands.",
+            ),
+            key(
+                "critical_pending",
+                "a number",
+                NONE,
+                &count,
+                "CRITICAL above this many.",
+            ),
+            key(
+                "warn_failures",
+                "a number",
+                NONE,
+                &count,
+                "WARNING above this many failed attempts in the last 24 hours.",
+            ),
+            key(
+                "critical_failures",
+                "a number",
+                NONE,
+                &count,
+                "CRITICAL above this many.",
             ),
         ],
     }

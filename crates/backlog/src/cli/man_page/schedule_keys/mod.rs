@@ -80,6 +80,7 @@ pub(super) fn sections() -> Vec<Section> {
         storage::retry(),
         storage::history(),
         handling::alert(),
+        handling::check(),
         tier(),
     ]
 }
@@ -153,6 +154,13 @@ fn top() -> Section {
                 "Where failures are pushed to a person: [alert] below.",
             ),
             key(
+                "check",
+                "a section",
+                NONE,
+                "",
+                "Thresholds status --check and /readyz judge the backlog by: [check] below.",
+            ),
+            key(
                 "tier",
                 "[[tier]] sections",
                 REQUIRED,
@@ -209,6 +217,13 @@ fn tier() -> Section {
                 "1",
                 &count(config::MAX_SPREAD),
                 "Each tick takes one in this many records of the band, by a stable hash of the id (the same records on the same ticks), so that records that failed together are retried apart; 1 takes the whole band every tick.",
+            ),
+            key(
+                "ping",
+                "an http:// or https:// address in quotes",
+                "[alert]'s ping",
+                "{window} and {tier} the only placeholders",
+                "The tier's own healthchecks.io check, in place of [alert]'s ping.",
             ),
         ],
     }
