@@ -33,6 +33,7 @@ pub mod duration;
 pub mod error;
 pub mod explain;
 pub mod handler;
+pub mod pace;
 pub mod rate;
 pub mod record;
 pub mod schedule;

@@ -73,6 +73,40 @@ fn a_tier_that_alerted_sends_resolved_once_when_it_ticks_clean(backend: Backend)
 
 crate::on_every_backend!(a_tier_that_alerted_sends_resolved_once_when_it_ticks_clean);
 
+/// The breaker trips (two failures in a row, a second's cool-down) and alerts; once the
+/// counterpart is back and the cool-down over, the tier's next tick closes it and ticks
+/// clean, and `resolved` names `breaker_tripped`, once.
+#[test]
+fn a_tripped_breaker_is_resolved_by_the_clean_tick_after_it() {
+    let hooks = Hooks::start();
+    let env = Env::new();
+    env.classic();
+    env.write_schedule(&Schedule {
+        handler_extra: "stop_after_failures = 2\nbreaker_cooldown = \"1s\"",
+        ..Schedule::default()
+    });
+    env.write_handler("handler.sh", "#!/bin/sh\ncat > /dev/null\nexit 1\n");
+    with_alert(&env, &format!("webhook = \"{}/hook\"", hooks.url));
+    tick(&env, "1d", 0, 7);
+    let events = posted(&hooks.take());
+    let kinds: Vec<&str> = events.iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["breaker_tripped"], "{events:?}");
+
+    env.write_handler("handler.sh", &recording_handler(&[]));
+    // The cool-down runs on the database's own clock, not `--now`.
+    std::thread::sleep(std::time::Duration::from_millis(1_500));
+    tick(&env, "1d", 20, 0);
+    let events = posted(&hooks.take());
+    let kinds: Vec<&str> = events.iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["resolved"], "{events:?}");
+    assert_eq!(
+        events[0]["resolves"],
+        serde_json::json!(["breaker_tripped"])
+    );
+    tick(&env, "1d", 25, 0);
+    assert_eq!(posted(&hooks.take()), [] as [serde_json::Value; 0], "once");
+}
+
 /// A tick that could not start alerts the command; once its handler is there, the
 /// command gets `resolved` on its stdin as it got the alert, and only once.
 #[test]

@@ -434,3 +434,97 @@ fn the_columns_share_one_y_range() {
         assert_eq!(column, &numbers[0], "the same ticks in every column");
     }
 }
+
+/// `simulate --capacity`: against a counterpart of 40/s (refused beyond), 1,200
+/// records, 32 handlers, no pace trips the breaker and leaves the band; the adaptive
+/// paces find the capacity by themselves and follow it when it is raised.
+#[test]
+fn simulate_capacity_compares_no_pace_a_fixed_one_and_the_adaptive_ones() {
+    let json: serde_json::Value = serde_json::from_str(&run(&[
+        "backoff",
+        "simulate",
+        "--capacity",
+        "40/s",
+        "--records",
+        "1200",
+        "--json",
+    ]))
+    .unwrap();
+    let paces = json["paces"].as_array().unwrap();
+    let names: Vec<&str> = paces.iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["none", "fixed 38/s", "aimd", "mimd"]);
+    let none = &paces[0];
+    assert_eq!(none["tripped"], true, "{none}");
+    assert!(none["through"].as_u64().unwrap() < 120, "{none}");
+    for adaptive in &paces[2..] {
+        let calls = adaptive["calls"].as_u64().unwrap();
+        assert!(
+            adaptive["through"].as_u64().unwrap() >= 1020,
+            "85 %: {adaptive}"
+        );
+        assert!(
+            adaptive["refused"].as_u64().unwrap() * 100 <= calls * 15,
+            "{adaptive}"
+        );
+        assert!(
+            adaptive["of_capacity"].as_f64().unwrap() >= 0.7,
+            "{adaptive}"
+        );
+    }
+
+    let raised: serde_json::Value = serde_json::from_str(&run(&[
+        "backoff",
+        "simulate",
+        "--capacity",
+        "40/s",
+        "--capacity",
+        "80/s@30s",
+        "--records",
+        "4000",
+        "--rate",
+        "38/s",
+        "--json",
+    ]))
+    .unwrap();
+    let aimd = &raised["paces"][2];
+    assert_eq!(aimd["name"], "aimd");
+    let followed = aimd["followed_in"][0].as_f64().expect("it followed");
+    assert!(followed <= 30.0, "{aimd}");
+
+    let table = run(&[
+        "backoff",
+        "simulate",
+        "--capacity",
+        "40/s",
+        "--records",
+        "1200",
+    ]);
+    assert!(
+        table.starts_with("a counterpart of 40/s (refused beyond), 1200 records, 32 handlers at once, calls of 100ms, the breaker at 10 refusals in a row"),
+        "{table}"
+    );
+}
+
+#[test]
+fn simulate_capacity_refuses_what_does_not_apply() {
+    let env = Env::new();
+    env.backlog(&["backoff", "simulate", "--capacity", "40/s@10s"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("the first capacity starts at 0s"));
+    env.backlog(&[
+        "backoff",
+        "simulate",
+        "--capacity",
+        "40/s",
+        "--strategy",
+        "sidekiq",
+    ])
+    .assert()
+    .code(2)
+    .stderr(predicates::str::contains("cannot be used with"));
+    env.backlog(&["backoff", "simulate", "--capacity", "forty"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("\"forty\" is not a rate"));
+}

@@ -98,9 +98,49 @@ pub struct SimulateArgs {
     /// Seed of every random draw.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    #[command(flatten)]
+    pub capacity: CapacityArgs,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `simulate --capacity`: paces of handler starts against a counterpart that refuses
+/// calls beyond its capacity, over one tick (not retry strategies over an outage).
+#[derive(Debug, Args)]
+pub struct CapacityArgs {
+    /// A counterpart that takes this many calls and refuses the rest (429): 40/s, or
+    /// 80/s@60s from 60 s into the tick (repeatable); compares paces of handler starts.
+    #[arg(long = "capacity", value_parser = parse_capacity,
+          conflicts_with_all = ["strategies", "schedules", "outage", "arrival", "horizon"])]
+    pub capacity: Vec<(Duration, f64)>,
+    /// With --capacity: a fixed pace to compare, like 38/s (repeatable) [default: 95 %
+    /// of the first capacity].
+    #[arg(long = "rate", requires = "capacity", value_parser = parse_rate)]
+    pub rates: Vec<f64>,
+    /// With --capacity: handlers at once across the fleet (runners × concurrency).
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..))]
+    pub lanes: u16,
+    /// With --capacity: how long each call takes, answered or refused.
+    #[arg(long, value_parser = duration::parse_span, default_value = "100ms")]
+    pub latency: Duration,
+    /// With --capacity: refusals in a row that stop the tick (the breaker); 0 for none.
+    #[arg(long, default_value_t = 10)]
+    pub stop_after: usize,
+}
+
+/// `40/s`, or `80/s@60s`: a capacity, and from when in the tick.
+fn parse_capacity(text: &str) -> Result<(Duration, f64), String> {
+    let (rate, from) = match text.split_once('@') {
+        Some((rate, from)) => (rate, duration::parse_span(from.trim())?),
+        None => (text, Duration::ZERO),
+    };
+    Ok((from, parse_rate(rate)?))
+}
+
+/// A rate as `[handler] rate` writes it, in starts a second.
+fn parse_rate(text: &str) -> Result<f64, String> {
+    backlog_core::rate::Rate::parse(text.trim()).map(|r| r.per_second())
 }
 
 #[derive(Debug, Args)]

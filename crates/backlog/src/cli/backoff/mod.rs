@@ -10,6 +10,7 @@ use crate::duration;
 use crate::error::Error;
 
 mod args;
+mod capacity;
 
 pub use args::*;
 
@@ -280,6 +281,9 @@ pub fn backoff_plot(args: &PlotArgs) -> Result<(), Error> {
 /// `backlog backoff simulate`.
 pub fn backoff_simulate(args: &SimulateArgs) -> Result<(), Error> {
     use crate::backoff::{Contender, Scenario, simulate};
+    if !args.capacity.capacity.is_empty() {
+        return capacity::simulate_paces(args);
+    }
     let mut rng = fastrand::Rng::with_seed(args.seed);
     let outage = outage_of(&args.outage, &mut rng)?;
     let scenario = Scenario {
