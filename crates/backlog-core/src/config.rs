@@ -40,7 +40,7 @@ pub use database::{DatabaseConfig, DatabaseUrl};
 use database::{RawDatabase, resolve_database};
 pub use handler::DEFAULT_STOP_GRACE;
 pub use handler::MAX_CONCURRENCY;
-pub use handler::{HandlerConfig, HandlerMode};
+pub use handler::{AutoRate, HandlerConfig, HandlerMode};
 pub use history::{HistoryConfig, HistoryRecord};
 pub use history::{KEEP as HISTORY_KEEP, MAX_PER_RECORD};
 pub use location::find as find_schedule;

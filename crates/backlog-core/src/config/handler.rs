@@ -44,8 +44,11 @@ pub struct HandlerConfig {
     /// Records in their handlers at once within one tick (batch mode: processes).
     pub concurrency: usize,
     /// Handler starts per unit of time, spaced evenly, for every runner of a table
-    /// and tier together; none for as fast as they go.
+    /// and tier together; none for as fast as they go (or where `auto_rate` finds it).
     pub rate: Option<Rate>,
+    /// `rate = "auto"`: the rate found from the counterpart's answers, within these
+    /// bounds, shared by the fleet as `rate` is (see `crate::pace`).
+    pub auto_rate: Option<AutoRate>,
     /// The name of one rate that tiers and tables calling the same counterpart share.
     pub rate_group: Option<String>,
     /// A column of the table naming each record's counterpart: every value of it gets
@@ -77,6 +80,7 @@ impl HandlerConfig {
             stop_grace: DEFAULT_STOP_GRACE,
             concurrency: 1,
             rate: None,
+            auto_rate: None,
             rate_group: None,
             rate_key: None,
             stop_after_failures: None,
@@ -86,6 +90,39 @@ impl HandlerConfig {
         }
     }
 }
+
+/// The bounds of `rate = "auto"`: the pace never falls below `min` (a counterpart
+/// that refuses everything is still asked now and then) nor rises above `max`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct AutoRate {
+    /// `handler.rate_min`, by default one a minute.
+    pub min: Rate,
+    /// `handler.rate_max`, by default 500 a second.
+    pub max: Rate,
+}
+
+impl AutoRate {
+    /// The bounds `rate = "auto"` has when the file gives none: 1/m to 500/s.
+    pub fn new() -> Self {
+        AutoRate {
+            min: Rate::parse(DEFAULT_RATE_MIN).expect("a rate"),
+            max: Rate::parse(DEFAULT_RATE_MAX).expect("a rate"),
+        }
+    }
+}
+
+impl Default for AutoRate {
+    fn default() -> Self {
+        AutoRate::new()
+    }
+}
+
+/// `handler.rate_min` when the file gives none.
+const DEFAULT_RATE_MIN: &str = "1/m";
+
+/// `handler.rate_max` when the file gives none.
+const DEFAULT_RATE_MAX: &str = "500/s";
 
 /// `handler.batch_size` when the file gives none.
 const DEFAULT_BATCH_SIZE: usize = 100;
@@ -118,6 +155,8 @@ pub(super) struct RawHandler {
     stop_grace: Option<String>,
     concurrency: Option<i64>,
     rate: Option<String>,
+    rate_min: Option<String>,
+    rate_max: Option<String>,
     rate_group: Option<String>,
     rate_key: Option<String>,
     stop_after_failures: Option<i64>,
@@ -135,6 +174,7 @@ pub(super) fn resolve(raw: RawHandler) -> Result<HandlerConfig, String> {
                 .into(),
         );
     }
+    let (rate, auto_rate) = rates(&raw)?;
     let timeout = match raw.timeout {
         Some(t) => span("handler.timeout", &t, HANDLER_TIMEOUT)?,
         None => DEFAULT_TIMEOUT,
@@ -170,12 +210,9 @@ pub(super) fn resolve(raw: RawHandler) -> Result<HandlerConfig, String> {
             ));
         }
     };
-    let rate = raw
-        .rate
-        .map(|r| Rate::parse(&r).map_err(|e| format!("handler.rate: {e}")))
-        .transpose()?;
+    let paced = rate.is_some() || auto_rate.is_some();
     if let Some(group) = &raw.rate_group {
-        if rate.is_none() {
+        if !paced {
             return Err(format!(
                 "handler.rate_group = {group:?} names a shared rate, but handler.rate is not set; give the rate too, like rate = \"20/s\""
             ));
@@ -187,7 +224,7 @@ pub(super) fn resolve(raw: RawHandler) -> Result<HandlerConfig, String> {
         }
     }
     if let Some(key) = &raw.rate_key {
-        if rate.is_none() {
+        if !paced {
             return Err(format!(
                 "handler.rate_key = {key:?} gives each value of that column a rate, but handler.rate is not set; give the rate too, like rate = \"20/s\""
             ));
@@ -225,6 +262,7 @@ pub(super) fn resolve(raw: RawHandler) -> Result<HandlerConfig, String> {
         stop_grace,
         concurrency,
         rate,
+        auto_rate,
         rate_group: raw.rate_group,
         rate_key: raw.rate_key,
         stop_after_failures,
@@ -232,4 +270,92 @@ pub(super) fn resolve(raw: RawHandler) -> Result<HandlerConfig, String> {
         env: raw.env,
         exit_codes,
     })
+}
+
+/// `handler.rate`: a fixed rate, or `"auto"` and its bounds (`rate_min`, `rate_max`,
+/// which only `"auto"` takes).
+fn rates(raw: &RawHandler) -> Result<(Option<Rate>, Option<AutoRate>), String> {
+    let bound = |key: &str, text: &Option<String>, default: &str| {
+        Rate::parse(text.as_deref().unwrap_or(default)).map_err(|e| format!("handler.{key}: {e}"))
+    };
+    if raw.rate.as_deref().map(str::trim) != Some("auto") {
+        for (key, text) in [("rate_min", &raw.rate_min), ("rate_max", &raw.rate_max)] {
+            if let Some(text) = text {
+                return Err(format!(
+                    "handler.{key} = {text:?} bounds an adaptive rate, but handler.rate is not \"auto\"; set rate = \"auto\", or leave {key} out"
+                ));
+            }
+        }
+        let rate = raw
+            .rate
+            .as_deref()
+            .map(|r| Rate::parse(r).map_err(|e| format!("handler.rate: {e}")))
+            .transpose()?;
+        return Ok((rate, None));
+    }
+    let min = bound("rate_min", &raw.rate_min, DEFAULT_RATE_MIN)?;
+    let max = bound("rate_max", &raw.rate_max, DEFAULT_RATE_MAX)?;
+    if min.per_second() >= max.per_second() {
+        return Err(format!(
+            "handler.rate_min = \"{min}\" is not below handler.rate_max = \"{max}\"; the adaptive rate moves between them, so give a smaller rate_min or a larger rate_max"
+        ));
+    }
+    Ok((None, Some(AutoRate { min, max })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn handler(keys: &str) -> Result<HandlerConfig, String> {
+        let raw: RawHandler =
+            toml::from_str(&format!("command = [\"./h\"]\n{keys}")).map_err(|e| e.to_string())?;
+        resolve(raw)
+    }
+
+    #[test]
+    fn auto_takes_its_bounds_or_the_defaults() {
+        let c = handler("rate = \"auto\"").unwrap();
+        assert_eq!(c.rate, None, "no fixed rate");
+        let auto = c.auto_rate.expect("auto");
+        assert_eq!(auto.min.per_second(), 1.0 / 60.0);
+        assert_eq!(auto.max.per_second(), 500.0);
+        let c = handler("rate = \"auto\"\nrate_min = \"2/s\"\nrate_max = \"40/s\"").unwrap();
+        let auto = c.auto_rate.expect("auto");
+        assert_eq!((auto.min.per_second(), auto.max.per_second()), (2.0, 40.0));
+        // A group and a key work with auto as with a fixed rate.
+        let c = handler("rate = \"auto\"\nrate_group = \"api\"\nrate_key = \"merchant\"").unwrap();
+        assert_eq!(c.rate_group.as_deref(), Some("api"));
+        assert_eq!(c.rate_key.as_deref(), Some("merchant"));
+        assert!(handler("rate = \"20/s\"").unwrap().auto_rate.is_none());
+    }
+
+    #[test]
+    fn bad_bounds_name_the_key_and_the_fix() {
+        let cases = [
+            (
+                "rate = \"20/s\"\nrate_max = \"40/s\"",
+                "handler.rate_max = \"40/s\" bounds an adaptive rate, but handler.rate is not \"auto\"; set rate = \"auto\", or leave rate_max out",
+            ),
+            (
+                "rate_min = \"1/s\"",
+                "handler.rate_min = \"1/s\" bounds an adaptive rate, but handler.rate is not \"auto\"; set rate = \"auto\", or leave rate_min out",
+            ),
+            (
+                "rate = \"auto\"\nrate_min = \"40/s\"\nrate_max = \"40/s\"",
+                "handler.rate_min = \"40/s\" is not below handler.rate_max = \"40/s\"; the adaptive rate moves between them, so give a smaller rate_min or a larger rate_max",
+            ),
+            (
+                "rate = \"auto\"\nrate_max = \"fast\"",
+                "handler.rate_max: \"fast\" is not a rate; write starts per second, minute or hour, like \"20/s\", \"100/m\" or \"3/h\"",
+            ),
+            (
+                "rate = \"auto\"\nrate_min = \"0/s\"",
+                "handler.rate_min: \"0/s\": \"0\" is not a positive number; write starts per second, minute or hour, like \"20/s\", \"100/m\" or \"3/h\"",
+            ),
+        ];
+        for (keys, message) in cases {
+            assert_eq!(handler(keys).unwrap_err(), message, "{keys}");
+        }
+    }
 }

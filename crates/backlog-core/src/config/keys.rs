@@ -160,6 +160,19 @@ fn handler_key(path: &str) -> Option<Key> {
             "starts per second, minute or hour in quotes",
             "rate = \"20/s\"".into(),
         ),
+        "handler.rate_min" | "handler.rate_max" => (
+            Text,
+            "starts per second, minute or hour in quotes",
+            format!(
+                "{} = \"{}\"",
+                &path[8..],
+                if path.ends_with("min") {
+                    "1/m"
+                } else {
+                    "500/s"
+                }
+            ),
+        ),
         "handler.rate_group" => (
             Text,
             "the name of a rate shared by tiers and tables, in quotes",

@@ -265,6 +265,16 @@ pub fn describe(config: &crate::config::HandlerConfig) -> String {
         (Some(rate), None) => parts.push(format!("at most {rate} starts")),
         _ => {}
     }
+    if let Some(auto) = config.auto_rate {
+        let each = config
+            .rate_key
+            .as_ref()
+            .map_or(String::new(), |key| format!(" for each {key}"));
+        parts.push(format!(
+            "starts at a pace adapted to the counterpart{each}, {} to {}",
+            auto.min, auto.max
+        ));
+    }
     parts.push(format!(
         "timeout {}",
         crate::duration::compact(config.timeout)

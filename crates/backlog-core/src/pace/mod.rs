@@ -73,6 +73,22 @@ impl Rule {
     }
 }
 
+/// What a pace is at a moment, to keep and share: the fleet's row in `backlog_paces`
+/// holds it, so that every runner of a rate moves one pace (`Store::sync_pace`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct PaceState {
+    /// Starts a second.
+    pub per_second: f64,
+    /// Until the first overload.
+    pub slow_start: bool,
+    /// When the pace was last cut, in seconds on the clock of the calls' starts
+    /// (negative infinity: never).
+    pub cut_at: f64,
+    /// The pace just before the last cut.
+    pub cut_from: f64,
+}
+
 /// A pace of starts that moves with the counterpart's answers. Times are seconds on
 /// the caller's clock (any origin, never going back).
 #[derive(Debug, Clone)]
@@ -102,6 +118,30 @@ impl Pace {
             slow_start: true,
             cut_at: f64::NEG_INFINITY,
             cut_from: start,
+        }
+    }
+
+    /// A pace as `state` left it, within [`min`, `max`] (a runner's bounds may differ
+    /// from those of the runner that wrote it).
+    pub fn restore(rule: Rule, state: PaceState, min: f64, max: f64) -> Pace {
+        Pace {
+            rule,
+            min,
+            max,
+            rate: state.per_second.clamp(min, max),
+            slow_start: state.slow_start,
+            cut_at: state.cut_at,
+            cut_from: state.cut_from,
+        }
+    }
+
+    /// What the pace is now, to keep.
+    pub fn state(&self) -> PaceState {
+        PaceState {
+            per_second: self.rate,
+            slow_start: self.slow_start,
+            cut_at: self.cut_at,
+            cut_from: self.cut_from,
         }
     }
 
@@ -211,6 +251,17 @@ mod tests {
             pace.overloaded(t as f64, t as f64);
         }
         assert_eq!(pace.per_second(), 0.5);
+    }
+
+    #[test]
+    fn a_restored_pace_goes_on_where_it_was() {
+        let mut pace = Pace::new(Rule::AUTO, 40.0, 1.0, 1000.0);
+        pace.overloaded(3.0, 3.5);
+        let mut again = Pace::restore(Rule::AUTO, pace.state(), 1.0, 1000.0);
+        assert_eq!(again.state(), pace.state());
+        assert!(!again.overloaded(3.2, 3.6), "the cut is kept: not news");
+        let tight = Pace::restore(Rule::AUTO, pace.state(), 1.0, 5.0);
+        assert_eq!(tight.per_second(), 5.0, "within this runner's bounds");
     }
 
     #[test]

@@ -98,7 +98,7 @@ const NAME_SHOWN: usize = 200;
 
 /// The name of a rate's row: the rate's own, or where that is too long, its start and
 /// a digest of the whole.
-fn row_name(name: &str) -> String {
+pub(super) fn row_name(name: &str) -> String {
     if name.chars().count() <= NAME_SHOWN {
         return name.to_string();
     }
@@ -117,8 +117,30 @@ impl dyn Store + '_ {
         n: u64,
         interval: Duration,
     ) -> Result<Option<Duration>, StoreError> {
+        let micros = i64::try_from(interval.as_micros()).unwrap_or(i64::MAX);
+        self.reserve_named(&format!("{rate}, a start every {micros} us"), n, interval)
+    }
+
+    /// Reserves `n` starts of the adapted rate `rate` (`rate = "auto"`), one `interval`
+    /// apart: as `reserve_starts`, under the rate's name alone, since its interval
+    /// changes as the pace moves (`backlog_paces`).
+    pub fn reserve_adapted_starts(
+        &mut self,
+        rate: &str,
+        n: u64,
+        interval: Duration,
+    ) -> Result<Option<Duration>, StoreError> {
+        self.reserve_named(&format!("{rate}, adapted"), n, interval)
+    }
+
+    fn reserve_named(
+        &mut self,
+        rate: &str,
+        n: u64,
+        interval: Duration,
+    ) -> Result<Option<Duration>, StoreError> {
         let interval = i64::try_from(interval.as_micros()).unwrap_or(i64::MAX);
-        let rate = row_name(&format!("{rate}, a start every {interval} us"));
+        let rate = row_name(rate);
         self.at_clock(
             "backlog_rates",
             "reserving handler starts",

@@ -67,9 +67,9 @@ pub const RUNS: Table = Table {
 };
 
 /// The tables every database has: the version, the run log, attempts, pauses,
-/// failures in a row, alerts, shared rates and breakers (a database adds how its ticks
-/// hold records, see `Ddl::tables`).
-pub const SHARED: [&Table; 8] = [
+/// failures in a row, alerts, shared rates, breakers and adapted paces (a database adds
+/// how its ticks hold records, see `Ddl::tables`).
+pub const SHARED: [&Table; 9] = [
     &META,
     &RUNS,
     &super::attempts::TABLE,
@@ -78,6 +78,7 @@ pub const SHARED: [&Table; 8] = [
     &super::alerts::TABLE,
     &super::rates::TABLE,
     &super::breakers::TABLE,
+    &super::paces::TABLE,
 ];
 
 /// The steps of the tables since the backends shared them, written once: the `n`th
@@ -92,6 +93,8 @@ pub const LATER: &[&[&str]] = &[
     // (`handler.stop_after_failures` shared by the fleet), created the same way.
     &[],
     // backlog_reaches (how far a fleet's runners have read their band), on servers.
+    &[],
+    // backlog_paces (`rate = "auto"`'s pace, shared by the fleet).
     &[],
 ];
 

@@ -12,8 +12,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Duration;
 
-use super::pace::{Pace, STOP_CHECK};
-use crate::rate::Rate;
+use super::pace::{Pace, STOP_CHECK, Spacing};
 use crate::record::Record;
 use crate::store::Store;
 
@@ -27,7 +26,8 @@ const PACES_MOST: usize = 10_000;
 
 /// The rates of a tick's counterparts.
 pub(super) struct Counterparts {
-    rate: Rate,
+    /// Each counterpart's rate: fixed, or a pace adapted for each (`rate = "auto"`).
+    rate: Spacing,
     /// The tick's rate's name (`pace::rate_name`): a counterpart's is this and its value.
     name: String,
     /// The column naming each record's counterpart.
@@ -44,7 +44,7 @@ pub(super) struct Counterparts {
 impl Counterparts {
     /// The counterparts' rates of a tick with `handler.rate_key` and a rate; none
     /// without either.
-    pub(super) fn new(rate: Option<Rate>, name: &str, column: Option<&str>) -> Option<Self> {
+    pub(super) fn new(rate: Option<Spacing>, name: &str, column: Option<&str>) -> Option<Self> {
         Some(Counterparts {
             rate: rate?,
             name: name.to_string(),

@@ -16,7 +16,7 @@ use super::heartbeat::{HeartbeatThread, Stale};
 use super::lanes::{Done, Lanes, catch_panic};
 use super::marks::Marks;
 use super::options::{Event, TickOptions};
-use super::pace::{Pace, STOP_CHECK, rate_name};
+use super::pace::{Pace, STOP_CHECK, Spacing, rate_name};
 use super::pager::{PageSize, Pager};
 use super::reach::Fleet;
 use crate::error::Error;
@@ -131,8 +131,9 @@ impl<'p, 'c> Round<'p, 'c> {
         // has a rate of its own.
         let table = store.table().name.clone();
         let rate = rate_name(&table, opts.window, opts.rate_group.as_deref());
-        let counterparts = Counterparts::new(opts.rate, &rate, opts.rate_key.as_deref());
-        let one_rate = opts.rate.filter(|_| counterparts.is_none());
+        let spacing = Spacing::of(opts.rate, opts.auto_rate);
+        let counterparts = Counterparts::new(spacing, &rate, opts.rate_key.as_deref());
+        let one_rate = spacing.filter(|_| counterparts.is_none());
         let tier = rate_name(&table, opts.window, None);
         Round {
             plan,
@@ -147,7 +148,7 @@ impl<'p, 'c> Round<'p, 'c> {
                 opts.page_size,
                 lanes.capacity(),
                 batch,
-                one_rate.map(|r| r.per_second()),
+                one_rate.and_then(|r| r.fixed()),
             ),
             waiting: false,
             breaker: Breaker::new(
@@ -379,6 +380,7 @@ impl<'p, 'c> Round<'p, 'c> {
                     let took = started.elapsed();
                     self.inline_run.0 += 1;
                     self.inline_run.1 += took;
+                    self.pace_for(&record).outcome(&handled, took, store);
                     self.breaker.count(&handled, store);
                     if let Err(e) = marks.settle(&record, handled, took, store, on_event) {
                         self.refused(e);
@@ -454,8 +456,10 @@ impl<'p, 'c> Round<'p, 'c> {
                 self.size.observe(records.len(), latency);
                 for (record, handled) in records.iter().zip(results) {
                     let handled = marks.resolve(handled);
-                    self.breaker.count(&handled, store);
                     let took = handled.took.unwrap_or(latency);
+                    // An overload lowers the pace before it counts toward the breaker.
+                    self.pace_for(record).outcome(&handled, took, store);
+                    self.breaker.count(&handled, store);
                     if let Err(e) = marks.settle(record, handled, took, store, on_event) {
                         self.refused(e);
                     }
@@ -466,6 +470,14 @@ impl<'p, 'c> Round<'p, 'c> {
             }
         }
         Ok(())
+    }
+
+    /// The pace `record`'s start kept to: its counterpart's, or the tick's.
+    fn pace_for(&mut self, record: &Record) -> &mut Pace {
+        match self.counterparts.as_mut() {
+            Some(counterparts) => counterparts.pace_for(record),
+            None => &mut self.pace,
+        }
     }
 
     /// The handler's context for a record: its age by the tick's clock.

@@ -22,6 +22,7 @@
 //! a tick that took nothing); `retry` hands chosen records over outside the schedule
 //! (`backlog retry`, `snooze`); `give_up` gives up on records past the last tier.
 
+mod adapted;
 mod begin;
 mod breaker;
 mod counterparts;

@@ -50,6 +50,9 @@ pub struct TickOptions {
     /// Handler starts per unit of time, spaced evenly, for every runner of the table
     /// and tier together (their starts reserved in the database).
     pub rate: Option<Rate>,
+    /// `rate = "auto"`: the rate the fleet adapts to the counterpart's answers, within
+    /// these bounds, in place of `rate`.
+    pub auto_rate: Option<crate::config::AutoRate>,
     /// The name of a rate shared by tiers or tables that call the same counterpart
     /// (`handler.rate_group`), in place of the table and tier's own.
     pub rate_group: Option<String>,
@@ -94,6 +97,7 @@ impl TickOptions {
             mark_interval: Duration::from_secs(1),
             concurrency: 1,
             rate: None,
+            auto_rate: None,
             rate_group: None,
             rate_key: None,
             stop_after_failures: None,
@@ -111,6 +115,7 @@ impl TickOptions {
             concurrency: config.handler.concurrency,
             stop_grace: config.handler.stop_grace,
             rate: config.handler.rate,
+            auto_rate: config.handler.auto_rate,
             rate_group: config.handler.rate_group.clone(),
             rate_key: config.handler.rate_key.clone(),
             stop_after_failures: config.handler.stop_after_failures,

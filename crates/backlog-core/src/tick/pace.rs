@@ -5,14 +5,45 @@
 //! of n records counts as n starts. The rate is the fleet's: every runner of the same
 //! table and tier (or `handler.rate_group`) reserves its starts in the database
 //! (`Store::reserve_starts`), so four runners at `20/s` start 20 a second in all, not
-//! 80.
+//! 80. With `rate = "auto"` the interval is the fleet's adapted pace (`adapted.rs`),
+//! read again as the tick reserves its starts.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use super::adapted::Adapted;
+use crate::config::AutoRate;
+use crate::handler::Handled;
 use crate::rate::Rate;
 use crate::store::Store;
+
+/// How a tick's starts are spaced: at a fixed rate, or at the pace the fleet adapts
+/// to the counterpart's answers (`rate = "auto"`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Spacing {
+    Fixed(Rate),
+    Adapted(AutoRate),
+}
+
+impl Spacing {
+    /// The spacing `handler.rate` asks for, if any.
+    pub(super) fn of(rate: Option<Rate>, auto: Option<AutoRate>) -> Option<Spacing> {
+        match (rate, auto) {
+            (_, Some(auto)) => Some(Spacing::Adapted(auto)),
+            (Some(rate), None) => Some(Spacing::Fixed(rate)),
+            (None, None) => None,
+        }
+    }
+
+    /// Starts a second, where the rate is fixed.
+    pub(super) fn fixed(&self) -> Option<f64> {
+        match self {
+            Spacing::Fixed(rate) => Some(rate.per_second()),
+            Spacing::Adapted(_) => None,
+        }
+    }
+}
 
 /// How often a waiting tick looks at its stop flag.
 pub(super) const STOP_CHECK: Duration = Duration::from_millis(50);
@@ -33,6 +64,8 @@ pub(super) fn rate_name(table: &str, window: Duration, group: Option<&str>) -> S
 
 pub(super) struct Pace {
     interval: Option<Duration>,
+    /// With `rate = "auto"`: the fleet's pace, which sets `interval`.
+    adapted: Option<Adapted>,
     /// The name of the rate shared with every runner of it (`Store::reserve_starts`);
     /// none where this tick spaces its starts alone.
     shared: Option<String>,
@@ -45,19 +78,32 @@ pub(super) struct Pace {
 }
 
 impl Pace {
-    /// Starts spaced to keep to `rate`: shared, when `shared` names it, with every
-    /// runner of the same name.
-    pub(super) fn new(rate: Option<Rate>, shared: Option<String>) -> Self {
-        let interval = rate.map(|r| r.interval());
-        let chunk = interval.map_or(1, |i| {
-            (RESERVE_AHEAD.as_secs_f64() / i.as_secs_f64().max(1e-9)).ceil() as u64
-        });
+    /// Starts spaced as `spacing` says: shared, when `shared` names it, with every
+    /// runner of the same name (an adapted pace is always the fleet's, under `shared`'s
+    /// name, or the tick's alone when it has none).
+    pub(super) fn new(spacing: Option<Spacing>, shared: Option<String>) -> Self {
+        let (interval, adapted) = match spacing {
+            None => (None, None),
+            Some(Spacing::Fixed(rate)) => (Some(rate.interval()), None),
+            Some(Spacing::Adapted(auto)) => {
+                let adapted = Adapted::new(auto, shared.clone().unwrap_or_default());
+                (Some(Duration::from_secs(1)), Some(adapted))
+            }
+        };
         Pace {
             shared: shared.filter(|_| interval.is_some()),
             interval,
-            chunk: chunk.max(1),
+            adapted,
+            chunk: chunk(interval),
             reserved: VecDeque::new(),
             next: Instant::now(),
+        }
+    }
+
+    /// Counts a handler's outcome in an adapted pace (before the breaker counts it).
+    pub(super) fn outcome(&mut self, handled: &Handled, took: Duration, store: &mut dyn Store) {
+        if let Some(adapted) = &mut self.adapted {
+            adapted.outcome(handled, took, store);
         }
     }
 
@@ -65,6 +111,11 @@ impl Pace {
     /// their starts first (call it before `wait`, for the same records). A reservation
     /// the database refuses is said once, and the tick keeps to the rate alone.
     pub(super) fn delay(&mut self, records: usize, store: &mut dyn Store) -> Duration {
+        if let Some(adapted) = &mut self.adapted {
+            let interval = adapted.interval(store);
+            self.interval = Some(interval);
+            self.chunk = chunk(self.interval);
+        }
         let Some(interval) = self.interval else {
             return Duration::ZERO;
         };
@@ -73,7 +124,11 @@ impl Pace {
             let have: u64 = self.reserved.iter().map(|r| r.1).sum();
             if have < records as u64 {
                 let want = (records as u64 - have).max(self.chunk);
-                match store.reserve_starts(name, want, interval) {
+                let reserved = match self.adapted {
+                    Some(_) => store.reserve_adapted_starts(name, want, interval),
+                    None => store.reserve_starts(name, want, interval),
+                };
+                match reserved {
                     Ok(Some(wait)) => self.reserved.push_back((Instant::now() + wait, want)),
                     // No table to share it in: alone.
                     Ok(None) => self.shared = None,
@@ -178,6 +233,15 @@ impl Pace {
     }
 }
 
+/// The fewest starts a reservation takes at `interval` (see `RESERVE_AHEAD`).
+fn chunk(interval: Option<Duration>) -> u64 {
+    interval
+        .map_or(1, |i| {
+            (RESERVE_AHEAD.as_secs_f64() / i.as_secs_f64().max(1e-9)).ceil() as u64
+        })
+        .max(1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -185,7 +249,7 @@ mod tests {
     #[test]
     fn starts_are_spaced_by_the_interval() {
         let stop = AtomicBool::new(false);
-        let mut pace = Pace::new(Some(Rate::parse("50/s").unwrap()), None);
+        let mut pace = Pace::new(Some(Spacing::Fixed(Rate::parse("50/s").unwrap())), None);
         let started = Instant::now();
         for _ in 0..6 {
             assert!(pace.wait(1, &stop));
@@ -197,7 +261,7 @@ mod tests {
     #[test]
     fn a_stop_ends_the_wait() {
         let stop = AtomicBool::new(false);
-        let mut pace = Pace::new(Some(Rate::parse("1/h").unwrap()), None);
+        let mut pace = Pace::new(Some(Spacing::Fixed(Rate::parse("1/h").unwrap())), None);
         assert!(pace.wait(1, &stop));
         stop.store(true, Ordering::Relaxed);
         assert!(!pace.wait(1, &stop), "an hour's wait ends with the stop");

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use super::{Action, RetrySummary};
 use crate::error::Error;
-use crate::handler::Context;
+use crate::handler::{Context, Handled};
 use crate::record::Record;
 use crate::store::Store;
 use crate::tick::counterparts::Counterparts;
@@ -20,7 +20,7 @@ use crate::tick::heartbeat::{HeartbeatThread, Stale};
 use crate::tick::lanes::catch_panic;
 use crate::tick::marks::{MarkPlan, Marks, log_unshown};
 use crate::tick::options::{Event, TickOptions};
-use crate::tick::pace::{Pace, rate_name};
+use crate::tick::pace::{Pace, Spacing, rate_name};
 
 /// How often the records a tick has in its handlers are asked for again.
 const POLL: Duration = Duration::from_millis(200);
@@ -159,7 +159,7 @@ impl Acting<'_> {
         on_event: &mut dyn FnMut(Event<'_>),
     ) -> Result<(), Error> {
         let (opts, table, store_err) = (self.opts, self.table, self.store_err);
-        let rate = action.calls.then_some(opts.rate).flatten();
+        let rate = Spacing::of(opts.rate, opts.auto_rate).filter(|_| action.calls);
         let name = rate_name(&table.name, Duration::ZERO, opts.rate_group.as_deref());
         // With a `rate_key`, each record keeps to its counterpart's rate, in turn.
         let mut counterparts = Counterparts::new(rate, &name, opts.rate_key.as_deref());
@@ -195,7 +195,15 @@ impl Acting<'_> {
                 .map_err(store_err)?;
             self.sort_out(asked, &taken, store, left)?;
             marks.failures.read(&taken, store).map_err(store_err)?;
-            self.handle(taken, action, store, marks, on_event)?;
+            // An adapted pace learns from the calls as a tick's does.
+            let mut paced = |record: &Record, handled: &Handled, took, store: &mut dyn Store| {
+                match counterparts.as_mut() {
+                    Some(counterparts) => counterparts.pace_for(record),
+                    None => &mut one,
+                }
+                .outcome(handled, took, store)
+            };
+            self.handle(taken, action, store, marks, on_event, &mut paced)?;
             // The chunk's marks go before the next chunk is held: on SQLite this
             // action's span moves to that chunk, and a record whose mark waited would
             // be free to a tick meanwhile. (The marks' interval is a second: asked to
@@ -258,6 +266,7 @@ impl Acting<'_> {
         store: &mut dyn Store,
         marks: &mut Marks<'_>,
         on_event: &mut dyn FnMut(Event<'_>),
+        paced: Paced<'_>,
     ) -> Result<(), Error> {
         for record in taken {
             let ctx = Context {
@@ -268,6 +277,7 @@ impl Acting<'_> {
             };
             let started = Instant::now();
             let handled = catch_panic(|| (action.handle)(&record, &ctx)).map_err(Error::handler)?;
+            paced(&record, &handled, started.elapsed(), store);
             marks
                 .settle(&record, handled, started.elapsed(), store, on_event)
                 .map_err(self.store_err)?;
@@ -275,6 +285,9 @@ impl Acting<'_> {
         Ok(())
     }
 }
+
+/// What `handle` tells of each record's call: the pace its start kept to learns from it.
+type Paced<'a> = &'a mut dyn FnMut(&Record, &Handled, Duration, &mut dyn Store);
 
 /// `records 3, 7` (the first `NAMED` of them, then how many more).
 pub(super) fn named(ids: &[String]) -> String {

@@ -1,0 +1,170 @@
+//! `rate = "auto"` in a tick: the fleet's adapted pace (`backlog_paces`), fed with this
+//! tick's outcomes and read back as the interval its starts keep to.
+//!
+//! A tick does not write the row at each answer: it gathers the calls that went
+//! through and sends them at most every `SYNC` (as it reserves its starts), and an
+//! overload at once, before the breaker counts it, so that the pace falls first and
+//! every runner spaces its next starts wider. A tick whose database refuses the row
+//! (no tables, a grant missing) moves a pace of its own, said once.
+
+use std::time::{Duration, Instant};
+
+use crate::config::AutoRate;
+use crate::handler::{Ending, Handled, SNOOZE_EXIT};
+use crate::pace::{Pace, Rule};
+use crate::store::{PaceNews, Store};
+
+/// How often a tick sends the calls that went through: ten times a second, so that the
+/// pace grows with the fleet's calls and the row costs the database little.
+const SYNC: Duration = Duration::from_millis(100);
+
+/// The fewest seconds between two log lines of a pace that halves, per pace.
+const LOG_EVERY: Duration = Duration::from_secs(60);
+
+/// Where a pace of its own starts, where the fleet's cannot be had.
+const START: f64 = 1.0;
+
+/// The adapted pace of one rate (a table and tier, a group, a counterpart).
+pub(super) struct Adapted {
+    name: String,
+    min: f64,
+    max: f64,
+    /// Starts a second, as last read.
+    per_second: f64,
+    /// Calls that went through since the last sync.
+    went_through: u64,
+    /// When the latest overloaded call since the last sync started.
+    overloaded: Option<Instant>,
+    synced: Option<Instant>,
+    /// The tick's own pace, once the database refused the fleet's.
+    alone: Option<Pace>,
+    logged: Option<Instant>,
+}
+
+impl Adapted {
+    /// The fleet's pace `name`, within `bounds`.
+    pub(super) fn new(bounds: AutoRate, name: String) -> Self {
+        let (min, max) = (bounds.min.per_second(), bounds.max.per_second());
+        Adapted {
+            name,
+            min,
+            max,
+            per_second: START.clamp(min, max),
+            went_through: 0,
+            overloaded: None,
+            synced: None,
+            alone: None,
+            logged: None,
+        }
+    }
+
+    /// The time between two starts at the pace as it is now, sending what this tick
+    /// saw if a sync is due.
+    pub(super) fn interval(&mut self, store: &mut dyn Store) -> Duration {
+        let due = self.synced.is_none_or(|at| at.elapsed() >= SYNC) || self.overloaded.is_some();
+        if due {
+            self.sync(store);
+        }
+        Duration::from_secs_f64(1.0 / self.per_second.max(1e-9))
+    }
+
+    /// Counts a handler's outcome: an overload signal moves the pace at once; a call
+    /// that went through waits for the next sync. A handler the tick stopped, or
+    /// that crashed, says nothing of the counterpart.
+    pub(super) fn outcome(&mut self, handled: &Handled, took: Duration, store: &mut dyn Store) {
+        if overloaded(handled) {
+            let started = Instant::now()
+                .checked_sub(took)
+                .unwrap_or_else(Instant::now);
+            self.overloaded = Some(self.overloaded.map_or(started, |o| o.max(started)));
+            self.sync(store);
+        } else if handled.ending == Ending::Answered {
+            self.went_through += 1;
+        }
+    }
+
+    /// Sends the news and reads the pace back.
+    fn sync(&mut self, store: &mut dyn Store) {
+        let news = PaceNews::new(
+            std::mem::take(&mut self.went_through),
+            self.overloaded.take().map(|at| at.elapsed()),
+        );
+        self.synced = Some(Instant::now());
+        let cut = match &mut self.alone {
+            Some(pace) => alone(pace, news),
+            None => match store.sync_pace(&self.name, self.min, self.max, news) {
+                Ok(Some(now)) => {
+                    self.per_second = now.per_second;
+                    now.cut
+                }
+                Ok(None) => self.go_alone(news),
+                Err(e) => {
+                    tracing::warn!(
+                        "cannot share the adapted pace {:?} with the other runners ({e}); this tick adapts its rate alone",
+                        self.name
+                    );
+                    self.go_alone(news)
+                }
+            },
+        };
+        if let Some(pace) = &self.alone {
+            self.per_second = pace.per_second();
+        }
+        if cut && self.logged.is_none_or(|at| at.elapsed() >= LOG_EVERY) {
+            self.logged = Some(Instant::now());
+            tracing::warn!(
+                "the counterpart of {} was overloaded (a retry_after answer, exit 75 or a timeout): its adapted pace halved to {:.3}/s",
+                self.name,
+                self.per_second
+            );
+        }
+    }
+
+    fn go_alone(&mut self, news: PaceNews) -> bool {
+        let mut pace = Pace::new(Rule::AUTO, self.per_second, self.min, self.max);
+        let cut = alone(&mut pace, news);
+        self.alone = Some(pace);
+        cut
+    }
+}
+
+/// Moves a tick's own pace by `news`, on this process's clock; says whether it cut.
+fn alone(pace: &mut Pace, news: PaceNews) -> bool {
+    for _ in 0..news.went_through {
+        pace.went_through();
+    }
+    let now = PROCESS_START.elapsed().as_secs_f64();
+    news.overloaded
+        .is_some_and(|ago| pace.overloaded(now - ago.as_secs_f64(), now))
+}
+
+static PROCESS_START: std::sync::LazyLock<Instant> = std::sync::LazyLock::new(Instant::now);
+
+/// Whether an outcome says the counterpart is overloaded: a `retry_after` answer (a
+/// snooze), exit 75 (`EX_TEMPFAIL`) with or without one, or a handler that ran past
+/// its timeout.
+pub(super) fn overloaded(handled: &Handled) -> bool {
+    handled.snooze.is_some()
+        || handled.code == Some(i64::from(SNOOZE_EXIT))
+        || handled.ending == Ending::TimedOut
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::handler::{Outcome, Snooze};
+
+    #[test]
+    fn overload_signals_are_a_snooze_exit_75_and_a_timeout() {
+        let answer = Handled::new(Outcome::Error, "exit 1");
+        assert!(!overloaded(&answer));
+        let mut tempfail = Handled::new(Outcome::Error, "exit 75");
+        tempfail.code = Some(75);
+        assert!(overloaded(&tempfail));
+        let mut snoozed = Handled::new(Outcome::Error, "retry-after 1");
+        snoozed.snooze = Some(Snooze::For(Duration::from_secs(1)));
+        assert!(overloaded(&snoozed));
+        let timed_out = Handled::new(Outcome::Error, "timed out").ended(Ending::TimedOut);
+        assert!(overloaded(&timed_out));
+    }
+}
