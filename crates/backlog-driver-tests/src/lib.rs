@@ -35,6 +35,7 @@ mod fixture;
 pub mod holds;
 pub mod inspect;
 pub mod overlap;
+pub mod paces;
 pub mod reads;
 pub mod runs;
 pub mod ticks;
@@ -126,6 +127,8 @@ macro_rules! suite {
             ticks::a_dry_run_writes_nothing,
             overlap::two_ticks_at_once_never_share_a_record,
             overlap::a_mark_lands_only_where_the_tick_still_holds,
+            paces::an_adapted_pace_is_one_row_every_runner_moves,
+            paces::an_adapted_pace_loses_no_news_to_a_race,
         }
     };
 }

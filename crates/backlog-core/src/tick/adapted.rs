@@ -18,6 +18,10 @@ use crate::store::{PaceNews, Store};
 /// pace grows with the fleet's calls and the row costs the database little.
 const SYNC: Duration = Duration::from_millis(100);
 
+/// How long after a cut the fleet's starts may still go out at the pace before it:
+/// starts reserved ahead (`pace::RESERVE_AHEAD`) and a sync's lag, with room to spare.
+const CUT_LAG: Duration = Duration::from_millis(300);
+
 /// The fewest seconds between two log lines of a pace that halves, per pace.
 const LOG_EVERY: Duration = Duration::from_secs(60);
 
@@ -73,9 +77,13 @@ impl Adapted {
     /// that crashed, says nothing of the counterpart.
     pub(super) fn outcome(&mut self, handled: &Handled, took: Duration, store: &mut dyn Store) {
         if overloaded(handled) {
-            let started = Instant::now()
-                .checked_sub(took)
-                .unwrap_or_else(Instant::now);
+            // A cut holds for a round trip, as TCP's does: a refusal is news only for a
+            // call that started a call's time (and the starts still reserved at the
+            // old pace) after the last cut, so it is counted as starting that much
+            // earlier. Else the calls already on their way when the pace fell, which
+            // meet a counterpart still drained by the burst, cut it again and again.
+            let now = Instant::now();
+            let started = now.checked_sub(took + took + CUT_LAG).unwrap_or(now);
             self.overloaded = Some(self.overloaded.map_or(started, |o| o.max(started)));
             self.sync(store);
         } else if handled.ending == Ending::Answered {

@@ -1,6 +1,7 @@
 //! Integration tests: the real `backlog` binary on real SQLite files and real
 //! PostgreSQL and MariaDB servers.
 
+mod adapted;
 mod alert;
 mod alert_resolved;
 mod backoff;

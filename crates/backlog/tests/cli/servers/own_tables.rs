@@ -10,47 +10,51 @@ use crate::servers::server::OwnSchema;
 fn versions(backend: Backend) -> (u32, Vec<(u32, &'static str)>) {
     match backend {
         Backend::Postgres => (
-            7,
+            8,
             vec![
+                // No adapted paces.
+                (7, "DROP TABLE {s}.backlog_paces"),
                 // No reaches of a fleet's runners.
-                (6, "DROP TABLE {s}.backlog_reaches"),
+                (6, "DROP TABLE {s}.backlog_reaches, {s}.backlog_paces"),
                 // No failures in a row, no alerts, no shared rates or breakers.
                 (
                     3,
-                    "DROP TABLE {s}.backlog_failures, {s}.backlog_alerts, {s}.backlog_rates, {s}.backlog_breakers, {s}.backlog_reaches",
+                    "DROP TABLE {s}.backlog_failures, {s}.backlog_alerts, {s}.backlog_rates, {s}.backlog_breakers, {s}.backlog_reaches, {s}.backlog_paces",
                 ),
                 // No alerts, no shared rates or breakers.
                 (
                     4,
-                    "DROP TABLE {s}.backlog_alerts, {s}.backlog_rates, {s}.backlog_breakers, {s}.backlog_reaches",
+                    "DROP TABLE {s}.backlog_alerts, {s}.backlog_rates, {s}.backlog_breakers, {s}.backlog_reaches, {s}.backlog_paces",
                 ),
                 // No shared rates or breakers, no reaches.
                 (
                     5,
-                    "DROP TABLE {s}.backlog_rates, {s}.backlog_breakers, {s}.backlog_reaches",
+                    "DROP TABLE {s}.backlog_rates, {s}.backlog_breakers, {s}.backlog_reaches, {s}.backlog_paces",
                 ),
                 // No `lost` count in the run log, no attempts, no pauses.
                 (
                     1,
-                    "ALTER TABLE {s}.backlog_runs DROP COLUMN lost; DROP TABLE {s}.backlog_attempts, {s}.backlog_pauses, {s}.backlog_failures, {s}.backlog_alerts, {s}.backlog_rates, {s}.backlog_breakers, {s}.backlog_reaches",
+                    "ALTER TABLE {s}.backlog_runs DROP COLUMN lost; DROP TABLE {s}.backlog_attempts, {s}.backlog_pauses, {s}.backlog_failures, {s}.backlog_alerts, {s}.backlog_rates, {s}.backlog_breakers, {s}.backlog_reaches, {s}.backlog_paces",
                 ),
             ],
         ),
         _ => (
-            5,
+            6,
             vec![
+                // No adapted paces.
+                (5, "DROP TABLE {s}.backlog_paces"),
                 // No reaches of a fleet's runners.
-                (4, "DROP TABLE {s}.backlog_reaches"),
+                (4, "DROP TABLE {s}.backlog_reaches, {s}.backlog_paces"),
                 // The first MySQL release: no failures in a row, no alerts, no shared
                 // rates or breakers.
                 (
                     1,
-                    "DROP TABLE {s}.backlog_failures, {s}.backlog_alerts, {s}.backlog_rates, {s}.backlog_breakers, {s}.backlog_reaches",
+                    "DROP TABLE {s}.backlog_failures, {s}.backlog_alerts, {s}.backlog_rates, {s}.backlog_breakers, {s}.backlog_reaches, {s}.backlog_paces",
                 ),
                 // No shared rates or breakers, no reaches.
                 (
                     3,
-                    "DROP TABLE {s}.backlog_rates, {s}.backlog_breakers, {s}.backlog_reaches",
+                    "DROP TABLE {s}.backlog_rates, {s}.backlog_breakers, {s}.backlog_reaches, {s}.backlog_paces",
                 ),
             ],
         ),
@@ -84,6 +88,7 @@ fn own_tables_live_in_the_named_schema_and_move_from_older_versions(backend: Bac
             "backlog_claims",
             "backlog_failures",
             "backlog_meta",
+            "backlog_paces",
             "backlog_pauses",
             "backlog_rates",
             "backlog_reaches",
@@ -111,6 +116,7 @@ fn own_tables_live_in_the_named_schema_and_move_from_older_versions(backend: Bac
             "backlog_attempts",
             "backlog_rates",
             "backlog_breakers",
+            "backlog_paces",
         ] {
             assert_eq!(
                 env.text(&format!("SELECT CAST(count(*) AS TEXT) FROM {s}.{table}")),

@@ -1,0 +1,158 @@
+//! `rate = "auto"`: the fleet finds a counterpart's capacity by itself. A loopback
+//! counterpart takes so many calls a second and answers `429` with `Retry-After: 1`
+//! beyond; the handler calls it with curl and turns a 429 into exit 75 and a
+//! `retry-after:` line. The checks are of direction (most records go through, the
+//! pace found is the counterpart's order, not the bound's), never of timing, which a
+//! loaded machine bends.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use crate::harness::{Backend, Env, NOW, Schedule};
+
+/// A counterpart on 127.0.0.1 that takes `per_second` calls a second (a token bucket
+/// holding a second's worth) and refuses the rest with 429.
+struct Counterpart {
+    url: String,
+    took: Arc<AtomicUsize>,
+    refused: Arc<AtomicUsize>,
+}
+
+impl Counterpart {
+    fn start(per_second: f64) -> Counterpart {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        let (took, refused) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (counted_took, counted_refused) = (Arc::clone(&took), Arc::clone(&refused));
+        let bucket = Mutex::new((per_second, Instant::now()));
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                }
+                let taken = {
+                    let mut bucket = bucket.lock().unwrap();
+                    let (tokens, at) = &mut *bucket;
+                    *tokens = (*tokens + at.elapsed().as_secs_f64() * per_second).min(per_second);
+                    *at = Instant::now();
+                    let taken = *tokens >= 1.0;
+                    if taken {
+                        *tokens -= 1.0;
+                    }
+                    taken
+                };
+                let answer: &[u8] = if taken {
+                    counted_took.fetch_add(1, Ordering::SeqCst);
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                } else {
+                    counted_refused.fetch_add(1, Ordering::SeqCst);
+                    b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                };
+                let _ = stream.write_all(answer);
+            }
+        });
+        Counterpart { url, took, refused }
+    }
+
+    fn took(&self) -> usize {
+        self.took.load(Ordering::SeqCst)
+    }
+
+    fn refused(&self) -> usize {
+        self.refused.load(Ordering::SeqCst)
+    }
+
+    /// A handler that calls it: 200 is a success, 429 a snooze for its Retry-After.
+    fn handler(&self) -> String {
+        format!(
+            r#"#!/bin/sh
+cat > /dev/null
+code=$(curl -s -o /dev/null -w '%{{http_code}}' --max-time 5 '{}')
+case "$code" in
+  200) exit 0 ;;
+  429) echo "retry-after: 1"; exit 75 ;;
+  *) echo "counterpart answered $code"; exit 1 ;;
+esac
+"#,
+            self.url
+        )
+    }
+}
+
+/// Runs `runners` ticks of the day's tier at once and waits for each to succeed.
+fn runners_at_once(env: &Env, runners: usize) {
+    let started: Vec<_> = (0..runners)
+        .map(|_| {
+            env.command()
+                .args(["run", "--window", "1d", "--now", NOW])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut runner in started {
+        assert_eq!(runner.wait().unwrap().code(), Some(0));
+    }
+}
+
+/// Against a counterpart of 20 calls a second, runners with `rate = "auto"` and four
+/// handlers each call it once per record: most records go through in the tick (a
+/// refused one is snoozed, not called again), most calls are taken, and the pace the
+/// fleet found, read from `backlog_paces`, is one row for the tier, out of slow start
+/// and of the counterpart's order, far below `rate_max`. On a server, three runners
+/// share that one row.
+fn an_auto_rate_finds_the_counterparts_capacity(backend: Backend) {
+    const RECORDS: usize = 160;
+    let counterpart = Counterpart::start(20.0);
+    let env = Env::on(backend);
+    env.create_table("TEXT");
+    let aged: Vec<(i64, i64)> = (1..=RECORDS as i64).map(|id| (id, id * 60)).collect();
+    env.insert_aged(&aged, |t| t.format("%Y-%m-%d %H:%M:%S").to_string().into());
+    env.write_schedule(&Schedule {
+        handler_extra: "rate = \"auto\"\nrate_max = \"400/s\"\nconcurrency = 4",
+        ..Schedule::default()
+    });
+    env.write_handler("handler.sh", &counterpart.handler());
+    let runners = match backend {
+        Backend::Sqlite => 2,
+        _ => 3,
+    };
+    runners_at_once(&env, runners);
+
+    let (took, refused) = (counterpart.took(), counterpart.refused());
+    assert_eq!(
+        took + refused,
+        RECORDS,
+        "each record called once in the tick"
+    );
+    assert_eq!(env.with_status("SUCCESS") as usize, took);
+    assert!(
+        took * 10 >= RECORDS * 6,
+        "{took} of {RECORDS} went through ({refused} refused)"
+    );
+    let paces = env.own("backlog_paces");
+    let names = env.lines(&format!("SELECT name FROM {paces}"));
+    assert_eq!(names.len(), 1, "one pace for the fleet: {names:?}");
+    assert!(names[0].contains("tier 86400s"), "{names:?}");
+    let per_second = env.count(&format!("SELECT micro_per_second FROM {paces}")) as f64 / 1e6;
+    assert!(
+        (1.0 / 60.0..=80.0).contains(&per_second),
+        "a pace of the counterpart's order: {per_second}/s"
+    );
+    eprintln!("{took} took, {refused} refused; the pace found: {per_second:.1}/s");
+    if refused > 0 {
+        let slow_start = env.count(&format!("SELECT slow_start FROM {paces}"));
+        assert_eq!(slow_start, 0, "refusals end slow start");
+    }
+}
+
+crate::on_every_backend!(an_auto_rate_finds_the_counterparts_capacity);
