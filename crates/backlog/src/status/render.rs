@@ -13,6 +13,15 @@ fn took(run: &RunRow) -> String {
     seconds_taken(run).map_or_else(|| "-".to_string(), |s| format!("{s:.1}s"))
 }
 
+/// A pace in a few digits: `13.3`, `0.0167`.
+fn per_second(rate: f64) -> String {
+    if rate >= 10.0 {
+        format!("{rate:.1}")
+    } else {
+        format!("{rate:.3}")
+    }
+}
+
 impl Status {
     /// Tables and sentences, as `backlog status` prints them.
     pub fn render(&self) -> String {
@@ -37,7 +46,34 @@ impl Status {
             ));
         }
         self.render_runners(&mut out);
+        self.render_paces(&mut out);
         out
+    }
+
+    /// The paces `rate = "auto"` found, a line each.
+    fn render_paces(&self, out: &mut String) {
+        if self.paces.is_empty() {
+            return;
+        }
+        out.push_str(&format!(
+            "
+adapted rates (rate = \"auto\"): {}\n",
+            self.paces.len()
+        ));
+        for p in &self.paces {
+            let how = match (p.slow_start, p.cut_seconds_ago) {
+                (true, _) => "in slow start, no overload yet".to_string(),
+                (false, Some(s)) => {
+                    format!("last cut {} ago", duration::rough(Duration::from_secs(s)))
+                }
+                (false, None) => "cut".to_string(),
+            };
+            out.push_str(&format!(
+                "  {}: {} starts a second, {how}\n",
+                p.name,
+                per_second(p.per_second)
+            ));
+        }
     }
 
     /// The records by age and status, and the oldest pending.

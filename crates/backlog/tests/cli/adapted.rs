@@ -108,8 +108,8 @@ fn runners_at_once(env: &Env, runners: usize) {
 /// handlers each call it once per record: most records go through in the tick (a
 /// refused one is snoozed, not called again), most calls are taken, and the pace the
 /// fleet found, read from `backlog_paces`, is one row for the tier, out of slow start
-/// and of the counterpart's order, far below `rate_max`. On a server, three runners
-/// share that one row.
+/// and of the counterpart's order, far below `rate_max`, and `backlog status` shows
+/// it. On a server, three runners share that one row.
 fn an_auto_rate_finds_the_counterparts_capacity(backend: Backend) {
     const RECORDS: usize = 160;
     let counterpart = Counterpart::start(20.0);
@@ -153,6 +153,13 @@ fn an_auto_rate_finds_the_counterparts_capacity(backend: Backend) {
         let slow_start = env.count(&format!("SELECT slow_start FROM {paces}"));
         assert_eq!(slow_start, 0, "refusals end slow start");
     }
+    // `backlog status` shows it.
+    env.backlog(&["status", "--now", NOW])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains(
+            "\nadapted rates (rate = \"auto\"): 1\n  table BACKLOG, tier 86400s: ",
+        ));
 }
 
 crate::on_every_backend!(an_auto_rate_finds_the_counterparts_capacity);
