@@ -263,6 +263,21 @@ impl Snapshot {
             let n: u64 = self.pending.iter().filter_map(|s| row.counts.get(s)).sum();
             f.sample("backlog_pending_records", &[("band", &row.label)], n as f64);
         }
+        if !self.status.paces.is_empty() {
+            f.family(
+                "backlog_pace_per_second",
+                "gauge",
+                "The pace rate = \"auto\" found, in handler starts a second, by tier (or group) and rate_key value. From backlog_paces.",
+            );
+        }
+        for p in &self.status.paces {
+            let key = p.key.as_deref().unwrap_or_default();
+            f.sample(
+                "backlog_pace_per_second",
+                &[("tier", &p.tier), ("key", key)],
+                p.per_second,
+            );
+        }
         f.family(
             "backlog_records_held",
             "gauge",

@@ -17,6 +17,7 @@ use crate::timestamp::TimestampFormat;
 
 mod check;
 mod check_alerts;
+pub mod paces;
 mod render;
 mod thresholds;
 
@@ -132,44 +133,7 @@ pub struct Status {
     /// The paces `rate = "auto"` found for this table's tiers (or its `rate_group`),
     /// and per `rate_key` value, by name.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub paces: Vec<AdaptedPace>,
-}
-
-/// A pace the fleet adapted (`rate = "auto"`), as `backlog_paces` holds it.
-#[derive(Debug, Clone, Serialize)]
-pub struct AdaptedPace {
-    /// The rate's name: its table and tier, or group, and counterpart.
-    pub name: String,
-    /// Starts a second now.
-    pub per_second: f64,
-    /// Whether it is still in slow start (no overload seen yet).
-    pub slow_start: bool,
-    /// Seconds since the counterpart last was overloaded and the pace cut, if ever.
-    pub cut_seconds_ago: Option<u64>,
-}
-
-/// The adapted paces of `config`'s table: named by its table, or by its group.
-fn paces(config: &Config, store: &mut dyn Store) -> Result<Vec<AdaptedPace>, StoreError> {
-    if config.handler.auto_rate.is_none() {
-        return Ok(Vec::new());
-    }
-    let ours = |name: &str| match &config.handler.rate_group {
-        Some(group) => {
-            name == format!("group {group}") || name.starts_with(&format!("group {group}, "))
-        }
-        None => name.starts_with(&format!("table {}, ", config.table.name)),
-    };
-    Ok(store
-        .paces()?
-        .into_iter()
-        .filter(|p| ours(&p.name))
-        .map(|p| AdaptedPace {
-            name: p.name,
-            per_second: p.per_second,
-            slow_start: p.slow_start,
-            cut_seconds_ago: p.cut_ago.map(|d| d.as_secs()),
-        })
-        .collect())
+    pub paces: Vec<paces::AdaptedPace>,
 }
 
 /// Reads where the backlog of `config` stands at `now`. Reads only.
@@ -239,7 +203,7 @@ pub fn status(
         failures_24h,
         // Live by the real clock, as their heartbeats beat, whatever `now` is.
         runners: store.runners(config.database.claim_lease, Utc::now())?,
-        paces: paces(config, store)?,
+        paces: paces::of(config, store)?,
     })
 }
 

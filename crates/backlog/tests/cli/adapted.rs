@@ -108,8 +108,8 @@ fn runners_at_once(env: &Env, runners: usize) {
 /// handlers each call it once per record: most records go through in the tick (a
 /// refused one is snoozed, not called again), most calls are taken, and the pace the
 /// fleet found, read from `backlog_paces`, is one row for the tier, out of slow start
-/// and of the counterpart's order, far below `rate_max`, and `backlog status` shows
-/// it. On a server, three runners share that one row.
+/// and of the counterpart's order, far below `rate_max`, and `backlog status` and
+/// the metrics show it. On a server, three runners share that one row.
 fn an_auto_rate_finds_the_counterparts_capacity(backend: Backend) {
     const RECORDS: usize = 160;
     let counterpart = Counterpart::start(20.0);
@@ -160,6 +160,23 @@ fn an_auto_rate_finds_the_counterparts_capacity(backend: Backend) {
         .stdout(predicates::str::contains(
             "\nadapted rates (rate = \"auto\"): 1\n  table BACKLOG, tier 86400s: ",
         ));
+    // And the metrics, by tier (and rate_key value: none here).
+    env.backlog(&[
+        "run",
+        "--window",
+        "1d",
+        "--now",
+        NOW,
+        "--metrics-file",
+        "m.prom",
+    ])
+    .assert()
+    .success();
+    let metrics = std::fs::read_to_string(env.path("m.prom")).unwrap();
+    assert!(
+        metrics.contains("\nbacklog_pace_per_second{table=\"BACKLOG\",tier=\"1d\",key=\"\"} "),
+        "{metrics}"
+    );
 }
 
 crate::on_every_backend!(an_auto_rate_finds_the_counterparts_capacity);
