@@ -72,19 +72,24 @@ impl Counterpart {
 
     /// A handler that calls it: 200 is a success, 429 a snooze for its Retry-After.
     fn handler(&self) -> String {
-        format!(
-            r#"#!/bin/sh
+        handler_of(&format!("'{}'", self.url))
+    }
+}
+
+/// A handler that calls the URL `url` (a shell word): 200 is a success, 429 a snooze
+/// for its Retry-After.
+fn handler_of(url: &str) -> String {
+    format!(
+        r#"#!/bin/sh
 cat > /dev/null
-code=$(curl -s -o /dev/null -w '%{{http_code}}' --max-time 5 '{}')
+code=$(curl -s -o /dev/null -w '%{{http_code}}' --max-time 5 {url})
 case "$code" in
   200) exit 0 ;;
   429) echo "retry-after: 1"; exit 75 ;;
   *) echo "counterpart answered $code"; exit 1 ;;
 esac
-"#,
-            self.url
-        )
-    }
+"#
+    )
 }
 
 /// Runs `runners` ticks of the day's tier at once and waits for each to succeed.
@@ -180,3 +185,58 @@ fn an_auto_rate_finds_the_counterparts_capacity(backend: Backend) {
 }
 
 crate::on_every_backend!(an_auto_rate_finds_the_counterparts_capacity);
+
+/// With `rate_key`, each counterpart gets a pace of its own: a slow counterpart (4
+/// calls a second) and a fast one (40) behind one table, with `rate = "auto"`; the slow
+/// one's refusals do not lower the fast one's pace, which ends above the slow one's,
+/// and the fast one's records go through.
+#[test]
+fn a_slow_counterpart_does_not_lower_a_fast_ones_pace() {
+    const SLOW: i64 = 24;
+    const RECORDS: i64 = 120;
+    let (slow, fast) = (Counterpart::start(4.0), Counterpart::start(40.0));
+    let env = Env::on(Backend::Sqlite);
+    env.create_table("TEXT");
+    let aged: Vec<(i64, i64)> = (1..=RECORDS).map(|id| (id, id * 60)).collect();
+    env.insert_aged(&aged, |t| t.format("%Y-%m-%d %H:%M:%S").to_string().into());
+    env.execute(&format!(
+        "UPDATE \"BACKLOG\" SET \"PAYLOAD\" = CASE WHEN \"ID\" <= {SLOW} THEN 'slow' ELSE 'fast' END"
+    ));
+    env.write_schedule(&Schedule {
+        handler_extra: "rate = \"auto\"\nrate_key = \"PAYLOAD\"\nconcurrency = 4",
+        ..Schedule::default()
+    });
+    let url = format!(
+        "\"$([ \"$BACKLOG_RECORD_ID\" -le {SLOW} ] && echo '{}' || echo '{}')\"",
+        slow.url, fast.url
+    );
+    env.write_handler("handler.sh", &handler_of(&url));
+    runners_at_once(&env, 2);
+
+    assert_eq!(slow.took() + slow.refused(), SLOW as usize);
+    assert_eq!(fast.took() + fast.refused(), (RECORDS - SLOW) as usize);
+    assert!(
+        fast.took() * 10 >= (RECORDS - SLOW) as usize * 7,
+        "{} of the fast counterpart's {} went through",
+        fast.took(),
+        RECORDS - SLOW
+    );
+    let pace = |key: &str| {
+        env.count(&format!(
+            "SELECT micro_per_second FROM backlog_paces WHERE name LIKE '%, counterpart {key}'"
+        )) as f64
+            / 1e6
+    };
+    let (slow_pace, fast_pace) = (pace("slow"), pace("fast"));
+    eprintln!(
+        "slow: {} took, {} refused, {slow_pace:.1}/s; fast: {} took, {} refused, {fast_pace:.1}/s",
+        slow.took(),
+        slow.refused(),
+        fast.took(),
+        fast.refused()
+    );
+    assert!(
+        fast_pace > slow_pace,
+        "the fast counterpart's pace {fast_pace}/s, the slow one's {slow_pace}/s"
+    );
+}
