@@ -46,18 +46,22 @@ pub(super) struct Adapted {
 }
 
 impl Adapted {
-    /// The fleet's pace `name`, within `bounds`.
-    pub(super) fn new(bounds: AutoRate, name: String) -> Self {
+    /// The fleet's pace `name`, within `bounds`; the tick's own where it has no name
+    /// (the database refused the rates already).
+    pub(super) fn new(bounds: AutoRate, name: Option<String>) -> Self {
         let (min, max) = (bounds.min.per_second(), bounds.max.per_second());
+        let start = START.clamp(min, max);
         Adapted {
-            name,
+            alone: name
+                .is_none()
+                .then(|| Pace::new(Rule::AUTO, start, min, max)),
+            name: name.unwrap_or_default(),
             min,
             max,
-            per_second: START.clamp(min, max),
+            per_second: start,
             went_through: 0,
             overloaded: None,
             synced: None,
-            alone: None,
             logged: None,
         }
     }
@@ -89,6 +93,11 @@ impl Adapted {
         } else if handled.ending == Ending::Answered {
             self.went_through += 1;
         }
+    }
+
+    /// Whether it holds no news the fleet's row lacks.
+    pub(super) fn quiet(&self) -> bool {
+        self.went_through == 0 && self.overloaded.is_none()
     }
 
     /// Sends the news and reads the pace back.

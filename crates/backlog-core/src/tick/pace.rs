@@ -86,7 +86,7 @@ impl Pace {
             None => (None, None),
             Some(Spacing::Fixed(rate)) => (Some(rate.interval()), None),
             Some(Spacing::Adapted(auto)) => {
-                let adapted = Adapted::new(auto, shared.clone().unwrap_or_default());
+                let adapted = Adapted::new(auto, shared.clone());
                 (Some(Duration::from_secs(1)), Some(adapted))
             }
         };
@@ -203,12 +203,15 @@ impl Pace {
     }
 
     /// Whether the pace holds nothing worth keeping: its rate is shared (the database
-    /// keeps it) and it has no starts reserved that are still to come.
+    /// keeps it), it has no starts reserved that are still to come, and an adapted pace
+    /// has no news unsent.
     pub(super) fn idle(&mut self) -> bool {
         if let Some(interval) = self.interval {
             self.drop_missed(interval);
         }
-        self.shared.is_some() && self.reserved.is_empty()
+        self.shared.is_some()
+            && self.reserved.is_empty()
+            && self.adapted.as_ref().is_none_or(Adapted::quiet)
     }
 
     /// Whether the rate is shared with the other runners (the database has not refused it).
