@@ -95,6 +95,14 @@ impl Adapted {
         }
     }
 
+    /// Sends what this tick saw since the last sync, if anything: as the tick ends, so
+    /// that a short tick's calls still move the fleet's pace.
+    pub(super) fn flush(&mut self, store: &mut dyn Store) {
+        if !self.quiet() {
+            self.sync(store);
+        }
+    }
+
     /// Whether it holds no news the fleet's row lacks.
     pub(super) fn quiet(&self) -> bool {
         self.went_through == 0 && self.overloaded.is_none()

@@ -92,6 +92,13 @@ impl Counterparts {
         self.paces.get_mut(counterpart).expect("inserted above")
     }
 
+    /// Sends the adapted paces' unsent news (as the tick ends).
+    pub(super) fn flush(&mut self, store: &mut dyn Store) {
+        for pace in self.paces.values_mut() {
+            pace.flush(store);
+        }
+    }
+
     /// How long until `counterpart` may start a record (reserving its starts).
     fn delay(&mut self, counterpart: &Option<String>, store: &mut dyn Store) -> Duration {
         let pace = self.pace(counterpart);

@@ -57,6 +57,11 @@ pub(super) fn hand_out<'c>(
 ) -> Result<(), Error> {
     let mut round = Round::new(plan, store, &mut *lanes);
     let ended = round.run(store, lanes, marks, on_event);
+    // An adapted pace's last calls reach the fleet's row.
+    round.pace.flush(store);
+    if let Some(counterparts) = round.counterparts.as_mut() {
+        counterparts.flush(store);
+    }
     // Whatever ended it: the tick withdraws this, should it end early.
     marks.tally.withdrawal = round.pager.withdrawal(round.page_failed);
     ended?;

@@ -100,6 +100,13 @@ impl Pace {
         }
     }
 
+    /// Sends an adapted pace's unsent news (as the tick ends).
+    pub(super) fn flush(&mut self, store: &mut dyn Store) {
+        if let Some(adapted) = &mut self.adapted {
+            adapted.flush(store);
+        }
+    }
+
     /// Counts a handler's outcome in an adapted pace (before the breaker counts it).
     pub(super) fn outcome(&mut self, handled: &Handled, took: Duration, store: &mut dyn Store) {
         if let Some(adapted) = &mut self.adapted {

@@ -240,3 +240,27 @@ fn a_slow_counterpart_does_not_lower_a_fast_ones_pace() {
         "the fast counterpart's pace {fast_pace}/s, the slow one's {slow_pace}/s"
     );
 }
+
+/// A tick sends its last calls to the fleet's pace as it ends, and the next tick goes
+/// on from there, not from a slow start of its own: three calls that go through take a
+/// fresh pace from one start a second to four (slow start adds one a call), and two
+/// more in the next tick to six.
+#[test]
+fn each_tick_goes_on_from_the_fleets_pace() {
+    let env = Env::on(Backend::Sqlite);
+    env.create_table("TEXT");
+    let encode =
+        |t: chrono::DateTime<chrono::Utc>| t.format("%Y-%m-%d %H:%M:%S").to_string().into();
+    env.insert_aged(&[(1, 60), (2, 120), (3, 180)], encode);
+    env.write_schedule(&Schedule {
+        handler_extra: "rate = \"auto\"",
+        ..Schedule::default()
+    });
+    env.write_handler("handler.sh", "#!/bin/sh\ncat > /dev/null\nexit 0\n");
+    let pace = || env.count("SELECT micro_per_second FROM backlog_paces");
+    env.run_window("1d");
+    assert_eq!(pace(), 4_000_000);
+    env.insert_aged(&[(4, 240), (5, 300)], encode);
+    env.run_window("1d");
+    assert_eq!(pace(), 6_000_000);
+}

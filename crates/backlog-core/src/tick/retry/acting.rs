@@ -212,6 +212,10 @@ impl Acting<'_> {
                 .write_before(Duration::from_secs(1), store)
                 .map_err(store_err)?;
         }
+        one.flush(store);
+        if let Some(counterparts) = counterparts.as_mut() {
+            counterparts.flush(store);
+        }
         Ok(())
     }
 
