@@ -55,10 +55,24 @@ pub(super) fn handler() -> Section {
             ),
             key(
                 "rate",
-                "starts per second, minute or hour in quotes: \"20/s\", \"100/m\", \"3/h\"",
+                "starts per second, minute or hour in quotes: \"20/s\", \"100/m\", \"3/h\"; or \"auto\"",
                 "none: as fast as they go",
                 "one start a day to 1000000/s",
-                "Handler starts, spaced evenly, for every runner of the table and tier together.",
+                "Handler starts, spaced evenly, for every runner of the table and tier together. \"auto\": the fleet finds the pace from the counterpart's answers (slow start, then AIMD; halved on a retry_after answer, exit 75 or a timeout), kept in backlog_paces.",
+            ),
+            key(
+                "rate_min",
+                "a rate in quotes",
+                "\"1/m\"",
+                "as rate; below rate_max; needs rate = \"auto\"",
+                "The slowest an adapted pace falls to: a counterpart that refuses everything is still asked now and then.",
+            ),
+            key(
+                "rate_max",
+                "a rate in quotes",
+                "\"500/s\"",
+                "as rate; above rate_min; needs rate = \"auto\"",
+                "The fastest an adapted pace rises to.",
             ),
             key(
                 "rate_group",
