@@ -14,7 +14,7 @@ pub(super) fn page(command: clap::Command, top: bool, source: &str) -> String {
         .source(source)
         .render(&mut page)
         .expect("writing to memory does not fail");
-    let page = String::from_utf8_lossy(&page).into_owned();
+    let page = title_line(&String::from_utf8_lossy(&page), source);
     let mut ours = Roff::new();
     exit_status(&mut ours);
     if top {
@@ -30,6 +30,26 @@ pub(super) fn page(command: clap::Command, top: bool, source: &str) -> String {
         Some(at) => format!("{}\n{ours}{}", &page[..at], &page[at + 1..]),
         None => page + &ours,
     }
+}
+
+/// The page with its `.TH` line written whole: clap_mangen leaves the date empty, and
+/// the roff crate quotes an argument only when it holds a space, so the source slid
+/// into the date's place (the footer's middle) and the manual's name was missing. The
+/// date stays empty (a build's date would make two builds of one release differ).
+fn title_line(page: &str, source: &str) -> String {
+    page.lines()
+        .map(|line| match line.strip_prefix(".TH ") {
+            Some(rest) => {
+                let mut words = rest.split_whitespace();
+                let (title, section) = (
+                    words.next().unwrap_or("backlog"),
+                    words.next().unwrap_or("1"),
+                );
+                format!(".TH {title} {section} \"\" \"{source}\" \"User Commands\"\n")
+            }
+            None => format!("{line}\n"),
+        })
+        .collect()
 }
 
 /// A tagged paragraph: the term on its line, then what it means.
