@@ -1,14 +1,17 @@
 //! The page of a command: clap_mangen's sections, then those it cannot know. Every
-//! page gets EXIT STATUS (the codes are the same for every command) and SEE ALSO;
-//! backlog(1) gets ENVIRONMENT, FILES and EXAMPLES too, which hold for every command.
+//! page gets EXIT STATUS (the codes are the same for every command), EXAMPLES (the
+//! command's own, `examples.rs`) and SEE ALSO; backlog(1) gets ENVIRONMENT and FILES
+//! too, which hold for every command, and examples that walk the demo.
 
 use clap_mangen::roff::{Roff, bold, italic, roman};
 
 use super::body;
 use crate::exit_code::{ExitCode, SECOND_SIGNAL, SECOND_SIGNAL_MEANING};
 
-/// The roff of `command`'s page; `top`: it is backlog(1).
-pub(super) fn page(command: clap::Command, top: bool, source: &str) -> String {
+/// The roff of `command`'s page; `path` names it (`backoff simulate`), empty for
+/// backlog(1).
+pub(super) fn page(command: clap::Command, path: &str, source: &str) -> String {
+    let top = path.is_empty();
     let mut page = Vec::new();
     clap_mangen::Man::new(command)
         .source(source)
@@ -21,6 +24,11 @@ pub(super) fn page(command: clap::Command, top: bool, source: &str) -> String {
         environment(&mut ours);
         files(&mut ours);
         examples(&mut ours);
+    } else if !super::examples::of(path).is_empty() {
+        ours.control("SH", ["EXAMPLES"]);
+        for (command, what) in super::examples::of(path) {
+            item(&mut ours, vec![bold(*command)], what);
+        }
     }
     see_also(&mut ours, top);
     // Before clap's VERSION, which closes backlog(1): the usual order of a man page
