@@ -238,7 +238,11 @@ impl Spinner {
     pub(super) fn handled(&mut self, status: &str) {
         self.handled += 1;
         let seconds = self.started.elapsed().as_secs_f64().max(1e-3);
-        let records = if self.handled == 1 { "record" } else { "records" };
+        let records = if self.handled == 1 {
+            "record"
+        } else {
+            "records"
+        };
         self.bar.set_message(format!(
             "{} {records} handled ({:.1}/s) last: {status}",
             self.handled,
