@@ -90,7 +90,7 @@ fn environment(roff: &mut Roff) {
         ),
         (
             "BACKLOG_DATABASE_URL",
-            "Set and not empty, it replaces the schedule file's database.url: where a service manager or a container keeps a URL that holds a password. Messages about the URL then name the variable.",
+            "Set and not empty, it replaces the schedule file's database.url, read as the file's own is (a relative SQLite path from the schedule file's folder): where a service manager or a container keeps a URL that holds a password. backlog explain says when it is in force.",
         ),
         (
             "BACKLOG_TOKEN",
