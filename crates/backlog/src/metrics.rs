@@ -36,6 +36,9 @@ pub struct Snapshot {
     pub kept: u64,
     /// The statuses that are pending (`table.pending`).
     pub pending: Vec<String>,
+    /// How long the oldest record never tried yet (of a tier's band) has waited: zero
+    /// when none waits; none where no pending status is one a try never writes.
+    pub waiting: Option<std::time::Duration>,
 }
 
 /// Reads a snapshot of the backlog of `config` at `now`.
@@ -46,6 +49,15 @@ pub fn collect(
 ) -> Result<Snapshot, StoreError> {
     let status = crate::status::status(config, store, now)?;
     let (held, kept) = store.held_counts()?;
+    // A query a tier and status, by the tiers' bands (the index status reads too).
+    let untried = config.untried_statuses();
+    let waiting = match untried.is_empty() {
+        true => None,
+        false => Some(
+            crate::status::oldest_waiting(config, store, now, &untried)?
+                .map_or(std::time::Duration::ZERO, |w| w.age),
+        ),
+    };
     Ok(Snapshot {
         status,
         runs: store.run_totals()?,
@@ -53,6 +65,7 @@ pub fn collect(
         held,
         kept,
         pending: config.table.pending.clone(),
+        waiting,
     })
 }
 
@@ -262,6 +275,14 @@ impl Snapshot {
         for row in &self.status.ages {
             let n: u64 = self.pending.iter().filter_map(|s| row.counts.get(s)).sum();
             f.sample("backlog_pending_records", &[("band", &row.label)], n as f64);
+        }
+        if let Some(waiting) = self.waiting {
+            f.family(
+                "backlog_oldest_untried_seconds",
+                "gauge",
+                "How long the oldest record never tried yet (in a tier's band) has waited; 0 when none waits.",
+            );
+            f.sample("backlog_oldest_untried_seconds", &[], waiting.as_secs_f64());
         }
         if !self.status.paces.is_empty() {
             f.family(

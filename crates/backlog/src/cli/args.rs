@@ -271,6 +271,10 @@ impl Cli {
                 let text = e.render().to_string();
                 let message = one_line(&text);
                 print_json_error(&message, code);
+            } else if code == 3 {
+                // The check's one line on stdout, which a monitoring system shows.
+                let message = one_line(&e.render().to_string());
+                let _ = super::output::print(&format!("BACKLOG UNKNOWN: {message}\n"));
             }
             if e.use_stderr() && super::output::stderr_is_a_file() {
                 // A crontab line's log file: one line with its time, as a log line.

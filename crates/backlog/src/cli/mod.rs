@@ -280,8 +280,24 @@ pub(super) fn with_error(value: &mut serde_json::Value, failure: Option<&Error>)
     }
 }
 
-/// `backlog status`.
+/// `backlog status`. With `--check`, a file that cannot be found or read is still one
+/// line on stdout, `BACKLOG UNKNOWN: …` (exit 3): a monitoring system shows stdout,
+/// and "no output" tells the person on call nothing.
 pub fn status(args: &StatusArgs) -> Result<(), Error> {
+    let result = status_of(args);
+    if let Err(e) = &result
+        && args.check
+        && !args.json
+        && e.exit_code() == crate::exit_code::ExitCode::Schedule
+    {
+        let first = e.to_string();
+        let first = first.lines().next().unwrap_or_default();
+        print(&format!("BACKLOG UNKNOWN: {first}\n"))?;
+    }
+    result
+}
+
+fn status_of(args: &StatusArgs) -> Result<(), Error> {
     let config = Config::load(&schedule_file(&args.schedule)?)?;
     let read = open_store(&config)
         .map_err(Error::from)

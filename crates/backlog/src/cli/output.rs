@@ -203,35 +203,59 @@ fn logged_if(logged: bool, text: String, format: LogFormat) -> String {
 static SPINNER: Mutex<Option<ProgressBar>> = Mutex::new(None);
 
 /// `backlog run`'s progress line on stderr: `⠉ 2 records handled (132.2/s) last:
-/// SUCCESS`, drawn only when `shown`. Log lines clear it and have it drawn again after
+/// SUCCESS`, drawn only when `shown` (indicatif draws it at most 20 times a second). Log lines clear it and have it drawn again after
 /// them; it is cleared for good when dropped, on every way out of the tick (an error
 /// line must not land on its line either).
-pub(super) struct Spinner(ProgressBar);
+pub(super) struct Spinner {
+    bar: ProgressBar,
+    started: std::time::Instant,
+    handled: u64,
+}
 
 impl Spinner {
     pub(super) fn new(shown: bool) -> Spinner {
+        let started = std::time::Instant::now();
         if !shown {
-            return Spinner(ProgressBar::hidden());
+            return Spinner {
+                bar: ProgressBar::hidden(),
+                started,
+                handled: 0,
+            };
         }
-        let bar = ProgressBar::new_spinner().with_style(
-            ProgressStyle::with_template("{spinner} {pos} records handled ({per_sec}) {msg}")
-                .expect("a valid template"),
-        );
+        // The words are ours (indicatif's `{per_sec}` prints four decimals, and its
+        // `{pos}` knows no singular).
+        let bar = ProgressBar::new_spinner()
+            .with_style(ProgressStyle::with_template("{spinner} {msg}").expect("a valid template"));
         *SPINNER.lock().unwrap_or_else(|e| e.into_inner()) = Some(bar.clone());
-        Spinner(bar)
+        Spinner {
+            bar,
+            started,
+            handled: 0,
+        }
     }
 
     /// One more record handled, and its status.
-    pub(super) fn handled(&self, status: &str) {
-        self.0.inc(1);
-        self.0.set_message(format!("last: {status}"));
+    pub(super) fn handled(&mut self, status: &str) {
+        self.handled += 1;
+        let seconds = self.started.elapsed().as_secs_f64().max(1e-3);
+        let records = if self.handled == 1 {
+            "record"
+        } else {
+            "records"
+        };
+        self.bar.set_message(format!(
+            "{} {records} handled ({:.1}/s) last: {status}",
+            self.handled,
+            self.handled as f64 / seconds
+        ));
+        self.bar.tick();
     }
 }
 
 impl Drop for Spinner {
     fn drop(&mut self) {
         SPINNER.lock().unwrap_or_else(|e| e.into_inner()).take();
-        self.0.finish_and_clear();
+        self.bar.finish_and_clear();
     }
 }
 

@@ -141,7 +141,7 @@ fn run_tier(
         && args.log_format == LogFormat::Text
         && !args.json
         && !args.dry_run;
-    let progress = super::output::Spinner::new(show_progress);
+    let mut progress = super::output::Spinner::new(show_progress);
     let mut listed = Vec::new();
     let now = opts.now;
     let store = store_of(store, config)?;

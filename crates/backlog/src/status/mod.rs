@@ -22,7 +22,7 @@ mod render;
 mod thresholds;
 
 pub use check::{Check, CheckLevel, check};
-pub use thresholds::{Thresholds, judge};
+pub use thresholds::{Thresholds, judge, oldest_waiting};
 
 /// Records of one age range, by status.
 #[derive(Debug, Clone, Serialize)]

@@ -92,7 +92,7 @@ fn the_man_page_is_roff_and_names_the_commands() {
     assert!(!top.contains("backlog\\-help(1)"), "help has no page");
 
     let run = page(&["man", "run"]);
-    assert!(run.contains("\n.TH backlog-run 1  \"backlog "), "{run}");
+    assert!(run.contains("\n.TH backlog-run 1 \"\" \"backlog "), "{run}");
     assert!(run.contains("\\fB\\-\\-window\\fR"), "{run}");
     let delays = page(&["man", "backoff", "delays"]);
     assert!(

@@ -268,3 +268,29 @@ fn a_page_that_is_not_there_is_refused_with_the_pages_that_are() {
         "{stderr}"
     );
 }
+
+/// Each page's title line has its five fields in place: the date left empty (quoted,
+/// so the release does not slide into its place in the footer), the release, the
+/// manual's name; `man` shows the release at the footer's left.
+#[test]
+fn every_title_line_has_its_fields_in_place() {
+    let env = Env::new();
+    let version = env!("CARGO_PKG_VERSION");
+    for (args, title) in [
+        (&[][..], ".TH backlog 1"),
+        (&["run"][..], ".TH backlog-run 1"),
+        (
+            &["backoff", "simulate"][..],
+            ".TH backlog-backoff-simulate 1",
+        ),
+    ] {
+        let roff = page(&env, args);
+        let line = roff.lines().find(|l| l.starts_with(".TH ")).unwrap();
+        assert_eq!(
+            line,
+            format!("{title} \"\" \"backlog {version}\" \"User Commands\""),
+            "{args:?}"
+        );
+        assert_eq!(roff.matches("\n.TH ").count(), 1, "{args:?}");
+    }
+}

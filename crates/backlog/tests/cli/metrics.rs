@@ -157,6 +157,12 @@ fn the_metrics_file_parses_and_matches_the_run_log(backend: Backend) {
         Some(1.0),
         "record 4, two months old, is pending"
     );
+    // Record 4 has waited its two months for a first try: the ticks ran 1d and 7d.
+    let waited = value(&samples, "backlog_oldest_untried_seconds", &[]).expect(&text);
+    assert!(
+        (30.0 * 86_400.0..180.0 * 86_400.0).contains(&waited),
+        "{waited}\n{text}"
+    );
     assert!(value(&samples, "backlog_records_held", &[]).is_some());
     // Records 2 and 3 failed and are kept until their next slot, while still pending.
     assert_eq!(

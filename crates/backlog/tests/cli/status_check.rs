@@ -110,10 +110,19 @@ fn status_check_knows_a_new_install_and_a_pause(backend: Backend) {
     env.backlog(&["status", "--check", "--warn-failures", "many"])
         .assert()
         .code(3)
+        .stdout(predicates::str::starts_with("BACKLOG UNKNOWN: "))
         .stderr(predicates::str::contains("invalid value 'many'"));
     env.backlog(&["status", "--check", "--no-such-flag"])
         .assert()
-        .code(3);
+        .code(3)
+        .stdout(predicates::str::starts_with("BACKLOG UNKNOWN: "));
+    // A schedule file it cannot find or read is one line on stdout too, and exit 3.
+    env.backlog(&["status", "--check", "--schedule", "nope.toml"])
+        .assert()
+        .code(3)
+        .stdout(predicates::str::starts_with(
+            "BACKLOG UNKNOWN: nope.toml: no such schedule file",
+        ));
     env.backlog(&["status", "--no-such-flag"]).assert().code(2);
 }
 
@@ -257,6 +266,7 @@ fn a_waiting_threshold_needs_a_status_new_records_have() {
     env.backlog(&["status", "--check", "--warn-waiting", "1h"])
         .assert()
         .code(3)
+        .stdout(predicates::str::starts_with("BACKLOG UNKNOWN: "))
         .stderr(predicates::str::contains(
             "--warn-waiting: no status of table.pending (NEW, ERROR) is one a record has before its first try",
         ));

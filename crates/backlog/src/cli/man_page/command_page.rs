@@ -1,26 +1,34 @@
 //! The page of a command: clap_mangen's sections, then those it cannot know. Every
-//! page gets EXIT STATUS (the codes are the same for every command) and SEE ALSO;
-//! backlog(1) gets ENVIRONMENT, FILES and EXAMPLES too, which hold for every command.
+//! page gets EXIT STATUS (the codes are the same for every command), EXAMPLES (the
+//! command's own, `examples.rs`) and SEE ALSO; backlog(1) gets ENVIRONMENT and FILES
+//! too, which hold for every command, and examples that walk the demo.
 
 use clap_mangen::roff::{Roff, bold, italic, roman};
 
 use super::body;
 use crate::exit_code::{ExitCode, SECOND_SIGNAL, SECOND_SIGNAL_MEANING};
 
-/// The roff of `command`'s page; `top`: it is backlog(1).
-pub(super) fn page(command: clap::Command, top: bool, source: &str) -> String {
+/// The roff of `command`'s page; `path` names it (`backoff simulate`), empty for
+/// backlog(1).
+pub(super) fn page(command: clap::Command, path: &str, source: &str) -> String {
+    let top = path.is_empty();
     let mut page = Vec::new();
     clap_mangen::Man::new(command)
         .source(source)
         .render(&mut page)
         .expect("writing to memory does not fail");
-    let page = String::from_utf8_lossy(&page).into_owned();
+    let page = title_line(&String::from_utf8_lossy(&page), source);
     let mut ours = Roff::new();
     exit_status(&mut ours);
     if top {
         environment(&mut ours);
         files(&mut ours);
         examples(&mut ours);
+    } else if !super::examples::of(path).is_empty() {
+        ours.control("SH", ["EXAMPLES"]);
+        for (command, what) in super::examples::of(path) {
+            item(&mut ours, vec![bold(*command)], what);
+        }
     }
     see_also(&mut ours, top);
     // Before clap's VERSION, which closes backlog(1): the usual order of a man page
@@ -30,6 +38,26 @@ pub(super) fn page(command: clap::Command, top: bool, source: &str) -> String {
         Some(at) => format!("{}\n{ours}{}", &page[..at], &page[at + 1..]),
         None => page + &ours,
     }
+}
+
+/// The page with its `.TH` line written whole: clap_mangen leaves the date empty, and
+/// the roff crate quotes an argument only when it holds a space, so the source slid
+/// into the date's place (the footer's middle) and the manual's name was missing. The
+/// date stays empty (a build's date would make two builds of one release differ).
+fn title_line(page: &str, source: &str) -> String {
+    page.lines()
+        .map(|line| match line.strip_prefix(".TH ") {
+            Some(rest) => {
+                let mut words = rest.split_whitespace();
+                let (title, section) = (
+                    words.next().unwrap_or("backlog"),
+                    words.next().unwrap_or("1"),
+                );
+                format!(".TH {title} {section} \"\" \"{source}\" \"User Commands\"\n")
+            }
+            None => format!("{line}\n"),
+        })
+        .collect()
 }
 
 /// A tagged paragraph: the term on its line, then what it means.
@@ -62,7 +90,7 @@ fn environment(roff: &mut Roff) {
         ),
         (
             "BACKLOG_DATABASE_URL",
-            "Set and not empty, it replaces the schedule file's database.url: where a service manager or a container keeps a URL that holds a password. Messages about the URL then name the variable.",
+            "Set and not empty, it replaces the schedule file's database.url, read as the file's own is (a relative SQLite path from the schedule file's folder): where a service manager or a container keeps a URL that holds a password. backlog explain says when it is in force.",
         ),
         (
             "BACKLOG_TOKEN",

@@ -15,6 +15,7 @@ use super::output::print;
 use crate::error::Error;
 
 mod command_page;
+mod examples;
 mod schedule_file;
 mod schedule_keys;
 
@@ -36,6 +37,8 @@ pub fn man(args: &ManArgs) -> Result<(), Error> {
     let mut command = Cli::command().disable_help_subcommand(true);
     // Built, so each subcommand has its display name (`backlog-run`), the page's title.
     command.build();
+    // The command's path by the names the tree gives (a word may be an alias).
+    let mut path = Vec::new();
     for (depth, word) in args.command.iter().enumerate() {
         let Some(sub) = command.find_subcommand(word) else {
             let known: Vec<&str> = command.get_subcommands().map(|c| c.get_name()).collect();
@@ -54,13 +57,10 @@ pub fn man(args: &ManArgs) -> Result<(), Error> {
                 known.join(", ")
             )));
         };
+        path.push(sub.get_name().to_string());
         command = sub.clone();
     }
-    print(&command_page::page(
-        command,
-        args.command.is_empty(),
-        &source(),
-    ))
+    print(&command_page::page(command, &path.join(" "), &source()))
 }
 
 /// The release every page names: subcommands carry no version of their own.
