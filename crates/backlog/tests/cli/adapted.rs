@@ -114,7 +114,7 @@ fn runners_at_once(env: &Env, runners: usize) {
 /// refused one is snoozed, not called again), most calls are taken, and the pace the
 /// fleet found, read from `backlog_paces`, is one row for the tier, out of slow start
 /// and of the counterpart's order, far below `rate_max`, and `backlog status` and
-/// the metrics show it. On a server, three runners share that one row.
+/// the metrics show it. On PostgreSQL eight runners share that one row, on MySQL three.
 fn an_auto_rate_finds_the_counterparts_capacity(backend: Backend) {
     const RECORDS: usize = 160;
     let counterpart = Counterpart::start(20.0);
@@ -127,8 +127,10 @@ fn an_auto_rate_finds_the_counterparts_capacity(backend: Backend) {
         ..Schedule::default()
     });
     env.write_handler("handler.sh", &counterpart.handler());
+    // On PostgreSQL, the eight runners on one pace.
     let runners = match backend {
         Backend::Sqlite => 2,
+        Backend::Postgres => 8,
         _ => 3,
     };
     runners_at_once(&env, runners);
