@@ -162,7 +162,13 @@ pub(super) fn summary_as_log_line(
             fields.insert(name.into(), v.clone());
         }
     }
-    let entry = serde_json::json!({"timestamp": log_time(), "level": "INFO", "fields": fields});
+    json_info_line(&log_time(), fields)
+}
+
+/// An INFO log line as `--log-format json` writes it, of `fields` (its message among
+/// them), at `now`.
+fn json_info_line(now: &str, fields: serde_json::Map<String, serde_json::Value>) -> String {
+    let entry = serde_json::json!({"timestamp": now, "level": "INFO", "fields": fields});
     format!("{entry}\n")
 }
 
@@ -190,10 +196,11 @@ fn logged_if(logged: bool, text: String, format: LogFormat) -> String {
     text.lines()
         .map(|l| match format {
             LogFormat::Text => format!("{now}  INFO {l}\n"),
-            LogFormat::Json => format!(
-                "{}\n",
-                serde_json::json!({"timestamp": now, "level": "INFO", "fields": {"message": l}})
-            ),
+            LogFormat::Json => {
+                let mut fields = serde_json::Map::new();
+                fields.insert("message".into(), l.into());
+                json_info_line(&now, fields)
+            }
         })
         .collect()
 }
