@@ -15,7 +15,11 @@
 //!
 //! An overload cuts the pace once per burst: a refusal of a call that started before
 //! the last cut says nothing new (that call went out at the old pace), as TCP halves
-//! its window once per round trip. The constants were chosen with `backoff simulate
+//! its window once per round trip. Cuts that follow one another with no call going
+//! through between them (a counterpart down for its maintenance) keep AIMD's step as
+//! it was: the pace falls to `rate_min`, and once the counterpart answers again it
+//! climbs back at the step of the capacity it last had, in seconds rather than hours.
+//! The constants were chosen with `backoff simulate
 //! --capacity` (BENCHMARKS.md, issue 46).
 
 pub mod simulation;
@@ -85,8 +89,12 @@ pub struct PaceState {
     /// When the pace was last cut, in seconds on the clock of the calls' starts
     /// (negative infinity: never).
     pub cut_at: f64,
-    /// The pace just before the last cut.
+    /// The pace just before the last cut that calls had gone through since the one
+    /// before: AIMD's step is a share of it.
     pub cut_from: f64,
+    /// Whether a call went through since the last cut (a cut with none keeps
+    /// `cut_from`).
+    pub went_through_since_cut: bool,
 }
 
 /// A pace of starts that moves with the counterpart's answers. Times are seconds on
@@ -102,8 +110,11 @@ pub struct Pace {
     slow_start: bool,
     /// When the pace was last cut; a refusal of a call started before it is not news.
     cut_at: f64,
-    /// The pace just before the last cut: AIMD's step is a share of it.
+    /// The pace just before the last cut that calls had gone through since the one
+    /// before: AIMD's step is a share of it.
     cut_from: f64,
+    /// Whether a call went through since the last cut.
+    went_through_since_cut: bool,
 }
 
 impl Pace {
@@ -118,6 +129,7 @@ impl Pace {
             slow_start: true,
             cut_at: f64::NEG_INFINITY,
             cut_from: start,
+            went_through_since_cut: false,
         }
     }
 
@@ -132,6 +144,7 @@ impl Pace {
             slow_start: state.slow_start,
             cut_at: state.cut_at,
             cut_from: state.cut_from,
+            went_through_since_cut: state.went_through_since_cut,
         }
     }
 
@@ -142,6 +155,7 @@ impl Pace {
             slow_start: self.slow_start,
             cut_at: self.cut_at,
             cut_from: self.cut_from,
+            went_through_since_cut: self.went_through_since_cut,
         }
     }
 
@@ -160,6 +174,7 @@ impl Pace {
         // One call is 1/rate of a second at this pace, or a whole step when slower
         // than one a second (a pace of 1/m would otherwise take a day to move).
         let share = 1.0 / self.rate.max(1.0);
+        self.went_through_since_cut = true;
         self.rate = if self.slow_start {
             self.rate * (1.0 + share)
         } else {
@@ -180,8 +195,14 @@ impl Pace {
         if started < self.cut_at {
             return false;
         }
+        // A cut that follows a cut with no call through between them says the
+        // counterpart takes nothing now, not that its capacity is this pace: the step
+        // stays the one of the pace it last took.
+        if self.slow_start || self.went_through_since_cut {
+            self.cut_from = self.rate;
+        }
         self.slow_start = false;
-        self.cut_from = self.rate;
+        self.went_through_since_cut = false;
         self.rate = (self.rate * self.rule.decrease()).max(self.min);
         self.cut_at = now;
         true
@@ -262,6 +283,29 @@ mod tests {
         assert!(!again.overloaded(3.2, 3.6), "the cut is kept: not news");
         let tight = Pace::restore(Rule::AUTO, pace.state(), 1.0, 5.0);
         assert_eq!(tight.per_second(), 5.0, "within this runner's bounds");
+    }
+
+    #[test]
+    fn cuts_with_nothing_through_between_them_keep_the_step() {
+        // A counterpart of 40/s goes down: every call is refused and the pace falls to
+        // its floor; when it is back, the pace climbs at 5 % of 40/s a second again.
+        let mut pace = Pace::new(Rule::AUTO, 40.0, 1.0 / 60.0, 1000.0);
+        pace.overloaded(0.0, 0.0);
+        for t in 1..20 {
+            pace.overloaded(f64::from(t), f64::from(t));
+        }
+        assert_eq!(pace.per_second(), 1.0 / 60.0, "{pace:?}");
+        assert_eq!(pace.state().cut_from, 40.0, "{pace:?}");
+        // One call through at the floor moves it a whole step: 2/s.
+        pace.went_through();
+        assert!((pace.per_second() - 2.0).abs() < 0.05, "{pace:?}");
+        // Calls go through at 4/s, then the next cut: the capacity now is that pace.
+        for _ in 0..40 {
+            pace.went_through();
+        }
+        let before = pace.per_second();
+        pace.overloaded(30.0, 30.0);
+        assert_eq!(pace.state().cut_from, before, "{pace:?}");
     }
 
     #[test]

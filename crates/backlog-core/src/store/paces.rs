@@ -3,8 +3,9 @@
 //! and a runner that starts takes the fleet's pace instead of probing the counterpart
 //! from a slow start of its own.
 //!
-//! A row holds a [`PaceState`]: the pace in micro-starts a second, whether it is in slow
-//! start, when it was last cut on the database's clock (`Store::clock`, in
+//! A row holds a [`PaceState`]: the pace in micro-starts a second, its phase
+//! (`slow_start`: 1 in slow start; after a cut, 0 until a call goes through and 2
+//! once one has, so that cuts with nothing through between them keep AIMD's step), when it was last cut on the database's clock (`Store::clock`, in
 //! microseconds: runners on hosts whose clocks disagree still agree on which refusal
 //! is news) and the pace it was cut from. Runners send what they saw since they last
 //! looked ([`PaceNews`]: calls that went through, and the start of the latest
@@ -96,6 +97,20 @@ const TRIES: usize = 100;
 
 const MICRO: f64 = 1_000_000.0;
 
+/// The `slow_start` column's value in slow start; past a cut it is 0, and
+/// `WENT_THROUGH` once a call went through since.
+const SLOW_START: i64 = 1;
+const WENT_THROUGH: i64 = 2;
+
+/// The `slow_start` column's value for `state`.
+fn phase(state: &PaceState) -> i64 {
+    match (state.slow_start, state.went_through_since_cut) {
+        (true, _) => SLOW_START,
+        (false, true) => WENT_THROUGH,
+        (false, false) => 0,
+    }
+}
+
 fn micro(per_second: f64) -> i64 {
     (per_second * MICRO).round() as i64
 }
@@ -113,7 +128,8 @@ fn read(sql: &mut dyn Sql, s: &str, name: &str) -> Result<Option<(PaceState, i64
     Ok(rows.first().map(|row| {
         let state = PaceState {
             per_second: row[0].int().unwrap_or(0) as f64 / MICRO,
-            slow_start: row[1].int().unwrap_or(1) != 0,
+            slow_start: row[1].int().unwrap_or(SLOW_START) == SLOW_START,
+            went_through_since_cut: row[1].int() == Some(WENT_THROUGH),
             cut_at: row[2]
                 .int()
                 .map_or(f64::NEG_INFINITY, |us| us as f64 / MICRO),
@@ -144,7 +160,7 @@ fn values(name: &str, pace: &Pace, version: i64, now_us: i64) -> Vec<super::sql:
     vec![
         name.into(),
         micro(state.per_second).into(),
-        i64::from(state.slow_start).into(),
+        phase(&state).into(),
         super::sql::Value::Int(cut_at),
         micro(state.cut_from).into(),
         version.into(),
@@ -249,7 +265,7 @@ impl dyn Store + '_ {
                 .map(|row| PaceRow {
                     name: row[0].text().unwrap_or_default(),
                     per_second: row[1].int().unwrap_or(0) as f64 / MICRO,
-                    slow_start: row[2].int().unwrap_or(1) != 0,
+                    slow_start: row[2].int().unwrap_or(SLOW_START) == SLOW_START,
                     cut_ago: row[3]
                         .int()
                         .map(|us| Duration::from_micros(now.saturating_sub(us).max(0) as u64)),
