@@ -1,7 +1,7 @@
 //! The `[handler]` section: what runs for a record, how many at once and how fast,
 //! and when a tick stops calling it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -91,23 +91,36 @@ impl HandlerConfig {
     }
 }
 
-/// The bounds of `rate = "auto"`: the pace never falls below `min` (a counterpart
-/// that refuses everything is still asked now and then) nor rises above `max`.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// `rate = "auto"`: its bounds (the pace never falls below `min`, so a counterpart
+/// that refuses everything is still asked now and then, nor rises above `max`) and
+/// the answers that say the counterpart is overloaded, beyond the ones every adapted
+/// pace reads (a `retry_after` answer, exit 75, a timeout).
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct AutoRate {
     /// `handler.rate_min`, by default one a minute.
     pub min: Rate,
     /// `handler.rate_max`, by default 500 a second.
     pub max: Rate,
+    /// `handler.overload`'s numbers: exit codes, or a batch handler's answer codes.
+    pub overload_codes: BTreeSet<i64>,
+    /// `handler.overload`'s names: statuses `handler.exit_codes` gives.
+    pub overload_statuses: BTreeSet<String>,
+    /// `handler.target_latency`: a handler that took longer says the counterpart is
+    /// overloaded, whatever it answered.
+    pub target_latency: Option<Duration>,
 }
 
 impl AutoRate {
-    /// The bounds `rate = "auto"` has when the file gives none: 1/m to 500/s.
+    /// What `rate = "auto"` has when the file gives no other key: 1/m to 500/s, and
+    /// no overload signals beyond the ones every adapted pace reads.
     pub fn new() -> Self {
         AutoRate {
             min: Rate::parse(DEFAULT_RATE_MIN).expect("a rate"),
             max: Rate::parse(DEFAULT_RATE_MAX).expect("a rate"),
+            overload_codes: BTreeSet::new(),
+            overload_statuses: BTreeSet::new(),
+            target_latency: None,
         }
     }
 }
@@ -157,6 +170,8 @@ pub(super) struct RawHandler {
     rate: Option<String>,
     rate_min: Option<String>,
     rate_max: Option<String>,
+    overload: Option<Vec<toml::Value>>,
+    target_latency: Option<String>,
     rate_group: Option<String>,
     rate_key: Option<String>,
     stop_after_failures: Option<i64>,
@@ -174,17 +189,16 @@ pub(super) fn resolve(raw: RawHandler) -> Result<HandlerConfig, String> {
                 .into(),
         );
     }
-    let (rate, auto_rate) = rates(&raw)?;
-    let timeout = match raw.timeout {
-        Some(t) => span("handler.timeout", &t, HANDLER_TIMEOUT)?,
+    let timeout = match &raw.timeout {
+        Some(t) => span("handler.timeout", t, HANDLER_TIMEOUT)?,
         None => DEFAULT_TIMEOUT,
     };
-    let stop_grace = match raw.stop_grace {
-        Some(g) => span("handler.stop_grace", &g, STOP_GRACE)?,
+    let stop_grace = match &raw.stop_grace {
+        Some(g) => span("handler.stop_grace", g, STOP_GRACE)?,
         None => DEFAULT_STOP_GRACE,
     };
     let mut exit_codes = BTreeMap::new();
-    for (code, status) in raw.exit_codes {
+    for (code, status) in &raw.exit_codes {
         let n: i32 = code
             .parse()
             .ok()
@@ -194,8 +208,9 @@ pub(super) fn resolve(raw: RawHandler) -> Result<HandlerConfig, String> {
                     "handler.exit_codes: {code:?} is not an exit code; use numbers from 1 to 255"
                 )
             })?;
-        exit_codes.insert(n, status);
+        exit_codes.insert(n, status.clone());
     }
+    let (rate, auto_rate) = rates(&raw, &exit_codes, timeout)?;
     if let Some(n) = raw.batch_size.filter(|n| !(1..=MAX_BATCH_SIZE).contains(n)) {
         return Err(format!(
             "handler.batch_size: {n} is out of range; use 1 to {MAX_BATCH_SIZE} records a batch"
@@ -272,9 +287,13 @@ pub(super) fn resolve(raw: RawHandler) -> Result<HandlerConfig, String> {
     })
 }
 
-/// `handler.rate`: a fixed rate, or `"auto"` and its bounds (`rate_min`, `rate_max`,
-/// which only `"auto"` takes).
-fn rates(raw: &RawHandler) -> Result<(Option<Rate>, Option<AutoRate>), String> {
+/// `handler.rate`: a fixed rate, or `"auto"` and the keys only `"auto"` takes (its
+/// bounds `rate_min` and `rate_max`, and its signals `overload` and `target_latency`).
+fn rates(
+    raw: &RawHandler,
+    exit_codes: &BTreeMap<i32, String>,
+    timeout: Duration,
+) -> Result<(Option<Rate>, Option<AutoRate>), String> {
     let bound = |key: &str, text: &Option<String>, default: &str| {
         Rate::parse(text.as_deref().unwrap_or(default)).map_err(|e| format!("handler.{key}: {e}"))
     };
@@ -285,6 +304,15 @@ fn rates(raw: &RawHandler) -> Result<(Option<Rate>, Option<AutoRate>), String> {
                     "handler.{key} = {text:?} bounds an adaptive rate, but handler.rate is not \"auto\"; set rate = \"auto\", or leave {key} out"
                 ));
             }
+        }
+        let signals = [
+            ("overload", raw.overload.is_some()),
+            ("target_latency", raw.target_latency.is_some()),
+        ];
+        if let Some((key, _)) = signals.iter().find(|(_, given)| *given) {
+            return Err(format!(
+                "handler.{key} tells an adaptive rate when to slow down, but handler.rate is not \"auto\"; set rate = \"auto\", or leave {key} out"
+            ));
         }
         let rate = raw
             .rate
@@ -300,7 +328,71 @@ fn rates(raw: &RawHandler) -> Result<(Option<Rate>, Option<AutoRate>), String> {
             "handler.rate_min = \"{min}\" is not below handler.rate_max = \"{max}\"; the adaptive rate moves between them, so give a smaller rate_min or a larger rate_max"
         ));
     }
-    Ok((None, Some(AutoRate { min, max })))
+    let (overload_codes, overload_statuses) = overload(raw, exit_codes)?;
+    let target_latency = match &raw.target_latency {
+        None => None,
+        Some(text) => {
+            let latency = span("handler.target_latency", text, HANDLER_TIMEOUT)?;
+            if latency >= timeout {
+                return Err(format!(
+                    "handler.target_latency = {text:?} is not below handler.timeout ({}): a handler that slow is killed, which slows the pace already; give a shorter target_latency",
+                    crate::duration::compact(timeout)
+                ));
+            }
+            Some(latency)
+        }
+    };
+    Ok((
+        None,
+        Some(AutoRate {
+            min,
+            max,
+            overload_codes,
+            overload_statuses,
+            target_latency,
+        }),
+    ))
+}
+
+/// `handler.overload`: exit codes (a batch handler's answer codes) and statuses that
+/// say the counterpart is overloaded. A number that no handler can answer, or a
+/// status no exit code gives, would never match: it is refused rather than ignored.
+fn overload(
+    raw: &RawHandler,
+    exit_codes: &BTreeMap<i32, String>,
+) -> Result<(BTreeSet<i64>, BTreeSet<String>), String> {
+    let (mut codes, mut statuses) = (BTreeSet::new(), BTreeSet::new());
+    for value in raw.overload.iter().flatten() {
+        match value {
+            toml::Value::Integer(0) => {
+                return Err(
+                    "handler.overload: 0 is a success, not an overload; list the exit codes that mean the counterpart is overloaded, like overload = [69]".into(),
+                );
+            }
+            toml::Value::Integer(n) if raw.mode == HandlerMode::PerRecord && !(1..=255).contains(n) => {
+                return Err(format!(
+                    "handler.overload: {n} is not an exit code; a process exits with 1 to 255 (a batch handler's answers, mode = \"batch\", may give other codes)"
+                ));
+            }
+            toml::Value::Integer(n) => {
+                codes.insert(*n);
+            }
+            toml::Value::String(status) if exit_codes.values().any(|s| s == status) => {
+                statuses.insert(status.clone());
+            }
+            toml::Value::String(status) => {
+                return Err(format!(
+                    "handler.overload: {status:?} is a status no exit code gives; map a code to it in handler.exit_codes, like exit_codes = {{ 69 = {status:?} }}, or list the code itself"
+                ));
+            }
+            other => {
+                return Err(format!(
+                    "handler.overload: {other} is neither an exit code nor a status; list numbers and names, like overload = [69, \"THROTTLED\"]"
+                ));
+            }
+        }
+    }
+    Ok((codes, statuses))
 }
 
 #[cfg(test)]
@@ -311,6 +403,61 @@ mod tests {
         let raw: RawHandler =
             toml::from_str(&format!("command = [\"./h\"]\n{keys}")).map_err(|e| e.to_string())?;
         resolve(raw)
+    }
+
+    #[test]
+    fn overload_takes_codes_and_the_statuses_exit_codes_give() {
+        let c = handler(
+            "rate = \"auto\"\noverload = [69, \"THROTTLED\"]\ntarget_latency = \"2s\"\nexit_codes = { 70 = \"THROTTLED\" }",
+        )
+        .unwrap();
+        let auto = c.auto_rate.expect("auto");
+        assert_eq!(auto.overload_codes, BTreeSet::from([69]));
+        assert_eq!(auto.overload_statuses, BTreeSet::from(["THROTTLED".into()]));
+        assert_eq!(auto.target_latency, Some(Duration::from_secs(2)));
+        let batch = handler("mode = \"batch\"\nrate = \"auto\"\noverload = [429, 503]").unwrap();
+        assert_eq!(batch.auto_rate.unwrap().overload_codes, BTreeSet::from([429, 503]));
+    }
+
+    #[test]
+    fn overload_and_target_latency_name_what_is_wrong() {
+        for (keys, message) in [
+            (
+                "overload = [69]",
+                "handler.overload tells an adaptive rate when to slow down, but handler.rate is not \"auto\"; set rate = \"auto\", or leave overload out",
+            ),
+            (
+                "rate = \"20/s\"\ntarget_latency = \"1s\"",
+                "handler.target_latency tells an adaptive rate when to slow down, but handler.rate is not \"auto\"; set rate = \"auto\", or leave target_latency out",
+            ),
+            (
+                "rate = \"auto\"\noverload = [0]",
+                "handler.overload: 0 is a success, not an overload; list the exit codes that mean the counterpart is overloaded, like overload = [69]",
+            ),
+            (
+                "rate = \"auto\"\noverload = [429]",
+                "handler.overload: 429 is not an exit code; a process exits with 1 to 255 (a batch handler's answers, mode = \"batch\", may give other codes)",
+            ),
+            (
+                "rate = \"auto\"\noverload = [\"THROTTLED\"]",
+                "handler.overload: \"THROTTLED\" is a status no exit code gives; map a code to it in handler.exit_codes, like exit_codes = { 69 = \"THROTTLED\" }, or list the code itself",
+            ),
+            (
+                "rate = \"auto\"\noverload = [1.5]",
+                "handler.overload: 1.5 is neither an exit code nor a status; list numbers and names, like overload = [69, \"THROTTLED\"]",
+            ),
+            (
+                "rate = \"auto\"\ntarget_latency = \"30s\"",
+                "handler.target_latency = \"30s\" is not below handler.timeout (30s): a handler that slow is killed, which slows the pace already; give a shorter target_latency",
+            ),
+            (
+                "rate = \"auto\"\ntarget_latency = \"soon\"",
+                "handler.target_latency: ",
+            ),
+        ] {
+            let err = handler(keys).unwrap_err();
+            assert!(err.starts_with(message), "{keys}: {err}");
+        }
     }
 
     #[test]

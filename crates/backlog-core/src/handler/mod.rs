@@ -265,7 +265,7 @@ pub fn describe(config: &crate::config::HandlerConfig) -> String {
         (Some(rate), None) => parts.push(format!("at most {rate} starts")),
         _ => {}
     }
-    if let Some(auto) = config.auto_rate {
+    if let Some(auto) = &config.auto_rate {
         let each = config
             .rate_key
             .as_ref()

@@ -3,14 +3,17 @@
 //!
 //! A tick does not write the row at each answer: it gathers the calls that went
 //! through and sends them at most every `SYNC` (as it reserves its starts), and an
-//! overload at once, before the breaker counts it, so that the pace falls first and
-//! every runner spaces its next starts wider. A tick whose database refuses the row
-//! (no tables, a grant missing) moves a pace of its own, said once.
+//! overload at once, so that the pace falls first and every runner spaces its next
+//! starts wider. An overload the pace can still answer by falling is the pace's to
+//! answer, not the breaker's: the breaker counts it only once the pace is at
+//! `rate_min` (a counterpart that refuses even that is down, not busy). A tick whose
+//! database refuses the row (no tables, a grant missing) moves a pace of its own, said
+//! once.
 
 use std::time::{Duration, Instant};
 
 use crate::config::AutoRate;
-use crate::handler::{Ending, Handled, SNOOZE_EXIT};
+use crate::handler::{Ending, Handled, Outcome, SNOOZE_EXIT};
 use crate::pace::{Pace, Rule};
 use crate::store::{PaceNews, Store};
 
@@ -33,6 +36,8 @@ pub(super) struct Adapted {
     name: String,
     min: f64,
     max: f64,
+    /// The overload signals beyond the ones every pace reads.
+    signals: AutoRate,
     /// Starts a second, as last read.
     per_second: f64,
     /// Calls that went through since the last sync.
@@ -48,8 +53,8 @@ pub(super) struct Adapted {
 impl Adapted {
     /// The fleet's pace `name`, within `bounds`; the tick's own where it has no name
     /// (the database refused the rates already).
-    pub(super) fn new(bounds: AutoRate, name: Option<String>) -> Self {
-        let (min, max) = (bounds.min.per_second(), bounds.max.per_second());
+    pub(super) fn new(auto: AutoRate, name: Option<String>) -> Self {
+        let (min, max) = (auto.min.per_second(), auto.max.per_second());
         let start = START.clamp(min, max);
         Adapted {
             alone: name
@@ -58,6 +63,7 @@ impl Adapted {
             name: name.unwrap_or_default(),
             min,
             max,
+            signals: auto,
             per_second: start,
             went_through: 0,
             overloaded: None,
@@ -78,9 +84,15 @@ impl Adapted {
 
     /// Counts a handler's outcome: an overload signal moves the pace at once; a call
     /// that went through waits for the next sync. A handler the tick stopped, or
-    /// that crashed, says nothing of the counterpart.
-    pub(super) fn outcome(&mut self, handled: &Handled, took: Duration, store: &mut dyn Store) {
-        if overloaded(handled) {
+    /// that crashed, says nothing of the counterpart. Says whether the pace took an
+    /// overload on itself (it is above `rate_min` after it): the breaker leaves it be.
+    pub(super) fn outcome(
+        &mut self,
+        handled: &Handled,
+        took: Duration,
+        store: &mut dyn Store,
+    ) -> bool {
+        if overloaded(handled, took, &self.signals) {
             // A cut holds for a round trip, as TCP's does: a refusal is news only for a
             // call that started a call's time (and the starts still reserved at the
             // old pace) after the last cut, so it is counted as starting that much
@@ -90,9 +102,12 @@ impl Adapted {
             let started = now.checked_sub(took + took + CUT_LAG).unwrap_or(now);
             self.overloaded = Some(self.overloaded.map_or(started, |o| o.max(started)));
             self.sync(store);
-        } else if handled.ending == Ending::Answered {
+            return self.per_second > self.min * (1.0 + 1e-6);
+        }
+        if handled.ending == Ending::Answered {
             self.went_through += 1;
         }
+        false
     }
 
     /// Sends what this tick saw since the last sync, if anything: as the tick ends, so
@@ -167,11 +182,22 @@ static PROCESS_START: std::sync::LazyLock<Instant> = std::sync::LazyLock::new(In
 
 /// Whether an outcome says the counterpart is overloaded: a `retry_after` answer (a
 /// snooze), exit 75 (`EX_TEMPFAIL`) with or without one, or a handler that ran past
-/// its timeout.
-pub(super) fn overloaded(handled: &Handled) -> bool {
+/// its timeout; and `handler.overload`'s codes and statuses, and a call that took
+/// longer than `handler.target_latency`, whatever it answered.
+pub(super) fn overloaded(handled: &Handled, took: Duration, signals: &AutoRate) -> bool {
+    let listed = match &handled.outcome {
+        Outcome::Status(status) => signals.overload_statuses.contains(status),
+        _ => false,
+    } || handled
+        .code
+        .is_some_and(|code| signals.overload_codes.contains(&code));
+    let slow = handled.ending == Ending::Answered
+        && signals.target_latency.is_some_and(|target| took > target);
     handled.snooze.is_some()
         || handled.code == Some(i64::from(SNOOZE_EXIT))
         || handled.ending == Ending::TimedOut
+        || listed
+        || slow
 }
 
 #[cfg(test)]
@@ -179,17 +205,47 @@ mod tests {
     use super::*;
     use crate::handler::{Outcome, Snooze};
 
+    const QUICK: Duration = Duration::from_millis(10);
+
     #[test]
     fn overload_signals_are_a_snooze_exit_75_and_a_timeout() {
+        let none = AutoRate::new();
         let answer = Handled::new(Outcome::Error, "exit 1");
-        assert!(!overloaded(&answer));
+        assert!(!overloaded(&answer, QUICK, &none));
         let mut tempfail = Handled::new(Outcome::Error, "exit 75");
         tempfail.code = Some(75);
-        assert!(overloaded(&tempfail));
+        assert!(overloaded(&tempfail, QUICK, &none));
         let mut snoozed = Handled::new(Outcome::Error, "retry-after 1");
         snoozed.snooze = Some(Snooze::For(Duration::from_secs(1)));
-        assert!(overloaded(&snoozed));
+        assert!(overloaded(&snoozed, QUICK, &none));
         let timed_out = Handled::new(Outcome::Error, "timed out").ended(Ending::TimedOut);
-        assert!(overloaded(&timed_out));
+        assert!(overloaded(&timed_out, QUICK, &none));
+    }
+
+    #[test]
+    fn the_listed_codes_and_statuses_and_a_slow_answer_are_overloads() {
+        let mut signals = AutoRate::new();
+        signals.overload_codes.insert(69);
+        signals.overload_statuses.insert("THROTTLED".into());
+        signals.target_latency = Some(Duration::from_secs(2));
+        let mut unavailable = Handled::new(Outcome::Error, "exit 69");
+        unavailable.code = Some(69);
+        assert!(overloaded(&unavailable, QUICK, &signals));
+        let mut other = Handled::new(Outcome::Error, "exit 3");
+        other.code = Some(3);
+        assert!(!overloaded(&other, QUICK, &signals));
+        let throttled = Handled::new(Outcome::Status("THROTTLED".into()), "exit 70");
+        assert!(overloaded(&throttled, QUICK, &signals));
+        let done = Handled::new(Outcome::Success, "exit 0");
+        assert!(!overloaded(&done, QUICK, &signals));
+        assert!(
+            overloaded(&done, Duration::from_secs(3), &signals),
+            "a success past target_latency"
+        );
+        let crashed = Handled::new(Outcome::Error, "killed").ended(Ending::Crashed(Some(9)));
+        assert!(
+            !overloaded(&crashed, Duration::from_secs(3), &signals),
+            "a crash says nothing of the counterpart's latency"
+        );
     }
 }

@@ -86,7 +86,7 @@ impl Counterparts {
                 Some(value) => format!("{}, counterpart {value}", self.name),
                 None => format!("{}, no counterpart", self.name),
             };
-            let pace = Pace::new(Some(self.rate), self.shared.then_some(name));
+            let pace = Pace::new(Some(self.rate.clone()), self.shared.then_some(name));
             self.paces.insert(counterpart.clone(), pace);
         }
         self.paces.get_mut(counterpart).expect("inserted above")

@@ -136,8 +136,8 @@ impl<'p, 'c> Round<'p, 'c> {
         // has a rate of its own.
         let table = store.table().name.clone();
         let rate = rate_name(&table, opts.window, opts.rate_group.as_deref());
-        let spacing = Spacing::of(opts.rate, opts.auto_rate);
-        let counterparts = Counterparts::new(spacing, &rate, opts.rate_key.as_deref());
+        let spacing = Spacing::of(opts.rate, opts.auto_rate.as_ref());
+        let counterparts = Counterparts::new(spacing.clone(), &rate, opts.rate_key.as_deref());
         let one_rate = spacing.filter(|_| counterparts.is_none());
         let tier = rate_name(&table, opts.window, None);
         Round {
@@ -146,7 +146,7 @@ impl<'p, 'c> Round<'p, 'c> {
             batch,
             pager,
             counterparts,
-            pace: Pace::new(one_rate, Some(rate)),
+            pace: Pace::new(one_rate.clone(), Some(rate)),
             // Pages sized to the rate where there is one rate; the counterparts'
             // together have no bound the tick knows.
             size: PageSize::new(
@@ -385,8 +385,11 @@ impl<'p, 'c> Round<'p, 'c> {
                     let took = started.elapsed();
                     self.inline_run.0 += 1;
                     self.inline_run.1 += took;
-                    self.pace_for(&record).outcome(&handled, took, store);
-                    self.breaker.count(&handled, store);
+                    // An overload lowers the pace; the breaker counts it only once
+                    // the pace can fall no further.
+                    if !self.pace_for(&record).outcome(&handled, took, store) {
+                        self.breaker.count(&handled, store);
+                    }
                     if let Err(e) = marks.settle(&record, handled, took, store, on_event) {
                         self.refused(e);
                     }
@@ -462,9 +465,11 @@ impl<'p, 'c> Round<'p, 'c> {
                 for (record, handled) in records.iter().zip(results) {
                     let handled = marks.resolve(handled);
                     let took = handled.took.unwrap_or(latency);
-                    // An overload lowers the pace before it counts toward the breaker.
-                    self.pace_for(record).outcome(&handled, took, store);
-                    self.breaker.count(&handled, store);
+                    // An overload lowers the pace; the breaker counts it only once
+                    // the pace can fall no further.
+                    if !self.pace_for(record).outcome(&handled, took, store) {
+                        self.breaker.count(&handled, store);
+                    }
                     if let Err(e) = marks.settle(record, handled, took, store, on_event) {
                         self.refused(e);
                     }

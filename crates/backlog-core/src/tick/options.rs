@@ -115,7 +115,7 @@ impl TickOptions {
             concurrency: config.handler.concurrency,
             stop_grace: config.handler.stop_grace,
             rate: config.handler.rate,
-            auto_rate: config.handler.auto_rate,
+            auto_rate: config.handler.auto_rate.clone(),
             rate_group: config.handler.rate_group.clone(),
             rate_key: config.handler.rate_key.clone(),
             stop_after_failures: config.handler.stop_after_failures,

@@ -20,7 +20,7 @@ use crate::store::Store;
 
 /// How a tick's starts are spaced: at a fixed rate, or at the pace the fleet adapts
 /// to the counterpart's answers (`rate = "auto"`).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(super) enum Spacing {
     Fixed(Rate),
     Adapted(AutoRate),
@@ -28,9 +28,9 @@ pub(super) enum Spacing {
 
 impl Spacing {
     /// The spacing `handler.rate` asks for, if any.
-    pub(super) fn of(rate: Option<Rate>, auto: Option<AutoRate>) -> Option<Spacing> {
+    pub(super) fn of(rate: Option<Rate>, auto: Option<&AutoRate>) -> Option<Spacing> {
         match (rate, auto) {
-            (_, Some(auto)) => Some(Spacing::Adapted(auto)),
+            (_, Some(auto)) => Some(Spacing::Adapted(auto.clone())),
             (Some(rate), None) => Some(Spacing::Fixed(rate)),
             (None, None) => None,
         }
@@ -107,11 +107,18 @@ impl Pace {
         }
     }
 
-    /// Counts a handler's outcome in an adapted pace (before the breaker counts it).
-    pub(super) fn outcome(&mut self, handled: &Handled, took: Duration, store: &mut dyn Store) {
-        if let Some(adapted) = &mut self.adapted {
-            adapted.outcome(handled, took, store);
-        }
+    /// Counts a handler's outcome in an adapted pace (before the breaker counts it);
+    /// says whether the pace took an overload on itself, so that the breaker leaves it
+    /// be (`Adapted::outcome`).
+    pub(super) fn outcome(
+        &mut self,
+        handled: &Handled,
+        took: Duration,
+        store: &mut dyn Store,
+    ) -> bool {
+        self.adapted
+            .as_mut()
+            .is_some_and(|adapted| adapted.outcome(handled, took, store))
     }
 
     /// How long until `records` more may start; where the rate is shared, reserves

@@ -159,10 +159,10 @@ impl Acting<'_> {
         on_event: &mut dyn FnMut(Event<'_>),
     ) -> Result<(), Error> {
         let (opts, table, store_err) = (self.opts, self.table, self.store_err);
-        let rate = Spacing::of(opts.rate, opts.auto_rate).filter(|_| action.calls);
+        let rate = Spacing::of(opts.rate, opts.auto_rate.as_ref()).filter(|_| action.calls);
         let name = rate_name(&table.name, Duration::ZERO, opts.rate_group.as_deref());
         // With a `rate_key`, each record keeps to its counterpart's rate, in turn.
-        let mut counterparts = Counterparts::new(rate, &name, opts.rate_key.as_deref());
+        let mut counterparts = Counterparts::new(rate.clone(), &name, opts.rate_key.as_deref());
         let mut one = Pace::new(rate.filter(|_| counterparts.is_none()), Some(name));
         let mut records = records.into_iter().peekable();
         let signal = || Some("stopped by a signal".to_string());
@@ -201,7 +201,7 @@ impl Acting<'_> {
                     Some(counterparts) => counterparts.pace_for(record),
                     None => &mut one,
                 }
-                .outcome(handled, took, store)
+                .outcome(handled, took, store);
             };
             self.handle(taken, action, store, marks, on_event, &mut paced)?;
             // The chunk's marks go before the next chunk is held: on SQLite this
