@@ -369,7 +369,9 @@ fn overload(
                     "handler.overload: 0 is a success, not an overload; list the exit codes that mean the counterpart is overloaded, like overload = [69]".into(),
                 );
             }
-            toml::Value::Integer(n) if raw.mode == HandlerMode::PerRecord && !(1..=255).contains(n) => {
+            toml::Value::Integer(n)
+                if raw.mode == HandlerMode::PerRecord && !(1..=255).contains(n) =>
+            {
                 return Err(format!(
                     "handler.overload: {n} is not an exit code; a process exits with 1 to 255 (a batch handler's answers, mode = \"batch\", may give other codes)"
                 ));
@@ -416,7 +418,10 @@ mod tests {
         assert_eq!(auto.overload_statuses, BTreeSet::from(["THROTTLED".into()]));
         assert_eq!(auto.target_latency, Some(Duration::from_secs(2)));
         let batch = handler("mode = \"batch\"\nrate = \"auto\"\noverload = [429, 503]").unwrap();
-        assert_eq!(batch.auto_rate.unwrap().overload_codes, BTreeSet::from([429, 503]));
+        assert_eq!(
+            batch.auto_rate.unwrap().overload_codes,
+            BTreeSet::from([429, 503])
+        );
     }
 
     #[test]

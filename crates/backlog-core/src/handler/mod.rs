@@ -270,8 +270,22 @@ pub fn describe(config: &crate::config::HandlerConfig) -> String {
             .rate_key
             .as_ref()
             .map_or(String::new(), |key| format!(" for each {key}"));
+        let mut signals: Vec<String> = auto
+            .overload_codes
+            .iter()
+            .map(|c| format!("exit {c}"))
+            .collect();
+        signals.extend(auto.overload_statuses.iter().cloned());
+        signals.extend(
+            auto.target_latency
+                .map(|t| format!("calls past {}", crate::duration::compact(t))),
+        );
+        let slower = match signals.len() {
+            0 => String::new(),
+            _ => format!(", slower on {}", signals.join(", ")),
+        };
         parts.push(format!(
-            "starts at a pace adapted to the counterpart{each}, {} to {}",
+            "starts at a pace adapted to the counterpart{each}, {} to {}{slower}",
             auto.min, auto.max
         ));
     }

@@ -33,11 +33,15 @@ fn table_of(n: i64) -> Env {
 /// The fleet's pace row: its starts a second and its phase (1: slow start).
 fn pace(env: &Env) -> (f64, i64) {
     let per_second = env.count("SELECT micro_per_second FROM backlog_paces") as f64 / 1e6;
-    (per_second, env.count("SELECT slow_start FROM backlog_paces"))
+    (
+        per_second,
+        env.count("SELECT slow_start FROM backlog_paces"),
+    )
 }
 
 fn run(env: &Env) -> assert_cmd::assert::Assert {
-    env.backlog(&["run", "--window", "1d", "--now", NOW]).assert()
+    env.backlog(&["run", "--window", "1d", "--now", NOW])
+        .assert()
 }
 
 /// Six refusals in a row, where `stop_after_failures = 3`: listed in `overload`, the
@@ -86,6 +90,13 @@ fn a_listed_status_is_an_overload() {
         ..Schedule::default()
     });
     env.write_handler("handler.sh", &busy_for_six(70));
+    // `explain` says what slows the pace.
+    env.backlog(&["explain", "--now", NOW])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains(
+            "starts at a pace adapted to the counterpart, 1/m to 500/s, slower on THROTTLED, ",
+        ));
     run(&env).success();
     assert_eq!(env.with_status("THROTTLED"), 6);
     assert_ne!(pace(&env).1, 1, "the THROTTLED answers ended slow start");

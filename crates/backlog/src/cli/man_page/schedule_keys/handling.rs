@@ -58,7 +58,7 @@ pub(super) fn handler() -> Section {
                 "starts per second, minute or hour in quotes: \"20/s\", \"100/m\", \"3/h\"; or \"auto\"",
                 "none: as fast as they go",
                 "one start a day to 1000000/s",
-                "Handler starts, spaced evenly, for every runner of the table and tier together. \"auto\": the fleet finds the pace from the counterpart's answers (slow start, then AIMD; halved on a retry_after answer, exit 75 or a timeout), kept in backlog_paces.",
+                "Handler starts, spaced evenly, for every runner of the table and tier together. \"auto\": the fleet finds the pace from the counterpart's answers (slow start, then AIMD; halved on a retry_after answer, exit 75, a timeout, or what overload and target_latency add), kept in backlog_paces. While the pace can fall, an overload is not counted by the breaker.",
             ),
             key(
                 "rate_min",
@@ -73,6 +73,20 @@ pub(super) fn handler() -> Section {
                 "\"500/s\"",
                 "as rate; above rate_min; needs rate = \"auto\"",
                 "The fastest an adapted pace rises to.",
+            ),
+            key(
+                "overload",
+                "a list of exit codes and statuses: [69, \"THROTTLED\"]",
+                "none: a retry_after answer, exit 75 and a timeout only",
+                "codes 1 to 255 (mode = \"batch\": any answer code but 0); statuses that exit_codes gives; needs rate = \"auto\"",
+                "More answers that say the counterpart is overloaded: each cuts the adapted pace.",
+            ),
+            key(
+                "target_latency",
+                DURATION,
+                "none",
+                "below timeout; needs rate = \"auto\"",
+                "A handler that took longer says the counterpart is overloaded, whatever it answered: the adapted pace is cut.",
             ),
             key(
                 "rate_group",
