@@ -44,6 +44,8 @@ pub(super) struct Adapted {
     went_through: u64,
     /// When the latest overloaded call since the last sync started.
     overloaded: Option<Instant>,
+    /// What said so, for the log line of a cut.
+    why: String,
     synced: Option<Instant>,
     /// The tick's own pace, once the database refused the fleet's.
     alone: Option<Pace>,
@@ -67,6 +69,7 @@ impl Adapted {
             per_second: start,
             went_through: 0,
             overloaded: None,
+            why: String::new(),
             synced: None,
             logged: None,
         }
@@ -92,7 +95,7 @@ impl Adapted {
         took: Duration,
         store: &mut dyn Store,
     ) -> bool {
-        if overloaded(handled, took, &self.signals) {
+        if let Some(why) = overloaded(handled, took, &self.signals) {
             // A cut holds for a round trip, as TCP's does: a refusal is news only for a
             // call that started a call's time (and the starts still reserved at the
             // old pace) after the last cut, so it is counted as starting that much
@@ -101,6 +104,7 @@ impl Adapted {
             let now = Instant::now();
             let started = now.checked_sub(took + took + CUT_LAG).unwrap_or(now);
             self.overloaded = Some(self.overloaded.map_or(started, |o| o.max(started)));
+            self.why = why;
             self.sync(store);
             return self.per_second > self.min * (1.0 + 1e-6);
         }
@@ -153,8 +157,9 @@ impl Adapted {
         if cut && self.logged.is_none_or(|at| at.elapsed() >= LOG_EVERY) {
             self.logged = Some(Instant::now());
             tracing::warn!(
-                "the counterpart of {} was overloaded (a retry_after answer, exit 75 or a timeout): its adapted pace halved to {:.3}/s",
+                "the counterpart of {} was overloaded ({}): its adapted pace halved to {:.3}/s",
                 self.name,
+                self.why,
                 self.per_second
             );
         }
@@ -180,24 +185,40 @@ fn alone(pace: &mut Pace, news: PaceNews) -> bool {
 
 static PROCESS_START: std::sync::LazyLock<Instant> = std::sync::LazyLock::new(Instant::now);
 
-/// Whether an outcome says the counterpart is overloaded: a `retry_after` answer (a
-/// snooze), exit 75 (`EX_TEMPFAIL`) with or without one, or a handler that ran past
-/// its timeout; and `handler.overload`'s codes and statuses, and a call that took
-/// longer than `handler.target_latency`, whatever it answered.
-pub(super) fn overloaded(handled: &Handled, took: Duration, signals: &AutoRate) -> bool {
-    let listed = match &handled.outcome {
-        Outcome::Status(status) => signals.overload_statuses.contains(status),
-        _ => false,
-    } || handled
-        .code
-        .is_some_and(|code| signals.overload_codes.contains(&code));
-    let slow = handled.ending == Ending::Answered
-        && signals.target_latency.is_some_and(|target| took > target);
-    handled.snooze.is_some()
-        || handled.code == Some(i64::from(SNOOZE_EXIT))
-        || handled.ending == Ending::TimedOut
-        || listed
-        || slow
+/// Whether an outcome says the counterpart is overloaded, and what said so: a
+/// `retry_after` answer (a snooze), exit 75 (`EX_TEMPFAIL`) with or without one, or a
+/// handler that ran past its timeout; and `handler.overload`'s codes and statuses, and
+/// a call that took longer than `handler.target_latency`, whatever it answered.
+pub(super) fn overloaded(handled: &Handled, took: Duration, signals: &AutoRate) -> Option<String> {
+    if handled.snooze.is_some() {
+        return Some(format!("{}, a retry_after answer", handled.detail));
+    }
+    if handled.ending == Ending::TimedOut {
+        return Some(handled.detail.to_string());
+    }
+    if let Some(code) = handled.code {
+        if code == i64::from(SNOOZE_EXIT) {
+            return Some(format!("{}, EX_TEMPFAIL", handled.detail));
+        }
+        if signals.overload_codes.contains(&code) {
+            return Some(format!("{}, in handler.overload", handled.detail));
+        }
+    }
+    if let Outcome::Status(status) = &handled.outcome
+        && signals.overload_statuses.contains(status)
+    {
+        return Some(format!("{status}, in handler.overload"));
+    }
+    signals
+        .target_latency
+        .filter(|target| handled.ending == Ending::Answered && took > *target)
+        .map(|target| {
+            format!(
+                "a call of {:.1}s, past handler.target_latency {}",
+                took.as_secs_f64(),
+                crate::duration::compact(target)
+            )
+        })
 }
 
 #[cfg(test)]
@@ -207,19 +228,26 @@ mod tests {
 
     const QUICK: Duration = Duration::from_millis(10);
 
+    /// Whether `overloaded` says `is`, naming what said so when it does.
+    fn overloaded_(is: bool, handled: &Handled, took: Duration, signals: &AutoRate) -> bool {
+        let why = overloaded(handled, took, signals);
+        assert!(why.as_ref().is_none_or(|w| !w.is_empty()));
+        why.is_some() == is
+    }
+
     #[test]
     fn overload_signals_are_a_snooze_exit_75_and_a_timeout() {
         let none = AutoRate::new();
         let answer = Handled::new(Outcome::Error, "exit 1");
-        assert!(!overloaded(&answer, QUICK, &none));
+        assert!(overloaded_(false, &answer, QUICK, &none));
         let mut tempfail = Handled::new(Outcome::Error, "exit 75");
         tempfail.code = Some(75);
-        assert!(overloaded(&tempfail, QUICK, &none));
+        assert!(overloaded_(true, &tempfail, QUICK, &none));
         let mut snoozed = Handled::new(Outcome::Error, "retry-after 1");
         snoozed.snooze = Some(Snooze::For(Duration::from_secs(1)));
-        assert!(overloaded(&snoozed, QUICK, &none));
+        assert!(overloaded_(true, &snoozed, QUICK, &none));
         let timed_out = Handled::new(Outcome::Error, "timed out").ended(Ending::TimedOut);
-        assert!(overloaded(&timed_out, QUICK, &none));
+        assert!(overloaded_(true, &timed_out, QUICK, &none));
     }
 
     #[test]
@@ -230,21 +258,29 @@ mod tests {
         signals.target_latency = Some(Duration::from_secs(2));
         let mut unavailable = Handled::new(Outcome::Error, "exit 69");
         unavailable.code = Some(69);
-        assert!(overloaded(&unavailable, QUICK, &signals));
+        assert!(overloaded_(true, &unavailable, QUICK, &signals));
         let mut other = Handled::new(Outcome::Error, "exit 3");
         other.code = Some(3);
-        assert!(!overloaded(&other, QUICK, &signals));
+        assert!(overloaded_(false, &other, QUICK, &signals));
         let throttled = Handled::new(Outcome::Status("THROTTLED".into()), "exit 70");
-        assert!(overloaded(&throttled, QUICK, &signals));
+        assert!(overloaded_(true, &throttled, QUICK, &signals));
         let done = Handled::new(Outcome::Success, "exit 0");
-        assert!(!overloaded(&done, QUICK, &signals));
+        assert!(overloaded_(false, &done, QUICK, &signals));
         assert!(
-            overloaded(&done, Duration::from_secs(3), &signals),
+            overloaded_(true, &done, Duration::from_secs(3), &signals),
             "a success past target_latency"
+        );
+        assert_eq!(
+            overloaded(&done, Duration::from_secs(3), &signals).as_deref(),
+            Some("a call of 3.0s, past handler.target_latency 2s")
+        );
+        assert_eq!(
+            overloaded(&unavailable, QUICK, &signals).as_deref(),
+            Some("exit 69, in handler.overload")
         );
         let crashed = Handled::new(Outcome::Error, "killed").ended(Ending::Crashed(Some(9)));
         assert!(
-            !overloaded(&crashed, Duration::from_secs(3), &signals),
+            overloaded_(false, &crashed, Duration::from_secs(3), &signals),
             "a crash says nothing of the counterpart's latency"
         );
     }
