@@ -164,6 +164,11 @@ impl Pace {
         self.rate
     }
 
+    /// The slowest it may fall to.
+    pub fn min(&self) -> f64 {
+        self.min
+    }
+
     /// Whether the pace is still in slow start (no overload seen yet).
     pub fn in_slow_start(&self) -> bool {
         self.slow_start

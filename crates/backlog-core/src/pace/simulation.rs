@@ -178,11 +178,15 @@ pub fn simulate(contender: Contender, counterpart: &Counterpart) -> Report {
             }
         } else {
             *refused += 1;
-            // An overload lowers the pace before it counts toward the breaker.
-            if let Some(p) = pace {
+            // An overload lowers the pace; the breaker counts it only once the pace
+            // can fall no further (as a tick does).
+            let absorbed = pace.as_mut().is_some_and(|p| {
                 p.overloaded(call.started, call.ends);
+                p.per_second() > p.min() * (1.0 + 1e-6)
+            });
+            if !absorbed {
+                *in_a_row += 1;
             }
-            *in_a_row += 1;
         }
         if let Some(p) = pace {
             for (i, (at, capacity)) in changes.iter().enumerate() {
