@@ -2,9 +2,12 @@
 //! lists and the metrics gauge `backlog_pace_per_second{tier,key}` shows.
 //!
 //! With `rate_key` a tier has a pace per counterpart, thousands of them perhaps: a
-//! person is shown the slowest few of each tier (those the counterparts hold back
-//! most, which is what they look for) and how many more there are (`by_tier`), the
-//! same in `status` and on the dashboard; the JSON and the metrics keep each.
+//! person is shown a few of each tier, those the counterparts hold back most, which is
+//! what they look for, and how many more there are (`by_tier`), the same in `status`
+//! and on the dashboard; the JSON and the metrics keep each. Held back most: the paces
+//! that were cut, slowest first, before those still in slow start, which are low
+//! because they are new (a counterpart seen for the first time), not because their
+//! counterpart refused.
 
 use std::time::Duration;
 
@@ -63,7 +66,7 @@ pub(super) fn of(config: &Config, store: &mut dyn Store) -> Result<Vec<AdaptedPa
     Ok(paces.into_iter().map(|(_, p)| p).collect())
 }
 
-/// How many paces of one tier a person is shown, the slowest first.
+/// How many paces of one tier a person is shown, those held back most first.
 pub const SHOWN_PER_TIER: usize = 10;
 
 /// One tier's (or group's) paces as a person is shown them.
@@ -71,13 +74,15 @@ pub const SHOWN_PER_TIER: usize = 10;
 pub struct TierPaces<'a> {
     /// The tier (`1d`, `retry`) or `group NAME`.
     pub tier: &'a str,
-    /// Its slowest paces, slowest first, at most `SHOWN_PER_TIER`.
+    /// Its paces held back most, at most `SHOWN_PER_TIER`: those cut, slowest first,
+    /// then those in slow start, slowest first.
     pub slowest: Vec<&'a AdaptedPace>,
-    /// How many of its paces are not shown: none of them is slower.
+    /// How many of its paces are not shown: each is faster, or in slow start.
     pub more: usize,
 }
 
-/// `paces` (as `of` orders them) by tier, each tier's slowest first and cut to `most`.
+/// `paces` (as `of` orders them) by tier, each tier's held back most first (cut before
+/// slow start, then slowest first; ties by name) and cut to `most`.
 pub fn by_tier(paces: &[AdaptedPace], most: usize) -> Vec<TierPaces<'_>> {
     let mut tiers: Vec<TierPaces<'_>> = Vec::new();
     for p in paces {
@@ -91,8 +96,9 @@ pub fn by_tier(paces: &[AdaptedPace], most: usize) -> Vec<TierPaces<'_>> {
         }
     }
     for t in &mut tiers {
-        t.slowest
-            .sort_by(|a, b| a.per_second.total_cmp(&b.per_second));
+        t.slowest.sort_by(|a, b| {
+            (a.slow_start.cmp(&b.slow_start)).then(a.per_second.total_cmp(&b.per_second))
+        });
         t.more = t.slowest.len().saturating_sub(most);
         t.slowest.truncate(most);
     }
@@ -178,13 +184,15 @@ mod tests {
     }
 
     #[test]
-    fn each_tier_shows_its_slowest_few() {
-        let paces = vec![
+    fn each_tier_shows_those_held_back_most() {
+        let mut paces = vec![
             pace("1d", "a", 5.0),
             pace("1d", "b", 0.5),
             pace("1d", "c", 2.0),
+            pace("1d", "new", 0.1),
             pace("7d", "a", 9.0),
         ];
+        paces[3].slow_start = true;
         let tiers = by_tier(&paces, 2);
         let shown: Vec<(&str, Vec<&str>, usize)> = tiers
             .iter()
@@ -197,7 +205,12 @@ mod tests {
                 (t.tier, keys, t.more)
             })
             .collect();
-        assert_eq!(shown, vec![("1d", vec!["b", "c"], 1), ("7d", vec!["a"], 0)]);
+        assert_eq!(
+            shown,
+            vec![("1d", vec!["b", "c"], 2), ("7d", vec!["a"], 0)],
+            "the slowest, 0.1 a second, is in slow start: new, not held back"
+        );
+        assert_eq!(paces[3].state(), "in slow start, no overload yet");
         assert_eq!(paces[1].starts_a_second(), "0.500");
         assert_eq!(paces[0].state(), "last cut 12s ago");
     }

@@ -41,8 +41,8 @@ impl Status {
         out
     }
 
-    /// The paces `rate = "auto"` found, a line each: per tier, the slowest
-    /// `SHOWN_PER_TIER` (with `rate_key` there may be thousands) and how many more.
+    /// The paces `rate = "auto"` found, a line each: per tier, the `SHOWN_PER_TIER`
+    /// held back most (with `rate_key` there may be thousands) and how many more.
     fn render_paces(&self, out: &mut String) {
         if self.paces.is_empty() {
             return;
@@ -62,7 +62,7 @@ impl Status {
             }
             if tier.more > 0 {
                 out.push_str(&format!(
-                    "  and {} more of {}, none slower (`backlog status --json` lists each)\n",
+                    "  and {} more of {}, faster or in slow start (`backlog status --json` lists each)\n",
                     tier.more,
                     tier_words(tier.tier)
                 ));

@@ -1,9 +1,9 @@
 //! The overview's adapted rates, with `rate = "auto"`: per tier (or `rate_group`) the
 //! pace the fleet found in `backlog_paces`, whether it is still in slow start and when
 //! it was last cut, within the file's bounds. With `rate_key` a tier has a pace per
-//! counterpart, thousands perhaps: each tier shows its slowest few, those the
-//! counterparts hold back most, and how many more, as `backlog status` cuts them
-//! (`status::paces::by_tier`).
+//! counterpart, thousands perhaps: each tier shows the few its counterparts hold back
+//! most (cut, slowest first, before those in slow start) and how many more, as
+//! `backlog status` cuts them (`status::paces::by_tier`).
 
 use std::time::Duration;
 
@@ -26,8 +26,8 @@ pub(super) fn section(o: &Overview) -> Markup {
             "Handler starts a second the fleet found from the counterpart's answers, between "
             (bounds.min) " and " (bounds.max) " (rate_min, rate_max)"
             @if let Some(key) = key {
-                "; a pace per value of " code { (key) } " (rate_key), of which each tier shows its "
-                (paces::SHOWN_PER_TIER) " slowest: those their counterparts hold back most"
+                "; a pace per value of " code { (key) } " (rate_key), of which each tier shows the "
+                (paces::SHOWN_PER_TIER) " its counterparts hold back most: those cut, slowest first, then those in slow start"
             }
             "."
         }
@@ -50,7 +50,7 @@ pub(super) fn section(o: &Overview) -> Markup {
                         @if tier.more > 0 {
                             tr.more { td colspan=(if key.is_some() { 5 } else { 4 }) { span.muted {
                                 "and " (tier.more) " more of " (tier_label(o, tier.tier))
-                                ", none slower (" code { "backlog status --json" } " lists each)"
+                                ", faster or in slow start (" code { "backlog status --json" } " lists each)"
                             } } }
                         }
                     }

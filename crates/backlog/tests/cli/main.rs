@@ -2,6 +2,7 @@
 //! PostgreSQL and MariaDB servers.
 
 mod adapted;
+mod adapted_view;
 mod alert;
 mod alert_resolved;
 mod backoff;
