@@ -5,21 +5,12 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::{Status, seconds_taken};
+use super::{Status, paces, seconds_taken};
 use crate::duration;
 use crate::store::{Holding, RunRow};
 
 fn took(run: &RunRow) -> String {
     seconds_taken(run).map_or_else(|| "-".to_string(), |s| format!("{s:.1}s"))
-}
-
-/// A pace in a few digits: `13.3`, `0.0167`.
-fn per_second(rate: f64) -> String {
-    if rate >= 10.0 {
-        format!("{rate:.1}")
-    } else {
-        format!("{rate:.3}")
-    }
 }
 
 impl Status {
@@ -50,29 +41,32 @@ impl Status {
         out
     }
 
-    /// The paces `rate = "auto"` found, a line each.
+    /// The paces `rate = "auto"` found, a line each: per tier, the `SHOWN_PER_TIER`
+    /// held back most (with `rate_key` there may be thousands) and how many more.
     fn render_paces(&self, out: &mut String) {
         if self.paces.is_empty() {
             return;
         }
         out.push_str(&format!(
-            "
-adapted rates (rate = \"auto\"): {}\n",
+            "\nadapted rates (rate = \"auto\"): {}\n",
             self.paces.len()
         ));
-        for p in &self.paces {
-            let how = match (p.slow_start, p.cut_seconds_ago) {
-                (true, _) => "in slow start, no overload yet".to_string(),
-                (false, Some(s)) => {
-                    format!("last cut {} ago", duration::rough(Duration::from_secs(s)))
-                }
-                (false, None) => "cut".to_string(),
-            };
-            out.push_str(&format!(
-                "  {}: {} starts a second, {how}\n",
-                p.name,
-                per_second(p.per_second)
-            ));
+        for tier in paces::by_tier(&self.paces, paces::SHOWN_PER_TIER) {
+            for p in &tier.slowest {
+                out.push_str(&format!(
+                    "  {}: {} starts a second, {}\n",
+                    p.name,
+                    p.starts_a_second(),
+                    p.state()
+                ));
+            }
+            if tier.more > 0 {
+                out.push_str(&format!(
+                    "  and {} more of {}, faster or in slow start (`backlog status --json` lists each)\n",
+                    tier.more,
+                    tier_words(tier.tier)
+                ));
+            }
         }
     }
 
@@ -222,5 +216,14 @@ adapted rates (rate = \"auto\"): {}\n",
                 ago(r.renewed)
             ));
         }
+    }
+}
+
+/// A pace's tier as a sentence names it: `tier 1d`, `the retries`, `group api`.
+fn tier_words(tier: &str) -> String {
+    match tier {
+        "retry" => "the retries".to_string(),
+        t if t.starts_with("group ") => t.to_string(),
+        t => format!("tier {t}"),
     }
 }

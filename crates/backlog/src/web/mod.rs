@@ -10,12 +10,12 @@
 //! gives an error page, never a hung server.
 //!
 //! Parts: `auth` (the token, the CSRF token, who acts), `data` (what a page reads),
-//! `pages` (the HTML), `failures` (the failures page and its groups by error), `plots`
-//! (the SVGs), `routes` (the handlers), `actions` (the POSTs), `bulk` (actions on many
-//! records, through a confirm page), `records` (a tier's records by status,
-//! keyset-paged; `record_row` what each row says), `in_flight` (what the ticks hold
-//! now), `input` (what a person types into a form, read with a message that names its
-//! field).
+//! `pages` (the HTML), `paces` (the overview's adapted rates), `failures` (the
+//! failures page and its groups by error), `plots` (the SVGs), `routes` (the
+//! handlers), `actions` (the POSTs), `bulk` (actions on many records, through a
+//! confirm page), `records` (a tier's records by status, keyset-paged; `record_row`
+//! what each row says), `in_flight` (what the ticks hold now), `input` (what a
+//! person types into a form, read with a message that names its field).
 
 mod actions;
 mod auth;
@@ -25,6 +25,7 @@ mod failures;
 mod health;
 mod in_flight;
 mod input;
+mod paces;
 mod pages;
 mod plots;
 mod record_row;

@@ -180,6 +180,7 @@ pub(crate) fn overview(o: &Overview, csrf: &str, notice: Option<&str>) -> Markup
         h2 { "Tiers" }
         (tiers_table(o, csrf))
         (pause_form(s, csrf))
+        (super::paces::section(o))
         h2 { "Records by age and status" }
         (ages_table(o))
         div.plots {

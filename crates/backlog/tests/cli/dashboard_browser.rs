@@ -4,7 +4,7 @@
 use std::process::{Command, Stdio};
 
 use crate::dashboard::{free_port, served, wait_for_port};
-use crate::harness::{Backend, Running};
+use crate::harness::{Backend, Running, Schedule};
 
 /// Kills a process group when dropped (a test that panics included).
 struct KillGroup(u32);
@@ -145,7 +145,14 @@ fn in_a_real_browser() {
         );
         assert_eq!(rows(&browser).await, 2, "the retry's attempt is kept");
 
+        // With `rate = "auto"` (each request reads the file) the overview has its section.
+        env.write_schedule(&Schedule {
+            handler_extra: "rate = \"auto\"",
+            ..Schedule::default()
+        });
         browser.goto(&base).await.unwrap();
+        let rates = text_when_there(&browser, Locator::Css("#adapted-rates")).await;
+        assert_eq!(rates, "Adapted rates rate = \"auto\"");
         click(&browser, Locator::Css("details.pause summary")).await;
         click(&browser, Locator::Css("details.pause option[value='1d']")).await;
         browser

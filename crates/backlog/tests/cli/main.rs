@@ -3,6 +3,7 @@
 
 mod adapted;
 mod adapted_signals;
+mod adapted_view;
 mod alert;
 mod alert_resolved;
 mod backoff;
