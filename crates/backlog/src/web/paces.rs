@@ -15,7 +15,7 @@ use crate::status::paces::{self, AdaptedPace};
 
 /// The section, or nothing where the file has no `rate = "auto"`.
 pub(super) fn section(o: &Overview) -> Markup {
-    let Some(bounds) = o.config.handler.auto_rate else {
+    let Some(bounds) = &o.config.handler.auto_rate else {
         return html! {};
     };
     let key = o.config.handler.rate_key.as_deref();
