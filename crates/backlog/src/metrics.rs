@@ -13,6 +13,11 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+/// The most `backlog_pace_per_second` series a tier gets: with a `rate_key` of many
+/// values, a series each would grow Prometheus without bound; those held back most
+/// are the ones a person looks for (`backlog_paces` counts them all).
+const PACES_PER_TIER: usize = 100;
+
 use chrono::{DateTime, Utc};
 
 use crate::config::Config;
@@ -288,15 +293,30 @@ impl Snapshot {
             f.family(
                 "backlog_pace_per_second",
                 "gauge",
-                "The pace rate = \"auto\" found, in handler starts a second, by tier (or group) and rate_key value. From backlog_paces.",
+                "The pace rate = \"auto\" found, in handler starts a second, by tier (or group) and rate_key value: with rate_key, each tier's 100 held back most. From backlog_paces.",
             );
         }
-        for p in &self.status.paces {
+        let tiers = crate::status::paces::by_tier(&self.status.paces, PACES_PER_TIER);
+        for p in tiers.iter().flat_map(|t| &t.slowest) {
             let key = p.key.as_deref().unwrap_or_default();
             f.sample(
                 "backlog_pace_per_second",
                 &[("tier", &p.tier), ("key", key)],
                 p.per_second,
+            );
+        }
+        if !tiers.is_empty() {
+            f.family(
+                "backlog_paces",
+                "gauge",
+                "Adapted paces by tier (or group): one, or with rate_key one per value called.",
+            );
+        }
+        for t in &tiers {
+            f.sample(
+                "backlog_paces",
+                &[("tier", t.tier)],
+                (t.slowest.len() + t.more) as f64,
             );
         }
         f.family(

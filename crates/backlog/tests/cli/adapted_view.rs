@@ -195,4 +195,26 @@ fn many_counterparts_show_those_held_back_most() {
         table.contains("and 2 more of tier 1 (1d), faster or in slow start"),
         "{table}"
     );
+    // The metrics give a series per key (up to 100 a tier) and count them all.
+    env.backlog(&[
+        "run",
+        "--window",
+        "1d",
+        "--now",
+        NOW,
+        "--metrics-file",
+        "m.prom",
+    ])
+    .assert()
+    .success();
+    let metrics = std::fs::read_to_string(env.path("m.prom")).unwrap();
+    let series = metrics
+        .lines()
+        .filter(|l| l.starts_with("backlog_pace_per_second{"))
+        .count();
+    assert_eq!(series, 12, "{metrics}");
+    assert!(
+        metrics.contains("\nbacklog_paces{table=\"BACKLOG\",tier=\"1d\"} 12\n"),
+        "{metrics}"
+    );
 }
