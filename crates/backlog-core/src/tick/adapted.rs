@@ -25,7 +25,8 @@ const SYNC: Duration = Duration::from_millis(100);
 /// starts reserved ahead (`pace::RESERVE_AHEAD`) and a sync's lag, with room to spare.
 const CUT_LAG: Duration = Duration::from_millis(300);
 
-/// The fewest seconds between two log lines of a pace that halves, per pace.
+/// The fewest seconds between two log lines of a pace that halves, per pace and
+/// process (a daemon's ticks of one tier share it).
 const LOG_EVERY: Duration = Duration::from_secs(60);
 
 /// Where a pace of its own starts, where the fleet's cannot be had.
@@ -49,7 +50,6 @@ pub(super) struct Adapted {
     synced: Option<Instant>,
     /// The tick's own pace, once the database refused the fleet's.
     alone: Option<Pace>,
-    logged: Option<Instant>,
 }
 
 impl Adapted {
@@ -71,7 +71,6 @@ impl Adapted {
             overloaded: None,
             why: String::new(),
             synced: None,
-            logged: None,
         }
     }
 
@@ -154,8 +153,7 @@ impl Adapted {
         if let Some(pace) = &self.alone {
             self.per_second = pace.per_second();
         }
-        if cut && self.logged.is_none_or(|at| at.elapsed() >= LOG_EVERY) {
-            self.logged = Some(Instant::now());
+        if cut && log_due(&self.name) {
             tracing::warn!(
                 "the counterpart of {} was overloaded ({}): its adapted pace halved to {:.3}/s",
                 self.name,
@@ -184,6 +182,23 @@ fn alone(pace: &mut Pace, news: PaceNews) -> bool {
 }
 
 static PROCESS_START: std::sync::LazyLock<Instant> = std::sync::LazyLock::new(Instant::now);
+
+/// When this process last logged a cut of each pace.
+static LOGGED: std::sync::Mutex<Vec<(String, Instant)>> = std::sync::Mutex::new(Vec::new());
+
+/// Whether a cut of the pace `name` may be logged now (none was this past minute),
+/// noting it if so. The list keeps only the paces logged within the minute.
+fn log_due(name: &str) -> bool {
+    let mut logged = LOGGED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    logged.retain(|(_, at)| at.elapsed() < LOG_EVERY);
+    if logged.iter().any(|(n, _)| n == name) {
+        return false;
+    }
+    logged.push((name.to_string(), Instant::now()));
+    true
+}
 
 /// Whether an outcome says the counterpart is overloaded, and what said so: a
 /// `retry_after` answer (a snooze), exit 75 (`EX_TEMPFAIL`) with or without one, or a
@@ -227,6 +242,16 @@ mod tests {
     use crate::handler::{Outcome, Snooze};
 
     const QUICK: Duration = Duration::from_millis(10);
+
+    #[test]
+    fn a_cut_is_logged_once_a_minute_per_pace_across_ticks() {
+        assert!(log_due("table T, tier 60s"));
+        assert!(
+            !log_due("table T, tier 60s"),
+            "a second tick of the process"
+        );
+        assert!(log_due("table T, tier 3600s"), "another pace");
+    }
 
     /// Whether `overloaded` says `is`, naming what said so when it does.
     fn overloaded_(is: bool, handled: &Handled, took: Duration, signals: &AutoRate) -> bool {
