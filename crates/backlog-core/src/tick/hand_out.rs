@@ -179,6 +179,13 @@ impl<'p, 'c> Round<'p, 'c> {
     ) -> Result<(), Error> {
         loop {
             while lanes.free() > 0 && self.going(marks) {
+                // Answers already back are settled before the next start: while the
+                // rate holds starts back, the pace learns from them, the breaker counts
+                // them and their marks go, not once every lane is busy.
+                if let Some(done) = lanes.ready() {
+                    self.settle(done, store, marks, on_event)?;
+                    continue;
+                }
                 if self.plan.opts.stop.load(Ordering::Relaxed) {
                     marks.tally.stopped = true;
                     break;
@@ -309,8 +316,26 @@ impl<'p, 'c> Round<'p, 'c> {
             },
         };
         self.waiting = false;
+        // One rate: the next start waits for it, in steps, so that the answers that
+        // come back meanwhile are settled (`run`). Before the breaker, whose trial of a
+        // half-open breaker goes out once allowed.
+        let one_rate = chosen.is_none();
+        if one_rate {
+            let n = self.queue.len().min(self.batch);
+            let wait = self.pace.delay(n, store);
+            if !wait.is_zero() {
+                if let Err(e) = marks.write_before(wait, store) {
+                    self.refused(e);
+                    return Ok(Choice::Stop);
+                }
+                if wait > STOP_CHECK {
+                    std::thread::sleep(STOP_CHECK);
+                    return Ok(Choice::Again);
+                }
+            }
+        }
         // What the breaker holds back of the records chosen goes back to the queue's
-        // front (their counterparts' starts are spent: under the rate, never over it).
+        // front (their starts are spent: under the rate, never over it).
         let n = self.breaker.allow(
             chosen
                 .as_ref()
@@ -329,13 +354,6 @@ impl<'p, 'c> Round<'p, 'c> {
         let chosen = match chosen {
             Some(chosen) => Chosen::Records(chosen),
             None => {
-                let wait = self.pace.delay(n, store);
-                if !wait.is_zero()
-                    && let Err(e) = marks.write_before(wait, store)
-                {
-                    self.refused(e);
-                    return Ok(Choice::Stop);
-                }
                 if !self.pace.wait(n, &self.plan.opts.stop) {
                     marks.tally.stopped = true;
                     return Ok(Choice::Stop);

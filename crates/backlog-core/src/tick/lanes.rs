@@ -211,6 +211,15 @@ impl<'h, 'c> Lanes<'h, 'c> {
             Lanes::Pool(pool) => pool.receive(),
         }
     }
+
+    /// A batch that came back already, without waiting: a pool's answers as they
+    /// finish (a pipelined handler's wait for `receive`, in order).
+    pub(super) fn ready(&mut self) -> Option<Done> {
+        match self {
+            Lanes::Pool(pool) => pool.ready(),
+            _ => None,
+        }
+    }
 }
 
 /// Workers on threads of the tick's scope, each with its own handler.
@@ -264,6 +273,12 @@ impl<'c> Pool<'c> {
         self.workers[worker]
             .send(job)
             .expect("a worker lives as long as its queue");
+    }
+
+    fn ready(&mut self) -> Option<Done> {
+        let (worker, done) = self.done.try_recv().ok()?;
+        self.idle.push(worker);
+        Some(done)
     }
 
     fn receive(&mut self) -> Option<Done> {
