@@ -170,6 +170,26 @@ fn the_breaker_lets_the_records_in_flight_finish(backend: Backend) {
     assert_eq!(env.with_status("NEW"), 40 - tried);
 }
 
+/// Under a rate, the answers that come back between two starts are heard before the
+/// next: with `rate = "5/s"` and sixteen handlers at once, the breaker trips on the
+/// third failure a few starts in, where a tick that read answers only once every
+/// handler was busy made sixteen calls (three seconds) before it counted one.
+#[test]
+fn under_a_rate_the_breaker_hears_each_answer_before_the_next_start() {
+    let env = backlog(
+        Backend::Sqlite,
+        40,
+        "stop_after_failures = 3\nconcurrency = 16\nrate = \"5/s\"",
+        FAILING_HANDLER,
+    );
+    env.backlog(&["run", "--window", "1d", "--now", NOW])
+        .assert()
+        .code(7);
+    let tried = starts(&env).len() as i64;
+    assert!((3..=6).contains(&tried), "{tried} tried");
+    assert_eq!(env.with_status("ERROR"), tried, "each one tried is marked");
+}
+
 /// `rate = "5/s"`: starts are spaced 200 ms apart, not bunched.
 fn a_rate_spaces_the_starts(backend: Backend) {
     let env = backlog(
