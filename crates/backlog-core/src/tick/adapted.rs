@@ -92,6 +92,7 @@ impl Adapted {
         &mut self,
         handled: &Handled,
         took: Duration,
+        ended: Instant,
         store: &mut dyn Store,
     ) -> bool {
         if let Some(why) = overloaded(handled, took, &self.signals) {
@@ -100,8 +101,8 @@ impl Adapted {
             // old pace) after the last cut, so it is counted as starting that much
             // earlier. Else the calls already on their way when the pace fell, which
             // meet a counterpart still drained by the burst, cut it again and again.
-            let now = Instant::now();
-            let started = now.checked_sub(took + took + CUT_LAG).unwrap_or(now);
+            // Dated from when the answer came, not when the tick read it.
+            let started = ended.checked_sub(took + took + CUT_LAG).unwrap_or(ended);
             self.overloaded = Some(self.overloaded.map_or(started, |o| o.max(started)));
             self.why = why;
             self.sync(store);

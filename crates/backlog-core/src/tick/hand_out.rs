@@ -405,7 +405,8 @@ impl<'p, 'c> Round<'p, 'c> {
                     self.inline_run.1 += took;
                     // An overload lowers the pace; the breaker counts it only once
                     // the pace can fall no further.
-                    if !self.pace_for(&record).outcome(&handled, took, store) {
+                    let ended = Instant::now();
+                    if !self.pace_for(&record).outcome(&handled, took, ended, store) {
                         self.breaker.count(&handled, store);
                     }
                     if let Err(e) = marks.settle(&record, handled, took, store, on_event) {
@@ -476,6 +477,7 @@ impl<'p, 'c> Round<'p, 'c> {
             records,
             results,
             latency,
+            ended,
         } = done;
         match results {
             Ok(results) => {
@@ -485,7 +487,7 @@ impl<'p, 'c> Round<'p, 'c> {
                     let took = handled.took.unwrap_or(latency);
                     // An overload lowers the pace; the breaker counts it only once
                     // the pace can fall no further.
-                    if !self.pace_for(record).outcome(&handled, took, store) {
+                    if !self.pace_for(record).outcome(&handled, took, ended, store) {
                         self.breaker.count(&handled, store);
                     }
                     if let Err(e) = marks.settle(record, handled, took, store, on_event) {

@@ -27,11 +27,13 @@ use crate::record::Record;
 const PIPELINE_DEPTH: usize = 2;
 
 /// A batch that came back: its records and their results (or why the handler could
-/// not run at all), and how long it was out.
+/// not run at all), how long it was out, and when it came back (the tick may read it
+/// later: an adapted pace dates a refusal by it).
 pub(super) struct Done {
     pub(super) records: Vec<Record>,
     pub(super) results: Result<Vec<Handled>, HandlerError>,
     pub(super) latency: Duration,
+    pub(super) ended: Instant,
 }
 
 /// A batch for a worker.
@@ -68,6 +70,7 @@ fn handle(handler: &mut dyn Handler, records: &[Record], contexts: &[Context<'_>
         records: Vec::new(),
         results,
         latency: started.elapsed(),
+        ended: Instant::now(),
     }
 }
 
@@ -206,6 +209,7 @@ impl<'h, 'c> Lanes<'h, 'c> {
                     records,
                     results,
                     latency: sent.elapsed(),
+                    ended: Instant::now(),
                 })
             }
             Lanes::Pool(pool) => pool.receive(),

@@ -114,11 +114,12 @@ impl Pace {
         &mut self,
         handled: &Handled,
         took: Duration,
+        ended: Instant,
         store: &mut dyn Store,
     ) -> bool {
         self.adapted
             .as_mut()
-            .is_some_and(|adapted| adapted.outcome(handled, took, store))
+            .is_some_and(|adapted| adapted.outcome(handled, took, ended, store))
     }
 
     /// How long until `records` more may start; where the rate is shared, reserves

@@ -201,7 +201,7 @@ impl Acting<'_> {
                     Some(counterparts) => counterparts.pace_for(record),
                     None => &mut one,
                 }
-                .outcome(handled, took, store);
+                .outcome(handled, took, Instant::now(), store);
             };
             self.handle(taken, action, store, marks, on_event, &mut paced)?;
             // The chunk's marks go before the next chunk is held: on SQLite this
