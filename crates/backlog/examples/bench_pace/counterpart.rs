@@ -8,8 +8,24 @@ use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Capacities by time: `(from second, calls a second)`, the first from 0.
-pub type Capacities = Vec<(f64, f64)>;
+/// Capacities by time: `(from second, calls a second)`, the first from 0; with
+/// `after_refusal`, the later ones count their seconds from the first call refused
+/// (once the fleet found the first capacity) instead of from the run's start.
+#[derive(Debug, Clone)]
+pub struct Capacities {
+    pub steps: Vec<(f64, f64)>,
+    pub after_refusal: bool,
+}
+
+impl Capacities {
+    /// One capacity for the whole run.
+    pub fn fixed(per_second: f64) -> Capacities {
+        Capacities {
+            steps: vec![(0.0, per_second)],
+            after_refusal: false,
+        }
+    }
+}
 
 /// Calls taken and refused in one second of the run.
 #[derive(Debug, Clone, Copy, Default)]
@@ -24,15 +40,37 @@ struct State {
     tokens: f64,
     at: Instant,
     trace: Vec<Second>,
+    /// The second of the run the first call was refused.
+    first_refusal: Option<f64>,
 }
 
 impl State {
     fn capacity_at(&self, second: f64) -> f64 {
-        self.capacities
+        let steps = &self.capacities.steps;
+        let origin = match self.capacities.after_refusal {
+            false => Some(0.0),
+            true => self.first_refusal,
+        };
+        origin
+            .and_then(|origin| {
+                steps[1..]
+                    .iter()
+                    .rev()
+                    .find(|(from, _)| second >= origin + *from)
+            })
+            .map_or(steps[0].1, |(_, c)| *c)
+    }
+
+    /// The second of the run each capacity took over, as far as known.
+    fn raised_at(&self) -> Vec<f64> {
+        let origin = match self.capacities.after_refusal {
+            false => Some(0.0),
+            true => self.first_refusal,
+        };
+        self.capacities.steps[1..]
             .iter()
-            .rev()
-            .find(|(from, _)| second >= *from)
-            .map_or(self.capacities[0].1, |(_, c)| *c)
+            .filter_map(|(from, _)| origin.map(|o| o + from))
+            .collect()
     }
 
     /// Whether a call arriving now is taken; counted in its second either way.
@@ -56,6 +94,7 @@ impl State {
             bucket.took += 1;
         } else {
             bucket.refused += 1;
+            self.first_refusal.get_or_insert(second);
         }
         taken
     }
@@ -74,11 +113,12 @@ impl Counterpart {
         let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
         let url = format!("http://{}/", listener.local_addr().unwrap());
         let state = Arc::new(Mutex::new(State {
-            capacities: vec![(0.0, 1.0)],
+            capacities: Capacities::fixed(1.0),
             started: Instant::now(),
             tokens: 1.0,
             at: Instant::now(),
             trace: Vec::new(),
+            first_refusal: None,
         }));
         let shared = Arc::clone(&state);
         std::thread::spawn(move || {
@@ -114,7 +154,8 @@ impl Counterpart {
     /// trace empty; returns the run's start.
     pub fn reset(&self, capacities: Capacities) -> Instant {
         let mut state = self.state.lock().unwrap();
-        state.tokens = capacities[0].1;
+        state.tokens = capacities.steps[0].1;
+        state.first_refusal = None;
         state.capacities = capacities;
         state.started = Instant::now();
         state.at = state.started;
@@ -125,5 +166,21 @@ impl Counterpart {
     /// The run's trace so far, a bucket a second.
     pub fn trace(&self) -> Vec<Second> {
         self.state.lock().unwrap().trace.clone()
+    }
+
+    /// The second of the run the first call was refused, if one was.
+    pub fn first_refusal(&self) -> Option<f64> {
+        self.state.lock().unwrap().first_refusal
+    }
+
+    /// The second of the run each later capacity took over, those that did.
+    pub fn raised_at(&self) -> Vec<f64> {
+        let state = self.state.lock().unwrap();
+        let now = state.started.elapsed().as_secs_f64();
+        state
+            .raised_at()
+            .into_iter()
+            .filter(|&at| at <= now)
+            .collect()
     }
 }

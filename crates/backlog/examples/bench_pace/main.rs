@@ -14,13 +14,17 @@
 //! 1. The scenario: capacity 40/s, 1,200 records, 2 runners × 16 handlers,
 //!    side by side with no `rate`, a fixed `rate = "38/s"` and `rate = "auto"`.
 //! 2. The raise: `rate = "auto"` over 2,400 records, the capacity raised from 40/s to
-//!    80/s at 10 s; how long from the raise until the counterpart takes 0.7 of the new
-//!    capacity a second (and keeps it), and until the fleet's pace reaches it.
+//!    80/s 10 s after the counterpart's first refusal (once the fleet found 40/s; or
+//!    10 s after the start, with `BENCH_RAISE_FROM=start`); how long from the raise
+//!    until the counterpart takes 0.7 of the new capacity in a second (and in every
+//!    3-second mean after), and until the fleet's pace reaches it.
 //!
 //! Per run: records through in the tick (marked `SUCCESS`), calls the counterpart got,
 //! the share it refused, the wall time from the first start to the last exit, the
-//! calls it took a second over the steady part (from `BENCH_WARMUP` seconds to the last
-//! full second) against its capacity, and the fleet's final pace (`backlog_paces`).
+//! calls it took a second over the whole run and over the steady part (from the second
+//! after its first refusal, or from `BENCH_WARMUP` seconds where none, to the last full
+//! second, or to the raise) against its capacity, and the fleet's final pace
+//! (`backlog_paces`).
 //! The raise prints its trace: a line a second of calls taken, refused, and the pace.
 //!
 //! Settings (environment): `BENCH_BIN`, `BENCH_DIR` (target/bench-pace),
@@ -28,7 +32,8 @@
 //! (40), `BENCH_FIXED` (38/s), `BENCH_VARIANTS` (none,fixed,auto), `BENCH_BREAKER` (10,
 //! `stop_after_failures`; 0 for none), `BENCH_CALL_MS` (0: the counterpart answers at
 //! once), `BENCH_WARMUP` (5), `BENCH_RAISE_RECORDS` (2400; 0 skips the raise),
-//! `BENCH_RAISED` (80), `BENCH_RAISE_AT` (10), `BENCH_RAISE_VARIANTS` (auto),
+//! `BENCH_RAISED` (80), `BENCH_RAISE_AT` (10), `BENCH_RAISE_FROM` (refusal, or start),
+//! `BENCH_RAISE_VARIANTS` (auto),
 //! `BENCH_TRACE=1` (print the first scenario's traces too), `BENCH_ROUNDS` (1).
 //! No figure is asserted.
 
@@ -38,7 +43,7 @@ mod fleet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use counterpart::{Counterpart, Second};
+use counterpart::{Capacities, Counterpart, Second};
 use fleet::{Fleet, Run};
 
 fn var(name: &str, default: &str) -> String {
@@ -100,33 +105,35 @@ fn row(
     let took: u32 = trace.iter().map(|s| s.took).sum();
     let refused: u32 = trace.iter().map(|s| s.refused).sum();
     let calls = took + refused;
-    let steady = mean_took(trace, steady.0, steady.1);
-    let (steady_text, of) = match steady {
-        Some(s) => (format!("{s:7.1}/s"), format!("{:5.2}", s / capacity)),
-        None => ("      -  ".into(), "  -  ".into()),
+    let (steady_text, of) = match mean_took(trace, steady.0, steady.1) {
+        Some(s) => (
+            format!("{s:.1}/s ({}–{} s)", steady.0, steady.1),
+            format!("{:.2}", s / capacity),
+        ),
+        None => ("-".into(), "-".into()),
     };
     let pace = run
         .paces
         .last()
-        .map_or("     -".into(), |(_, p)| format!("{p:6.1}/s"));
+        .map_or("-".into(), |(_, p)| format!("{p:.1}/s"));
+    let tripped = match run.tripped {
+        0 => "no".to_string(),
+        n => format!("{n} of {}", run.runners),
+    };
     println!(
-        "{name:<12} {:>5} {:>5.1}% {calls:>6} {refused:>6} {:>6.1}% {:>7.1}s {steady_text} {of}  {pace:>9}  {}",
+        "{name:<11} {:>5} {:>6.1}% {calls:>6} {refused:>6} {:>6.1}% {:>7.1}s {:>7.1}/s {steady_text:>18} {of:>6} {pace:>9}  {tripped}",
         run.succeeded,
         run.succeeded as f64 * 100.0 / records as f64,
         refused as f64 * 100.0 / calls.max(1) as f64,
         run.secs,
-        if run.tripped > 0 {
-            format!("{} of {}", run.tripped, run.runners)
-        } else {
-            "no".into()
-        },
+        took as f64 / run.secs,
     );
 }
 
 fn header() {
     println!(
-        "{:<12} {:>12} {:>6} {:>6} {:>7} {:>8} {:>9} {:>5}  {:>9}  tripped",
-        "pace", "through", "calls", "refused", "", "wall", "steady", "of cap", "final pace"
+        "{:<11} {:>13} {:>6} {:>14} {:>8} {:>9} {:>18} {:>6} {:>9}  tripped",
+        "pace", "through", "calls", "refused", "wall", "took/s", "steady", "of cap", "final pace"
     );
 }
 
@@ -141,17 +148,79 @@ fn print_trace(trace: &[Second], paces: &[(f64, f64)]) {
     }
 }
 
-/// From the raise until the counterpart takes `goal` calls a second: the first full
-/// second that does, and the first from which every 3-second mean up to the last full
-/// second does (it holds); each as seconds after the raise, to that second's end.
-fn follow(trace: &[Second], raise_at: usize, goal: f64) -> (Option<usize>, Option<usize>) {
-    let end = full_seconds(trace);
-    let reached = (raise_at..end).find(|&s| trace[s].took as f64 >= goal);
-    let holds = (raise_at..end.saturating_sub(2)).find(|&s| {
-        (s..end.saturating_sub(2)).all(|w| mean_took(trace, w, w + 3).unwrap_or(0.0) >= goal)
-    });
-    let after = |s: usize| s + 1 - raise_at;
+/// The steady part of a run: from the second after the first refusal (the fleet had
+/// found the capacity) or from `warmup` where none was refused, to `end`.
+fn steady(first_refusal: Option<f64>, warmup: usize, end: usize) -> (usize, usize) {
+    (first_refusal.map_or(warmup, |r| r as usize + 1), end)
+}
+
+/// From the raise (second `raise` of the run) until the counterpart takes `goal`
+/// calls a second: the first full second that does, and the first from which every
+/// 3-second mean up to the last full second does (it holds); each in seconds from the
+/// raise to that second's end.
+fn follow(trace: &[Second], raise: f64, goal: f64) -> (Option<f64>, Option<f64>) {
+    let (from, end) = (raise.ceil() as usize, full_seconds(trace));
+    let reached = (from..end).find(|&s| trace[s].took as f64 >= goal);
+    let last = end.saturating_sub(2);
+    let holds = (from..last)
+        .find(|&s| (s..last).all(|w| mean_took(trace, w, w + 3).unwrap_or(0.0) >= goal));
+    let after = |s: usize| (s + 1) as f64 - raise;
     (reached.map(after), holds.map(after))
+}
+
+/// The raise scenario for `variant`: prints its line, how it followed, its trace.
+fn raise_run(fleet: &Fleet, counterpart: &Counterpart, variant: &str, raise: &Raise) {
+    let name = format!("{variant}-raise");
+    fleet.make(&name, raise.records, &rate_line(variant, &raise.fixed));
+    let started = counterpart.reset(Capacities {
+        steps: vec![(0.0, raise.from), (raise.at, raise.to)],
+        after_refusal: raise.after_refusal,
+    });
+    let run = fleet.run(&name, started);
+    let trace = counterpart.trace();
+    let raised = counterpart.raised_at().first().copied();
+    let end = raised.map_or(full_seconds(&trace), |r| r as usize);
+    let before = steady(counterpart.first_refusal(), raise.warmup, end);
+    let label = label(variant, &raise.fixed);
+    row(&label, raise.records, &run, &trace, before, raise.from);
+    let Some(raised) = raised else {
+        println!("  the capacity was never raised: no call refused before the run ended");
+        return print_trace(&trace, &run.paces);
+    };
+    let goal = 0.7 * raise.to;
+    let (reached, holds) = follow(&trace, raised, goal);
+    let after = mean_took(
+        &trace,
+        (raised + holds.unwrap_or(0.0)).ceil() as usize,
+        full_seconds(&trace),
+    );
+    let paced = run
+        .paces
+        .iter()
+        .find(|(t, p)| *t >= raised && *p >= goal)
+        .map(|(t, _)| t - raised);
+    let seconds = |s: Option<f64>| s.map_or("never".into(), |s| format!("{s:.1} s"));
+    println!(
+        "  raised at {raised:.1} s; then it takes {goal:.0}/s within {}, holds it (3 s means) from {}, and takes {} there ({} of {}/s); the fleet's pace reaches {goal:.0}/s {} after the raise",
+        seconds(reached),
+        seconds(holds),
+        after.map_or("-".into(), |a| format!("{a:.1}/s")),
+        after.map_or("-".into(), |a| format!("{:.2}", a / raise.to)),
+        raise.to,
+        seconds(paced),
+    );
+    print_trace(&trace, &run.paces);
+}
+
+/// The second scenario's settings.
+struct Raise {
+    records: u64,
+    from: f64,
+    to: f64,
+    at: f64,
+    after_refusal: bool,
+    fixed: String,
+    warmup: usize,
 }
 
 fn binary() -> PathBuf {
@@ -186,11 +255,6 @@ fn main() {
     let capacity = number("BENCH_CAPACITY", 40.0);
     let fixed = var("BENCH_FIXED", "38/s");
     let warmup = number("BENCH_WARMUP", 5.0) as usize;
-    let (raise_records, raised, raise_at) = (
-        number("BENCH_RAISE_RECORDS", 2400.0) as u64,
-        number("BENCH_RAISED", 80.0),
-        number("BENCH_RAISE_AT", 10.0) as usize,
-    );
     let call = Duration::from_millis(number("BENCH_CALL_MS", 0.0) as u64);
     let counterpart = Counterpart::start(call);
     fleet.write_handler(&counterpart.url);
@@ -206,69 +270,52 @@ fn main() {
         fleet.lanes,
         call.as_millis(),
     );
+    let raise = Raise {
+        records: number("BENCH_RAISE_RECORDS", 2400.0) as u64,
+        from: capacity,
+        to: number("BENCH_RAISED", 80.0),
+        at: number("BENCH_RAISE_AT", 10.0),
+        after_refusal: var("BENCH_RAISE_FROM", "refusal") != "start",
+        fixed: fixed.clone(),
+        warmup,
+    };
     for round in 1..=number("BENCH_ROUNDS", 1.0) as usize {
         println!(
-            "\nround {round}: a counterpart of {capacity}/s (429 beyond), {records} records; steady from {warmup} s"
+            "\nround {round}: a counterpart of {capacity}/s (429 beyond), {records} records; steady from the first refusal, or from {warmup} s"
         );
         header();
         for variant in list("BENCH_VARIANTS", "none,fixed,auto") {
             fleet.make(&variant, records, &rate_line(&variant, &fixed));
-            let started = counterpart.reset(vec![(0.0, capacity)]);
+            let started = counterpart.reset(Capacities::fixed(capacity));
             let run = fleet.run(&variant, started);
             let trace = counterpart.trace();
-            let steady = (warmup, full_seconds(&trace));
+            let part = steady(counterpart.first_refusal(), warmup, full_seconds(&trace));
             row(
                 &label(&variant, &fixed),
                 records,
                 &run,
                 &trace,
-                steady,
+                part,
                 capacity,
             );
             if var("BENCH_TRACE", "") == "1" {
                 print_trace(&trace, &run.paces);
             }
         }
-        if raise_records == 0 {
+        if raise.records == 0 {
             continue;
         }
-        let goal = 0.7 * raised;
+        let when = match raise.after_refusal {
+            true => "after the first refusal",
+            false => "after the start",
+        };
         println!(
-            "\nround {round}: {capacity}/s raised to {raised}/s at {raise_at} s, {raise_records} records; steady from {warmup} s to the raise"
+            "\nround {round}: {capacity}/s raised to {}/s {} s {when}, {} records; steady up to the raise",
+            raise.to, raise.at, raise.records
         );
         header();
         for variant in list("BENCH_RAISE_VARIANTS", "auto") {
-            let name = format!("{variant}-raise");
-            fleet.make(&name, raise_records, &rate_line(&variant, &fixed));
-            let started = counterpart.reset(vec![(0.0, capacity), (raise_at as f64, raised)]);
-            let run = fleet.run(&name, started);
-            let trace = counterpart.trace();
-            let (reached, holds) = follow(&trace, raise_at, goal);
-            let after = mean_took(&trace, raise_at + holds.unwrap_or(0), full_seconds(&trace));
-            let paced = run
-                .paces
-                .iter()
-                .find(|(t, p)| *t >= raise_at as f64 && *p >= goal)
-                .map(|(t, _)| t - raise_at as f64);
-            let steady = (warmup, raise_at.min(full_seconds(&trace)));
-            row(
-                &label(&variant, &fixed),
-                raise_records,
-                &run,
-                &trace,
-                steady,
-                capacity,
-            );
-            let seconds = |s: Option<usize>| s.map_or("never".into(), |s| format!("{s} s"));
-            println!(
-                "  after the raise: takes {goal:.0}/s within {}, holds it (3 s means) from {}, then takes {} ({} of {raised}/s); the pace reaches {goal:.0}/s {}",
-                seconds(reached),
-                seconds(holds),
-                after.map_or("-".into(), |a| format!("{a:.1}/s")),
-                after.map_or("-".into(), |a| format!("{:.2}", a / raised)),
-                paced.map_or("never".into(), |t| format!("{t:.1} s after it")),
-            );
-            print_trace(&trace, &run.paces);
+            raise_run(&fleet, &counterpart, &variant, &raise);
         }
     }
 }
