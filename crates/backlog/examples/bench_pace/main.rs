@@ -15,7 +15,8 @@
 //!    side by side with no `rate`, a fixed `rate = "38/s"` and `rate = "auto"`.
 //! 2. The raise: `rate = "auto"` over 2,400 records, the capacity raised from 40/s to
 //!    80/s 10 s after the counterpart's first refusal (once the fleet found 40/s; or
-//!    10 s after the start, with `BENCH_RAISE_FROM=start`); how long from the raise
+//!    10 s after the start, with `BENCH_RAISE_FROM=start`, and for a fixed `rate`,
+//!    which is never refused); how long from the raise
 //!    until the counterpart takes 0.7 of the new capacity in a second (and in every
 //!    3-second mean after), and until the fleet's pace reaches it.
 //!
@@ -174,7 +175,8 @@ fn raise_run(fleet: &Fleet, counterpart: &Counterpart, variant: &str, raise: &Ra
     fleet.make(&name, raise.records, &rate_line(variant, &raise.fixed));
     let started = counterpart.reset(Capacities {
         steps: vec![(0.0, raise.from), (raise.at, raise.to)],
-        after_refusal: raise.after_refusal,
+        // A fixed pace is never refused: its raise counts from the start.
+        after_refusal: raise.after_refusal && variant == "auto",
     });
     let run = fleet.run(&name, started);
     let trace = counterpart.trace();
