@@ -1,16 +1,17 @@
-//! The fleet as a user runs it: a fresh SQLite database of due records for each run,
-//! a schedule file with the variant's `rate`, and `runners` processes of the real
-//! binary started together on it, while a thread reads the fleet's pace from
-//! `backlog_paces` once a second.
+//! The fleet as a user runs it: a fresh database of due records for each run
+//! (`database.rs`), a schedule file with the variant's `rate`, and `runners` processes
+//! of the real binary started together on it, while a thread reads the fleet's pace
+//! from `backlog_paces` once a second.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, TimeZone, Utc};
-use rusqlite::{Connection, OpenFlags, params};
+
+use crate::database::{Database, Reader};
 
 /// The pinned clock every tick runs at.
 pub fn now() -> DateTime<Utc> {
@@ -25,6 +26,8 @@ pub struct Fleet {
     pub lanes: u64,
     /// `stop_after_failures`; 0 for no breaker.
     pub breaker: u64,
+    /// A PostgreSQL server's URL (`BENCH_PG`), else SQLite files in `dir`.
+    pub pg: Option<String>,
 }
 
 /// What one run of the fleet left.
@@ -41,46 +44,15 @@ pub struct Run {
 }
 
 impl Fleet {
-    fn db(&self, name: &str) -> PathBuf {
-        self.dir.join(format!("{name}.db"))
+    fn db(&self, name: &str) -> Database {
+        Database::of(&self.dir, name, self.pg.as_deref())
     }
 
-    /// A fresh database `name.db`: `records` pending records inserted evenly between
-    /// 2 and 20 hours before the pinned clock (all in the 1d tier's band), an index on
-    /// inserted-at, WAL mode; the tool's tables made by a first tick, as after a
-    /// database's first run (a tick a year earlier, whose band is empty).
+    /// A fresh database for the run `name` (`Database::create`) and its schedule file;
+    /// the tool's tables made by a first tick, as after a database's first run (a tick
+    /// a year earlier, whose band is empty).
     pub fn make(&self, name: &str, records: u64, rate: &str) {
-        let path = self.db(name);
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-        }
-        let mut db = Connection::open(&path).unwrap();
-        db.execute_batch(
-            "PRAGMA journal_mode = WAL;
-             CREATE TABLE BACKLOG (ID INTEGER PRIMARY KEY, STATUS TEXT NOT NULL,
-                 DATE_INSERTED TEXT NOT NULL, PAYLOAD TEXT);
-             CREATE INDEX BACKLOG_BY_DATE ON BACKLOG (DATE_INSERTED);",
-        )
-        .unwrap();
-        let tx = db.transaction().unwrap();
-        {
-            let mut insert = tx
-                .prepare("INSERT INTO BACKLOG VALUES (?1, 'NEW', ?2, '{\"order\": 1}')")
-                .unwrap();
-            let span = 18 * 3600 * 1000;
-            for i in 0..records {
-                let age_ms = 2 * 3600 * 1000 + span * i / records;
-                let at = now() - chrono::Duration::milliseconds(age_ms as i64);
-                insert
-                    .execute(params![
-                        i as i64 + 1,
-                        at.format("%Y-%m-%d %H:%M:%S").to_string()
-                    ])
-                    .unwrap();
-            }
-        }
-        tx.commit().unwrap();
-        drop(db);
+        self.db(name).create(records, now());
         self.schedule(name, rate);
         let made = self
             .runner(name, now() - chrono::Duration::days(365))
@@ -122,7 +94,7 @@ window = "1d"
 every = "5m"
 limit = 10000000
 "#,
-            db = self.db(name).display(),
+            db = self.db(name).url(),
             handler = self.dir.join("handler.sh").display(),
             lanes = self.lanes,
         );
@@ -166,8 +138,8 @@ esac
     pub fn run(&self, name: &str, started: Instant) -> Run {
         let stop = Arc::new(AtomicBool::new(false));
         let poller = {
-            let (stop, path) = (Arc::clone(&stop), self.db(name));
-            std::thread::spawn(move || poll_paces(&path, started, &stop))
+            let (stop, reader) = (Arc::clone(&stop), self.db(name).reader());
+            std::thread::spawn(move || poll_paces(reader, started, &stop))
         };
         let children: Vec<_> = (0..self.runners)
             .map(|n| {
@@ -190,17 +162,11 @@ esac
         let secs = started.elapsed().as_secs_f64();
         stop.store(true, Ordering::SeqCst);
         let mut paces = poller.join().unwrap();
-        let db = Connection::open(self.db(name)).unwrap();
-        if let Some(pace) = pace(&db) {
+        let db = self.db(name);
+        if let Some(pace) = db.reader().pace() {
             paces.push((started.elapsed().as_secs_f64(), pace));
         }
-        let succeeded = db
-            .query_row(
-                "SELECT count(*) FROM BACKLOG WHERE STATUS = 'SUCCESS'",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
+        let succeeded = db.succeeded();
         Run {
             secs,
             succeeded,
@@ -211,20 +177,8 @@ esac
     }
 }
 
-/// The fleet's pace, starts a second (the fastest row, where there are several).
-fn pace(db: &Connection) -> Option<f64> {
-    db.query_row("SELECT max(micro_per_second) FROM backlog_paces", [], |r| {
-        r.get::<_, Option<i64>>(0)
-    })
-    .ok()
-    .flatten()
-    .map(|micro| micro as f64 / 1e6)
-}
-
 /// Reads the pace each second of the run (on the second, from `started`) until `stop`.
-fn poll_paces(path: &Path, started: Instant, stop: &AtomicBool) -> Vec<(f64, f64)> {
-    let db = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
-    db.busy_timeout(Duration::from_millis(200)).unwrap();
+fn poll_paces(mut reader: Reader, started: Instant, stop: &AtomicBool) -> Vec<(f64, f64)> {
     let mut paces = Vec::new();
     let mut second = 1.0;
     while !stop.load(Ordering::SeqCst) {
@@ -233,7 +187,7 @@ fn poll_paces(path: &Path, started: Instant, stop: &AtomicBool) -> Vec<(f64, f64
         if started.elapsed().as_secs_f64() < second {
             continue;
         }
-        if let Some(pace) = pace(&db) {
+        if let Some(pace) = reader.pace() {
             paces.push((started.elapsed().as_secs_f64(), pace));
         }
         second += 1.0;

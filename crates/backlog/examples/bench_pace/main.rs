@@ -8,7 +8,8 @@
 //! of its capacity and answering `429` with `Retry-After: 1` beyond; the handler calls
 //! it once per record with curl, a 429 being exit 75 and a `retry-after:` line (a
 //! snooze: the record is not tried again in the tick). Each run is on a fresh SQLite
-//! database of due records (all in the 1d tier's band), with `runners` processes of
+//! (or, with `BENCH_PG`, PostgreSQL) database of due records (all in the 1d tier's
+//! band), with `runners` processes of
 //! `backlog run --window 1d` started together, each with `concurrency = lanes`.
 //!
 //! 1. The scenario: capacity 40/s, 1,200 records, 2 runners × 16 handlers,
@@ -28,7 +29,9 @@
 //! (`backlog_paces`).
 //! The raise prints its trace: a line a second of calls taken, refused, and the pace.
 //!
-//! Settings (environment): `BENCH_BIN`, `BENCH_DIR` (target/bench-pace),
+//! Settings (environment): `BENCH_BIN`, `BENCH_DIR` (target/bench-pace), `BENCH_PG`
+//! (a PostgreSQL URL of a user who may create databases: the runs are then on the
+//! database `backlog_bench_pace` there, made afresh for each and left behind),
 //! `BENCH_RECORDS` (1200), `BENCH_RUNNERS` (2), `BENCH_LANES` (16), `BENCH_CAPACITY`
 //! (40), `BENCH_FIXED` (38/s), `BENCH_VARIANTS` (none,fixed,auto), `BENCH_BREAKER` (10,
 //! `stop_after_failures`; 0 for none), `BENCH_CALL_MS` (0: the counterpart answers at
@@ -39,6 +42,7 @@
 //! No figure is asserted.
 
 mod counterpart;
+mod database;
 mod fleet;
 
 use std::path::{Path, PathBuf};
@@ -252,6 +256,7 @@ fn main() {
         runners: number("BENCH_RUNNERS", 2.0) as usize,
         lanes: number("BENCH_LANES", 16.0) as u64,
         breaker: number("BENCH_BREAKER", 10.0) as u64,
+        pg: std::env::var("BENCH_PG").ok(),
     };
     let records = number("BENCH_RECORDS", 1200.0) as u64;
     let capacity = number("BENCH_CAPACITY", 40.0);
@@ -265,9 +270,14 @@ fn main() {
         k => format!("the breaker at {k} failures in a row"),
     };
     println!(
-        "backlog: {}; {} cores; {} runners × {} handlers (curl per record), {breaker}; calls answered after {} ms",
+        "backlog: {}; {} cores; {}; {} runners × {} handlers (curl per record), {breaker}; calls answered after {} ms",
         fleet.bin.display(),
         std::thread::available_parallelism().map_or(0, |n| n.get()),
+        if fleet.pg.is_some() {
+            "PostgreSQL"
+        } else {
+            "SQLite"
+        },
         fleet.runners,
         fleet.lanes,
         call.as_millis(),
