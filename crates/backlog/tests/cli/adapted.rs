@@ -9,16 +9,19 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use crate::harness::{Backend, Env, NOW, Schedule};
+use crate::harness::{Backend, Env, NOW, Running, Schedule};
 
 /// A counterpart on 127.0.0.1 that takes `per_second` calls a second (a token bucket
-/// holding a second's worth) and refuses the rest with 429.
+/// holding a second's worth) and refuses the rest with 429; its capacity can be
+/// raised while it runs (`raise`).
 struct Counterpart {
     url: String,
     took: Arc<AtomicUsize>,
     refused: Arc<AtomicUsize>,
+    /// The bucket: tokens, when they were last counted, and the capacity a second.
+    bucket: Arc<Mutex<(f64, Instant, f64)>>,
 }
 
 impl Counterpart {
@@ -27,7 +30,8 @@ impl Counterpart {
         let url = format!("http://{}/", listener.local_addr().unwrap());
         let (took, refused) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         let (counted_took, counted_refused) = (Arc::clone(&took), Arc::clone(&refused));
-        let bucket = Mutex::new((per_second, Instant::now()));
+        let bucket = Arc::new(Mutex::new((per_second, Instant::now(), per_second)));
+        let shared = Arc::clone(&bucket);
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(mut stream) = stream else { continue };
@@ -39,9 +43,9 @@ impl Counterpart {
                     }
                 }
                 let taken = {
-                    let mut bucket = bucket.lock().unwrap();
-                    let (tokens, at) = &mut *bucket;
-                    *tokens = (*tokens + at.elapsed().as_secs_f64() * per_second).min(per_second);
+                    let mut bucket = shared.lock().unwrap();
+                    let (tokens, at, per_second) = &mut *bucket;
+                    *tokens = (*tokens + at.elapsed().as_secs_f64() * *per_second).min(*per_second);
                     *at = Instant::now();
                     let taken = *tokens >= 1.0;
                     if taken {
@@ -59,7 +63,21 @@ impl Counterpart {
                 let _ = stream.write_all(answer);
             }
         });
-        Counterpart { url, took, refused }
+        Counterpart {
+            url,
+            took,
+            refused,
+            bucket,
+        }
+    }
+
+    /// From now on it takes `per_second` calls a second (the tokens it holds stay).
+    fn raise(&self, per_second: f64) {
+        let mut bucket = self.bucket.lock().unwrap();
+        let (tokens, at, old) = &mut *bucket;
+        *tokens = (*tokens + at.elapsed().as_secs_f64() * *old).min(*old);
+        *at = Instant::now();
+        *old = per_second;
     }
 
     fn took(&self) -> usize {
@@ -265,4 +283,80 @@ fn each_tick_goes_on_from_the_fleets_pace() {
     env.insert_aged(&[(4, 240), (5, 300)], encode);
     env.run_window("1d");
     assert_eq!(pace(), 6_000_000);
+}
+
+/// The pace follows a counterpart whose capacity is raised: against 10 calls a second,
+/// two runners with `rate = "auto"` and two handlers each find it (slow start ends in
+/// a cut); a little later the counterpart takes 40 a second, and the fleet's pace,
+/// read from `backlog_paces` as the runners end, is above the old capacity and above
+/// what it was at the raise. A check of direction: the pace grows by the calls that go
+/// through, so a loaded machine makes the run longer, not the pace lower.
+#[test]
+fn the_pace_follows_a_raised_capacity() {
+    const RECORDS: usize = 280;
+    const OLD: f64 = 10.0;
+    let counterpart = Counterpart::start(OLD);
+    let env = Env::on(Backend::Sqlite);
+    env.create_table("TEXT");
+    let aged: Vec<(i64, i64)> = (1..=RECORDS as i64).map(|id| (id, id * 60)).collect();
+    env.insert_aged(&aged, |t| t.format("%Y-%m-%d %H:%M:%S").to_string().into());
+    env.write_schedule(&Schedule {
+        handler_extra: "rate = \"auto\"\nconcurrency = 2",
+        ..Schedule::default()
+    });
+    env.write_handler("handler.sh", &counterpart.handler());
+    let runners: Vec<_> = (0..2)
+        .map(|_| {
+            Running::spawn(
+                env.command()
+                    .args(["run", "--window", "1d", "--now", NOW])
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null()),
+            )
+        })
+        .collect();
+    let db = env.db();
+    db.busy_timeout(Duration::from_secs(5)).unwrap();
+    let read = |sql: &str| {
+        db.query_row(sql, [], |r| r.get::<_, Option<i64>>(0))
+            .ok()
+            .flatten()
+    };
+    // The old capacity found: the first cut, then a few seconds of AIMD near it.
+    let waited = Instant::now();
+    while read("SELECT count(*) FROM backlog_paces WHERE cut_at_us IS NOT NULL") != Some(1) {
+        assert!(
+            waited.elapsed() < Duration::from_secs(120),
+            "no cut against {OLD}/s in two minutes"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    let pace = || read("SELECT micro_per_second FROM backlog_paces").unwrap_or(0) as f64 / 1e6;
+    let at_raise = pace();
+    let took_at_raise = counterpart.took() + counterpart.refused();
+    counterpart.raise(40.0);
+    for runner in runners {
+        assert_eq!(runner.wait().status.code(), Some(0));
+    }
+
+    let (took, refused) = (counterpart.took(), counterpart.refused());
+    assert_eq!(
+        took + refused,
+        RECORDS,
+        "each record called once in the tick"
+    );
+    let after = RECORDS - took_at_raise;
+    assert!(
+        after >= RECORDS / 2,
+        "{after} of {RECORDS} calls after the raise: too few to follow it"
+    );
+    let end = pace();
+    eprintln!(
+        "{took} took, {refused} refused; the pace: {at_raise:.1}/s at the raise, {end:.1}/s at the end ({after} calls after the raise)"
+    );
+    assert!(
+        end > OLD && end > at_raise,
+        "the pace {end}/s at the end, {at_raise}/s at the raise to 40/s from {OLD}/s"
+    );
 }
