@@ -128,6 +128,12 @@ impl Pace {
     pub(super) fn delay(&mut self, records: usize, store: &mut dyn Store) -> Duration {
         if let Some(adapted) = &mut self.adapted {
             let interval = adapted.interval(store);
+            // The pace was cut: the starts this runner reserved at the old pace are
+            // let go (under the rate, never over it), or they would go out at the pace
+            // that overloaded the counterpart, and their refusals cut it again.
+            if self.interval.is_some_and(|old| interval > old.mul_f64(1.5)) {
+                self.reserved.clear();
+            }
             self.interval = Some(interval);
             self.chunk = chunk(self.interval);
         }
