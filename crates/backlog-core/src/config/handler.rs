@@ -102,10 +102,10 @@ pub struct AutoRate {
     pub min: Rate,
     /// `handler.rate_max`, by default 500 a second.
     pub max: Rate,
-    /// `handler.overload`'s numbers: exit codes, or a batch handler's answer codes.
+    /// `handler.overload`: exit codes, or a batch handler's answer codes; a status
+    /// listed there stands for the codes `handler.exit_codes` maps to it (the code is
+    /// what both a process and a batch answer carry, whatever the status becomes).
     pub overload_codes: BTreeSet<i64>,
-    /// `handler.overload`'s names: statuses `handler.exit_codes` gives.
-    pub overload_statuses: BTreeSet<String>,
     /// `handler.target_latency`: a handler that took longer says the counterpart is
     /// overloaded, whatever it answered.
     pub target_latency: Option<Duration>,
@@ -119,7 +119,6 @@ impl AutoRate {
             min: Rate::parse(DEFAULT_RATE_MIN).expect("a rate"),
             max: Rate::parse(DEFAULT_RATE_MAX).expect("a rate"),
             overload_codes: BTreeSet::new(),
-            overload_statuses: BTreeSet::new(),
             target_latency: None,
         }
     }
@@ -328,7 +327,7 @@ fn rates(
             "handler.rate_min = \"{min}\" is not below handler.rate_max = \"{max}\"; the adaptive rate moves between them, so give a smaller rate_min or a larger rate_max"
         ));
     }
-    let (overload_codes, overload_statuses) = overload(raw, exit_codes)?;
+    let overload_codes = overload(raw, exit_codes)?;
     let target_latency = match &raw.target_latency {
         None => None,
         Some(text) => {
@@ -348,20 +347,17 @@ fn rates(
             min,
             max,
             overload_codes,
-            overload_statuses,
             target_latency,
         }),
     ))
 }
 
-/// `handler.overload`: exit codes (a batch handler's answer codes) and statuses that
-/// say the counterpart is overloaded. A number that no handler can answer, or a
-/// status no exit code gives, would never match: it is refused rather than ignored.
-fn overload(
-    raw: &RawHandler,
-    exit_codes: &BTreeMap<i32, String>,
-) -> Result<(BTreeSet<i64>, BTreeSet<String>), String> {
-    let (mut codes, mut statuses) = (BTreeSet::new(), BTreeSet::new());
+/// `handler.overload`: the exit codes (a batch handler's answer codes) that say the
+/// counterpart is overloaded, a status standing for the codes mapped to it. A number
+/// that no handler can answer, or a status no exit code gives, would never match: it
+/// is refused rather than ignored.
+fn overload(raw: &RawHandler, exit_codes: &BTreeMap<i32, String>) -> Result<BTreeSet<i64>, String> {
+    let mut codes = BTreeSet::new();
     for value in raw.overload.iter().flatten() {
         match value {
             toml::Value::Integer(0) => {
@@ -380,7 +376,12 @@ fn overload(
                 codes.insert(*n);
             }
             toml::Value::String(status) if exit_codes.values().any(|s| s == status) => {
-                statuses.insert(status.clone());
+                codes.extend(
+                    exit_codes
+                        .iter()
+                        .filter(|(_, s)| *s == status)
+                        .map(|(code, _)| i64::from(*code)),
+                );
             }
             toml::Value::String(status) => {
                 return Err(format!(
@@ -394,7 +395,7 @@ fn overload(
             }
         }
     }
-    Ok((codes, statuses))
+    Ok(codes)
 }
 
 #[cfg(test)]
@@ -414,8 +415,11 @@ mod tests {
         )
         .unwrap();
         let auto = c.auto_rate.expect("auto");
-        assert_eq!(auto.overload_codes, BTreeSet::from([69]));
-        assert_eq!(auto.overload_statuses, BTreeSet::from(["THROTTLED".into()]));
+        assert_eq!(
+            auto.overload_codes,
+            BTreeSet::from([69, 70]),
+            "THROTTLED's code"
+        );
         assert_eq!(auto.target_latency, Some(Duration::from_secs(2)));
         let batch = handler("mode = \"batch\"\nrate = \"auto\"\noverload = [429, 503]").unwrap();
         assert_eq!(

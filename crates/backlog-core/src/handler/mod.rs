@@ -275,7 +275,6 @@ pub fn describe(config: &crate::config::HandlerConfig) -> String {
             .iter()
             .map(|c| format!("exit {c}"))
             .collect();
-        signals.extend(auto.overload_statuses.iter().cloned());
         signals.extend(
             auto.target_latency
                 .map(|t| format!("calls past {}", crate::duration::compact(t))),

@@ -95,6 +95,9 @@ pub struct PaceState {
     /// Whether a call went through since the last cut (a cut with none keeps
     /// `cut_from`).
     pub went_through_since_cut: bool,
+    /// Whether calls had gone through before the last cut (since the one before it):
+    /// the counterpart took calls and was busy, not down.
+    pub took_before_cut: bool,
 }
 
 /// A pace of starts that moves with the counterpart's answers. Times are seconds on
@@ -115,6 +118,8 @@ pub struct Pace {
     cut_from: f64,
     /// Whether a call went through since the last cut.
     went_through_since_cut: bool,
+    /// Whether calls had gone through before the last cut.
+    took_before_cut: bool,
 }
 
 impl Pace {
@@ -130,6 +135,7 @@ impl Pace {
             cut_at: f64::NEG_INFINITY,
             cut_from: start,
             went_through_since_cut: false,
+            took_before_cut: false,
         }
     }
 
@@ -145,6 +151,7 @@ impl Pace {
             cut_at: state.cut_at,
             cut_from: state.cut_from,
             went_through_since_cut: state.went_through_since_cut,
+            took_before_cut: state.took_before_cut,
         }
     }
 
@@ -156,6 +163,7 @@ impl Pace {
             cut_at: self.cut_at,
             cut_from: self.cut_from,
             went_through_since_cut: self.went_through_since_cut,
+            took_before_cut: self.took_before_cut,
         }
     }
 
@@ -164,9 +172,13 @@ impl Pace {
         self.rate
     }
 
-    /// The slowest it may fall to.
-    pub fn min(&self) -> f64 {
-        self.min
+    /// Whether the pace answers an overload by itself, so that a breaker may leave it
+    /// be: it can still fall (above `min` by more than the micro-start a second the
+    /// fleet's row rounds to), and the counterpart is busy rather than down (calls went
+    /// through since the last cut, or before it). A counterpart that took nothing
+    /// between two cuts, or a pace at its floor, is the breaker's.
+    pub fn absorbs_overload(&self) -> bool {
+        self.rate - self.min >= 1e-6 && (self.went_through_since_cut || self.took_before_cut)
     }
 
     /// Whether the pace is still in slow start (no overload seen yet).
@@ -203,6 +215,10 @@ impl Pace {
         // A cut that follows a cut with no call through between them says the
         // counterpart takes nothing now, not that its capacity is this pace: the step
         // stays the one of the pace it last took.
+        // In slow start the pace grew from where it began (`cut_from`) only by calls
+        // that went through.
+        self.took_before_cut =
+            self.went_through_since_cut || (self.slow_start && self.rate > self.cut_from);
         if self.slow_start || self.went_through_since_cut {
             self.cut_from = self.rate;
         }
@@ -311,6 +327,53 @@ mod tests {
         let before = pace.per_second();
         pace.overloaded(30.0, 30.0);
         assert_eq!(pace.state().cut_from, before, "{pace:?}");
+    }
+
+    #[test]
+    fn a_busy_counterpart_is_the_paces_and_a_down_one_the_breakers() {
+        let mut pace = Pace::new(Rule::AUTO, 1.0, 1.0 / 60.0, 1000.0);
+        for _ in 0..10 {
+            pace.went_through();
+        }
+        // Calls went through, then a refusal: busy.
+        assert!(pace.overloaded(1.0, 1.0));
+        assert!(pace.absorbs_overload(), "{pace:?}");
+        // Refused again a round trip later with nothing through between: down.
+        assert!(pace.overloaded(2.0, 2.0));
+        assert!(!pace.absorbs_overload(), "{pace:?}");
+        // One call through: busy again.
+        pace.went_through();
+        assert!(pace.absorbs_overload(), "{pace:?}");
+        // Restored from the fleet's row in slow start (which keeps no "went
+        // through"), a pace that grew took calls.
+        let grown = Pace::restore(
+            Rule::AUTO,
+            Pace::new(Rule::AUTO, 1.0, 0.1, 9.0).state(),
+            0.1,
+            9.0,
+        );
+        let mut grown = Pace::restore(
+            Rule::AUTO,
+            PaceState {
+                per_second: 4.0,
+                ..grown.state()
+            },
+            0.1,
+            9.0,
+        );
+        grown.overloaded(0.0, 0.0);
+        assert!(grown.absorbs_overload(), "{grown:?}");
+        // A counterpart that refuses the very first call is down.
+        let mut fresh = Pace::new(Rule::AUTO, 1.0, 1.0 / 60.0, 1000.0);
+        fresh.overloaded(0.0, 0.0);
+        assert!(!fresh.absorbs_overload(), "{fresh:?}");
+        // At the floor (as the row rounds it: 0.016667 for 1/m) nothing is absorbed.
+        let state = PaceState {
+            per_second: 0.016_667,
+            ..pace.state()
+        };
+        let floor = Pace::restore(Rule::AUTO, state, 1.0 / 60.0, 1000.0);
+        assert!(!floor.absorbs_overload(), "{floor:?}");
     }
 
     #[test]

@@ -178,11 +178,11 @@ pub fn simulate(contender: Contender, counterpart: &Counterpart) -> Report {
             }
         } else {
             *refused += 1;
-            // An overload lowers the pace; the breaker counts it only once the pace
-            // can fall no further (as a tick does).
+            // An overload lowers the pace; a busy counterpart's refusal is the
+            // pace's alone, as in a tick (`Pace::absorbs_overload`).
             let absorbed = pace.as_mut().is_some_and(|p| {
                 p.overloaded(call.started, call.ends);
-                p.per_second() > p.min() * (1.0 + 1e-6)
+                p.absorbs_overload()
             });
             if !absorbed {
                 *in_a_row += 1;

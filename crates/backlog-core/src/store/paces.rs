@@ -4,8 +4,9 @@
 //! from a slow start of its own.
 //!
 //! A row holds a [`PaceState`]: the pace in micro-starts a second, its phase
-//! (`slow_start`: 1 in slow start; after a cut, 0 until a call goes through and 2
-//! once one has, so that cuts with nothing through between them keep AIMD's step), when it was last cut on the database's clock (`Store::clock`, in
+//! (`slow_start`: 1 in slow start; past it, bit 2 once a call went through since the
+//! last cut, so that cuts with nothing through between them keep AIMD's step, and bit
+//! 8 where calls had gone through before the last cut: a busy counterpart), when it was last cut on the database's clock (`Store::clock`, in
 //! microseconds: runners on hosts whose clocks disagree still agree on which refusal
 //! is news) and the pace it was cut from. Runners send what they saw since they last
 //! looked ([`PaceNews`]: calls that went through, and the start of the latest
@@ -68,6 +69,8 @@ pub struct PaceNow {
     pub slow_start: bool,
     /// Whether this runner's news cut it (the log says so).
     pub cut: bool,
+    /// Whether it answers an overload by itself (`Pace::absorbs_overload`).
+    pub absorbs_overload: bool,
 }
 
 /// A pace's row as `backlog status` shows it.
@@ -97,18 +100,20 @@ const TRIES: usize = 100;
 
 const MICRO: f64 = 1_000_000.0;
 
-/// The `slow_start` column's value in slow start; past a cut it is 0, and
-/// `WENT_THROUGH` once a call went through since.
+/// The `slow_start` column's value in slow start; past it, the bits `WENT_THROUGH`
+/// (a call went through since the last cut) and `TOOK_BEFORE` (calls had gone
+/// through before it).
 const SLOW_START: i64 = 1;
 const WENT_THROUGH: i64 = 2;
+const TOOK_BEFORE: i64 = 8;
 
 /// The `slow_start` column's value for `state`.
 fn phase(state: &PaceState) -> i64 {
-    match (state.slow_start, state.went_through_since_cut) {
-        (true, _) => SLOW_START,
-        (false, true) => WENT_THROUGH,
-        (false, false) => 0,
+    if state.slow_start {
+        return SLOW_START;
     }
+    let bit = |on: bool, bit: i64| if on { bit } else { 0 };
+    bit(state.went_through_since_cut, WENT_THROUGH) | bit(state.took_before_cut, TOOK_BEFORE)
 }
 
 fn micro(per_second: f64) -> i64 {
@@ -129,7 +134,12 @@ fn read(sql: &mut dyn Sql, s: &str, name: &str) -> Result<Option<(PaceState, i64
         let state = PaceState {
             per_second: row[0].int().unwrap_or(0) as f64 / MICRO,
             slow_start: row[1].int().unwrap_or(SLOW_START) == SLOW_START,
-            went_through_since_cut: row[1].int() == Some(WENT_THROUGH),
+            went_through_since_cut: row[1]
+                .int()
+                .is_some_and(|p| p != SLOW_START && p & WENT_THROUGH != 0),
+            took_before_cut: row[1]
+                .int()
+                .is_some_and(|p| p != SLOW_START && p & TOOK_BEFORE != 0),
             cut_at: row[2]
                 .int()
                 .map_or(f64::NEG_INFINITY, |us| us as f64 / MICRO),
@@ -229,6 +239,7 @@ fn now(pace: &Pace, cut: bool) -> PaceNow {
         per_second: pace.per_second(),
         slow_start: pace.in_slow_start(),
         cut,
+        absorbs_overload: pace.absorbs_overload(),
     }
 }
 

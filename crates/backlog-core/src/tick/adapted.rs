@@ -4,9 +4,11 @@
 //! A tick does not write the row at each answer: it gathers the calls that went
 //! through and sends them at most every `SYNC` (as it reserves its starts), and an
 //! overload at once, so that the pace falls first and every runner spaces its next
-//! starts wider. An overload the pace can still answer by falling is the pace's to
-//! answer, not the breaker's: the breaker counts it only once the pace is at
-//! `rate_min` (a counterpart that refuses even that is down, not busy). A tick whose
+//! starts wider. A refusal of a busy counterpart is the pace's to answer, not the
+//! breaker's: the breaker leaves it be while the pace can still fall and calls still
+//! go through between cuts. A refusal at `rate_min`, one that follows a cut with
+//! nothing through since, and a timeout, say the counterpart is down: the breaker
+//! counts those as any failure. A tick whose
 //! database refuses the row (no tables, a grant missing) moves a pace of its own, said
 //! once.
 
@@ -20,6 +22,9 @@ use crate::store::{PaceNews, Store};
 /// How often a tick sends the calls that went through: ten times a second, so that the
 /// pace grows with the fleet's calls and the row costs the database little.
 const SYNC: Duration = Duration::from_millis(100);
+
+/// How often a tick with no news reads the fleet's pace (another runner's cut).
+const READ_EVERY: Duration = Duration::from_secs(1);
 
 /// How long after a cut the fleet's starts may still go out at the pace before it:
 /// starts reserved ahead (`pace::RESERVE_AHEAD`) and a sync's lag, with room to spare.
@@ -48,6 +53,8 @@ pub(super) struct Adapted {
     /// What said so, for the log line of a cut.
     why: String,
     synced: Option<Instant>,
+    /// Whether the pace, as last read, answers an overload by itself.
+    absorbs: bool,
     /// The tick's own pace, once the database refused the fleet's.
     alone: Option<Pace>,
 }
@@ -71,13 +78,20 @@ impl Adapted {
             overloaded: None,
             why: String::new(),
             synced: None,
+            absorbs: false,
         }
     }
 
     /// The time between two starts at the pace as it is now, sending what this tick
-    /// saw if a sync is due.
+    /// saw if a sync is due: news every `SYNC`, and the fleet's pace read at least
+    /// every `READ_EVERY` while the tick has none (a tick that waits for its next
+    /// start asks every 50 ms).
     pub(super) fn interval(&mut self, store: &mut dyn Store) -> Duration {
-        let due = self.synced.is_none_or(|at| at.elapsed() >= SYNC) || self.overloaded.is_some();
+        let since = self.synced.map(|at| at.elapsed());
+        let due = self.overloaded.is_some()
+            || since.is_none_or(|since| {
+                since >= READ_EVERY || (self.went_through > 0 && since >= SYNC)
+            });
         if due {
             self.sync(store);
         }
@@ -86,8 +100,9 @@ impl Adapted {
 
     /// Counts a handler's outcome: an overload signal moves the pace at once; a call
     /// that went through waits for the next sync. A handler the tick stopped, or
-    /// that crashed, says nothing of the counterpart. Says whether the pace took an
-    /// overload on itself (it is above `rate_min` after it): the breaker leaves it be.
+    /// that crashed, says nothing of the counterpart. Says whether the pace took a
+    /// failure on itself (a busy counterpart's refusal, not a timeout): the breaker
+    /// leaves it be. A success, however slow, is the breaker's to count as one.
     pub(super) fn outcome(
         &mut self,
         handled: &Handled,
@@ -106,7 +121,9 @@ impl Adapted {
             self.overloaded = Some(self.overloaded.map_or(started, |o| o.max(started)));
             self.why = why;
             self.sync(store);
-            return self.per_second > self.min * (1.0 + 1e-6);
+            return self.absorbs
+                && handled.outcome == Outcome::Error
+                && handled.ending != Ending::TimedOut;
         }
         if handled.ending == Ending::Answered {
             self.went_through += 1;
@@ -139,6 +156,7 @@ impl Adapted {
             None => match store.sync_pace(&self.name, self.min, self.max, news) {
                 Ok(Some(now)) => {
                     self.per_second = now.per_second;
+                    self.absorbs = now.absorbs_overload;
                     now.cut
                 }
                 Ok(None) => self.go_alone(news),
@@ -153,6 +171,7 @@ impl Adapted {
         };
         if let Some(pace) = &self.alone {
             self.per_second = pace.per_second();
+            self.absorbs = pace.absorbs_overload();
         }
         if cut && log_due(&self.name) {
             tracing::warn!(
@@ -203,8 +222,9 @@ fn log_due(name: &str) -> bool {
 
 /// Whether an outcome says the counterpart is overloaded, and what said so: a
 /// `retry_after` answer (a snooze), exit 75 (`EX_TEMPFAIL`) with or without one, or a
-/// handler that ran past its timeout; and `handler.overload`'s codes and statuses, and
-/// a call that took longer than `handler.target_latency`, whatever it answered.
+/// handler that ran past its timeout; and `handler.overload`'s codes (a status listed
+/// there stands for its codes), and a call that took longer than
+/// `handler.target_latency`, whatever it answered.
 pub(super) fn overloaded(handled: &Handled, took: Duration, signals: &AutoRate) -> Option<String> {
     if handled.snooze.is_some() {
         return Some(format!("{}, a retry_after answer", handled.detail));
@@ -219,11 +239,6 @@ pub(super) fn overloaded(handled: &Handled, took: Duration, signals: &AutoRate) 
         if signals.overload_codes.contains(&code) {
             return Some(format!("{}, in handler.overload", handled.detail));
         }
-    }
-    if let Outcome::Status(status) = &handled.outcome
-        && signals.overload_statuses.contains(status)
-    {
-        return Some(format!("{status}, in handler.overload"));
     }
     signals
         .target_latency
@@ -280,7 +295,7 @@ mod tests {
     fn the_listed_codes_and_statuses_and_a_slow_answer_are_overloads() {
         let mut signals = AutoRate::new();
         signals.overload_codes.insert(69);
-        signals.overload_statuses.insert("THROTTLED".into());
+        signals.overload_codes.insert(70);
         signals.target_latency = Some(Duration::from_secs(2));
         let mut unavailable = Handled::new(Outcome::Error, "exit 69");
         unavailable.code = Some(69);
@@ -288,7 +303,8 @@ mod tests {
         let mut other = Handled::new(Outcome::Error, "exit 3");
         other.code = Some(3);
         assert!(overloaded_(false, &other, QUICK, &signals));
-        let throttled = Handled::new(Outcome::Status("THROTTLED".into()), "exit 70");
+        let mut throttled = Handled::new(Outcome::Status("THROTTLED".into()), "exit 70");
+        throttled.code = Some(70);
         assert!(overloaded_(true, &throttled, QUICK, &signals));
         let done = Handled::new(Outcome::Success, "exit 0");
         assert!(overloaded_(false, &done, QUICK, &signals));

@@ -83,8 +83,24 @@ impl Breaker {
     /// tick's trial is out and unanswered). The fleet's breaker the database cannot
     /// read is said once, and the tick's own goes on alone.
     pub(super) fn allow(&mut self, n: usize, store: &mut dyn Store) -> usize {
-        self.allow_shared(n, store)
+        self.allow_shared(n, store, true)
             .unwrap_or_else(|e| self.alone(e, n))
+    }
+
+    /// Whether the breaker holds every record back now (as `allow` would say none),
+    /// claiming nothing: a tick asks before it reserves starts of its rate, so that an
+    /// open breaker spends none of them and a half-open one's trial is claimed only
+    /// once its start is due.
+    pub(super) fn holds(&mut self, store: &mut dyn Store) -> bool {
+        self.allow_shared(1, store, false)
+            .unwrap_or_else(|e| self.alone(e, 1))
+            == 0
+    }
+
+    /// Whether this tick's trial of a half-open breaker is out: its answer is the
+    /// breaker's to count, whatever else would leave it be.
+    pub(super) fn trial_out(&self) -> bool {
+        self.fleet.as_ref().is_some_and(|f| f.trial == Trial::Out)
     }
 
     /// Says why the fleet's breaker is not counted any more, and counts alone.
@@ -96,7 +112,12 @@ impl Breaker {
         n
     }
 
-    fn allow_shared(&mut self, n: usize, store: &mut dyn Store) -> Result<usize, StoreError> {
+    fn allow_shared(
+        &mut self,
+        n: usize,
+        store: &mut dyn Store,
+        claim: bool,
+    ) -> Result<usize, StoreError> {
         if self.tripped.is_some() {
             return Ok(0);
         }
@@ -118,6 +139,7 @@ impl Breaker {
         fleet.failures = state.failures;
         match state.open_for {
             None => Ok(n),
+            Some(d) if d.is_zero() && !claim => Ok(n),
             Some(d) if d.is_zero() && store.try_breaker(&fleet.name, fleet.cooldown)? => {
                 fleet.trial = Trial::Out;
                 Ok(1)

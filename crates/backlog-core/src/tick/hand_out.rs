@@ -317,10 +317,13 @@ impl<'p, 'c> Round<'p, 'c> {
         };
         self.waiting = false;
         // One rate: the next start waits for it, in steps, so that the answers that
-        // come back meanwhile are settled (`run`). Before the breaker, whose trial of a
-        // half-open breaker goes out once allowed.
-        let one_rate = chosen.is_none();
-        if one_rate {
+        // come back meanwhile are settled (`run`); an open breaker is asked first,
+        // so that it spends none of the rate's starts, and the trial of a half-open
+        // one is claimed once its start is due.
+        if chosen.is_none() {
+            if self.breaker.holds(store) {
+                return Ok(Choice::Stop);
+            }
             let n = self.queue.len().min(self.batch);
             let wait = self.pace.delay(n, store);
             if !wait.is_zero() {
@@ -403,10 +406,12 @@ impl<'p, 'c> Round<'p, 'c> {
                     let took = started.elapsed();
                     self.inline_run.0 += 1;
                     self.inline_run.1 += took;
-                    // An overload lowers the pace; the breaker counts it only once
-                    // the pace can fall no further.
+                    // An overload lowers the pace; a busy counterpart's refusal is
+                    // the pace's alone (`Adapted::outcome`), unless it answers the
+                    // breaker's trial.
                     let ended = Instant::now();
-                    if !self.pace_for(&record).outcome(&handled, took, ended, store) {
+                    let absorbed = self.pace_for(&record).outcome(&handled, took, ended, store);
+                    if !absorbed || self.breaker.trial_out() {
                         self.breaker.count(&handled, store);
                     }
                     if let Err(e) = marks.settle(&record, handled, took, store, on_event) {
@@ -485,9 +490,11 @@ impl<'p, 'c> Round<'p, 'c> {
                 for (record, handled) in records.iter().zip(results) {
                     let handled = marks.resolve(handled);
                     let took = handled.took.unwrap_or(latency);
-                    // An overload lowers the pace; the breaker counts it only once
-                    // the pace can fall no further.
-                    if !self.pace_for(record).outcome(&handled, took, ended, store) {
+                    // An overload lowers the pace; a busy counterpart's refusal is
+                    // the pace's alone (`Adapted::outcome`), unless it answers the
+                    // breaker's trial.
+                    let absorbed = self.pace_for(record).outcome(&handled, took, ended, store);
+                    if !absorbed || self.breaker.trial_out() {
                         self.breaker.count(&handled, store);
                     }
                     if let Err(e) = marks.settle(record, handled, took, store, on_event) {

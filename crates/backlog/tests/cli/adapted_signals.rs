@@ -6,16 +6,19 @@
 
 use crate::harness::{Backend, Env, NOW, Schedule};
 
-/// A handler that answers by a count it keeps in `calls`: calls 21 to 26 end with
-/// `code` (the counterpart was busy), the others with 0. One record at a time, so the
-/// count has no race.
+/// A handler that answers by a count it keeps in `calls`: calls 21 to 23 and 25 to 27
+/// end with `code` (the counterpart was busy), the others with 0: a busy counterpart,
+/// which takes a call between its refusals. One record at a time, so the count has no
+/// race.
 fn busy_for_six(code: u8) -> String {
     format!(
         r#"#!/bin/sh
 cat > /dev/null
 n=$(( $(cat calls 2>/dev/null || echo 0) + 1 ))
 echo "$n" > calls
-if [ "$n" -gt 20 ] && [ "$n" -le 26 ]; then echo "counterpart busy"; exit {code}; fi
+case "$n" in
+  21|22|23|25|26|27) echo "counterpart busy"; exit {code} ;;
+esac
 exit 0
 "#
     )
@@ -44,10 +47,11 @@ fn run(env: &Env) -> assert_cmd::assert::Assert {
         .assert()
 }
 
-/// Six refusals in a row, where `stop_after_failures = 3`: listed in `overload`, the
-/// exit code halves the pace and the breaker leaves the burst to it, so the tick goes
-/// on and the other records go through; not listed, it is an error like any other and
-/// the breaker trips on the third (exit 7).
+/// Two bursts of three refusals, where `stop_after_failures = 3`: listed in
+/// `overload`, the exit code halves the pace and the breaker leaves a busy
+/// counterpart's bursts to it, so the tick goes on and the other records go through;
+/// not listed, it is an error like any other and the breaker trips on the third (exit
+/// 7).
 #[test]
 fn a_listed_exit_code_lowers_the_pace_and_the_breaker_leaves_the_burst_to_it() {
     const KEYS: &str = "rate = \"auto\"\nrate_min = \"1/s\"\nstop_after_failures = 3";
@@ -97,11 +101,49 @@ fn a_listed_status_is_an_overload() {
         .assert()
         .success()
         .stdout(predicates::str::contains(
-            "starts at a pace adapted to the counterpart, 1/m to 500/s, slower on THROTTLED, ",
+            "starts at a pace adapted to the counterpart, 1/m to 500/s, slower on exit 70, ",
         ));
     run(&env).success();
     assert_eq!(env.with_status("THROTTLED"), 6);
     assert_ne!(pace(&env).1, 1, "the THROTTLED answers ended slow start");
+}
+
+/// A counterpart that takes nothing between two cuts is down, not busy: after ten
+/// calls through, every call is refused; the pace is cut, cut again a round trip later
+/// with nothing through between, and from then on the breaker counts the refusals and
+/// trips, well above `rate_min`.
+#[test]
+fn a_counterpart_that_takes_nothing_between_two_cuts_is_the_breakers() {
+    let env = table_of(200);
+    env.write_schedule(&Schedule {
+        handler_extra: "rate = \"auto\"\nstop_after_failures = 3\noverload = [69]",
+        ..Schedule::default()
+    });
+    env.write_handler(
+        "handler.sh",
+        r#"#!/bin/sh
+cat > /dev/null
+n=$(( $(cat calls 2>/dev/null || echo 0) + 1 ))
+echo "$n" > calls
+[ "$n" -le 10 ] && exit 0
+echo "counterpart down"
+exit 69
+"#,
+    );
+    run(&env)
+        .code(7)
+        .stderr(predicates::str::contains("3 failures in a row"));
+    assert_eq!(env.with_status("SUCCESS"), 10);
+    let refused = env.with_status("ERROR");
+    assert!(
+        (3..60).contains(&refused),
+        "{refused} refused before the trip"
+    );
+    assert!(
+        pace(&env).0 > 1.0 / 60.0,
+        "above rate_min: {:?}",
+        pace(&env)
+    );
 }
 
 /// Once the pace is at `rate_min` it can fall no further, and an overload counts
