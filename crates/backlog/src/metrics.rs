@@ -13,17 +13,17 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-/// The most `backlog_pace_per_second` series a tier gets: with a `rate_key` of many
-/// values, a series each would grow Prometheus without bound; those held back most
-/// are the ones a person looks for (`backlog_paces` counts them all).
-const PACES_PER_TIER: usize = 100;
-
 use chrono::{DateTime, Utc};
 
 use crate::config::Config;
 use crate::duration;
 use crate::status::{Status, seconds_taken};
 use crate::store::{DURATION_BUCKETS, DurationHistogram, RunTotals, Store, StoreError};
+
+/// The most `backlog_pace_per_second` series a tier gets: with a `rate_key` of many
+/// values, a series each would grow Prometheus without bound; those held back most
+/// are the ones a person looks for (`backlog_paces` counts them all).
+const PACES_PER_TIER: usize = 100;
 
 /// What the metrics are made of, read at one moment.
 #[derive(Debug, Clone)]

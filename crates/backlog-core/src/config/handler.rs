@@ -375,15 +375,13 @@ fn overload(raw: &RawHandler, exit_codes: &BTreeMap<i32, String>) -> Result<BTre
             toml::Value::Integer(n) => {
                 codes.insert(*n);
             }
-            toml::Value::String(status) if exit_codes.values().any(|s| s == status) => {
-                codes.extend(
-                    exit_codes
-                        .iter()
-                        .filter(|(_, s)| *s == status)
-                        .map(|(code, _)| i64::from(*code)),
-                );
-            }
             toml::Value::String(status) => {
+                let mapped = exit_codes.iter().filter(|(_, s)| *s == status);
+                let before = codes.len();
+                codes.extend(mapped.map(|(code, _)| i64::from(*code)));
+                if codes.len() > before {
+                    continue;
+                }
                 return Err(format!(
                     "handler.overload: {status:?} is a status no exit code gives; map a code to it in handler.exit_codes, like exit_codes = {{ 69 = {status:?} }}, or list the code itself"
                 ));

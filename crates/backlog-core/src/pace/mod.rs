@@ -19,8 +19,8 @@
 //! through between them (a counterpart down for its maintenance) keep AIMD's step as
 //! it was: the pace falls to `rate_min`, and once the counterpart answers again it
 //! climbs back at the step of the capacity it last had, in seconds rather than hours.
-//! The constants were chosen with `backoff simulate
-//! --capacity` (BENCHMARKS.md, issue 46).
+//! The constants were chosen with `backoff simulate --capacity` (BENCHMARKS.md, issue
+//! 46).
 
 pub mod simulation;
 
@@ -212,13 +212,13 @@ impl Pace {
         if started < self.cut_at {
             return false;
         }
-        // A cut that follows a cut with no call through between them says the
-        // counterpart takes nothing now, not that its capacity is this pace: the step
-        // stays the one of the pace it last took.
         // In slow start the pace grew from where it began (`cut_from`) only by calls
         // that went through.
         self.took_before_cut =
             self.went_through_since_cut || (self.slow_start && self.rate > self.cut_from);
+        // A cut that follows a cut with no call through between them says the
+        // counterpart takes nothing now, not that its capacity is this pace: the step
+        // stays the one of the pace it last took.
         if self.slow_start || self.went_through_since_cut {
             self.cut_from = self.rate;
         }

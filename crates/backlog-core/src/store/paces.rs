@@ -6,7 +6,8 @@
 //! A row holds a [`PaceState`]: the pace in micro-starts a second, its phase
 //! (`slow_start`: 1 in slow start; past it, bit 2 once a call went through since the
 //! last cut, so that cuts with nothing through between them keep AIMD's step, and bit
-//! 8 where calls had gone through before the last cut: a busy counterpart), when it was last cut on the database's clock (`Store::clock`, in
+//! 8 where calls had gone through before the last cut: a busy counterpart), when it
+//! was last cut on the database's clock (`Store::clock`, in
 //! microseconds: runners on hosts whose clocks disagree still agree on which refusal
 //! is news) and the pace it was cut from. Runners send what they saw since they last
 //! looked ([`PaceNews`]: calls that went through, and the start of the latest
@@ -131,15 +132,13 @@ fn read(sql: &mut dyn Sql, s: &str, name: &str) -> Result<Option<(PaceState, i64
         )
         .map_err(failed("reading backlog_paces"))?;
     Ok(rows.first().map(|row| {
+        let phase = row[1].int().unwrap_or(SLOW_START);
+        let slow_start = phase == SLOW_START;
         let state = PaceState {
             per_second: row[0].int().unwrap_or(0) as f64 / MICRO,
-            slow_start: row[1].int().unwrap_or(SLOW_START) == SLOW_START,
-            went_through_since_cut: row[1]
-                .int()
-                .is_some_and(|p| p != SLOW_START && p & WENT_THROUGH != 0),
-            took_before_cut: row[1]
-                .int()
-                .is_some_and(|p| p != SLOW_START && p & TOOK_BEFORE != 0),
+            slow_start,
+            went_through_since_cut: !slow_start && phase & WENT_THROUGH != 0,
+            took_before_cut: !slow_start && phase & TOOK_BEFORE != 0,
             cut_at: row[2]
                 .int()
                 .map_or(f64::NEG_INFINITY, |us| us as f64 / MICRO),

@@ -8,9 +8,8 @@
 //! breaker's: the breaker leaves it be while the pace can still fall and calls still
 //! go through between cuts. A refusal at `rate_min`, one that follows a cut with
 //! nothing through since, and a timeout, say the counterpart is down: the breaker
-//! counts those as any failure. A tick whose
-//! database refuses the row (no tables, a grant missing) moves a pace of its own, said
-//! once.
+//! counts those as any failure. A tick whose database refuses the row (no tables, a
+//! grant missing) moves a pace of its own, said once.
 
 use std::time::{Duration, Instant};
 

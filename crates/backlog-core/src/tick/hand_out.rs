@@ -20,7 +20,7 @@ use super::pace::{Pace, STOP_CHECK, Spacing, rate_name};
 use super::pager::{PageSize, Pager};
 use super::reach::Fleet;
 use crate::error::Error;
-use crate::handler::Context;
+use crate::handler::{Context, Handled};
 use crate::record::Record;
 use crate::store::{BandQuery, Store, StoreError};
 
@@ -406,14 +406,7 @@ impl<'p, 'c> Round<'p, 'c> {
                     let took = started.elapsed();
                     self.inline_run.0 += 1;
                     self.inline_run.1 += took;
-                    // An overload lowers the pace; a busy counterpart's refusal is
-                    // the pace's alone (`Adapted::outcome`), unless it answers the
-                    // breaker's trial.
-                    let ended = Instant::now();
-                    let absorbed = self.pace_for(&record).outcome(&handled, took, ended, store);
-                    if !absorbed || self.breaker.trial_out() {
-                        self.breaker.count(&handled, store);
-                    }
+                    self.heard(&record, &handled, took, Instant::now(), store);
                     if let Err(e) = marks.settle(&record, handled, took, store, on_event) {
                         self.refused(e);
                     }
@@ -490,13 +483,7 @@ impl<'p, 'c> Round<'p, 'c> {
                 for (record, handled) in records.iter().zip(results) {
                     let handled = marks.resolve(handled);
                     let took = handled.took.unwrap_or(latency);
-                    // An overload lowers the pace; a busy counterpart's refusal is
-                    // the pace's alone (`Adapted::outcome`), unless it answers the
-                    // breaker's trial.
-                    let absorbed = self.pace_for(record).outcome(&handled, took, ended, store);
-                    if !absorbed || self.breaker.trial_out() {
-                        self.breaker.count(&handled, store);
-                    }
+                    self.heard(record, &handled, took, ended, store);
                     if let Err(e) = marks.settle(record, handled, took, store, on_event) {
                         self.refused(e);
                     }
@@ -507,6 +494,23 @@ impl<'p, 'c> Round<'p, 'c> {
             }
         }
         Ok(())
+    }
+
+    /// Counts an answer that came back at `ended` in the pace and then the breaker: an
+    /// overload lowers the pace first, and a busy counterpart's refusal is the pace's
+    /// alone (`Adapted::outcome`), unless it answers the breaker's trial.
+    fn heard(
+        &mut self,
+        record: &Record,
+        handled: &Handled,
+        took: Duration,
+        ended: Instant,
+        store: &mut dyn Store,
+    ) {
+        let absorbed = self.pace_for(record).outcome(handled, took, ended, store);
+        if !absorbed || self.breaker.trial_out() {
+            self.breaker.count(handled, store);
+        }
     }
 
     /// The pace `record`'s start kept to: its counterpart's, or the tick's.

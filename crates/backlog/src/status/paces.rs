@@ -5,10 +5,9 @@
 //! person is shown a few of each tier, those the counterparts hold back most, which is
 //! what they look for, and how many more there are (`by_tier`), the same in `status`
 //! and on the dashboard; the JSON keeps each, the metrics each tier's 100 held back
-//! most (and a count of them all). Held back most: the paces
-//! that were cut, slowest first, before those still in slow start, which are low
-//! because they are new (a counterpart seen for the first time), not because their
-//! counterpart refused.
+//! most (and a count of them all). Held back most: the paces that were cut, slowest
+//! first, before those still in slow start, which are low because they are new (a
+//! counterpart seen for the first time), not because their counterpart refused.
 
 use std::time::Duration;
 

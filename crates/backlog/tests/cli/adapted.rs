@@ -137,9 +137,7 @@ fn an_auto_rate_finds_the_counterparts_capacity(backend: Backend) {
     const RECORDS: usize = 160;
     let counterpart = Counterpart::start(20.0);
     let env = Env::on(backend);
-    env.create_table("TEXT");
-    let aged: Vec<(i64, i64)> = (1..=RECORDS as i64).map(|id| (id, id * 60)).collect();
-    env.insert_aged(&aged, |t| t.format("%Y-%m-%d %H:%M:%S").to_string().into());
+    env.records_minutes_apart(RECORDS as i64);
     env.write_schedule(&Schedule {
         handler_extra: "rate = \"auto\"\nrate_max = \"400/s\"\nconcurrency = 4",
         ..Schedule::default()
@@ -216,9 +214,7 @@ fn a_slow_counterpart_does_not_lower_a_fast_ones_pace() {
     const RECORDS: i64 = 120;
     let (slow, fast) = (Counterpart::start(4.0), Counterpart::start(40.0));
     let env = Env::on(Backend::Sqlite);
-    env.create_table("TEXT");
-    let aged: Vec<(i64, i64)> = (1..=RECORDS).map(|id| (id, id * 60)).collect();
-    env.insert_aged(&aged, |t| t.format("%Y-%m-%d %H:%M:%S").to_string().into());
+    env.records_minutes_apart(RECORDS);
     env.execute(&format!(
         "UPDATE \"BACKLOG\" SET \"PAYLOAD\" = CASE WHEN \"ID\" <= {SLOW} THEN 'slow' ELSE 'fast' END"
     ));
@@ -297,9 +293,7 @@ fn the_pace_follows_a_raised_capacity() {
     const OLD: f64 = 10.0;
     let counterpart = Counterpart::start(OLD);
     let env = Env::on(Backend::Sqlite);
-    env.create_table("TEXT");
-    let aged: Vec<(i64, i64)> = (1..=RECORDS as i64).map(|id| (id, id * 60)).collect();
-    env.insert_aged(&aged, |t| t.format("%Y-%m-%d %H:%M:%S").to_string().into());
+    env.records_minutes_apart(RECORDS as i64);
     env.write_schedule(&Schedule {
         handler_extra: "rate = \"auto\"\nconcurrency = 2",
         ..Schedule::default()

@@ -27,9 +27,7 @@ exit 0
 /// A table of `n` records due in the day's tier.
 fn table_of(n: i64) -> Env {
     let env = Env::on(Backend::Sqlite);
-    env.create_table("TEXT");
-    let aged: Vec<(i64, i64)> = (1..=n).map(|id| (id, id * 60)).collect();
-    env.insert_aged(&aged, |t| t.format("%Y-%m-%d %H:%M:%S").to_string().into());
+    env.records_minutes_apart(n);
     env
 }
 

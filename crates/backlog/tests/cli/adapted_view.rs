@@ -93,9 +93,7 @@ crate::on_every_backend!(the_overview_shows_an_adapted_pace);
 #[test]
 fn many_counterparts_show_those_held_back_most() {
     let env = Env::on(Backend::Sqlite);
-    env.create_table("TEXT");
-    let aged: Vec<(i64, i64)> = (1..=16).map(|id| (id, id * 60)).collect();
-    env.insert_aged(&aged, encode);
+    env.records_minutes_apart(16);
     env.execute(
         "UPDATE \"BACKLOG\" SET \"PAYLOAD\" = CASE WHEN \"ID\" <= 5 THEN 'busy' ELSE 'k' || substr('0' || \"ID\", -2) END",
     );

@@ -14,9 +14,7 @@ exit 1
 
 fn backlog(backend: Backend, records: i64, handler_extra: &'static str, script: &str) -> Env {
     let env = Env::on(backend);
-    env.create_table("TEXT");
-    let aged: Vec<(i64, i64)> = (1..=records).map(|id| (id, id * 60)).collect();
-    env.insert_aged(&aged, |t| t.format("%Y-%m-%d %H:%M:%S").to_string().into());
+    env.records_minutes_apart(records);
     env.write_schedule(&Schedule {
         handler_extra,
         ..Schedule::default()

@@ -201,6 +201,14 @@ impl Env {
         });
     }
 
+    /// Creates the table (its inserted-at as text) with `n` records, ids 1 to `n`, record
+    /// `id` inserted `id` minutes before `NOW`: a band of the day's tier, oldest last.
+    pub fn records_minutes_apart(&self, n: i64) {
+        self.create_table("TEXT");
+        let aged: Vec<(i64, i64)> = (1..=n).map(|id| (id, id * 60)).collect();
+        self.insert_aged(&aged, |t| t.format("%Y-%m-%d %H:%M:%S").to_string().into());
+    }
+
     /// Inserts records with the given ids and ages (seconds before `NOW`), inserted-at
     /// values written by `encode`.
     pub fn insert_aged(&self, records: &[(i64, i64)], encode: impl Fn(DateTime<Utc>) -> Val) {
