@@ -3,7 +3,8 @@
 //! breaker) stops a tick whose handler keeps failing, leaving the rest of the band as it
 //! was.
 
-use crate::harness::{Backend, Env, NOW, Schedule};
+use crate::harness::{Backend, Env, NOW, Running, Schedule};
+use crate::tick::wait_for;
 
 /// Logs the start time of each record, then fails it.
 const FAILING_HANDLER: &str = r#"#!/bin/sh
@@ -186,6 +187,35 @@ fn under_a_rate_the_breaker_hears_each_answer_before_the_next_start() {
     let tried = starts(&env).len() as i64;
     assert!((3..=6).contains(&tried), "{tried} tried");
     assert_eq!(env.with_status("ERROR"), tried, "each one tried is marked");
+}
+
+/// A tick that waits for its rate's next start stops at a SIGTERM, not at that start:
+/// at `1/m` the first record goes at once and the next would wait a minute; the stop
+/// ends the tick within seconds (exit 9), the record handled marked, the others left
+/// as they were.
+#[test]
+fn a_stop_does_not_wait_for_the_rates_next_start() {
+    let env = backlog(
+        Backend::Sqlite,
+        3,
+        "rate = \"1/m\"\nconcurrency = 2",
+        FAILING_HANDLER,
+    );
+    let started = std::time::Instant::now();
+    let tick = Running::spawn(
+        env.command()
+            .args(["run", "--window", "1d", "--now", NOW])
+            .stdout(std::process::Stdio::piped()),
+    );
+    wait_for(|| env.with_status("ERROR") == 1);
+    let out = tick.terminate();
+    assert_eq!(out.status.code(), Some(9), "{out:?}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(45),
+        "the stop waited for the next start"
+    );
+    assert_eq!(starts(&env).len(), 1);
+    assert_eq!(env.with_status("NEW"), 2);
 }
 
 /// `rate = "5/s"`: starts are spaced 200 ms apart, not bunched.
