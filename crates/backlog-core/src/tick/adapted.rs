@@ -175,7 +175,7 @@ impl Adapted {
         if cut && log_due(&self.name) {
             tracing::warn!(
                 "the counterpart of {} was overloaded ({}): its adapted pace halved to {:.3}/s",
-                self.name,
+                super::pace::readable(&self.name),
                 self.why,
                 self.per_second
             );

@@ -62,6 +62,27 @@ pub(super) fn rate_name(table: &str, window: Duration, group: Option<&str>) -> S
     }
 }
 
+/// A rate's name as a person reads it: its tier by name, not by seconds (`table
+/// BACKLOG, tier 1d, counterpart acme` for `table BACKLOG, tier 86400s, counterpart
+/// acme`).
+pub(super) fn readable(name: &str) -> String {
+    let Some((table, rest)) = name.split_once(", tier ") else {
+        return name.to_string();
+    };
+    let digits = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    match (
+        rest[..digits].parse::<u64>(),
+        rest[digits..].strip_prefix('s'),
+    ) {
+        (Ok(secs), Some(after)) => {
+            format!("{table}, tier {}{after}", crate::duration::tier_name(secs))
+        }
+        _ => name.to_string(),
+    }
+}
+
 pub(super) struct Pace {
     interval: Option<Duration>,
     /// With `rate = "auto"`: the fleet's pace, which sets `interval`.
@@ -269,6 +290,19 @@ fn chunk(interval: Option<Duration>) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rates_name_reads_with_its_tier_by_name() {
+        assert_eq!(
+            readable("table BACKLOG, tier 86400s, counterpart acme"),
+            "table BACKLOG, tier 1d, counterpart acme"
+        );
+        assert_eq!(readable("table T, tier 0s"), "table T, tier retry");
+        assert_eq!(
+            readable("group api, counterpart 7"),
+            "group api, counterpart 7"
+        );
+    }
 
     #[test]
     fn starts_are_spaced_by_the_interval() {

@@ -53,9 +53,14 @@ impl Status {
         ));
         for tier in paces::by_tier(&self.paces, paces::SHOWN_PER_TIER) {
             for p in &tier.slowest {
+                let key = match p.key.as_deref() {
+                    None => String::new(),
+                    Some("") => ", no counterpart".to_string(),
+                    Some(key) => format!(", counterpart {key}"),
+                };
                 out.push_str(&format!(
-                    "  {}: {} starts a second, {}\n",
-                    p.name,
+                    "  {}{key}: {} starts a second, {}\n",
+                    tier_words(&p.tier),
                     p.starts_a_second(),
                     p.state()
                 ));

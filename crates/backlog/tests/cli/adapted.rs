@@ -181,7 +181,7 @@ fn an_auto_rate_finds_the_counterparts_capacity(backend: Backend) {
         .assert()
         .success()
         .stdout(predicates::str::contains(
-            "\nadapted rates (rate = \"auto\"): 1\n  table BACKLOG, tier 86400s: ",
+            "\nadapted rates (rate = \"auto\"): 1\n  tier 1d: ",
         ));
     // And the metrics, by tier (and rate_key value: none here).
     env.backlog(&[

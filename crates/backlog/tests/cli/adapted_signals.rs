@@ -66,7 +66,7 @@ fn a_listed_exit_code_lowers_the_pace_and_the_breaker_leaves_the_burst_to_it() {
         env.write_handler("handler.sh", &busy_for_six(69));
         if listed {
             run(&env).success().stderr(predicates::str::contains(
-                "was overloaded (exit 69, in handler.overload): its adapted pace halved to ",
+                "the counterpart of table BACKLOG, tier 1d was overloaded (exit 69, in handler.overload): its adapted pace halved to ",
             ));
             assert_eq!(env.with_status("SUCCESS"), 34);
             assert_eq!(env.with_status("ERROR"), 6);

@@ -46,7 +46,7 @@ fn the_overview_shows_an_adapted_pace(backend: Backend) {
         .assert()
         .success()
         .stdout(predicates::str::contains(format!(
-            "  table BACKLOG, tier 86400s: {digits} starts a second, last cut "
+            "  tier 1d: {digits} starts a second, last cut "
         )));
 
     let (_server, port) = serve(env.command().arg("serve").env_remove("BACKLOG_TOKEN"));
@@ -116,7 +116,7 @@ fn many_counterparts_show_those_held_back_most() {
         .collect();
     assert_eq!(listed.len(), 10, "{text}");
     assert!(
-        listed[0].starts_with("  table BACKLOG, tier 86400s, counterpart busy: ")
+        listed[0].starts_with("  tier 1d, counterpart busy: ")
             && listed[0].contains(" starts a second, last cut "),
         "the cut pace first: {text}"
     );
