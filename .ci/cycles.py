@@ -199,7 +199,9 @@ def sccs(g):
     return out
 
 
-roots = sys.argv[1:] or sorted(glob.glob(os.path.join(os.path.dirname(__file__), '..', 'crates', '*', 'src')))
+here = os.path.join(os.path.dirname(__file__), '..')
+# The root package (the command and its library) and each crate under crates/.
+roots = sys.argv[1:] or [os.path.join(here, 'src')] + sorted(glob.glob(os.path.join(here, 'crates', '*', 'src')))
 found = 0
 edges = 0
 for src in roots:

@@ -178,7 +178,7 @@ fn in_a_real_browser() {
         .success()
         .stdout(predicates::str::contains("not ticking, paused since"))
         .stdout(predicates::str::contains(": partner maintenance;"));
-    let target = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target");
+    let target = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
     std::fs::create_dir_all(&target).unwrap();
     std::fs::write(target.join("dashboard-overview.png"), screenshot).unwrap();
 }

@@ -57,7 +57,7 @@ fn datetime_timestamp_and_integer_columns_select_the_same_bands() {
 fn the_tasks_example_runs_with_a_done_flag_and_the_arctan_curve() {
     let env = Env::on(Backend::Mysql);
     let example = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schedules/tasks-mysql.toml"),
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schedules/tasks-mysql.toml"),
     )
     .unwrap();
     // The table as the example's comment creates it.

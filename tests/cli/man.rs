@@ -48,7 +48,7 @@ fn terms(section: &str) -> Vec<String> {
 
 /// The exit codes docs/cli.md lists, as `N` in its "Exit codes" section.
 fn documented_codes() -> Vec<String> {
-    let docs = include_str!("../../../../docs/cli.md");
+    let docs = include_str!("../../docs/cli.md");
     let section = docs
         .split("## Exit codes")
         .nth(1)

@@ -130,7 +130,7 @@ mod tests {
     /// this type knows) fails.
     #[test]
     fn docs_cli_md_names_every_code() {
-        let docs = include_str!("../../../docs/cli.md");
+        let docs = include_str!("../docs/cli.md");
         let section = docs
             .split("## Exit codes")
             .nth(1)

@@ -163,7 +163,7 @@ fn a_sqlite_lease_outlives_two_lock_waits() {
 #[test]
 fn the_shipped_schedules_load() {
     crate::harness::install_drivers();
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schedules");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("schedules");
     let mut seen = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
