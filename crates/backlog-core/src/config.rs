@@ -19,6 +19,7 @@ mod check;
 mod database;
 mod handler;
 mod history;
+mod http;
 mod keys;
 mod location;
 mod ping;
@@ -27,6 +28,7 @@ mod retry;
 pub mod server;
 pub mod server_url;
 mod table;
+mod template;
 mod tiers;
 mod toml_error;
 mod variables;
@@ -43,6 +45,7 @@ pub use handler::MAX_CONCURRENCY;
 pub use handler::{AutoRate, HandlerConfig, HandlerMode};
 pub use history::{HistoryConfig, HistoryRecord};
 pub use history::{KEEP as HISTORY_KEEP, MAX_PER_RECORD};
+pub use http::{Body as HttpBody, HttpConfig, MAX_REDIRECTS, OVERLOAD_STATUSES, Secret};
 pub use location::find as find_schedule;
 pub use location::is_stdin;
 pub use ping::PingUrl;
@@ -53,6 +56,7 @@ pub use retry::RetryConfig;
 pub use table::GIVE_UP_AFTER_MAX;
 pub use table::{Labels, TableConfig};
 use table::{RawTable, resolve_table};
+pub use template::Template;
 use tiers::{RawTier, resolve_schedule};
 pub use variables::used_in as variables_used_in;
 
@@ -195,9 +199,23 @@ impl Config {
         // In the file's order, so that the first mistake is the one said.
         let database = resolve_database(raw.database, &dir).map_err(fail)?;
         let mut table = resolve_table(raw.table, raw.retry).map_err(fail)?;
-        let handler = handler::resolve(raw.handler).map_err(fail)?;
+        let handler = handler::resolve(raw.handler, &dir).map_err(fail)?;
         if let Some(key) = &handler.rate_key {
             table.other_columns.push(("handler.rate_key", key.clone()));
+        }
+        if let Some(http) = &handler.http {
+            for column in http.url.columns() {
+                table
+                    .other_columns
+                    .push(("handler.url", column.to_string()));
+            }
+            if let HttpBody::Template(body) = &http.body {
+                for column in body.columns() {
+                    table
+                        .other_columns
+                        .push(("handler.body", column.to_string()));
+                }
+            }
         }
         let history = history::resolve(raw.history).map_err(fail)?;
         let mut alert = alert::resolve(raw.alert).map_err(fail)?;

@@ -2,10 +2,12 @@
 //! and when a tick stops calling it.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 use std::time::Duration;
 
 use serde::Deserialize;
 
+use super::http::{HttpConfig, OVERLOAD_STATUSES, RawHttp};
 use super::ranges::{BREAKER_COOLDOWN, HANDLER_TIMEOUT, MAX_BATCH_SIZE, STOP_GRACE, span};
 use crate::rate::Rate;
 
@@ -27,8 +29,12 @@ pub enum HandlerMode {
 #[non_exhaustive]
 pub struct HandlerConfig {
     /// The program and its arguments, as written (the program is resolved when the
-    /// handler is built, so that loading a file never fails on a missing program).
+    /// handler is built, so that loading a file never fails on a missing program);
+    /// empty where the handler is a URL.
     pub command: Vec<String>,
+    /// `handler.url` and the keys of an HTTP call per record, where the handler is
+    /// one (`command` is then empty).
+    pub http: Option<HttpConfig>,
     /// One process per record, or one long-lived process for many.
     pub mode: HandlerMode,
     /// Records handed to a batch handler at once.
@@ -74,6 +80,7 @@ impl HandlerConfig {
     pub fn new(command: Vec<String>) -> Self {
         HandlerConfig {
             command,
+            http: None,
             mode: HandlerMode::PerRecord,
             batch_size: DEFAULT_BATCH_SIZE,
             timeout: DEFAULT_TIMEOUT,
@@ -159,7 +166,18 @@ const MAX_RATE_GROUP: usize = 100;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawHandler {
-    command: Vec<String>,
+    command: Option<Vec<String>>,
+    url: Option<String>,
+    method: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    body: Option<String>,
+    connect_timeout: Option<String>,
+    #[serde(default)]
+    statuses: BTreeMap<String, String>,
+    ca_file: Option<String>,
+    allow_private: Option<bool>,
+    follow_redirects: Option<i64>,
     #[serde(default)]
     mode: HandlerMode,
     batch_size: Option<usize>,
@@ -181,13 +199,70 @@ pub(super) struct RawHandler {
     exit_codes: BTreeMap<String, String>,
 }
 
-pub(super) fn resolve(raw: RawHandler) -> Result<HandlerConfig, String> {
-    if raw.command.first().is_none_or(|p| p.trim().is_empty()) {
-        return Err(
-            "handler.command is empty; give the program and its arguments, like [\"./handler.sh\"]"
-                .into(),
-        );
-    }
+pub(super) fn resolve(mut raw: RawHandler, dir: &Path) -> Result<HandlerConfig, String> {
+    let (command, http) = match (raw.command.take(), raw.url.take()) {
+        (Some(_), Some(_)) => {
+            return Err(
+                "handler.url and handler.command both name the handler; keep one: url for an HTTP call per record, command for a program".into(),
+            );
+        }
+        (None, None) => {
+            return Err(
+                "[handler] names no handler; give url (an HTTP call per record, like url = \"https://hooks.example.com/orders/{id}\") or command (a program, like command = [\"./handler.sh\"])".into(),
+            );
+        }
+        (Some(command), None) => {
+            if command.first().is_none_or(|p| p.trim().is_empty()) {
+                return Err(
+                    "handler.command is empty; give the program and its arguments, like [\"./handler.sh\"]"
+                        .into(),
+                );
+            }
+            if let Some(key) = http_keys(&raw).first() {
+                return Err(format!(
+                    "handler.{key} is a key of a URL handler, but the handler is a command; leave {key} out, or give handler.url instead of handler.command"
+                ));
+            }
+            (command, None)
+        }
+        (None, Some(url)) => {
+            let refused = [
+                (
+                    "mode",
+                    raw.mode == HandlerMode::Batch,
+                    "calls are made one per record",
+                ),
+                ("env", !raw.env.is_empty(), "no process is started"),
+                (
+                    "exit_codes",
+                    !raw.exit_codes.is_empty(),
+                    "answers have status codes; map them with statuses, like statuses = { 410 = \"GONE\" }",
+                ),
+                (
+                    "batch_size",
+                    raw.batch_size.is_some(),
+                    "calls are made one per record",
+                ),
+            ];
+            if let Some((key, _, why)) = refused.iter().find(|(_, given, _)| *given) {
+                return Err(format!(
+                    "handler.{key} is a key of a command handler, but the handler is a URL: {why}; leave {key} out"
+                ));
+            }
+            let raw_http = RawHttp {
+                url,
+                method: raw.method.take(),
+                headers: std::mem::take(&mut raw.headers),
+                body: raw.body.take(),
+                connect_timeout: raw.connect_timeout.take(),
+                statuses: std::mem::take(&mut raw.statuses),
+                ca_file: raw.ca_file.take(),
+                allow_private: raw.allow_private,
+                follow_redirects: raw.follow_redirects,
+            };
+            (Vec::new(), Some(super::http::resolve(raw_http, dir)?))
+        }
+    };
     let timeout = match &raw.timeout {
         Some(t) => span("handler.timeout", t, HANDLER_TIMEOUT)?,
         None => DEFAULT_TIMEOUT,
@@ -209,7 +284,7 @@ pub(super) fn resolve(raw: RawHandler) -> Result<HandlerConfig, String> {
             })?;
         exit_codes.insert(n, status.clone());
     }
-    let (rate, auto_rate) = rates(&raw, &exit_codes, timeout)?;
+    let (rate, auto_rate) = rates(&raw, &exit_codes, http.as_ref(), timeout)?;
     if let Some(n) = raw.batch_size.filter(|n| !(1..=MAX_BATCH_SIZE).contains(n)) {
         return Err(format!(
             "handler.batch_size: {n} is out of range; use 1 to {MAX_BATCH_SIZE} records a batch"
@@ -269,7 +344,8 @@ pub(super) fn resolve(raw: RawHandler) -> Result<HandlerConfig, String> {
         None => DEFAULT_BREAKER_COOLDOWN,
     };
     Ok(HandlerConfig {
-        command: raw.command,
+        command,
+        http,
         mode: raw.mode,
         batch_size: raw.batch_size.unwrap_or(DEFAULT_BATCH_SIZE),
         timeout,
@@ -286,11 +362,29 @@ pub(super) fn resolve(raw: RawHandler) -> Result<HandlerConfig, String> {
     })
 }
 
+/// The keys only a URL handler reads that `raw` gives.
+fn http_keys(raw: &RawHandler) -> Vec<&'static str> {
+    [
+        ("method", raw.method.is_some()),
+        ("headers", !raw.headers.is_empty()),
+        ("body", raw.body.is_some()),
+        ("connect_timeout", raw.connect_timeout.is_some()),
+        ("statuses", !raw.statuses.is_empty()),
+        ("ca_file", raw.ca_file.is_some()),
+        ("allow_private", raw.allow_private.is_some()),
+        ("follow_redirects", raw.follow_redirects.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(key, given)| given.then_some(key))
+    .collect()
+}
+
 /// `handler.rate`: a fixed rate, or `"auto"` and the keys only `"auto"` takes (its
 /// bounds `rate_min` and `rate_max`, and its signals `overload` and `target_latency`).
 fn rates(
     raw: &RawHandler,
     exit_codes: &BTreeMap<i32, String>,
+    http: Option<&HttpConfig>,
     timeout: Duration,
 ) -> Result<(Option<Rate>, Option<AutoRate>), String> {
     let bound = |key: &str, text: &Option<String>, default: &str| {
@@ -327,7 +421,10 @@ fn rates(
             "handler.rate_min = \"{min}\" is not below handler.rate_max = \"{max}\"; the adaptive rate moves between them, so give a smaller rate_min or a larger rate_max"
         ));
     }
-    let overload_codes = overload(raw, exit_codes)?;
+    let mut overload_codes = overload(raw, exit_codes, http)?;
+    if http.is_some() {
+        overload_codes.extend(OVERLOAD_STATUSES.map(i64::from));
+    }
     let target_latency = match &raw.target_latency {
         None => None,
         Some(text) => {
@@ -356,17 +453,37 @@ fn rates(
 /// counterpart is overloaded, a status standing for the codes mapped to it. A number
 /// that no handler can answer, or a status no exit code gives, would never match: it
 /// is refused rather than ignored.
-fn overload(raw: &RawHandler, exit_codes: &BTreeMap<i32, String>) -> Result<BTreeSet<i64>, String> {
+fn overload(
+    raw: &RawHandler,
+    exit_codes: &BTreeMap<i32, String>,
+    http: Option<&HttpConfig>,
+) -> Result<BTreeSet<i64>, String> {
     let mut codes = BTreeSet::new();
+    // A URL handler's codes are its answers', and its statuses come from `statuses`.
+    let mapped: BTreeMap<i64, &String> = match http {
+        Some(http) => http
+            .statuses
+            .iter()
+            .map(|(c, s)| (i64::from(*c), s))
+            .collect(),
+        None => exit_codes.iter().map(|(c, s)| (i64::from(*c), s)).collect(),
+    };
     for value in raw.overload.iter().flatten() {
         match value {
+            toml::Value::Integer(n) if http.is_some() && !(100..=599).contains(n) => {
+                return Err(format!(
+                    "handler.overload: {n} is not an HTTP status code; list answer codes from 100 to 599, like overload = [420] (408, 429 and 503 are read already)"
+                ));
+            }
             toml::Value::Integer(0) => {
                 return Err(
                     "handler.overload: 0 is a success, not an overload; list the exit codes that mean the counterpart is overloaded, like overload = [69]".into(),
                 );
             }
             toml::Value::Integer(n)
-                if raw.mode == HandlerMode::PerRecord && !(1..=255).contains(n) =>
+                if http.is_none()
+                    && raw.mode == HandlerMode::PerRecord
+                    && !(1..=255).contains(n) =>
             {
                 return Err(format!(
                     "handler.overload: {n} is not an exit code; a process exits with 1 to 255 (a batch handler's answers, mode = \"batch\", may give other codes)"
@@ -376,9 +493,13 @@ fn overload(raw: &RawHandler, exit_codes: &BTreeMap<i32, String>) -> Result<BTre
                 codes.insert(*n);
             }
             toml::Value::String(status) => {
-                let mapped = exit_codes.iter().filter(|(_, s)| *s == status);
                 let before = codes.len();
-                codes.extend(mapped.map(|(code, _)| i64::from(*code)));
+                codes.extend(
+                    mapped
+                        .iter()
+                        .filter(|(_, s)| **s == status)
+                        .map(|(c, _)| *c),
+                );
                 if codes.len() > before {
                     continue;
                 }
@@ -403,7 +524,7 @@ mod tests {
     fn handler(keys: &str) -> Result<HandlerConfig, String> {
         let raw: RawHandler =
             toml::from_str(&format!("command = [\"./h\"]\n{keys}")).map_err(|e| e.to_string())?;
-        resolve(raw)
+        resolve(raw, Path::new("/srv"))
     }
 
     #[test]

@@ -204,6 +204,48 @@ fn handler_key(path: &str) -> Option<Key> {
             "exit_codes = { 75 = \"RETRY\" }".into(),
         ),
         "handler.exit_codes.*" => (Text, "a status in quotes", "75 = \"RETRY\"".into()),
+        "handler.url" => (
+            Text,
+            "an http:// or https:// URL in quotes, with {column} placeholders",
+            "url = \"https://hooks.example.com/orders/{id}\"".into(),
+        ),
+        "handler.method" => (
+            Text,
+            "POST, PUT, PATCH, GET or DELETE in quotes",
+            "method = \"PUT\"".into(),
+        ),
+        "handler.headers" => (
+            Table,
+            "a table of header names and values",
+            "headers = { Authorization = \"Bearer ${API_TOKEN}\" }".into(),
+        ),
+        "handler.headers.*" => (Text, "a string", "X-Api-Key = \"${API_KEY}\"".into()),
+        "handler.body" => (
+            Text,
+            "\"record\", \"none\" or a template in quotes",
+            "body = \"none\"".into(),
+        ),
+        "handler.connect_timeout" => duration("connect_timeout", "10s"),
+        "handler.statuses" => (
+            Table,
+            "a table of HTTP status codes and statuses",
+            "statuses = { 410 = \"GONE\" }".into(),
+        ),
+        "handler.statuses.*" => (Text, "a status in quotes", "410 = \"GONE\"".into()),
+        "handler.ca_file" => (
+            Text,
+            "a path in quotes",
+            "ca_file = \"/etc/ssl/partner-ca.pem\"".into(),
+        ),
+        "handler.allow_private" => (Text, "true or false", "allow_private = true".into()),
+        "handler.follow_redirects" => {
+            return Some(number(
+                "follow_redirects",
+                "redirects",
+                u64::from(super::http::MAX_REDIRECTS),
+                3,
+            ));
+        }
         _ => return None,
     };
     Some(Key {

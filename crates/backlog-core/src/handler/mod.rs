@@ -14,6 +14,7 @@ mod child;
 mod closure;
 mod command;
 mod group;
+mod http;
 mod once;
 mod proc_stat;
 mod registry;
@@ -31,6 +32,7 @@ pub use batch::BatchHandler;
 pub use closure::FnHandler;
 pub use command::CommandHandler;
 pub use group::kill_live_groups;
+pub use http::{HttpHandler, is_public};
 pub use once::run_once;
 pub use snooze::LONGEST_SNOOZE;
 pub use snooze::SNOOZE_EXIT;
@@ -225,6 +227,10 @@ pub enum HandlerError {
     /// with exit 126 or 127 (a wrapper whose command is missing or not executable).
     #[error("{0}")]
     CannotRun(String),
+    /// A URL handler cannot make any call: its `handler.ca_file` cannot be read. The
+    /// message names the key.
+    #[error("{0}")]
+    Setup(String),
 }
 
 /// The handler a schedule file's `[handler]` section describes.
@@ -238,6 +244,9 @@ pub fn from_config(
     config: &crate::config::HandlerConfig,
     dir: &std::path::Path,
 ) -> Result<Box<dyn Handler>, HandlerError> {
+    if config.http.is_some() {
+        return Ok(Box::new(HttpHandler::new(config)?));
+    }
     Ok(match config.mode {
         crate::config::HandlerMode::PerRecord => Box::new(CommandHandler::new(config, dir)?),
         crate::config::HandlerMode::Batch => Box::new(BatchHandler::new(config, dir)?),
@@ -247,13 +256,35 @@ pub fn from_config(
 /// How a schedule file's handler runs, in one sentence, as `explain` and `doctor` say
 /// it: `./notify.sh, one process per record, 8 at once, at most 20/s, timeout 30s`.
 pub fn describe(config: &crate::config::HandlerConfig) -> String {
-    let mut parts = vec![config.command.join(" ")];
-    parts.push(match config.mode {
-        crate::config::HandlerMode::PerRecord => "one process per record".to_string(),
-        crate::config::HandlerMode::Batch => {
-            format!("batch mode, {} records a batch", config.batch_size)
+    let mut parts = match &config.http {
+        Some(http) => {
+            let mut call = vec![format!(
+                "{} {}, one call per record",
+                http.method, http.url_text
+            )];
+            if !http.statuses.is_empty() {
+                let statuses: Vec<String> = http
+                    .statuses
+                    .iter()
+                    .map(|(c, s)| format!("{c} {s}"))
+                    .collect();
+                call.push(format!(
+                    "2xx success, {}, any other error",
+                    statuses.join(", ")
+                ));
+            }
+            call
         }
-    });
+        None => vec![
+            config.command.join(" "),
+            match config.mode {
+                crate::config::HandlerMode::PerRecord => "one process per record".to_string(),
+                crate::config::HandlerMode::Batch => {
+                    format!("batch mode, {} records a batch", config.batch_size)
+                }
+            },
+        ],
+    };
     parts.push(match (config.concurrency, config.mode) {
         (1, crate::config::HandlerMode::Batch) => "one process".into(),
         (1, _) => "one at a time (concurrency 1)".into(),
@@ -273,7 +304,10 @@ pub fn describe(config: &crate::config::HandlerConfig) -> String {
         let mut signals: Vec<String> = auto
             .overload_codes
             .iter()
-            .map(|c| format!("exit {c}"))
+            .map(|c| match config.http {
+                Some(_) => format!("HTTP {c}"),
+                None => format!("exit {c}"),
+            })
             .collect();
         signals.extend(
             auto.target_latency

@@ -1,7 +1,7 @@
 //! The keys of what runs for a record and who hears of its failures: `[handler]` and
 //! `[alert]`, and the thresholds a check judges by: `[check]`.
 
-use super::{COLUMN, DURATION, NONE, REQUIRED, Section, count, key, span};
+use super::{COLUMN, DURATION, NONE, Section, count, key, span};
 use crate::config::{self, AlertConfig, HandlerConfig, ranges};
 use crate::duration::compact;
 
@@ -14,7 +14,7 @@ pub(super) fn handler() -> Section {
             key(
                 "command",
                 "a list of the program and its arguments",
-                REQUIRED,
+                "required, or url",
                 "",
                 "Run with no shell (write [\"sh\", \"-c\", \"...\"] for one), in the schedule file's folder; a program with a / is relative to that folder, any other is looked up in PATH. Once per record: the record as JSON on stdin, its id in BACKLOG_RECORD_ID; exit 0 marks it success, anything else error. It is killed, with its process group, after timeout.",
             ),
@@ -132,6 +132,69 @@ pub(super) fn handler() -> Section {
                 NONE,
                 "codes 1 to 255",
                 "Exit codes that set a status of their own instead of table.error: exit_codes = { 75 = \"RETRY\" }.",
+            ),
+            key(
+                "url",
+                "an http:// or https:// URL in quotes",
+                "required, or command",
+                "{column} placeholders",
+                "The handler is an HTTP call per record instead of a program (docs/http.md): url = \"https://hooks.example.com/orders/{id}\". A placeholder in the path or query is percent-encoded; one before the path (url = \"{endpoint}\") gives the scheme or host, and the address it reaches is checked (allow_private). 2xx marks the record success, statuses maps other codes, any other answer or no answer is error; 408, 429 and 503 slow an adapted rate, and with Retry-After the record waits until then.",
+            ),
+            key(
+                "method",
+                "POST, PUT, PATCH, GET or DELETE in quotes",
+                "\"POST\"",
+                "",
+                "The URL handler's method.",
+            ),
+            key(
+                "headers",
+                "a table of header names and values",
+                NONE,
+                "",
+                "Headers of each call: headers = { Authorization = \"Bearer ${API_TOKEN}\" }. Their values are never shown.",
+            ),
+            key(
+                "body",
+                "\"record\", \"none\" or a template in quotes",
+                "\"record\" (\"none\" for GET and DELETE)",
+                "{column} placeholders, written as JSON",
+                "What a call sends: the record's columns as a JSON object (as a command reads on stdin), nothing, or a text such as '{\"order\": {id}}'.",
+            ),
+            key(
+                "connect_timeout",
+                DURATION,
+                "10s",
+                &span(ranges::HANDLER_TIMEOUT),
+                "How long a call may take to resolve, connect and finish TLS; timeout bounds the whole call.",
+            ),
+            key(
+                "statuses",
+                "a table of HTTP status codes and statuses",
+                NONE,
+                "codes 100 to 599",
+                "Answer codes that set a status of their own: statuses = { 410 = \"GONE\", 422 = \"REJECTED\" }.",
+            ),
+            key(
+                "ca_file",
+                "a path in quotes",
+                NONE,
+                "",
+                "PEM certificates trusted beside the system's, relative to the schedule file's folder.",
+            ),
+            key(
+                "allow_private",
+                "true or false",
+                "false",
+                "",
+                "Lets a URL whose host comes from a record reach loopback, private, link-local and cloud-metadata addresses.",
+            ),
+            key(
+                "follow_redirects",
+                "a number",
+                "0",
+                &format!("0 to {}", config::MAX_REDIRECTS),
+                "How many redirects a call follows; with 0 a 3xx is an answer like any other (an error unless statuses maps it).",
             ),
         ],
     }

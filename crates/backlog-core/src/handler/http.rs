@@ -1,0 +1,459 @@
+//! An HTTP call as the handler: one request per record, its answer's status code the
+//! outcome (docs/http.md).
+//!
+//! One pooled client serves every lane of a tick: keep-alive connections per host, up
+//! to `concurrency` of them, TLS by rustls over the system's roots (and
+//! `handler.ca_file`), HTTPS_PROXY and NO_PROXY as curl reads them. Each lane blocks on
+//! its call, as a command handler's lane waits for its process; the call's timeout
+//! bounds it. Where a record gives the URL's host, the address is checked as it is
+//! connected to (`Guard`), so neither a column nor a DNS answer can point a call at
+//! this host's own network without `handler.allow_private`.
+
+use std::io::Read;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
+use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
+use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
+
+use super::{Context, Ending, Handled, Handler, HandlerError, Outcome, Snooze};
+use crate::config::{HandlerConfig, HttpBody, HttpConfig};
+use crate::record::Record;
+
+/// How much of an answer's body is kept with a failed attempt (`show`, the dashboard).
+const KEPT_BODY: usize = 4096;
+
+/// How much of a success's body is read, so that its connection goes back to the pool;
+/// a longer body is left unread and its connection closed.
+const DRAINED_BODY: u64 = 64 * 1024;
+
+/// What a value in a URL's path or query is encoded as: all but unreserved characters.
+const COMPONENT: &AsciiSet = &CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'#')
+    .add(b'$')
+    .add(b'%')
+    .add(b'&')
+    .add(b'+')
+    .add(b',')
+    .add(b'/')
+    .add(b':')
+    .add(b';')
+    .add(b'<')
+    .add(b'=')
+    .add(b'>')
+    .add(b'?')
+    .add(b'@')
+    .add(b'[')
+    .add(b'\\')
+    .add(b']')
+    .add(b'^')
+    .add(b'`')
+    .add(b'{')
+    .add(b'|')
+    .add(b'}');
+
+/// Calls a URL per record.
+#[derive(Clone)]
+pub struct HttpHandler {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    agent: ureq::Agent,
+    http: HttpConfig,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for HttpHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpHandler")
+            .field("url", &self.shared.http.url_text)
+            .finish()
+    }
+}
+
+impl HttpHandler {
+    /// The handler of a schedule file whose `[handler]` has a `url`. Fails only on what
+    /// keeps every call from being made: a `ca_file` that cannot be read.
+    pub fn new(config: &HandlerConfig) -> Result<Self, HandlerError> {
+        let http = config
+            .http
+            .clone()
+            .expect("a URL handler is built from a [handler] with a url");
+        let roots = roots(&http)?;
+        let lanes = config.concurrency.max(1);
+        let agent_config = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(config.timeout))
+            .timeout_connect(Some(http.connect_timeout))
+            .max_redirects(http.follow_redirects)
+            .max_redirects_will_error(false)
+            .max_idle_connections(lanes.max(8))
+            .max_idle_connections_per_host(lanes)
+            .proxy(ureq::Proxy::try_from_env())
+            .user_agent(concat!("backlog/", env!("CARGO_PKG_VERSION")))
+            .tls_config(ureq::tls::TlsConfig::builder().root_certs(roots).build())
+            .build();
+        let guard = Guard {
+            check: http.host_from_record && !http.allow_private,
+            proxy: ureq::Proxy::try_from_env().map(|p| p.host().to_string()),
+        };
+        let agent = ureq::Agent::with_parts(agent_config, DefaultConnector::new(), guard);
+        Ok(HttpHandler {
+            shared: Arc::new(Shared {
+                agent,
+                http,
+                timeout: config.timeout,
+            }),
+        })
+    }
+}
+
+impl Handler for HttpHandler {
+    fn handle(&mut self, record: &Record, _ctx: &Context<'_>) -> Result<Handled, HandlerError> {
+        Ok(self.shared.call(record))
+    }
+
+    fn worker(&self) -> Option<Box<dyn Handler + Send + '_>> {
+        Some(Box::new(self.clone()))
+    }
+}
+
+impl Shared {
+    /// One call for `record`, and what its answer (or its failure) says.
+    fn call(&self, record: &Record) -> Handled {
+        let url = match self.url(record) {
+            Ok(url) => url,
+            Err(why) => return Handled::new(Outcome::Error, why),
+        };
+        let mut request = ureq::http::Request::builder()
+            .method(self.http.method.as_str())
+            .uri(url.as_str());
+        let mut typed = false;
+        for (name, value) in &self.http.headers {
+            typed |= name.eq_ignore_ascii_case("content-type");
+            request = request.header(name.as_str(), value.expose());
+        }
+        let body = match &self.http.body {
+            HttpBody::None => Vec::new(),
+            HttpBody::Record => {
+                if !typed {
+                    request = request.header("content-type", "application/json");
+                }
+                record.to_json().into_bytes()
+            }
+            HttpBody::Template(template) => template
+                .fill(|column, out| {
+                    let value = record.columns.get(column).cloned().unwrap_or_default();
+                    out.push_str(&value.to_string());
+                })
+                .into_bytes(),
+        };
+        let request = match request.body(body) {
+            Ok(r) => r,
+            Err(e) => return Handled::new(Outcome::Error, format!("{url}: {e}")),
+        };
+        match self.agent.run(request) {
+            Ok(response) => self.answer(response),
+            Err(e) => self.failed(e),
+        }
+    }
+
+    /// The record's URL: placeholders in the path and query percent-encoded, those
+    /// before it (the scheme, the host) written as the column holds them and the
+    /// result checked to be an http or https URL.
+    fn url(&self, record: &Record) -> Result<String, String> {
+        let mut missing = None;
+        let url = self.http.url.fill(|column, out| {
+            let text = match record.columns.get(column) {
+                Some(serde_json::Value::String(s)) => s.clone(),
+                Some(serde_json::Value::Null) | None => {
+                    missing.get_or_insert_with(|| column.to_string());
+                    return;
+                }
+                Some(other) => other.to_string(),
+            };
+            if in_path(out) {
+                out.extend(utf8_percent_encode(&text, COMPONENT));
+            } else {
+                out.push_str(&text);
+            }
+        });
+        if let Some(column) = missing {
+            return Err(format!(
+                "handler.url: column {column:?} is null for this record; no URL to call"
+            ));
+        }
+        if self.http.host_from_record {
+            let parsed = url::Url::parse(&url)
+                .map_err(|e| format!("handler.url: {url:?} from this record is not a URL ({e})"))?;
+            if !matches!(parsed.scheme(), "http" | "https") {
+                return Err(format!(
+                    "handler.url: {url:?} from this record is not an http or https URL"
+                ));
+            }
+        }
+        Ok(url)
+    }
+
+    /// What an answer says: 2xx a success, a code of `handler.statuses` its status,
+    /// any other an error, snoozed where a 429 or 503 gives `Retry-After`.
+    fn answer(&self, mut response: ureq::http::Response<ureq::Body>) -> Handled {
+        let code = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let mapped = self.http.statuses.get(&code);
+        let success = (200..300).contains(&code) && mapped.is_none();
+        let mut reader = response.body_mut().as_reader();
+        let mut kept = Vec::new();
+        if success {
+            let _ = std::io::copy(&mut reader.take(DRAINED_BODY), &mut std::io::sink());
+            return Handled::new(Outcome::Success, format!("HTTP {code}")).with_code(code.into());
+        }
+        let _ = (&mut reader).take(KEPT_BODY as u64).read_to_end(&mut kept);
+        let _ = std::io::copy(&mut reader.take(DRAINED_BODY), &mut std::io::sink());
+        let output = String::from_utf8_lossy(&kept).into_owned();
+        let snooze = match (&retry_after, code) {
+            (Some(value), 429 | 503) => Some(retry_after_of(value)),
+            _ => None,
+        };
+        let detail = match &snooze {
+            Some(Ok(s)) => format!("HTTP {code}, {}", s.describe()),
+            Some(Err(why)) => format!("HTTP {code}, Retry-After ignored: {why}"),
+            None => format!("HTTP {code}"),
+        };
+        let outcome = match mapped {
+            Some(status) => Outcome::Status(status.clone()),
+            None => Outcome::Error,
+        };
+        let handled = Handled::new(outcome, detail)
+            .with_code(code.into())
+            .with_output(output);
+        match snooze {
+            Some(Ok(s)) => handled.snoozed(s),
+            _ => handled,
+        }
+    }
+
+    /// A call that got no answer: a timeout, a refused or reset connection, a TLS
+    /// failure, an address refused.
+    fn failed(&self, error: ureq::Error) -> Handled {
+        match error {
+            ureq::Error::Timeout(_) => Handled::new(
+                Outcome::Error,
+                format!("timed out after {}", crate::duration::compact(self.timeout)),
+            )
+            .ended(Ending::TimedOut),
+            other => Handled::new(Outcome::Error, describe_error(&other)),
+        }
+    }
+}
+
+/// Whether a placeholder written after `so_far` lies in the URL's path or query (and
+/// is encoded), not in its scheme or host.
+fn in_path(so_far: &str) -> bool {
+    so_far
+        .split_once("://")
+        .is_some_and(|(_, rest)| rest.contains(['/', '?', '#']))
+}
+
+/// A call's failure as the attempt says it: `connection refused (http://…)`.
+fn describe_error(error: &ureq::Error) -> String {
+    match error {
+        ureq::Error::Io(e) => match e.kind() {
+            std::io::ErrorKind::ConnectionRefused => "connection refused".into(),
+            std::io::ErrorKind::ConnectionReset => "connection reset".into(),
+            std::io::ErrorKind::ConnectionAborted => "connection aborted".into(),
+            std::io::ErrorKind::UnexpectedEof => "connection closed before an answer".into(),
+            // rustls's refusals (an unknown issuer, a name mismatch) come as bad data.
+            std::io::ErrorKind::InvalidData => format!("TLS: {e}"),
+            _ => format!("{e}"),
+        },
+        ureq::Error::HostNotFound => "host not found".into(),
+        ureq::Error::Rustls(e) => format!("TLS: {e}"),
+        ureq::Error::Tls(e) => format!("TLS: {e}"),
+        other => other.to_string(),
+    }
+}
+
+/// A `Retry-After` value: seconds or an HTTP date (RFC 9110), as a snooze.
+fn retry_after_of(value: &str) -> Result<Snooze, String> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Snooze::parse(&seconds.to_string());
+    }
+    match httpdate::parse_http_date(value) {
+        Ok(at) => Snooze::parse(&chrono::DateTime::<chrono::Utc>::from(at).to_rfc3339()),
+        Err(_) => Err(format!("{value:?} is neither seconds nor an HTTP date")),
+    }
+}
+
+/// The roots a call trusts: the system's (Mozilla's where the system has none) and
+/// `handler.ca_file`'s beside them.
+fn roots(http: &HttpConfig) -> Result<ureq::tls::RootCerts, HandlerError> {
+    let mut roots: Vec<ureq::tls::Certificate<'static>> = rustls_native_certs::load_native_certs()
+        .certs
+        .iter()
+        .map(|c| ureq::tls::Certificate::from_der(c.as_ref()).to_owned())
+        .collect();
+    let Some(file) = &http.ca_file else {
+        return Ok(match roots.is_empty() {
+            true => ureq::tls::RootCerts::WebPki,
+            false => ureq::tls::RootCerts::Specific(Arc::new(roots)),
+        });
+    };
+    let pem = std::fs::read(file).map_err(|e| {
+        HandlerError::Setup(format!(
+            "handler.ca_file: cannot read {}: {e}",
+            file.display()
+        ))
+    })?;
+    let before = roots.len();
+    for item in ureq::tls::parse_pem(&pem) {
+        match item {
+            Ok(ureq::tls::PemItem::Certificate(c)) => roots.push(c.to_owned()),
+            Ok(_) => {}
+            Err(e) => {
+                return Err(HandlerError::Setup(format!(
+                    "handler.ca_file: {} is not PEM ({e})",
+                    file.display()
+                )));
+            }
+        }
+    }
+    if roots.len() == before {
+        return Err(HandlerError::Setup(format!(
+            "handler.ca_file: {} holds no certificate; give a PEM file with BEGIN CERTIFICATE blocks",
+            file.display()
+        )));
+    }
+    Ok(ureq::tls::RootCerts::Specific(Arc::new(roots)))
+}
+
+/// Refuses, where a record gives the host, addresses of this host's own networks: as
+/// the call resolves them, so a name that resolves there (or rebinds there) is
+/// refused as an address written in the column is.
+#[derive(Debug)]
+struct Guard {
+    check: bool,
+    /// The proxy's host: the operator's, never refused (the target is then the
+    /// proxy's to resolve).
+    proxy: Option<String>,
+}
+
+impl Resolver for Guard {
+    fn resolve(
+        &self,
+        uri: &ureq::http::Uri,
+        config: &ureq::config::Config,
+        timeout: NextTimeout,
+    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        let addrs = DefaultResolver::default().resolve(uri, config, timeout)?;
+        let host = uri.host().unwrap_or_default();
+        if !self.check || self.proxy.as_deref() == Some(host) {
+            return Ok(addrs);
+        }
+        match addrs.iter().find(|a| !is_public(a.ip())) {
+            Some(a) => Err(ureq::Error::Other(
+                format!(
+                    "{host} is {}, a private address; a URL from a record may not reach it unless handler.allow_private = true",
+                    a.ip()
+                )
+                .into(),
+            )),
+            None => Ok(addrs),
+        }
+    }
+}
+
+/// Whether `ip` is on the public internet: not loopback, private, link-local (cloud
+/// metadata's 169.254.169.254 among them), shared, unspecified, multicast or
+/// documentation space, in IPv4 or IPv6 (an IPv4-mapped address as its IPv4).
+pub fn is_public(ip: IpAddr) -> bool {
+    match ip.to_canonical() {
+        IpAddr::V4(v4) => {
+            let [a, b, ..] = v4.octets();
+            !(v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_multicast()
+                || v4.is_documentation()
+                || a == 0
+                || (a == 100 && (64..128).contains(&b))
+                || (a == 192 && b == 0 && v4.octets()[2] == 0)
+                || a >= 240)
+        }
+        IpAddr::V6(v6) => {
+            let first = v6.segments()[0];
+            !(v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (first & 0xfe00) == 0xfc00
+                || (first & 0xffc0) == 0xfe80
+                || first == 0x2001 && v6.segments()[1] == 0x0db8
+                || first == 0x0064 && v6.segments()[1] == 0xff9b)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn private_and_metadata_addresses_are_not_public() {
+        for ip in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "::1",
+            "::",
+            "fd00:ec2::254",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
+        ] {
+            assert!(!is_public(ip.parse().unwrap()), "{ip}");
+        }
+        for ip in ["93.184.215.14", "1.1.1.1", "2606:4700:4700::1111"] {
+            assert!(is_public(ip.parse().unwrap()), "{ip}");
+        }
+    }
+
+    #[test]
+    fn retry_after_reads_seconds_and_http_dates() {
+        assert_eq!(
+            retry_after_of("120").unwrap(),
+            Snooze::For(Duration::from_secs(120))
+        );
+        let later = chrono::Utc::now() + chrono::Duration::hours(1);
+        let text = httpdate::fmt_http_date(later.into());
+        match retry_after_of(&text).unwrap() {
+            Snooze::Until(t) => assert!((t - later).num_seconds().abs() <= 1, "{t}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(retry_after_of("soon").is_err());
+    }
+
+    #[test]
+    fn placeholders_after_the_host_are_in_the_path() {
+        assert!(!in_path("https://"));
+        assert!(!in_path("https://shop-"));
+        assert!(in_path("https://h.example/orders/"));
+        assert!(in_path("https://h.example?x="));
+        assert!(!in_path(""));
+    }
+}

@@ -1,0 +1,493 @@
+//! The URL handler (`[handler] url = …`) against real HTTP servers on loopback: the
+//! answer table, Retry-After in both its forms, a counterpart that hangs, resets,
+//! answers slowly or with a huge body, TLS with a CA of the test's own, a record's
+//! URL refused on a private address, keep-alive connections, and header values that
+//! never reach an output or a table.
+
+use std::time::Duration;
+
+use crate::counterpart::{self, Answer, Counterpart};
+use crate::harness::{Backend, Env, NOW, Schedule};
+
+/// Writes the schedule with `handler` (its url and keys) in place of the command.
+fn url_schedule(env: &Env, handler: &str) {
+    let text = Schedule::default()
+        .render_for(&env.url())
+        .replace("command = [\"./handler.sh\"]", handler);
+    std::fs::write(env.path("backlog.toml"), text).unwrap();
+}
+
+fn run(env: &Env) -> assert_cmd::assert::Assert {
+    env.backlog(&["run", "--window", "1d", "--now", NOW])
+        .assert()
+        .success()
+}
+
+fn stdout(out: &assert_cmd::assert::Assert) -> String {
+    String::from_utf8_lossy(&out.get_output().stdout).into_owned()
+}
+
+fn stderr(out: &assert_cmd::assert::Assert) -> String {
+    String::from_utf8_lossy(&out.get_output().stderr).into_owned()
+}
+
+fn show(env: &Env, id: i64) -> String {
+    stdout(
+        &env.backlog(&["show", &id.to_string(), "--now", NOW])
+            .assert()
+            .success(),
+    )
+}
+
+/// Each row of the answer table: 2xx success, a mapped code its status, any other
+/// code an error with the answer's body kept, 429 and 503 with Retry-After (seconds,
+/// an HTTP date) snoozed until then, a redirect an answer when none is followed.
+fn every_answer_sets_the_status_its_table_says(backend: Backend) {
+    let env = Env::on(backend);
+    env.records_minutes_apart(10);
+    let in_two_hours = httpdate::fmt_http_date(
+        (chrono::DateTime::parse_from_rfc3339(NOW).unwrap() + chrono::Duration::hours(2)).into(),
+    );
+    let server = Counterpart::start(move |id| match id {
+        1 => Answer::code(200),
+        2 => Answer::code(204).body(Vec::new()),
+        3 => Answer::code(410),
+        4 => Answer::code(422).body(b"{\"error\": \"bad total\"}".to_vec()),
+        5 => Answer::code(500).body(b"stack trace here".to_vec()),
+        6 => Answer::code(404),
+        7 => Answer::code(429).header("retry-after", "600"),
+        8 => Answer::code(503).header("retry-after", in_two_hours.clone()),
+        9 => Answer::code(301).header("location", "/elsewhere"),
+        _ => Answer::code(202),
+    });
+    url_schedule(
+        &env,
+        &format!(
+            "url = \"{}/r/{{ID}}\"\nstatuses = {{ 410 = \"GONE\", 422 = \"REJECTED\" }}",
+            server.url
+        ),
+    );
+    let out = run(&env);
+    assert!(
+        stdout(&out).contains("selected 10, succeeded 3, failed 7"),
+        "{}",
+        stdout(&out)
+    );
+    let statuses = env.statuses();
+    let expected = [
+        (1, "SUCCESS"),
+        (2, "SUCCESS"),
+        (3, "GONE"),
+        (4, "REJECTED"),
+        (5, "ERROR"),
+        (6, "ERROR"),
+        (7, "ERROR"),
+        (8, "ERROR"),
+        (9, "ERROR"),
+        (10, "SUCCESS"),
+    ];
+    let expected: Vec<(i64, String)> = expected.iter().map(|(i, s)| (*i, s.to_string())).collect();
+    assert_eq!(statuses, expected);
+    // Each record was called once, with its JSON as the body.
+    let mut ids = server.ids();
+    ids.sort();
+    assert_eq!(ids, (1..=10).collect::<Vec<_>>());
+    let call = server
+        .calls()
+        .into_iter()
+        .find(|c| c.target == "/r/1")
+        .unwrap();
+    assert_eq!(call.method, "POST");
+    assert_eq!(call.headers["content-type"], "application/json");
+    let body: serde_json::Value = serde_json::from_str(&call.body).unwrap();
+    assert_eq!(body["ID"], 1);
+    assert_eq!(body["PAYLOAD"], "payload of 1");
+    // The failing answers' bodies are kept with their attempts, and the details say
+    // what came back.
+    let five = show(&env, 5);
+    assert!(five.contains("error    ERROR (HTTP 500)"), "{five}");
+    assert!(five.contains("| stack trace here"), "{five}");
+    let four = show(&env, 4);
+    assert!(four.contains("REJECTED (HTTP 422)"), "{four}");
+    assert!(four.contains("bad total"), "{four}");
+    let seven = show(&env, 7);
+    assert!(
+        seven.contains("kept from the ticks until 2026-11-21T12:10:00Z"),
+        "{seven}"
+    );
+    let eight = show(&env, 8);
+    assert!(
+        eight.contains("(HTTP 503, retry after 2026-11-21T14:00:00Z)"),
+        "{eight}"
+    );
+    assert!(
+        eight.contains("kept from the ticks until 2026-11-21T14:00:00Z"),
+        "{eight}"
+    );
+    assert!(show(&env, 9).contains("(HTTP 301)"));
+    // The next slot tries the errors that were not snoozed, not 7 and 8.
+    env.backlog(&["run", "--window", "1d", "--now", "2026-11-21T12:05:00Z"])
+        .assert()
+        .success();
+    let mut again: Vec<i64> = server.ids()[10..].to_vec();
+    again.sort();
+    assert_eq!(again, [5, 6, 9]);
+}
+
+crate::on_every_backend!(every_answer_sets_the_status_its_table_says);
+
+/// Calls that get no answer are errors the schedule retries: a counterpart that never
+/// answers is cut at the timeout (and the tick with it), one that resets the
+/// connection says so; a slow answer inside the timeout is a success; a huge body is
+/// kept to its first 4 KiB.
+#[test]
+fn a_hang_a_reset_a_slow_answer_and_a_huge_body() {
+    let env = Env::new();
+    env.records_minutes_apart(3);
+    let huge = vec![b'x'; 16 << 20];
+    let server = Counterpart::start(move |id| match id {
+        1 => Answer::code(200).after(Duration::from_millis(1500)),
+        2 => Answer::code(500).body(huge.clone()),
+        _ => Answer::code(200).body(vec![b'y'; 8 << 20]),
+    });
+    url_schedule(&env, &format!("url = \"{}/r/{{ID}}\"", server.url));
+    let started = std::time::Instant::now();
+    run(&env);
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "a huge body is not read whole"
+    );
+    let statuses: Vec<String> = env.statuses().into_iter().map(|(_, s)| s).collect();
+    assert_eq!(statuses, ["SUCCESS", "ERROR", "SUCCESS"]);
+    let two = show(&env, 2);
+    let kept = two
+        .lines()
+        .find(|l| l.trim_start().starts_with("| x"))
+        .unwrap_or_else(|| panic!("{two}"));
+    assert!(kept.len() <= 4096 + 16, "{} bytes kept", kept.len());
+
+    for (url, detail) in [
+        (counterpart::hanging(), "timed out after 2s"),
+        (counterpart::resetting(), "connection reset"),
+        ("http://127.0.0.1:9".to_string(), "connection refused"),
+    ] {
+        let env = Env::new();
+        env.records_minutes_apart(1);
+        let text = Schedule {
+            timeout: "2s",
+            ..Schedule::default()
+        }
+        .render_for(&env.url())
+        .replace(
+            "command = [\"./handler.sh\"]",
+            &format!("url = \"{url}/r/{{ID}}\""),
+        );
+        std::fs::write(env.path("backlog.toml"), text).unwrap();
+        let started = std::time::Instant::now();
+        let out = run(&env);
+        assert!(started.elapsed() < Duration::from_secs(10), "{url}");
+        assert!(
+            stderr(&out).contains(&format!("record 1: ERROR ({detail}")),
+            "{url}: {}",
+            stderr(&out)
+        );
+        assert_eq!(env.statuses(), [(1, "ERROR".to_string())], "{url}");
+    }
+}
+
+/// A tick's calls go out on keep-alive connections: 60 records, 4 at once, on at
+/// most 4 connections.
+#[test]
+fn calls_share_keep_alive_connections() {
+    let env = Env::new();
+    env.records_minutes_apart(60);
+    let server = Counterpart::start(|_| Answer::code(200));
+    url_schedule(
+        &env,
+        &format!("url = \"{}/r/{{ID}}\"\nconcurrency = 4", server.url),
+    );
+    let out = run(&env);
+    assert!(
+        stdout(&out).contains("selected 60, succeeded 60"),
+        "{}",
+        stdout(&out)
+    );
+    let peers: std::collections::BTreeSet<_> = server.calls().iter().map(|c| c.peer).collect();
+    assert!(
+        (1..=4).contains(&peers.len()),
+        "{} connections for 60 calls",
+        peers.len()
+    );
+}
+
+/// A URL from a record's column may not reach this host's loopback unless
+/// `allow_private = true`, whether the column names the address or a name that
+/// resolves to it; a placeholder's value in the path is percent-encoded.
+#[test]
+fn a_records_url_is_refused_on_a_private_address() {
+    let server = Counterpart::start(|_| Answer::code(200));
+    let port = server.url.rsplit(':').next().unwrap().to_string();
+    for allow in [false, true] {
+        let env = Env::new();
+        env.records_minutes_apart(2);
+        env.execute(&format!(
+            "UPDATE BACKLOG SET PAYLOAD = 'http://127.0.0.1:{port}/r/' || ID WHERE ID = 1;
+             UPDATE BACKLOG SET PAYLOAD = 'http://localhost:{port}/r/' || ID WHERE ID = 2;"
+        ));
+        let extra = if allow { "\nallow_private = true" } else { "" };
+        url_schedule(&env, &format!("url = \"{{PAYLOAD}}\"{extra}"));
+        let out = run(&env);
+        let statuses: Vec<String> = env.statuses().into_iter().map(|(_, s)| s).collect();
+        if allow {
+            assert_eq!(statuses, ["SUCCESS", "SUCCESS"], "{}", stderr(&out));
+        } else {
+            assert_eq!(statuses, ["ERROR", "ERROR"]);
+            let err = stderr(&out);
+            assert!(
+                err.contains("a private address; a URL from a record may not reach it unless handler.allow_private = true"),
+                "{err}"
+            );
+        }
+    }
+    assert_eq!(server.ids().len(), 2, "only the allowed calls arrived");
+
+    let env = Env::new();
+    env.records_minutes_apart(1);
+    env.execute("UPDATE BACKLOG SET PAYLOAD = 'a b/c?d'");
+    url_schedule(
+        &env,
+        &format!("url = \"{}/r/{{ID}}/{{PAYLOAD}}\"", server.url),
+    );
+    run(&env);
+    let last = server.calls().pop().unwrap();
+    assert_eq!(last.target, "/r/1/a%20b%2Fc%3Fd");
+}
+
+/// A token in a header reaches the counterpart and nothing else: not stdout, stderr,
+/// `explain`, `status`, `show`, `--json`, nor any table of the database.
+#[test]
+fn a_header_value_never_reaches_an_output_or_a_table() {
+    const TOKEN: &str = "s3cr3t-t0ken-4242";
+    let env = Env::new();
+    env.records_minutes_apart(2);
+    let server = Counterpart::start(|id| Answer::code(if id == 1 { 200 } else { 500 }));
+    url_schedule(
+        &env,
+        &format!(
+            "url = \"{}/r/{{ID}}\"\nheaders = {{ Authorization = \"Bearer ${{API_TOKEN}}\" }}",
+            server.url
+        ),
+    );
+    let mut outputs = String::new();
+    for args in [
+        vec!["run", "--window", "1d", "--now", NOW],
+        vec!["run", "--window", "1d", "--now", NOW, "--json"],
+        vec!["explain"],
+        vec!["explain", "--json"],
+        vec!["status", "--now", NOW],
+        vec!["status", "--json", "--now", NOW],
+        vec!["show", "2", "--now", NOW],
+        vec!["doctor"],
+    ] {
+        let out = env.backlog(&args).env("API_TOKEN", TOKEN).output().unwrap();
+        outputs.push_str(&String::from_utf8_lossy(&out.stdout));
+        outputs.push_str(&String::from_utf8_lossy(&out.stderr));
+    }
+    assert!(!outputs.contains(TOKEN), "{outputs}");
+    assert!(outputs.contains("POST"), "{outputs}");
+    let auth: Vec<String> = server
+        .calls()
+        .iter()
+        .map(|c| c.headers["authorization"].clone())
+        .collect();
+    assert!(
+        auth.iter().all(|a| *a == format!("Bearer {TOKEN}")),
+        "{auth:?}"
+    );
+    // Every text of every table of the database file.
+    let db = env.db();
+    let tables: Vec<String> = db
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    for table in tables {
+        let mut statement = db.prepare(&format!("SELECT * FROM \"{table}\"")).unwrap();
+        let columns = statement.column_count();
+        let mut rows = statement.query([]).unwrap();
+        while let Some(row) = rows.next().unwrap() {
+            for i in 0..columns {
+                if let Ok(Some(text)) = row.get::<_, Option<String>>(i) {
+                    assert!(!text.contains(TOKEN), "{table}: {text}");
+                }
+            }
+        }
+    }
+}
+
+/// HTTPS to a server whose certificate a CA of the test's own signed (openssl makes
+/// both; Python's ssl module serves): refused without `ca_file`, delivered with it.
+#[test]
+fn https_with_a_ca_of_its_own() {
+    let env = Env::new();
+    let dir = env.path("tls");
+    std::fs::create_dir(&dir).unwrap();
+    let openssl = |args: &[&str]| {
+        let out = std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .expect("openssl runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=backlog test CA",
+    ]);
+    openssl(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=localhost",
+    ]);
+    std::fs::write(
+        dir.join("ext"),
+        "subjectAltName=DNS:localhost,IP:127.0.0.1\n",
+    )
+    .unwrap();
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "ext",
+    ]);
+    let server = r#"
+import http.server, ssl, sys
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        self.send_response(200); self.send_header("content-length", "2"); self.end_headers()
+        self.wfile.write(b"ok")
+    def log_message(self, *a): pass
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); c.load_cert_chain("server.pem", "server.key")
+s.socket = c.wrap_socket(s.socket, server_side=True)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"#;
+    let mut child = crate::harness::Running::spawn(
+        std::process::Command::new("python3")
+            .args(["-c", server])
+            .current_dir(&dir)
+            .stdout(std::process::Stdio::piped()),
+    );
+    let port = child.stdout_line();
+    let port = port.trim();
+    env.records_minutes_apart(1);
+    let url = format!("url = \"https://127.0.0.1:{port}/r/{{ID}}\"");
+    url_schedule(&env, &url);
+    let out = run(&env);
+    assert!(
+        stderr(&out).contains("record 1: ERROR (TLS: "),
+        "{}",
+        stderr(&out)
+    );
+    url_schedule(&env, &format!("{url}\nca_file = \"tls/ca.pem\""));
+    // The next slot: the failure was kept from the ticks until then.
+    env.backlog(&["run", "--window", "1d", "--now", "2026-11-21T12:05:00Z"])
+        .assert()
+        .success();
+    assert_eq!(env.statuses(), [(1, "SUCCESS".to_string())]);
+}
+
+/// Mistakes in a URL handler's keys: one line naming the key and the fix, exit 3 (a
+/// placeholder naming no column of the table exits 4, as any column the file names
+/// and the table lacks does), the table untouched.
+#[test]
+fn bad_url_handlers_name_the_key_and_the_fix() {
+    let env = Env::new();
+    env.records_minutes_apart(2);
+    for (handler, message) in [
+        (
+            "url = \"http://127.0.0.1:9/r/{ID}\"\ncommand = [\"./h.sh\"]",
+            "handler.url and handler.command both name the handler; keep one: url for an HTTP call per record, command for a program",
+        ),
+        (
+            "url = \"ftp://files.example/{ID}\"",
+            "handler.url: \"ftp://files.example/{ID}\" is not an http or https URL; a URL handler calls http:// or https://, like \"https://hooks.example.com/orders/{id}\"",
+        ),
+        (
+            "url = \"http://127.0.0.1:9/r/{ID}\"\nstatuses = { 700 = \"GONE\" }",
+            "handler.statuses: \"700\" is not an HTTP status code; use codes from 100 to 599, like statuses = { 410 = \"GONE\" }",
+        ),
+        (
+            "url = \"http://127.0.0.1:9/r/{ID}\"\nexit_codes = { 3 = \"GONE\" }",
+            "handler.exit_codes is a key of a command handler, but the handler is a URL: answers have status codes; map them with statuses, like statuses = { 410 = \"GONE\" }; leave exit_codes out",
+        ),
+        (
+            "command = [\"./h.sh\"]\nstatuses = { 410 = \"GONE\" }",
+            "handler.statuses is a key of a URL handler, but the handler is a command; leave statuses out, or give handler.url instead of handler.command",
+        ),
+    ] {
+        url_schedule(&env, handler);
+        let out = env
+            .backlog(&["run", "--window", "1d", "--now", NOW])
+            .assert()
+            .code(3);
+        let err = stderr(&out);
+        assert!(err.contains(message), "{handler}:\n{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(
+            env.statuses().iter().all(|(_, s)| s == "NEW"),
+            "{handler}: the table is untouched"
+        );
+    }
+    url_schedule(&env, "url = \"http://127.0.0.1:9/r/{ORDER_ID}\"");
+    let out = env
+        .backlog(&["run", "--window", "1d", "--now", NOW])
+        .assert()
+        .code(4);
+    assert_eq!(
+        stderr(&out).trim(),
+        format!(
+            "backlog: sqlite:{}: table \"BACKLOG\" has no column \"ORDER_ID\" (set handler.url in the schedule file); columns: ID, STATUS, DATE_INSERTED, PAYLOAD",
+            env.path("backlog.db").display()
+        )
+    );
+    assert!(env.statuses().iter().all(|(_, s)| s == "NEW"));
+}
