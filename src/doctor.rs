@@ -44,7 +44,7 @@ pub fn doctor(path: &std::path::Path) -> Vec<Check> {
         checks.push(fail(unset.to_string()));
     }
     checks.push(
-        match crate::handler::from_config(&config.handler, &config.dir) {
+        match crate::handler::from_config(&config.handler, &config.dir, &config.table.name) {
             Ok(_) => ok(format!(
                 "handler found: {}",
                 crate::handler::describe(&config.handler)

@@ -149,12 +149,10 @@ pub fn run_retry(
     now: DateTime<Utc>,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> Result<RetrySummary, Error> {
-    let mut handler =
-        crate::handler::from_config(&config.handler, &config.dir).map_err(|source| {
-            backlog_core::Error::Handler {
-                file: Some(config.path.display().to_string()),
-                source,
-            }
+    let mut handler = crate::handler::from_config(&config.handler, &config.dir, &config.table.name)
+        .map_err(|source| backlog_core::Error::Handler {
+            file: Some(config.path.display().to_string()),
+            source,
         })?;
     let opts = action_options(config, now, stop);
     Ok(crate::tick::retry_records(

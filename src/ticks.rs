@@ -62,7 +62,7 @@ fn tick_on(
             unreachable!("a dry run hands no record over")
         }))
     } else {
-        match crate::handler::from_config(&config.handler, &config.dir) {
+        match crate::handler::from_config(&config.handler, &config.dir, &config.table.name) {
             Ok(handler) => handler,
             Err(source) => {
                 let e = Error::Handler {

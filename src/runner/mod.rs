@@ -63,12 +63,12 @@ fn load_checked(path: &Path) -> Result<Config, Error> {
     let config = Config::load(path)?;
     let mut store = open_store(&config)?;
     store.inspect().map_err(Error::store(store.describe()))?;
-    crate::handler::from_config(&config.handler, &config.dir).map_err(|source| {
-        backlog_core::Error::Handler {
+    crate::handler::from_config(&config.handler, &config.dir, &config.table.name).map_err(
+        |source| backlog_core::Error::Handler {
             file: Some(config.path.display().to_string()),
             source,
-        }
-    })?;
+        },
+    )?;
     Ok(config)
 }
 

@@ -460,6 +460,14 @@ fn bad_url_handlers_name_the_key_and_the_fix() {
             "handler.exit_codes is a key of a command handler, but the handler is a URL: answers have status codes; map them with statuses, like statuses = { 410 = \"GONE\" }; leave exit_codes out",
         ),
         (
+            "url = \"http://127.0.0.1:9/r/{ID}\"\nsign = \"standard-webhooks\"\nsecret = \"whsec_not base64!\"",
+            "handler.secret is not a Standard Webhooks secret; give whsec_ and the key in base64, like secret = \"${WEBHOOK_SECRET}\" set to whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        ),
+        (
+            "url = \"http://127.0.0.1:9/r/{ID}\"\nsign = \"standard-webhooks\"",
+            "handler.sign = \"standard-webhooks\" needs the signing key; add secret = \"${WEBHOOK_SECRET}\" (whsec_ and the key in base64)",
+        ),
+        (
             "command = [\"./h.sh\"]\nstatuses = { 410 = \"GONE\" }",
             "handler.statuses is a key of a URL handler, but the handler is a command; leave statuses out, or give handler.url instead of handler.command",
         ),
@@ -490,4 +498,159 @@ fn bad_url_handlers_name_the_key_and_the_fix() {
         )
     );
     assert!(env.statuses().iter().all(|(_, s)| s == "NEW"));
+}
+
+/// `sign = "standard-webhooks"`: each call carries `webhook-id`, `webhook-timestamp`
+/// and `webhook-signature`, which the specification's own Python library
+/// (`standardwebhooks`) verifies; the id is the same at a record's every try, and the
+/// `Idempotency-Key` is that id.
+#[test]
+fn signed_calls_verify_with_the_reference_library() {
+    const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    let env = Env::new();
+    env.records_minutes_apart(3);
+    let tries = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = std::sync::Arc::clone(&tries);
+    // Record 2 fails its first try, so that its second try can be compared.
+    let server = Counterpart::start(move |id| {
+        if id == 2 && seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+            Answer::code(500)
+        } else {
+            Answer::code(200)
+        }
+    });
+    url_schedule(
+        &env,
+        &format!(
+            "url = \"{}/r/{{ID}}\"\nsign = \"standard-webhooks\"\nsecret = \"${{WEBHOOK_SECRET}}\"",
+            server.url
+        ),
+    );
+    for now in [NOW, "2026-11-21T12:05:00Z"] {
+        let out = env
+            .backlog(&["run", "--window", "1d", "--now", now])
+            .env("WEBHOOK_SECRET", SECRET)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        assert!(!String::from_utf8_lossy(&out.stderr).contains("MfKQ9r8"));
+    }
+    let calls = server.calls();
+    assert_eq!(calls.len(), 4, "{calls:?}");
+    let messages: Vec<serde_json::Value> = calls
+        .iter()
+        .map(|c| serde_json::json!({ "body": c.body, "headers": c.headers }))
+        .collect();
+    std::fs::write(
+        env.path("calls.json"),
+        serde_json::to_string(&messages).unwrap(),
+    )
+    .unwrap();
+    let verify = format!(
+        r#"
+import json, standardwebhooks
+hook = standardwebhooks.Webhook("{SECRET}")
+for call in json.load(open("calls.json")):
+    hook.verify(call["body"], call["headers"])
+    print(call["headers"]["webhook-id"], call["headers"]["idempotency-key"])
+"#
+    );
+    let out = std::process::Command::new("python3")
+        .args(["-c", &verify])
+        .current_dir(env.dir.path())
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "the reference library refused a signature: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ids: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(ids.len(), 4);
+    assert!(ids.iter().all(|l| {
+        let (id, key) = l.split_once(' ').unwrap();
+        id == key
+    }));
+    let twos: Vec<&String> = ids.iter().filter(|l| l.starts_with("BACKLOG_2 ")).collect();
+    assert_eq!(
+        twos.len(),
+        2,
+        "record 2's two tries share their id: {ids:?}"
+    );
+    // A changed body no longer verifies: the check is real.
+    let tampered = verify.replace(
+        "hook.verify(call[\"body\"], call[\"headers\"])",
+        "hook.verify(call[\"body\"] + \" \", call[\"headers\"])",
+    );
+    let out = std::process::Command::new("python3")
+        .args(["-c", &tampered])
+        .current_dir(env.dir.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "a tampered body was verified");
+}
+
+/// Polling: `done_when` marks a record done when its 2xx JSON body says so; any other
+/// 2xx is "not yet": the record keeps its status, the breaker does not count it (one
+/// failure in a row would trip it here), and the summary counts it apart.
+#[test]
+fn a_poll_is_done_when_the_body_says_so_and_not_yet_otherwise() {
+    let env = Env::new();
+    env.records_minutes_apart(4);
+    let server = Counterpart::start(|id| match id {
+        1 => Answer::code(200).body(br#"{"order": {"state": "shipped"}}"#.to_vec()),
+        2 => Answer::code(200).body(br#"{"order": {"state": "packed"}}"#.to_vec()),
+        3 => Answer::code(200).body(b"<html>maintenance</html>".to_vec()),
+        _ => Answer::code(200).body(br#"{"order": {}}"#.to_vec()),
+    });
+    url_schedule(
+        &env,
+        &format!(
+            "url = \"{}/r/{{ID}}\"\nmethod = \"GET\"\nstop_after_failures = 1\ndone_when = {{ pointer = \"/order/state\", in = [\"shipped\", \"delivered\"] }}",
+            server.url
+        ),
+    );
+    let out = run(&env);
+    assert!(
+        stdout(&out).contains("selected 4, succeeded 1, failed 0, not yet 3, skipped 0"),
+        "{}",
+        stdout(&out)
+    );
+    let statuses: Vec<String> = env.statuses().into_iter().map(|(_, s)| s).collect();
+    assert_eq!(statuses, ["SUCCESS", "NEW", "NEW", "NEW"]);
+    assert!(
+        server
+            .calls()
+            .iter()
+            .all(|c| c.method == "GET" && c.body.is_empty())
+    );
+    let two = show(&env, 2);
+    assert!(
+        two.contains("not_yet  NEW (HTTP 200, not yet: /order/state is \"packed\")"),
+        "{two}"
+    );
+    assert!(show(&env, 3).contains("not yet: the body is not JSON"));
+    assert!(show(&env, 4).contains("not yet: no /order/state in the body"));
+    // Not yet is tried again at the next slot, as a failure would be.
+    env.backlog(&["run", "--window", "1d", "--now", "2026-11-21T12:05:00Z"])
+        .assert()
+        .success();
+    assert_eq!(server.calls().len(), 7);
+
+    url_schedule(
+        &env,
+        &format!(
+            "url = \"{}/r/{{ID}}\"\ndone_when = {{ pointer = \"order.state\", in = [\"shipped\"] }}",
+            server.url
+        ),
+    );
+    let out = env.backlog(&["run", "--window", "1d"]).assert().code(3);
+    assert!(
+        stderr(&out).contains("handler.done_when.pointer: \"order.state\" is not a JSON pointer; start it with / and name the keys on the way, like pointer = \"/order/state\" (~1 for a / in a key, ~0 for a ~)"),
+        "{}",
+        stderr(&out)
+    );
 }

@@ -45,7 +45,7 @@ pub use handler::MAX_CONCURRENCY;
 pub use handler::{AutoRate, HandlerConfig, HandlerMode};
 pub use history::{HistoryConfig, HistoryRecord};
 pub use history::{KEEP as HISTORY_KEEP, MAX_PER_RECORD};
-pub use http::{Body as HttpBody, HttpConfig, MAX_REDIRECTS, OVERLOAD_STATUSES, Secret};
+pub use http::{Body as HttpBody, DoneWhen, HttpConfig, MAX_REDIRECTS, OVERLOAD_STATUSES, Secret};
 pub use location::find as find_schedule;
 pub use location::is_stdin;
 pub use ping::PingUrl;

@@ -178,6 +178,9 @@ pub(super) struct RawHandler {
     ca_file: Option<String>,
     allow_private: Option<bool>,
     follow_redirects: Option<i64>,
+    sign: Option<String>,
+    secret: Option<String>,
+    done_when: Option<super::http::RawDoneWhen>,
     #[serde(default)]
     mode: HandlerMode,
     batch_size: Option<usize>,
@@ -259,6 +262,9 @@ pub(super) fn resolve(mut raw: RawHandler, dir: &Path) -> Result<HandlerConfig, 
                 ca_file: raw.ca_file.take(),
                 allow_private: raw.allow_private,
                 follow_redirects: raw.follow_redirects,
+                sign: raw.sign.take(),
+                secret: raw.secret.take(),
+                done_when: raw.done_when.take(),
             };
             (Vec::new(), Some(super::http::resolve(raw_http, dir)?))
         }
@@ -373,6 +379,9 @@ fn http_keys(raw: &RawHandler) -> Vec<&'static str> {
         ("ca_file", raw.ca_file.is_some()),
         ("allow_private", raw.allow_private.is_some()),
         ("follow_redirects", raw.follow_redirects.is_some()),
+        ("sign", raw.sign.is_some()),
+        ("secret", raw.secret.is_some()),
+        ("done_when", raw.done_when.is_some()),
     ]
     .into_iter()
     .filter_map(|(key, given)| given.then_some(key))

@@ -42,6 +42,23 @@ impl fmt::Display for Secret {
     }
 }
 
+/// The key of `sign = "standard-webhooks"`: bytes, printed as `<hidden>`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SigningKey(Vec<u8>);
+
+impl SigningKey {
+    /// The key's bytes, for the signature.
+    pub fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl fmt::Debug for SigningKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<hidden>")
+    }
+}
+
 /// What a call sends as its body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -85,6 +102,31 @@ pub struct HttpConfig {
     /// `handler.follow_redirects`: how many redirects a call follows (0: none; a 3xx
     /// is then an answer like any other).
     pub follow_redirects: u32,
+    /// `sign = "standard-webhooks"` with `secret`: the key each call is signed with.
+    pub signing_key: Option<SigningKey>,
+    /// `handler.done_when`: a poll, done when a 2xx JSON body says so.
+    pub done_when: Option<DoneWhen>,
+}
+
+/// `done_when = { pointer = "/state", in = ["shipped"] }`: the value at a JSON
+/// pointer (RFC 6901) of a 2xx answer's body that says the record's work is done;
+/// any other 2xx is "not yet".
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct DoneWhen {
+    /// The pointer, like `/order/state`.
+    pub pointer: String,
+    /// The values that mean done, as JSON values (`"shipped"`, `true`, `3`).
+    pub values: Vec<serde_json::Value>,
+}
+
+/// `handler.done_when` as the file gives it.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawDoneWhen {
+    pointer: String,
+    #[serde(rename = "in")]
+    values: Vec<toml::Value>,
 }
 
 /// The codes every URL handler reads as "the counterpart is overloaded" when its rate
@@ -112,6 +154,9 @@ pub(super) struct RawHttp {
     pub ca_file: Option<String>,
     pub allow_private: Option<bool>,
     pub follow_redirects: Option<i64>,
+    pub sign: Option<String>,
+    pub secret: Option<String>,
+    pub done_when: Option<RawDoneWhen>,
 }
 
 /// Checks a URL handler's keys; `dir` is the schedule file's folder.
@@ -186,7 +231,11 @@ pub(super) fn resolve(raw: RawHttp, dir: &std::path::Path) -> Result<HttpConfig,
             ));
         }
     };
+    let signing_key = signing_key(raw.sign.as_deref(), raw.secret.as_deref())?;
+    let done_when = raw.done_when.map(done_when).transpose()?;
     Ok(HttpConfig {
+        done_when,
+        signing_key,
         url_text: raw.url,
         url,
         host_from_record,
@@ -199,6 +248,66 @@ pub(super) fn resolve(raw: RawHttp, dir: &std::path::Path) -> Result<HttpConfig,
         allow_private: raw.allow_private.unwrap_or(false),
         follow_redirects,
     })
+}
+
+/// Checks `handler.done_when`: a JSON pointer, and at least one value that means done.
+fn done_when(raw: RawDoneWhen) -> Result<DoneWhen, String> {
+    let escapes_ok = raw
+        .pointer
+        .match_indices('~')
+        .all(|(i, _)| matches!(raw.pointer.as_bytes().get(i + 1), Some(b'0' | b'1')));
+    if !(raw.pointer.is_empty() || raw.pointer.starts_with('/')) || !escapes_ok {
+        return Err(format!(
+            "handler.done_when.pointer: {:?} is not a JSON pointer; start it with / and name the keys on the way, like pointer = \"/order/state\" (~1 for a / in a key, ~0 for a ~)",
+            raw.pointer
+        ));
+    }
+    if raw.values.is_empty() {
+        return Err(
+            "handler.done_when.in is empty; list the values that mean done, like in = [\"shipped\", \"delivered\"]".into(),
+        );
+    }
+    let values = raw
+        .values
+        .into_iter()
+        .map(|v| serde_json::to_value(&v).map_err(|e| format!("handler.done_when.in: {e}")))
+        .collect::<Result<_, _>>()?;
+    Ok(DoneWhen {
+        pointer: raw.pointer,
+        values,
+    })
+}
+
+/// `handler.sign` and `handler.secret`: the Standard Webhooks key, `whsec_` and the
+/// key's bytes in base64, as the specification writes it. The secret's text is never
+/// in a message.
+fn signing_key(sign: Option<&str>, secret: Option<&str>) -> Result<Option<SigningKey>, String> {
+    use base64::Engine as _;
+    match (sign, secret) {
+        (None, None) => Ok(None),
+        (None, Some(_)) => Err(
+            "handler.secret signs the calls, but handler.sign is not set; add sign = \"standard-webhooks\", or leave secret out".into(),
+        ),
+        (Some("standard-webhooks"), None) => Err(
+            "handler.sign = \"standard-webhooks\" needs the signing key; add secret = \"${WEBHOOK_SECRET}\" (whsec_ and the key in base64)".into(),
+        ),
+        (Some("standard-webhooks"), Some(secret)) => {
+            let encoded = secret.strip_prefix("whsec_").unwrap_or(secret);
+            let engine = base64::engine::general_purpose::GeneralPurposeConfig::new()
+                .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent);
+            let key = base64::engine::GeneralPurpose::new(&base64::alphabet::STANDARD, engine)
+                .decode(encoded.trim())
+                .ok()
+                .filter(|k| !k.is_empty())
+                .ok_or_else(|| {
+                    "handler.secret is not a Standard Webhooks secret; give whsec_ and the key in base64, like secret = \"${WEBHOOK_SECRET}\" set to whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".to_string()
+                })?;
+            Ok(Some(SigningKey(key)))
+        }
+        (Some(other), _) => Err(format!(
+            "handler.sign: {other:?} is not a signing scheme; use sign = \"standard-webhooks\""
+        )),
+    }
 }
 
 /// Checks `handler.url`'s shape; returns whether a record gives its scheme or host.

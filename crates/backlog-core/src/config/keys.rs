@@ -238,6 +238,31 @@ fn handler_key(path: &str) -> Option<Key> {
             "ca_file = \"/etc/ssl/partner-ca.pem\"".into(),
         ),
         "handler.allow_private" => (Text, "true or false", "allow_private = true".into()),
+        "handler.done_when" => (
+            Table,
+            "a table with pointer and in",
+            "done_when = { pointer = \"/state\", in = [\"shipped\"] }".into(),
+        ),
+        "handler.done_when.pointer" => (
+            Text,
+            "a JSON pointer in quotes",
+            "pointer = \"/state\"".into(),
+        ),
+        "handler.done_when.in" => (
+            List,
+            "a list of values",
+            "in = [\"shipped\", \"delivered\"]".into(),
+        ),
+        "handler.sign" => (
+            Text,
+            "\"standard-webhooks\"",
+            "sign = \"standard-webhooks\"".into(),
+        ),
+        "handler.secret" => (
+            Text,
+            "whsec_ and a key in base64, in quotes",
+            "secret = \"${WEBHOOK_SECRET}\"".into(),
+        ),
         "handler.follow_redirects" => {
             return Some(number(
                 "follow_redirects",

@@ -66,6 +66,9 @@ struct Shared {
     agent: ureq::Agent,
     http: HttpConfig,
     timeout: Duration,
+    /// The table's name, in each call's message id.
+    table: String,
+    signing_key: Option<ring::hmac::Key>,
 }
 
 impl std::fmt::Debug for HttpHandler {
@@ -79,7 +82,7 @@ impl std::fmt::Debug for HttpHandler {
 impl HttpHandler {
     /// The handler of a schedule file whose `[handler]` has a `url`. Fails only on what
     /// keeps every call from being made: a `ca_file` that cannot be read.
-    pub fn new(config: &HandlerConfig) -> Result<Self, HandlerError> {
+    pub fn new(config: &HandlerConfig, table: &str) -> Result<Self, HandlerError> {
         let http = config
             .http
             .clone()
@@ -105,9 +108,14 @@ impl HttpHandler {
         let agent = ureq::Agent::with_parts(agent_config, DefaultConnector::new(), guard);
         Ok(HttpHandler {
             shared: Arc::new(Shared {
+                signing_key: http
+                    .signing_key
+                    .as_ref()
+                    .map(|k| ring::hmac::Key::new(ring::hmac::HMAC_SHA256, k.bytes())),
                 agent,
                 http,
                 timeout: config.timeout,
+                table: table.to_string(),
             }),
         })
     }
@@ -153,14 +161,40 @@ impl Shared {
                 })
                 .into_bytes(),
         };
+        // The same id at every try: a receiver that keeps the ids it took drops a
+        // repeat (a try whose answer was lost).
+        let id = self.message_id(record);
+        if let Some(key) = &self.signing_key {
+            // The real clock, not the tick's: receivers refuse a timestamp 5 minutes off.
+            let timestamp = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs())
+                .to_string();
+            request = request
+                .header("webhook-id", id.as_str())
+                .header("webhook-timestamp", timestamp.as_str())
+                .header("webhook-signature", sign(key, &id, &timestamp, &body));
+        }
+        request = request.header("idempotency-key", id);
         let request = match request.body(body) {
             Ok(r) => r,
             Err(e) => return Handled::new(Outcome::Error, format!("{url}: {e}")),
         };
         match self.agent.run(request) {
-            Ok(response) => self.answer(response),
+            Ok(response) => self.answer(response, record),
             Err(e) => self.failed(e),
         }
+    }
+
+    /// The id of a record's message, the same at each of its tries so that a receiver
+    /// can drop a repeat: the table and the record's id, as header text.
+    fn message_id(&self, record: &Record) -> String {
+        let id = record.id.to_string();
+        format!(
+            "{}_{}",
+            utf8_percent_encode(&self.table, COMPONENT),
+            utf8_percent_encode(&id, COMPONENT)
+        )
     }
 
     /// The record's URL: placeholders in the path and query percent-encoded, those
@@ -202,7 +236,7 @@ impl Shared {
 
     /// What an answer says: 2xx a success, a code of `handler.statuses` its status,
     /// any other an error, snoozed where a 429 or 503 gives `Retry-After`.
-    fn answer(&self, mut response: ureq::http::Response<ureq::Body>) -> Handled {
+    fn answer(&self, mut response: ureq::http::Response<ureq::Body>, record: &Record) -> Handled {
         let code = response.status().as_u16();
         let retry_after = response
             .headers()
@@ -213,6 +247,10 @@ impl Shared {
         let success = (200..300).contains(&code) && mapped.is_none();
         let mut reader = response.body_mut().as_reader();
         let mut kept = Vec::new();
+        if success && let Some(done) = &self.http.done_when {
+            let _ = (&mut reader).take(DRAINED_BODY).read_to_end(&mut kept);
+            return poll(code, &kept, done, &record.status);
+        }
         if success {
             let _ = std::io::copy(&mut reader.take(DRAINED_BODY), &mut std::io::sink());
             return Handled::new(Outcome::Success, format!("HTTP {code}")).with_code(code.into());
@@ -254,6 +292,51 @@ impl Shared {
             other => Handled::new(Outcome::Error, describe_error(&other)),
         }
     }
+}
+
+/// A poll's 2xx answer: done where the body's value at the pointer is one of
+/// `done_when.in`, else not yet (the record keeps its status; the tick writes its own
+/// back), with the body's start kept.
+fn poll(code: u16, body: &[u8], done: &crate::config::DoneWhen, status: &str) -> Handled {
+    let value = serde_json::from_slice::<serde_json::Value>(body);
+    let found = value.as_ref().ok().and_then(|v| v.pointer(&done.pointer));
+    let said = match (&value, found) {
+        (Err(_), _) => "the body is not JSON".to_string(),
+        (Ok(_), None) => format!("no {} in the body", done.pointer),
+        (Ok(_), Some(v)) if done.values.contains(v) => {
+            return Handled::new(
+                Outcome::Success,
+                format!("HTTP {code}, {} is {v}", done.pointer),
+            )
+            .with_code(code.into());
+        }
+        (Ok(_), Some(v)) => format!("{} is {v}", done.pointer),
+    };
+    let kept = &body[..body.len().min(KEPT_BODY)];
+    Handled::new(
+        Outcome::Status(status.to_string()),
+        format!("HTTP {code}, not yet: {said}"),
+    )
+    .with_code(code.into())
+    .with_output(String::from_utf8_lossy(kept).into_owned())
+    .ended(Ending::NotYet)
+}
+
+/// A Standard Webhooks signature: `v1,` and the base64 of HMAC-SHA256 over
+/// `id.timestamp.body`.
+fn sign(key: &ring::hmac::Key, id: &str, timestamp: &str, body: &[u8]) -> String {
+    use base64::Engine as _;
+    let mut signed = Vec::with_capacity(id.len() + timestamp.len() + body.len() + 2);
+    signed.extend_from_slice(id.as_bytes());
+    signed.push(b'.');
+    signed.extend_from_slice(timestamp.as_bytes());
+    signed.push(b'.');
+    signed.extend_from_slice(body);
+    let tag = ring::hmac::sign(key, &signed);
+    format!(
+        "v1,{}",
+        base64::engine::general_purpose::STANDARD.encode(tag.as_ref())
+    )
 }
 
 /// Whether a placeholder written after `so_far` lies in the URL's path or query (and

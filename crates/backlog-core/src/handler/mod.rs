@@ -110,6 +110,10 @@ pub enum Ending {
     Snoozed,
     /// Not handed to the handler: given up on, past the last tier or by a person.
     GivenUp,
+    /// The handler answered that the record's work is not done yet (a poll whose
+    /// `handler.done_when` is not met): it keeps its status, to be asked again on
+    /// schedule, and counts as neither a success nor a failure.
+    NotYet,
 }
 
 impl Handled {
@@ -151,8 +155,9 @@ impl Handled {
     }
 
     /// What the attempts call this ending: `success`, `error`, `mapped` (a status from
-    /// `handler.exit_codes`), `timeout`, `crash`, `stopped`, or an action that was no
-    /// try: `snoozed` (a person's `backlog snooze`), `given_up`.
+    /// `handler.exit_codes`), `not_yet` (a poll not done), `timeout`, `crash`,
+    /// `stopped`, or an action that was no try: `snoozed` (a person's `backlog
+    /// snooze`), `given_up`.
     pub fn kind(&self) -> &'static str {
         match (self.ending, &self.outcome) {
             (Ending::TimedOut, _) => "timeout",
@@ -160,6 +165,7 @@ impl Handled {
             (Ending::Stopped, _) => "stopped",
             (Ending::Snoozed, _) => SNOOZED,
             (Ending::GivenUp, _) => GIVEN_UP,
+            (Ending::NotYet, _) => "not_yet",
             (Ending::Answered, Outcome::Success) => "success",
             (Ending::Answered, Outcome::Error) => "error",
             (Ending::Answered, Outcome::Status(_)) => "mapped",
@@ -243,9 +249,10 @@ pub enum HandlerError {
 pub fn from_config(
     config: &crate::config::HandlerConfig,
     dir: &std::path::Path,
+    table: &str,
 ) -> Result<Box<dyn Handler>, HandlerError> {
     if config.http.is_some() {
-        return Ok(Box::new(HttpHandler::new(config)?));
+        return Ok(Box::new(HttpHandler::new(config, table)?));
     }
     Ok(match config.mode {
         crate::config::HandlerMode::PerRecord => Box::new(CommandHandler::new(config, dir)?),

@@ -101,6 +101,7 @@ pub(super) fn begin<'s>(
         selected: 0,
         succeeded: 0,
         failed: 0,
+        not_yet: 0,
         skipped: 0,
         deferred: 0,
         deferred_by: wants.reasons(),

@@ -178,6 +178,11 @@ impl<'o> Marks<'o> {
         let tally = &mut self.tally;
         tally.selected += 1;
         let status = match &handled.outcome {
+            // A poll not done keeps the status the record had.
+            _ if handled.ending == Ending::NotYet => {
+                tally.not_yet += 1;
+                Arc::clone(&record.status)
+            }
             Outcome::Success => {
                 tally.succeeded += 1;
                 Arc::clone(&self.success)
@@ -215,7 +220,9 @@ impl<'o> Marks<'o> {
             handled: &handled,
             status: &status,
         });
-        *tally.statuses.entry(Arc::clone(&status)).or_default() += 1;
+        if handled.ending != Ending::NotYet {
+            *tally.statuses.entry(Arc::clone(&status)).or_default() += 1;
+        }
         self.succeeded.push(handled.outcome == Outcome::Success);
         // A record the tick itself stopped (its hold lapsed) did not fail at the
         // counterpart: it is not kept from the next ticks.

@@ -59,6 +59,10 @@ pub struct TickSummary {
     pub succeeded: u64,
     /// Records marked with any status other than the success status.
     pub failed: u64,
+    /// Records whose handler answered that their work is not done yet (a poll's
+    /// `handler.done_when` not met): they keep their status, counted neither as
+    /// succeeded nor as failed.
+    pub not_yet: u64,
     /// Records of the band held by another tick, or marked by one since they were read.
     pub skipped: u64,
     /// Records of the band left to later ticks: the tier's `spread` share, or a
@@ -226,8 +230,12 @@ impl TickSummary {
             } else {
                 format!(" (of which {})", mapped.join(", "))
             };
+            let not_yet = match self.not_yet {
+                0 => String::new(),
+                n => format!(", not yet {n}"),
+            };
             format!(
-                "{tier}, {band}: selected {}, succeeded {}, failed {}{statuses}, skipped {}{} in {:.2}s",
+                "{tier}, {band}: selected {}, succeeded {}, failed {}{statuses}{not_yet}, skipped {}{} in {:.2}s",
                 self.selected, self.succeeded, self.failed, self.skipped, deferred, self.seconds
             )
         };

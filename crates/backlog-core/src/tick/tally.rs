@@ -16,6 +16,8 @@ pub(super) struct Tally {
     pub(super) selected: u64,
     pub(super) succeeded: u64,
     pub(super) failed: u64,
+    /// Records whose handler said their work is not done yet (`handler.done_when`).
+    pub(super) not_yet: u64,
     pub(super) skipped: u64,
     pub(super) deferred: u64,
     pub(super) lost: u64,
@@ -78,6 +80,7 @@ impl Tally {
         summary.selected = self.selected;
         summary.succeeded = self.succeeded;
         summary.failed = self.failed;
+        summary.not_yet = self.not_yet;
         summary.skipped = self.skipped;
         summary.deferred = self.deferred;
         summary.lost = self.lost;

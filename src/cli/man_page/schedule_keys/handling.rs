@@ -196,6 +196,27 @@ pub(super) fn handler() -> Section {
                 &format!("0 to {}", config::MAX_REDIRECTS),
                 "How many redirects a call follows; with 0 a 3xx is an answer like any other (an error unless statuses maps it).",
             ),
+            key(
+                "sign",
+                "\"standard-webhooks\"",
+                NONE,
+                "",
+                "Signs each call as the Standard Webhooks specification says: webhook-id (the same at every try of a record, also sent as Idempotency-Key), webhook-timestamp and webhook-signature.",
+            ),
+            key(
+                "secret",
+                "whsec_ and a key in base64, in quotes",
+                NONE,
+                "",
+                "The signing key of sign; give it through a variable, secret = \"${WEBHOOK_SECRET}\". Never shown.",
+            ),
+            key(
+                "done_when",
+                "a table: pointer (a JSON pointer) and in (the values that mean done)",
+                NONE,
+                "",
+                "Polling: done_when = { pointer = \"/state\", in = [\"shipped\", \"delivered\"] } marks a record success when a 2xx answer's JSON body holds one of those values there; any other 2xx is not yet: the record keeps its status until the next try, counted neither as a success nor as a failure (nor by the breaker).",
+            ),
         ],
     }
 }
