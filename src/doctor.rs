@@ -52,6 +52,12 @@ pub fn doctor(path: &std::path::Path) -> Vec<Check> {
             Err(e) => fail(e.to_string()),
         },
     );
+    if config.handler.http.is_some() {
+        checks.push(match crate::handler::reach(&config.handler) {
+            Ok(found) => ok(found),
+            Err(e) => fail(e),
+        });
+    }
     let mut store = match store::open(&config.database, &config.table) {
         Ok(s) => s,
         Err(e) => {

@@ -427,7 +427,20 @@ s.serve_forever()
         "{}",
         stderr(&out)
     );
+    // doctor makes the handshake without sending a record, and says what failed.
+    let doctor = env.backlog(&["doctor"]).assert().code(1);
+    assert!(
+        stdout(&doctor).contains(&format!("FAIL handler.url: the TLS handshake with 127.0.0.1:{port} failed: invalid peer certificate: UnknownIssuer; a certificate of a CA of your own goes in handler.ca_file")),
+        "{}",
+        stdout(&doctor)
+    );
     url_schedule(&env, &format!("{url}\nca_file = \"tls/ca.pem\""));
+    let doctor = env.backlog(&["doctor"]).assert().success();
+    assert!(
+        stdout(&doctor).contains("TLS verified"),
+        "{}",
+        stdout(&doctor)
+    );
     // The next slot: the failure was kept from the ticks until then.
     env.backlog(&["run", "--window", "1d", "--now", "2026-11-21T12:05:00Z"])
         .assert()

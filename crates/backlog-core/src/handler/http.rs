@@ -121,6 +121,81 @@ impl HttpHandler {
     }
 }
 
+/// What `backlog doctor` says of a URL handler's counterpart, without sending it a
+/// record: its host resolved, connected to and, for https, its TLS handshake made
+/// against the roots a call trusts. A URL whose host a record gives is not reached.
+pub fn reach(config: &HandlerConfig) -> Result<String, String> {
+    let http = config.http.as_ref().expect("a URL handler");
+    if http.host_from_record {
+        return Ok(format!(
+            "{}: the host comes from each record, so it is reached per call (not checked here)",
+            http.url_text
+        ));
+    }
+    let sample = http.url.fill(|_, out| out.push('x'));
+    let url = url::Url::parse(&sample).map_err(|e| format!("handler.url: {e}"))?;
+    let host = url
+        .host_str()
+        .unwrap_or_default()
+        .trim_matches(['[', ']'])
+        .to_string();
+    let port = url.port_or_known_default().unwrap_or(443);
+    let started = std::time::Instant::now();
+    let addrs: Vec<std::net::SocketAddr> =
+        std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), port))
+            .map_err(|e| format!("handler.url: {host} cannot be resolved: {e}"))?
+            .collect();
+    let mut last = None;
+    let stream = addrs.iter().find_map(|a| {
+        std::net::TcpStream::connect_timeout(a, http.connect_timeout)
+            .map_err(|e| last = Some(format!("{a}: {e}")))
+            .ok()
+    });
+    let Some(mut stream) = stream else {
+        return Err(format!(
+            "handler.url: cannot connect to {host}:{port} ({}); is the counterpart up, and is this host allowed to reach it?",
+            last.unwrap_or_else(|| "no address".into())
+        ));
+    };
+    let connected = started.elapsed();
+    let peer = stream
+        .peer_addr()
+        .map_or_else(|_| host.clone(), |a| a.to_string());
+    if url.scheme() != "https" {
+        return Ok(format!(
+            "{host}:{port} reached ({peer}, connected in {} ms)",
+            connected.as_millis()
+        ));
+    }
+    let mut store = rustls::RootCertStore::empty();
+    for root in root_ders(http).map_err(|e| e.to_string())? {
+        let _ = store.add(root);
+    }
+    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| format!("TLS: {e}"))?
+    .with_root_certificates(store)
+    .with_no_client_auth();
+    let name = rustls::pki_types::ServerName::try_from(host.clone())
+        .map_err(|e| format!("handler.url: {host}: {e}"))?;
+    let mut client =
+        rustls::ClientConnection::new(Arc::new(tls), name).map_err(|e| format!("TLS: {e}"))?;
+    stream
+        .set_read_timeout(Some(http.connect_timeout))
+        .map_err(|e| e.to_string())?;
+    while client.is_handshaking() {
+        client.complete_io(&mut stream).map_err(|e| {
+            format!("handler.url: the TLS handshake with {host}:{port} failed: {e}; a certificate of a CA of your own goes in handler.ca_file")
+        })?;
+    }
+    Ok(format!(
+        "{host}:{port} reached ({peer}, connected in {} ms), TLS verified",
+        connected.as_millis()
+    ))
+}
+
 impl Handler for HttpHandler {
     fn handle(&mut self, record: &Record, _ctx: &Context<'_>) -> Result<Handled, HandlerError> {
         Ok(self.shared.call(record))
@@ -378,19 +453,28 @@ fn retry_after_of(value: &str) -> Result<Snooze, String> {
     }
 }
 
-/// The roots a call trusts: the system's (Mozilla's where the system has none) and
-/// `handler.ca_file`'s beside them.
+/// The roots a call trusts, for the client.
 fn roots(http: &HttpConfig) -> Result<ureq::tls::RootCerts, HandlerError> {
-    let mut roots: Vec<ureq::tls::Certificate<'static>> = rustls_native_certs::load_native_certs()
-        .certs
-        .iter()
-        .map(|c| ureq::tls::Certificate::from_der(c.as_ref()).to_owned())
-        .collect();
+    let ders = root_ders(http)?;
+    Ok(match ders.is_empty() {
+        true => ureq::tls::RootCerts::WebPki,
+        false => ureq::tls::RootCerts::Specific(Arc::new(
+            ders.iter()
+                .map(|c| ureq::tls::Certificate::from_der(c.as_ref()).to_owned())
+                .collect(),
+        )),
+    })
+}
+
+/// The system's roots and `handler.ca_file`'s beside them; empty where the system has
+/// none and no file is given (the client then takes Mozilla's).
+fn root_ders(
+    http: &HttpConfig,
+) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, HandlerError> {
+    use rustls::pki_types::pem::PemObject as _;
+    let mut roots = rustls_native_certs::load_native_certs().certs;
     let Some(file) = &http.ca_file else {
-        return Ok(match roots.is_empty() {
-            true => ureq::tls::RootCerts::WebPki,
-            false => ureq::tls::RootCerts::Specific(Arc::new(roots)),
-        });
+        return Ok(roots);
     };
     let pem = std::fs::read(file).map_err(|e| {
         HandlerError::Setup(format!(
@@ -399,17 +483,13 @@ fn roots(http: &HttpConfig) -> Result<ureq::tls::RootCerts, HandlerError> {
         ))
     })?;
     let before = roots.len();
-    for item in ureq::tls::parse_pem(&pem) {
-        match item {
-            Ok(ureq::tls::PemItem::Certificate(c)) => roots.push(c.to_owned()),
-            Ok(_) => {}
-            Err(e) => {
-                return Err(HandlerError::Setup(format!(
-                    "handler.ca_file: {} is not PEM ({e})",
-                    file.display()
-                )));
-            }
-        }
+    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(&pem) {
+        roots.push(cert.map_err(|e| {
+            HandlerError::Setup(format!(
+                "handler.ca_file: {} is not PEM ({e})",
+                file.display()
+            ))
+        })?);
     }
     if roots.len() == before {
         return Err(HandlerError::Setup(format!(
@@ -417,7 +497,7 @@ fn roots(http: &HttpConfig) -> Result<ureq::tls::RootCerts, HandlerError> {
             file.display()
         )));
     }
-    Ok(ureq::tls::RootCerts::Specific(Arc::new(roots)))
+    Ok(roots)
 }
 
 /// Refuses, where a record gives the host, addresses of this host's own networks: as

@@ -32,7 +32,7 @@ pub use batch::BatchHandler;
 pub use closure::FnHandler;
 pub use command::CommandHandler;
 pub use group::kill_live_groups;
-pub use http::{HttpHandler, is_public};
+pub use http::{HttpHandler, is_public, reach};
 pub use once::run_once;
 pub use snooze::LONGEST_SNOOZE;
 pub use snooze::SNOOZE_EXIT;
