@@ -269,16 +269,22 @@ pub fn describe(config: &crate::config::HandlerConfig) -> String {
                 "{} {}, one call per record",
                 http.method, http.url_text
             )];
-            if !http.statuses.is_empty() {
-                let statuses: Vec<String> = http
-                    .statuses
-                    .iter()
-                    .map(|(c, s)| format!("{c} {s}"))
-                    .collect();
-                call.push(format!(
-                    "2xx success, {}, any other error",
-                    statuses.join(", ")
-                ));
+            let mut answers = vec![match &http.done_when {
+                Some(done) => {
+                    let values: Vec<String> = done.values.iter().map(|v| v.to_string()).collect();
+                    format!(
+                        "2xx with {} in {} success, any other 2xx not yet",
+                        done.pointer,
+                        values.join(" or ")
+                    )
+                }
+                None => "2xx success".to_string(),
+            }];
+            answers.extend(http.statuses.iter().map(|(c, s)| format!("{c} {s}")));
+            answers.push("any other error".into());
+            call.push(answers.join(", "));
+            if http.signing_key.is_some() {
+                call.push("signed (Standard Webhooks)".into());
             }
             call
         }
