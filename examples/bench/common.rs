@@ -185,7 +185,7 @@ pub(crate) fn command_handler(
 ) -> Box<dyn backlog_core::Handler> {
     let mut config = HandlerConfig::new(command.iter().map(|s| s.to_string()).collect());
     config.mode = mode;
-    backlog_core::handler::from_config(&config, dir).unwrap()
+    backlog_core::handler::from_config(&config, dir, "BACKLOG").unwrap()
 }
 
 /// The median of `v` (sorted in place).

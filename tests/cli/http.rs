@@ -667,3 +667,61 @@ fn a_poll_is_done_when_the_body_says_so_and_not_yet_otherwise() {
         stderr(&out)
     );
 }
+
+/// With a URL from the record and `stop_after_failures`, each host has a breaker of
+/// its own: an endpoint that is down gets that many calls and a cool-down, while the
+/// records of the other endpoint are all delivered; the tick ends well (exit 0), its
+/// summary saying what waits and why, and the next tick in the cool-down leaves the
+/// down endpoint alone.
+#[test]
+fn one_endpoint_down_trips_its_own_breaker_while_the_others_deliver() {
+    let env = Env::new();
+    env.records_minutes_apart(12);
+    let up = Counterpart::start(|_| Answer::code(200));
+    let down = Counterpart::start(|_| Answer::code(500));
+    env.execute(&format!(
+        "UPDATE BACKLOG SET PAYLOAD = '{}/r/' || ID WHERE ID % 2 = 0;
+         UPDATE BACKLOG SET PAYLOAD = '{}/r/' || ID WHERE ID % 2 = 1;",
+        up.url, down.url
+    ));
+    url_schedule(
+        &env,
+        "url = \"{PAYLOAD}\"\nallow_private = true\nstop_after_failures = 2\nbreaker_cooldown = \"1h\"",
+    );
+    let out = run(&env);
+    assert_eq!(down.calls().len(), 2, "the down endpoint's limit of calls");
+    assert_eq!(
+        up.calls().len(),
+        6,
+        "every record of the endpoint that is up"
+    );
+    assert!(
+        stdout(&out).contains("selected 8, succeeded 6, failed 2, skipped 0, deferred 4 to later ticks (their counterpart's breaker open)"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stderr(&out).contains(&format!(
+            "counterpart {}: 2 failures in a row (handler.stop_after_failures), each: HTTP 500: answer 500; this counterpart's records wait, the others' go on",
+            down.url.trim_start_matches("http://")
+        )),
+        "{}",
+        stderr(&out)
+    );
+    let statuses = env.statuses();
+    assert_eq!(
+        statuses.iter().filter(|(_, s)| s == "SUCCESS").count(),
+        6,
+        "{statuses:?}"
+    );
+    assert_eq!(statuses.iter().filter(|(_, s)| s == "NEW").count(), 4);
+    // The next slot, inside the cool-down: the down endpoint gets no call.
+    env.backlog(&["run", "--window", "1d", "--now", "2026-11-21T12:05:00Z"])
+        .assert()
+        .success();
+    assert_eq!(
+        down.calls().len(),
+        2,
+        "the cool-down holds for the next tick"
+    );
+}

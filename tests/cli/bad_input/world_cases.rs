@@ -171,7 +171,7 @@ pub(super) const CASES: &[Case] = &[
         },
         args: &[],
         code: 3,
-        stderr: "backlog: backlog.toml: handler.rate_key = \"PAYLOAD\" gives each value of that column a rate, but handler.rate is not set; give the rate too, like rate = \"20/s\"\n",
+        stderr: "backlog: backlog.toml: handler.rate_key = \"PAYLOAD\" gives each value of that column a rate and a breaker, but neither handler.rate nor handler.stop_after_failures is set; give one, like rate = \"20/s\" or stop_after_failures = 5\n",
         sqlite_only: false,
     },
     Case {

@@ -319,9 +319,9 @@ pub(super) fn resolve(mut raw: RawHandler, dir: &Path) -> Result<HandlerConfig, 
         }
     }
     if let Some(key) = &raw.rate_key {
-        if !paced {
+        if !paced && raw.stop_after_failures.is_none() {
             return Err(format!(
-                "handler.rate_key = {key:?} gives each value of that column a rate, but handler.rate is not set; give the rate too, like rate = \"20/s\""
+                "handler.rate_key = {key:?} gives each value of that column a rate and a breaker, but neither handler.rate nor handler.stop_after_failures is set; give one, like rate = \"20/s\" or stop_after_failures = 5"
             ));
         }
         if key.trim().is_empty() {

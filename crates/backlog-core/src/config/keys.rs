@@ -431,7 +431,10 @@ mod tests {
                     for (k, v) in t {
                         let path = if prefix.is_empty() {
                             k.clone()
-                        } else if prefix.ends_with(".env") || prefix.ends_with(".exit_codes") {
+                        } else if [".env", ".exit_codes", ".headers", ".statuses"]
+                            .iter()
+                            .any(|named| prefix.ends_with(named))
+                        {
                             format!("{prefix}.*")
                         } else {
                             format!("{prefix}.{k}")

@@ -215,7 +215,11 @@ impl KeyPath {
             }
             let free = matches!(
                 pattern.as_str(),
-                "handler.env." | "handler.exit_codes." | "retry.params."
+                "handler.env."
+                    | "handler.exit_codes."
+                    | "handler.headers."
+                    | "handler.statuses."
+                    | "retry.params."
             );
             pattern.push_str(if free { "*" } else { part });
         }

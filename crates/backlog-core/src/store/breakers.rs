@@ -136,6 +136,7 @@ impl dyn Store + '_ {
 
     /// Where the breaker `name` stands.
     pub fn breaker(&mut self, name: &str) -> Result<Option<BreakerState>, StoreError> {
+        let name = &super::rates::row_name(name);
         self.on_breakers(|sql, s, now| Ok(state(read(sql, s, name)?, now)))
     }
 
@@ -149,6 +150,9 @@ impl dyn Store + '_ {
         cooldown: Duration,
     ) -> Result<Option<BreakerState>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        // A counterpart's breaker names its key too: long ones keep a digest (MySQL's
+        // keys hold 255 characters).
+        let name = &super::rates::row_name(name);
         self.on_breakers(|sql, s, now| {
             let (row, _) = update(sql, s, name, &|row| {
                 let (failures, open_until) = row.unwrap_or((0, 0));
@@ -166,6 +170,7 @@ impl dyn Store + '_ {
 
     /// Counts a success: the breaker closes for every runner, its failures back to 0.
     pub fn breaker_succeeded(&mut self, name: &str) -> Result<(), StoreError> {
+        let name = &super::rates::row_name(name);
         self.on_breakers(|sql, s, _| {
             update(sql, s, name, &|row| match row {
                 None | Some((0, 0)) => None,
@@ -180,6 +185,7 @@ impl dyn Store + '_ {
     /// which then tries one record; the breaker stays open for the others another
     /// `cooldown` (and for all, if the trial's runner dies).
     pub fn try_breaker(&mut self, name: &str, cooldown: Duration) -> Result<bool, StoreError> {
+        let name = &super::rates::row_name(name);
         let won = self.on_breakers(|sql, s, now| {
             let (_, won) = update(sql, s, name, &|row| match row {
                 Some((failures, until)) if until != 0 && until <= now => {

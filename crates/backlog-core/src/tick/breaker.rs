@@ -15,10 +15,12 @@
 //! like a success does. A handler the tick stopped because its hold lapsed says nothing
 //! about the counterpart either way: it is neither counted nor ends a run.
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use crate::duration;
 use crate::handler::{Ending, Handled, Outcome};
+use crate::record::Record;
 use crate::store::{Store, StoreError};
 
 /// How often a tick whose runners see no failures reads the fleet's breaker.
@@ -34,6 +36,9 @@ pub(super) struct Breaker {
     /// The breaker every runner of the tier shares (`store::breakers`); none where the
     /// tick has no limit, or no tool's tables to share it in (a dry run).
     fleet: Option<Fleet>,
+    /// What an open breaker keeps waiting, as its messages end: the rest of the band,
+    /// or one counterpart's records.
+    waits: &'static str,
 }
 
 /// The fleet's part of a tick's breaker.
@@ -66,6 +71,7 @@ impl Breaker {
             in_a_row: 0,
             same: None,
             tripped: None,
+            waits: "the rest of the band waits",
             fleet: fleet
                 .filter(|_| limit.is_some())
                 .map(|(name, cooldown)| Fleet {
@@ -147,8 +153,8 @@ impl Breaker {
             Some(d) => {
                 let open_for = duration::compact(Duration::from_secs(d.as_secs().max(1)));
                 self.tripped = Some(format!(
-                    "finding the breaker of this tier open (handler.stop_after_failures: {} failures in a row among its runners) for {open_for} more, or another runner trying a record; the rest of the band waits",
-                    state.failures
+                    "finding the breaker of this tier open (handler.stop_after_failures: {} failures in a row among its runners) for {open_for} more, or another runner trying a record; {}",
+                    state.failures, self.waits
                 ));
                 Ok(0)
             }
@@ -197,10 +203,11 @@ impl Breaker {
                 )
             };
             self.tripped = Some(format!(
-                "{why} {}{}; the breaker is open for {} (handler.breaker_cooldown), and the rest of the band waits",
+                "{why} {}{}; the breaker is open for {} (handler.breaker_cooldown), and {}",
                 handled.detail,
                 super::marks::tail_for_log(&handled.output),
-                duration::compact(fleet.cooldown)
+                duration::compact(fleet.cooldown),
+                self.waits
             ));
         }
         Ok(())
@@ -230,11 +237,147 @@ impl Breaker {
             } else {
                 "the last"
             };
+            // This tick's own count: what waits, waits for the next tick.
+            let waits = match self.waits {
+                "the rest of the band waits" => "the rest of the band waits for the next tick",
+                other => other,
+            };
             self.tripped = Some(format!(
-                "{limit} failures in a row (handler.stop_after_failures), {which}: {}{}; the rest of the band waits for the next tick",
+                "{limit} failures in a row (handler.stop_after_failures), {which}: {}{}; {waits}",
                 handled.detail,
                 super::marks::tail_for_log(&handled.output)
             ));
+        }
+    }
+}
+
+/// A breaker for each counterpart (`handler.rate_key`'s value, or the host of a URL a
+/// record gives): one counterpart that is down gets `stop_after_failures` calls and a
+/// cool-down, shared by the fleet under the tier's name and its own, while the records
+/// of the others go on. A record whose counterpart's breaker holds it back is not
+/// handed out: it keeps its status and its next slot tries it.
+pub(super) struct Breakers {
+    limit: u32,
+    /// The tier's breaker name; a counterpart's is this and its key.
+    name: String,
+    cooldown: Duration,
+    column: Option<String>,
+    url: Option<crate::config::Template>,
+    breakers: HashMap<Option<String>, Breaker>,
+    /// Records held back so far, for the summary.
+    pub(super) held_back: u64,
+}
+
+/// The most counterparts whose breakers a tick keeps; past it, those not failing are
+/// let go (their state lives in the database).
+const BREAKERS_MOST: usize = 10_000;
+
+impl Breakers {
+    /// The counterparts' breakers of a tick with a limit and a way to tell a record's
+    /// counterpart; none without both.
+    pub(super) fn new(
+        limit: Option<u32>,
+        name: String,
+        cooldown: Duration,
+        column: Option<&str>,
+        url: Option<&crate::config::Template>,
+    ) -> Option<Self> {
+        let limit = limit?;
+        if column.is_none() && url.is_none() {
+            return None;
+        }
+        Some(Breakers {
+            limit,
+            name,
+            cooldown,
+            column: column.map(str::to_string),
+            url: url.cloned(),
+            breakers: HashMap::new(),
+            held_back: 0,
+        })
+    }
+
+    /// The counterpart of `record`: its `rate_key` value, else its URL's host; none
+    /// where neither can be read (those records share one breaker).
+    pub(super) fn of(&self, record: &Record) -> Option<String> {
+        if let Some(column) = &self.column {
+            let value = record
+                .columns
+                .get(column)
+                .or_else(|| record.columns.get_ignore_case(column))?;
+            return match value {
+                serde_json::Value::Null => None,
+                serde_json::Value::String(s) => Some(s.clone()),
+                other => Some(other.to_string()),
+            };
+        }
+        let url = self
+            .url
+            .as_ref()?
+            .fill(|column, out| match record.columns.get(column) {
+                Some(serde_json::Value::String(s)) => out.push_str(s),
+                Some(other) => out.push_str(&other.to_string()),
+                None => {}
+            });
+        let url = url::Url::parse(&url).ok()?;
+        Some(format!(
+            "{}:{}",
+            url.host_str()?,
+            url.port_or_known_default()?
+        ))
+    }
+
+    fn breaker(&mut self, key: Option<String>) -> &mut Breaker {
+        if self.breakers.len() >= BREAKERS_MOST && !self.breakers.contains_key(&key) {
+            self.breakers
+                .retain(|_, b| b.in_a_row > 0 || b.tripped.is_some() || b.trial_out());
+        }
+        let (limit, cooldown) = (self.limit, self.cooldown);
+        let name = match &key {
+            Some(k) => format!("{}:{k}", self.name),
+            None => self.name.clone(),
+        };
+        self.breakers.entry(key).or_insert_with(|| {
+            let mut breaker = Breaker::new(Some(limit), Some((name, cooldown)));
+            breaker.waits = "this counterpart's records wait, the others' go on";
+            breaker
+        })
+    }
+
+    /// Whether `record` may go out now; where its counterpart's breaker holds it
+    /// back, it is counted and says why once.
+    pub(super) fn allow(&mut self, record: &Record, store: &mut dyn Store) -> bool {
+        let key = self.of(record);
+        let breaker = self.breaker(key.clone());
+        let was_tripped = breaker.tripped.is_some();
+        if breaker.allow(1, store) == 1 {
+            return true;
+        }
+        if !was_tripped && let Some(why) = &breaker.tripped {
+            tracing::warn!("counterpart {}: {why}", key.as_deref().unwrap_or("(none)"));
+        }
+        self.held_back += 1;
+        false
+    }
+
+    /// Counts an answer for `record` in its counterpart's breaker (`trial`: whether
+    /// only a trial's answer counts, the pace having taken the answer as its own).
+    pub(super) fn count(
+        &mut self,
+        record: &Record,
+        handled: &Handled,
+        absorbed: bool,
+        store: &mut dyn Store,
+    ) {
+        let key = self.of(record);
+        let breaker = self.breaker(key.clone());
+        if absorbed && !breaker.trial_out() {
+            return;
+        }
+        let was_tripped = breaker.tripped.is_some();
+        breaker.count(handled, store);
+        if !was_tripped && let Some(why) = &breaker.tripped {
+            tracing::warn!("counterpart {}: {why}", key.as_deref().unwrap_or("(none)"));
         }
     }
 }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 
-use super::breaker::Breaker;
+use super::breaker::{Breaker, Breakers};
 use super::counterparts::{Counterparts, HELD_MOST};
 use super::heartbeat::{HeartbeatThread, Stale};
 use super::lanes::{Done, Lanes, catch_panic};
@@ -68,6 +68,7 @@ pub(super) fn hand_out<'c>(
     // Said once, by whoever runs the tick: `backlog run` as its error, the daemon as a
     // warning.
     marks.tally.breaker = round.breaker.tripped;
+    marks.tally.held_back = round.breakers.map_or(0, |b| b.held_back);
     round.halt.map_or(Ok(()), Err)
 }
 
@@ -103,6 +104,9 @@ struct Round<'p, 'c> {
     /// Whether every record queued waits for its counterpart's rate: read on.
     waiting: bool,
     breaker: Breaker,
+    /// With a counterpart per record (`rate_key`, or a URL's host from the record)
+    /// and a limit: a breaker each, in place of the tier's one.
+    breakers: Option<Breakers>,
     queue: VecDeque<Record>,
     taken: u64,
     /// Records handled inline since the last page, and the time they took in the
@@ -140,7 +144,17 @@ impl<'p, 'c> Round<'p, 'c> {
         let counterparts = Counterparts::new(spacing.clone(), &rate, opts.rate_key.as_deref());
         let one_rate = spacing.filter(|_| counterparts.is_none());
         let tier = rate_name(&table, opts.window, None);
+        let breakers = Breakers::new(
+            opts.stop_after_failures,
+            tier.clone(),
+            opts.breaker_cooldown,
+            opts.rate_key.as_deref(),
+            opts.counterpart_url.as_ref(),
+        );
+        // The tier's breaker counts nothing where each counterpart has one.
+        let limit = opts.stop_after_failures.filter(|_| breakers.is_none());
         Round {
+            breakers,
             plan,
             database: store.describe(),
             batch,
@@ -156,10 +170,7 @@ impl<'p, 'c> Round<'p, 'c> {
                 one_rate.and_then(|r| r.fixed()),
             ),
             waiting: false,
-            breaker: Breaker::new(
-                opts.stop_after_failures,
-                Some((tier, opts.breaker_cooldown)),
-            ),
+            breaker: Breaker::new(limit, Some((tier, opts.breaker_cooldown))),
             queue: VecDeque::new(),
             taken: 0,
             inline_run: (0, Duration::ZERO),
@@ -395,6 +406,9 @@ impl<'p, 'c> Round<'p, 'c> {
                 Chosen::Front(_) => self.queue.pop_front(),
             }
             .expect("a record is chosen");
+            if !self.counterpart_allows(&record, store) {
+                return Ok(());
+            }
             match self.taken_over(std::slice::from_ref(&record), store, marks) {
                 Some(places) if places.is_empty() => {}
                 _ => return Ok(()),
@@ -419,6 +433,10 @@ impl<'p, 'c> Round<'p, 'c> {
             Chosen::Records(chosen) => chosen,
             Chosen::Front(n) => self.queue.drain(..n).collect(),
         };
+        records.retain(|r| self.counterpart_allows(r, store));
+        if records.is_empty() {
+            return Ok(());
+        }
         let Some(places) = self.taken_over(&records, store, marks) else {
             return Ok(());
         };
@@ -508,9 +526,19 @@ impl<'p, 'c> Round<'p, 'c> {
         store: &mut dyn Store,
     ) {
         let absorbed = self.pace_for(record).outcome(handled, took, ended, store);
-        if !absorbed || self.breaker.trial_out() {
+        if let Some(breakers) = self.breakers.as_mut() {
+            breakers.count(record, handled, absorbed, store);
+        } else if !absorbed || self.breaker.trial_out() {
             self.breaker.count(handled, store);
         }
+    }
+
+    /// Whether `record`'s counterpart's breaker lets it go out now (always, without a
+    /// breaker per counterpart). One held back keeps its status, for its next slot.
+    fn counterpart_allows(&mut self, record: &Record, store: &mut dyn Store) -> bool {
+        self.breakers
+            .as_mut()
+            .is_none_or(|breakers| breakers.allow(record, store))
     }
 
     /// The pace `record`'s start kept to: its counterpart's, or the tick's.

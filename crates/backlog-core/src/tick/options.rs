@@ -66,6 +66,9 @@ pub struct TickOptions {
     /// How long every runner of the tier stops once the breaker tripped, before one
     /// tries a record again (`handler.breaker_cooldown`).
     pub breaker_cooldown: Duration,
+    /// A URL handler whose host comes from the record: without `rate_key`, each host
+    /// is a counterpart of its own, whose breaker counts apart.
+    pub counterpart_url: Option<crate::config::Template>,
     /// Take records that failed earlier in this tier's slot too (`--retry-failed`); a
     /// failure is otherwise kept from every tick until its slot ends.
     pub retry_failed: bool,
@@ -100,6 +103,7 @@ impl TickOptions {
             auto_rate: None,
             rate_group: None,
             rate_key: None,
+            counterpart_url: None,
             stop_after_failures: None,
             breaker_cooldown: Duration::from_secs(60),
             retry_failed: false,
@@ -118,6 +122,12 @@ impl TickOptions {
             auto_rate: config.handler.auto_rate.clone(),
             rate_group: config.handler.rate_group.clone(),
             rate_key: config.handler.rate_key.clone(),
+            counterpart_url: config
+                .handler
+                .http
+                .as_ref()
+                .filter(|h| h.host_from_record)
+                .map(|h| h.url.clone()),
             stop_after_failures: config.handler.stop_after_failures,
             breaker_cooldown: config.handler.breaker_cooldown,
             history: config.history.clone(),

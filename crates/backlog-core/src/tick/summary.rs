@@ -69,7 +69,8 @@ pub struct TickSummary {
     /// `[retry]` wait not over.
     pub deferred: u64,
     /// Why records could be deferred by this tick: `spread` (the tier's share a
-    /// tick), `retry` (the `[retry]` curve's waits); empty when neither applies.
+    /// tick), `retry` (the `[retry]` curve's waits), `breaker` (their counterpart's
+    /// breaker held them back); empty when none applies.
     pub deferred_by: Vec<&'static str>,
     /// Records handled whose mark was not written because the tick no longer held
     /// them (paused past its lease, another tick took them over): they keep their
@@ -187,6 +188,7 @@ impl TickSummary {
                 .iter()
                 .map(|w| match *w {
                     "retry" => "[retry] waits not over",
+                    "breaker" => "their counterpart's breaker open",
                     other => other,
                 })
                 .collect();

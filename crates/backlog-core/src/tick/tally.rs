@@ -20,6 +20,8 @@ pub(super) struct Tally {
     pub(super) not_yet: u64,
     pub(super) skipped: u64,
     pub(super) deferred: u64,
+    /// Records held back by their counterpart's breaker (`breaker::Breakers`).
+    pub(super) held_back: u64,
     pub(super) lost: u64,
     /// Shares its statuses with the marks.
     pub(super) statuses: BTreeMap<Arc<str>, u64>,
@@ -82,7 +84,10 @@ impl Tally {
         summary.failed = self.failed;
         summary.not_yet = self.not_yet;
         summary.skipped = self.skipped;
-        summary.deferred = self.deferred;
+        summary.deferred = self.deferred + self.held_back;
+        if self.held_back > 0 {
+            summary.deferred_by.push("breaker");
+        }
         summary.lost = self.lost;
         summary.statuses = self
             .statuses
