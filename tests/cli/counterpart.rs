@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -59,6 +60,8 @@ pub struct Call {
 pub struct Counterpart {
     pub url: String,
     calls: Arc<Mutex<Vec<Call>>>,
+    /// Requests being answered now, and the most at once so far.
+    load: Arc<(AtomicUsize, AtomicUsize)>,
     _runtime: tokio::runtime::Runtime,
 }
 
@@ -78,6 +81,8 @@ impl Counterpart {
         let calls = Arc::new(Mutex::new(Vec::new()));
         let answers: Answers = Arc::new(answer);
         let seen = Arc::clone(&calls);
+        let load = Arc::new((AtomicUsize::new(0), AtomicUsize::new(0)));
+        let counted = Arc::clone(&load);
         runtime.spawn(async move {
             let listener = tokio::net::TcpListener::from_std(listener).unwrap();
             let app = axum::Router::new().fallback(
@@ -85,7 +90,14 @@ impl Counterpart {
                       request: axum::extract::Request| {
                     let seen = Arc::clone(&seen);
                     let answers = Arc::clone(&answers);
-                    async move { respond(peer, request, &seen, &answers).await }
+                    let load = Arc::clone(&counted);
+                    async move {
+                        let now = load.0.fetch_add(1, Ordering::SeqCst) + 1;
+                        load.1.fetch_max(now, Ordering::SeqCst);
+                        let response = respond(peer, request, &seen, &answers).await;
+                        load.0.fetch_sub(1, Ordering::SeqCst);
+                        response
+                    }
                 },
             );
             axum::serve(
@@ -98,6 +110,7 @@ impl Counterpart {
         Counterpart {
             url,
             calls,
+            load,
             _runtime: runtime,
         }
     }
@@ -105,6 +118,11 @@ impl Counterpart {
     /// Every request so far.
     pub fn calls(&self) -> Vec<Call> {
         self.calls.lock().unwrap().clone()
+    }
+
+    /// The most requests it answered at once.
+    pub fn most_at_once(&self) -> usize {
+        self.load.1.load(Ordering::SeqCst)
     }
 
     /// The records called, in the order the calls came.

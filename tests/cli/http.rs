@@ -725,3 +725,56 @@ fn one_endpoint_down_trips_its_own_breaker_while_the_others_deliver() {
         "the cool-down holds for the next tick"
     );
 }
+
+/// `concurrency_per_key = 1`: of 4 calls in flight, at most one goes to each
+/// endpoint (the host and port a record's URL names), while both are served.
+#[test]
+fn concurrency_per_key_caps_the_calls_in_flight_to_one_endpoint() {
+    let env = Env::new();
+    env.records_minutes_apart(12);
+    let slow = || Counterpart::start(|_| Answer::code(200).after(Duration::from_millis(150)));
+    let (a, b) = (slow(), slow());
+    env.execute(&format!(
+        "UPDATE BACKLOG SET PAYLOAD = '{}/r/' || ID WHERE ID % 2 = 0;
+         UPDATE BACKLOG SET PAYLOAD = '{}/r/' || ID WHERE ID % 2 = 1;",
+        a.url, b.url
+    ));
+    url_schedule(
+        &env,
+        "url = \"{PAYLOAD}\"\nallow_private = true\nconcurrency = 4\nconcurrency_per_key = 1",
+    );
+    let out = run(&env);
+    assert!(
+        stdout(&out).contains("selected 12, succeeded 12"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!((a.calls().len(), b.calls().len()), (6, 6));
+    assert_eq!((a.most_at_once(), b.most_at_once()), (1, 1));
+
+    // Without the cap the same tick sends them several at once.
+    let env = Env::new();
+    env.records_minutes_apart(12);
+    let c = slow();
+    env.execute(&format!(
+        "UPDATE BACKLOG SET PAYLOAD = '{}/r/' || ID",
+        c.url
+    ));
+    url_schedule(
+        &env,
+        "url = \"{PAYLOAD}\"\nallow_private = true\nconcurrency = 4",
+    );
+    run(&env);
+    assert!(c.most_at_once() > 1, "{}", c.most_at_once());
+
+    url_schedule(
+        &env,
+        "url = \"http://127.0.0.1:9/r/{ID}\"\nconcurrency = 4\nconcurrency_per_key = 2",
+    );
+    let out = env.backlog(&["run", "--window", "1d"]).assert().code(3);
+    assert!(
+        stderr(&out).contains("handler.concurrency_per_key = 2 caps the calls in flight to one counterpart, but nothing says a record's counterpart; name its column with rate_key = \"merchant_id\", or take the URL's host from the record (url = \"{endpoint}\")"),
+        "{}",
+        stderr(&out)
+    );
+}

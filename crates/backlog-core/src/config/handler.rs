@@ -49,6 +49,9 @@ pub struct HandlerConfig {
     pub stop_grace: Duration,
     /// Records in their handlers at once within one tick (batch mode: processes).
     pub concurrency: usize,
+    /// `handler.concurrency_per_key`: the most of them for one counterpart (a
+    /// `rate_key` value, or the host of a URL a record gives).
+    pub concurrency_per_key: Option<usize>,
     /// Handler starts per unit of time, spaced evenly, for every runner of a table
     /// and tier together; none for as fast as they go (or where `auto_rate` finds it).
     pub rate: Option<Rate>,
@@ -86,6 +89,7 @@ impl HandlerConfig {
             timeout: DEFAULT_TIMEOUT,
             stop_grace: DEFAULT_STOP_GRACE,
             concurrency: 1,
+            concurrency_per_key: None,
             rate: None,
             auto_rate: None,
             rate_group: None,
@@ -187,6 +191,7 @@ pub(super) struct RawHandler {
     timeout: Option<String>,
     stop_grace: Option<String>,
     concurrency: Option<i64>,
+    concurrency_per_key: Option<i64>,
     rate: Option<String>,
     rate_min: Option<String>,
     rate_max: Option<String>,
@@ -305,6 +310,24 @@ pub(super) fn resolve(mut raw: RawHandler, dir: &Path) -> Result<HandlerConfig, 
             ));
         }
     };
+    let concurrency_per_key = match raw.concurrency_per_key {
+        None => None,
+        Some(n) if (1..=concurrency as i64).contains(&n) => {
+            let counterpart =
+                raw.rate_key.is_some() || http.as_ref().is_some_and(|h| h.host_from_record);
+            if !counterpart {
+                return Err(format!(
+                    "handler.concurrency_per_key = {n} caps the calls in flight to one counterpart, but nothing says a record's counterpart; name its column with rate_key = \"merchant_id\", or take the URL's host from the record (url = \"{{endpoint}}\")"
+                ));
+            }
+            Some(n as usize)
+        }
+        Some(n) => {
+            return Err(format!(
+                "handler.concurrency_per_key: {n} is out of range; use 1 to handler.concurrency ({concurrency})"
+            ));
+        }
+    };
     let paced = rate.is_some() || auto_rate.is_some();
     if let Some(group) = &raw.rate_group {
         if !paced {
@@ -357,6 +380,7 @@ pub(super) fn resolve(mut raw: RawHandler, dir: &Path) -> Result<HandlerConfig, 
         timeout,
         stop_grace,
         concurrency,
+        concurrency_per_key,
         rate,
         auto_rate,
         rate_group: raw.rate_group,

@@ -155,6 +155,14 @@ fn handler_key(path: &str) -> Option<Key> {
                 8,
             ));
         }
+        "handler.concurrency_per_key" => {
+            return Some(number(
+                "concurrency_per_key",
+                "records of one counterpart at once",
+                MAX_CONCURRENCY as u64,
+                2,
+            ));
+        }
         "handler.rate" => (
             Text,
             "starts per second, minute or hour in quotes",

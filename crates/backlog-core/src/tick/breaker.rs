@@ -18,6 +18,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use super::counterparts::KeyOf;
 use crate::duration;
 use crate::handler::{Ending, Handled, Outcome};
 use crate::record::Record;
@@ -261,8 +262,7 @@ pub(super) struct Breakers {
     /// The tier's breaker name; a counterpart's is this and its key.
     name: String,
     cooldown: Duration,
-    column: Option<String>,
-    url: Option<crate::config::Template>,
+    key: KeyOf,
     breakers: HashMap<Option<String>, Breaker>,
     /// Records held back so far, for the summary.
     pub(super) held_back: u64,
@@ -279,52 +279,16 @@ impl Breakers {
         limit: Option<u32>,
         name: String,
         cooldown: Duration,
-        column: Option<&str>,
-        url: Option<&crate::config::Template>,
+        key: Option<KeyOf>,
     ) -> Option<Self> {
-        let limit = limit?;
-        if column.is_none() && url.is_none() {
-            return None;
-        }
         Some(Breakers {
-            limit,
+            limit: limit?,
             name,
             cooldown,
-            column: column.map(str::to_string),
-            url: url.cloned(),
+            key: key?,
             breakers: HashMap::new(),
             held_back: 0,
         })
-    }
-
-    /// The counterpart of `record`: its `rate_key` value, else its URL's host; none
-    /// where neither can be read (those records share one breaker).
-    pub(super) fn of(&self, record: &Record) -> Option<String> {
-        if let Some(column) = &self.column {
-            let value = record
-                .columns
-                .get(column)
-                .or_else(|| record.columns.get_ignore_case(column))?;
-            return match value {
-                serde_json::Value::Null => None,
-                serde_json::Value::String(s) => Some(s.clone()),
-                other => Some(other.to_string()),
-            };
-        }
-        let url = self
-            .url
-            .as_ref()?
-            .fill(|column, out| match record.columns.get(column) {
-                Some(serde_json::Value::String(s)) => out.push_str(s),
-                Some(other) => out.push_str(&other.to_string()),
-                None => {}
-            });
-        let url = url::Url::parse(&url).ok()?;
-        Some(format!(
-            "{}:{}",
-            url.host_str()?,
-            url.port_or_known_default()?
-        ))
     }
 
     fn breaker(&mut self, key: Option<String>) -> &mut Breaker {
@@ -347,7 +311,7 @@ impl Breakers {
     /// Whether `record` may go out now; where its counterpart's breaker holds it
     /// back, it is counted and says why once.
     pub(super) fn allow(&mut self, record: &Record, store: &mut dyn Store) -> bool {
-        let key = self.of(record);
+        let key = self.key.of(record);
         let breaker = self.breaker(key.clone());
         let was_tripped = breaker.tripped.is_some();
         if breaker.allow(1, store) == 1 {
@@ -369,7 +333,7 @@ impl Breakers {
         absorbed: bool,
         store: &mut dyn Store,
     ) {
-        let key = self.of(record);
+        let key = self.key.of(record);
         let breaker = self.breaker(key.clone());
         if absorbed && !breaker.trial_out() {
             return;

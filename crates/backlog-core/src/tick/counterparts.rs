@@ -24,6 +24,58 @@ pub(super) const HELD_MOST: usize = 10_000;
 /// database) are let go.
 const PACES_MOST: usize = 10_000;
 
+/// How a tick tells a record's counterpart, for the counterparts' breakers and their
+/// calls in flight: its `rate_key` value, else the host and port of the URL the record
+/// gives (a URL handler's `url = "{endpoint}"`).
+#[derive(Debug, Clone)]
+pub(super) struct KeyOf {
+    column: Option<String>,
+    url: Option<crate::config::Template>,
+}
+
+impl KeyOf {
+    /// The key of a tick with `rate_key` or a URL from the record; none without either.
+    pub(super) fn new(
+        column: Option<&str>,
+        url: Option<&crate::config::Template>,
+    ) -> Option<KeyOf> {
+        (column.is_some() || url.is_some()).then(|| KeyOf {
+            column: column.map(str::to_string),
+            url: url.cloned(),
+        })
+    }
+
+    /// The counterpart of `record`; none where it cannot be read (a NULL, a URL that
+    /// does not parse): those records share one.
+    pub(super) fn of(&self, record: &Record) -> Option<String> {
+        if let Some(column) = &self.column {
+            let value = record
+                .columns
+                .get(column)
+                .or_else(|| record.columns.get_ignore_case(column))?;
+            return match value {
+                serde_json::Value::Null => None,
+                serde_json::Value::String(s) => Some(s.clone()),
+                other => Some(other.to_string()),
+            };
+        }
+        let url = self
+            .url
+            .as_ref()?
+            .fill(|column, out| match record.columns.get(column) {
+                Some(serde_json::Value::String(s)) => out.push_str(s),
+                Some(other) => out.push_str(&other.to_string()),
+                None => {}
+            });
+        let url = url::Url::parse(&url).ok()?;
+        Some(format!(
+            "{}:{}",
+            url.host_str()?,
+            url.port_or_known_default()?
+        ))
+    }
+}
+
 /// The rates of a tick's counterparts.
 pub(super) struct Counterparts {
     /// Each counterpart's rate: fixed, or a pace adapted for each (`rate = "auto"`).

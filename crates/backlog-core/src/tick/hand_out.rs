@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 
 use super::breaker::{Breaker, Breakers};
-use super::counterparts::{Counterparts, HELD_MOST};
+use super::counterparts::{Counterparts, HELD_MOST, KeyOf};
 use super::heartbeat::{HeartbeatThread, Stale};
 use super::lanes::{Done, Lanes, catch_panic};
 use super::marks::Marks;
@@ -107,6 +107,15 @@ struct Round<'p, 'c> {
     /// With a counterpart per record (`rate_key`, or a URL's host from the record)
     /// and a limit: a breaker each, in place of the tier's one.
     breakers: Option<Breakers>,
+    /// `handler.concurrency_per_key`: the most records of one counterpart in their
+    /// handlers at once, the counterparts' counts, and whether every record queued
+    /// waits for its counterpart's calls to come back.
+    per_key: Option<(
+        usize,
+        KeyOf,
+        std::collections::HashMap<Option<String>, usize>,
+    )>,
+    capped: bool,
     queue: VecDeque<Record>,
     taken: u64,
     /// Records handled inline since the last page, and the time they took in the
@@ -144,17 +153,23 @@ impl<'p, 'c> Round<'p, 'c> {
         let counterparts = Counterparts::new(spacing.clone(), &rate, opts.rate_key.as_deref());
         let one_rate = spacing.filter(|_| counterparts.is_none());
         let tier = rate_name(&table, opts.window, None);
+        let key = KeyOf::new(opts.rate_key.as_deref(), opts.counterpart_url.as_ref());
         let breakers = Breakers::new(
             opts.stop_after_failures,
             tier.clone(),
             opts.breaker_cooldown,
-            opts.rate_key.as_deref(),
-            opts.counterpart_url.as_ref(),
+            key.clone(),
         );
+        let per_key = opts
+            .concurrency_per_key
+            .zip(key)
+            .map(|(n, key)| (n, key, std::collections::HashMap::new()));
         // The tier's breaker counts nothing where each counterpart has one.
         let limit = opts.stop_after_failures.filter(|_| breakers.is_none());
         Round {
             breakers,
+            per_key,
+            capped: false,
             plan,
             database: store.describe(),
             batch,
@@ -189,7 +204,7 @@ impl<'p, 'c> Round<'p, 'c> {
         on_event: &mut dyn FnMut(Event<'_>),
     ) -> Result<(), Error> {
         loop {
-            while lanes.free() > 0 && self.going(marks) {
+            while lanes.free() > 0 && !self.capped && self.going(marks) {
                 // Answers already back are settled before the next start: while the
                 // rate holds starts back, the pace learns from them, the breaker counts
                 // them and their marks go, not once every lane is busy.
@@ -434,6 +449,7 @@ impl<'p, 'c> Round<'p, 'c> {
             Chosen::Front(n) => self.queue.drain(..n).collect(),
         };
         records.retain(|r| self.counterpart_allows(r, store));
+        self.keep_to_per_key(&mut records);
         if records.is_empty() {
             return Ok(());
         }
@@ -495,6 +511,7 @@ impl<'p, 'c> Round<'p, 'c> {
             latency,
             ended,
         } = done;
+        self.came_back(&records);
         match results {
             Ok(results) => {
                 self.size.observe(records.len(), latency);
@@ -531,6 +548,49 @@ impl<'p, 'c> Round<'p, 'c> {
         } else if !absorbed || self.breaker.trial_out() {
             self.breaker.count(handled, store);
         }
+    }
+
+    /// Keeps `records` to `handler.concurrency_per_key`: those whose counterpart has
+    /// that many out go back to the queue's front, in order (a start reserved for them
+    /// is spent: under the rate, never over it); where none may go, the tick waits for
+    /// an answer before it chooses again.
+    fn keep_to_per_key(&mut self, records: &mut Vec<Record>) {
+        let Some((most, key, out)) = self.per_key.as_mut() else {
+            return;
+        };
+        let mut back = Vec::new();
+        let mut going = Vec::with_capacity(records.len());
+        for record in records.drain(..) {
+            let n = out.entry(key.of(&record)).or_default();
+            if *n < *most {
+                *n += 1;
+                going.push(record);
+            } else {
+                back.push(record);
+            }
+        }
+        self.capped = going.is_empty() && !back.is_empty();
+        for record in back.into_iter().rev() {
+            self.queue.push_front(record);
+        }
+        *records = going;
+    }
+
+    /// Counts records back from their handlers out of their counterparts' calls.
+    fn came_back(&mut self, records: &[Record]) {
+        let Some((_, key, out)) = self.per_key.as_mut() else {
+            return;
+        };
+        for record in records {
+            let counterpart = key.of(record);
+            if let Some(n) = out.get_mut(&counterpart) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    out.remove(&counterpart);
+                }
+            }
+        }
+        self.capped = false;
     }
 
     /// Whether `record`'s counterpart's breaker lets it go out now (always, without a

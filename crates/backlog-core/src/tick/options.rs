@@ -69,6 +69,9 @@ pub struct TickOptions {
     /// A URL handler whose host comes from the record: without `rate_key`, each host
     /// is a counterpart of its own, whose breaker counts apart.
     pub counterpart_url: Option<crate::config::Template>,
+    /// The most records of one counterpart (as `rate_key` or `counterpart_url` tells
+    /// it) in their handlers at once (`handler.concurrency_per_key`).
+    pub concurrency_per_key: Option<usize>,
     /// Take records that failed earlier in this tier's slot too (`--retry-failed`); a
     /// failure is otherwise kept from every tick until its slot ends.
     pub retry_failed: bool,
@@ -104,6 +107,7 @@ impl TickOptions {
             rate_group: None,
             rate_key: None,
             counterpart_url: None,
+            concurrency_per_key: None,
             stop_after_failures: None,
             breaker_cooldown: Duration::from_secs(60),
             retry_failed: false,
@@ -128,6 +132,7 @@ impl TickOptions {
                 .as_ref()
                 .filter(|h| h.host_from_record)
                 .map(|h| h.url.clone()),
+            concurrency_per_key: config.handler.concurrency_per_key,
             stop_after_failures: config.handler.stop_after_failures,
             breaker_cooldown: config.handler.breaker_cooldown,
             history: config.history.clone(),

@@ -54,6 +54,13 @@ pub(super) fn handler() -> Section {
                 "Records in their handlers at once within a tick (batch mode: processes).",
             ),
             key(
+                "concurrency_per_key",
+                "a number",
+                NONE,
+                "1 to concurrency",
+                "The most records of one counterpart in their handlers at once: a rate_key value, or the host of a URL a record gives (url = \"{endpoint}\").",
+            ),
+            key(
                 "rate",
                 "starts per second, minute or hour in quotes: \"20/s\", \"100/m\", \"3/h\"; or \"auto\"",
                 "none: as fast as they go",
