@@ -35,6 +35,8 @@ pub struct Snapshot {
     pub runs: Vec<RunTotals>,
     /// How long handlers took, by tier, over the attempts kept.
     pub durations: Vec<DurationHistogram>,
+    /// A URL handler's answers by tier and HTTP status code.
+    pub answers: Vec<backlog_core::store::answers::AnswerTotal>,
     /// Records live ticks hold now.
     pub held: u64,
     /// Failed records kept from every tick until their tier's slot ends.
@@ -67,6 +69,7 @@ pub fn collect(
         status,
         runs: store.run_totals()?,
         durations: store.attempt_durations()?,
+        answers: store.answer_totals()?,
         held,
         kept,
         pending: config.table.pending.clone(),
@@ -156,6 +159,23 @@ impl Snapshot {
                 ],
                 r.ticks as f64,
             );
+        }
+        if !self.answers.is_empty() {
+            f.family(
+                "backlog_http_responses_total",
+                "counter",
+                "Answers to the URL handler's calls, by tier and HTTP status code (a call with no answer, such as a timeout, is not one). From backlog_answers.",
+            );
+            for a in &self.answers {
+                f.sample(
+                    "backlog_http_responses_total",
+                    &[
+                        ("tier", &duration::tier_name(a.window_secs)),
+                        ("code", &a.code.to_string()),
+                    ],
+                    a.answers as f64,
+                );
+            }
         }
         self.render_tiers(&mut f);
         self.render_backlog(&mut f);

@@ -126,12 +126,44 @@ fn every_answer_sets_the_status_its_table_says(backend: Backend) {
     );
     assert!(show(&env, 9).contains("(HTTP 301)"));
     // The next slot tries the errors that were not snoozed, not 7 and 8.
-    env.backlog(&["run", "--window", "1d", "--now", "2026-11-21T12:05:00Z"])
-        .assert()
-        .success();
+    env.backlog(&[
+        "run",
+        "--window",
+        "1d",
+        "--now",
+        "2026-11-21T12:05:00Z",
+        "--metrics-file",
+        "metrics.prom",
+    ])
+    .assert()
+    .success();
     let mut again: Vec<i64> = server.ids()[10..].to_vec();
     again.sort();
     assert_eq!(again, [5, 6, 9]);
+    // The answers of both ticks, by code, in the metrics.
+    let metrics = std::fs::read_to_string(env.path("metrics.prom")).unwrap();
+    let answers: Vec<&str> = metrics
+        .lines()
+        .filter(|l| l.starts_with("backlog_http_responses_total{"))
+        .collect();
+    let expected: Vec<String> = [
+        (200, 1),
+        (202, 1),
+        (204, 1),
+        (301, 2),
+        (404, 2),
+        (410, 1),
+        (422, 1),
+        (429, 1),
+        (500, 2),
+        (503, 1),
+    ]
+    .iter()
+    .map(|(code, n)| {
+        format!("backlog_http_responses_total{{table=\"BACKLOG\",tier=\"1d\",code=\"{code}\"}} {n}")
+    })
+    .collect();
+    assert_eq!(answers, expected, "{metrics}");
 }
 
 crate::on_every_backend!(every_answer_sets_the_status_its_table_says);

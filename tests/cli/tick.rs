@@ -354,9 +354,9 @@ crate::on_every_backend!(
 );
 
 /// A database whose tool tables an earlier release made (version 1, records claimed
-/// one by one) moves to version 9 (spans, a `lost` count, attempts and pauses, then
+/// one by one) moves to version 10 (spans, a `lost` count, attempts and pauses, then
 /// failures in a row, alerts, shared rates and breakers, a step that adds a table on
-/// servers only, adapted paces) on the first tick, but not while a tick
+/// servers only, adapted paces, answers by code) on the first tick, but not while a tick
 /// of that release still holds claims: it would not see the new spans. Tables at
 /// version 4 gain `backlog_failures`, `backlog_alerts`, `backlog_rates` and
 /// `backlog_breakers`.
@@ -380,7 +380,7 @@ fn sqlite_tables_of_version_one_move_to_spans() {
             ": a tick of an earlier backlog release holds 1 record in backlog_claims of ",
         ))
         .stderr(predicates::str::ends_with(
-            "; let it finish (or wait for its lease to run out), then run again to move the tool's tables to version 9\n",
+            "; let it finish (or wait for its lease to run out), then run again to move the tool's tables to version 10\n",
         ));
     assert_eq!(env.with_status("SUCCESS"), 0, "nothing handled");
 
@@ -388,11 +388,12 @@ fn sqlite_tables_of_version_one_move_to_spans() {
     let out = env.run_window("1d");
     assert!(out.contains("selected 2, succeeded 2"), "{out}");
     let version = "SELECT value FROM backlog_meta WHERE key = 'schema_version'";
-    assert_eq!(env.text(version), "9");
+    assert_eq!(env.text(version), "10");
     let tables =
         "SELECT name FROM sqlite_schema WHERE name LIKE 'backlog_%' AND type = 'table' ORDER BY 1";
     let all = [
         "backlog_alerts",
+        "backlog_answers",
         "backlog_attempts",
         "backlog_breakers",
         "backlog_failures",
@@ -414,9 +415,10 @@ fn sqlite_tables_of_version_one_move_to_spans() {
     env.execute("DROP TABLE backlog_rates");
     env.execute("DROP TABLE backlog_breakers");
     env.execute("DROP TABLE backlog_paces");
+    env.execute("DROP TABLE backlog_answers");
     env.execute("UPDATE backlog_meta SET value = '4' WHERE key = 'schema_version'");
     env.run_window("1d");
-    assert_eq!(env.text(version), "9");
+    assert_eq!(env.text(version), "10");
     assert_eq!(env.lines(tables), all);
 
     // Spans of the release before `handed` (how far a tick handed its span out, for a
@@ -428,5 +430,5 @@ fn sqlite_tables_of_version_one_move_to_spans() {
     env.run_window("1d");
     let handed = "SELECT name FROM pragma_table_info('backlog_holds') WHERE name = 'handed'";
     assert_eq!(env.lines(handed), ["handed"]);
-    assert_eq!(env.text(version), "9");
+    assert_eq!(env.text(version), "10");
 }

@@ -10,51 +10,61 @@ use crate::servers::server::OwnSchema;
 fn versions(backend: Backend) -> (u32, Vec<(u32, &'static str)>) {
     match backend {
         Backend::Postgres => (
-            8,
+            9,
             vec![
+                // No answers by code.
+                (8, "DROP TABLE {s}.backlog_answers"),
                 // No adapted paces.
-                (7, "DROP TABLE {s}.backlog_paces"),
+                (7, "DROP TABLE {s}.backlog_paces, {s}.backlog_answers"),
                 // No reaches of a fleet's runners.
-                (6, "DROP TABLE {s}.backlog_reaches, {s}.backlog_paces"),
+                (
+                    6,
+                    "DROP TABLE {s}.backlog_reaches, {s}.backlog_paces, {s}.backlog_answers",
+                ),
                 // No failures in a row, no alerts, no shared rates or breakers.
                 (
                     3,
-                    "DROP TABLE {s}.backlog_failures, {s}.backlog_alerts, {s}.backlog_rates, {s}.backlog_breakers, {s}.backlog_reaches, {s}.backlog_paces",
+                    "DROP TABLE {s}.backlog_failures, {s}.backlog_alerts, {s}.backlog_rates, {s}.backlog_breakers, {s}.backlog_reaches, {s}.backlog_paces, {s}.backlog_answers",
                 ),
                 // No alerts, no shared rates or breakers.
                 (
                     4,
-                    "DROP TABLE {s}.backlog_alerts, {s}.backlog_rates, {s}.backlog_breakers, {s}.backlog_reaches, {s}.backlog_paces",
+                    "DROP TABLE {s}.backlog_alerts, {s}.backlog_rates, {s}.backlog_breakers, {s}.backlog_reaches, {s}.backlog_paces, {s}.backlog_answers",
                 ),
                 // No shared rates or breakers, no reaches.
                 (
                     5,
-                    "DROP TABLE {s}.backlog_rates, {s}.backlog_breakers, {s}.backlog_reaches, {s}.backlog_paces",
+                    "DROP TABLE {s}.backlog_rates, {s}.backlog_breakers, {s}.backlog_reaches, {s}.backlog_paces, {s}.backlog_answers",
                 ),
                 // No `lost` count in the run log, no attempts, no pauses.
                 (
                     1,
-                    "ALTER TABLE {s}.backlog_runs DROP COLUMN lost; DROP TABLE {s}.backlog_attempts, {s}.backlog_pauses, {s}.backlog_failures, {s}.backlog_alerts, {s}.backlog_rates, {s}.backlog_breakers, {s}.backlog_reaches, {s}.backlog_paces",
+                    "ALTER TABLE {s}.backlog_runs DROP COLUMN lost; DROP TABLE {s}.backlog_attempts, {s}.backlog_pauses, {s}.backlog_failures, {s}.backlog_alerts, {s}.backlog_rates, {s}.backlog_breakers, {s}.backlog_reaches, {s}.backlog_paces, {s}.backlog_answers",
                 ),
             ],
         ),
         _ => (
-            6,
+            7,
             vec![
+                // No answers by code.
+                (6, "DROP TABLE {s}.backlog_answers"),
                 // No adapted paces.
-                (5, "DROP TABLE {s}.backlog_paces"),
+                (5, "DROP TABLE {s}.backlog_paces, {s}.backlog_answers"),
                 // No reaches of a fleet's runners.
-                (4, "DROP TABLE {s}.backlog_reaches, {s}.backlog_paces"),
+                (
+                    4,
+                    "DROP TABLE {s}.backlog_reaches, {s}.backlog_paces, {s}.backlog_answers",
+                ),
                 // The first MySQL release: no failures in a row, no alerts, no shared
                 // rates or breakers.
                 (
                     1,
-                    "DROP TABLE {s}.backlog_failures, {s}.backlog_alerts, {s}.backlog_rates, {s}.backlog_breakers, {s}.backlog_reaches, {s}.backlog_paces",
+                    "DROP TABLE {s}.backlog_failures, {s}.backlog_alerts, {s}.backlog_rates, {s}.backlog_breakers, {s}.backlog_reaches, {s}.backlog_paces, {s}.backlog_answers",
                 ),
                 // No shared rates or breakers, no reaches.
                 (
                     3,
-                    "DROP TABLE {s}.backlog_rates, {s}.backlog_breakers, {s}.backlog_reaches, {s}.backlog_paces",
+                    "DROP TABLE {s}.backlog_rates, {s}.backlog_breakers, {s}.backlog_reaches, {s}.backlog_paces, {s}.backlog_answers",
                 ),
             ],
         ),
@@ -83,6 +93,7 @@ fn own_tables_live_in_the_named_schema_and_move_from_older_versions(backend: Bac
         tables,
         [
             "backlog_alerts",
+            "backlog_answers",
             "backlog_attempts",
             "backlog_breakers",
             "backlog_claims",
@@ -117,6 +128,7 @@ fn own_tables_live_in_the_named_schema_and_move_from_older_versions(backend: Bac
             "backlog_rates",
             "backlog_breakers",
             "backlog_paces",
+            "backlog_answers",
         ] {
             assert_eq!(
                 env.text(&format!("SELECT CAST(count(*) AS TEXT) FROM {s}.{table}")),

@@ -13,6 +13,7 @@
 //! lease runs out.
 
 pub mod alerts;
+pub mod answers;
 pub mod attempts;
 pub mod band;
 pub mod band_statuses;

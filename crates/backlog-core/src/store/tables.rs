@@ -67,9 +67,10 @@ pub const RUNS: Table = Table {
 };
 
 /// The tables every database has: the version, the run log, attempts, pauses,
-/// failures in a row, alerts, shared rates, breakers and adapted paces (a database adds
+/// failures in a row, alerts, shared rates, breakers, adapted paces and answers by
+/// code (a database adds
 /// how its ticks hold records, see `Ddl::tables`).
-pub const SHARED: [&Table; 9] = [
+pub const SHARED: [&Table; 10] = [
     &META,
     &RUNS,
     &super::attempts::TABLE,
@@ -79,6 +80,7 @@ pub const SHARED: [&Table; 9] = [
     &super::rates::TABLE,
     &super::breakers::TABLE,
     &super::paces::TABLE,
+    &super::answers::TABLE,
 ];
 
 /// The steps of the tables since the backends shared them, written once: the `n`th
@@ -95,6 +97,8 @@ pub const LATER: &[&[&str]] = &[
     // backlog_reaches (how far a fleet's runners have read their band), on servers.
     &[],
     // backlog_paces (`rate = "auto"`'s pace, shared by the fleet).
+    &[],
+    // backlog_answers (a URL handler's answers by code, for the metrics).
     &[],
 ];
 

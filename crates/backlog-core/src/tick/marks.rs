@@ -177,6 +177,11 @@ impl<'o> Marks<'o> {
         let mut handled = self.resolve(handled);
         let tally = &mut self.tally;
         tally.selected += 1;
+        if let Some(code) = handled.code
+            && matches!(handled.ending, Ending::Answered | Ending::NotYet)
+        {
+            *tally.answers.entry(code).or_default() += 1;
+        }
         let status = match &handled.outcome {
             // A poll not done keeps the status the record had.
             _ if handled.ending == Ending::NotYet => {

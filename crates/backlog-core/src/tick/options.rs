@@ -72,6 +72,9 @@ pub struct TickOptions {
     /// The most records of one counterpart (as `rate_key` or `counterpart_url` tells
     /// it) in their handlers at once (`handler.concurrency_per_key`).
     pub concurrency_per_key: Option<usize>,
+    /// Whether the answers' codes are counted in `backlog_answers` (a URL handler's,
+    /// for `backlog_http_responses_total`).
+    pub count_answers: bool,
     /// Take records that failed earlier in this tier's slot too (`--retry-failed`); a
     /// failure is otherwise kept from every tick until its slot ends.
     pub retry_failed: bool,
@@ -108,6 +111,7 @@ impl TickOptions {
             rate_key: None,
             counterpart_url: None,
             concurrency_per_key: None,
+            count_answers: false,
             stop_after_failures: None,
             breaker_cooldown: Duration::from_secs(60),
             retry_failed: false,
@@ -133,6 +137,7 @@ impl TickOptions {
                 .filter(|h| h.host_from_record)
                 .map(|h| h.url.clone()),
             concurrency_per_key: config.handler.concurrency_per_key,
+            count_answers: config.handler.http.is_some(),
             stop_after_failures: config.handler.stop_after_failures,
             breaker_cooldown: config.handler.breaker_cooldown,
             history: config.history.clone(),

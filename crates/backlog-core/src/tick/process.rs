@@ -121,6 +121,12 @@ pub fn process_backlog(
         );
         // The tick's error comes first; then the run log's.
         let logged = close(table, store, &begun.query, &run, &result, &tally);
+        if opts.count_answers
+            && let Err(e) = store.add_answers(opts.window.as_secs(), &tally.answers)
+        {
+            // The metrics miss this tick's answers; the records are marked.
+            tracing::warn!("cannot count this tick's answers in backlog_answers: {e}");
+        }
         result?;
         logged?;
         let mut summary = begun.summary;

@@ -22,6 +22,8 @@ pub(super) struct Tally {
     pub(super) deferred: u64,
     /// Records held back by their counterpart's breaker (`breaker::Breakers`).
     pub(super) held_back: u64,
+    /// The answers' codes (a URL handler's HTTP statuses), counted.
+    pub(super) answers: BTreeMap<i64, u64>,
     pub(super) lost: u64,
     /// Shares its statuses with the marks.
     pub(super) statuses: BTreeMap<Arc<str>, u64>,
