@@ -384,12 +384,15 @@ impl Bench {
         self.path("work.db")
     }
 
+    /// Copies `template` to work.db, on disk before any clock starts: a commit's fsync
+    /// would otherwise also flush the copy.
     fn fresh(&self, template: &Path) {
         let work = self.work();
         for suffix in ["-journal", "-wal", "-shm"] {
             let _ = std::fs::remove_file(format!("{}{suffix}", work.display()));
         }
         std::fs::copy(template, &work).unwrap();
+        std::fs::File::open(&work).unwrap().sync_all().unwrap();
     }
 
     /// `backlog run --window 1d --json` with the schedule file `name`.
@@ -713,6 +716,13 @@ fn shape_b(bench: &Bench, rounds_n: usize) {
         "B. {RECORDS_B} records POSTed to a counterpart answering after {} ms (axum, in this process), concurrency {CONCURRENCY_B}: ideal {ideal:.0}/s; best of {rounds_n} rounds",
         ANSWER_AFTER.as_millis()
     );
+    // The records are not whole waves of 256: the last wave is part-full.
+    let waves = RECORDS_B.div_ceil(CONCURRENCY_B as u64) as f64 * ANSWER_AFTER.as_secs_f64();
+    println!(
+        "  in whole waves of {CONCURRENCY_B}, {RECORDS_B} records take {waves:.1} s: {:.0}/s ({:.3} of the ideal)",
+        RECORDS_B as f64 / waves,
+        RECORDS_B as f64 / waves / ideal
+    );
     bench.schedule(
         "slow.toml",
         &format!("url = \"http://127.0.0.1:{port}/orders/{{ID}}\"\nconcurrency = {CONCURRENCY_B}"),
@@ -763,7 +773,7 @@ fn main() -> ExitCode {
     for (tool, package) in TOOLS {
         // Shape B needs nothing but the binary.
         if wanted("a") && find(tool).is_none() {
-            eprintln!("{tool} not found: install Debian's `{package}` (apt-get install {package})");
+            eprintln!("{tool} not found: install Debian's package: apt-get install {package}");
             return ExitCode::from(2);
         }
     }

@@ -9,10 +9,11 @@
 //! connected to (`Guard`), so neither a column nor a DNS answer can point a call at
 //! this host's own network without `handler.allow_private`.
 
+use std::collections::HashMap;
 use std::io::Read;
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
@@ -101,10 +102,10 @@ impl HttpHandler {
             .user_agent(concat!("backlog/", env!("CARGO_PKG_VERSION")))
             .tls_config(ureq::tls::TlsConfig::builder().root_certs(roots).build())
             .build();
-        let guard = Guard {
-            check: http.host_from_record && !http.allow_private,
-            proxy: ureq::Proxy::try_from_env().map(|p| p.host().to_string()),
-        };
+        let guard = Guard::new(
+            http.host_from_record && !http.allow_private,
+            ureq::Proxy::try_from_env().map(|p| p.host().to_string()),
+        );
         let agent = ureq::Agent::with_parts(agent_config, DefaultConnector::new(), guard);
         Ok(HttpHandler {
             shared: Arc::new(Shared {
@@ -500,15 +501,76 @@ fn root_ders(
     Ok(roots)
 }
 
-/// Refuses, where a record gives the host, addresses of this host's own networks: as
-/// the call resolves them, so a name that resolves there (or rebinds there) is
-/// refused as an address written in the column is.
+/// Finds the addresses a call connects to, and refuses, where a record gives the host,
+/// addresses of this host's own networks: as the call resolves them, so a name that
+/// resolves there (or rebinds there) is refused as an address written in the column is.
+///
+/// The client asks before every call, a pooled connection's too, and its own resolver
+/// starts a thread each time to bound the lookup by the timeout: an address in the URL
+/// is taken as it is, and a name's addresses are kept a few seconds.
 #[derive(Debug)]
 struct Guard {
     check: bool,
     /// The proxy's host: the operator's, never refused (the target is then the
     /// proxy's to resolve).
     proxy: Option<String>,
+    resolved: std::sync::Mutex<HashMap<(String, u16), (Instant, ResolvedSocketAddrs)>>,
+}
+
+/// How long a name's addresses are used before they are looked up again.
+const RESOLVED_FOR: Duration = Duration::from_secs(5);
+
+/// The most names whose addresses are kept (a URL from the records names many).
+const RESOLVED_MOST: usize = 10_000;
+
+impl Guard {
+    fn new(check: bool, proxy: Option<String>) -> Guard {
+        Guard {
+            check,
+            proxy,
+            resolved: std::sync::Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The addresses of `uri`'s host: an address as written, a name's from the
+    /// lookups of the last few seconds, else looked up (within the timeout).
+    fn lookup(
+        &self,
+        uri: &ureq::http::Uri,
+        config: &ureq::config::Config,
+        timeout: NextTimeout,
+    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        let host = uri.host().unwrap_or_default();
+        let port = uri
+            .port_u16()
+            .unwrap_or(if uri.scheme_str() == Some("https") {
+                443
+            } else {
+                80
+            });
+        if let Ok(ip) = host.trim_matches(['[', ']']).parse::<IpAddr>() {
+            let mut addrs = self.empty();
+            addrs.push(std::net::SocketAddr::new(ip, port));
+            return Ok(addrs);
+        }
+        let key = (host.to_string(), port);
+        let cached = self
+            .resolved
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+            .cloned();
+        if let Some((_, addrs)) = cached.filter(|(at, _)| at.elapsed() < RESOLVED_FOR) {
+            return Ok(addrs);
+        }
+        let addrs = DefaultResolver::default().resolve(uri, config, timeout)?;
+        let mut resolved = self.resolved.lock().unwrap_or_else(|e| e.into_inner());
+        if resolved.len() >= RESOLVED_MOST {
+            resolved.retain(|_, (at, _)| at.elapsed() < RESOLVED_FOR);
+        }
+        resolved.insert(key, (Instant::now(), addrs.clone()));
+        Ok(addrs)
+    }
 }
 
 impl Resolver for Guard {
@@ -518,7 +580,7 @@ impl Resolver for Guard {
         config: &ureq::config::Config,
         timeout: NextTimeout,
     ) -> Result<ResolvedSocketAddrs, ureq::Error> {
-        let addrs = DefaultResolver::default().resolve(uri, config, timeout)?;
+        let addrs = self.lookup(uri, config, timeout)?;
         let host = uri.host().unwrap_or_default();
         if !self.check || self.proxy.as_deref() == Some(host) {
             return Ok(addrs);
