@@ -295,18 +295,21 @@ fn a_records_url_is_refused_on_a_private_address() {
     assert_eq!(last.target, "/r/1/a%20b%2Fc%3Fd");
 }
 
-/// A token in a header reaches the counterpart and nothing else: not stdout, stderr,
-/// `explain`, `status`, `show`, `--json`, nor any table of the database.
+/// A token in a header reaches the counterpart and nothing else, and the signing
+/// secret goes nowhere: not stdout, stderr, `explain`, `status`, `show`, `doctor`,
+/// `--json`, nor any table of the database.
 #[test]
 fn a_header_value_never_reaches_an_output_or_a_table() {
     const TOKEN: &str = "s3cr3t-t0ken-4242";
+    // The signing secret, and its key's base64 alone.
+    const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
     let env = Env::new();
     env.records_minutes_apart(2);
     let server = Counterpart::start(|id| Answer::code(if id == 1 { 200 } else { 500 }));
     url_schedule(
         &env,
         &format!(
-            "url = \"{}/r/{{ID}}\"\nheaders = {{ Authorization = \"Bearer ${{API_TOKEN}}\" }}",
+            "url = \"{}/r/{{ID}}\"\nheaders = {{ Authorization = \"Bearer ${{API_TOKEN}}\" }}\nsign = \"standard-webhooks\"\nsecret = \"${{WEBHOOK_SECRET}}\"",
             server.url
         ),
     );
@@ -321,11 +324,17 @@ fn a_header_value_never_reaches_an_output_or_a_table() {
         vec!["show", "2", "--now", NOW],
         vec!["doctor"],
     ] {
-        let out = env.backlog(&args).env("API_TOKEN", TOKEN).output().unwrap();
+        let out = env
+            .backlog(&args)
+            .env("API_TOKEN", TOKEN)
+            .env("WEBHOOK_SECRET", SECRET)
+            .output()
+            .unwrap();
         outputs.push_str(&String::from_utf8_lossy(&out.stdout));
         outputs.push_str(&String::from_utf8_lossy(&out.stderr));
     }
     assert!(!outputs.contains(TOKEN), "{outputs}");
+    assert!(!outputs.contains(&SECRET[6..]), "{outputs}");
     assert!(outputs.contains("POST"), "{outputs}");
     let auth: Vec<String> = server
         .calls()
@@ -353,6 +362,7 @@ fn a_header_value_never_reaches_an_output_or_a_table() {
             for i in 0..columns {
                 if let Ok(Some(text)) = row.get::<_, Option<String>>(i) {
                     assert!(!text.contains(TOKEN), "{table}: {text}");
+                    assert!(!text.contains(&SECRET[6..]), "{table}: {text}");
                 }
             }
         }

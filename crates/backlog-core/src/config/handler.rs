@@ -560,6 +560,35 @@ mod tests {
         resolve(raw, Path::new("/srv"))
     }
 
+    fn url_handler(keys: &str) -> Result<HandlerConfig, String> {
+        let raw: RawHandler =
+            toml::from_str(&format!("url = \"https://h.example/{{id}}\"\n{keys}"))
+                .map_err(|e| e.to_string())?;
+        resolve(raw, Path::new("/srv"))
+    }
+
+    #[test]
+    fn a_url_handlers_overloads_are_answer_codes_with_408_429_and_503_always() {
+        let c = url_handler("rate = \"auto\"").unwrap();
+        assert_eq!(
+            c.auto_rate.unwrap().overload_codes,
+            BTreeSet::from([408, 429, 503])
+        );
+        let c = url_handler(
+            "rate = \"auto\"\noverload = [420, \"THROTTLED\"]\nstatuses = { 509 = \"THROTTLED\" }",
+        )
+        .unwrap();
+        assert_eq!(
+            c.auto_rate.unwrap().overload_codes,
+            BTreeSet::from([408, 420, 429, 503, 509])
+        );
+        assert_eq!(
+            url_handler("rate = \"auto\"\noverload = [75]").unwrap_err(),
+            "handler.overload: 75 is not an HTTP status code; list answer codes from 100 to 599, like overload = [420] (408, 429 and 503 are read already)"
+        );
+        assert!(url_handler("").unwrap().auto_rate.is_none());
+    }
+
     #[test]
     fn overload_takes_codes_and_the_statuses_exit_codes_give() {
         let c = handler(
