@@ -820,3 +820,100 @@ fn concurrency_per_key_caps_the_calls_in_flight_to_one_endpoint() {
         stderr(&out)
     );
 }
+
+/// A CONNECT proxy on loopback that counts the tunnels it opens and pipes each to
+/// its target.
+fn connect_proxy() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{BufRead as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let tunnels = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = std::sync::Arc::clone(&tunnels);
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let counted = std::sync::Arc::clone(&counted);
+            std::thread::spawn(move || {
+                let mut reader = std::io::BufReader::new(client.try_clone().unwrap());
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                let target = line
+                    .split_whitespace()
+                    .nth(1)
+                    .unwrap_or_default()
+                    .to_string();
+                loop {
+                    let mut header = String::new();
+                    if reader.read_line(&mut header).unwrap_or(0) == 0 || header == "\r\n" {
+                        break;
+                    }
+                }
+                let Ok(upstream) = std::net::TcpStream::connect(&target) else {
+                    return;
+                };
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let mut client = client;
+                client
+                    .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                    .unwrap();
+                let (mut up_read, mut up_write) = (upstream.try_clone().unwrap(), upstream);
+                let mut down = client.try_clone().unwrap();
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut up_read, &mut down);
+                });
+                let _ = std::io::copy(&mut reader, &mut up_write);
+            });
+        }
+    });
+    (url, tunnels)
+}
+
+/// Proxies as curl reads them: an http URL goes through `http_proxy`, not
+/// `HTTPS_PROXY`; `no_proxy` sends a host direct; a proxy that is no URL is one line
+/// naming the variable (exit 5), its password never shown.
+#[test]
+fn calls_go_through_the_proxy_curl_would_use() {
+    let server = Counterpart::start(|_| Answer::code(200));
+    let (proxy, tunnels) = connect_proxy();
+    let tick = |vars: &[(&str, &str)]| {
+        let env = Env::new();
+        env.records_minutes_apart(2);
+        url_schedule(&env, &format!("url = \"{}/r/{{ID}}\"", server.url));
+        let mut cmd = env.backlog(&["run", "--window", "1d", "--now", NOW]);
+        for (name, value) in vars {
+            cmd.env(name, value);
+        }
+        let out = cmd.output().unwrap();
+        (env, out)
+    };
+    let through = || tunnels.load(std::sync::atomic::Ordering::SeqCst);
+    let (env, out) = tick(&[("http_proxy", &proxy)]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(env.statuses().iter().all(|(_, s)| s == "SUCCESS"));
+    assert!(through() >= 1, "the calls went through the proxy");
+    let before = through();
+    let (env, out) = tick(&[("http_proxy", &proxy), ("no_proxy", "127.0.0.1")]);
+    assert!(out.status.success());
+    assert!(env.statuses().iter().all(|(_, s)| s == "SUCCESS"));
+    let (env, out) = tick(&[("HTTPS_PROXY", &proxy)]);
+    assert!(out.status.success());
+    assert!(env.statuses().iter().all(|(_, s)| s == "SUCCESS"));
+    assert_eq!(
+        through(),
+        before,
+        "no_proxy and an https proxy leave http calls direct"
+    );
+    assert_eq!(server.ids().len(), 6);
+    let (env, out) = tick(&[("http_proxy", "http://user:hunter2@[bad")]);
+    assert_eq!(out.status.code(), Some(5));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("http_proxy: \"…@[bad\" is not a proxy URL"),
+        "{err}"
+    );
+    assert!(!err.contains("hunter2"), "{err}");
+    assert!(env.statuses().iter().all(|(_, s)| s == "NEW"));
+}

@@ -89,6 +89,7 @@ impl HttpHandler {
             .clone()
             .expect("a URL handler is built from a [handler] with a url");
         let roots = roots(&http)?;
+        let proxy = proxy_of(&http)?;
         let lanes = config.concurrency.max(1);
         let agent_config = ureq::Agent::config_builder()
             .http_status_as_error(false)
@@ -98,13 +99,13 @@ impl HttpHandler {
             .max_redirects_will_error(false)
             .max_idle_connections(lanes.max(8))
             .max_idle_connections_per_host(lanes)
-            .proxy(ureq::Proxy::try_from_env())
+            .proxy(proxy.clone())
             .user_agent(concat!("backlog/", env!("CARGO_PKG_VERSION")))
             .tls_config(ureq::tls::TlsConfig::builder().root_certs(roots).build())
             .build();
         let guard = Guard::new(
             http.host_from_record && !http.allow_private,
-            ureq::Proxy::try_from_env().map(|p| p.host().to_string()),
+            proxy.map(|p| p.host().to_string()),
         );
         let agent = ureq::Agent::with_parts(agent_config, DefaultConnector::new(), guard);
         Ok(HttpHandler {
@@ -141,6 +142,15 @@ pub fn reach(config: &HandlerConfig) -> Result<String, String> {
         .trim_matches(['[', ']'])
         .to_string();
     let port = url.port_or_known_default().unwrap_or(443);
+    let proxy = proxy_of(http).map_err(|e| e.to_string())?;
+    let uri: Option<ureq::http::Uri> = sample.parse().ok();
+    if let Some(proxy) = proxy.filter(|p| uri.as_ref().is_none_or(|u| !p.is_no_proxy(u))) {
+        return Ok(format!(
+            "{host}:{port}: calls go through the proxy {}:{}, which doctor does not try",
+            proxy.host(),
+            proxy.port()
+        ));
+    }
     let started = std::time::Instant::now();
     let addrs: Vec<std::net::SocketAddr> =
         std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), port))
@@ -452,6 +462,71 @@ fn retry_after_of(value: &str) -> Result<Snooze, String> {
         Ok(at) => Snooze::parse(&chrono::DateTime::<chrono::Utc>::from(at).to_rfc3339()),
         Err(_) => Err(format!("{value:?} is neither seconds nor an HTTP date")),
     }
+}
+
+/// The proxy the calls go through, as curl chooses it: for an https URL
+/// `https_proxy` (or `HTTPS_PROXY`), for an http one `http_proxy` (lower case only, as
+/// curl, so that a CGI's `Proxy:` header cannot set it), else `all_proxy` (or
+/// `ALL_PROXY`); hosts that `no_proxy` (or `NO_PROXY`) lists go direct. Where a
+/// record gives the scheme, any of them, https's first.
+fn proxy_of(http: &HttpConfig) -> Result<Option<ureq::Proxy>, HandlerError> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let scheme = http
+        .url
+        .prefix()
+        .split_once("://")
+        .map(|(scheme, _)| scheme.to_ascii_lowercase());
+    let names: &[&str] = match scheme.as_deref() {
+        Some("https") => &["https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"],
+        Some(_) => &["http_proxy", "all_proxy", "ALL_PROXY"],
+        None => &[
+            "https_proxy",
+            "HTTPS_PROXY",
+            "http_proxy",
+            "all_proxy",
+            "ALL_PROXY",
+        ],
+    };
+    let Some((name, value)) = names.iter().find_map(|n| var(n).map(|v| (*n, v))) else {
+        return Ok(None);
+    };
+    // Its user and password are never shown.
+    let shown = value
+        .rsplit_once('@')
+        .map_or(value.clone(), |(_, host)| format!("…@{host}"));
+    let bad = |why: &str| {
+        HandlerError::Setup(format!(
+            "{name}: {shown:?} is not a proxy URL ({why}); give one like http://proxy.example:3128, or unset {name}"
+        ))
+    };
+    let with_scheme = match value.contains("://") {
+        true => value.clone(),
+        false => format!("http://{value}"),
+    };
+    let url = url::Url::parse(&with_scheme).map_err(|e| bad(&e.to_string()))?;
+    let protocol =
+        ureq::ProxyProtocol::try_from(url.scheme()).map_err(|_| bad("an unknown scheme"))?;
+    let mut builder =
+        ureq::Proxy::builder(protocol).host(url.host_str().ok_or_else(|| bad("no host"))?);
+    if let Some(port) = url.port() {
+        builder = builder.port(port);
+    }
+    if !url.username().is_empty() {
+        builder = builder.username(url.username());
+    }
+    if let Some(password) = url.password() {
+        builder = builder.password(password);
+    }
+    for entry in var("no_proxy")
+        .or_else(|| var("NO_PROXY"))
+        .iter()
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+    {
+        builder = builder.no_proxy(entry);
+    }
+    builder.build().map(Some).map_err(|e| bad(&e.to_string()))
 }
 
 /// The roots a call trusts, for the client.
