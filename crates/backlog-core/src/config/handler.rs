@@ -282,6 +282,15 @@ pub(super) fn resolve(mut raw: RawHandler, dir: &Path) -> Result<HandlerConfig, 
         Some(g) => span("handler.stop_grace", g, STOP_GRACE)?,
         None => DEFAULT_STOP_GRACE,
     };
+    // A call in flight cannot be cut short as a process can be killed: it ends by its
+    // timeout, so a stop waits at most the grace only if the timeout is within it.
+    if http.is_some() && timeout > stop_grace {
+        return Err(format!(
+            "handler.timeout ({}) is longer than handler.stop_grace ({}): a stop waits for the calls in flight, which end by their timeout; give a timeout of at most the grace, or a longer stop_grace",
+            crate::duration::compact(timeout),
+            crate::duration::compact(stop_grace)
+        ));
+    }
     let mut exit_codes = BTreeMap::new();
     for (code, status) in &raw.exit_codes {
         let n: i32 = code
@@ -587,6 +596,17 @@ mod tests {
             "handler.overload: 75 is not an HTTP status code; list answer codes from 100 to 599, like overload = [420] (408, 429 and 503 are read already)"
         );
         assert!(url_handler("").unwrap().auto_rate.is_none());
+    }
+
+    #[test]
+    fn a_url_handlers_timeout_is_within_the_stop_grace() {
+        assert_eq!(
+            url_handler("timeout = \"60s\"").unwrap_err(),
+            "handler.timeout (1m) is longer than handler.stop_grace (30s): a stop waits for the calls in flight, which end by their timeout; give a timeout of at most the grace, or a longer stop_grace"
+        );
+        assert!(url_handler("timeout = \"60s\"\nstop_grace = \"1m\"").is_ok());
+        // A process is killed at the grace's end: a command's timeout may be longer.
+        assert!(handler("timeout = \"60s\"").is_ok());
     }
 
     #[test]
