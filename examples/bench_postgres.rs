@@ -236,7 +236,7 @@ fn runners_bench(db: &mut Client, url: &str, config: &Config, rounds: usize) {
         "first tick on the fresh database (makes the tool's tables): {n} records, {first:>7.0} records/s"
     );
     // `BENCH_CLAIMS=unlogged`: the same ticks with an UNLOGGED claims table, which
-    // `backlog` does not make (see BENCHMARKS.md).
+    // `backlog` does not make (see docs/benchmarks.md).
     if std::env::var("BENCH_CLAIMS").as_deref() == Ok("unlogged") {
         db.batch_execute("ALTER TABLE backlog.backlog_claims SET UNLOGGED")
             .unwrap();

@@ -1,6 +1,6 @@
 //! Benchmarks, measured side by side in one run: `cargo run --release --example bench`.
 //!
-//! Prints the figures BENCHMARKS.md records. Every measurement runs on a fresh copy of
+//! Prints the figures docs/benchmarks.md records. Every measurement runs on a fresh copy of
 //! the same generated database, so each starts from the same pending records.
 //!
 //! 1. The engine against the floor: one tick over a band of about 70,000 pending

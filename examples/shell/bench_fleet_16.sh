@@ -1,5 +1,5 @@
 #!/bin/bash
-# The fleet bench as BENCHMARKS.md's 16-core figures were taken, on a machine with
+# The fleet bench as docs/benchmarks.md's 16-core figures were taken, on a machine with
 # nothing installed: a throwaway PostgreSQL from PyPI's `pgserver` wheel (run as root;
 # the server runs as the user `pgbench`), then bench_fleet's two tables.
 #

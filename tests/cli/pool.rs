@@ -142,7 +142,7 @@ crate::on_every_backend!(
 /// will start soon, so every runner gets records and their handlers run side by side.
 /// (PostgreSQL and MySQL: four runners × concurrency 4 over 200 records of 100 ms;
 /// SQLite: two ticks of one tier overlapping.) How fast is the fleet benchmark's to
-/// say (BENCHMARKS.md), not a test's on a shared machine.
+/// say (docs/benchmarks.md), not a test's on a shared machine.
 fn runners_share_a_band_of_slow_records(backend: Backend) {
     let (runners, records) = match backend {
         Backend::Postgres | Backend::Mysql => (4, 200),

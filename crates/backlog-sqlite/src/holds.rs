@@ -257,10 +257,10 @@ impl Holds for SqliteStore {
     /// Each commit writes again every page its group touched, the B-trees' inner pages
     /// among them (and, in a rollback journal, each once more into the journal): with
     /// groups of 5,000 instead of 1,000 a tick with a fast handler went from 0.88–0.89
-    /// to 0.93–0.97 of the floor (BENCHMARKS.md, run 6). Where the ids are scattered
+    /// to 0.93–0.97 of the floor (docs/benchmarks.md, run 6). Where the ids are scattered
     /// over the table, nearly every mark of a group is a page of its own, so a tick of
     /// 67,500 records in groups of 5,000 wrote about twice the pages of one
-    /// transaction, 1.9 s against 1.1 s (BENCHMARKS.md, issue 15); where they follow
+    /// transaction, 1.9 s against 1.1 s (docs/benchmarks.md, issue 15); where they follow
     /// the dates, 5,000 marks share a few pages and a larger group gains nothing but
     /// holds more marks in memory (72 bytes each: 100,000 of them were 7 MB of a tick's
     /// 17). So the first group is 1,000, enough to judge by; the next are 5,000, or,
@@ -449,7 +449,7 @@ impl Heartbeat for SqliteHeartbeat {
 /// cache's 2 MB, write the same page again and again. Scattered ids, a group of 65,500
 /// marks in WAL: 705–755 → 426–465 ms; in a rollback journal, where each spill of the
 /// cache syncs the journal first, no difference: two runs of 5 rounds side by side
-/// found the id order 7 % slower and 5 % faster (BENCHMARKS.md, issue 15).
+/// found the id order 7 % slower and 5 % faster (docs/benchmarks.md, issue 15).
 fn by_id(marks: &[Mark]) -> impl Iterator<Item = &Mark> {
     let mut sorted: Vec<&Mark> = marks.iter().collect();
     sorted.sort_by(|a, b| a.id.cmp(&b.id));

@@ -13,7 +13,7 @@
 //! meet; a slow tick and the next one of its tier leapfrog page by page. Claiming each
 //! record instead cost an insert and a delete in a second B-tree per record, which made
 //! a tick about four times slower than the status updates it exists to write (see
-//! BENCHMARKS.md). The span's top comes down as the tick marks its records (a failure
+//! docs/benchmarks.md). The span's top comes down as the tick marks its records (a failure
 //! stays kept from the other ticks by `backlog_tried`), and a person's action may take
 //! over what the tick has read and not handed out yet (`takeover`).
 //!
@@ -95,7 +95,7 @@ pub struct SqliteStore {
 /// The cost of a mark, commit included (its fsyncs in a rollback journal, a WAL
 /// checkpoint that falls in it), above which its group's rows are taken as scattered
 /// over the table. Judged on groups without attempts. Marks written in id order, on tables of 1,000,000 rows
-/// (BENCHMARKS.md, issue 15): 0.6–1.5 µs where the ids follow the dates, 7.5–10 µs
+/// (docs/benchmarks.md, issue 15): 0.6–1.5 µs where the ids follow the dates, 7.5–10 µs
 /// (WAL) and 14–33 µs (rollback journal) where they do not.
 const SCATTERED: Duration = Duration::from_micros(4);
 

@@ -20,7 +20,7 @@ pub enum HandlerMode {
     #[default]
     PerRecord,
     /// One long-lived process: records as JSON lines on stdin, one answer line per
-    /// record on stdout (see the README for the protocol).
+    /// record on stdout (docs/handler.md, "Batch mode", has the protocol).
     Batch,
 }
 

@@ -1,7 +1,7 @@
 //! A command as the handler, in batch mode: one long-lived process takes records as
 //! JSON lines on stdin and answers one line per record on stdout, in any order.
 //!
-//! Protocol (also in the README). In, one line per record:
+//! Protocol (also in docs/handler.md). In, one line per record:
 //! `{"id": 42, "window": "7d", "age_seconds": 3600, "record": {…columns…}}`.
 //! Out, one line per record: `{"id": 42, "code": 0}`, optionally with `"message"`;
 //! code 0 is success, a code in `handler.exit_codes` sets that status, any other is an

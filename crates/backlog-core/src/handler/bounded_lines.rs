@@ -7,7 +7,7 @@
 //! is counted, with the first line of it kept as a sample, instead of logged line by
 //! line.
 
-/// The longest line a batch process may write on its stdout (1 MiB, in the README):
+/// The longest line a batch process may write on its stdout (1 MiB, in docs/handler.md):
 /// an answer is a short JSON object, and a longer line is junk.
 pub(super) const MAX_LINE: usize = 1 << 20;
 

@@ -19,7 +19,7 @@
 //! through between them (a counterpart down for its maintenance) keep AIMD's step as
 //! it was: the pace falls to `rate_min`, and once the counterpart answers again it
 //! climbs back at the step of the capacity it last had, in seconds rather than hours.
-//! The constants were chosen with `backoff simulate --capacity` (BENCHMARKS.md, issue
+//! The constants were chosen with `backoff simulate --capacity` (docs/benchmarks.md, issue
 //! 46).
 
 pub mod simulation;
@@ -49,7 +49,7 @@ pub enum Rule {
 
 impl Rule {
     /// The pace `rate = "auto"` uses: AIMD, 5 % of the last cut's pace a second,
-    /// halved on overload (BENCHMARKS.md, issue 46: against 2 %, 10 % and cuts to 0.7
+    /// halved on overload (docs/benchmarks.md, issue 46: against 2 %, 10 % and cuts to 0.7
     /// and 0.85 it refused the fewest calls for as much of the capacity).
     pub const AUTO: Rule = Rule::Aimd {
         increase: 0.05,

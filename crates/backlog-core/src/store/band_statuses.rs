@@ -7,7 +7,7 @@
 //! that is one short range read. Where the only index is on (status, inserted-at) (the
 //! layout this workload asks for), `WHERE inserted-at in the band LIMIT 1000` has no
 //! index to read and scans the table, the whole of it when the band is empty: 74 ms of
-//! a 0.1 s tick on 1,000,000 PostgreSQL rows, at every empty tick (BENCHMARKS.md, issue
+//! a 0.1 s tick on 1,000,000 PostgreSQL rows, at every empty tick (docs/benchmarks.md, issue
 //! 15). There the statuses are read one at a time: the table's distinct statuses
 //! through the index (`min(status) WHERE status > the last`, a seek each), and each
 //! one's records in the band, a range of the same index, up to the sample's size. The

@@ -7,7 +7,7 @@
 //! Without one, reading them sorts or scans the whole table: on a table indexed on
 //! (status, inserted-at), the layout this workload asks for, an empty-band tick of a
 //! 1,000,000-row SQLite table spent 0.17 s there, ten times that on ten million
-//! (BENCHMARKS.md, issue 15); a `[retry]` since column, rarely indexed, paid it at
+//! (docs/benchmarks.md, issue 15); a `[retry]` since column, rarely indexed, paid it at
 //! every tick too. There the samples are the oldest and newest values among the first
 //! and last `ROWS` records by the id column, whose index reaches them in a few pages.
 //! If all of those are NULL (a since column where only records in the middle of the id

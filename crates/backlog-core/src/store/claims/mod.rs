@@ -17,7 +17,7 @@
 //! - the engine, its guarantees and its tests stay the same on every backend.
 //!
 //! Nor PostgreSQL's session advisory locks (Que's design), though they write nothing:
-//! measured (BENCHMARKS.md, issue 15) a claim and its release cost 0.8 µs a record with
+//! measured (docs/benchmarks.md, issue 15) a claim and its release cost 0.8 µs a record with
 //! them against 13 µs in the table, about half of a tick's time a record; but they
 //! cost guarantees:
 //! - behind a pooler in transaction mode (pgbouncer's usual setting) consecutive
