@@ -45,8 +45,9 @@ impl KeyOf {
         })
     }
 
-    /// The counterpart of `record`; none where it cannot be read (a NULL, a URL that
-    /// does not parse): those records share one.
+    /// The counterpart of `record`: the column's value as text, else the URL's host and
+    /// port; none where it cannot be read (a NULL, a URL that does not parse): those
+    /// records share one (rate, breaker, cap).
     pub(super) fn of(&self, record: &Record) -> Option<String> {
         if let Some(column) = &self.column {
             let value = record
@@ -82,8 +83,8 @@ pub(super) struct Counterparts {
     rate: Spacing,
     /// The tick's rate's name (`pace::rate_name`): a counterpart's is this and its value.
     name: String,
-    /// The column naming each record's counterpart.
-    column: String,
+    /// How a record's counterpart is told: the `rate_key` column's value.
+    key: KeyOf,
     /// Whether the rates are shared with the other runners: once the database refuses
     /// one, each counterpart keeps to its rate in this tick alone (said once, by the
     /// pace that found it).
@@ -100,30 +101,16 @@ impl Counterparts {
         Some(Counterparts {
             rate: rate?,
             name: name.to_string(),
-            column: column?.to_string(),
+            key: KeyOf::new(Some(column?), None)?,
             shared: true,
             paces: HashMap::new(),
             clear_at: PACES_MOST,
         })
     }
 
-    /// The counterpart of `record`: its value of the column, as text; none where it is
-    /// NULL (records without a counterpart share one rate).
-    fn of(&self, record: &Record) -> Option<String> {
-        let value = record
-            .columns
-            .get(&self.column)
-            .or_else(|| record.columns.get_ignore_case(&self.column))?;
-        match value {
-            serde_json::Value::Null => None,
-            serde_json::Value::String(s) => Some(s.clone()),
-            other => Some(other.to_string()),
-        }
-    }
-
     /// The pace of the counterpart of `record`.
     pub(super) fn pace_for(&mut self, record: &Record) -> &mut Pace {
-        let counterpart = self.of(record);
+        let counterpart = self.key.of(record);
         self.pace(&counterpart)
     }
 
@@ -177,7 +164,7 @@ impl Counterparts {
         let mut taken = Vec::new();
         let mut i = 0;
         while i < queue.len() && taken.len() < n {
-            let counterpart = self.of(&queue[i]);
+            let counterpart = self.key.of(&queue[i]);
             if waiting.contains(&counterpart) {
                 i += 1;
                 continue;
