@@ -53,7 +53,7 @@ if ! cargo deb --version >/dev/null 2>&1; then
     env -u CARGO_TARGET_DIR cargo install --quiet cargo-deb --locked &
     installing=$!
 fi
-cargo build --release --locked -p backlog
+cargo build --release --locked -p backlog -F cli
 if [ -n "$installing" ]; then wait "$installing"; fi
 deb=$(packaging/build-deb.sh | tail -n 1)
 [ -f "$deb" ] || fail "packaging/build-deb.sh made no package ($deb)"

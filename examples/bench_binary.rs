@@ -1,5 +1,5 @@
 //! The binary as a user runs it, against the script they would write by hand (issue 15):
-//! `cargo build --release && cargo run --release --example bench_binary [DIR]`.
+//! `cargo build --release -F cli && cargo run --release --example bench_binary [DIR]`.
 //!
 //! Times whole processes from outside, start-up included: `backlog run -w 30d --now …`
 //! with a perl one-line batch answerer (`mode = "batch"`, `batch_size = 1000`), the

@@ -1,7 +1,7 @@
 //! The fleet as a user runs it: R `backlog run` processes (the real binary, start-up
 //! included) started together on one server's table, against the ideal and, with a
 //! no-op handler, against the workers a user writes by hand for a fleet.
-//! `cargo build --release && BENCH_PG=postgres://postgres:secret@127.0.0.1:5432/postgres
+//! `cargo build --release -F cli && BENCH_PG=postgres://postgres:secret@127.0.0.1:5432/postgres
 //! cargo run --release --example bench_fleet` (a URL of a user who may create
 //! databases; the bench creates and drops `backlog_bench_fleet`).
 //!
@@ -312,7 +312,7 @@ fn main() {
         .filter(|b| b.exists())
         .unwrap_or_else(|| {
             eprintln!(
-                "target/release/backlog not found: build it first with `cargo build --release`"
+                "target/release/backlog not found: build it first with `cargo build --release -F cli`"
             );
             std::process::exit(2)
         });
@@ -321,7 +321,7 @@ fn main() {
         .with_file_name("bench_handler");
     if !handler.exists() {
         eprintln!(
-            "{} not found: build it with `cargo build --release --examples`",
+            "{} not found: build it with `cargo build --release -F cli --examples`",
             handler.display()
         );
         std::process::exit(2)

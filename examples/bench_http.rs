@@ -1,5 +1,5 @@
 //! The URL handler (`[handler] url = …`) as a user runs it, against what they would
-//! do without it: `cargo build --release && cargo run --release --example bench_http`.
+//! do without it: `cargo build --release -F cli && cargo run --release --example bench_http`.
 //!
 //! Whole processes timed from outside, start-up included, side by side in one run:
 //! each figure is the best of `BENCH_ROUNDS` (3) rounds, the order of the commands
@@ -763,7 +763,7 @@ fn main() -> ExitCode {
     let bin = backlog_binary();
     if !bin.is_file() {
         eprintln!(
-            "{} not found: build it first with `cargo build --release` (or name it in BACKLOG_BIN)",
+            "{} not found: build it first with `cargo build --release -F cli` (or name it in BACKLOG_BIN)",
             bin.display()
         );
         return ExitCode::from(2);

@@ -1,7 +1,7 @@
 //! A partitioned table as a user runs it: PostgreSQL, a table partitioned by month on
 //! its inserted-at column holding `BENCH_ROWS` (50,000,000) rows over `BENCH_MONTHS`
 //! (48) months, against a plain table holding only the rows of the band, the floor a
-//! tick's pages and marks can reach. `cargo build --release --examples &&
+//! tick's pages and marks can reach. `cargo build --release -F cli --examples &&
 //! BENCH_PG=postgres://postgres:secret@127.0.0.1:5432/postgres cargo run --release
 //! --example bench_partitions` (a URL of a user who may create databases; the bench
 //! creates and drops `backlog_bench_partitions`).
@@ -248,13 +248,15 @@ fn main() {
         })
         .filter(|b| b.exists())
         .unwrap_or_else(|| {
-            eprintln!("target/release/backlog not found: build it with `cargo build --release`");
+            eprintln!(
+                "target/release/backlog not found: build it with `cargo build --release -F cli`"
+            );
             std::process::exit(2)
         });
     let handler = exe.with_file_name("bench_handler");
     if !handler.exists() {
         eprintln!(
-            "{} not found: build it with `cargo build --release --examples`",
+            "{} not found: build it with `cargo build --release -F cli --examples`",
             handler.display()
         );
         std::process::exit(2)

@@ -3,7 +3,7 @@
 # `dpkg -i target/debian/backlog_VERSION-1_ARCH.deb` as root (its path is printed last).
 #
 # cargo-deb packs files that must exist first, so this script:
-# 1. builds the release binary (`cargo build --release --locked`: the release profile,
+# 1. builds the release binary (`cargo build --release -F cli --locked`: the release profile,
 #    thin LTO and stripped, as Cargo.toml says);
 # 2. generates, with that binary, into TARGET/release/deb-assets/: the man pages,
 #    gzipped (`backlog man` is backlog(1); `backlog man run` is backlog-run(1), and so
@@ -27,7 +27,7 @@ target=$(cargo metadata --no-deps --format-version 1 |
 bin="$target/release/backlog"
 assets="$target/release/deb-assets"
 
-cargo build --release --locked -p backlog
+cargo build --release --locked -p backlog -F cli
 
 rm -rf "$assets"
 mkdir -p "$assets/man" "$assets/completions"

@@ -2,8 +2,8 @@
 //! does: the table and columns, the inserted-at values, the index the band query needs,
 //! and the handler. Each check says what it found and, when it fails, what to do.
 
-use crate::config::Config;
-use crate::store;
+use backlog_core::config::Config;
+use backlog_core::store;
 
 /// One check and its verdict.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -44,16 +44,16 @@ pub fn doctor(path: &std::path::Path) -> Vec<Check> {
         checks.push(fail(unset.to_string()));
     }
     checks.push(
-        match crate::handler::from_config(&config.handler, &config.dir, &config.table.name) {
+        match backlog_core::handler::from_config(&config.handler, &config.dir, &config.table.name) {
             Ok(_) => ok(format!(
                 "handler found: {}",
-                crate::handler::describe(&config.handler)
+                backlog_core::handler::describe(&config.handler)
             )),
             Err(e) => fail(e.to_string()),
         },
     );
     if config.handler.http.is_some() {
-        checks.push(match crate::handler::reach(&config.handler) {
+        checks.push(match backlog_core::handler::reach(&config.handler) {
             Ok(found) => ok(found),
             Err(e) => fail(e),
         });
@@ -96,7 +96,7 @@ pub fn doctor(path: &std::path::Path) -> Vec<Check> {
             let (read, bad) = (scan.read, scan.bad);
             // Readable ones carry another UTC offset than the column's.
             let (offsets, unreadable): (Vec<String>, Vec<String>) = bad.into_iter().partition(|v| {
-                crate::timestamp::read_any(&crate::record::Scalar::Text(v.clone())).is_some()
+                backlog_core::timestamp::read_any(&backlog_core::record::Scalar::Text(v.clone())).is_some()
             });
             let mut problems = Vec::new();
             if let Some(first) = unreadable.first() {

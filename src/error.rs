@@ -12,7 +12,7 @@
 use backlog_core::store::StoreError;
 
 use crate::crontab::CrontabError;
-pub use crate::exit_code::ExitCode;
+pub use backlog::exit_code::ExitCode;
 
 /// Everything that can stop `backlog` from doing what it was asked.
 #[derive(Debug, thiserror::Error)]
@@ -28,7 +28,7 @@ pub enum Error {
     Unhealthy(usize),
     /// `status --check` found the backlog in trouble (it printed why on stdout).
     #[error("the check found the backlog {0:?}")]
-    Check(crate::status::CheckLevel),
+    Check(backlog::status::CheckLevel),
     /// A command-line value that does not make sense.
     #[error("{0}")]
     Usage(String),
@@ -71,7 +71,7 @@ impl Error {
             Error::Usage(_) => ExitCode::Usage,
             Error::Crontab(_) => ExitCode::Crontab,
             // The monitoring-plugin convention: 1 warning, 2 critical.
-            Error::Check(crate::status::CheckLevel::Critical) => ExitCode::Usage,
+            Error::Check(backlog::status::CheckLevel::Critical) => ExitCode::Usage,
             Error::Check(_) => ExitCode::Failure,
             Error::Unhealthy(_) => ExitCode::Failure,
             Error::Io { .. } => ExitCode::Failure,

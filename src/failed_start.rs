@@ -10,9 +10,9 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use crate::alert::Route;
-use crate::config::{Config, HistoryConfig};
-use crate::store::{RunEnd, RunStart, Store};
 use backlog_core::Error;
+use backlog_core::config::{Config, HistoryConfig};
+use backlog_core::store::{RunEnd, RunStart, Store};
 use backlog_core::tick::owner_name;
 
 /// Records, as best it can, that a tick of `window` on the schedule file at `path`
@@ -23,7 +23,9 @@ use backlog_core::tick::owner_name;
 /// error itself is what the caller reports.
 pub fn record_failed_start(path: &Path, window: Duration, now: DateTime<Utc>, error: &Error) {
     // Standard input was read once, by the load that failed.
-    if !matches!(error, Error::Config(_) | Error::Handler { .. }) || crate::config::is_stdin(path) {
+    if !matches!(error, Error::Config(_) | Error::Handler { .. })
+        || backlog_core::config::is_stdin(path)
+    {
         return;
     }
     // The file's `[history]` when it loads; otherwise nothing is pruned (an attempt is
@@ -43,7 +45,7 @@ pub fn record_failed_start(path: &Path, window: Duration, now: DateTime<Utc>, er
         Err(_) => match Config::database_of(path) {
             Some((database, table, windows)) => {
                 let mut history = HistoryConfig::default();
-                history.keep = crate::duration::LONGEST;
+                history.keep = backlog_core::duration::LONGEST;
                 let alert = Config::alert_of(path).unwrap_or_default();
                 (database, table, windows, history, alert)
             }
@@ -54,12 +56,12 @@ pub fn record_failed_start(path: &Path, window: Duration, now: DateTime<Utc>, er
     let Some(tier) = windows.iter().position(|w| *w == window) else {
         return;
     };
-    let Ok(mut store) = crate::store::open(&database, &table) else {
+    let Ok(mut store) = backlog_core::store::open(&database, &table) else {
         return;
     };
     let start = failed_start(window, now, database.claim_lease, history);
     record(store.as_mut(), start, error);
-    let dir = crate::config::dir_of(path);
+    let dir = backlog_core::config::dir_of(path);
     let route = Route {
         alert: &alert,
         dir: &dir,

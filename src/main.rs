@@ -7,28 +7,15 @@ use std::process::ExitCode;
 use cli::{Cli, Command};
 
 mod account;
-mod alert;
 mod cli;
 mod crontab;
 mod demo;
 mod doctor;
 mod error;
-mod exit_code;
-mod failed_start;
 mod metrics;
 mod operate;
 mod plot;
-mod runner;
-mod status;
-mod ticks;
 mod web;
-
-// The core's modules under their names, so that `crate::config::…` reads the same in
-// the command's modules as in the core, where they began.
-use backlog_core::{
-    Config, Record, Scalar, Store, backoff, config, curve, digest, duration, explain, handler,
-    record, schedule, store, tick, timestamp,
-};
 
 fn main() -> ExitCode {
     backlog_sqlite::install();

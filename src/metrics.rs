@@ -15,10 +15,10 @@ use std::path::Path;
 
 use chrono::{DateTime, Utc};
 
-use crate::config::Config;
-use crate::duration;
-use crate::status::{Status, seconds_taken};
-use crate::store::{DURATION_BUCKETS, DurationHistogram, RunTotals, Store, StoreError};
+use backlog::status::{Status, seconds_taken};
+use backlog_core::config::Config;
+use backlog_core::duration;
+use backlog_core::store::{DURATION_BUCKETS, DurationHistogram, RunTotals, Store, StoreError};
 
 /// The most `backlog_pace_per_second` series a tier gets: with a `rate_key` of many
 /// values, a series each would grow Prometheus without bound; those held back most
@@ -54,14 +54,14 @@ pub fn collect(
     store: &mut dyn Store,
     now: DateTime<Utc>,
 ) -> Result<Snapshot, StoreError> {
-    let status = crate::status::status(config, store, now)?;
+    let status = backlog::status::status(config, store, now)?;
     let (held, kept) = store.held_counts()?;
     // A query a tier and status, by the tiers' bands (the index status reads too).
     let untried = config.untried_statuses();
     let waiting = match untried.is_empty() {
         true => None,
         false => Some(
-            crate::status::oldest_waiting(config, store, now, &untried)?
+            backlog::status::oldest_waiting(config, store, now, &untried)?
                 .map_or(std::time::Duration::ZERO, |w| w.age),
         ),
     };
@@ -194,7 +194,7 @@ impl Snapshot {
 
     fn render_tiers(&self, f: &mut Families) {
         let tiers = &self.status.tiers;
-        let last = |t: &crate::status::TierStatus| t.last_tick.clone();
+        let last = |t: &backlog::status::TierStatus| t.last_tick.clone();
         f.family(
             "backlog_last_tick_timestamp_seconds",
             "gauge",
@@ -316,7 +316,7 @@ impl Snapshot {
                 "The pace rate = \"auto\" found, in handler starts a second, by tier (or group) and rate_key value: with rate_key, each tier's 100 held back most. From backlog_paces.",
             );
         }
-        let tiers = crate::status::paces::by_tier(&self.status.paces, PACES_PER_TIER);
+        let tiers = backlog::status::paces::by_tier(&self.status.paces, PACES_PER_TIER);
         for p in tiers.iter().flat_map(|t| &t.slowest) {
             let key = p.key.as_deref().unwrap_or_default();
             f.sample(
@@ -367,7 +367,7 @@ impl Snapshot {
             "Records each live tick claims now, by host, process and tick (owner: a tick of its own, host/pid/started-ms/n; PostgreSQL, MySQL: SQLite's ticks hold spans).",
         );
         for r in &self.status.runners {
-            if let Some(crate::store::Holding::Records(n)) = &r.holds {
+            if let Some(backlog_core::store::Holding::Records(n)) = &r.holds {
                 f.sample(
                     "backlog_runner_records_held",
                     &[

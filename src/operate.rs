@@ -7,13 +7,13 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::config::Config;
-use crate::duration;
 use crate::error::Error;
-use crate::explain::NextTry;
-use crate::record::Record;
-use crate::store::{Attempt, AttemptQuery, Held, Pause, Store};
-use crate::tick::{RetrySummary, TickOptions, open_store};
+use backlog_core::config::Config;
+use backlog_core::duration;
+use backlog_core::explain::NextTry;
+use backlog_core::record::Record;
+use backlog_core::store::{Attempt, AttemptQuery, Held, Pause, Store};
+use backlog_core::tick::{RetrySummary, TickOptions, open_store};
 
 mod kept;
 mod select;
@@ -87,7 +87,7 @@ pub fn record_view(
         .holder(&record)
         .map_err(&store_err)?
         .filter(|h| pending || h.owner.is_some());
-    let curve = crate::curve::Curve::of(&config.table)?;
+    let curve = backlog_core::curve::Curve::of(&config.table)?;
     let next = pending
         .then(|| next_try(config, curve.as_ref(), &record, held.as_ref(), now))
         .flatten();
@@ -113,7 +113,7 @@ pub fn record_view(
 /// and the dashboard's record and records pages say it.
 pub fn next_try(
     config: &Config,
-    curve: Option<&crate::curve::Curve>,
+    curve: Option<&backlog_core::curve::Curve>,
     record: &Record,
     held: Option<&Held>,
     now: DateTime<Utc>,
@@ -125,7 +125,7 @@ pub fn next_try(
         Some(h) if h.owner.is_none() => h.until.max(now),
         _ => now,
     };
-    crate::explain::next_try_of(&config.schedule, curve, record, now, from)
+    backlog_core::explain::next_try_of(&config.schedule, curve, record, now, from)
 }
 
 /// The file's config as a retry reads it: a record given up on (`table.given_up`) is
@@ -141,7 +141,7 @@ pub fn for_retry(mut config: Config) -> Config {
 }
 
 /// Hands the planned records to the schedule file's handler now (see
-/// [`crate::tick::retry_records`]); `stop` ends it early when set.
+/// [`backlog_core::tick::retry_records`]); `stop` ends it early when set.
 pub fn run_retry(
     config: &Config,
     store: &mut dyn Store,
@@ -149,13 +149,14 @@ pub fn run_retry(
     now: DateTime<Utc>,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> Result<RetrySummary, Error> {
-    let mut handler = crate::handler::from_config(&config.handler, &config.dir, &config.table.name)
-        .map_err(|source| backlog_core::Error::Handler {
-            file: Some(config.path.display().to_string()),
-            source,
-        })?;
+    let mut handler =
+        backlog_core::handler::from_config(&config.handler, &config.dir, &config.table.name)
+            .map_err(|source| backlog_core::Error::Handler {
+                file: Some(config.path.display().to_string()),
+                source,
+            })?;
     let opts = action_options(config, now, stop);
-    Ok(crate::tick::retry_records(
+    Ok(backlog_core::tick::retry_records(
         &config.table,
         store,
         handler.as_mut(),
@@ -178,7 +179,7 @@ fn action_options(
 }
 
 /// Snoozes the planned records until `until`: they stay pending, and no tick takes
-/// them before then (see [`crate::tick::snooze_records`]); their attempts say
+/// them before then (see [`backlog_core::tick::snooze_records`]); their attempts say
 /// `snoozed by {by}` (a person and why).
 pub fn snooze_by(
     config: &Config,
@@ -190,7 +191,7 @@ pub fn snooze_by(
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> Result<RetrySummary, Error> {
     let opts = action_options(config, now, stop);
-    Ok(crate::tick::snooze_records(
+    Ok(backlog_core::tick::snooze_records(
         &config.table,
         store,
         records,
@@ -201,7 +202,7 @@ pub fn snooze_by(
 }
 
 /// Gives up on the planned records (`table.given_up`, which must be set); `why` goes
-/// in each record's attempt (see [`crate::tick::give_up_records`]).
+/// in each record's attempt (see [`backlog_core::tick::give_up_records`]).
 pub fn give_up(
     config: &Config,
     store: &mut dyn Store,
@@ -211,7 +212,7 @@ pub fn give_up(
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> Result<RetrySummary, Error> {
     let opts = action_options(config, now, stop);
-    Ok(crate::tick::give_up_records(
+    Ok(backlog_core::tick::give_up_records(
         &config.table,
         store,
         records,
@@ -291,7 +292,7 @@ pub fn resume(
 /// Why a person's snooze cannot end at `until`, asked at `now`: it is not after now,
 /// or more than a year ahead (what a handler's "not before" may ask, at most).
 pub fn snooze_refused(now: DateTime<Utc>, until: DateTime<Utc>) -> Option<&'static str> {
-    let longest = chrono::Duration::from_std(crate::handler::LONGEST_SNOOZE).ok()?;
+    let longest = chrono::Duration::from_std(backlog_core::handler::LONGEST_SNOOZE).ok()?;
     if until <= now {
         Some("is not after now")
     } else if until - now > longest {

@@ -1,18 +1,21 @@
-//! A tier's tick as the command runs it: its store opened by the driver of its URL,
-//! its command handler made from the schedule file, and the file's pings and alerts
-//! around it (the core's `process_backlog` does the tick itself).
+//! A tier's tick as the command and the library run it: its store opened by the
+//! driver of its URL, its handler made from the schedule file (or the program's own),
+//! and the file's pings and alerts around it (the core's `process_backlog` does the
+//! tick itself).
 
-use backlog_core::Error;
 use backlog_core::handler::Handler;
 use backlog_core::record::Record;
 use backlog_core::store::Store;
 use backlog_core::tick::{Event, TickOptions, TickSummary, open_store, process_backlog};
+use backlog_core::{Config, Error};
 
-/// Runs one tick of a schedule file's tier: opens its store and its command handler,
-/// then `process_backlog`. What each tick of the daemon does.
+/// Runs one tick of a schedule file's tier: opens its store and its handler (`own`, the
+/// program's, or else the file's), then `process_backlog`. What each tick of the
+/// daemon does.
 pub fn run_tick(
-    config: &crate::Config,
+    config: &Config,
     opts: &TickOptions,
+    own: Option<&mut dyn Handler>,
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> Result<TickSummary, Error> {
     let mut store = match open_store(config) {
@@ -24,24 +27,25 @@ pub fn run_tick(
             return Err(e);
         }
     };
-    run_tick_on(config, store.as_mut(), opts, on_event)
+    run_tick_on(config, store.as_mut(), opts, own, on_event)
 }
 
 /// As `run_tick`, on the store the caller opened: `backlog run` opens one, and reads
 /// the database's clock, `--if-due` and the metrics on it too. Pings and alerts as
 /// the file's `[alert]` says (none for a dry run), once the run-log row is closed.
 pub fn run_tick_on(
-    config: &crate::Config,
+    config: &Config,
     store: &mut dyn Store,
     opts: &TickOptions,
+    own: Option<&mut dyn Handler>,
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> Result<TickSummary, Error> {
     if opts.dry_run {
-        return tick_on(config, store, opts, on_event, &mut false);
+        return tick_on(config, store, opts, own, on_event, &mut false);
     }
     crate::alert::tick_starting(config, opts.window);
     let mut started = false;
-    let result = tick_on(config, store, opts, on_event, &mut started);
+    let result = tick_on(config, store, opts, own, on_event, &mut started);
     crate::alert::tick_ended(config, store, opts.window, opts.now, &result, started);
     result
 }
@@ -49,20 +53,32 @@ pub fn run_tick_on(
 /// `run_tick_on` without its pings and alerts; `started` is set once the handler
 /// is made (an error before is a tick that could not start).
 fn tick_on(
-    config: &crate::Config,
+    config: &Config,
     store: &mut dyn Store,
     opts: &TickOptions,
+    own: Option<&mut dyn Handler>,
     on_event: &mut dyn FnMut(Event<'_>),
     started: &mut bool,
 ) -> Result<TickSummary, Error> {
+    if let Some(handler) = own {
+        *started = true;
+        return process_backlog(
+            &config.schedule,
+            &config.table,
+            store,
+            handler,
+            opts,
+            on_event,
+        );
+    }
     // A dry run hands nothing over: it needs no handler, and a missing one is no reason
     // not to preview a tick.
     let mut handler: Box<dyn Handler> = if opts.dry_run {
-        Box::new(crate::handler::FnHandler(|_: &Record| {
+        Box::new(backlog_core::handler::FnHandler(|_: &Record| {
             unreachable!("a dry run hands no record over")
         }))
     } else {
-        match crate::handler::from_config(&config.handler, &config.dir, &config.table.name) {
+        match backlog_core::handler::from_config(&config.handler, &config.dir, &config.table.name) {
             Ok(handler) => handler,
             Err(source) => {
                 let e = Error::Handler {

@@ -59,7 +59,7 @@ pub(crate) fn backlog_binary() -> PathBuf {
         .unwrap();
     if !bin.exists() {
         eprintln!(
-            "{} not found: build it first with `cargo build --release`",
+            "{} not found: build it first with `cargo build --release -F cli`",
             bin.display()
         );
         std::process::exit(2);

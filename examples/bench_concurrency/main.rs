@@ -1,5 +1,5 @@
 //! Concurrency as a user runs it, measured side by side in one run:
-//! `cargo build --release && cargo run --release --example bench_concurrency`.
+//! `cargo build --release -F cli && cargo run --release --example bench_concurrency`.
 //!
 //! Every figure is the real `backlog` binary (`target/release/backlog`, found next to
 //! this example's own executable) run as a crontab line runs it, `backlog run --window

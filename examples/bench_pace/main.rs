@@ -1,5 +1,5 @@
 //! The issue 46 benchmark, live: `rate = "auto"` against a loopback counterpart, with
-//! the real binary as a user runs it (start-up included). `cargo build --release -p
+//! the real binary as a user runs it (start-up included). `cargo build --release -F cli -p
 //! backlog && cargo build -p backlog --example bench_pace && BENCH_BIN=target/release/backlog
 //! target/debug/examples/bench_pace` (the driver need not be a release build; without
 //! `BENCH_BIN` it runs the `backlog` of its own profile).

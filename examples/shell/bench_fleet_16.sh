@@ -3,7 +3,7 @@
 # nothing installed: a throwaway PostgreSQL from PyPI's `pgserver` wheel (run as root;
 # the server runs as the user `pgbench`), then bench_fleet's two tables.
 #
-#   cargo build --release --bin backlog --examples
+#   cargo build --release --bin backlog -F cli --examples
 #   pip download --no-deps --only-binary=:all: --python-version 3.12 pgserver -d .whl
 #   bash examples/shell/bench_fleet_16.sh .whl/pgserver-*.whl OUTDIR
 #

@@ -11,8 +11,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use crate::backoff::Exponential;
-use crate::config::AlertUrl;
+use backlog_core::backoff::Exponential;
+use backlog_core::config::AlertUrl;
 
 /// How long a webhook POST or a ping may take, connection included.
 pub const HTTP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -95,7 +95,7 @@ fn run_command(
     let mut cmd = Command::new(&program);
     cmd.args(&command[1..]).current_dir(dir);
     let input = format!("{json}\n");
-    let finished = crate::handler::run_once(&mut cmd, input.as_bytes(), timeout)
+    let finished = backlog_core::handler::run_once(&mut cmd, input.as_bytes(), timeout)
         .map_err(|e| Failure::lasting(format!("cannot start it: {e}")))?;
     // What it wrote, on the same line: the reason it gives, for the log.
     let said = match finished.output.lines().last() {
@@ -105,7 +105,7 @@ fn run_command(
     if finished.timed_out {
         return Err(Failure::lasting(format!(
             "its process group was ended after {} (alert.command_timeout){said}",
-            crate::duration::compact(timeout)
+            backlog_core::duration::compact(timeout)
         )));
     }
     match finished.status {
@@ -161,7 +161,7 @@ fn http(url: &AlertUrl, body: Option<&str>) -> Result<(), Failure> {
         }
         ureq::Error::Timeout(_) => Failure::lasting(format!(
             "no answer within {}",
-            crate::duration::compact(HTTP_TIMEOUT)
+            backlog_core::duration::compact(HTTP_TIMEOUT)
         )),
         e => Failure::passing(e.to_string().replace(url.as_str(), &url.to_string())),
     })

@@ -6,10 +6,10 @@ use std::time::Duration;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 
-use crate::config::Config;
-use crate::duration;
-use crate::tick::TickSummary;
 use backlog_core::Error;
+use backlog_core::config::Config;
+use backlog_core::duration;
+use backlog_core::tick::TickSummary;
 
 /// What an alert is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

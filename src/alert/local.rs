@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::store::Claim;
+use backlog_core::store::Claim;
 
 /// Claims the right to send an alert of `kind` about the tier of `window` of the
 /// backlog `table` in the database `url`, on this host; with the file that keeps it,
@@ -196,10 +196,10 @@ pub fn take_open(url: &str, table: &str, window: Duration) -> Vec<(String, DateT
 /// The file of one tier and kind: named by a hash of the database and table (a URL
 /// may hold a password; never a file name) beside the window and kind.
 fn path(url: &str, table: &str, window: Duration, kind: &str) -> Option<PathBuf> {
-    let dir = crate::handler::host_folder()?.join("alerts");
+    let dir = backlog_core::handler::host_folder()?.join("alerts");
     std::fs::create_dir_all(&dir).ok()?;
     // The same name from every build: an upgrade keeps what went out.
-    let digest = crate::digest::of(format!("{url}\n{table}").as_bytes());
+    let digest = backlog_core::digest::of(format!("{url}\n{table}").as_bytes());
     Some(dir.join(format!("{digest:016x}-{}-{kind}", window.as_secs())))
 }
 

@@ -25,10 +25,10 @@ use chrono::{DateTime, Utc};
 pub use event::{Event, Kind};
 pub use trouble::check_findings;
 
-use crate::config::{AlertConfig, Config, DatabaseConfig, TableConfig};
-use crate::store::{Claim, Store};
-use crate::tick::TickSummary;
 use backlog_core::Error;
+use backlog_core::config::{AlertConfig, Config, DatabaseConfig, TableConfig};
+use backlog_core::store::{Claim, Store};
+use backlog_core::tick::TickSummary;
 
 /// Where the alerts of one schedule file go, and the database that deduplicates
 /// them: a whole `Config`'s, or what a file that does not load still says.
@@ -192,7 +192,7 @@ pub fn raise(
     // After a failed tick its connection may be gone: the claim takes a new one.
     let mut opened = None;
     if by.is_none() {
-        claimed = match crate::store::open(route.database, route.table) {
+        claimed = match backlog_core::store::open(route.database, route.table) {
             Ok(store) => {
                 let store = opened.insert(store).as_mut();
                 let c = claim(&mut *store);
@@ -227,7 +227,7 @@ fn send(
             tracing::info!(
                 "alert {kind} of the {} tier held back: one went out less than {} ago",
                 event.window,
-                crate::duration::compact(alert.every)
+                backlog_core::duration::compact(alert.every)
             );
             return false;
         }
@@ -241,7 +241,7 @@ fn send(
                     tracing::info!(
                         "alert {kind} of the {} tier held back: one went out from this host less than {} ago",
                         event.window,
-                        crate::duration::compact(alert.every)
+                        backlog_core::duration::compact(alert.every)
                     );
                     return false;
                 }

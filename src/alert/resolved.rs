@@ -15,9 +15,9 @@ use std::time::Duration;
 use chrono::{DateTime, SecondsFormat, Utc};
 
 use super::{Event, Kind, Route, deliver_event, local};
-use crate::config::Config;
-use crate::duration;
-use crate::store::Store;
+use backlog_core::config::Config;
+use backlog_core::duration;
+use backlog_core::store::Store;
 
 /// Notes that an alert of `kind` about the tier of `window` went out at `now`: in
 /// the database through `by`, or on this host where it has none.

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::config::Config;
-use crate::store::{AlertTrouble, Store};
+use backlog_core::config::Config;
+use backlog_core::store::{AlertTrouble, Store};
 
 /// How long a failed delivery is news to `status --check`: a day, as the check's
 /// failures are counted over a day.
@@ -119,7 +119,7 @@ pub(super) fn keep_delivery(
 pub fn check_findings(
     store: &mut dyn Store,
     now: DateTime<Utc>,
-) -> Result<Vec<String>, crate::store::StoreError> {
+) -> Result<Vec<String>, backlog_core::store::StoreError> {
     let troubles = store.alert_troubles()?;
     Ok(troubles.iter().filter_map(|t| finding(t, now)).collect())
 }
@@ -128,7 +128,7 @@ fn finding(trouble: &AlertTrouble, now: DateTime<Utc>) -> Option<String> {
     let ago = DateTime::from_timestamp_millis(trouble.last_ms)
         .and_then(|last| (now - last).to_std().ok())
         .unwrap_or_default();
-    let ago = crate::duration::rough(ago);
+    let ago = backlog_core::duration::rough(ago);
     match Trouble::parse(&trouble.what)? {
         Trouble::Unset { key, name } => Some(format!(
             "{key} names ${{{name}}}, which was not set where the last tick ran ({ago} ago), so nothing goes out through it; set {name} where the ticks run (cron: `backlog crontab --install --env {name}`; the daemon: its environment file)"

@@ -12,13 +12,13 @@ use clap::Args;
 use super::args::{Verbosity, parse_now};
 use super::operate::{SelectArgs, dry_list, some_to, warn_more, warn_refused, with_refused};
 use super::output::print;
-use crate::config::Config;
-use crate::duration;
 use crate::error::Error;
 use crate::operate::{RetryPlan, inspected};
-use crate::record::Record;
-use crate::store::Store;
-use crate::tick::RetrySummary;
+use backlog_core::config::Config;
+use backlog_core::duration;
+use backlog_core::record::Record;
+use backlog_core::store::Store;
+use backlog_core::tick::RetrySummary;
 
 /// What every action on chosen records takes besides its own options.
 #[derive(Debug, Args)]

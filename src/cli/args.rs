@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand};
 
 use super::backoff;
 use super::output::{LogFormat, print_json_error};
-use crate::duration;
+use backlog_core::duration;
 
 /// The `backlog` command line, as clap parses it (its `about` is set on the command).
 #[derive(Debug, Parser)]
@@ -432,14 +432,14 @@ pub struct RunArgs {
 }
 
 fn parse_window(text: &str) -> Result<Duration, String> {
-    match crate::config::SPAN.parse(text) {
+    match backlog_core::config::SPAN.parse(text) {
         Err(e) if e.starts_with("must") => Err(format!("a window {e}")),
         result => result,
     }
 }
 
 fn parse_limit(text: &str) -> Result<u64, String> {
-    use crate::config::MAX_LIMIT;
+    use backlog_core::config::MAX_LIMIT;
     text.trim()
         .parse::<u64>()
         .ok()
@@ -449,7 +449,7 @@ fn parse_limit(text: &str) -> Result<u64, String> {
 
 /// An age of `--warn-waiting` and `--critical-waiting`: as `check.warn_waiting`.
 fn parse_waiting(text: &str) -> Result<Duration, String> {
-    crate::config::CHECK_WAITING.parse(text)
+    backlog_core::config::CHECK_WAITING.parse(text)
 }
 
 pub(crate) fn parse_now(text: &str) -> Result<DateTime<Utc>, String> {

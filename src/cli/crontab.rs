@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use super::{CrontabArgs, print, schedule_to_reread};
-use crate::config::Config;
 use crate::crontab;
 use crate::error::Error;
+use backlog_core::config::Config;
 
 /// `backlog crontab`.
 pub fn crontab(args: &CrontabArgs) -> Result<(), Error> {

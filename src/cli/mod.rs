@@ -35,23 +35,23 @@ pub use output::{LogFormat, init_logging, report};
 pub use run::run;
 pub use show::{ShowArgs, show};
 
-use crate::config::Config;
 use crate::demo;
-use crate::duration;
 use crate::error::Error;
-use crate::tick::open_store;
+use backlog_core::config::Config;
+use backlog_core::duration;
+use backlog_core::tick::open_store;
 
 /// The schedule file a command reads: the one `--schedule` names (`-`: standard
 /// input), or the first of the places it is looked for.
 fn schedule_file(given: &Option<PathBuf>) -> Result<PathBuf, Error> {
-    Ok(crate::config::find_schedule(given.as_deref())?)
+    Ok(backlog_core::config::find_schedule(given.as_deref())?)
 }
 
 /// The same, for a command that reads the file again later (`why`): standard input,
 /// read once, is refused.
 fn schedule_to_reread(given: &Option<PathBuf>, why: &str) -> Result<PathBuf, Error> {
     let path = schedule_file(given)?;
-    if crate::config::is_stdin(&path) {
+    if backlog_core::config::is_stdin(&path) {
         return Err(Error::Usage(format!(
             "--schedule -: {why}, and standard input can be read only once; give the schedule's file"
         )));
@@ -65,10 +65,11 @@ pub fn daemon(args: &DaemonArgs) -> Result<(), Error> {
         &args.schedule,
         "the daemon reads it again on a change and on SIGHUP",
     )?;
-    crate::handler::adopt_orphans();
-    let signals = crate::runner::Signals {
+    backlog_core::handler::adopt_orphans();
+    let signals = backlog::runner::Signals {
         stop: stop_on_signals()?,
         reload: Default::default(),
+        program_stop: None,
     };
     signal_hook::flag::register(signal_hook::consts::SIGHUP, Arc::clone(&signals.reload)).map_err(
         |source| Error::Io {
@@ -89,7 +90,10 @@ pub fn daemon(args: &DaemonArgs) -> Result<(), Error> {
     let seed = args.seed.unwrap_or_else(|| {
         Utc::now().timestamp_nanos_opt().unwrap_or_default() as u64 ^ u64::from(std::process::id())
     });
-    crate::runner::run_daemon(&schedule, &signals, seed)
+    let handlers = backlog::runner::Handlers::File;
+    Ok(backlog::runner::run_daemon(
+        &schedule, &signals, handlers, seed,
+    )?)
 }
 
 /// `backlog serve`.
@@ -153,16 +157,16 @@ pub fn explain(args: &ExplainArgs) -> Result<(), Error> {
     let config = Config::load(&schedule_file(&args.schedule)?)?;
     // Which file was read, and whether the environment replaced its database.
     let file = match &args.schedule {
-        _ if crate::config::is_stdin(&config.path) => "<stdin>".to_string(),
+        _ if backlog_core::config::is_stdin(&config.path) => "<stdin>".to_string(),
         Some(_) => config.path.display().to_string(),
         None => format!("{} (found; no --schedule given)", config.path.display()),
     };
     let url_variable = config.database.url_variable;
     let now = args.now.unwrap_or_else(Utc::now);
-    let mut plan = crate::explain::explain(&config.schedule);
-    let curve = crate::curve::Curve::of(&config.table)?;
+    let mut plan = backlog_core::explain::explain(&config.schedule);
+    let curve = backlog_core::curve::Curve::of(&config.table)?;
     if let (Some(curve), Some(retry)) = (&curve, &config.table.retry) {
-        plan.retry = Some(crate::explain::retry_tries(
+        plan.retry = Some(backlog_core::explain::retry_tries(
             &config.schedule,
             curve,
             &retry.strategy,
@@ -171,7 +175,7 @@ pub fn explain(args: &ExplainArgs) -> Result<(), Error> {
     // A record's next try is the one `show` and the dashboard give, `[retry]` and
     // spread included: what a tick would do.
     let next = match (&args.age, &args.id) {
-        (Some(age), _) => Some(crate::explain::next_try(&config.schedule, *age, now)),
+        (Some(age), _) => Some(backlog_core::explain::next_try(&config.schedule, *age, now)),
         (None, Some(id)) => {
             let mut store = crate::operate::inspected(&config)?;
             let view = crate::operate::record_view(&config, store.as_mut(), id, now, 0)?;
@@ -202,7 +206,7 @@ pub fn explain(args: &ExplainArgs) -> Result<(), Error> {
             "concurrency": handler.concurrency,
             "rate": handler.rate.map(|r| r.to_string()),
             "rate_key": handler.rate_key,
-            "timeout": crate::duration::compact(handler.timeout),
+            "timeout": backlog_core::duration::compact(handler.timeout),
             "stop_after_failures": handler.stop_after_failures,
         });
         if let Some(next) = &next {
@@ -219,7 +223,7 @@ pub fn explain(args: &ExplainArgs) -> Result<(), Error> {
     }
     text.push_str(&format!(
         "Handler: {}.\n",
-        crate::handler::describe(&config.handler)
+        backlog_core::handler::describe(&config.handler)
     ));
     if let Some(next) = next {
         let subject = match &args.id {
@@ -234,7 +238,7 @@ pub fn explain(args: &ExplainArgs) -> Result<(), Error> {
                 let wait = (at - now).to_std().unwrap_or_default();
                 format!(
                     "it is tried next at {} (in {}), by tier {n}",
-                    crate::duration::instant(at),
+                    backlog_core::duration::instant(at),
                     duration::rough(wait)
                 )
             }
@@ -288,7 +292,7 @@ pub fn status(args: &StatusArgs) -> Result<(), Error> {
     if let Err(e) = &result
         && args.check
         && !args.json
-        && e.exit_code() == crate::exit_code::ExitCode::Schedule
+        && e.exit_code() == backlog::exit_code::ExitCode::Schedule
     {
         let first = e.to_string();
         let first = first.lines().next().unwrap_or_default();
@@ -306,7 +310,7 @@ fn status_of(args: &StatusArgs) -> Result<(), Error> {
                 Some(now) => now,
                 None => store.clock().map_err(Error::store(store.describe()))?,
             };
-            let status = crate::status::status(&config, store.as_mut(), now)
+            let status = backlog::status::status(&config, store.as_mut(), now)
                 .map_err(Error::store(&config.database.url))?;
             Ok((store, now, status))
         });
@@ -323,9 +327,9 @@ fn status_of(args: &StatusArgs) -> Result<(), Error> {
         .map_err(|e| Error::Core(e.into()))?;
         let check = read.and_then(|(mut store, now, status)| {
             let found =
-                crate::status::judge(&config, store.as_mut(), &status, &untried, &thresholds)
+                backlog::status::judge(&config, store.as_mut(), &status, &untried, &thresholds)
                     .map_err(Error::store(&config.database.url))?;
-            crate::status::check(&status)
+            backlog::status::check(&status)
                 .with(found)
                 .with_alert_channels(store.as_mut(), now)
                 .map_err(Error::store(&config.database.url))
@@ -335,7 +339,7 @@ fn status_of(args: &StatusArgs) -> Result<(), Error> {
             // A monitoring system knows 0 to 3: a backlog whose database cannot be
             // read is not being worked, which is critical, and the line names it.
             Err(e @ Error::Core(backlog_core::Error::Store { .. })) => {
-                crate::status::Check::critical(e.to_string())
+                backlog::status::Check::critical(e.to_string())
             }
             Err(e) => return Err(e),
         };
@@ -348,7 +352,7 @@ fn status_of(args: &StatusArgs) -> Result<(), Error> {
             format!("{line}\n")
         })?;
         return match check.level {
-            crate::status::CheckLevel::Ok => Ok(()),
+            backlog::status::CheckLevel::Ok => Ok(()),
             level => Err(Error::Check(level)),
         };
     }
@@ -365,9 +369,9 @@ fn status_of(args: &StatusArgs) -> Result<(), Error> {
 
 /// The thresholds of `status --check`: the schedule file's `[check]`, each key
 /// overridden by its flag.
-fn thresholds(config: &Config, args: &StatusArgs) -> crate::status::Thresholds {
-    let file = crate::status::Thresholds::of(&config.check);
-    crate::status::Thresholds {
+fn thresholds(config: &Config, args: &StatusArgs) -> backlog::status::Thresholds {
+    let file = backlog::status::Thresholds::of(&config.check);
+    backlog::status::Thresholds {
         warn_failures: args.warn_failures.or(file.warn_failures),
         critical_failures: args.critical_failures.or(file.critical_failures),
         warn_waiting: args.warn_waiting.or(file.warn_waiting),
@@ -395,8 +399,8 @@ pub(super) fn stop_on_signals() -> Result<Arc<AtomicBool>, Error> {
         unsafe {
             signal_hook::low_level::register(signal, move || {
                 if asked.load(std::sync::atomic::Ordering::SeqCst) {
-                    crate::handler::kill_live_groups();
-                    signal_hook::low_level::exit(crate::exit_code::SECOND_SIGNAL.into());
+                    backlog_core::handler::kill_live_groups();
+                    signal_hook::low_level::exit(backlog::exit_code::SECOND_SIGNAL.into());
                 }
             })
         }

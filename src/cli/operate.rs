@@ -9,12 +9,12 @@ use chrono::{DateTime, Utc};
 use clap::Args;
 
 use super::output::print;
-use crate::config::Config;
-use crate::duration;
 use crate::error::Error;
 use crate::operate::{Filter, RetryPlan, Selection, inspected};
-use crate::record::Record;
-use crate::tick::RetrySummary;
+use backlog_core::config::Config;
+use backlog_core::duration;
+use backlog_core::record::Record;
+use backlog_core::tick::RetrySummary;
 
 /// Which records a person's action takes: ids, or the pending records a filter picks.
 #[derive(Debug, Args)]
@@ -133,7 +133,10 @@ fn ids_of(given: &[String], schedule: &Option<PathBuf>) -> Result<Vec<String>, E
     if !given.iter().any(|id| id == "-") {
         return at_most(given.to_vec());
     }
-    if schedule.as_deref().is_some_and(crate::config::is_stdin) {
+    if schedule
+        .as_deref()
+        .is_some_and(backlog_core::config::is_stdin)
+    {
         return Err(Error::Usage(
             "ids from standard input (-) and --schedule - cannot both read it; give the schedule's file".into(),
         ));
@@ -172,7 +175,7 @@ fn at_most(ids: Vec<String>) -> Result<Vec<String>, Error> {
 
 /// `backlog retry`.
 pub fn retry(args: &RetryArgs) -> Result<(), Error> {
-    crate::handler::adopt_orphans();
+    backlog_core::handler::adopt_orphans();
     let config =
         crate::operate::for_retry(Config::load(&super::schedule_file(&args.act.schedule)?)?);
     let mut store = inspected(&config)?;

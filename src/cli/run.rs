@@ -7,18 +7,18 @@ use std::io::IsTerminal as _;
 use chrono::{DateTime, Utc};
 
 use super::{LogFormat, RunArgs, print, stop_on_signals, with_error};
-use crate::config::Config;
-use crate::duration;
 use crate::error::Error;
-use crate::store;
-use crate::tick::{Event, TickOptions, open_store};
-use crate::ticks::run_tick_on;
+use backlog::ticks::run_tick_on;
+use backlog_core::config::Config;
+use backlog_core::duration;
+use backlog_core::store;
+use backlog_core::tick::{Event, TickOptions, open_store};
 
 /// `backlog run`: the schedule file read once, and one store (opened when first
 /// needed) for the database's clock, `--if-due`, the tick and the metrics.
 pub fn run(args: &RunArgs) -> Result<(), Error> {
     // This process's only children are its handlers: it may reap their orphans.
-    crate::handler::adopt_orphans();
+    backlog_core::handler::adopt_orphans();
     let schedule = super::schedule_file(&args.schedule)?;
     // A key of `[alert]` a variable not set leaves out is a warning of the tick, which
     // runs (`alert::tick_starting`): a missing token never stops the work.
@@ -30,7 +30,7 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
             let e = backlog_core::Error::from(e);
             if !args.dry_run {
                 let now = args.now.unwrap_or_else(Utc::now);
-                crate::failed_start::record_failed_start(&schedule, args.window, now, &e);
+                backlog::failed_start::record_failed_start(&schedule, args.window, now, &e);
             }
             return Err(e.into());
         }
@@ -126,7 +126,7 @@ fn run_tier(
         Err(e) => {
             if let (false, Some(core)) = (args.dry_run, e.core()) {
                 let now = args.now.unwrap_or_else(Utc::now);
-                crate::alert::unreachable(config, args.window, now, core);
+                backlog::alert::unreachable(config, args.window, now, core);
             }
             return Err(e);
         }
@@ -145,7 +145,7 @@ fn run_tier(
     let mut listed = Vec::new();
     let now = opts.now;
     let store = store_of(store, config)?;
-    let summary = run_tick_on(config, store, &opts, &mut |event| match event {
+    let summary = run_tick_on(config, store, &opts, None, &mut |event| match event {
         Event::Handled { status, .. } => progress.handled(status),
         Event::WouldHandle { record } => listed.push(listing(record, now)),
         _ => {}
@@ -194,7 +194,7 @@ fn run_tier(
 }
 
 /// A record as a dry run lists it.
-fn listing(record: &crate::Record, now: DateTime<Utc>) -> serde_json::Value {
+fn listing(record: &backlog_core::Record, now: DateTime<Utc>) -> serde_json::Value {
     let age = record.age(now).and_then(|a| a.to_std().ok());
     serde_json::json!({
         "id": record.id,
@@ -245,7 +245,7 @@ fn due(
             let text = format!(
                 "tier {n} ({window} {}): its tick of {} ended early ({}); taking the rest of its band now\n",
                 tier.cadence,
-                crate::duration::instant(run.clock),
+                backlog_core::duration::instant(run.clock),
                 run.outcome
             );
             print(&super::output::as_log_lines(text, args.log_format))?;
@@ -258,7 +258,7 @@ fn due(
     }
     let last = last.expect("a tier that never ran is due");
     let next = tier.cadence.next_due(last);
-    let show = crate::duration::instant;
+    let show = backlog_core::duration::instant;
     let text = if args.json {
         serde_json::json!({"window": window, "tier": n, "due": false, "last_tick": show(last), "next_due": next.map(show)}).to_string()
     } else {

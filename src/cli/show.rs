@@ -8,10 +8,10 @@ use clap::Args;
 
 use super::args::parse_now;
 use super::output::print;
-use crate::config::Config;
-use crate::duration;
 use crate::error::Error;
 use crate::operate::{RecordView, inspected};
+use backlog_core::config::Config;
+use backlog_core::duration;
 
 /// The options of `backlog show`.
 #[derive(Debug, Args)]
@@ -76,8 +76,8 @@ pub fn show(args: &ShowArgs) -> Result<(), Error> {
             duration::instant(a.started),
             // Window 0 is a person's action, or the tool's giving up.
             match (a.window_secs, a.outcome.as_str()) {
-                (0, crate::store::SNOOZED) => "snooze".to_string(),
-                (0, crate::store::GIVEN_UP) => "give-up".to_string(),
+                (0, backlog_core::store::SNOOZED) => "snooze".to_string(),
+                (0, backlog_core::store::GIVEN_UP) => "give-up".to_string(),
                 (w, _) => duration::tier_name(w),
             },
             a.outcome,
@@ -94,7 +94,11 @@ pub fn show(args: &ShowArgs) -> Result<(), Error> {
 }
 
 /// `show`'s line on when the record is tried next, if ever.
-fn next_try(view: &RecordView, table: &crate::config::TableConfig, now: DateTime<Utc>) -> String {
+fn next_try(
+    view: &RecordView,
+    table: &backlog_core::config::TableConfig,
+    now: DateTime<Utc>,
+) -> String {
     let RecordView {
         record,
         pending,

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use super::{CrontabError, Target};
 use crate::account::{self, Account, Denied};
-use crate::config::Config;
+use backlog_core::config::Config;
 
 /// The user whose crontab it is: `--user`, else the one running this. An unknown
 /// `--user` is named here, before `crontab -u` says so in its own words.
@@ -166,7 +166,7 @@ fn check_config(config: &Config, account: &Account) -> Vec<String> {
         }
         _ => String::new(),
     };
-    if let crate::config::DatabaseUrl::Sqlite(db) = &config.database.url
+    if let backlog_core::config::DatabaseUrl::Sqlite(db) = &config.database.url
         && db.exists()
     {
         let db = &std::path::absolute(db).unwrap_or(db.clone());

@@ -8,7 +8,7 @@
 //! cron would run without one of them, naming each and the fix, unless `--env NAME`
 //! writes `NAME=value` (this shell's value) into the block.
 
-use crate::config::{Config, DatabaseUrl};
+use backlog_core::config::{Config, DatabaseUrl};
 
 /// The variable that replaces `[database] url`.
 const URL_VARIABLE: &str = "BACKLOG_DATABASE_URL";
@@ -29,7 +29,7 @@ pub struct Needed {
 pub fn missing(config: &Config, text: &str, has: &dyn Fn(&str) -> bool) -> Vec<Needed> {
     let replaced = has(URL_VARIABLE);
     let mut needed: Vec<Needed> =
-        crate::config::variables_used_in(text, &|key| replaced && key == "database.url")
+        backlog_core::config::variables_used_in(text, &|key| replaced && key == "database.url")
             .into_iter()
             .map(|name| Needed {
                 why: format!("the schedule file names ${{{name}}}"),

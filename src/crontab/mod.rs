@@ -12,9 +12,9 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::config::Config;
-use crate::duration;
-use crate::schedule::CronLine;
+use backlog_core::config::Config;
+use backlog_core::duration;
+use backlog_core::schedule::CronLine;
 
 mod check;
 mod environment;

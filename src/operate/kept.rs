@@ -3,7 +3,7 @@
 //! newest attempt, once, so `backlog show`, the record's page and the in-flight page
 //! say the same.
 
-use crate::store::{Attempt, SNOOZED};
+use backlog_core::store::{Attempt, SNOOZED};
 
 /// Why a record is kept from the ticks until its keep ends.
 #[derive(Debug, Clone, PartialEq, Eq)]

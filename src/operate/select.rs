@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::config::Config;
 use crate::error::Error;
-use crate::record::Record;
-use crate::store::{AttemptQuery, BandQuery, Cursor, Store};
+use backlog_core::config::Config;
+use backlog_core::record::Record;
+use backlog_core::store::{AttemptQuery, BandQuery, Cursor, Store};
 
 /// Which records an action takes.
 #[derive(Debug, Clone)]
@@ -240,7 +240,7 @@ impl ErrorText {
     }
 
     /// Whether `attempt`'s detail or output holds the text.
-    pub fn holds(&self, attempt: &crate::store::Attempt) -> bool {
+    pub fn holds(&self, attempt: &backlog_core::store::Attempt) -> bool {
         self.0.as_deref().is_none_or(|t| {
             attempt.detail.to_lowercase().contains(t) || attempt.output.to_lowercase().contains(t)
         })
@@ -256,7 +256,7 @@ pub fn attempts_holding(
     store: &mut dyn Store,
     query: &AttemptQuery,
     text: &ErrorText,
-    visit: &mut dyn FnMut(&mut dyn Store, crate::store::Attempt) -> Result<bool, Error>,
+    visit: &mut dyn FnMut(&mut dyn Store, backlog_core::store::Attempt) -> Result<bool, Error>,
 ) -> Result<bool, Error> {
     let store_err = Error::store(store.describe());
     let mut query = AttemptQuery {
@@ -285,7 +285,7 @@ pub fn attempts_holding(
 fn from_band(
     store: &mut dyn Store,
     filter: &Filter,
-    span: &crate::schedule::Span,
+    span: &backlog_core::schedule::Span,
     keep: &dyn Fn(&Record) -> bool,
 ) -> Result<Vec<Record>, Error> {
     let store_err = Error::store(store.describe());

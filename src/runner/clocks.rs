@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::config::Config;
-use crate::duration;
-use crate::error::Error;
-use crate::schedule::Tier;
-use crate::tick::open_store;
+use backlog_core::Error;
+use backlog_core::config::Config;
+use backlog_core::duration;
+use backlog_core::schedule::Tier;
+use backlog_core::tick::open_store;
 
 /// When each tier fires next.
 pub(super) struct Clock {
@@ -29,7 +29,10 @@ pub(super) struct Shared {
 
 impl Shared {
     /// Measures the offset on `store`, halving the round trip.
-    pub(super) fn measure(config: &Config, store: &mut dyn crate::Store) -> Result<Shared, Error> {
+    pub(super) fn measure(
+        config: &Config,
+        store: &mut dyn backlog_core::Store,
+    ) -> Result<Shared, Error> {
         if !config.database.url.is_server() {
             return Ok(Shared::default());
         }

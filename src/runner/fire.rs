@@ -4,16 +4,16 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::{self, JoinHandle};
+use std::thread::{Scope, ScopedJoinHandle};
 use std::time::Duration;
 
+use super::Handlers;
 use super::clocks::Shared;
-use crate::config::Config;
-use crate::duration;
-use crate::store::StoreError;
-use crate::tick::TickOptions;
-use crate::ticks::run_tick;
 use backlog_core::Error;
+use backlog_core::config::Config;
+use backlog_core::duration;
+use backlog_core::store::StoreError;
+use backlog_core::tick::TickOptions;
 
 /// Whether an error is the database being out of reach, which waiting may cure.
 pub(super) fn unreachable(e: &Error) -> bool {
@@ -45,20 +45,22 @@ pub(super) enum Ended {
     Unfinished,
 }
 
-/// Starts one tick of `window` on a thread of its own, at `shared`'s time; it returns
-/// how the tick ended.
-pub(super) fn fire(
+/// Starts one tick of `window` on a thread of its own in `scope`, at `shared`'s time,
+/// with the handler `handlers` says; it returns how the tick ended.
+pub(super) fn fire<'scope>(
+    scope: &'scope Scope<'scope, '_>,
+    handlers: Handlers<'scope>,
     config: &Config,
     window: Duration,
     shared: Shared,
     stop: &Arc<AtomicBool>,
-) -> JoinHandle<Ended> {
+) -> ScopedJoinHandle<'scope, Ended> {
     let config = config.clone();
     let stop = Arc::clone(stop);
-    thread::spawn(move || {
+    scope.spawn(move || {
         let mut opts = TickOptions::for_config(&config, window, shared.now());
         opts.stop = Arc::clone(&stop);
-        match run_tick(&config, &opts, &mut |_| {}) {
+        match handlers.tick(&config, &opts) {
             Ok(s) => {
                 // The fields are `cli::output::SUMMARY_FIELDS`, and the run-log row.
                 tracing::info!(

@@ -1,4 +1,5 @@
-//! `backlog daemon`: fires every tier on its cadence, for hosts without cron.
+//! `backlog daemon` and the library's `Backlog::run`: fires every tier on its cadence,
+//! for hosts without cron.
 //!
 //! One loop, one step after another: stop if asked; reload the schedule file if it
 //! changed or SIGHUP came; forget ticks that finished; start the tiers whose time has
@@ -23,7 +24,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::{self, JoinHandle};
+use std::thread::{self, JoinHandle, Scope, ScopedJoinHandle};
 use std::time::{Duration, SystemTime};
 
 mod clocks;
@@ -33,18 +34,61 @@ mod overdue;
 use clocks::{Clock, Shared, clocks_at_start, next_fire};
 use fire::{Ended, fire, retry_pause, unreachable};
 
-use crate::config::Config;
-use crate::duration;
-use crate::error::Error;
-use crate::tick::open_store;
+use crate::ticks::run_tick;
+use backlog_core::tick::{TickOptions, TickSummary};
+
+use backlog_core::Error;
+use backlog_core::config::Config;
+use backlog_core::duration;
+use backlog_core::handler::{Handler, HandlerError};
+use backlog_core::tick::open_store;
 
 /// The flags signal handlers set for the daemon.
 #[derive(Debug, Clone, Default)]
-pub struct Signals {
+pub struct Signals<'a> {
     /// SIGTERM, SIGINT: take no new records, let running handlers finish, exit.
     pub stop: Arc<AtomicBool>,
     /// SIGHUP: read the schedule file again.
     pub reload: Arc<AtomicBool>,
+    /// The program's own stop (the library's `run`), passed on to `stop`.
+    pub program_stop: Option<&'a AtomicBool>,
+}
+
+impl Signals<'_> {
+    /// Whether the daemon is to stop; a program's stop is passed on to the ticks.
+    fn stopping(&self) -> bool {
+        if self.program_stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+            self.stop.store(true, Ordering::Relaxed);
+        }
+        self.stop.load(Ordering::Relaxed)
+    }
+}
+
+/// Where each tick of the daemon gets its handler.
+#[derive(Clone, Copy)]
+pub enum Handlers<'h> {
+    /// The schedule file's `[handler]`, made anew for each tick (the command).
+    File,
+    /// The program's own (the library's `run`): each tick takes a worker of it.
+    Program(&'h (dyn Handler + Sync)),
+}
+
+impl Handlers<'_> {
+    /// Runs one tick with the handler this says.
+    fn tick(self, config: &Config, opts: &TickOptions) -> Result<TickSummary, Error> {
+        match self {
+            Handlers::File => run_tick(config, opts, None, &mut |_| {}),
+            Handlers::Program(handler) => {
+                let mut worker = handler.worker().ok_or_else(|| Error::Handler {
+                    file: None,
+                    source: HandlerError::Setup(
+                        "the program's handler gives no worker (Handler::worker), and each tier's tick needs one of its own; return one, as FnHandler does".into(),
+                    ),
+                })?;
+                run_tick(config, opts, Some(worker.as_mut()), &mut |_| {})
+            }
+        }
+    }
 }
 
 /// How often the daemon looks for overdue tiers, when `[alert]` sends alerts.
@@ -58,17 +102,22 @@ const UNFINISHED_EVERY: Duration = Duration::from_secs(15);
 const NAP: Duration = Duration::from_millis(200);
 
 /// Loads a schedule file and checks it can run: the database, table and columns, and
-/// the handler. The daemon refuses to start, or to switch to a new file, otherwise.
-fn load_checked(path: &Path) -> Result<Config, Error> {
-    let config = Config::load(path)?;
+/// the file's handler (when the ticks use it). The daemon refuses to start, or to
+/// switch to a new file, otherwise.
+fn load_checked(path: &Path, handlers: Handlers<'_>) -> Result<Config, Error> {
+    let config = match handlers {
+        Handlers::File => Config::load(path)?,
+        Handlers::Program(_) => Config::load_for_program(path)?,
+    };
     let mut store = open_store(&config)?;
     store.inspect().map_err(Error::store(store.describe()))?;
-    crate::handler::from_config(&config.handler, &config.dir, &config.table.name).map_err(
-        |source| backlog_core::Error::Handler {
-            file: Some(config.path.display().to_string()),
-            source,
-        },
-    )?;
+    if let Handlers::File = handlers {
+        backlog_core::handler::from_config(&config.handler, &config.dir, &config.table.name)
+            .map_err(|source| Error::Handler {
+                file: Some(config.path.display().to_string()),
+                source,
+            })?;
+    }
     Ok(config)
 }
 
@@ -81,21 +130,22 @@ fn modified(path: &Path) -> Option<SystemTime> {
 fn start_up(
     path: &Path,
     signals: &Signals,
+    handlers: Handlers<'_>,
     rng: &mut fastrand::Rng,
 ) -> Result<Option<(Config, Vec<Clock>, Shared)>, Error> {
     let mut pause = Duration::from_secs(1);
     loop {
-        let attempt = load_checked(path).and_then(|c| {
+        let attempt = load_checked(path, handlers).and_then(|c| {
             let (clocks, shared) = clocks_at_start(&c, rng)?;
             Ok((c, clocks, shared))
         });
         match attempt {
             Ok(ready) => return Ok(Some(ready)),
-            Err(e) if e.core().is_some_and(unreachable) => {
+            Err(e) if unreachable(&e) => {
                 tracing::warn!("{e}; trying again in {}", duration::compact(pause));
                 let until = std::time::Instant::now() + pause;
                 while std::time::Instant::now() < until {
-                    if signals.stop.load(Ordering::Relaxed) {
+                    if signals.stopping() {
                         return Ok(None);
                     }
                     thread::sleep(NAP);
@@ -107,14 +157,20 @@ fn start_up(
     }
 }
 
-/// Runs the daemon on the schedule file at `path` until `signals.stop` is set.
-/// `seed` drives the jitter, so a run can be reproduced.
-pub fn run_daemon(path: &Path, signals: &Signals, seed: u64) -> Result<(), Error> {
+/// Runs the daemon on the schedule file at `path` until `signals` say stop, each
+/// tick with the handler `handlers` says. `seed` drives the jitter, so a run can be
+/// reproduced.
+pub fn run_daemon(
+    path: &Path,
+    signals: &Signals,
+    handlers: Handlers<'_>,
+    seed: u64,
+) -> Result<(), Error> {
     // Read before the schedule is: an edit while the database is waited for is
     // reloaded on the loop's first turn.
     let stamp = modified(path);
     let mut rng = fastrand::Rng::with_seed(seed);
-    let Some((config, clocks, shared)) = start_up(path, signals, &mut rng)? else {
+    let Some((config, clocks, shared)) = start_up(path, signals, handlers, &mut rng)? else {
         tracing::info!("stopped before the database could be reached");
         return Ok(());
     };
@@ -123,43 +179,51 @@ pub fn run_daemon(path: &Path, signals: &Signals, seed: u64) -> Result<(), Error
         config.schedule.tier_count(),
         path.display()
     );
-    let mut daemon = Daemon {
-        path: path.to_path_buf(),
-        stamp,
-        rng,
-        config,
-        clocks,
-        shared,
-        running: HashMap::new(),
-        failures: HashMap::new(),
-        overdue: (None, None),
-        unfinished: (Some(std::time::Instant::now()), None),
-    };
-    while !signals.stop.load(Ordering::Relaxed) {
-        daemon.reload_if_changed(signals);
-        daemon.forget_finished();
-        daemon.take_over_unfinished();
-        daemon.start_due(signals);
-        daemon.look_for_overdue();
-        daemon.nap();
-    }
-    tracing::info!(
-        "stopping: waiting for {} running ticks",
-        daemon.running.len()
-    );
-    for (_, tick) in daemon.running {
-        let _ = tick.join();
-    }
-    // An alert on its way is delivered (each has a timeout).
-    if let (_, Some(overdue)) = daemon.overdue {
-        let _ = overdue.join();
-    }
-    tracing::info!("stopped");
-    Ok(())
+    // The ticks run on threads of this scope: they may borrow the program's handler.
+    thread::scope(|scope| {
+        let mut daemon = Daemon {
+            scope,
+            handlers,
+            path: path.to_path_buf(),
+            stamp,
+            rng,
+            config,
+            clocks,
+            shared,
+            running: HashMap::new(),
+            failures: HashMap::new(),
+            overdue: (None, None),
+            unfinished: (Some(std::time::Instant::now()), None),
+        };
+        while !signals.stopping() {
+            daemon.reload_if_changed(signals);
+            daemon.forget_finished();
+            daemon.take_over_unfinished();
+            daemon.start_due(signals);
+            daemon.look_for_overdue();
+            daemon.nap();
+        }
+        tracing::info!(
+            "stopping: waiting for {} running ticks",
+            daemon.running.len()
+        );
+        for (_, tick) in daemon.running {
+            let _ = tick.join();
+        }
+        // An alert on its way is delivered (each has a timeout).
+        if let (_, Some(overdue)) = daemon.overdue {
+            let _ = overdue.join();
+        }
+        tracing::info!("stopped");
+        Ok(())
+    })
 }
 
 /// The daemon's state from one turn of its loop to the next.
-struct Daemon {
+struct Daemon<'scope, 'env, 'h> {
+    /// Where the ticks' threads run.
+    scope: &'scope Scope<'scope, 'env>,
+    handlers: Handlers<'h>,
     path: PathBuf,
     /// The file's modification time when it was last read.
     stamp: Option<SystemTime>,
@@ -167,7 +231,7 @@ struct Daemon {
     config: Config,
     clocks: Vec<Clock>,
     shared: Shared,
-    running: HashMap<Duration, JoinHandle<Ended>>,
+    running: HashMap<Duration, ScopedJoinHandle<'scope, Ended>>,
     /// Ticks in a row that failed on the database, per tier.
     failures: HashMap<Duration, u32>,
     /// The last look for overdue tiers; its thread, while it still sends.
@@ -180,7 +244,7 @@ struct Daemon {
     ),
 }
 
-impl Daemon {
+impl<'scope, 'env: 'scope, 'h: 'env> Daemon<'scope, 'env, 'h> {
     /// Reads the schedule again on SIGHUP or a change of the file; a file that does
     /// not validate leaves the running schedule in force.
     fn reload_if_changed(&mut self, signals: &Signals) {
@@ -189,7 +253,7 @@ impl Daemon {
             return;
         }
         self.stamp = now_stamp;
-        let checked = load_checked(&self.path).and_then(|new| {
+        let checked = load_checked(&self.path, self.handlers).and_then(|new| {
             let mut store = open_store(&new)?;
             let measured = Shared::measure(&new, store.as_mut())?;
             Ok((new, measured))
@@ -283,7 +347,14 @@ impl Daemon {
                     "the previous tick still runs; this slot is skipped"
                 ),
                 std::collections::hash_map::Entry::Vacant(slot) => {
-                    slot.insert(fire(&self.config, clock.window, self.shared, &signals.stop));
+                    slot.insert(fire(
+                        self.scope,
+                        self.handlers,
+                        &self.config,
+                        clock.window,
+                        self.shared,
+                        &signals.stop,
+                    ));
                 }
             }
             clock.next = next_fire(tier, now, &mut self.rng);
@@ -320,13 +391,11 @@ impl Daemon {
         *at = Some(std::time::Instant::now());
         let config = self.config.clone();
         *thread = Some(thread::spawn(move || {
-            let read = open_store(&config)
-                .map_err(Error::from)
-                .and_then(|mut store| {
-                    store
-                        .unfinished_runs(config.database.claim_lease)
-                        .map_err(Error::store(store.describe()))
-                });
+            let read = open_store(&config).and_then(|mut store| {
+                store
+                    .unfinished_runs(config.database.claim_lease)
+                    .map_err(Error::store(store.describe()))
+            });
             match read {
                 // A failed tick is its runner's to try again (after a pause): taken
                 // over every look, a tick that keeps failing would never rest.
@@ -374,7 +443,7 @@ impl Daemon {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schedule::{Cadence, Tier};
+    use backlog_core::schedule::{Cadence, Tier};
     use chrono::{DateTime, Utc};
 
     #[test]

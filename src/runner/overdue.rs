@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::config::Config;
-use crate::store::Store;
+use backlog_core::config::Config;
+use backlog_core::store::Store;
 
 /// For the daemon: raises `tier_overdue` for each tier `status` finds late at `now`
 /// (a paused tier is not late, nor one of the windows `running`: a daemon started
@@ -45,8 +45,8 @@ pub(super) fn check_overdue(
             tier.tier,
             tier.window,
             tier.cadence,
-            crate::duration::instant(due),
-            crate::duration::rough(Duration::from_secs(secs))
+            backlog_core::duration::instant(due),
+            backlog_core::duration::rough(Duration::from_secs(secs))
         );
         crate::alert::tier_overdue(config, store, window, now, message);
     }

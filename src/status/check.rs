@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use super::Status;
-use crate::duration;
+use backlog_core::duration;
 
 /// How bad it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
@@ -75,12 +75,16 @@ impl Check {
 }
 
 /// What a check says of the pause `p` of `what` (a tier, or every tier) at `now`.
-fn paused(what: &str, p: &crate::store::Pause, now: chrono::DateTime<chrono::Utc>) -> String {
+fn paused(
+    what: &str,
+    p: &backlog_core::store::Pause,
+    now: chrono::DateTime<chrono::Utc>,
+) -> String {
     let resume = p.resume_command();
     match p.until.filter(|u| *u < now) {
         Some(until) => format!(
             "{what} is still paused, past the end its pause gave ({}); `{resume}` lifts it",
-            crate::duration::instant(until)
+            backlog_core::duration::instant(until)
         ),
         None => format!("{what} is {}; `{resume}` lifts it", p.describe()),
     }

@@ -6,7 +6,7 @@
 use chrono::{DateTime, Utc};
 
 use super::check::{Check, CheckLevel};
-use crate::store::{Store, StoreError};
+use backlog_core::store::{Store, StoreError};
 
 impl Check {
     /// The verdict with a WARNING for each trouble of the alert channels the ticks

@@ -10,10 +10,10 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::config::Config;
-use crate::duration;
-use crate::store::{Pause, Range, RunRow, Runner, Store, StoreError};
-use crate::timestamp::TimestampFormat;
+use backlog_core::config::Config;
+use backlog_core::duration;
+use backlog_core::store::{Pause, Range, RunRow, Runner, Store, StoreError};
+use backlog_core::timestamp::TimestampFormat;
 
 mod check;
 mod check_alerts;
@@ -40,7 +40,7 @@ pub struct AgeRow {
 #[derive(Debug, Clone, Serialize)]
 pub struct OldestPending {
     /// Its id.
-    pub id: crate::Scalar,
+    pub id: backlog_core::Scalar,
     /// Its inserted-at value as the column holds it.
     pub inserted_at: String,
     /// Its age at the status's `now`, roughly (`2d 13h`); none when the inserted-at value
@@ -115,7 +115,7 @@ pub struct Status {
     /// Statuses in display order: pending first, then success, then the rest.
     pub statuses: Vec<String>,
     /// The names shown for status values (`table.labels`): the columns' headings.
-    pub labels: crate::config::Labels,
+    pub labels: backlog_core::config::Labels,
     /// One row per tier's age range, youngest first, with the records too old for any tier
     /// and those stamped in the future in rows of their own.
     pub ages: Vec<AgeRow>,
@@ -169,12 +169,14 @@ pub fn status(
     let failures_24h = store
         .attempt_counts(now - chrono::Duration::hours(24))?
         .into_iter()
-        .filter(|(outcome, _)| outcome != "success" && !crate::store::ACTIONS.contains(&&**outcome))
+        .filter(|(outcome, _)| {
+            outcome != "success" && !backlog_core::store::ACTIONS.contains(&&**outcome)
+        })
         .collect();
     let mut tiers = tiers(config, store, now)?;
     // What an unfinished tier left: the pending records of its band, from the counts
     // above (a cumulative band holds the younger tiers' ranges too).
-    let cumulative = config.schedule.bands == crate::schedule::BandMode::Cumulative;
+    let cumulative = config.schedule.bands == backlog_core::schedule::BandMode::Cumulative;
     for t in &mut tiers {
         let n = t.tier;
         if let Some(u) = t.unfinished.as_mut() {
@@ -300,7 +302,7 @@ pub fn tiers(
     let first_tick = store.first_tick()?;
     let pauses = store.pauses()?;
     let pause_of = |window: u64| pauses.iter().find(|p| p.window_secs == window).cloned();
-    let plan = crate::explain::explain(&config.schedule);
+    let plan = backlog_core::explain::explain(&config.schedule);
     Ok(config
         .schedule
         .tiers

@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::config::Config;
-use crate::duration;
-use crate::store::{Store, StoreError};
+use backlog_core::config::Config;
+use backlog_core::duration;
+use backlog_core::store::{Store, StoreError};
 
 /// A pace the fleet adapted, as `backlog_paces` holds it.
 #[derive(Debug, Clone, Serialize)]

@@ -6,8 +6,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use super::{Status, paces, seconds_taken};
-use crate::duration;
-use crate::store::{Holding, RunRow};
+use backlog_core::duration;
+use backlog_core::store::{Holding, RunRow};
 
 fn took(run: &RunRow) -> String {
     seconds_taken(run).map_or_else(|| "-".to_string(), |s| format!("{s:.1}s"))
@@ -16,7 +16,7 @@ fn took(run: &RunRow) -> String {
 impl Status {
     /// Tables and sentences, as `backlog status` prints them.
     pub fn render(&self) -> String {
-        let show = crate::duration::instant;
+        let show = backlog_core::duration::instant;
         let mut out = format!(
             "{} in {}, at {}\n\n",
             self.table,
@@ -121,7 +121,7 @@ impl Status {
 
     /// Each tier's last tick, then what is paused or overdue.
     fn render_tiers(&self, out: &mut String) {
-        let show = crate::duration::instant;
+        let show = backlog_core::duration::instant;
         out.push_str(&format!(
             "\n{:>4}  {:<7} {:<24} {:<21} {:<8} {:>8} {:>9} {:>7} {:>7} {:>6}\n",
             "tier",
@@ -216,7 +216,7 @@ impl Status {
                 "  {} pid {}, {tier}, since {} ({} ago), {holds}, renewed {} ago\n",
                 r.host,
                 r.pid,
-                crate::duration::instant(r.since),
+                backlog_core::duration::instant(r.since),
                 ago(r.since),
                 ago(r.renewed)
             ));

@@ -16,9 +16,9 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use super::{Status, check::CheckLevel};
-use crate::config::{CheckConfig, Config};
-use crate::duration;
-use crate::store::{Store, StoreError};
+use backlog_core::config::{CheckConfig, Config};
+use backlog_core::duration;
+use backlog_core::store::{Store, StoreError};
 
 /// The thresholds of a check; each none (off) unless `[check]` or a flag sets it.
 #[derive(Debug, Clone, Copy, Default)]

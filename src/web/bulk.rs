@@ -18,9 +18,9 @@ use super::data::FailureFilter;
 use super::pages::{self, count, csrf_field, urlencode};
 use super::routes::{Shared_, blocking, error_page, refused};
 use super::{DEADLINE, Shared, input, records};
-use crate::config::Config;
 use crate::error::Error;
 use crate::operate::{self, Selection};
+use backlog_core::config::Config;
 
 /// The most records one action takes.
 pub(super) const MOST: usize = 10_000;

@@ -3,11 +3,11 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::config::Config;
 use crate::error::Error;
 use crate::operate::{ErrorText, attempts_holding};
-use crate::status::Status;
-use crate::store::{Attempt, AttemptQuery};
+use backlog::status::Status;
+use backlog_core::config::Config;
+use backlog_core::store::{Attempt, AttemptQuery};
 
 /// The overview page's data.
 pub(crate) struct Overview {
@@ -19,7 +19,7 @@ pub(crate) struct Overview {
 pub(crate) fn overview(config: Config, now: DateTime<Utc>) -> Result<Overview, Error> {
     let mut store = crate::operate::inspected(&config)?;
     let store_err = Error::store(store.describe());
-    let status = crate::status::status(&config, store.as_mut(), now).map_err(&store_err)?;
+    let status = backlog::status::status(&config, store.as_mut(), now).map_err(&store_err)?;
     let failures = store
         .attempts(&AttemptQuery {
             limit: 8,
@@ -64,7 +64,7 @@ impl FailureFilter {
             "" => None,
             "retry" => Some(0),
             tier => Some(
-                crate::duration::parse_span(tier)
+                backlog_core::duration::parse_span(tier)
                     .map_err(|e| {
                         format!(
                             "Tier: {tier:?} is neither a tier's window, like 7d, nor retry ({e})"

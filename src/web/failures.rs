@@ -15,8 +15,8 @@ use super::actions::notice;
 use super::data::{self, ErrorGroups, FailureFilter, Failures};
 use super::pages::{self, attempts_table, count, layout, urlencode, when};
 use super::routes::{Shared_, blocking};
-use crate::config::Labels;
 use crate::operate::ATTEMPTS_READ;
+use backlog_core::config::Labels;
 
 /// The failures shown on a page, at most.
 pub(super) const LISTED: usize = 200;
@@ -42,7 +42,7 @@ struct Choices {
     labels: Labels,
 }
 
-fn choices(config: &crate::config::Config) -> Choices {
+fn choices(config: &backlog_core::config::Config) -> Choices {
     Choices {
         tiers: super::input::windows(config),
         given_up: config.table.given_up.clone(),
@@ -88,7 +88,7 @@ pub(super) async fn failures(State(shared): Shared_, Query(q): Query<FailuresQue
             }
         ),
         // The records of given-up attempts are given up on, unless retried since.
-        if f.outcome.trim() == crate::store::GIVEN_UP {
+        if f.outcome.trim() == backlog_core::store::GIVEN_UP {
             super::bulk::Fit::GivenUp
         } else {
             super::bulk::Fit::Pending
@@ -104,8 +104,8 @@ pub(super) async fn failures(State(shared): Shared_, Query(q): Query<FailuresQue
 fn filter_form(to: &str, filter: &FailureFilter, choices: &Choices) -> Markup {
     // A person's actions are no failure but are kept as attempts too: giving up (where
     // the schedule does, or the filter asks for it) and snoozing.
-    let given_up = crate::store::GIVEN_UP;
-    let actions_kept: Vec<&str> = crate::store::ACTIONS
+    let given_up = backlog_core::store::GIVEN_UP;
+    let actions_kept: Vec<&str> = backlog_core::store::ACTIONS
         .into_iter()
         .filter(|a| *a != given_up || choices.given_up.is_some() || filter.outcome == given_up)
         .collect();

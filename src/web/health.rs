@@ -10,8 +10,8 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::{DEADLINE, Shared};
-use crate::config::Config;
 use crate::error::Error;
+use backlog_core::config::Config;
 
 /// Runs `work` on a blocking thread within the deadline; an error is the line that
 /// says why (its own; `broken` when the work itself broke down; or that the database
@@ -52,7 +52,7 @@ pub(super) async fn ready(State(shared): State<Arc<Shared>>) -> Response {
         "the check could not run",
         move || -> Result<Result<Vec<String>, String>, Error> {
             let config = Config::load(&schedule)?;
-            let mut store = crate::tick::open_store(&config)?;
+            let mut store = backlog_core::tick::open_store(&config)?;
             let runs = store
                 .last_runs()
                 .map_err(Error::store(&config.database.url))?;
@@ -97,16 +97,16 @@ pub(super) async fn ready(State(shared): State<Arc<Shared>>) -> Response {
 /// as the reason not to be ready, else the warnings.
 fn thresholds(
     config: &Config,
-    store: &mut dyn crate::store::Store,
+    store: &mut dyn backlog_core::store::Store,
 ) -> Result<Result<Vec<String>, String>, Error> {
-    let thresholds = crate::status::Thresholds::of(&config.check);
+    let thresholds = backlog::status::Thresholds::of(&config.check);
     if !thresholds.any() {
         return Ok(Ok(Vec::new()));
     }
     let now = store.clock().map_err(Error::store(store.describe()))?;
     let status =
-        crate::status::status(config, store, now).map_err(Error::store(&config.database.url))?;
-    let found = crate::status::judge(
+        backlog::status::status(config, store, now).map_err(Error::store(&config.database.url))?;
+    let found = backlog::status::judge(
         config,
         store,
         &status,
@@ -121,9 +121,9 @@ fn thresholds(
             .map(|(_, text)| text.clone())
             .collect()
     };
-    let critical = of(crate::status::CheckLevel::Critical);
+    let critical = of(backlog::status::CheckLevel::Critical);
     Ok(match critical.is_empty() {
-        true => Ok(of(crate::status::CheckLevel::Warning)),
+        true => Ok(of(backlog::status::CheckLevel::Warning)),
         false => Err(critical.join("; ")),
     })
 }

@@ -16,7 +16,7 @@ use super::pages::{self, urlencode};
 use super::routes::{Shared_, blocking};
 use crate::error::Error;
 use crate::operate::Kept;
-use crate::store::{AttemptQuery, ClaimRow, Holding, InFlight, Runner};
+use backlog_core::store::{AttemptQuery, ClaimRow, Holding, InFlight, Runner};
 
 /// Rows of each kind a page shows, at most.
 const SHOWN: usize = 500;
@@ -116,7 +116,7 @@ fn runners_table(runners: &[Runner]) -> Markup {
                         tr {
                             td { (r.host) }
                             td { (r.pid) }
-                            td { (crate::duration::tier_name(r.window_secs)) }
+                            td { (backlog_core::duration::tier_name(r.window_secs)) }
                             td { (when(r.since)) }
                             td { (holds(r)) }
                             td { (when(r.renewed)) }

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::config::Config;
-use crate::duration;
 use crate::error::Error;
+use backlog_core::config::Config;
+use backlog_core::duration;
 
 /// What a field that takes an end accepts, said the same way for every field.
 const UNTIL: &str = "a span from now, like 2h, or a time, like 2026-11-23T18:00:00Z";

@@ -10,8 +10,8 @@ use std::time::Duration;
 use maud::{Markup, html};
 
 use super::data::Overview;
-use crate::duration;
-use crate::status::paces::{self, AdaptedPace};
+use backlog::status::paces::{self, AdaptedPace};
+use backlog_core::duration;
 
 /// The section, or nothing where the file has no `rate = "auto"`.
 pub(super) fn section(o: &Overview) -> Markup {

@@ -9,10 +9,10 @@ use chrono::{DateTime, Utc};
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
 use super::data::Overview;
-use crate::config::Labels;
-use crate::duration;
 use crate::operate::RecordView;
-use crate::store::Attempt;
+use backlog_core::config::Labels;
+use backlog_core::duration;
+use backlog_core::store::Attempt;
 
 const STYLE: &str = include_str!("style.css");
 
@@ -58,7 +58,7 @@ pub(crate) fn capital(text: &str) -> String {
 
 /// A pause as the tiers' table says it beside a "paused" badge: `since … by …: why`
 /// (`describe` starts with "paused", which the badge says already).
-fn since(p: &crate::store::Pause) -> String {
+fn since(p: &backlog_core::store::Pause) -> String {
     let text = p.describe();
     text.strip_prefix("paused ")
         .map_or(text.clone(), str::to_string)
@@ -211,7 +211,7 @@ fn tiers_table(o: &Overview, csrf: &str) -> Markup {
                         td { (badge(&r.outcome)) @if let Some(e) = &r.error { div.detail { (e) } } }
                         td.num { (r.selected) }
                         td.num { (r.failed) }
-                        td { (crate::status::seconds_taken(r).map(|s| format!("{s:.1} s")).unwrap_or_else(|| "–".into())) }
+                        td { (backlog::status::seconds_taken(r).map(|s| format!("{s:.1} s")).unwrap_or_else(|| "–".into())) }
                     } @else {
                         td colspan="5" { span.muted { "never ticked" } }
                     }
@@ -236,7 +236,7 @@ fn tiers_table(o: &Overview, csrf: &str) -> Markup {
 }
 
 /// The form that pauses a tier (or every tier), and resumes every tier.
-fn pause_form(s: &crate::status::Status, csrf: &str) -> Markup {
+fn pause_form(s: &backlog::status::Status, csrf: &str) -> Markup {
     html! {
     details.pause {
         summary { "Pause a tier" }
@@ -263,7 +263,7 @@ fn ages_table(o: &Overview) -> Markup {
     // The rows come youngest first: the future's (when it holds any), the tiers', then
     // the one older than every tier, always there.
     let older = s.ages.len().saturating_sub(1);
-    let tier_of = |i: usize, row: &crate::status::AgeRow| match row.tier {
+    let tier_of = |i: usize, row: &backlog::status::AgeRow| match row.tier {
         Some(n) => o
             .config
             .schedule

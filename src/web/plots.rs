@@ -7,8 +7,8 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::plot::{self, Entry, Mark};
-use crate::status::Status;
-use crate::store::RecentRun;
+use backlog::status::Status;
+use backlog_core::store::RecentRun;
 
 const WIDTH: u32 = 560;
 const HEIGHT: u32 = 260;

@@ -8,12 +8,12 @@ use chrono::{DateTime, Utc};
 use maud::{Markup, html};
 
 use super::pages;
-use crate::config::Config;
 use crate::error::Error;
-use crate::explain::NextTry;
 use crate::operate::Kept;
-use crate::record::Record;
-use crate::store::{Attempt, AttemptQuery, Store};
+use backlog_core::config::Config;
+use backlog_core::explain::NextTry;
+use backlog_core::record::Record;
+use backlog_core::store::{Attempt, AttemptQuery, Store};
 
 /// The characters of a record's last error its row shows (the rest is in the cell's
 /// title, and on the record's page).
@@ -42,7 +42,7 @@ pub(super) fn rows(
     now: DateTime<Utc>,
 ) -> Result<Vec<Row>, Error> {
     let store_err = Error::store(store.describe());
-    let curve = crate::curve::Curve::of(&config.table)?;
+    let curve = backlog_core::curve::Curve::of(&config.table)?;
     let held = store
         .holders(&records.iter().collect::<Vec<_>>())
         .map_err(&store_err)?;

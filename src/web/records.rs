@@ -23,11 +23,11 @@ use super::pages::{self, urlencode};
 use super::record_row::{self, Row};
 use super::routes::{Shared_, blocking};
 use super::{bulk, input};
-use crate::config::Config;
-use crate::duration;
 use crate::error::Error;
-use crate::record::{Record, Scalar};
-use crate::store::{BandQuery, Cursor, Range, Store};
+use backlog_core::config::Config;
+use backlog_core::duration;
+use backlog_core::record::{Record, Scalar};
+use backlog_core::store::{BandQuery, Cursor, Range, Store};
 
 /// Records a page lists unless the address asks for another number (1 to 1,000).
 pub(super) const PER_PAGE: usize = 200;
@@ -246,7 +246,7 @@ struct View {
     tiers: Vec<String>,
     listed: Vec<String>,
     given_up: Option<String>,
-    labels: crate::config::Labels,
+    labels: backlog_core::config::Labels,
 }
 
 fn view(config: Config, q: &RecordsQuery, per: usize, now: DateTime<Utc>) -> Result<View, Error> {

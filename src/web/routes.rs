@@ -15,9 +15,9 @@ use serde::Deserialize;
 use super::actions::{self, notice};
 use super::data;
 use super::{DEADLINE, Shared, auth, pages, plots};
-use crate::config::Config;
 use crate::error::Error;
 use crate::operate;
+use backlog_core::config::Config;
 
 pub(super) type Shared_ = State<Arc<Shared>>;
 
@@ -275,7 +275,7 @@ async fn plot_ticks(State(shared): Shared_) -> Response {
 async fn plot_backlog(State(shared): Shared_) -> Response {
     let result = blocking(&shared, |config| {
         let mut store = operate::inspected(&config)?;
-        let status = crate::status::status(&config, store.as_mut(), Utc::now())
+        let status = backlog::status::status(&config, store.as_mut(), Utc::now())
             .map_err(Error::store(store.describe()))?;
         Ok(plots::backlog(&status, &config.table.pending))
     })
@@ -300,7 +300,7 @@ pub(super) async fn metrics(State(shared): Shared_) -> Response {
     let schedule = shared.schedule.clone();
     let read = super::health::within_deadline("the metrics could not be read", move || {
         let config = Config::load(&schedule)?;
-        let mut store = crate::tick::open_store(&config)?;
+        let mut store = backlog_core::tick::open_store(&config)?;
         crate::metrics::collect(&config, store.as_mut(), Utc::now())
             .map(|s| s.render())
             .map_err(Error::store(&config.database.url))

@@ -38,6 +38,7 @@ mod http;
 mod labels;
 mod lapse;
 mod left_alone;
+mod library;
 mod logging;
 mod man;
 mod metrics;

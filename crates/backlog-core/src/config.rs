@@ -80,7 +80,7 @@ struct RawFile {
     timezone: Option<String>,
     database: RawDatabase,
     table: RawTable,
-    handler: handler::RawHandler,
+    handler: Option<handler::RawHandler>,
     retry: Option<RawRetry>,
     history: Option<history::RawHistory>,
     alert: Option<alert::RawAlert>,
@@ -156,8 +156,22 @@ impl Config {
         Config::parse(&text, path)
     }
 
+    /// As [`Config::load`], for a program that brings its own handler (a closure, a
+    /// [`Handler`](crate::Handler) of its own): the file's `[handler]` may be left out,
+    /// or name no `command` or `url`; its other keys (concurrency, rate, timeout, the
+    /// breaker) apply to the program's handler.
+    pub fn load_for_program(path: &Path) -> Result<Config, ConfigError> {
+        let text = location::read(path)?;
+        Config::parse_as(&text, path, true)
+    }
+
     /// Validates the text of a schedule file read from `path`.
     pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        Config::parse_as(text, path, false)
+    }
+
+    /// `parse`; `program`: as `load_for_program`.
+    fn parse_as(text: &str, path: &Path, program: bool) -> Result<Config, ConfigError> {
         let shown = if is_stdin(path) {
             Path::new("<stdin>")
         } else {
@@ -199,7 +213,12 @@ impl Config {
         // In the file's order, so that the first mistake is the one said.
         let database = resolve_database(raw.database, &dir).map_err(fail)?;
         let mut table = resolve_table(raw.table, raw.retry).map_err(fail)?;
-        let handler = handler::resolve(raw.handler, &dir).map_err(fail)?;
+        let raw_handler = match raw.handler {
+            Some(raw) => raw,
+            None if program => handler::RawHandler::default(),
+            None => return Err(at(None, toml_error::missing_section("handler"))),
+        };
+        let handler = handler::resolve(raw_handler, &dir, program).map_err(fail)?;
         if let Some(key) = &handler.rate_key {
             table.other_columns.push(("handler.rate_key", key.clone()));
         }

@@ -6,23 +6,16 @@
 //! store's protocol; it links no database client. A database is a crate of its own
 //! (`backlog-sqlite`, `backlog-postgres`, `backlog-mysql`) that implements the store's
 //! traits and a [`store::driver::Driver`], which the program installs before it loads
-//! a schedule file. The `backlog` command is a crate on top of them all.
-//!
-//! docs/library.md is the guide, and its examples run as this crate's doc tests: load
-//! a [`Config`], open its [`Store`] with [`open_store`], and call [`process_backlog`]
-//! with a [`Handler`], such as a closure wrapped in [`FnHandler`].
+//! a schedule file. Programs take the `backlog` crate, the facade over this one and the
+//! databases (docs/library.md); this crate's API follows what the database crates and
+//! the `backlog` command need.
 //!
 //! The crates the public API names are re-exported: [`chrono`], [`chrono_tz`] and
 //! [`serde_json`], so a user needs no version of them in step with this one. The enums
 //! and the option structs are `#[non_exhaustive]`: a `match` needs a `_` arm, and a
 //! struct is built by its constructor (or `Default`), then changed field by field.
-//!
-//! The modules past the root's names are the parts the `backlog` command and the
-//! database crates are built from: public so that they can be, and documented, but
-//! their shape follows those crates' needs.
 
 #![warn(missing_docs)]
-#![doc = include_str!("../../../docs/library.md")]
 
 pub mod backoff;
 pub mod causes;

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
 
 use crate::cli::parse_now;
-use crate::duration;
+use backlog_core::duration;
 
 /// The `backlog backoff` subcommands: retry strategies looked at outside any table.
 #[derive(Debug, Subcommand)]

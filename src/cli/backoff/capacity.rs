@@ -9,8 +9,8 @@ use backlog_core::pace::simulation::{Contender, Counterpart, Report, simulate};
 
 use super::SimulateArgs;
 use crate::cli::print;
-use crate::duration;
 use crate::error::Error;
+use backlog_core::duration;
 
 /// `backoff simulate --capacity …`.
 pub(super) fn simulate_paces(args: &SimulateArgs) -> Result<(), Error> {

@@ -5,9 +5,9 @@ use std::time::Duration;
 use chrono::Utc;
 
 use super::{parse_now, print};
-use crate::config::Config;
-use crate::duration;
 use crate::error::Error;
+use backlog_core::config::Config;
+use backlog_core::duration;
 
 mod args;
 mod capacity;
@@ -16,18 +16,19 @@ pub use args::*;
 
 /// A strategy from the command line, with its limits; the closed form only when no
 /// limit changes the curve.
-fn strategy_of(args: &StrategyArgs) -> Result<crate::backoff::catalog::Built, Error> {
-    let built = crate::backoff::catalog::build(&args.strategy, &args.params, args.unit.seconds())
-        .map_err(Error::Usage)?;
+fn strategy_of(args: &StrategyArgs) -> Result<backlog_core::backoff::catalog::Built, Error> {
+    let built =
+        backlog_core::backoff::catalog::build(&args.strategy, &args.params, args.unit.seconds())
+            .map_err(Error::Usage)?;
     with_limits(built, args)
 }
 
 /// Wraps a strategy in the limits the command line asks for.
 fn with_limits(
-    mut built: crate::backoff::catalog::Built,
+    mut built: backlog_core::backoff::catalog::Built,
     args: &StrategyArgs,
-) -> Result<crate::backoff::catalog::Built, Error> {
-    use crate::backoff::{Limited, catalog};
+) -> Result<backlog_core::backoff::catalog::Built, Error> {
+    use backlog_core::backoff::{Limited, catalog};
     if args.max_attempts.is_some() || args.max_total.is_some() || args.jitter.is_some() {
         if let Some(j) = args.jitter.filter(|j| !(0.0..=1.0).contains(j)) {
             return Err(Error::Usage(format!(
@@ -119,19 +120,19 @@ pub fn backoff_delays(args: &DelaysArgs) -> Result<(), Error> {
                         .into(),
                 ));
             }
-            let progressive = crate::backoff::Progressive {
+            let progressive = backlog_core::backoff::Progressive {
                 schedule: &config.schedule,
                 inserted: args.inserted.unwrap_or_else(Utc::now),
                 id: "1".into(),
             };
             // The strategy borrows the schedule: take its delays here.
-            use crate::backoff::Strategy as _;
+            use backlog_core::backoff::Strategy as _;
             let delays = progressive.delays(
                 &parse_outcomes(&args.outcomes)?.0,
                 &mut fastrand::Rng::with_seed(args.strategy.seed),
             );
-            let fixed = crate::backoff::Fixed(delays);
-            crate::backoff::catalog::Built {
+            let fixed = backlog_core::backoff::Fixed(delays);
+            backlog_core::backoff::catalog::Built {
                 strategy: Box::new(fixed),
                 closed_form: None,
             }
@@ -142,7 +143,7 @@ pub fn backoff_delays(args: &DelaysArgs) -> Result<(), Error> {
     let mut rng = fastrand::Rng::with_seed(args.strategy.seed);
     let mut delays = built.strategy.delays(&outcomes, &mut rng);
     match (&times, args.subtract_waited) {
-        (Some(times), true) => delays = crate::backoff::subtract_waited(&delays, times),
+        (Some(times), true) => delays = backlog_core::backoff::subtract_waited(&delays, times),
         (None, true) => return Err(Error::Usage("--subtract-waited needs outcomes with times: 0@2026-11-21T10:00:00Z, or 0@600 in seconds".into())),
         _ => {}
     }
@@ -174,7 +175,7 @@ pub fn backoff_budget(args: &BudgetArgs) -> Result<(), Error> {
     let built = strategy_of(&args.strategy)?;
     let mut rng = fastrand::Rng::with_seed(args.strategy.seed);
     let timeout = args.timeout.map(|t| t.as_secs_f64());
-    let b = crate::backoff::budget(built.strategy.as_ref(), timeout, args.retries, &mut rng);
+    let b = backlog_core::backoff::budget(built.strategy.as_ref(), timeout, args.retries, &mut rng);
     let unit = args.strategy.unit;
     let closed = timeout.and_then(|t| built.closed_form.as_ref().map(|f| f(t)));
     if args.json {
@@ -220,19 +221,19 @@ pub fn backoff_budget(args: &BudgetArgs) -> Result<(), Error> {
 }
 
 /// A strategy written as one argument, `"name param=value …"`, as `--strategy` takes it.
-fn strategy_spec(spec: &str) -> Result<crate::backoff::catalog::Built, Error> {
+fn strategy_spec(spec: &str) -> Result<backlog_core::backoff::catalog::Built, Error> {
     let mut words = spec.split_whitespace();
     let name = words.next().ok_or_else(|| {
         Error::Usage("--strategy \"\": give a name, like \"exponential initial=1\"".into())
     })?;
     let params: Vec<String> = words.map(String::from).collect();
-    crate::backoff::catalog::build(name, &params, 1.0).map_err(Error::Usage)
+    backlog_core::backoff::catalog::build(name, &params, 1.0).map_err(Error::Usage)
 }
 
 /// `backlog backoff plot`.
 pub fn backoff_plot(args: &PlotArgs) -> Result<(), Error> {
-    use crate::backoff::{Contender, retry_times};
     use crate::plot::backoff::{Panel, plot};
+    use backlog_core::backoff::{Contender, retry_times};
     let specs = args.contenders.strategies_or(&[
         "constant delay=30m",
         "exponential initial=1m",
@@ -280,7 +281,7 @@ pub fn backoff_plot(args: &PlotArgs) -> Result<(), Error> {
 
 /// `backlog backoff simulate`.
 pub fn backoff_simulate(args: &SimulateArgs) -> Result<(), Error> {
-    use crate::backoff::{Contender, Scenario, simulate};
+    use backlog_core::backoff::{Contender, Scenario, simulate};
     if !args.capacity.capacity.is_empty() {
         return capacity::simulate_paces(args);
     }

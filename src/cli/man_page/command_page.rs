@@ -6,7 +6,7 @@
 use clap_mangen::roff::{Roff, bold, italic, roman};
 
 use super::body;
-use crate::exit_code::{ExitCode, SECOND_SIGNAL, SECOND_SIGNAL_MEANING};
+use backlog::exit_code::{ExitCode, SECOND_SIGNAL, SECOND_SIGNAL_MEANING};
 
 /// The roff of `command`'s page; `path` names it (`backoff simulate`), empty for
 /// backlog(1).

@@ -160,7 +160,8 @@ mod tests {
     /// The example on the page is a schedule file the program loads as it stands.
     #[test]
     fn the_example_is_a_valid_schedule() {
-        let config = crate::config::Config::parse(EXAMPLE, Path::new("/etc/backlog/orders.toml"));
+        let config =
+            backlog_core::config::Config::parse(EXAMPLE, Path::new("/etc/backlog/orders.toml"));
         let config = config.unwrap_or_else(|e| panic!("the example does not load: {e}"));
         assert_eq!(config.schedule.tiers.len(), 3);
     }

@@ -167,7 +167,7 @@ pub const MAX_CONCURRENCY: usize = 1024;
 /// The longest name of a `handler.rate_group` (it is a key of `backlog_rates`).
 const MAX_RATE_GROUP: usize = 100;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawHandler {
     command: Option<Vec<String>>,
@@ -207,12 +207,26 @@ pub(super) struct RawHandler {
     exit_codes: BTreeMap<String, String>,
 }
 
-pub(super) fn resolve(mut raw: RawHandler, dir: &Path) -> Result<HandlerConfig, String> {
+/// Validates `[handler]`; `program`: the program that loads the file brings its own
+/// handler (the `backlog` library), so the section need not name one.
+pub(super) fn resolve(
+    mut raw: RawHandler,
+    dir: &Path,
+    program: bool,
+) -> Result<HandlerConfig, String> {
     let (command, http) = match (raw.command.take(), raw.url.take()) {
         (Some(_), Some(_)) => {
             return Err(
                 "handler.url and handler.command both name the handler; keep one: url for an HTTP call per record, command for a program".into(),
             );
+        }
+        (None, None) if program => {
+            if let Some(key) = http_keys(&raw).first() {
+                return Err(format!(
+                    "handler.{key} is a key of a URL handler, but the program brings its own handler; leave {key} out"
+                ));
+            }
+            (Vec::new(), None)
         }
         (None, None) => {
             return Err(
@@ -566,14 +580,14 @@ mod tests {
     fn handler(keys: &str) -> Result<HandlerConfig, String> {
         let raw: RawHandler =
             toml::from_str(&format!("command = [\"./h\"]\n{keys}")).map_err(|e| e.to_string())?;
-        resolve(raw, Path::new("/srv"))
+        resolve(raw, Path::new("/srv"), false)
     }
 
     fn url_handler(keys: &str) -> Result<HandlerConfig, String> {
         let raw: RawHandler =
             toml::from_str(&format!("url = \"https://h.example/{{id}}\"\n{keys}"))
                 .map_err(|e| e.to_string())?;
-        resolve(raw, Path::new("/srv"))
+        resolve(raw, Path::new("/srv"), false)
     }
 
     #[test]

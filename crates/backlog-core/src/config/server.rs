@@ -134,8 +134,9 @@ pub fn missing(scheme: &str) -> String {
     match CRATES.iter().find(|(s, _, _)| *s == scheme) {
         Some((_, what, krate)) => {
             let module = krate.replace('-', "_");
+            let feature = krate.trim_start_matches("backlog-");
             format!(
-                "names {what}, and this program has no driver for it; add the crate {krate} and call {module}::install() as the program starts, or give another database"
+                "names {what}, and this program has no driver for it; build it with the backlog crate's feature {feature} (or add the crate {krate} and call {module}::install() as the program starts), or give another database"
             )
         }
         None => format!("names the scheme {scheme:?}, and this program has no driver for it"),

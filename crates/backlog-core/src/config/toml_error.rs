@@ -104,6 +104,11 @@ pub(super) fn describe(
     (span, line)
 }
 
+/// `the file has no [handler] section; write it like …`.
+pub(super) fn missing_section(name: &str) -> String {
+    missing(&KeyPath::of(&[]).0.child(name))
+}
+
 /// `tier 2: window is missing` and how to write it.
 fn missing(at: &KeyPath) -> String {
     match keys::key(&at.pattern()) {

@@ -233,8 +233,8 @@ pub enum HandlerError {
     /// with exit 126 or 127 (a wrapper whose command is missing or not executable).
     #[error("{0}")]
     CannotRun(String),
-    /// A URL handler cannot make any call: its `handler.ca_file` cannot be read. The
-    /// message names the key.
+    /// A handler cannot be set up: a URL handler's `handler.ca_file` cannot be read (the
+    /// message names the key), a program's handler gives no worker for a tick.
     #[error("{0}")]
     Setup(String),
 }

@@ -2,8 +2,8 @@
 //! `[alert]`, and the thresholds a check judges by: `[check]`.
 
 use super::{COLUMN, DURATION, NONE, Section, count, key, span};
-use crate::config::{self, AlertConfig, HandlerConfig, ranges};
-use crate::duration::compact;
+use backlog_core::config::{self, AlertConfig, HandlerConfig, ranges};
+use backlog_core::duration::compact;
 
 pub(super) fn handler() -> Section {
     let d = HandlerConfig::new(Vec::new());

@@ -6,9 +6,9 @@
 
 use std::time::Duration;
 
-use crate::config::{self, ranges};
-use crate::duration::{self, Range, compact};
-use crate::schedule::DEFAULT_LIMIT;
+use backlog_core::config::{self, ranges};
+use backlog_core::duration::{self, Range, compact};
+use backlog_core::schedule::DEFAULT_LIMIT;
 
 mod handling;
 mod storage;

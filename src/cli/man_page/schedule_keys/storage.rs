@@ -2,8 +2,8 @@
 //! `[retry]` and `[history]`.
 
 use super::{COLUMN, DURATION, NONE, REQUIRED, Section, count, key, span};
-use crate::config::{self, HistoryConfig, TableConfig, ranges};
-use crate::duration::compact;
+use backlog_core::config::{self, HistoryConfig, TableConfig, ranges};
+use backlog_core::duration::compact;
 
 pub(super) fn database() -> Section {
     let lease = span(ranges::CLAIM_LEASE);
