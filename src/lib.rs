@@ -39,6 +39,8 @@ pub mod alert;
 #[doc(hidden)]
 pub mod exit_code;
 #[doc(hidden)]
+pub mod explain;
+#[doc(hidden)]
 pub mod failed_start;
 #[doc(hidden)]
 pub mod runner;

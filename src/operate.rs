@@ -8,9 +8,9 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use crate::error::Error;
+use backlog::explain::NextTry;
 use backlog_core::config::Config;
 use backlog_core::duration;
-use backlog_core::explain::NextTry;
 use backlog_core::record::Record;
 use backlog_core::store::{Attempt, AttemptQuery, Held, Pause, Store};
 use backlog_core::tick::{RetrySummary, TickOptions, open_store};
@@ -125,7 +125,7 @@ pub fn next_try(
         Some(h) if h.owner.is_none() => h.until.max(now),
         _ => now,
     };
-    backlog_core::explain::next_try_of(&config.schedule, curve, record, now, from)
+    backlog::explain::next_try_of(&config.schedule, curve, record, now, from)
 }
 
 /// The file's config as a retry reads it: a record given up on (`table.given_up`) is

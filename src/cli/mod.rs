@@ -24,7 +24,11 @@ mod run;
 mod show;
 
 pub use act::{GiveUpArgs, SnoozeArgs, give_up, snooze};
-pub use args::*;
+pub(crate) use args::parse_now;
+pub use args::{
+    Cli, Command, CrontabArgs, DaemonArgs, DoctorArgs, ExplainArgs, InitArgs, RunArgs, ServeArgs,
+    StatusArgs,
+};
 pub use backoff::{BackoffCommand, backoff_budget, backoff_delays, backoff_plot, backoff_simulate};
 pub use completions::completions;
 pub use crontab::crontab;
@@ -163,10 +167,10 @@ pub fn explain(args: &ExplainArgs) -> Result<(), Error> {
     };
     let url_variable = config.database.url_variable;
     let now = args.now.unwrap_or_else(Utc::now);
-    let mut plan = backlog_core::explain::explain(&config.schedule);
+    let mut plan = backlog::explain::explain(&config.schedule);
     let curve = backlog_core::curve::Curve::of(&config.table)?;
     if let (Some(curve), Some(retry)) = (&curve, &config.table.retry) {
-        plan.retry = Some(backlog_core::explain::retry_tries(
+        plan.retry = Some(backlog::explain::retry_tries(
             &config.schedule,
             curve,
             &retry.strategy,
@@ -175,7 +179,7 @@ pub fn explain(args: &ExplainArgs) -> Result<(), Error> {
     // A record's next try is the one `show` and the dashboard give, `[retry]` and
     // spread included: what a tick would do.
     let next = match (&args.age, &args.id) {
-        (Some(age), _) => Some(backlog_core::explain::next_try(&config.schedule, *age, now)),
+        (Some(age), _) => Some(backlog::explain::next_try(&config.schedule, *age, now)),
         (None, Some(id)) => {
             let mut store = crate::operate::inspected(&config)?;
             let view = crate::operate::record_view(&config, store.as_mut(), id, now, 0)?;

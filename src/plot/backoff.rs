@@ -8,11 +8,14 @@
 //! cells merged into one path per colour: every retry marks its cell, and the file's
 //! size follows the picture's pixels rather than the number of retries.
 
+use plotters::prelude::{
+    Cartesian2d, ChartBuilder, ChartContext, Color, DrawingArea, DrawingBackend, IntoDrawingArea,
+    Rectangle, SVGBackend, WHITE,
+};
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use plotters::coord::types::RangedCoordf64;
-use plotters::prelude::*;
 
 use crate::plot::{self, Entry, Mark, Marks, Scale, TimeAxis, TimeCoord};
 

@@ -5,15 +5,18 @@
 //! one SVG path per colour, so that a picture's size follows its pixels, not its
 //! number of points. The time axes are `axis`.
 
+use plotters::prelude::{
+    Circle, Color, Cross, DrawingArea, DrawingAreaErrorKind, DrawingBackend, IntoDrawingArea,
+    IntoFont, RGBColor, Rectangle, SVGBackend, TextStyle, WHITE,
+};
 use std::collections::BTreeMap;
 
 use plotters::coord::Shift;
-use plotters::prelude::*;
 
 mod axis;
 pub mod backoff;
 
-pub use axis::*;
+pub use axis::{Scale, TimeAxis, TimeCoord, clock_axis, clock_label};
 
 /// The font family of every text.
 pub const FONT: &str = "sans-serif";

@@ -302,7 +302,7 @@ pub fn tiers(
     let first_tick = store.first_tick()?;
     let pauses = store.pauses()?;
     let pause_of = |window: u64| pauses.iter().find(|p| p.window_secs == window).cloned();
-    let plan = backlog_core::explain::explain(&config.schedule);
+    let plan = crate::explain::explain(&config.schedule);
     Ok(config
         .schedule
         .tiers

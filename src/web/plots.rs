@@ -3,7 +3,10 @@
 //! the legend above the chart, the clock axis, the empty picture) is `backoff plot`'s,
 //! from `crate::plot`.
 
-use plotters::prelude::*;
+use plotters::prelude::{
+    ChartBuilder, Circle, Color, Cross, IntoDrawingArea, IntoSegmentedCoord, Rectangle, SVGBackend,
+    SegmentValue, Text, WHITE,
+};
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::plot::{self, Entry, Mark};

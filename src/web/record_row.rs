@@ -10,8 +10,8 @@ use maud::{Markup, html};
 use super::pages;
 use crate::error::Error;
 use crate::operate::Kept;
+use backlog::explain::NextTry;
 use backlog_core::config::Config;
-use backlog_core::explain::NextTry;
 use backlog_core::record::Record;
 use backlog_core::store::{Attempt, AttemptQuery, Store};
 

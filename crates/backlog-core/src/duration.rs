@@ -5,8 +5,6 @@
 //! largest unit that divides the duration exactly, so `168h` prints as `7d` and a
 //! window always reads the same in `explain`, the summary line and the run log.
 
-// Without the `cli` feature, much here has no caller: most of these forms are for what the command prints; a tick uses a few.
-
 use std::time::Duration;
 
 /// Parses `text` as a duration, or says why not in words that fit after a key name.

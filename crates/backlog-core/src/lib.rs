@@ -24,7 +24,6 @@ pub mod curve;
 pub mod digest;
 pub mod duration;
 pub mod error;
-pub mod explain;
 pub mod handler;
 pub mod pace;
 pub mod rate;

@@ -4,9 +4,28 @@
 
 use super::connection::transaction;
 use super::heartbeat::MysqlBeat;
-use super::*;
-use crate::store::claims::ServerHeartbeat;
-use crate::store::claims::row_locks::{self, Claims, Taking};
+use crate::MysqlStore;
+use crate::Shape;
+use crate::connection::connect;
+use backlog_core::config::TableConfig;
+use backlog_core::record::Record;
+use backlog_core::record::Scalar;
+use backlog_core::store::BandQuery;
+use backlog_core::store::Cursor;
+use backlog_core::store::Heartbeat;
+use backlog_core::store::Held;
+use backlog_core::store::Holds;
+use backlog_core::store::Mark;
+use backlog_core::store::MarkWriter;
+use backlog_core::store::Page;
+use backlog_core::store::Store;
+use backlog_core::store::StoreError;
+use backlog_core::store::claims::ServerHeartbeat;
+use backlog_core::store::claims::row_locks::{self, Claims, Taking};
+use backlog_core::store::fault::retrying;
+use chrono::DateTime;
+use chrono::Utc;
+use mysql::prelude::Queryable;
 
 /// The claims of `owner` on the table (fields of a `MysqlStore`, borrowed beside its
 /// connection).
@@ -110,7 +129,7 @@ impl Holds for MysqlStore {
 
     fn release(&mut self, owner: &str) -> Result<(), StoreError> {
         retrying("releasing claims", || {
-            crate::store::claims::release(self.own("backlog_claims")?, owner)
+            backlog_core::store::claims::release(self.own("backlog_claims")?, owner)
         })
     }
 
@@ -155,11 +174,11 @@ impl Holds for MysqlStore {
     }
 
     fn holder(&mut self, record: &Record) -> Result<Option<Held>, StoreError> {
-        crate::store::claims::holder(self.own("backlog_claims")?, &record.id.to_string())
+        backlog_core::store::claims::holder(self.own("backlog_claims")?, &record.id.to_string())
     }
 
     fn holders(&mut self, records: &[&Record]) -> Result<Vec<Option<Held>>, StoreError> {
-        crate::store::claims::holders(self.own("backlog_claims")?, records)
+        backlog_core::store::claims::holders(self.own("backlog_claims")?, records)
     }
 
     fn held_counts(&mut self) -> Result<(u64, u64), StoreError> {

@@ -8,10 +8,10 @@ use std::time::Duration;
 use mysql::prelude::Queryable;
 use mysql::{Conn, OptsBuilder, SslOpts};
 
-use crate::store::StoreError;
-use crate::store::fault::{DbError, Fault, retrying};
-use crate::store::sql::{Sql, SqlError, Value, unquoted};
 use crate::url::{MysqlTls, MysqlUrl};
+use backlog_core::store::StoreError;
+use backlog_core::store::fault::{DbError, Fault, retrying};
+use backlog_core::store::sql::{Sql, SqlError, Value, unquoted};
 
 /// What every connection sets first: times in UTC (`NOW()`, and `TIMESTAMP` columns
 /// read and written in UTC), identifiers in double quotes and `||` as concatenation
@@ -44,7 +44,7 @@ pub(crate) fn describe_error(e: &mysql::Error) -> String {
         mysql::Error::DriverError(mysql::DriverError::ConnectTimeout) => {
             "the server did not answer in time (check the host, the port and the firewall)".into()
         }
-        other => crate::causes::chain(other),
+        other => backlog_core::causes::chain(other),
     }
 }
 
@@ -374,7 +374,7 @@ macro_rules! mysql_sql {
                 &mut self,
                 sql: &str,
                 params: &[Value],
-            ) -> Result<Vec<Vec<Option<crate::record::Scalar>>>, SqlError> {
+            ) -> Result<Vec<Vec<Option<backlog_core::record::Scalar>>>, SqlError> {
                 rows(&mut self.0, sql, params, crate::values::scalar)
             }
 

@@ -3,9 +3,14 @@
 
 use mysql::TxOpts;
 
-use super::*;
-use crate::store::claims::Beating;
-use crate::store::sql::Sql;
+use crate::connection::Mq;
+use crate::connection::connect;
+use crate::connection::my;
+use crate::url::MysqlUrl;
+use backlog_core::store::StoreError;
+use backlog_core::store::claims::Beating;
+use backlog_core::store::sql::Sql;
+use mysql::Conn;
 
 pub(super) struct MysqlBeat {
     pub(super) conn: Conn,

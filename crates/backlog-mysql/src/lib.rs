@@ -2,7 +2,7 @@
 //! PostgreSQL.
 //!
 //! Claims live in the tool's own claims table, with leases on the database's clock,
-//! for the reasons `store::claims` gives (a handler may run for minutes; a row lock lives
+//! for the reasons `backlog_core::store::claims` gives (a handler may run for minutes; a row lock lives
 //! as long as a connection a vanished host leaves open; the engine stays the same).
 //! Row locks are taken for a moment only: the transaction that claims a page locks the
 //! records it wants that are still pending (`FOR UPDATE SKIP LOCKED`, MySQL 8 and
@@ -22,25 +22,18 @@
 //! band's pages and records: `Reads`), `survey` (counts, the band's plan, the
 //! inserted-at values: `Survey`), `claims` (pages taken, claims, marks, kept failures:
 //! `Holds`), `heartbeat` (its connection; the renewal is every server's,
-//! `store::claims::ServerHeartbeat`); here, the store itself (the run log is opened as
-//! on every server, `store::claims::open_run`).
+//! `backlog_core::store::claims::ServerHeartbeat`); here, the store itself (the run log is opened as
+//! on every server, `backlog_core::store::claims::open_run`).
 
-// The core's modules under their names, so that `crate::config::…` reads as in the
-// core, where these files were written.
-use backlog_core::{causes, config, record, store, timestamp};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use mysql::Conn;
 use mysql::prelude::Queryable;
 
-use crate::config::TableConfig;
-use crate::record::{Record, Scalar};
-use crate::timestamp::TimestampFormat;
-use backlog_core::store::{
-    BandQuery, Cursor, Heartbeat, Held, Holds, Mark, MarkWriter, Page, QueryPlan, Range, Reads,
-    RunStart, Store, StoreError, Survey,
-};
+use backlog_core::config::TableConfig;
+use backlog_core::store::{Holds, Mark, MarkWriter, RunStart, Store, StoreError};
+use backlog_core::timestamp::TimestampFormat;
 
 mod claims;
 mod connection;
@@ -72,7 +65,7 @@ use values::IdKind;
 struct Shape {
     /// The table, quoted with its database: `"shop"."orders"`.
     table: String,
-    /// The table as the claim protocol writes it (`store::claims::row_locks`). Its
+    /// The table as the claim protocol writes it (`backlog_core::store::claims::row_locks`). Its
     /// rows are locked by id through the index that starts with the id when there is
     /// one (`FORCE INDEX`): on a small table the optimizer may read `id IN (…)` by
     /// scanning another index, and MariaDB then kept every row it scanned locked, not
@@ -153,7 +146,7 @@ impl MysqlStore {
             format: None,
             since_format: None,
             shape: None,
-            max_per_record: crate::config::HistoryConfig::default().max_per_record,
+            max_per_record: backlog_core::config::HistoryConfig::default().max_per_record,
         })
     }
 
@@ -204,7 +197,7 @@ impl Store for MysqlStore {
         self.max_per_record = run.history.max_per_record;
         let (prefix, table) = (self.prefix.clone(), self.table.name.clone());
         retrying("writing the run log", || {
-            crate::store::claims::open_run(&mut self.conn, &prefix, &table, run)
+            backlog_core::store::claims::open_run(&mut self.conn, &prefix, &table, run)
         })
     }
 

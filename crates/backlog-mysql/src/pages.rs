@@ -4,9 +4,22 @@
 use mysql::prelude::Queryable;
 
 use super::connection::placeholders;
-use super::*;
-use crate::record::{Columns, Statuses};
-use crate::store::quote;
+use crate::MysqlStore;
+use crate::Shape;
+use crate::connection::my;
+use crate::values;
+use backlog_core::record::Record;
+use backlog_core::record::Scalar;
+use backlog_core::record::{Columns, Statuses};
+use backlog_core::store::BandQuery;
+use backlog_core::store::Cursor;
+use backlog_core::store::Reads;
+use backlog_core::store::StoreError;
+use backlog_core::store::quote;
+use backlog_core::timestamp::TimestampFormat;
+use chrono::DateTime;
+use chrono::Utc;
+use std::sync::Arc;
 
 /// The clause that matches column `status` (quoted) of `t` with the statuses whose
 /// placeholders are `{list}`, exactly. A text column compares in its collation, which

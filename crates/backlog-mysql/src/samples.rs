@@ -3,10 +3,13 @@
 
 use mysql::prelude::Queryable;
 
-use super::*;
-use crate::record::Scalar;
-use crate::store::samples;
-use crate::timestamp::Sample;
+use crate::MysqlStore;
+use crate::connection::my;
+use crate::values;
+use backlog_core::record::Scalar;
+use backlog_core::store::StoreError;
+use backlog_core::store::samples;
+use backlog_core::timestamp::Sample;
 
 impl MysqlStore {
     /// The samples of a text or integer column (see `store::samples`), by the server's

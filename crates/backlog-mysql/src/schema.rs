@@ -4,12 +4,21 @@
 
 use mysql::prelude::Queryable;
 
-use super::*;
-use crate::store::quote;
-use crate::store::samples::{self, Typed};
-use crate::store::sql::Sql;
-use crate::store::tables;
-use crate::timestamp::FormatSetting;
+use crate::MysqlStore;
+use crate::Shape;
+use crate::connection::Mq;
+use crate::connection::my;
+use crate::values;
+use crate::values::IdKind;
+use backlog_core::store::StoreError;
+use backlog_core::store::claims::row_locks::Subject;
+use backlog_core::store::quote;
+use backlog_core::store::samples::{self, Typed};
+use backlog_core::store::sql::Sql;
+use backlog_core::store::tables;
+use backlog_core::timestamp::FormatSetting;
+use backlog_core::timestamp::TimestampFormat;
+use mysql::Conn;
 
 /// The tables' options: InnoDB for row locks and transactions, text compared byte for
 /// byte (`utf8mb4_bin`: ids `a` and `A` are two records).
@@ -135,7 +144,7 @@ impl MysqlStore {
         let table = format!("{}.{}", quote(&database), quote(&name));
         let (columns, unsigned) = self.columns(&database, &name)?;
         let names: Vec<String> = columns.iter().map(|c| c.0.clone()).collect();
-        let named = crate::store::columns::find(&self.table, &names)?;
+        let named = backlog_core::store::columns::find(&self.table, &names)?;
         let (id, status, inserted_at, retry) =
             (named.id, named.status, named.inserted_at, named.retry);
         let (ins_name, ins_type) = &columns[inserted_at];
@@ -359,7 +368,7 @@ impl tables::Ddl for MysqlDdl<'_> {
     }
 
     fn tables(&self) -> Vec<&'static tables::Table> {
-        crate::store::claims::tables()
+        backlog_core::store::claims::tables()
     }
 
     fn columns(&mut self, name: &str) -> Result<Option<Vec<String>>, StoreError> {

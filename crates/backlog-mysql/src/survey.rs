@@ -4,9 +4,18 @@
 
 use mysql::prelude::Queryable;
 
-use super::*;
-use crate::store::band_statuses;
-use crate::store::{index_name, quote};
+use crate::MysqlStore;
+use crate::connection::my;
+use crate::values;
+use backlog_core::record::Scalar;
+use backlog_core::store::QueryPlan;
+use backlog_core::store::Range;
+use backlog_core::store::StoreError;
+use backlog_core::store::Survey;
+use backlog_core::store::band_statuses;
+use backlog_core::store::{index_name, quote};
+use chrono::DateTime;
+use chrono::Utc;
 
 impl Survey for MysqlStore {
     fn count_by_status(&mut self, range: &Range) -> Result<Vec<(String, u64)>, StoreError> {
@@ -47,7 +56,7 @@ impl Survey for MysqlStore {
             params.extend(bounds.iter().cloned());
             let clause = format!("WHERE {status} AND {band} ORDER BY {ins} ASC LIMIT 1");
             let found = self.query_records(true, &clause, params)?.pop();
-            oldest = crate::store::earlier(oldest, found.and_then(|r| r.inserted_time));
+            oldest = backlog_core::store::earlier(oldest, found.and_then(|r| r.inserted_time));
         }
         Ok(oldest)
     }

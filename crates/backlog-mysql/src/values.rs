@@ -6,7 +6,7 @@ use chrono::{Datelike, NaiveDate, NaiveDateTime, Timelike};
 use mysql::Value as My;
 use serde_json::Value as Json;
 
-use crate::record::Scalar;
+use backlog_core::record::Scalar;
 
 /// How a table's ids are bound, and shown to handlers and people.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,9 +3,33 @@
 //! until their slot ends, and the heartbeat renews them from a connection of its own.
 
 use super::heartbeat::PgBeat;
-use super::*;
-use crate::store::claims::ServerHeartbeat;
-use crate::store::claims::row_locks::{self, Claims, Subject, Taking};
+use crate::Bound;
+use crate::PostgresStore;
+use crate::connection::connect;
+use crate::connection::pg;
+use crate::dialect::Pg;
+use backlog_core::record::Record;
+use backlog_core::record::Scalar;
+use backlog_core::store::BandQuery;
+use backlog_core::store::Cursor;
+use backlog_core::store::Heartbeat;
+use backlog_core::store::Held;
+use backlog_core::store::Holds;
+use backlog_core::store::KEPT_OWNER;
+use backlog_core::store::Mark;
+use backlog_core::store::MarkWriter;
+use backlog_core::store::Page;
+use backlog_core::store::Reads;
+use backlog_core::store::Store;
+use backlog_core::store::StoreError;
+use backlog_core::store::claims::ServerHeartbeat;
+use backlog_core::store::claims::row_locks::{self, Claims, Subject, Taking};
+use backlog_core::store::fault::retrying;
+use backlog_core::store::group_marks;
+use backlog_core::store::quote;
+use chrono::DateTime;
+use chrono::Utc;
+use postgres::types::ToSql;
 
 /// Seconds from now to `until`, for a lease measured on the database's clock.
 pub(super) fn lease_secs(until: DateTime<Utc>) -> f64 {
@@ -155,7 +179,7 @@ impl PostgresStore {
             written.extend(rows.iter().map(|r| r.get::<_, String>(0)));
         }
         let prefix = format!("{}.", self.schema);
-        crate::store::write_with_marks(
+        backlog_core::store::write_with_marks(
             &mut Pg(&mut tx),
             &prefix,
             &self.table.name,
@@ -312,7 +336,7 @@ impl Holds for PostgresStore {
 
     fn release(&mut self, owner: &str) -> Result<(), StoreError> {
         retrying("releasing claims", || {
-            crate::store::claims::release(self.own("backlog_claims")?, owner)
+            backlog_core::store::claims::release(self.own("backlog_claims")?, owner)
         })
     }
 
@@ -410,11 +434,11 @@ impl Holds for PostgresStore {
     }
 
     fn holder(&mut self, record: &Record) -> Result<Option<Held>, StoreError> {
-        crate::store::claims::holder(self.own("backlog_claims")?, &record.id.to_string())
+        backlog_core::store::claims::holder(self.own("backlog_claims")?, &record.id.to_string())
     }
 
     fn holders(&mut self, records: &[&Record]) -> Result<Vec<Option<Held>>, StoreError> {
-        crate::store::claims::holders(self.own("backlog_claims")?, records)
+        backlog_core::store::claims::holders(self.own("backlog_claims")?, records)
     }
 
     fn held_counts(&mut self) -> Result<(u64, u64), StoreError> {

@@ -1,8 +1,12 @@
 //! Connecting to PostgreSQL: TLS as the URL asks (rustls), and errors as one line
 //! that names the cause and never the password.
 
-use super::*;
-use crate::store::fault::{DbError, Fault};
+use crate::url::PostgresUrl;
+use backlog_core::store::StoreError;
+use backlog_core::store::fault::{DbError, Fault};
+use postgres::Client;
+use postgres::NoTls;
+use std::sync::Arc;
 
 /// A PostgreSQL error as one line: the server's message (and hint), or what happened
 /// to the connection. Never the URL, which may hold a password.
@@ -20,7 +24,7 @@ pub(crate) fn describe_error(e: &postgres::Error) -> String {
     if e.is_closed() {
         return "the connection to the server was lost".into();
     }
-    crate::causes::chain(e)
+    backlog_core::causes::chain(e)
 }
 
 /// A PostgreSQL error as the protocol reads it: its kind (a deadlock is 40P01, a
@@ -86,6 +90,10 @@ pub(super) fn connect_error(e: &postgres::Error) -> StoreError {
         _ if e.to_string() == "timeout waiting for server" => {
             "the server did not answer in time (check the host, the port and the firewall)"
                 .to_string()
+        }
+        // With several hosts the client reports the last one's error only.
+        _ if describe_error(e).ends_with("database does not allow writes") => {
+            "the last host tried is read-only, and target_session_attrs=read-write asks for one that takes writes (is the primary up, and among the URL's hosts?)".to_string()
         }
         _ if describe_error(e).ends_with("password missing") => {
             "the server asks for a password and none was given (put it in database.password_file, PGPASSWORD or the URL)".to_string()
@@ -233,7 +241,9 @@ fn tls_config(url: &PostgresUrl) -> Result<rustls::ClientConfig, String> {
 }
 
 /// Opens a connection, with TLS unless the URL says `sslmode=disable` (the default,
-/// `prefer`, uses TLS when the server offers it, as libpq does).
+/// `prefer`, uses TLS when the server offers it, as libpq does). Of several hosts the
+/// client takes the first that connects, in the URL's order (`load_balance_hosts=random`:
+/// shuffled), and with `target_session_attrs=read-write` the first that takes writes.
 pub(super) fn connect(url: &PostgresUrl) -> Result<Client, StoreError> {
     let result = if url.config.get_ssl_mode() == postgres::config::SslMode::Disable {
         url.config.connect(NoTls)

@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, SecondsFormat, Utc};
 
-use crate::store::sql::{Sql, SqlError, Value, unquoted};
+use backlog_core::store::sql::{Sql, SqlError, Value, unquoted};
 
 /// PostgreSQL numbers its placeholders `$1` (see `sql::unquoted`).
 fn dollars(sql: &str) -> String {

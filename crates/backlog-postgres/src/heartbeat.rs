@@ -1,9 +1,14 @@
 //! The heartbeat's connection on PostgreSQL (see `store::claims::ServerHeartbeat`): one
 //! of its own, opened again when the server dropped it.
 
-use super::*;
-use crate::store::claims::Beating;
-use crate::store::sql::Sql;
+use crate::connection::connect;
+use crate::connection::pg;
+use crate::dialect::Pg;
+use crate::url::PostgresUrl;
+use backlog_core::store::StoreError;
+use backlog_core::store::claims::Beating;
+use backlog_core::store::sql::Sql;
+use postgres::Client;
 
 /// The heartbeat's connection on PostgreSQL (see `store::claims::ServerHeartbeat`).
 pub(super) struct PgBeat {

@@ -2,7 +2,7 @@
 //!
 //! Claims live in the tool's own claims table, with leases; why a table, and not row
 //! locks held for the handler's time, advisory locks or an unlogged table:
-//! `store::claims`.
+//! `backlog_core::store::claims`.
 //!
 //! So a claim costs one row written and deleted; what keeps that cheap is doing it a
 //! page at a time. A page is taken in one short transaction: a statement that reads
@@ -30,25 +30,16 @@
 //! `pages` (the band's pages and records: `Reads`), `survey` (counts, the band's plan, the
 //! inserted-at values: `Survey`), `claims` (pages taken, claims, marks, kept failures, the
 //! heartbeat's connection: `Holds`; the renewal is every server's,
-//! `store::claims::ServerHeartbeat`), `runs` (the run log); here, the store itself.
-
-// The core's modules under their names, so that `crate::config::…` reads as in the
-// core, where these files were written.
-use backlog_core::{causes, config, record, store, timestamp};
-use std::sync::Arc;
+//! `backlog_core::store::claims::ServerHeartbeat`), `runs` (the run log); here, the store itself.
 
 use chrono::{DateTime, Utc};
 use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
-use postgres::{Client, NoTls, Statement};
-use serde_json::Value;
+use postgres::{Client, Statement};
 
-use crate::config::TableConfig;
-use crate::record::{Record, Scalar, Statuses};
-use crate::timestamp::{FormatSetting, Sample, TimestampFormat};
-use backlog_core::store::{
-    BandQuery, Cursor, Heartbeat, Held, Holds, Mark, MarkWriter, Page, QueryPlan, Range, Reads,
-    RunStart, Store, StoreError, Survey, group_marks, index_name, quote,
-};
+use backlog_core::config::TableConfig;
+use backlog_core::record::Scalar;
+use backlog_core::store::{Holds, Mark, MarkWriter, RunStart, Store, StoreError, quote};
+use backlog_core::timestamp::TimestampFormat;
 
 mod claims;
 mod connection;
@@ -72,11 +63,9 @@ pub fn install() {
     backlog_core::store::driver::install(&Postgres);
 }
 
-use backlog_core::store::KEPT_OWNER;
 use backlog_core::store::fault::retrying;
 pub(crate) use connection::db_error;
 use connection::{connect, pg};
-use pages::select_records;
 
 /// A bound for the inserted-at column, converted to the column's own type.
 #[derive(Debug, Clone, Copy)]
@@ -181,7 +170,7 @@ pub struct PostgresStore {
     pages_by_status: bool,
     /// Whether the same index, on (status, inserted-at) with none on inserted-at, is
     /// how a sample of the band's statuses is read, whatever the pending statuses
-    /// (`store::band_statuses`).
+    /// (`backlog_core::store::band_statuses`).
     statuses_by_index: bool,
     /// The server plans a statement with its parameters' values on request
     /// (`plan_cache_mode`, PostgreSQL 12 and later; see `claims::write_marks`).
@@ -204,7 +193,7 @@ impl PostgresStore {
             format: None,
             since_format: None,
             prepared: None,
-            max_per_record: crate::config::HistoryConfig::default().max_per_record,
+            max_per_record: backlog_core::config::HistoryConfig::default().max_per_record,
             pages_by_status: false,
             statuses_by_index: false,
             custom_plans: version >= 120_000,

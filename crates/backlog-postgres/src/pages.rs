@@ -1,8 +1,23 @@
 //! Reading the band on PostgreSQL: page queries, rows into records, and the reads
 //! `status` and `show` make.
 
-use super::*;
-
+use crate::Bound;
+use crate::PostgresStore;
+use crate::connection::pg;
+use backlog_core::record::Record;
+use backlog_core::record::Scalar;
+use backlog_core::record::Statuses;
+use backlog_core::store::BandQuery;
+use backlog_core::store::Cursor;
+use backlog_core::store::Reads;
+use backlog_core::store::StoreError;
+use backlog_core::timestamp::TimestampFormat;
+use chrono::DateTime;
+use chrono::Utc;
+use postgres::Statement;
+use postgres::types::ToSql;
+use serde_json::Value;
+use std::sync::Arc;
 /// The select list `records` reads, on the table aliased `t`: the row as JSON, the id
 /// and status as text, and the inserted-at value in the type `format` decodes.
 pub(super) fn select_records(
@@ -96,7 +111,7 @@ impl PostgresStore {
                 let inserted_time = format.decode(&inserted_at);
                 let binary: Option<Arc<[bool]>> = (!bytea.is_empty())
                     .then(|| columns.keys().map(|name| bytea.contains(name)).collect());
-                let columns = crate::record::Columns::from(columns);
+                let columns = backlog_core::record::Columns::from(columns);
                 Ok(Record::new(
                     match id.parse() {
                         Ok(n) if int_id => Scalar::Int(n),

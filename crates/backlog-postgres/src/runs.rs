@@ -1,8 +1,10 @@
 //! The run log on PostgreSQL: whether it is there, and a tick's row opened as on
 //! every server (`store::claims::open_run`).
 
-use super::*;
-
+use crate::PostgresStore;
+use crate::connection::pg;
+use backlog_core::store::RunStart;
+use backlog_core::store::StoreError;
 impl PostgresStore {
     pub(super) fn has_run_log(&mut self) -> Result<bool, StoreError> {
         let runs = format!("{}.backlog_runs", self.schema);
@@ -17,6 +19,6 @@ impl PostgresStore {
         self.max_per_record = run.history.max_per_record;
         let prefix = format!("{}.", self.schema);
         let table = self.table.name.clone();
-        crate::store::claims::open_run(&mut self.client, &prefix, &table, run)
+        backlog_core::store::claims::open_run(&mut self.client, &prefix, &table, run)
     }
 }

@@ -2,10 +2,18 @@
 //! learns of the user's table before it starts: its name on the search path, its
 //! columns and their types, the inserted-at format, the prepared statements.
 
-use super::*;
-use crate::store::samples::Typed;
-use crate::store::sql::Sql;
-use crate::store::{claims, samples, tables};
+use crate::Column;
+use crate::PostgresStore;
+use crate::connection::pg;
+use crate::dialect::Pg;
+use backlog_core::store::StoreError;
+use backlog_core::store::quote;
+use backlog_core::store::samples::Typed;
+use backlog_core::store::sql::Sql;
+use backlog_core::store::{claims, samples, tables};
+use backlog_core::timestamp::FormatSetting;
+use backlog_core::timestamp::Sample;
+use backlog_core::timestamp::TimestampFormat;
 
 /// The key of the advisory lock that serialises the creation of the tool's tables, so
 /// that eight runners starting at once on a new database do not race their DDL.
@@ -146,7 +154,7 @@ impl PostgresStore {
         let (oid, table) = self.resolve_table()?;
         let columns = self.columns(oid)?;
         let names: Vec<String> = columns.iter().map(|c| c.0.clone()).collect();
-        let named = crate::store::columns::find(&self.table, &names)?;
+        let named = backlog_core::store::columns::find(&self.table, &names)?;
         let [id, status, inserted_at] =
             [named.id, named.status, named.inserted_at].map(|i| columns[i].clone());
         let retry = named

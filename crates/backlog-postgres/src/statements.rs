@@ -2,8 +2,17 @@
 //! columns: the band's pages, read and taken, the claims, and the marks; prepared on
 //! the tick's connection, those on the tool's own tables once they exist.
 
-use super::*;
-
+use crate::Column;
+use crate::Own;
+use crate::OwnSql;
+use crate::PostgresStore;
+use crate::Prepared;
+use crate::connection::pg;
+use crate::pages::select_records;
+use backlog_core::store::StoreError;
+use backlog_core::store::quote;
+use backlog_core::timestamp::TimestampFormat;
+use postgres::types::Type;
 impl PostgresStore {
     pub(super) fn prepare(
         &mut self,
@@ -160,7 +169,7 @@ fn mark_statements(
     claims: &str,
     table: &str,
     (id, status, ins): (&Column, &Column, &str),
-    retry: Option<&crate::config::RetryConfig>,
+    retry: Option<&backlog_core::config::RetryConfig>,
 ) -> ([String; 2], String) {
     let (idq, idt) = (&id.quoted, &id.sql_type);
     let (st, stt) = (&status.quoted, &status.sql_type);

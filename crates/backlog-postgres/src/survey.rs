@@ -2,8 +2,21 @@
 //! status, how the server plans the band query, and the inserted-at column's distinct
 //! values, a page at a time.
 
-use super::*;
-use crate::store::band_statuses;
+use crate::Bound;
+use crate::PostgresStore;
+use crate::connection::pg;
+use backlog_core::record::Record;
+use backlog_core::record::Scalar;
+use backlog_core::store::QueryPlan;
+use backlog_core::store::Range;
+use backlog_core::store::StoreError;
+use backlog_core::store::Survey;
+use backlog_core::store::band_statuses;
+use backlog_core::store::index_name;
+use backlog_core::store::quote;
+use chrono::DateTime;
+use chrono::Utc;
+use postgres::types::ToSql;
 
 impl Survey for PostgresStore {
     fn count_by_status(&mut self, range: &Range) -> Result<Vec<(String, u64)>, StoreError> {
@@ -48,7 +61,7 @@ impl Survey for PostgresStore {
             let mut params: Vec<&(dyn ToSql + Sync)> = vec![status];
             params.extend(bounds.iter().map(|b| b as &(dyn ToSql + Sync)));
             let found = self.query_records(&clause, &params)?.pop();
-            oldest = crate::store::earlier(oldest, found.and_then(|r| r.inserted_time));
+            oldest = backlog_core::store::earlier(oldest, found.and_then(|r| r.inserted_time));
         }
         Ok(oldest)
     }

@@ -1,14 +1,18 @@
-//! A `postgres://` (or `postgresql://`) URL, read as libpq reads one: the parts
-//! percent-decoded once, the query's parameters handed to the driver, libpq's
-//! `verify-ca` / `verify-full` taken out for the store to check, and the password
-//! settled from the URL, `database.password_file` or `PGPASSWORD`. Nothing here prints
-//! a password: what is shown is `PostgresUrl::shown`.
+//! A `postgres://` (or `postgresql://`) URL. `postgres::Config` reads it as libpq
+//! does: each part percent-decoded once (`+` stays a plus), libpq's parameters in the
+//! query, several hosts (`h1:5432,h2:5433`) tried in order. Here is what it lacks:
+//! libpq's `verify-ca` / `verify-full` for the store to check over rustls, a few places
+//! where it reads a URL otherwise than libpq (`read_url`), the password from
+//! `database.password_file` or `PGPASSWORD`, the tool's defaults, and
+//! `PostgresUrl::shown`, the URL without its password: nothing here prints one.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use backlog_core::config::server_url::{ENCODE, not_utf8, query_pairs, read_password_file};
+use backlog_core::config::server_url::{ENCODE, not_utf8, read_password_file};
+use percent_encoding::{NON_ALPHANUMERIC, percent_decode_str, percent_encode};
+use postgres::config::Host;
 
 /// A PostgreSQL connection, with its password resolved from wherever it came. Only
 /// `shown` (the URL without its password) is ever printed: the `Debug` and `Display`
@@ -19,7 +23,7 @@ pub struct PostgresUrl {
     /// The settings the driver connects with, password included: never print it (`shown`
     /// is for messages).
     pub config: postgres::Config,
-    /// `postgres://user@host:port/dbname?sslmode=…`, never with the password.
+    /// `postgres://user@host:port,host:port/dbname?sslmode=…`, never with the password.
     pub shown: String,
     /// With `sslmode=verify-ca` or `verify-full`: the server's certificate must chain to
     /// these roots.
@@ -51,36 +55,36 @@ impl fmt::Debug for PostgresUrl {
     }
 }
 
+/// How a URL is written, for messages.
+const EXAMPLE: &str = "write it like \"postgres://user@host:5432/dbname?sslmode=require\"";
+
 /// Parses a `postgres://` URL and settles its password: in the URL, or from
 /// `database.password_file`, or from `PGPASSWORD`, in that order, as libpq does with
-/// its URL and environment. Messages never repeat the URL, which may hold a password.
+/// its URL and environment. Messages never repeat the URL, which may hold a password
+/// (the client's own name an option, never its value).
 pub fn resolve_postgres(
     url: &str,
     password_file: Option<&Path>,
     env_password: Option<String>,
 ) -> Result<PostgresUrl, String> {
-    let (conninfo, verify) = conninfo(url)?;
-    let mut config: postgres::Config = conninfo.parse().map_err(|e| {
-        format!("database.url is not a valid PostgreSQL URL ({}); write it like \"postgres://user@host:5432/dbname?sslmode=require\"", crate::causes::chain(&e))
-    })?;
-    if config.get_hosts().is_empty() {
-        return Err(
-            "database.url names no host; write it like \"postgres://user@host:5432/dbname\"".into(),
-        );
-    }
-    match (config.get_password().is_some(), password_file) {
-        (true, Some(_)) => {
+    let (mut config, verify) = read_url(url)?;
+    check_hosts(&config)?;
+    match (config.get_password(), password_file) {
+        (Some(password), _) if std::str::from_utf8(password).is_err() => {
+            return Err(not_utf8("password"));
+        }
+        (Some(_), Some(_)) => {
             return Err("database.url holds a password and database.password_file is set too; keep one (the file is the safer)".into());
         }
-        (false, Some(file)) => {
+        (None, Some(file)) => {
             config.password(read_password_file(file)?);
         }
-        (false, None) => {
+        (None, None) => {
             if let Some(password) = env_password.filter(|p| !p.is_empty()) {
                 config.password(password);
             }
         }
-        (true, None) => {}
+        (Some(_), None) => {}
     }
     if config.get_application_name().is_none() {
         config.application_name("backlog");
@@ -92,15 +96,7 @@ pub fn resolve_postgres(
     // minute instead of the kernel's two hours.
     config.keepalives_idle(Duration::from_secs(30));
     config.tcp_user_timeout(Duration::from_secs(60));
-    let mut shown = show_postgres(&config);
-    if let Some(v) = &verify {
-        let mode = if v.check_name {
-            "verify-full"
-        } else {
-            "verify-ca"
-        };
-        shown = shown.replace("sslmode=require", &format!("sslmode={mode}"));
-    }
+    let shown = show_postgres(&config, verify.as_ref());
     Ok(PostgresUrl {
         shown,
         config,
@@ -108,64 +104,67 @@ pub fn resolve_postgres(
     })
 }
 
-/// Reads a `postgres://` URL with the `url` crate and writes it out as libpq's
-/// `key='value'` connection string, every part percent-decoded once (`+` stays a plus,
-/// as libpq reads it, in the password and in the query alike). libpq's
-/// `sslmode=verify-ca|verify-full` and `sslrootcert` are taken out (the PostgreSQL
-/// client library knows neither): the connection then requires TLS, and the store
-/// checks the certificate against the roots.
-fn conninfo(text: &str) -> Result<(String, Option<Verify>), String> {
-    let url = url::Url::parse(text).map_err(|e| {
-        let hint = if text.split('?').next().unwrap_or("").contains(',') {
-            "several hosts go in the query: postgres://user@/dbname?host=h1,h2&port=5432,5433"
-                .to_string()
-        } else {
-            ENCODE.to_string()
-        };
-        format!("database.url is not a valid PostgreSQL URL ({e}); {hint}")
-    })?;
-    let decode = |key: &str, part: &str| {
-        percent_encoding::percent_decode_str(part)
-            .decode_utf8()
-            .map(|d| d.into_owned())
-            .map_err(|_| not_utf8(key))
+/// The URL read by `postgres::Config` as libpq reads it, and the check of the
+/// certificate it cannot express. Three things the client reads otherwise: an `@`
+/// after the first `/` ends no user name (it is encoded); `?host=h1,h2` is a list (it
+/// becomes `host=h1&host=h2`); `sslmode=verify-ca|verify-full` and `sslrootcert` are
+/// libpq's only (taken out: the connection then requires TLS, the store checks the
+/// certificate). Hosts before the path and in the query are refused: libpq lets the
+/// query's replace them, the client adds them up.
+fn read_url(url: &str) -> Result<(postgres::Config, Option<Verify>), String> {
+    let Some((scheme, rest)) = ["postgres://", "postgresql://"]
+        .into_iter()
+        .find_map(|scheme| Some((scheme, url.strip_prefix(scheme)?)))
+    else {
+        return Err(format!(
+            "database.url is not a valid PostgreSQL URL; {EXAMPLE}"
+        ));
     };
-    let mut pairs: Vec<(String, String)> = Vec::new();
-    if !url.username().is_empty() {
-        pairs.push(("user".into(), decode("user name", url.username())?));
-    }
-    if let Some(password) = url.password() {
-        pairs.push(("password".into(), decode("password", password)?));
-    }
-    match url.host() {
-        None => {}
-        Some(url::Host::Domain("")) => {}
-        // A socket folder: `postgres://%2Fvar%2Frun%2Fpostgresql/db`.
-        Some(url::Host::Domain(name)) => pairs.push(("host".into(), decode("host", name)?)),
-        Some(url::Host::Ipv4(ip)) => pairs.push(("host".into(), ip.to_string())),
-        Some(url::Host::Ipv6(ip)) => pairs.push(("host".into(), ip.to_string())),
-    }
-    if let Some(port) = url.port() {
-        pairs.push(("port".into(), port.to_string()));
-    }
-    let dbname = url.path().trim_start_matches('/');
-    if !dbname.is_empty() {
-        pairs.push(("dbname".into(), decode("database name", dbname)?));
-    }
-    let mut mode = None;
-    let mut root = None;
-    for (key, value) in query_pairs(&url)? {
-        // Keys are written bare into the connection string: only a name is one.
-        if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return Err(format!(
-                "database.url: {key:?} in the query is not a connection parameter; write parameters like ?sslmode=require&connect_timeout=5"
-            ));
+    let rest = match (rest.find('@'), rest.find('/')) {
+        (Some(at), Some(slash)) if slash < at => rest.replace('@', "%40"),
+        _ => rest.to_string(),
+    };
+    let hosts_at = rest.find('@').map_or(0, |at| at + 1);
+    let (head, query) = match rest[hosts_at..].find('?') {
+        Some(q) => (&rest[..hosts_at + q], Some(&rest[hosts_at + q + 1..])),
+        None => (rest.as_str(), None),
+    };
+    let (mut parts, mut mode, mut root, mut hosts_in_query) = (vec![], None, None, false);
+    for part in query.into_iter().flat_map(|q| q.split('&')) {
+        let Some((key, value)) = part.split_once('=') else {
+            parts.push(part.into()); // the client refuses it
+            continue;
+        };
+        let value = percent_decode_str(value);
+        match percent_decode_str(key).decode_utf8_lossy().as_ref() {
+            "sslmode" => {
+                let wanted = value.decode_utf8_lossy();
+                if wanted == "verify-ca" || wanted == "verify-full" {
+                    mode = Some(wanted.into_owned());
+                    parts.push("sslmode=require".into());
+                } else {
+                    mode = None; // the last one counts, as in libpq
+                    parts.push(part.into());
+                }
+            }
+            "sslrootcert" => {
+                let path = value.decode_utf8().map_err(|_| not_utf8("sslrootcert"))?;
+                root = Some(path.into_owned());
+            }
+            "host" => {
+                hosts_in_query = true;
+                for name in value.collect::<Vec<u8>>().split(|b| *b == b',') {
+                    parts.push(format!("host={}", percent_encode(name, NON_ALPHANUMERIC)));
+                }
+            }
+            key => {
+                hosts_in_query |= key == "port";
+                parts.push(part.into());
+            }
         }
-        match (key.as_str(), value.as_str()) {
-            ("sslmode", "verify-ca" | "verify-full") => mode = Some(value),
-            ("sslrootcert", _) => root = Some(value),
-            _ => pairs.push((key, value)),
-        }
+    }
+    if hosts_in_query && !matches!(head[hosts_at..].chars().next(), None | Some('/')) {
+        return Err("database.url names hosts before the path and ?host= or ?port= too; write each host with its port before the path, like postgres://user@h1:5432,h2:5433/dbname".into());
     }
     let verify = match (mode, root) {
         (None, Some(_)) => {
@@ -173,7 +172,6 @@ fn conninfo(text: &str) -> Result<(String, Option<Verify>), String> {
         }
         (None, None) => None,
         (Some(mode), root) => {
-            pairs.push(("sslmode".into(), "require".into()));
             let root_cert = match root {
                 Some(path) => PathBuf::from(path),
                 None => std::env::var_os("HOME")
@@ -186,29 +184,60 @@ fn conninfo(text: &str) -> Result<(String, Option<Verify>), String> {
             })
         }
     };
-    let conninfo: Vec<String> = pairs
-        .iter()
-        .map(|(k, v)| format!("{k}='{}'", v.replace('\\', "\\\\").replace('\'', "\\'")))
-        .collect();
-    Ok((conninfo.join(" "), verify))
+    let query = query
+        .map(|_| format!("?{}", parts.join("&")))
+        .unwrap_or_default();
+    let config = format!("{scheme}{head}{query}").parse().map_err(|e| {
+        // The client reads the query last: if the rest reads, the query is at fault;
+        // else most likely a user name or password is not encoded.
+        let hint = match format!("{scheme}{head}").parse::<postgres::Config>() {
+            Ok(_) => EXAMPLE,
+            Err(_) => ENCODE,
+        };
+        let cause = backlog_core::causes::chain(&e);
+        format!("database.url is not a valid PostgreSQL URL ({cause}); {hint}")
+    })?;
+    Ok((config, verify))
 }
 
-/// The connection as `postgres://user@host:port/dbname?sslmode=…`, without the password.
-fn show_postgres(config: &postgres::Config) -> String {
-    use postgres::config::{Host, SslMode};
+/// A URL with no host, or with an `@` of its password read as part of a host (and so
+/// shown), is refused now rather than when connecting.
+fn check_hosts(config: &postgres::Config) -> Result<(), String> {
+    let hosts = config.get_hosts();
+    if hosts.is_empty() {
+        return Err(
+            "database.url names no host; write it like \"postgres://user@host:5432/dbname\"".into(),
+        );
+    }
+    if hosts
+        .iter()
+        .any(|h| matches!(h, Host::Tcp(name) if name.contains('@')))
+    {
+        return Err(format!(
+            "database.url has an @ after the user name and password; {ENCODE}"
+        ));
+    }
+    Ok(())
+}
+
+/// The connection as `postgres://user@host:port,…/dbname?sslmode=…`, without the
+/// password: each host with the port it is reached on.
+fn show_postgres(config: &postgres::Config, verify: Option<&Verify>) -> String {
+    use postgres::config::SslMode;
+    let ports = config.get_ports();
     let hosts: Vec<String> = config
         .get_hosts()
         .iter()
         .enumerate()
         .map(|(i, h)| {
             let host = match h {
+                Host::Tcp(name) if name.contains(':') => format!("[{name}]"),
                 Host::Tcp(name) => name.clone(),
-                Host::Unix(path) => path.display().to_string(),
+                // As written in a URL: `%2Fvar%2Frun%2Fpostgresql`.
+                Host::Unix(path) => path.display().to_string().replace('/', "%2F"),
             };
-            match config.get_ports().get(i).or(config.get_ports().first()) {
-                Some(port) => format!("{host}:{port}"),
-                None => host,
-            }
+            let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+            format!("{host}:{port}")
         })
         .collect();
     let user = config
@@ -216,9 +245,11 @@ fn show_postgres(config: &postgres::Config) -> String {
         .map(|u| format!("{u}@"))
         .unwrap_or_default();
     let dbname = config.get_dbname().unwrap_or("");
-    let ssl = match config.get_ssl_mode() {
-        SslMode::Disable => "?sslmode=disable",
-        SslMode::Require => "?sslmode=require",
+    let ssl = match (verify, config.get_ssl_mode()) {
+        (Some(v), _) if v.check_name => "?sslmode=verify-full",
+        (Some(_), _) => "?sslmode=verify-ca",
+        (None, SslMode::Disable) => "?sslmode=disable",
+        (None, SslMode::Require) => "?sslmode=require",
         _ => "",
     };
     format!("postgres://{user}{}/{dbname}{ssl}", hosts.join(","))
@@ -227,7 +258,7 @@ fn show_postgres(config: &postgres::Config) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::DatabaseUrl;
+    use backlog_core::config::DatabaseUrl;
 
     /// A password with `%40` or `+` and a root certificate path with `%2F` or `%20`
     /// come out as written before they were encoded.
@@ -276,7 +307,7 @@ mod tests {
             let pg = resolve_postgres(url, None, None).unwrap();
             assert_eq!(pg.config.get_password(), Some(password.as_bytes()), "{url}");
             assert_eq!(pg.config.get_user(), Some("app"), "{url}");
-            assert_eq!(pg.shown, "postgres://app@db/shop", "{url}");
+            assert_eq!(pg.shown, "postgres://app@db:5432/shop", "{url}");
         }
     }
 
@@ -305,6 +336,10 @@ mod tests {
             socket.config.get_hosts(),
             [Host::Unix("/var/run/postgresql".into())]
         );
+        assert_eq!(
+            socket.shown,
+            "postgres://%2Fvar%2Frun%2Fpostgresql:5432/shop"
+        );
         let in_query =
             resolve_postgres("postgres:///shop?host=h1,h2&port=5432,5433", None, None).unwrap();
         assert_eq!(in_query.shown, "postgres://h1:5432,h2:5433/shop");
@@ -316,11 +351,11 @@ mod tests {
         for (url, expected) in [
             (
                 "postgres://app:se/cret@db/shop",
-                "database.url is not a valid PostgreSQL URL (invalid port number); percent-encode @ : / # ? in the user name and password (@ as %40, : as %3A, / as %2F, # as %23, ? as %3F)",
+                "database.url is not a valid PostgreSQL URL (invalid connection string: invalid value for option `port`); percent-encode @ : / # ? in the user name and password (@ as %40, : as %3A, / as %2F, # as %23, ? as %3F)",
             ),
             (
-                "postgres://app:secret@db:5432,db2:5432/shop",
-                "database.url is not a valid PostgreSQL URL (invalid port number); several hosts go in the query: postgres://user@/dbname?host=h1,h2&port=5432,5433",
+                "postgres://app:se@cret@db/shop",
+                "database.url has an @ after the user name and password; percent-encode @ : / # ? in the user name and password (@ as %40, : as %3A, / as %2F, # as %23, ? as %3F)",
             ),
             (
                 "postgres://app:secret@db/shop?sslmode=sometimes",
@@ -328,7 +363,19 @@ mod tests {
             ),
             (
                 "postgres://app:secret@db/shop?x%27%20password=y",
-                "database.url: \"x' password\" in the query is not a connection parameter; write parameters like ?sslmode=require&connect_timeout=5",
+                "database.url is not a valid PostgreSQL URL (invalid connection string: unknown option `x' password`); write it like \"postgres://user@host:5432/dbname?sslmode=require\"",
+            ),
+            (
+                "postgres://app:secret@db/shop?target_session_attrs=primary",
+                "database.url is not a valid PostgreSQL URL (invalid connection string: invalid value for option `target_session_attrs`); write it like \"postgres://user@host:5432/dbname?sslmode=require\"",
+            ),
+            (
+                "postgres://app:secret@db/shop?port=6432",
+                "database.url names hosts before the path and ?host= or ?port= too; write each host with its port before the path, like postgres://user@h1:5432,h2:5433/dbname",
+            ),
+            (
+                "postgres://app:secret@/shop",
+                "database.url names no host; write it like \"postgres://user@host:5432/dbname\"",
             ),
             (
                 "postgres://app:secret%FF@db/shop",
@@ -376,6 +423,112 @@ mod tests {
             err.ends_with("is empty; write the password on its first line"),
             "{err}"
         );
+    }
+
+    /// Several hosts, before the path as libpq writes them or in `?host=`, are tried in
+    /// order; `target_session_attrs=read-write` passes over those that refuse writes.
+    #[test]
+    fn several_hosts_are_read_in_either_place() {
+        use postgres::config::{Host, LoadBalanceHosts, TargetSessionAttrs};
+        let tcp = |names: &[&str]| -> Vec<Host> {
+            names.iter().map(|n| Host::Tcp(n.to_string())).collect()
+        };
+        let pg = resolve_postgres(
+            "postgres://h1,h2/db?target_session_attrs=read-write",
+            None,
+            None,
+        )
+        .unwrap();
+        assert_eq!(pg.config.get_hosts(), tcp(&["h1", "h2"]));
+        assert_eq!(pg.config.get_ports(), [5432, 5432]);
+        assert_eq!(
+            pg.config.get_target_session_attrs(),
+            TargetSessionAttrs::ReadWrite
+        );
+        assert_eq!(pg.shown, "postgres://h1:5432,h2:5432/db");
+        // The form the conninfo text refused ("invalid port number").
+        let pg =
+            resolve_postgres("postgres://app:secret@db:5432,db2:5433/shop", None, None).unwrap();
+        assert_eq!(pg.config.get_hosts(), tcp(&["db", "db2"]));
+        assert_eq!(pg.config.get_ports(), [5432, 5433]);
+        assert_eq!(pg.config.get_password(), Some(&b"secret"[..]));
+        assert_eq!(pg.shown, "postgres://app@db:5432,db2:5433/shop");
+        let pg = resolve_postgres(
+            "postgresql://[::1]:6432,[fe80::1],db.internal/x?load_balance_hosts=random",
+            None,
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            pg.config.get_hosts(),
+            tcp(&["::1", "fe80::1", "db.internal"])
+        );
+        assert_eq!(pg.config.get_ports(), [6432, 5432, 5432]);
+        assert_eq!(pg.config.get_load_balance_hosts(), LoadBalanceHosts::Random);
+        assert_eq!(
+            pg.shown,
+            "postgres://[::1]:6432,[fe80::1]:5432,db.internal:5432/x"
+        );
+        // In the query, a list as libpq reads it (the client alone would look up one
+        // name "h1,h2"), sockets among them.
+        let pg = resolve_postgres(
+            "postgres://app@/shop?host=%2Fvar%2Frun%2Fpostgresql,h2%2Ch3&port=5432,5433,5434",
+            None,
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            pg.config.get_hosts(),
+            [
+                Host::Unix("/var/run/postgresql".into()),
+                Host::Tcp("h2".into()),
+                Host::Tcp("h3".into())
+            ]
+        );
+        assert_eq!(
+            pg.shown,
+            "postgres://app@%2Fvar%2Frun%2Fpostgresql:5432,h2:5433,h3:5434/shop"
+        );
+        // verify-full checks each host's certificate against its own name.
+        let pg = resolve_postgres(
+            "postgres://h1,h2/db?sslmode=verify-full&sslrootcert=r.crt",
+            None,
+            None,
+        )
+        .unwrap();
+        assert!(pg.verify.unwrap().check_name);
+        assert_eq!(
+            pg.shown,
+            "postgres://h1:5432,h2:5432/db?sslmode=verify-full"
+        );
+    }
+
+    /// An `@` after the path is no end of a user name and password, as in libpq: it
+    /// stays in the value, and a password in the query is not shown as a user name.
+    #[test]
+    fn an_at_sign_after_the_path_is_part_of_the_value() {
+        let pg = resolve_postgres(
+            "postgres://db/shop?password=secret&application_name=job@web1",
+            None,
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            pg.config.get_hosts(),
+            [postgres::config::Host::Tcp("db".into())]
+        );
+        assert_eq!(pg.config.get_user(), None);
+        assert_eq!(pg.config.get_application_name(), Some("job@web1"));
+        assert_eq!(pg.shown, "postgres://db:5432/shop");
+        // The last sslmode counts: a verify mode given before another is dropped.
+        let pg = resolve_postgres(
+            "postgres://db/shop?sslmode=verify-ca&sslmode=disable",
+            None,
+            None,
+        )
+        .unwrap();
+        assert_eq!(pg.verify, None);
+        assert_eq!(pg.shown, "postgres://db:5432/shop?sslmode=disable");
     }
 
     #[test]

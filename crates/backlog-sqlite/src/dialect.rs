@@ -1,8 +1,8 @@
 //! SQLite's side of the statements the backends share (`store::sql`): it runs them as
 //! written, `?1` placeholders and all.
 
-use crate::record::Scalar;
-use crate::store::sql::{Sql, SqlError, Value};
+use backlog_core::record::Scalar;
+use backlog_core::store::sql::{Sql, SqlError, Value};
 
 /// A connection as the shared statements see it (`Sql` is the core's trait, the
 /// connection rusqlite's: a type of this crate must stand between them).

@@ -2,9 +2,33 @@
 //! page, renewed by the heartbeat, checked by every mark; failures kept until their
 //! slot ends; what `retry`, `show` and the metrics ask of them.
 
-use super::*;
-use crate::store::sql::numbered;
-use crate::store::tables::Table;
+use crate::Bind;
+use crate::SCATTERED;
+use crate::SqliteStore;
+use crate::connect;
+use crate::db;
+use crate::dialect::LiteRef;
+use crate::takeover;
+use backlog_core::record::Record;
+use backlog_core::store::BandQuery;
+use backlog_core::store::Cursor;
+use backlog_core::store::Heartbeat;
+use backlog_core::store::Holds;
+use backlog_core::store::Mark;
+use backlog_core::store::Page;
+use backlog_core::store::StoreError;
+use backlog_core::store::sql::numbered;
+use backlog_core::store::tables::Table;
+use chrono::DateTime;
+use chrono::SecondsFormat;
+use chrono::Utc;
+use rusqlite::Connection;
+use rusqlite::OptionalExtension;
+use rusqlite::ToSql;
+use rusqlite::Transaction;
+use rusqlite::TransactionBehavior;
+use rusqlite::params;
+use rusqlite::params_from_iter;
 
 /// A tick's span of inserted-at values: a row per tick; `low` and `high` are values of
 /// the user's column, kept untyped.
@@ -173,7 +197,7 @@ impl Holds for SqliteStore {
             let holds: bool = tx
                 .prepare_cached(HOLDS)?
                 .query_row(params![self.table.name, owner, now], |r| r.get(0))?;
-            crate::store::write_with_marks(
+            backlog_core::store::write_with_marks(
                 &mut LiteRef(tx),
                 "",
                 &self.table.name,
@@ -311,7 +335,7 @@ impl Holds for SqliteStore {
         self.take_for_action(owner, records, lease_until)
     }
 
-    fn holder(&mut self, record: &Record) -> Result<Option<crate::store::Held>, StoreError> {
+    fn holder(&mut self, record: &Record) -> Result<Option<backlog_core::store::Held>, StoreError> {
         if !self.has_run_log()? {
             return Ok(None);
         }
@@ -332,7 +356,7 @@ impl Holds for SqliteStore {
             })
             .map_err(db(context))?;
         if let Some((owner, until)) = tick {
-            return Ok(Some(crate::store::Held {
+            return Ok(Some(backlog_core::store::Held {
                 owner: Some(owner),
                 until: at(until),
             }));
@@ -347,7 +371,7 @@ impl Holds for SqliteStore {
                     .optional()
             })
             .map_err(db(context))?;
-        Ok(kept.map(|until| crate::store::Held {
+        Ok(kept.map(|until| backlog_core::store::Held {
             owner: None,
             until: at(until),
         }))

@@ -24,29 +24,20 @@
 //! tick's span); here, the store itself, and the run log opened
 //! once the spans of killed ticks are dropped.
 
-// The core's modules under their names, so that `crate::config::…` reads as in the
-// core, where these files were written.
-use backlog_core::{config, record, store, timestamp};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::Utc;
 use rusqlite::types::{ToSqlOutput, ValueRef};
-use rusqlite::{
-    Connection, OpenFlags, OptionalExtension, ToSql, Transaction, TransactionBehavior, params,
-    params_from_iter,
-};
+use rusqlite::{Connection, OpenFlags, ToSql};
 
-use crate::config::TableConfig;
-use crate::record::{Cell, Columns, Record, RowBuffer, Scalar, Statuses};
-use crate::timestamp::{Sample, TimestampFormat};
+use backlog_core::config::TableConfig;
+use backlog_core::record::{Record, RowBuffer, Scalar};
 use backlog_core::store::sql::{Sql, failed};
-use backlog_core::store::{
-    BandQuery, Cursor, Heartbeat, Holds, Mark, Page, QueryPlan, Range, Reads, RunStart, Store,
-    StoreError, Survey, index_name, quote, runs,
-};
+use backlog_core::store::{RunStart, Store, StoreError, runs};
+use backlog_core::timestamp::TimestampFormat;
 
 mod dialect;
 mod driver;
@@ -64,7 +55,7 @@ pub fn install() {
     backlog_core::store::driver::install(&Sqlite);
 }
 
-use dialect::{Lite, LiteRef};
+use dialect::Lite;
 use pages::Statements;
 
 /// A backlog table in a SQLite file, with the tool's tables beside it in the same file.
@@ -113,8 +104,8 @@ fn db(context: impl Into<String>) -> impl FnOnce(rusqlite::Error) -> StoreError 
     move |e| StoreError::Database {
         context,
         source: match e.sqlite_error_code() {
-            Some(rusqlite::ErrorCode::DiskFull) => Box::new(crate::store::fault::DbError {
-                fault: crate::store::Fault::DiskFull,
+            Some(rusqlite::ErrorCode::DiskFull) => Box::new(backlog_core::store::fault::DbError {
+                fault: backlog_core::store::Fault::DiskFull,
                 message: e.to_string(),
             }),
             _ => Box::new(e),
@@ -220,7 +211,7 @@ impl SqliteStore {
             since_format: None,
             sql: None,
             spare: std::cell::Cell::new(None),
-            max_per_record: crate::config::HistoryConfig::default().max_per_record,
+            max_per_record: backlog_core::config::HistoryConfig::default().max_per_record,
             scattered: None,
             handing: None,
         })
@@ -260,24 +251,23 @@ impl Store for SqliteStore {
     fn inspect(&mut self) -> Result<TimestampFormat, StoreError> {
         let (table, columns) = self.resolve_names()?;
         let samples = self.samples(&table, &columns[2], &columns[0])?;
-        let format =
-            timestamp::detect(self.table.inserted_at_format, &samples).map_err(|problem| {
-                StoreError::Timestamps {
-                    table: table.clone(),
-                    column: columns[2].clone(),
-                    problem,
-                }
+        let format = backlog_core::timestamp::detect(self.table.inserted_at_format, &samples)
+            .map_err(|problem| StoreError::Timestamps {
+                table: table.clone(),
+                column: columns[2].clone(),
+                problem,
             })?;
         if let Some(retry) = &self.table.retry {
             let samples = self.samples(&table, &retry.since, &columns[0])?;
-            let since =
-                timestamp::detect(timestamp::FormatSetting::Auto, &samples).map_err(|problem| {
-                    StoreError::Timestamps {
-                        table: table.clone(),
-                        column: retry.since.clone(),
-                        problem,
-                    }
-                })?;
+            let since = backlog_core::timestamp::detect(
+                backlog_core::timestamp::FormatSetting::Auto,
+                &samples,
+            )
+            .map_err(|problem| StoreError::Timestamps {
+                table: table.clone(),
+                column: retry.since.clone(),
+                problem,
+            })?;
             // An empty column takes the inserted-at column's format.
             self.since_format = Some(if samples.is_empty() { format } else { since });
         }
@@ -337,6 +327,8 @@ impl Store for SqliteStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use backlog_core::store::{BandQuery, Cursor, Range, Reads, Survey};
+    use rusqlite::params;
 
     /// Records of a page the tick still holds keep their values while the next page is
     /// read: only a buffer no record refers to any more lends its memory.
@@ -409,7 +401,7 @@ mod tests {
             .execute("INSERT INTO t VALUES (?1)", [&"x".repeat(20_000)])
             .map_err(db("writing statuses to t"))
             .unwrap_err();
-        assert_eq!(full.fault(), crate::store::Fault::DiskFull);
+        assert_eq!(full.fault(), backlog_core::store::Fault::DiskFull);
         assert_eq!(
             full.to_string(),
             "writing statuses to t: database or disk is full"
@@ -418,7 +410,7 @@ mod tests {
             .execute("INSERT INTO nowhere VALUES (1)", [])
             .map_err(db("writing"))
             .unwrap_err();
-        assert_eq!(other.fault(), crate::store::Fault::Other);
+        assert_eq!(other.fault(), backlog_core::store::Fault::Other);
     }
 
     /// The virtual-machine steps of what a tick over an empty band reads, `inspect` and
@@ -450,7 +442,7 @@ mod tests {
         )
         .unwrap();
         let mut table = TableConfig::new("BACKLOG", "ID", "STATUS", "DATE_INSERTED");
-        table.retry = Some(crate::config::RetryConfig::new(
+        table.retry = Some(backlog_core::config::RetryConfig::new(
             "exponential",
             "TRIES",
             "TRIED_AT",

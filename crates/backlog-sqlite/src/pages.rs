@@ -1,8 +1,29 @@
 //! Reading the band: the page queries (one status at a time where the index wants
 //! it), rows into records, and the oldest records of a status (`show`, `retry`).
 
-use super::*;
-use crate::store::sql::numbered;
+use crate::Bind;
+use crate::Read;
+use crate::SqliteStore;
+use crate::db;
+use crate::scalar;
+use backlog_core::record::Cell;
+use backlog_core::record::Columns;
+use backlog_core::record::Record;
+use backlog_core::record::RowBuffer;
+use backlog_core::record::Scalar;
+use backlog_core::record::Statuses;
+use backlog_core::store::BandQuery;
+use backlog_core::store::Cursor;
+use backlog_core::store::Reads;
+use backlog_core::store::StoreError;
+use backlog_core::store::quote;
+use backlog_core::store::sql::numbered;
+use chrono::DateTime;
+use chrono::Utc;
+use rusqlite::ToSql;
+use rusqlite::params_from_iter;
+use rusqlite::types::ValueRef;
+use std::sync::Arc;
 
 /// The SQL of a table, with names checked against the schema and quoted.
 #[derive(Debug, Clone)]

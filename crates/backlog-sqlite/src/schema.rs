@@ -1,10 +1,21 @@
 //! The tool's own tables on SQLite: their DDL and version, and how a table's names
 //! and its inserted-at values are read before a tick (`inspect`).
 
-use super::*;
-use crate::store::samples;
-use crate::store::sql::Sql;
-use crate::store::tables::{self, Table};
+use crate::SqliteStore;
+use crate::db;
+use crate::dialect::LiteRef;
+use crate::holds;
+use crate::takeover;
+use backlog_core::store::StoreError;
+use backlog_core::store::quote;
+use backlog_core::store::samples;
+use backlog_core::store::sql::Sql;
+use backlog_core::store::tables::{self, Table};
+use backlog_core::timestamp::Sample;
+use chrono::Utc;
+use rusqlite::OptionalExtension;
+use rusqlite::TransactionBehavior;
+use rusqlite::types::ValueRef;
 
 impl SqliteStore {
     /// Resolves the table's real name and columns, case-insensitively as SQLite does.
@@ -59,7 +70,7 @@ impl SqliteStore {
             .query_map([&table], |r| r.get(0))
             .and_then(Iterator::collect)
             .map_err(db("reading the schema"))?;
-        let named = crate::store::columns::find(&self.table, &columns)?;
+        let named = backlog_core::store::columns::find(&self.table, &columns)?;
         let [id, status, inserted_at] =
             [named.id, named.status, named.inserted_at].map(|i| columns[i].clone());
         Ok((table, [id, status, inserted_at]))

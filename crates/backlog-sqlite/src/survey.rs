@@ -5,8 +5,24 @@
 //! column's distinct values, a page at a time.
 
 use super::pages::sorts_all;
-use super::*;
-use crate::store::band_statuses;
+use crate::Bind;
+use crate::SqliteStore;
+use crate::db;
+use crate::dialect::LiteRef;
+use crate::scalar;
+use backlog_core::record::Scalar;
+use backlog_core::store::QueryPlan;
+use backlog_core::store::Range;
+use backlog_core::store::StoreError;
+use backlog_core::store::Survey;
+use backlog_core::store::band_statuses;
+use backlog_core::store::index_name;
+use backlog_core::store::quote;
+use chrono::DateTime;
+use chrono::Utc;
+use rusqlite::ToSql;
+use rusqlite::params;
+use rusqlite::params_from_iter;
 
 impl SqliteStore {
     /// Whether no index of `table` starts with the inserted-at column and one that is
@@ -66,7 +82,7 @@ impl Survey for SqliteStore {
             let mut params: Vec<&dyn ToSql> = vec![status];
             params.extend(bounds.iter().map(|b| b as &dyn ToSql));
             let found = self.records(&query, &params)?.pop();
-            oldest = crate::store::earlier(oldest, found.and_then(|r| r.inserted_time));
+            oldest = backlog_core::store::earlier(oldest, found.and_then(|r| r.inserted_time));
         }
         Ok(oldest)
     }

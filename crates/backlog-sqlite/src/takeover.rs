@@ -24,8 +24,23 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
-use super::*;
-use crate::store::tables::Table;
+use crate::Bind;
+use crate::SqliteStore;
+use crate::db;
+use crate::scalar;
+use backlog_core::record::Record;
+use backlog_core::record::Scalar;
+use backlog_core::store::Mark;
+use backlog_core::store::Page;
+use backlog_core::store::StoreError;
+use backlog_core::store::tables::Table;
+use chrono::DateTime;
+use chrono::Utc;
+use rusqlite::Connection;
+use rusqlite::OptionalExtension;
+use rusqlite::Transaction;
+use rusqlite::TransactionBehavior;
+use rusqlite::params;
 
 /// Records a person's action took over from a tick's queue: a row per record and tick,
 /// until the tick ends.

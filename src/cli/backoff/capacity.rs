@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
+use super::counterpart::{Contender, Counterpart, Report, simulate};
 use backlog_core::pace::Rule;
-use backlog_core::pace::simulation::{Contender, Counterpart, Report, simulate};
 
 use super::SimulateArgs;
 use crate::cli::print;

@@ -10,9 +10,14 @@ use backlog_core::config::Config;
 use backlog_core::duration;
 
 mod args;
+mod budget;
 mod capacity;
+mod counterpart;
+mod simulation;
 
-pub use args::*;
+pub use args::{
+    BackoffCommand, BudgetArgs, DelaysArgs, PlotArgs, SimulateArgs, StrategyArgs, Unit,
+};
 
 /// A strategy from the command line, with its limits; the closed form only when no
 /// limit changes the curve.
@@ -175,7 +180,7 @@ pub fn backoff_budget(args: &BudgetArgs) -> Result<(), Error> {
     let built = strategy_of(&args.strategy)?;
     let mut rng = fastrand::Rng::with_seed(args.strategy.seed);
     let timeout = args.timeout.map(|t| t.as_secs_f64());
-    let b = backlog_core::backoff::budget(built.strategy.as_ref(), timeout, args.retries, &mut rng);
+    let b = budget::budget(built.strategy.as_ref(), timeout, args.retries, &mut rng);
     let unit = args.strategy.unit;
     let closed = timeout.and_then(|t| built.closed_form.as_ref().map(|f| f(t)));
     if args.json {
@@ -233,7 +238,7 @@ fn strategy_spec(spec: &str) -> Result<backlog_core::backoff::catalog::Built, Er
 /// `backlog backoff plot`.
 pub fn backoff_plot(args: &PlotArgs) -> Result<(), Error> {
     use crate::plot::backoff::{Panel, plot};
-    use backlog_core::backoff::{Contender, retry_times};
+    use simulation::{Contender, retry_times};
     let specs = args.contenders.strategies_or(&[
         "constant delay=30m",
         "exponential initial=1m",
@@ -281,7 +286,7 @@ pub fn backoff_plot(args: &PlotArgs) -> Result<(), Error> {
 
 /// `backlog backoff simulate`.
 pub fn backoff_simulate(args: &SimulateArgs) -> Result<(), Error> {
-    use backlog_core::backoff::{Contender, Scenario, simulate};
+    use simulation::{Contender, Scenario, simulate};
     if !args.capacity.capacity.is_empty() {
         return capacity::simulate_paces(args);
     }

@@ -6,22 +6,16 @@
 //! later plot or simulation see the same curve for the same seed. Delays are in
 //! seconds (as `f64`, since several strategies produce fractions).
 
-// Without the `cli` feature, much here has no caller: the strategies, their budgets and simulations are the `backoff` command's; a tick uses `Curve` alone.
-
 mod adaptive;
-mod budget;
 pub mod catalog;
 mod exponential;
 mod progressive;
 mod sequence;
-mod simulation;
 
 pub use adaptive::{Adaptive, Step};
-pub use budget::budget;
 pub use exponential::{Exponential, Jitter};
 pub use progressive::Progressive;
 pub use sequence::{Sequence, SequenceKind};
-pub use simulation::{Contender, Scenario, retry_times, simulate};
 
 /// What an attempt did.
 pub type Outcome = bool;

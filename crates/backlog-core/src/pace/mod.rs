@@ -22,8 +22,6 @@
 //! The constants were chosen with `backoff simulate --capacity` (docs/benchmarks.md, issue
 //! 46).
 
-pub mod simulation;
-
 /// How the pace moves once slow start is over.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]

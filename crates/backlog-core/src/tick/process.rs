@@ -231,7 +231,7 @@ fn hand_out_and_mark(
     let keep = |r: &Record| {
         let inserted = r.inserted_time?;
         let id = r.id.to_string();
-        crate::explain::next_attempt(schedule, inserted, Some(&id), after_now)
+        crate::schedule::next_attempt(schedule, inserted, Some(&id), after_now)
             .map(|(_, at)| (at - slack).max(after_now))
     };
     let mark_plan = MarkPlan {

@@ -4,7 +4,7 @@
 //! failures, so caps, jitter (under a seed) and give-ups are all counted; a closed form,
 //! where the strategy has one, is shown beside it by the caller.
 
-use super::{Delay, FAILURE, Strategy};
+use backlog_core::backoff::{Delay, FAILURE, Strategy};
 
 /// Retries stop being counted past this, so a strategy of zero delays still ends.
 const MOST: usize = 100_000;
@@ -59,7 +59,7 @@ pub fn budget(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backoff::{Adaptive, Exponential, Limited};
+    use backlog_core::backoff::{Adaptive, Exponential, Limited};
 
     fn rng() -> fastrand::Rng {
         fastrand::Rng::with_seed(1)

@@ -16,7 +16,7 @@ use std::collections::BinaryHeap;
 
 use serde::Serialize;
 
-use super::{Pace, Rule};
+use backlog_core::pace::{Pace, Rule};
 
 /// The counterpart and the fleet.
 #[derive(Debug, Clone)]

@@ -5,19 +5,16 @@
 //! Pure arithmetic on a validated `Schedule`; tick times follow the same slots as the
 //! daemon (`Cadence::next_slot`), so what `explain` says is what the daemon does.
 
-// Without the `cli` feature, much here has no caller: what `explain` prints is the command's; a tick uses `next_attempt` alone.
-
 use std::time::Duration;
 
 use chrono::{DateTime, TimeZone, Utc};
 use serde::Serialize;
 
-use crate::backoff::Delay;
-use crate::curve::{Curve, Due};
-use crate::duration;
-use crate::record::{Record, Scalar};
-pub use crate::schedule::next_attempt;
-use crate::schedule::{BandMode, Cadence, Schedule};
+use backlog_core::backoff::Delay;
+use backlog_core::curve::{Curve, Due};
+use backlog_core::duration;
+use backlog_core::record::{Record, Scalar};
+use backlog_core::schedule::{BandMode, Cadence, Schedule, next_attempt};
 
 /// One tier, explained.
 #[derive(Debug, Clone, Serialize)]
@@ -119,8 +116,9 @@ impl NextTry {
 fn rhythm(cadence: &Cadence) -> (f64, f64) {
     match cadence {
         Cadence::Every(d) => (d.as_secs_f64(), d.as_secs_f64()),
-        Cadence::Cron(..) => {
-            // Walk the same slots the daemon fires at, in the schedule's time zone.
+        // A cron expression (or a cadence a later core adds): walk the same slots the
+        // daemon fires at, in the schedule's time zone.
+        _ => {
             let start = Utc.with_ymd_and_hms(2026, 1, 5, 0, 0, 0).unwrap();
             let end = start + chrono::Duration::days(28);
             let mut t = start;
@@ -308,7 +306,7 @@ impl Explanation {
             "{file}: {}, {} bands
 
 ",
-            crate::schedule::tiers(self.tiers.len()),
+            backlog_core::schedule::tiers(self.tiers.len()),
             serde_json::to_value(self.bands)
                 .unwrap()
                 .as_str()
@@ -368,24 +366,17 @@ impl Explanation {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schedule::{Tier, parse_cron};
+    use backlog_core::chrono_tz;
+    use backlog_core::schedule::{Tier, parse_cron};
 
     fn schedule(bands: BandMode, tiers: &[(u64, Cadence)]) -> Schedule {
-        Schedule {
-            tiers: tiers
-                .iter()
-                .map(|(w, c)| Tier {
-                    window: Duration::from_secs(*w),
-                    cadence: c.clone(),
-                    limit: None,
-                    jitter: Duration::ZERO,
-                    spread: 1,
-                })
-                .collect(),
-            bands,
-            limit: 100,
-            timezone: chrono_tz::Tz::UTC,
-        }
+        let tiers = (tiers.iter())
+            .map(|(w, c)| Tier::new(Duration::from_secs(*w), c.clone()))
+            .collect();
+        let mut schedule = Schedule::new(tiers);
+        schedule.bands = bands;
+        schedule.limit = 100;
+        schedule
     }
 
     const H: u64 = 3600;

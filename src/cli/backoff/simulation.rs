@@ -17,9 +17,9 @@ use std::collections::HashMap;
 use chrono::{DateTime, TimeZone, Utc};
 use serde::Serialize;
 
-use super::{Delay, FAILURE, Strategy};
-use crate::schedule::Schedule;
-use crate::schedule::next_attempt;
+use backlog_core::backoff::{Delay, FAILURE, Strategy};
+use backlog_core::schedule::Schedule;
+use backlog_core::schedule::next_attempt;
 
 /// What the counterpart does and who suffers it.
 #[derive(Debug, Clone)]
@@ -266,8 +266,8 @@ pub fn simulate(name: &str, contender: &Contender, scenario: &Scenario) -> Repor
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backoff::{Adaptive, Exponential};
-    use crate::schedule::{BandMode, Cadence, Tier};
+    use backlog_core::backoff::{Adaptive, Exponential};
+    use backlog_core::schedule::{Cadence, Tier};
     use std::time::Duration;
 
     fn scenario(records: usize, outage: f64) -> Scenario {
@@ -309,18 +309,15 @@ mod tests {
 
     #[test]
     fn a_spread_tier_lowers_the_peak_of_a_schedule() {
-        let tier = |spread| Tier {
-            window: Duration::from_secs(86_400),
-            cadence: Cadence::Every(Duration::from_secs(300)),
-            limit: None,
-            jitter: Duration::ZERO,
-            spread,
-        };
-        let schedule = |spread| Schedule {
-            tiers: vec![tier(spread)],
-            bands: BandMode::Disjoint,
-            limit: 1000,
-            timezone: chrono_tz::Tz::UTC,
+        let schedule = |spread| {
+            let mut tier = Tier::new(
+                Duration::from_secs(86_400),
+                Cadence::Every(Duration::from_secs(300)),
+            );
+            tier.spread = spread;
+            let mut schedule = Schedule::new(vec![tier]);
+            schedule.limit = 1000;
+            schedule
         };
         let (plain, spread) = (schedule(1), schedule(4));
         let s = scenario(400, 3600.0);
@@ -338,18 +335,11 @@ mod tests {
 
     #[test]
     fn a_breaker_spares_a_down_counterpart_without_delaying_anyone() {
-        let schedule = Schedule {
-            tiers: vec![Tier {
-                window: Duration::from_secs(86_400),
-                cadence: Cadence::Every(Duration::from_secs(300)),
-                limit: None,
-                jitter: Duration::ZERO,
-                spread: 1,
-            }],
-            bands: BandMode::Disjoint,
-            limit: 1000,
-            timezone: chrono_tz::Tz::UTC,
-        };
+        let mut schedule = Schedule::new(vec![Tier::new(
+            Duration::from_secs(86_400),
+            Cadence::Every(Duration::from_secs(300)),
+        )]);
+        schedule.limit = 1000;
         let s = scenario(400, 3600.0);
         let plain = simulate("plain", &Contender::Schedule(&schedule, None), &s);
         let breaker = simulate(
