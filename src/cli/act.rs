@@ -3,13 +3,12 @@
 //! give-up` gives up on them (`table.given_up`). Each record stays as it is but for
 //! that; `backlog retry` takes it at once all the same.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use clap::Args;
 
-use super::args::{Verbosity, parse_now};
+use super::args::{ActArgs, parse_now};
 use super::operate::{SelectArgs, dry_list, some_to, warn_more, warn_refused, with_refused};
 use super::output::print;
 use crate::error::Error;
@@ -19,27 +18,6 @@ use backlog_core::duration;
 use backlog_core::record::Record;
 use backlog_core::store::Store;
 use backlog_core::tick::RetrySummary;
-
-/// What every action on chosen records takes besides its own options.
-#[derive(Debug, Args)]
-pub struct ActArgs {
-    /// The schedule file, - for standard input [default: the first of ./backlog.toml,
-    /// $XDG_CONFIG_HOME/backlog/backlog.toml, /etc/backlog/backlog.toml]
-    #[arg(long, short, env = "BACKLOG_SCHEDULE", value_name = "FILE")]
-    pub schedule: Option<PathBuf>,
-    /// List the records it would take; change nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Pin the clock (RFC 3339) for ages, --older-than and --for [default: now].
-    #[arg(long, value_parser = parse_now)]
-    pub now: Option<DateTime<Utc>>,
-    /// Print JSON.
-    #[arg(long)]
-    pub json: bool,
-    /// How much it logs (`-v`, `-vv`).
-    #[command(flatten)]
-    pub verbosity: Verbosity,
-}
 
 /// The options of `backlog snooze`.
 #[derive(Debug, Args)]

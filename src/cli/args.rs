@@ -459,3 +459,24 @@ pub(crate) fn parse_now(text: &str) -> Result<DateTime<Utc>, String> {
             format!("{text:?} is not an RFC 3339 time ({e}); write it like 2026-11-21T08:30:00Z")
         })
 }
+
+/// What every action on chosen records takes besides its own options.
+#[derive(Debug, Args)]
+pub struct ActArgs {
+    /// The schedule file, - for standard input [default: the first of ./backlog.toml,
+    /// $XDG_CONFIG_HOME/backlog/backlog.toml, /etc/backlog/backlog.toml]
+    #[arg(long, short, env = "BACKLOG_SCHEDULE", value_name = "FILE")]
+    pub schedule: Option<PathBuf>,
+    /// List the records it would take; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Pin the clock (RFC 3339) for ages, --older-than and --for [default: now].
+    #[arg(long, value_parser = parse_now)]
+    pub now: Option<DateTime<Utc>>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// How much it logs (`-v`, `-vv`).
+    #[command(flatten)]
+    pub verbosity: Verbosity,
+}

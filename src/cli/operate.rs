@@ -83,7 +83,7 @@ pub struct RetryArgs {
     #[command(flatten)]
     pub select: SelectArgs,
     #[command(flatten)]
-    pub act: super::act::ActArgs,
+    pub act: super::args::ActArgs,
 }
 
 /// The options of `backlog pause`.

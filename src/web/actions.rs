@@ -9,7 +9,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
-use super::routes::{Shared_, blocking, error_page};
+use super::reply::{SharedState, blocking, error_page};
 use super::{Shared, auth, input, pages};
 use crate::operate;
 
@@ -63,7 +63,7 @@ pub(super) struct RetryRecord {
 }
 
 pub(super) async fn retry_record(
-    State(shared): Shared_,
+    State(shared): SharedState,
     headers: HeaderMap,
     Form(form): Form<RetryRecord>,
 ) -> Response {
@@ -94,7 +94,7 @@ pub(super) struct PauseForm {
 }
 
 pub(super) async fn pause(
-    State(shared): Shared_,
+    State(shared): SharedState,
     headers: HeaderMap,
     Form(form): Form<PauseForm>,
 ) -> Response {
@@ -136,7 +136,7 @@ pub(super) struct ResumeForm {
 }
 
 pub(super) async fn resume(
-    State(shared): Shared_,
+    State(shared): SharedState,
     headers: HeaderMap,
     Form(form): Form<ResumeForm>,
 ) -> Response {

@@ -16,7 +16,7 @@ use serde::Deserialize;
 use super::actions::{csrf_ok, done, forged};
 use super::data::FailureFilter;
 use super::pages::{self, count, csrf_field, urlencode};
-use super::routes::{Shared_, blocking, error_page, refused};
+use super::reply::{SharedState, blocking, error_page, refused};
 use super::{DEADLINE, Shared, input, records};
 use crate::error::Error;
 use crate::operate::{self, Selection};
@@ -254,7 +254,7 @@ impl BulkForm {
 
 /// `POST /bulk`: the confirm page, or, confirmed, the action.
 pub(super) async fn bulk(
-    State(shared): Shared_,
+    State(shared): SharedState,
     headers: HeaderMap,
     Form(form): Form<BulkForm>,
 ) -> Response {

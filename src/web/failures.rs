@@ -14,7 +14,7 @@ use serde::Deserialize;
 use super::actions::notice;
 use super::data::{self, ErrorGroups, FailureFilter, Failures};
 use super::pages::{self, attempts_table, count, layout, urlencode, when};
-use super::routes::{Shared_, blocking};
+use super::reply::{SharedState, blocking};
 use crate::operate::ATTEMPTS_READ;
 use backlog_core::config::Labels;
 
@@ -61,7 +61,10 @@ fn address(to: &str, filter: &FailureFilter, page: usize) -> String {
     )
 }
 
-pub(super) async fn failures(State(shared): Shared_, Query(q): Query<FailuresQuery>) -> Response {
+pub(super) async fn failures(
+    State(shared): SharedState,
+    Query(q): Query<FailuresQuery>,
+) -> Response {
     let filter = q.filter.clone();
     let result = blocking(&shared, move |config| {
         Ok((data::failures(&config, &filter, LISTED)?, choices(&config)))
@@ -184,7 +187,10 @@ fn page(
 
 /// `/failures/errors`: the failures the filter picks, a row per error line, most
 /// frequent first, each a link to its failures.
-pub(super) async fn by_error(State(shared): Shared_, Query(q): Query<FailuresQuery>) -> Response {
+pub(super) async fn by_error(
+    State(shared): SharedState,
+    Query(q): Query<FailuresQuery>,
+) -> Response {
     let filter = q.filter.clone();
     let result = blocking(&shared, move |config| {
         Ok((

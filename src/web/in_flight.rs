@@ -13,7 +13,7 @@ use chrono::{DateTime, Utc};
 use maud::{Markup, html};
 
 use super::pages::{self, urlencode};
-use super::routes::{Shared_, blocking};
+use super::reply::{SharedState, blocking};
 use crate::error::Error;
 use crate::operate::Kept;
 use backlog_core::store::{AttemptQuery, ClaimRow, Holding, InFlight, Runner};
@@ -25,7 +25,7 @@ fn when(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
 }
 
-pub(super) async fn in_flight(State(shared): Shared_) -> Response {
+pub(super) async fn in_flight(State(shared): SharedState) -> Response {
     let now = Utc::now();
     let read = blocking(&shared, move |config| {
         let mut store = crate::operate::inspected(&config)?;

@@ -1,6 +1,6 @@
 //! What a person types or picks on the dashboard, read into what the library takes.
 //! A value that cannot be taken is a usage error that names the field by the label the
-//! page shows and says what to write there: `routes::refused` answers it with a 400
+//! page shows and says what to write there: `reply::refused` answers it with a 400
 //! page, "Check the form", never with a page that blames the database.
 
 use std::time::Duration;

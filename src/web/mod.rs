@@ -30,6 +30,7 @@ mod pages;
 mod plots;
 mod record_row;
 mod records;
+mod reply;
 mod routes;
 
 use std::net::SocketAddr;

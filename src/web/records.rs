@@ -21,7 +21,7 @@ use std::time::Duration;
 use super::actions::notice;
 use super::pages::{self, urlencode};
 use super::record_row::{self, Row};
-use super::routes::{Shared_, blocking};
+use super::reply::{SharedState, blocking};
 use super::{bulk, input};
 use crate::error::Error;
 use backlog_core::config::Config;
@@ -294,7 +294,10 @@ fn view(config: Config, q: &RecordsQuery, per: usize, now: DateTime<Utc>) -> Res
     })
 }
 
-pub(super) async fn records(State(shared): Shared_, Query(mut q): Query<RecordsQuery>) -> Response {
+pub(super) async fn records(
+    State(shared): SharedState,
+    Query(mut q): Query<RecordsQuery>,
+) -> Response {
     let per = q.per.trim().parse().unwrap_or(PER_PAGE).clamp(1, 1000);
     let now = Utc::now();
     let asked = q.clone();

@@ -14,12 +14,11 @@ use serde::Deserialize;
 
 use super::actions::{self, notice};
 use super::data;
-use super::{DEADLINE, Shared, auth, pages, plots};
+use super::reply::{SharedState, blocking, error_page};
+use super::{Shared, auth, pages, plots};
 use crate::error::Error;
 use crate::operate;
 use backlog_core::config::Config;
-
-pub(super) type Shared_ = State<Arc<Shared>>;
 
 pub(crate) fn router(shared: Arc<Shared>) -> axum::Router {
     axum::Router::new()
@@ -46,11 +45,6 @@ pub(crate) fn router(shared: Arc<Shared>) -> axum::Router {
         .with_state(shared)
 }
 
-/// A page that is an error, with its status code.
-pub(super) fn error_page(code: StatusCode, title: &str, message: &str) -> Response {
-    (code, Html(pages::error(title, message).into_string())).into_response()
-}
-
 async fn not_found() -> Response {
     error_page(
         StatusCode::NOT_FOUND,
@@ -60,7 +54,7 @@ async fn not_found() -> Response {
 }
 
 /// Every request but `/login` carries the token when the server has one.
-async fn guard(State(shared): Shared_, request: Request, next: Next) -> Response {
+async fn guard(State(shared): SharedState, request: Request, next: Next) -> Response {
     if shared.token.is_none() && !auth::local_host(request.headers()) {
         return error_page(
             StatusCode::MISDIRECTED_REQUEST,
@@ -110,7 +104,7 @@ struct Login {
 }
 
 /// Sets the token's cookie for a browser, then goes to the overview.
-async fn login(State(shared): Shared_, Query(login): Query<Login>) -> Response {
+async fn login(State(shared): SharedState, Query(login): Query<Login>) -> Response {
     match &shared.token {
         Some(token) if auth::same(&login.token, token) => (
             StatusCode::SEE_OTHER,
@@ -136,59 +130,12 @@ async fn login(State(shared): Shared_, Query(login): Query<Login>) -> Response {
     }
 }
 
-/// Runs `work` on a blocking thread, one of a few at once, within the deadline; an
-/// error or a late answer becomes an error page.
-pub(super) async fn blocking<T: Send + 'static>(
-    shared: &Shared,
-    work: impl FnOnce(Config) -> Result<T, Error> + Send + 'static,
-) -> Result<T, Response> {
-    let schedule = shared.schedule.clone();
-    let readers = Arc::clone(&shared.readers);
-    // The deadline counts the wait for a turn too; the turn is given back when the work
-    // ends, not when the page gave up on it, so no more than a few read at once.
-    let job = async move {
-        let turn = readers.acquire_owned().await.ok();
-        tokio::task::spawn_blocking(move || {
-            let _turn = turn;
-            work(Config::load(&schedule)?)
-        })
-        .await
-    };
-    match tokio::time::timeout(DEADLINE, job).await {
-        Err(_) => Err(error_page(
-            StatusCode::GATEWAY_TIMEOUT,
-            "The database is slow",
-            &format!(
-                "It did not answer within {} s; try again in a moment.",
-                DEADLINE.as_secs()
-            ),
-        )),
-        Ok(Err(_)) => Err(error_page(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "Something broke",
-            "Reading this page failed; the server's log says more.",
-        )),
-        Ok(Ok(Err(e))) => Err(refused(&e, "Cannot read the backlog")),
-        Ok(Ok(Ok(value))) => Ok(value),
-    }
-}
-
-/// The page of an error of a page or an action: a person's input that cannot be taken
-/// (a usage error, which names the field and what to write: see `input.rs`) is a 400
-/// that says so; anything else is the database's or the file's, titled `title`.
-pub(super) fn refused(e: &Error, title: &str) -> Response {
-    match e {
-        Error::Usage(why) => error_page(StatusCode::BAD_REQUEST, "Check the form", why),
-        _ => error_page(StatusCode::SERVICE_UNAVAILABLE, title, &e.to_string()),
-    }
-}
-
 #[derive(Deserialize, Default)]
 struct Notice {
     done: Option<String>,
 }
 
-async fn overview(State(shared): Shared_, Query(notice_of): Query<Notice>) -> Response {
+async fn overview(State(shared): SharedState, Query(notice_of): Query<Notice>) -> Response {
     let csrf = shared.csrf.clone();
     match blocking(&shared, |config| data::overview(config, Utc::now())).await {
         Ok(o) => Html(
@@ -210,7 +157,7 @@ struct RecordQuery {
     done: Option<String>,
 }
 
-async fn record(State(shared): Shared_, Query(q): Query<RecordQuery>) -> Response {
+async fn record(State(shared): SharedState, Query(q): Query<RecordQuery>) -> Response {
     let id = q.id.trim().to_string();
     if id.is_empty() {
         return error_page(
@@ -258,7 +205,7 @@ fn svg(text: String) -> Response {
         .into_response()
 }
 
-async fn plot_ticks(State(shared): Shared_) -> Response {
+async fn plot_ticks(State(shared): SharedState) -> Response {
     let result = blocking(&shared, |config| {
         let mut store = operate::inspected(&config)?;
         store
@@ -272,7 +219,7 @@ async fn plot_ticks(State(shared): Shared_) -> Response {
     }
 }
 
-async fn plot_backlog(State(shared): Shared_) -> Response {
+async fn plot_backlog(State(shared): SharedState) -> Response {
     let result = blocking(&shared, |config| {
         let mut store = operate::inspected(&config)?;
         let status = backlog::status::status(&config, store.as_mut(), Utc::now())
@@ -296,7 +243,7 @@ async fn script() -> Response {
 
 /// One scrape: the metrics in the Prometheus text format, or a 500 with the reason in
 /// one line of text (what a scraper logs), within the deadline.
-pub(super) async fn metrics(State(shared): Shared_) -> Response {
+pub(super) async fn metrics(State(shared): SharedState) -> Response {
     let schedule = shared.schedule.clone();
     let read = super::health::within_deadline("the metrics could not be read", move || {
         let config = Config::load(&schedule)?;

@@ -26,7 +26,7 @@ const SYNC: Duration = Duration::from_millis(100);
 const READ_EVERY: Duration = Duration::from_secs(1);
 
 /// How long after a cut the fleet's starts may still go out at the pace before it:
-/// starts reserved ahead (`pace::RESERVE_AHEAD`) and a sync's lag, with room to spare.
+/// starts reserved ahead (`spacing::RESERVE_AHEAD`) and a sync's lag, with room to spare.
 const CUT_LAG: Duration = Duration::from_millis(300);
 
 /// The fewest seconds between two log lines of a pace that halves, per pace and
@@ -175,7 +175,7 @@ impl Adapted {
         if cut && log_due(&self.name) {
             tracing::warn!(
                 "the counterpart of {} was overloaded ({}): its adapted pace halved to {:.3}/s",
-                super::pace::readable(&self.name),
+                super::spacing::readable(&self.name),
                 self.why,
                 self.per_second
             );

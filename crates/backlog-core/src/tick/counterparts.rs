@@ -12,7 +12,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Duration;
 
-use super::pace::{Pace, STOP_CHECK, Spacing};
+use super::spacing::{STOP_CHECK, Spacer, Spacing};
 use crate::record::Record;
 use crate::store::Store;
 
@@ -81,7 +81,7 @@ impl KeyOf {
 pub(super) struct Counterparts {
     /// Each counterpart's rate: fixed, or a pace adapted for each (`rate = "auto"`).
     rate: Spacing,
-    /// The tick's rate's name (`pace::rate_name`): a counterpart's is this and its value.
+    /// The tick's rate's name (`spacing::rate_name`): a counterpart's is this and its value.
     name: String,
     /// How a record's counterpart is told: the `rate_key` column's value.
     key: KeyOf,
@@ -89,7 +89,7 @@ pub(super) struct Counterparts {
     /// one, each counterpart keeps to its rate in this tick alone (said once, by the
     /// pace that found it).
     shared: bool,
-    paces: HashMap<Option<String>, Pace>,
+    paces: HashMap<Option<String>, Spacer>,
     /// How many paces make the next clear-out worth its scan.
     clear_at: usize,
 }
@@ -109,13 +109,13 @@ impl Counterparts {
     }
 
     /// The pace of the counterpart of `record`.
-    pub(super) fn pace_for(&mut self, record: &Record) -> &mut Pace {
+    pub(super) fn pace_for(&mut self, record: &Record) -> &mut Spacer {
         let counterpart = self.key.of(record);
         self.pace(&counterpart)
     }
 
     /// The pace of `counterpart`, made on first use.
-    fn pace(&mut self, counterpart: &Option<String>) -> &mut Pace {
+    fn pace(&mut self, counterpart: &Option<String>) -> &mut Spacer {
         if !self.paces.contains_key(counterpart) {
             if self.paces.len() >= self.clear_at {
                 self.paces.retain(|_, pace| !pace.idle());
@@ -125,7 +125,7 @@ impl Counterparts {
                 Some(value) => format!("{}, counterpart {value}", self.name),
                 None => format!("{}, no counterpart", self.name),
             };
-            let pace = Pace::new(Some(self.rate.clone()), self.shared.then_some(name));
+            let pace = Spacer::new(Some(self.rate.clone()), self.shared.then_some(name));
             self.paces.insert(counterpart.clone(), pace);
         }
         self.paces.get_mut(counterpart).expect("inserted above")

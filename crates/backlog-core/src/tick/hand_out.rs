@@ -16,9 +16,9 @@ use super::heartbeat::{HeartbeatThread, Stale};
 use super::lanes::{Done, Lanes, catch_panic};
 use super::marks::Marks;
 use super::options::{Event, TickOptions};
-use super::pace::{Pace, STOP_CHECK, Spacing, rate_name};
 use super::pager::{PageSize, Pager};
 use super::reach::Fleet;
+use super::spacing::{STOP_CHECK, Spacer, Spacing, rate_name};
 use crate::error::Error;
 use crate::handler::{Context, Handled};
 use crate::record::Record;
@@ -99,7 +99,7 @@ struct Round<'p, 'c> {
     pager: Pager,
     /// With a `rate_key`: each counterpart's rate.
     counterparts: Option<Counterparts>,
-    pace: Pace,
+    pace: Spacer,
     size: PageSize,
     /// Whether every record queued waits for its counterpart's rate: read on.
     waiting: bool,
@@ -175,7 +175,7 @@ impl<'p, 'c> Round<'p, 'c> {
             batch,
             pager,
             counterparts,
-            pace: Pace::new(one_rate.clone(), Some(rate)),
+            pace: Spacer::new(one_rate.clone(), Some(rate)),
             // Pages sized to the rate where there is one rate; the counterparts'
             // together have no bound the tick knows.
             size: PageSize::new(
@@ -602,7 +602,7 @@ impl<'p, 'c> Round<'p, 'c> {
     }
 
     /// The pace `record`'s start kept to: its counterpart's, or the tick's.
-    fn pace_for(&mut self, record: &Record) -> &mut Pace {
+    fn pace_for(&mut self, record: &Record) -> &mut Spacer {
         match self.counterparts.as_mut() {
             Some(counterparts) => counterparts.pace_for(record),
             None => &mut self.pace,

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
-use super::give_up::FailureCounts;
+use super::failure_counts::FailureCounts;
 use super::mark_group::GroupSize;
 use super::mark_writer::Writer;
 use super::options::Event;

@@ -20,7 +20,7 @@ use crate::tick::heartbeat::{HeartbeatThread, Stale};
 use crate::tick::lanes::catch_panic;
 use crate::tick::marks::{MarkPlan, Marks, log_unshown};
 use crate::tick::options::{Event, TickOptions};
-use crate::tick::pace::{Pace, Spacing, rate_name};
+use crate::tick::spacing::{Spacer, Spacing, rate_name};
 
 /// How often the records a tick has in its handlers are asked for again.
 const POLL: Duration = Duration::from_millis(200);
@@ -163,7 +163,7 @@ impl Acting<'_> {
         let name = rate_name(&table.name, Duration::ZERO, opts.rate_group.as_deref());
         // With a `rate_key`, each record keeps to its counterpart's rate, in turn.
         let mut counterparts = Counterparts::new(rate.clone(), &name, opts.rate_key.as_deref());
-        let mut one = Pace::new(rate.filter(|_| counterparts.is_none()), Some(name));
+        let mut one = Spacer::new(rate.filter(|_| counterparts.is_none()), Some(name));
         let mut records = records.into_iter().peekable();
         let signal = || Some("stopped by a signal".to_string());
         while records.peek().is_some() {

@@ -1,4 +1,4 @@
-//! The pace: spaces handler starts evenly to keep to `handler.rate`.
+//! The spacing of starts: a `Spacer` spaces handler starts evenly to keep to `handler.rate`.
 //!
 //! Starts are spaced one interval apart, not allowed in bursts: a tick that waited
 //! for its page does not make up for lost time by starting several at once. A batch
@@ -83,7 +83,7 @@ pub(super) fn readable(name: &str) -> String {
     }
 }
 
-pub(super) struct Pace {
+pub(super) struct Spacer {
     interval: Option<Duration>,
     /// With `rate = "auto"`: the fleet's pace, which sets `interval`.
     adapted: Option<Adapted>,
@@ -98,7 +98,7 @@ pub(super) struct Pace {
     next: Instant,
 }
 
-impl Pace {
+impl Spacer {
     /// Starts spaced as `spacing` says: shared, when `shared` names it, with every
     /// runner of the same name (an adapted pace is always the fleet's, under `shared`'s
     /// name, or the tick's alone when it has none).
@@ -111,7 +111,7 @@ impl Pace {
                 (Some(Duration::from_secs(1)), Some(adapted))
             }
         };
-        Pace {
+        Spacer {
             shared: shared.filter(|_| interval.is_some()),
             interval,
             adapted,
@@ -307,7 +307,7 @@ mod tests {
     #[test]
     fn starts_are_spaced_by_the_interval() {
         let stop = AtomicBool::new(false);
-        let mut pace = Pace::new(Some(Spacing::Fixed(Rate::parse("50/s").unwrap())), None);
+        let mut pace = Spacer::new(Some(Spacing::Fixed(Rate::parse("50/s").unwrap())), None);
         let started = Instant::now();
         for _ in 0..6 {
             assert!(pace.wait(1, &stop));
@@ -319,7 +319,7 @@ mod tests {
     #[test]
     fn a_stop_ends_the_wait() {
         let stop = AtomicBool::new(false);
-        let mut pace = Pace::new(Some(Spacing::Fixed(Rate::parse("1/h").unwrap())), None);
+        let mut pace = Spacer::new(Some(Spacing::Fixed(Rate::parse("1/h").unwrap())), None);
         assert!(pace.wait(1, &stop));
         stop.store(true, Ordering::Relaxed);
         assert!(!pace.wait(1, &stop), "an hour's wait ends with the stop");
