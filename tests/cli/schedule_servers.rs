@@ -100,7 +100,7 @@ fn bad_tables_get_messages_that_name_key_and_fix() {
         (
             "inserted_at = \"DATE_INSERTED\"",
             "inserted_at = \"DATE_INSERTED\"\ninserted_at_format = \"iso\"",
-            "/etc/backlog.toml:10:22: table.inserted_at_format: found the string \"iso\" where one of \"auto\", \"sqlite\", \"rfc3339\", \"unix\", \"unix_ms\" or \"native\" is expected; write it like inserted_at_format = \"auto\"",
+            "/etc/backlog.toml:10:22: table.inserted_at_format: found the string \"iso\" where \"auto\", \"sqlite\", \"rfc3339\", \"unix\", \"unix_ms\" or \"native\" is expected; write it like inserted_at_format = \"auto\"",
         ),
         (
             "inserted_at = \"DATE_INSERTED\"",

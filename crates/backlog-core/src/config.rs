@@ -20,7 +20,7 @@ mod database;
 mod handler;
 mod history;
 mod http;
-mod keys;
+pub mod keys;
 mod location;
 mod ping;
 pub mod ranges;

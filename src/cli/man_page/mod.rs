@@ -17,7 +17,6 @@ use crate::error::Error;
 mod command_page;
 mod examples;
 mod schedule_file;
-mod schedule_keys;
 
 /// The word `backlog man` takes for the schedule file's page, backlog.toml(5): the
 /// page's own name, as `man backlog.toml` takes it.

@@ -1,9 +1,9 @@
 //! backlog.toml(5): the schedule file's format, every key with its default and range
-//! (from `schedule_keys`), and an example the tests load as a schedule.
+//! (from the core's one table of keys, `config::keys`), and an example the tests load as a schedule.
 
 use clap_mangen::roff::{Inline, Roff, bold, italic, roman};
 
-use super::schedule_keys::{self, Key, Section};
+use backlog_core::config::keys::{self, Key, Section};
 
 /// An example file: valid as it stands (a unit test loads it), one of each kind of key.
 pub(super) const EXAMPLE: &str = r#"# /etc/backlog/orders.toml: orders sent on to the ERP, by backlog@orders.service.
@@ -58,7 +58,7 @@ pub(super) fn page(source: &str) -> String {
     synopsis(&mut roff);
     description(&mut roff);
     roff.control("SH", ["KEYS"]);
-    for section in schedule_keys::sections() {
+    for section in keys::sections() {
         keys(&mut roff, &section);
     }
     roff.control("SH", ["EXAMPLE"])
@@ -118,7 +118,7 @@ fn description(roff: &mut Roff) {
         }
         roff.text([roman(paragraph)]);
     }
-    let longest = schedule_keys::longest();
+    let longest = backlog_core::duration::compact(backlog_core::duration::LONGEST);
     roff.control("PP", []).text([roman(format!(
         "No span is longer than {longest} (100 years). The keys below are listed by section: a key's name, what it takes, what it does, its default and the values allowed."
     ))]);

@@ -183,19 +183,19 @@ pub(super) const CASES: &[Case] = &[
         "a string where a number is expected",
         "timeout = \"10s\"",
         "timeout = \"10s\"\nconcurrency = \"8\"",
-        "backlog: backlog.toml:{line}:15: handler.concurrency: found the string \"8\" where a number of records at once from 1 to 1024 is expected; write it like concurrency = 8\n"
+        "backlog: backlog.toml:{line}:15: handler.concurrency: found the string \"8\" where a number from 1 to 1024 is expected; write it like concurrency = 8\n"
     ),
     type_error!(
         "a string where a number is expected in a tier",
         "every = \"1h\"",
         "every = \"1h\"\nspread = \"2\"",
-        "backlog: backlog.toml:{line}:10: tier 2: spread: found the string \"2\" where a number of ticks from 1 to 1000 is expected; write it like spread = 2\n"
+        "backlog: backlog.toml:{line}:10: tier 2: spread: found the string \"2\" where a number from 1 to 1000 is expected; write it like spread = 2\n"
     ),
     type_error!(
         "a number where one of a few words is expected",
         "inserted_at_format = \"auto\"",
         "inserted_at_format = 1",
-        "backlog: backlog.toml:{line}:22: table.inserted_at_format: found the number 1 where one of \"auto\", \"sqlite\", \"rfc3339\", \"unix\", \"unix_ms\" or \"native\" is expected; write it like inserted_at_format = \"auto\"\n"
+        "backlog: backlog.toml:{line}:22: table.inserted_at_format: found the number 1 where \"auto\", \"sqlite\", \"rfc3339\", \"unix\", \"unix_ms\" or \"native\" is expected; write it like inserted_at_format = \"auto\"\n"
     ),
     type_error!(
         "a list where a table is expected",

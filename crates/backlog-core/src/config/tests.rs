@@ -146,7 +146,7 @@ fn a_value_of_the_wrong_type_gets_its_key_and_an_example() {
         ),
         (
             GOOD.replace("name = \"BACKLOG\"", "name = [\"BACKLOG\"]"),
-            "/etc/backlog.toml:6:8: table.name: found the list [\"BACKLOG\"] where a column name in quotes is expected; write it like name = \"BACKLOG\"",
+            "/etc/backlog.toml:6:8: table.name: found the list [\"BACKLOG\"] where a table name in quotes is expected; write it like name = \"BACKLOG\"",
         ),
     ];
     for (text, expected) in cases {

@@ -61,7 +61,7 @@ pub(super) fn describe(
     let Some(found) = found else {
         return (span, format!("{}: {message}", at.name()));
     };
-    let key = keys::key(&at.pattern());
+    let key = keys::lookup(&at.pattern());
     // `[tier]` is read as one table where the tiers are a list of them: the fix is a
     // bracket, which the generic message leaves to be guessed.
     if let Some(key) = key.as_ref().filter(|k| k.shape == Shape::Tiers)
@@ -93,7 +93,7 @@ pub(super) fn describe(
         Some(key) => format!(
             "{}: found {found_text} where {} is expected; write it like {}",
             at.name(),
-            key.takes,
+            key.takes_in_words(),
             example(&key, &at, item.is_none().then_some(&found)),
         ),
         None => format!(
@@ -111,7 +111,7 @@ pub(super) fn missing_section(name: &str) -> String {
 
 /// `tier 2: window is missing` and how to write it.
 fn missing(at: &KeyPath) -> String {
-    match keys::key(&at.pattern()) {
+    match keys::lookup(&at.pattern()) {
         Some(key) if key.shape == Shape::Table && at.parts.len() == 1 => format!(
             "the file has no [{}] section; write it like {}",
             at.name(),

@@ -2,8 +2,8 @@
 //! `[retry]` and `[history]`.
 
 use super::{COLUMN, DURATION, NONE, REQUIRED, Section, count, key, span};
-use backlog_core::config::{self, HistoryConfig, TableConfig, ranges};
-use backlog_core::duration::compact;
+use crate::config::{self, HistoryConfig, TableConfig, ranges};
+use crate::duration::compact;
 
 pub(super) fn database() -> Section {
     let lease = span(ranges::CLAIM_LEASE);
@@ -21,14 +21,16 @@ pub(super) fn database() -> Section {
                 "required, unless BACKLOG_DATABASE_URL is set",
                 "a SQLite file (a path, relative to the schedule file's folder, or sqlite:PATH), or postgres://, postgresql://, mysql:// or mariadb://",
                 "The database. BACKLOG_DATABASE_URL, set and not empty, replaces it: keep a password out of the file that way, or with ${NAME}, or in password_file.",
-            ),
+            )
+            .like("url = \"backlog.db\""),
             key(
                 "claim_lease",
                 DURATION,
                 &compact(config::DEFAULT_CLAIM_LEASE),
                 &lease,
                 "How long a tick's hold on its records lasts unless renewed (its heartbeat renews it every quarter lease): the records of a tick that was killed wait this long before another tick takes them.",
-            ),
+            )
+            .like("claim_lease = \"60s\""),
             key(
                 "busy_timeout",
                 DURATION,
@@ -38,14 +40,16 @@ pub(super) fn database() -> Section {
                 ),
                 &busy,
                 "How long a write waits for another writer's lock (SQLite) or a row lock (MySQL). PostgreSQL does not use it.",
-            ),
+            )
+            .like("busy_timeout = \"30s\""),
             key(
                 "password_file",
                 "a file name in quotes",
                 NONE,
                 "PostgreSQL and MySQL only",
                 "A file holding the database user's password, relative to the schedule file's folder, when the URL has none.",
-            ),
+            )
+            .like("password_file = \"pgpass\""),
             key(
                 "schema",
                 "a schema name in quotes",
@@ -71,28 +75,32 @@ pub(super) fn table() -> Section {
                 REQUIRED,
                 "",
                 "The table, as the database names it (on PostgreSQL schema.table too).",
-            ),
+            )
+            .like("name = \"BACKLOG\""),
             key(
                 "id",
                 COLUMN,
                 REQUIRED,
                 "",
                 "The column that identifies a record.",
-            ),
+            )
+            .like("id = \"ID\""),
             key(
                 "status",
                 COLUMN,
                 REQUIRED,
                 "",
                 "The column of each record's status.",
-            ),
+            )
+            .like("status = \"STATUS\""),
             key(
                 "inserted_at",
                 COLUMN,
                 REQUIRED,
                 "",
                 "The column of when each record was inserted: a record's age, and so its band, counts from it. Give it an index.",
-            ),
+            )
+            .like("inserted_at = \"DATE_INSERTED\""),
             key(
                 "inserted_at_format",
                 "\"auto\", \"sqlite\", \"rfc3339\", \"unix\", \"unix_ms\" or \"native\"",
@@ -106,14 +114,16 @@ pub(super) fn table() -> Section {
                 "\"UTC\"",
                 "an IANA name",
                 "The zone of a timestamp column without a time zone.",
-            ),
+            )
+            .like("inserted_at_timezone = \"Europe/Paris\""),
             key(
                 "pending",
                 "a list of statuses",
                 &format!("[{}]", pending.join(", ")),
                 "not empty, without success",
                 "The statuses a tick takes records in.",
-            ),
+            )
+            .like("pending = [\"NEW\", \"ERROR\"]"),
             key(
                 "success",
                 "a status in quotes",
@@ -134,7 +144,8 @@ pub(super) fn table() -> Section {
                 "none: the tool never gives up",
                 "neither pending nor success",
                 "The status of a record the tool gave up on: still pending past the last tier's window, or failed give_up_after times in a row. backlog retry takes it all the same.",
-            ),
+            )
+            .like("given_up = \"DEAD\""),
             key(
                 "give_up_after",
                 "a number",
@@ -144,7 +155,8 @@ pub(super) fn table() -> Section {
                     count(config::GIVE_UP_AFTER_MAX)
                 ),
                 "Gives a record up after this many failures in a row.",
-            ),
+            )
+            .like("give_up_after = 25"),
             key(
                 "labels",
                 "a table of statuses and names",
@@ -167,28 +179,32 @@ pub(super) fn retry() -> Section {
                 REQUIRED,
                 "a name backlog backoff knows",
                 "The strategy, as backlog-backoff(1) lists them: \"exponential\", \"fibonacci\", \"constant\", and more.",
-            ),
+            )
+            .like("strategy = \"exponential\""),
             key(
                 "params",
                 "a table of parameters",
                 "the strategy's own",
                 "as backlog backoff -p takes them; a number is seconds",
                 "Its parameters: params = { initial = \"1h\", factor = 2 }.",
-            ),
+            )
+            .like("params = { initial = \"1h\", factor = 2 }"),
             key(
                 "count",
                 COLUMN,
                 REQUIRED,
                 "",
                 "The column counting a record's attempts (NULL counts as 0).",
-            ),
+            )
+            .like("count = \"FAILURES\""),
             key(
                 "since",
                 COLUMN,
                 REQUIRED,
                 "",
                 "The column of the time of its last attempt, in any inserted-at format.",
-            ),
+            )
+            .like("since = \"LAST_TRY\""),
         ],
     }
 }
