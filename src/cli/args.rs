@@ -10,6 +10,7 @@ use clap::{Args, Parser, Subcommand};
 use super::backoff;
 use super::output::{LogFormat, print_json_error};
 use backlog_core::duration;
+use backlog_core::duration::DurationError;
 
 /// The `backlog` command line, as clap parses it (its `about` is set on the command).
 #[derive(Debug, Parser)]
@@ -431,11 +432,8 @@ pub struct RunArgs {
     pub retry_failed: bool,
 }
 
-fn parse_window(text: &str) -> Result<Duration, String> {
-    match backlog_core::config::SPAN.parse(text) {
-        Err(e) if e.starts_with("must") => Err(format!("a window {e}")),
-        result => result,
-    }
+fn parse_window(text: &str) -> Result<Duration, DurationError> {
+    backlog_core::config::SPAN.parse(text)
 }
 
 fn parse_limit(text: &str) -> Result<u64, String> {
@@ -448,7 +446,7 @@ fn parse_limit(text: &str) -> Result<u64, String> {
 }
 
 /// An age of `--warn-waiting` and `--critical-waiting`: as `check.warn_waiting`.
-fn parse_waiting(text: &str) -> Result<Duration, String> {
+fn parse_waiting(text: &str) -> Result<Duration, DurationError> {
     backlog_core::config::CHECK_WAITING.parse(text)
 }
 

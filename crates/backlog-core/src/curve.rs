@@ -39,7 +39,7 @@ pub struct Curve<'c> {
 impl<'c> Curve<'c> {
     /// The curve of a `[retry]` section (checked when the file loaded; an error here
     /// names the strategy's parameter).
-    pub fn new(config: &'c RetryConfig) -> Result<Self, String> {
+    pub fn new(config: &'c RetryConfig) -> Result<Self, crate::backoff::catalog::StrategyError> {
         let built = catalog::build(&config.strategy, &config.params, 1.0)?;
         Ok(Curve {
             config,

@@ -7,19 +7,59 @@
 
 use std::time::Duration;
 
-/// Parses `text` as a duration, or says why not in words that fit after a key name.
-pub fn parse(text: &str) -> Result<Duration, String> {
+/// Why a text is not a duration a key or an option takes; its words fit after the
+/// key's name (`tier 2: window: "99999999d" is out of range; use at most 36500d`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DurationError {
+    /// Not a number and a unit.
+    #[error(
+        "{0:?} is not a duration; write a number and a unit (s, m, h, d), like 30s, 5m, 1h, 7d or 96h"
+    )]
+    Unreadable(String),
+    /// Past what a `Duration` holds.
+    #[error(
+        "{0:?} is out of range: far longer than any key takes (docs/ranges.md gives each key's range)"
+    )]
+    Overflow(String),
+    /// Zero where the range starts above it.
+    #[error("must be longer than 0s")]
+    Zero,
+    /// Outside a range that starts above zero.
+    #[error("{text:?} is out of range; use {} to {}", compact(*min), compact(*max))]
+    Outside {
+        /// The text as written.
+        text: String,
+        /// The range's ends.
+        min: Duration,
+        /// The range's longest.
+        max: Duration,
+    },
+    /// Longer than a range's longest.
+    #[error("{text:?} is out of range; use at most {}", compact(*max))]
+    TooLong {
+        /// The text as written.
+        text: String,
+        /// The range's longest.
+        max: Duration,
+    },
+}
+
+/// The message, for the callers that still gather theirs as text.
+impl From<DurationError> for String {
+    fn from(e: DurationError) -> String {
+        e.to_string()
+    }
+}
+
+/// Parses `text` as a duration, or says why not.
+pub fn parse(text: &str) -> Result<Duration, DurationError> {
     // humantime's own reason ("expected number at 10") points into the text by byte
     // offset, which says little to a person: say what a duration looks like instead.
-    let d = humantime::parse_duration(text.trim()).map_err(|e| match e {
-        humantime::DurationError::NumberOverflow => format!(
-            "{text:?} is out of range: far longer than any key takes (docs/ranges.md gives each key's range)"
-        ),
-        _ => format!(
-            "{text:?} is not a duration; write a number and a unit (s, m, h, d), like 30s, 5m, 1h, 7d or 96h"
-        ),
-    })?;
-    Ok(d)
+    humantime::parse_duration(text.trim()).map_err(|e| match e {
+        humantime::DurationError::NumberOverflow => DurationError::Overflow(text.into()),
+        _ => DurationError::Unreadable(text.into()),
+    })
 }
 
 /// The longest window, cadence, jitter or age the tool takes: 100 years. Every span
@@ -53,38 +93,31 @@ impl Range {
         }
     }
 
-    /// Checks `d`, parsed from `text`, or says what the range is in words that fit
-    /// after a key name: `"99999999d" is out of range; use at most 36500d`.
-    pub fn check(&self, text: &str, d: Duration) -> Result<Duration, String> {
+    /// Checks `d`, parsed from `text`, or says what the range is.
+    pub fn check(&self, text: &str, d: Duration) -> Result<Duration, DurationError> {
         if d.is_zero() && !self.min.is_zero() {
-            return Err("must be longer than 0s".into());
+            return Err(DurationError::Zero);
         }
+        let text = text.trim().to_string();
         if d < self.min || (d > self.max && self.min > Duration::from_millis(1)) {
-            return Err(format!(
-                "{:?} is out of range; use {} to {}",
-                text.trim(),
-                compact(self.min),
-                compact(self.max)
-            ));
+            let (min, max) = (self.min, self.max);
+            return Err(DurationError::Outside { text, min, max });
         }
         if d > self.max {
-            return Err(format!(
-                "{:?} is out of range; use at most {}",
-                text.trim(),
-                compact(self.max)
-            ));
+            let max = self.max;
+            return Err(DurationError::TooLong { text, max });
         }
         Ok(d)
     }
 
     /// Parses `text` and checks it.
-    pub fn parse(&self, text: &str) -> Result<Duration, String> {
+    pub fn parse(&self, text: &str) -> Result<Duration, DurationError> {
         self.check(text, parse(text)?)
     }
 }
 
 /// A span on the command line (`--age`, `--horizon`): up to [`LONGEST`].
-pub fn parse_span(text: &str) -> Result<Duration, String> {
+pub fn parse_span(text: &str) -> Result<Duration, DurationError> {
     Range::up_to(LONGEST).parse(text)
 }
 
@@ -167,12 +200,12 @@ mod tests {
     #[test]
     fn rejects_what_is_not_a_duration() {
         assert_eq!(
-            parse("1000000000000000000000s").unwrap_err(),
+            parse("1000000000000000000000s").unwrap_err().to_string(),
             "\"1000000000000000000000s\" is out of range: far longer than any key takes (docs/ranges.md gives each key's range)"
         );
         for text in ["7 dayz", "ten seconds", "5", ""] {
             assert_eq!(
-                parse(text).unwrap_err(),
+                parse(text).unwrap_err().to_string(),
                 format!(
                     "{text:?} is not a duration; write a number and a unit (s, m, h, d), like 30s, 5m, 1h, 7d or 96h"
                 )
@@ -185,20 +218,23 @@ mod tests {
         let window = Range::positive(LONGEST);
         assert_eq!(window.parse("36500d"), Ok(LONGEST));
         assert_eq!(
-            window.parse("99999999d").unwrap_err(),
+            window.parse("99999999d").unwrap_err().to_string(),
             "\"99999999d\" is out of range; use at most 36500d"
         );
-        assert_eq!(window.parse("0s").unwrap_err(), "must be longer than 0s");
+        assert_eq!(
+            window.parse("0s").unwrap_err().to_string(),
+            "must be longer than 0s"
+        );
         let lease = Range {
             min: Duration::from_secs(1),
             max: Duration::from_secs(86_400),
         };
         assert_eq!(
-            lease.parse("100ms").unwrap_err(),
+            lease.parse("100ms").unwrap_err().to_string(),
             "\"100ms\" is out of range; use 1s to 1d"
         );
         assert_eq!(
-            lease.parse("2d").unwrap_err(),
+            lease.parse("2d").unwrap_err().to_string(),
             "\"2d\" is out of range; use 1s to 1d"
         );
         assert_eq!(Range::up_to(LONGEST).parse("0s"), Ok(Duration::ZERO));

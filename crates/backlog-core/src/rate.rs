@@ -36,37 +36,70 @@ const FASTEST: f64 = 1_000_000.0;
 /// The slowest: one start a day.
 const SLOWEST: f64 = 1.0 / 86_400.0;
 
+/// How a rate is written, for the errors.
+const HOW: &str = "write starts per second, minute or hour, like \"20/s\", \"100/m\" or \"3/h\"";
+
+/// Why a text is not a rate; its words fit after the key's name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RateError {
+    /// No `/` between a count and a unit.
+    #[error("{0:?} is not a rate; {HOW}")]
+    NoUnit(String),
+    /// A unit other than s, m, h.
+    #[error("{text:?}: {unit:?} is not a unit; {HOW}")]
+    Unit {
+        /// The rate as written.
+        text: String,
+        /// The unit as written.
+        unit: String,
+    },
+    /// A count that is no positive number.
+    #[error("{text:?}: {count:?} is not a positive number; {HOW}")]
+    Count {
+        /// The rate as written.
+        text: String,
+        /// The count as written.
+        count: String,
+    },
+    /// Slower than one start a day, or faster than `FASTEST`.
+    #[error(
+        "{0:?} is out of range; a rate is between one start a day (\"24/h\" is one an hour) and 1,000,000/s"
+    )]
+    OutOfRange(String),
+}
+
+impl From<RateError> for String {
+    fn from(e: RateError) -> String {
+        e.to_string()
+    }
+}
+
 impl Rate {
     /// Reads `N/s`, `N/m` or `N/h` (N a positive number, `sec`, `min`, `hour` also
-    /// accepted); the error says what is wrong and how to write it.
-    pub fn parse(text: &str) -> Result<Rate, String> {
-        let how = "write starts per second, minute or hour, like \"20/s\", \"100/m\" or \"3/h\"";
+    /// accepted).
+    pub fn parse(text: &str) -> Result<Rate, RateError> {
         let Some((count, unit)) = text.split_once('/') else {
-            return Err(format!("{text:?} is not a rate; {how}"));
+            return Err(RateError::NoUnit(text.into()));
         };
         let unit = match unit.trim() {
             "s" | "sec" | "second" => Unit::Second,
             "m" | "min" | "minute" => Unit::Minute,
             "h" | "hour" => Unit::Hour,
-            other => return Err(format!("{text:?}: {other:?} is not a unit; {how}")),
+            other => {
+                let (text, unit) = (text.into(), other.into());
+                return Err(RateError::Unit { text, unit });
+            }
         };
-        let count: f64 = count
-            .trim()
-            .parse()
-            .ok()
+        let count: f64 = (count.trim().parse().ok())
             .filter(|c: &f64| c.is_finite() && *c > 0.0)
-            .ok_or_else(|| {
-                format!(
-                    "{text:?}: {:?} is not a positive number; {how}",
-                    count.trim()
-                )
+            .ok_or_else(|| RateError::Count {
+                text: text.into(),
+                count: count.trim().into(),
             })?;
         let rate = Rate { count, unit };
-        let per_second = rate.per_second();
-        if !(SLOWEST..=FASTEST).contains(&per_second) {
-            return Err(format!(
-                "{text:?} is out of range; a rate is between one start a day (\"24/h\" is one an hour) and 1,000,000/s"
-            ));
+        if !(SLOWEST..=FASTEST).contains(&rate.per_second()) {
+            return Err(RateError::OutOfRange(text.into()));
         }
         Ok(rate)
     }
@@ -130,7 +163,7 @@ mod tests {
             ("0.01/h", "\"0.01/h\" is out of range"),
         ] {
             let e = Rate::parse(text).unwrap_err();
-            assert!(e.starts_with(message), "{text}: {e}");
+            assert!(e.to_string().starts_with(message), "{text}: {e}");
         }
     }
 }

@@ -18,7 +18,7 @@ mod cadence;
 
 pub use cadence::Cadence;
 pub use cadence::CronLine;
-pub use cadence::{due_slack, parse_cron};
+pub use cadence::{CadenceError, due_slack, parse_cron};
 
 /// Whether tiers select disjoint age bands or everything younger than their window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]

@@ -255,7 +255,7 @@ impl Store for SqliteStore {
             .map_err(|problem| StoreError::Timestamps {
                 table: table.clone(),
                 column: columns[2].clone(),
-                problem,
+                problem: problem.to_string(),
             })?;
         if let Some(retry) = &self.table.retry {
             let samples = self.samples(&table, &retry.since, &columns[0])?;
@@ -266,7 +266,7 @@ impl Store for SqliteStore {
             .map_err(|problem| StoreError::Timestamps {
                 table: table.clone(),
                 column: retry.since.clone(),
-                problem,
+                problem: problem.to_string(),
             })?;
             // An empty column takes the inserted-at column's format.
             self.since_format = Some(if samples.is_empty() { format } else { since });

@@ -139,7 +139,7 @@ fn parse_capacity(text: &str) -> Result<(Duration, f64), String> {
 }
 
 /// A rate as `[handler] rate` writes it, in starts a second.
-fn parse_rate(text: &str) -> Result<f64, String> {
+fn parse_rate(text: &str) -> Result<f64, backlog_core::rate::RateError> {
     backlog_core::rate::Rate::parse(text.trim()).map(|r| r.per_second())
 }
 
@@ -250,6 +250,6 @@ fn parse_plotted(text: &str) -> Result<usize, String> {
         .ok_or_else(|| "use a number of jobs from 1 to 1000 (each retry is a dot)".to_string())
 }
 
-fn parse_plot_horizon(text: &str) -> Result<Duration, String> {
+fn parse_plot_horizon(text: &str) -> Result<Duration, duration::DurationError> {
     duration::Range::positive(Duration::from_secs(400 * 86_400)).parse(text)
 }

@@ -24,7 +24,7 @@ pub use args::{
 fn strategy_of(args: &StrategyArgs) -> Result<backlog_core::backoff::catalog::Built, Error> {
     let built =
         backlog_core::backoff::catalog::build(&args.strategy, &args.params, args.unit.seconds())
-            .map_err(Error::Usage)?;
+            .map_err(usage)?;
     with_limits(built, args)
 }
 
@@ -232,7 +232,7 @@ fn strategy_spec(spec: &str) -> Result<backlog_core::backoff::catalog::Built, Er
         Error::Usage("--strategy \"\": give a name, like \"exponential initial=1\"".into())
     })?;
     let params: Vec<String> = words.map(String::from).collect();
-    backlog_core::backoff::catalog::build(name, &params, 1.0).map_err(Error::Usage)
+    backlog_core::backoff::catalog::build(name, &params, 1.0).map_err(usage)
 }
 
 /// `backlog backoff plot`.
@@ -379,8 +379,8 @@ fn outage_of(spec: &str, rng: &mut fastrand::Rng) -> Result<f64, Error> {
     match spec.split_once("..") {
         Some((low, high)) => {
             let (low, high) = (
-                duration::parse_span(low).map_err(Error::Usage)?,
-                duration::parse_span(high).map_err(Error::Usage)?,
+                duration::parse_span(low).map_err(usage)?,
+                duration::parse_span(high).map_err(usage)?,
             );
             if high < low {
                 return Err(Error::Usage(format!(
@@ -390,9 +390,7 @@ fn outage_of(spec: &str, rng: &mut fastrand::Rng) -> Result<f64, Error> {
             }
             Ok(low.as_secs_f64() + (high - low).as_secs_f64() * rng.f64())
         }
-        None => Ok(duration::parse_span(spec)
-            .map_err(Error::Usage)?
-            .as_secs_f64()),
+        None => Ok(duration::parse_span(spec).map_err(usage)?.as_secs_f64()),
     }
 }
 
@@ -413,4 +411,9 @@ fn breaker_of(config: &Config, path: &std::path::Path) -> (String, Option<(u32, 
         None => path.display().to_string(),
     };
     (name, breaker)
+}
+
+/// A command line's value that cannot be taken (a span, a strategy), as a usage error.
+fn usage(e: impl std::fmt::Display) -> Error {
+    Error::Usage(e.to_string())
 }

@@ -19,6 +19,84 @@ pub struct Built {
     pub closed_form: Option<ClosedForm>,
 }
 
+/// Why a strategy cannot be built from its name and parameters; each names the
+/// strategy and the parameter, and says what to write.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StrategyError {
+    /// No strategy of that name.
+    #[error("no strategy {0:?}; the strategies are {NAMES}")]
+    Unknown(String),
+    /// A parameter not written `name=value`.
+    #[error("{strategy}: parameter {param:?} is not name=value")]
+    NotNameValue {
+        /// The strategy's name.
+        strategy: String,
+        /// The parameter as given.
+        param: String,
+    },
+    /// A parameter the strategy does not take.
+    #[error("{strategy}: no parameter {param:?}; it takes {takes}")]
+    NoSuchParameter {
+        /// The strategy's name.
+        strategy: String,
+        /// The parameter's name.
+        param: String,
+        /// The parameters it takes, joined.
+        takes: String,
+    },
+    /// A value that is not a number.
+    #[error("{strategy}: {param}={value:?} is not a number")]
+    NotANumber {
+        /// The strategy's name.
+        strategy: String,
+        /// The parameter's name.
+        param: &'static str,
+        /// The value as given.
+        value: String,
+    },
+    /// A value that is not a duration.
+    #[error("{strategy}: {param}: {source}")]
+    NotADuration {
+        /// The strategy's name.
+        strategy: String,
+        /// The parameter's name.
+        param: &'static str,
+        /// Why.
+        source: crate::duration::DurationError,
+    },
+    /// A value outside the parameter's range.
+    #[error("{strategy}: {param}: {value} is out of range; use {range}")]
+    OutOfRange {
+        /// The strategy's name.
+        strategy: String,
+        /// The parameter's name.
+        param: &'static str,
+        /// The value as given.
+        value: String,
+        /// The range, in words.
+        range: String,
+    },
+    /// A word the parameter does not take (`jitter=`).
+    #[error("{strategy}: {param}={value:?}; use {takes}")]
+    NotAWord {
+        /// The strategy's name.
+        strategy: String,
+        /// The parameter's name.
+        param: &'static str,
+        /// The value as given.
+        value: String,
+        /// The words it takes.
+        takes: &'static str,
+    },
+}
+
+impl From<StrategyError> for String {
+    fn from(e: StrategyError) -> String {
+        e.to_string()
+    }
+}
+
 /// Parameters as given: `name=value`, durations already in seconds.
 struct Params<'a> {
     strategy: &'a str,
@@ -36,46 +114,57 @@ impl Params<'_> {
             .map(|(_, v)| v.clone())
     }
 
-    fn parsed(&mut self, key: &'static str, default: f64) -> Result<f64, String> {
+    fn parsed(&mut self, key: &'static str, default: f64) -> Result<f64, StrategyError> {
         match self.text(key) {
             None => Ok(default),
             Some(v) if v == "inf" => Ok(f64::INFINITY),
-            Some(v) => v
-                .parse()
-                .map_err(|_| format!("{}: {key}={v:?} is not a number", self.strategy)),
+            Some(v) => v.parse().map_err(|_| StrategyError::NotANumber {
+                strategy: self.strategy.into(),
+                param: key,
+                value: v,
+            }),
         }
     }
 
     /// A factor, within `range`.
-    fn number(&mut self, key: &'static str, default: f64, range: Factor) -> Result<f64, String> {
+    fn number(
+        &mut self,
+        key: &'static str,
+        default: f64,
+        range: Factor,
+    ) -> Result<f64, StrategyError> {
         let n = self.parsed(key, default)?;
         if (range.0..=range.1).contains(&n) {
             return Ok(n);
         }
-        Err(format!(
-            "{}: {key}: {} is out of range; use {} to {}",
-            self.strategy,
-            self.written(key),
-            range.0,
-            range.1
-        ))
+        Err(self.out_of_range(key, format!("{} to {}", range.0, range.1)))
+    }
+
+    fn out_of_range(&self, param: &'static str, range: String) -> StrategyError {
+        StrategyError::OutOfRange {
+            strategy: self.strategy.into(),
+            param,
+            value: self.written(param),
+            range,
+        }
     }
 
     /// A number in the chosen unit, or a duration like `1h`, returned in seconds,
     /// within `range`.
-    fn delay(&mut self, key: &'static str, default: f64, range: Span) -> Result<f64, String> {
+    fn delay(
+        &mut self,
+        key: &'static str,
+        default: f64,
+        range: Span,
+    ) -> Result<f64, StrategyError> {
         let secs = self.seconds(key, default)?;
         if range.contains(secs) {
             return Ok(secs);
         }
-        Err(format!(
-            "{}: {key}: {} is out of range; use {range}",
-            self.strategy,
-            self.written(key)
-        ))
+        Err(self.out_of_range(key, range.to_string()))
     }
 
-    fn seconds(&mut self, key: &'static str, default: f64) -> Result<f64, String> {
+    fn seconds(&mut self, key: &'static str, default: f64) -> Result<f64, StrategyError> {
         if let Some(text) = self
             .given
             .iter()
@@ -86,8 +175,13 @@ impl Params<'_> {
         {
             self.used.push(key);
             let negative = text.strip_prefix('-');
-            let d = crate::duration::parse(negative.unwrap_or(&text))
-                .map_err(|e| format!("{}: {key}: {e}", self.strategy))?;
+            let d = crate::duration::parse(negative.unwrap_or(&text)).map_err(|source| {
+                StrategyError::NotADuration {
+                    strategy: self.strategy.into(),
+                    param: key,
+                    source,
+                }
+            })?;
             return Ok(d.as_secs_f64() * if negative.is_some() { -1.0 } else { 1.0 });
         }
         Ok(self.parsed(key, default)? * self.unit)
@@ -101,17 +195,17 @@ impl Params<'_> {
             .map_or_else(String::new, |(_, v)| v.clone())
     }
 
-    fn finish(self) -> Result<(), String> {
+    fn finish(self) -> Result<(), StrategyError> {
         match self
             .given
             .iter()
             .find(|(k, _)| !self.used.contains(&k.as_str()))
         {
-            Some((k, _)) => Err(format!(
-                "{}: no parameter {k:?}; it takes {}",
-                self.strategy,
-                self.used.join(", ")
-            )),
+            Some((k, _)) => Err(StrategyError::NoSuchParameter {
+                strategy: self.strategy.into(),
+                param: k.clone(),
+                takes: self.used.join(", "),
+            }),
             None => Ok(()),
         }
     }
@@ -160,12 +254,15 @@ impl std::fmt::Display for Span {
 
 /// Builds strategy `name` from `name=value` parameters; delays in the parameters and
 /// the results are in units of `unit` seconds.
-pub fn build(name: &str, params: &[String], unit: f64) -> Result<Built, String> {
+pub fn build(name: &str, params: &[String], unit: f64) -> Result<Built, StrategyError> {
     let mut given = Vec::new();
     for p in params {
         let (k, v) = p
             .split_once('=')
-            .ok_or_else(|| format!("{name}: parameter {p:?} is not name=value"))?;
+            .ok_or_else(|| StrategyError::NotNameValue {
+                strategy: name.into(),
+                param: p.clone(),
+            })?;
         given.push((k.trim().to_string(), v.trim().to_string()));
     }
     let mut p = Params {
@@ -221,14 +318,14 @@ pub fn build(name: &str, params: &[String], unit: f64) -> Result<Built, String> 
             }
         }
         "lild" | "limd" | "mild" | "mimd" => adaptive(name, &mut p)?,
-        other => return Err(format!("no strategy {other:?}; the strategies are {NAMES}")),
+        other => return Err(StrategyError::Unknown(other.into())),
     };
     p.finish()?;
     Ok(built)
 }
 
 /// `exponential`: `initial·factorⁿ`, capped at `max`, with an optional jitter.
-fn exponential(p: &mut Params<'_>) -> Result<Built, String> {
+fn exponential(p: &mut Params<'_>) -> Result<Built, StrategyError> {
     let (a, f, max) = (
         p.delay("initial", 1.0, Span::Delay)?,
         p.number("factor", 2.0, GROWTH)?,
@@ -240,9 +337,12 @@ fn exponential(p: &mut Params<'_>) -> Result<Built, String> {
         Some("equal") => Jitter::Equal,
         Some("decorrelated") => Jitter::Decorrelated,
         Some(other) => {
-            return Err(format!(
-                "exponential: jitter={other:?}; use none, full, equal or decorrelated"
-            ));
+            return Err(StrategyError::NotAWord {
+                strategy: "exponential".into(),
+                param: "jitter",
+                value: other.into(),
+                takes: "none, full, equal or decorrelated",
+            });
         }
     };
     let exact = jitter == Jitter::None && max.is_infinite() && f > 1.0;
@@ -264,7 +364,7 @@ fn exponential(p: &mut Params<'_>) -> Result<Built, String> {
 
 /// `lild`, `limd`, `mild`, `mimd`: a delay that a failure lengthens and a success
 /// shortens, each by a step (l) or a factor (m).
-fn adaptive(name: &str, p: &mut Params<'_>) -> Result<Built, String> {
+fn adaptive(name: &str, p: &mut Params<'_>) -> Result<Built, StrategyError> {
     let bytes = name.as_bytes();
     let on_failure = if bytes[0] == b'm' {
         Step::Mul(p.number("failure", 2.0, GROWTH)?)
@@ -297,7 +397,7 @@ mod tests {
         let params: Vec<String> = params.iter().map(|p| p.to_string()).collect();
         match build(name, &params, 1.0) {
             Ok(_) => panic!("{name} {params:?} was accepted"),
-            Err(e) => e,
+            Err(e) => e.to_string(),
         }
     }
 

@@ -19,7 +19,7 @@ use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
 use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
 
-use super::{Context, Ending, Handled, Handler, HandlerError, Outcome, Snooze};
+use super::{Context, Ending, Handled, Handler, HandlerError, Outcome, Snooze, SnoozeError};
 use crate::config::{HandlerConfig, HttpBody, HttpConfig};
 use crate::record::Record;
 
@@ -453,14 +453,14 @@ fn describe_error(error: &ureq::Error) -> String {
 }
 
 /// A `Retry-After` value: seconds or an HTTP date (RFC 9110), as a snooze.
-fn retry_after_of(value: &str) -> Result<Snooze, String> {
+fn retry_after_of(value: &str) -> Result<Snooze, SnoozeError> {
     let value = value.trim();
     if let Ok(seconds) = value.parse::<u64>() {
         return Snooze::parse(&seconds.to_string());
     }
     match httpdate::parse_http_date(value) {
         Ok(at) => Snooze::parse(&chrono::DateTime::<chrono::Utc>::from(at).to_rfc3339()),
-        Err(_) => Err(format!("{value:?} is neither seconds nor an HTTP date")),
+        Err(_) => Err(SnoozeError::NoHttpDate(format!("{value:?}"))),
     }
 }
 

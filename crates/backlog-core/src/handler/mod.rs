@@ -36,7 +36,7 @@ pub use http::{HttpHandler, is_public, reach};
 pub use once::run_once;
 pub use snooze::LONGEST_SNOOZE;
 pub use snooze::SNOOZE_EXIT;
-pub use snooze::Snooze;
+pub use snooze::{Snooze, SnoozeError};
 pub use subreaper::adopt_orphans;
 
 use crate::record::Record;

@@ -27,54 +27,69 @@ pub enum Snooze {
     Until(DateTime<Utc>),
 }
 
+/// Why a handler's "not before" is no snooze; the record's attempt says it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SnoozeError {
+    /// Neither whole seconds nor an RFC 3339 time.
+    #[error("{0} is neither seconds nor an RFC 3339 time")]
+    Unreadable(String),
+    /// A `Retry-After` header that is neither seconds nor an HTTP date.
+    #[error("{0} is neither seconds nor an HTTP date")]
+    NoHttpDate(String),
+    /// A JSON number that is no count of seconds (negative).
+    #[error("{0} is no number of seconds")]
+    NotSeconds(String),
+    /// Past `LONGEST_SNOOZE`: the snooze as `describe` says it.
+    #[error("{0} is more than a year ahead (366d at most)")]
+    TooFar(String),
+}
+
 impl Snooze {
     /// A `retry-after` value as a handler writes it: whole seconds (`3600`), or an RFC
     /// 3339 time (`2026-11-26T14:00:00Z`); for anything else, or a time more than a
     /// year ahead, why it is no snooze (the record's attempt says it).
-    pub fn parse(text: &str) -> Result<Snooze, String> {
+    pub fn parse(text: &str) -> Result<Snooze, SnoozeError> {
         let text = text.trim();
         if let Ok(seconds) = text.parse::<u64>() {
             return Snooze::For(Duration::from_secs(seconds)).within_reach();
         }
         match DateTime::parse_from_rfc3339(text) {
             Ok(t) => Snooze::Until(t.with_timezone(&Utc)).within_reach(),
-            Err(_) => Err(format!("{text:?} is neither seconds nor an RFC 3339 time")),
+            Err(_) => Err(SnoozeError::Unreadable(format!("{text:?}"))),
         }
     }
 
     /// The snooze, if it ends within `LONGEST_SNOOZE` of now (the real clock: a
     /// handler answers in real time).
-    fn within_reach(self) -> Result<Snooze, String> {
+    fn within_reach(self) -> Result<Snooze, SnoozeError> {
         let reach = chrono::Duration::from_std(LONGEST_SNOOZE).expect("a year fits");
         let far = match self {
             Snooze::For(d) => d > LONGEST_SNOOZE,
             Snooze::Until(t) => t > Utc::now() + reach,
         };
         match far {
-            true => Err(format!(
-                "{} is more than a year ahead (366d at most)",
-                self.describe()
-            )),
+            true => Err(SnoozeError::TooFar(self.describe())),
             false => Ok(self),
         }
     }
 
     /// A batch answer's `retry_after`: a number of seconds, or a string `parse` reads.
-    pub fn of_json(value: &serde_json::Value) -> Result<Snooze, String> {
+    pub fn of_json(value: &serde_json::Value) -> Result<Snooze, SnoozeError> {
         match value {
             serde_json::Value::Number(n) => n
                 .as_u64()
                 .or_else(|| n.as_f64().filter(|f| *f >= 0.0).map(|f| f.ceil() as u64))
-                .ok_or_else(|| format!("{n} is no number of seconds"))
+                .ok_or_else(|| SnoozeError::NotSeconds(n.to_string()))
                 .and_then(|s| Snooze::For(Duration::from_secs(s)).within_reach()),
             serde_json::Value::String(s) => Snooze::parse(s),
-            other => Err(format!("{other} is neither seconds nor an RFC 3339 time")),
+            other => Err(SnoozeError::Unreadable(other.to_string())),
         }
     }
 
     /// The last `retry-after: …` line of a handler's stdout (the name in any case),
     /// read; none without one.
-    pub fn of_stdout(stdout: &str) -> Option<Result<Snooze, String>> {
+    pub fn of_stdout(stdout: &str) -> Option<Result<Snooze, SnoozeError>> {
         stdout.lines().rev().find_map(|line| {
             let (name, value) = line.split_once(':')?;
             name.trim()
@@ -134,11 +149,11 @@ mod tests {
             assert!(Snooze::parse(bad).is_err(), "{bad}");
         }
         assert_eq!(
-            Snooze::parse("1764165600000").unwrap_err(),
+            Snooze::parse("1764165600000").unwrap_err().to_string(),
             "retry after 490046000h is more than a year ahead (366d at most)"
         );
         assert_eq!(
-            Snooze::parse("soon").unwrap_err(),
+            Snooze::parse("soon").unwrap_err().to_string(),
             "\"soon\" is neither seconds nor an RFC 3339 time"
         );
         assert_eq!(
@@ -146,7 +161,9 @@ mod tests {
             Ok(Snooze::For(Duration::from_secs(2)))
         );
         assert_eq!(
-            Snooze::of_json(&serde_json::json!(-1)).unwrap_err(),
+            Snooze::of_json(&serde_json::json!(-1))
+                .unwrap_err()
+                .to_string(),
             "-1 is no number of seconds"
         );
         assert!(Snooze::of_json(&serde_json::json!(true)).is_err());

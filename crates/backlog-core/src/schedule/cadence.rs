@@ -136,17 +136,14 @@ impl Cadence {
     /// period stays exact) and at most an hour apart (so a host that was down catches up
     /// within the hour). Cron expressions are checked every minute so they are read in
     /// UTC, whatever time zone the host's cron runs in.
-    pub fn cron_line(&self) -> Result<CronLine, String> {
+    pub fn cron_line(&self) -> Result<CronLine, CadenceError> {
         let d = match self {
             Cadence::Every(d) => *d,
             Cadence::Cron(..) => return Ok(CronLine::IfDue("* * * * *".into())),
         };
         let secs = d.as_secs();
         if d.subsec_nanos() != 0 || !secs.is_multiple_of(60) {
-            return Err(format!(
-                "every {} is not a whole number of minutes, the smallest step cron has; run `backlog daemon` instead",
-                duration::compact(d)
-            ));
+            return Err(CadenceError::NotWholeMinutes(d));
         }
         let minutes = secs / 60;
         let exact = match minutes {
@@ -176,14 +173,42 @@ impl Cadence {
     }
 }
 
+/// Why a cadence cannot be read, or written as a crontab line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CadenceError {
+    /// Not a crontab(5) expression: the text and croner's reason.
+    #[error(
+        "{text:?} is not a crontab(5) expression ({why}); write five fields like \"*/5 * * * *\" or an alias like \"@hourly\""
+    )]
+    NotCron {
+        /// The expression as written.
+        text: String,
+        /// croner's reason.
+        why: String,
+    },
+    /// An interval cron cannot fire at: not whole minutes.
+    #[error("every {} is not a whole number of minutes, the smallest step cron has; run `backlog daemon` instead", duration::compact(*.0))]
+    NotWholeMinutes(Duration),
+}
+
+impl From<CadenceError> for String {
+    fn from(e: CadenceError) -> String {
+        e.to_string()
+    }
+}
+
 /// Parses a crontab(5) expression: five fields, no seconds or years.
-pub fn parse_cron(text: &str) -> Result<croner::Cron, String> {
+pub fn parse_cron(text: &str) -> Result<croner::Cron, CadenceError> {
     croner::parser::CronParser::builder()
         .seconds(croner::parser::Seconds::Disallowed)
         .year(croner::parser::Year::Disallowed)
         .build()
         .parse(text)
-        .map_err(|e| format!("{text:?} is not a crontab(5) expression ({e}); write five fields like \"*/5 * * * *\" or an alias like \"@hourly\""))
+        .map_err(|e| CadenceError::NotCron {
+            text: text.into(),
+            why: e.to_string(),
+        })
 }
 
 #[cfg(test)]
@@ -371,6 +396,7 @@ mod tests {
         assert!(
             line(30)
                 .unwrap_err()
+                .to_string()
                 .starts_with("every 30s is not a whole number of minutes")
         );
         assert_eq!(
@@ -385,7 +411,8 @@ mod tests {
         assert!(parse_cron("@hourly").is_ok());
         let e = parse_cron("0 */5 * * * *").unwrap_err();
         assert!(
-            e.starts_with("\"0 */5 * * * *\" is not a crontab(5) expression"),
+            e.to_string()
+                .starts_with("\"0 */5 * * * *\" is not a crontab(5) expression"),
             "{e}"
         );
     }

@@ -89,7 +89,7 @@ pub fn format_of(
     let samples = sample(integer)?;
     match empty {
         Some(f) if samples.is_empty() => Ok(f),
-        _ => timestamp::detect(setting, &samples).map_err(problem),
+        _ => timestamp::detect(setting, &samples).map_err(|e| problem(e.to_string())),
     }
 }
 

@@ -215,7 +215,38 @@ impl TimestampFormat {
     }
 }
 
-/// Classifies one sample, or says why it is not a timestamp this tool reads.
+/// Why a column's values are not timestamps the tool reads as the file says; the
+/// words follow the column's name (`table.inserted_at "created" holds …`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TimestampError {
+    /// A value in none of the accepted formats: the value, or its kind.
+    #[error("holds {0}, which is not a timestamp (backlog reads {ACCEPTED})")]
+    NotATimestamp(String),
+    /// Values of two formats.
+    #[error("mixes formats: {0} and {1} (one column must hold one format)")]
+    MixedFormats(&'static str, &'static str),
+    /// Text with two UTC offsets (the message of `text::offsets_problem`).
+    #[error("{0}")]
+    MixedOffsets(String),
+    /// `native` on a column whose values are not a server's timestamps.
+    #[error(
+        "is declared native, which is for PostgreSQL timestamp columns; set table.inserted_at_format = \"auto\""
+    )]
+    NativeDeclared,
+    /// Values of another format than the one declared.
+    #[error(
+        "is declared {declared} but holds {found} values (set table.inserted_at_format = \"{found}\", or \"auto\")"
+    )]
+    NotAsDeclared {
+        /// The declared format's name.
+        declared: &'static str,
+        /// The found format's name.
+        found: &'static str,
+    },
+}
+
+/// Classifies one sample, or says what it holds instead.
 fn classify(sample: &Sample) -> Result<TimestampFormat, String> {
     match sample {
         // 1e11 seconds is the year 5138; 1e11 milliseconds is 1973.
@@ -245,26 +276,24 @@ pub const ACCEPTED: &str =
 
 /// Decides the column's format from the setting and a few real values (the newest and
 /// the oldest). An error says what was found; the caller adds which column it was.
-pub fn detect(setting: FormatSetting, samples: &[Sample]) -> Result<TimestampFormat, String> {
+pub fn detect(
+    setting: FormatSetting,
+    samples: &[Sample],
+) -> Result<TimestampFormat, TimestampError> {
     let mut found: Option<TimestampFormat> = None;
     for sample in samples {
-        let format = classify(sample).map_err(|v| {
-            format!("holds {v}, which is not a timestamp (backlog reads {ACCEPTED})")
-        })?;
+        let format = classify(sample).map_err(TimestampError::NotATimestamp)?;
         if let Some(prev) = found
             && !same_kind(prev, format)
         {
-            return Err(format!(
-                "mixes formats: {} and {} (one column must hold one format)",
-                prev.setting_name(),
-                format.setting_name()
-            ));
+            let (a, b) = (prev.setting_name(), format.setting_name());
+            return Err(TimestampError::MixedFormats(a, b));
         }
         if let (Some(TimestampFormat::Text(prev)), TimestampFormat::Text(this)) = (found, format)
             && let (Some(a), Some(b)) = (prev.offset, this.offset)
             && let Some(problem) = offsets_problem(a, b)
         {
-            return Err(problem);
+            return Err(TimestampError::MixedOffsets(problem));
         }
         found = found.or(Some(format));
     }
@@ -274,21 +303,15 @@ pub fn detect(setting: FormatSetting, samples: &[Sample]) -> Result<TimestampFor
         FormatSetting::Rfc3339 => TimestampFormat::Text(RFC3339_LAYOUT),
         FormatSetting::Unix => TimestampFormat::UnixSeconds,
         FormatSetting::UnixMs => TimestampFormat::UnixMillis,
-        FormatSetting::Native => {
-            return Err(
-                "is declared native, which is for PostgreSQL timestamp columns; set table.inserted_at_format = \"auto\"".into(),
-            );
-        }
+        FormatSetting::Native => return Err(TimestampError::NativeDeclared),
     };
     match found {
         None => Ok(declared),
         Some(f) if f.setting_name() == declared.setting_name() => Ok(f),
-        Some(f) => Err(format!(
-            "is declared {} but holds {} values (set table.inserted_at_format = \"{}\", or \"auto\")",
-            declared.setting_name(),
-            f.setting_name(),
-            f.setting_name()
-        )),
+        Some(f) => Err(TimestampError::NotAsDeclared {
+            declared: declared.setting_name(),
+            found: f.setting_name(),
+        }),
     }
 }
 
@@ -371,7 +394,7 @@ mod tests {
     fn rejects_what_is_not_a_timestamp() {
         let e = detect(FormatSetting::Auto, &[Sample::Text("yesterday".into())]).unwrap_err();
         assert_eq!(
-            e,
+            e.to_string(),
             format!("holds \"yesterday\", which is not a timestamp (backlog reads {ACCEPTED})")
         );
         let e = detect(
@@ -380,7 +403,7 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(
-            e,
+            e.to_string(),
             "mixes formats: unix and sqlite (one column must hold one format)"
         );
         let e = detect(
@@ -389,7 +412,7 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(
-            e,
+            e.to_string(),
             "is declared unix but holds sqlite values (set table.inserted_at_format = \"sqlite\", or \"auto\")"
         );
     }
