@@ -26,7 +26,9 @@ pub use backlog_core::chrono;
 pub use backlog_core::serde_json;
 
 pub use backlog_core::Error;
-pub use backlog_core::handler::{Context, FnHandler, Handled, Handler, HandlerError, Outcome};
+pub use backlog_core::handler::{
+    Context, Ending, FnHandler, Handled, Handler, HandlerError, Outcome, Snooze,
+};
 pub use backlog_core::record::{Columns, Record, Scalar};
 pub use backlog_core::store::StoreError;
 pub use backlog_core::tick::TickSummary;

@@ -163,9 +163,65 @@ fn backlog_snooze_keeps_records_until_a_time_and_retry_takes_them_at_once(backen
     assert!(!status.contains("snooze"), "{status}");
 }
 
+/// A snooze of a record in a tick's handler waits for the tick, then snoozes the
+/// record as the tick left it: its failed try stays (ERROR, one attempt more), where it
+/// once wrote back the NEW it had read before waiting.
+fn a_snooze_that_waits_for_a_tick_keeps_what_the_tick_marked(backend: Backend) {
+    let env = Env::on(backend);
+    env.classic();
+    env.write_schedule(&Schedule::default());
+    env.write_handler(
+        "handler.sh",
+        "#!/bin/sh\ncat > /dev/null\necho \"$BACKLOG_RECORD_ID\" >> calls.log\nsleep 2\nexit 1\n",
+    );
+    let tick = crate::harness::Running::spawn(
+        env.command()
+            .args(["run", "--window", "1d", "--limit", "1", "--now", NOW]),
+    );
+    // The record the tick has in its handler.
+    let started = std::time::Instant::now();
+    let id = loop {
+        let calls = std::fs::read_to_string(env.path("calls.log")).unwrap_or_default();
+        if let Some(id) = calls.lines().next() {
+            break id.to_string();
+        }
+        assert!(
+            started.elapsed().as_secs() < 30,
+            "the tick handed nothing out"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    env.backlog(&["snooze", &id, "--for", "1h", "--now", NOW])
+        .assert()
+        .success();
+    assert!(tick.wait().status.success());
+    let id: i64 = id.parse().unwrap();
+    let status = env
+        .statuses()
+        .into_iter()
+        .find(|(i, _)| *i == id)
+        .unwrap()
+        .1;
+    assert_eq!(
+        status, "ERROR",
+        "record {id} keeps the status its tick marked"
+    );
+    let show = stdout(
+        env.backlog(&["show", &id.to_string(), "--now", NOW])
+            .assert()
+            .success(),
+    );
+    assert!(
+        show.contains("kept from the ticks until 2026-11-21T13:00:00Z"),
+        "{show}"
+    );
+    assert!(show.contains("exit 1"), "the tick's try is kept: {show}");
+}
+
 crate::on_every_backend!(
     a_batch_answers_retry_after_keeps_its_record_from_the_ticks_until_then,
     backlog_snooze_keeps_records_until_a_time_and_retry_takes_them_at_once,
+    a_snooze_that_waits_for_a_tick_keeps_what_the_tick_marked,
 );
 
 /// A per-record handler snoozes with exit 75 and a `retry-after:` line on stdout (an

@@ -92,7 +92,7 @@ impl Holds for MysqlStore {
         })?;
         Ok(Page::sorted(
             read,
-            |_, r| ours.contains(&r.id.to_string()),
+            |_, r| ours.contains_key(&r.id.to_string()),
             wanted,
         ))
     }
@@ -167,9 +167,13 @@ impl Holds for MysqlStore {
         let claimed = transaction(&mut self.conn, "claiming records", |tx| {
             Ok(claims.claim(tx, &taking, &ids)?)
         })?;
+        // Each with its status now: a tick may have marked it while the caller waited.
         Ok(records
             .into_iter()
-            .filter(|r| claimed.contains(&r.id.to_string()))
+            .filter_map(|mut r| {
+                r.status = claimed.get(&r.id.to_string())?.as_str().into();
+                Some(r)
+            })
             .collect())
     }
 

@@ -210,6 +210,7 @@ impl MysqlStore {
             integer_ids: id_kind == IdKind::Int,
             id: idq,
             status_in: super::pages::exact_status(&st),
+            status_text: format!("CAST(t.{st} AS CHAR)"),
             status: st,
             retry: retry.map(|(count, since)| (quote(&columns[count].0), quote(&columns[since].0))),
             claims_by_key: format!("{}backlog_claims FORCE INDEX (PRIMARY)", self.prefix),

@@ -58,6 +58,7 @@ impl PostgresStore {
             integer_ids: p.int_id,
             status: st.clone(),
             status_in: format!("CAST(t.{st} AS TEXT) IN ({{list}})"),
+            status_text: format!("CAST(t.{st} AS TEXT)"),
             retry: (self.table.retry.as_ref()).map(|r| (quote(&r.count), quote(&r.since))),
             claims_by_key: self.own_table("backlog_claims"),
             row_lock: "FOR NO KEY UPDATE OF t",
@@ -427,9 +428,13 @@ impl Holds for PostgresStore {
             tx.commit().map_err(pg(context))?;
             Ok(claimed)
         })?;
+        // Each with its status now: a tick may have marked it while the caller waited.
         Ok(records
             .into_iter()
-            .filter(|r| claimed.contains(&r.id.to_string()))
+            .filter_map(|mut r| {
+                r.status = claimed.get(&r.id.to_string())?.as_str().into();
+                Some(r)
+            })
             .collect())
     }
 

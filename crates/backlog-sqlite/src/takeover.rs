@@ -348,7 +348,7 @@ impl SqliteStore {
             .map_err(db(context))?;
         let now = Utc::now().timestamp_millis();
         let mut taken = Vec::new();
-        for record in records {
+        for mut record in records {
             // Read again under the write lock: its status now.
             let status: Option<String> = tx
                 .query_row(
@@ -365,9 +365,12 @@ impl SqliteStore {
                 .map_err(db(context))?;
             // Not while a tick may have it in a handler; from a tick's queue, taken
             // over (see `takeover`).
-            if status.is_some_and(|s| self.table.is_pending(&s))
-                && self.take_over(&tx, owner, now, &record)?
-            {
+            let Some(status) = status.filter(|s| self.table.is_pending(s)) else {
+                continue;
+            };
+            if self.take_over(&tx, owner, now, &record)? {
+                // Its status now: a tick may have marked it while the caller waited.
+                record.status = status.into();
                 taken.push(record);
             }
         }

@@ -12,7 +12,7 @@
 //! none can happen until it commits. A claim and a mark each run inside a transaction
 //! of the dialect's (`fault::retrying` tries it again after a deadlock).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 
@@ -45,6 +45,8 @@ pub struct Subject {
     pub integer_ids: bool,
     /// The status column, quoted.
     pub status: String,
+    /// `t`'s status as text, whatever the column's type (an enum, a varchar).
+    pub status_text: String,
     /// `t`'s status among the statuses whose placeholders are `{list}`, exactly (a
     /// column that compares text in any case still tells `new` from `NEW`).
     pub status_in: String,
@@ -121,15 +123,16 @@ impl Claims<'_> {
     }
 
     /// Claims each record of `ids` that is still pending and that no live claim holds;
-    /// returns the ids (as text) now this owner's.
+    /// returns the ids (as text) now this owner's, each with its status as read under
+    /// the row's lock: a record a tick marked while the caller waited has its new one.
     pub fn claim(
         &self,
         sql: &mut dyn Sql,
         taking: &Taking<'_>,
         ids: &[&Scalar],
-    ) -> Result<HashSet<String>, StoreError> {
+    ) -> Result<HashMap<String, String>, StoreError> {
         if ids.is_empty() {
-            return Ok(HashSet::new());
+            return Ok(HashMap::new());
         }
         let context = "claiming records";
         let s = self.subject;
@@ -139,8 +142,9 @@ impl Claims<'_> {
         let locked = sql
             .query(
                 &format!(
-                    "SELECT {} FROM {} WHERE t.{} IN ({}) AND {} {} SKIP LOCKED",
+                    "SELECT {}, {} FROM {} WHERE t.{} IN ({}) AND {} {} SKIP LOCKED",
                     s.id_text,
+                    s.status_text,
                     s.by_id,
                     s.id,
                     s.ids(1, ids.len()),
@@ -150,9 +154,12 @@ impl Claims<'_> {
                 &params,
             )
             .map_err(failed(context))?;
-        let pending: Vec<String> = locked.iter().filter_map(|row| row[0].text()).collect();
+        let status_of: HashMap<String, String> = (locked.iter())
+            .filter_map(|row| Some((row[0].text()?, row[1].text()?)))
+            .collect();
+        let pending: Vec<String> = status_of.keys().cloned().collect();
         if pending.is_empty() {
-            return Ok(HashSet::new());
+            return Ok(HashMap::new());
         }
         // Their claims, locked against the heartbeats and releases of other runners:
         // free, lapsed, or a failure kept past its slot.
@@ -183,7 +190,7 @@ impl Claims<'_> {
             .collect();
         let free: Vec<&String> = pending.iter().filter(|id| !taken.contains(*id)).collect();
         if free.is_empty() {
-            return Ok(HashSet::new());
+            return Ok(HashMap::new());
         }
         // ?1 the table's name, ?2 the owner, ?3 the lease in microseconds, ids from ?4.
         let rows: Vec<String> = (0..free.len())
@@ -205,7 +212,9 @@ impl Claims<'_> {
             &params,
         )
         .map_err(failed(context))?;
-        Ok(free.into_iter().cloned().collect())
+        Ok((free.into_iter())
+            .filter_map(|id| Some((id.clone(), status_of.get(id)?.clone())))
+            .collect())
     }
 
     /// Writes `marks` where this owner still claims the record, in one transaction
