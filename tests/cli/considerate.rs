@@ -421,8 +421,12 @@ fn a_retry_keeps_each_counterpart_to_its_rate(backend: Backend) {
             .map(|s| s.1)
             .collect();
         assert_eq!(t.len(), 3, "{starts:?}");
+        // Two intervals of a second apart; the times are the handlers' own, each taken
+        // once its process runs, and a loaded machine starts one late now and then
+        // (measured: 135 ms), which shortens the span by as much. Unpaced, the three
+        // would start within milliseconds.
         assert!(
-            (t[2] - t[0]) / 1_000_000 >= 1_900,
+            (t[2] - t[0]) / 1_000_000 >= 1_500,
             "{ids:?} at 1/s: {starts:?}"
         );
     }
