@@ -110,21 +110,14 @@ impl Backlog {
         handler: &mut dyn Handler,
     ) -> Result<TickSummary, Error> {
         if self.config.schedule.tier(window).is_none() {
-            let windows: Vec<String> = (self.config.schedule.tiers.iter())
-                .map(|t| duration::compact(t.window))
-                .collect();
             return Err(Error::Usage(format!(
                 "window {} is no tier's window in {} (its windows: {}); give one of them",
                 duration::compact(window),
                 self.config.path.display(),
-                windows.join(", ")
+                self.config.schedule.windows().join(", ")
             )));
         }
-        // The time the runners share: the server's where there is one, as `backlog run`.
-        let now = match self.config.database.url.is_server() {
-            true => (self.store.clock()).map_err(Error::store(self.store.describe()))?,
-            false => chrono::Utc::now(),
-        };
+        let now = ticks::shared_now(&self.config, self.store.as_mut())?;
         let opts = TickOptions::for_config(&self.config, window, now);
         ticks::run_tick_on(
             &self.config,

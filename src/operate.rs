@@ -226,17 +226,11 @@ pub fn tier_window(config: &Config, window: Duration) -> Result<u64, Error> {
     if config.schedule.tier(window).is_some() {
         return Ok(window.as_secs());
     }
-    let windows: Vec<String> = config
-        .schedule
-        .tiers
-        .iter()
-        .map(|t| duration::compact(t.window))
-        .collect();
     Err(Error::Usage(format!(
         "--window {} is no tier's window in {} (its windows: {})",
         duration::compact(window),
         config.path.display(),
-        windows.join(", ")
+        config.schedule.windows().join(", ")
     )))
 }
 

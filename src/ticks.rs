@@ -3,11 +3,22 @@
 //! and the file's pings and alerts around it (the core's `process_backlog` does the
 //! tick itself).
 
+use chrono::{DateTime, Utc};
+
 use backlog_core::handler::Handler;
 use backlog_core::record::Record;
 use backlog_core::store::Store;
 use backlog_core::tick::{Event, TickOptions, TickSummary, open_store, process_backlog};
 use backlog_core::{Config, Error};
+
+/// The time the runners share now: the database server's where there is one (the
+/// same for runners on hosts whose clocks disagree), this host's on SQLite.
+pub fn shared_now(config: &Config, store: &mut dyn Store) -> Result<DateTime<Utc>, Error> {
+    match config.database.url.is_server() {
+        true => store.clock().map_err(Error::store(store.describe())),
+        false => Ok(Utc::now()),
+    }
+}
 
 /// Runs one tick of a schedule file's tier: opens its store and its handler (`own`, the
 /// program's, or else the file's), then `process_backlog`. What each tick of the

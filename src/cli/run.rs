@@ -78,10 +78,7 @@ fn reach(
     let store = store_of(store, config)?;
     let now = match args.now {
         Some(now) => now,
-        None if config.database.url.is_server() => {
-            store.clock().map_err(Error::store(store.describe()))?
-        }
-        None => Utc::now(),
+        None => backlog::ticks::shared_now(config, store)?,
     };
     let opts = TickOptions::for_config(config, args.window, now);
     if args.if_due && !due(config, args, store, opts.now)? {
@@ -206,13 +203,7 @@ fn listing(record: &backlog_core::Record, now: DateTime<Utc>) -> serde_json::Val
 
 /// The windows of the file's tiers, as a list for a message: `1d, 7d, 14d`.
 fn windows(config: &Config) -> String {
-    let windows: Vec<String> = config
-        .schedule
-        .tiers
-        .iter()
-        .map(|t| duration::compact(t.window))
-        .collect();
-    windows.join(", ")
+    config.schedule.windows().join(", ")
 }
 
 /// For `--if-due`: whether the tier is due, printing why not when it is not.

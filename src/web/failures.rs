@@ -44,7 +44,7 @@ struct Choices {
 
 fn choices(config: &backlog_core::config::Config) -> Choices {
     Choices {
-        tiers: super::input::windows(config),
+        tiers: config.schedule.windows(),
         given_up: config.table.given_up.clone(),
         labels: config.table.labels.clone(),
     }

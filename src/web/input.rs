@@ -49,16 +49,6 @@ pub(super) fn optional_until(field: &str, text: &str) -> Result<Option<DateTime<
     }
 }
 
-/// The schedule's tiers by window, as the pages name them: `1d, 7d, 30d`.
-pub(super) fn windows(config: &Config) -> Vec<String> {
-    config
-        .schedule
-        .tiers
-        .iter()
-        .map(|t| duration::compact(t.window))
-        .collect()
-}
-
 /// The tier whose window `text` names (`7d`), picked in `field`; `others` adds the
 /// other values the field takes to the message that lists what it takes.
 pub(super) fn tier(
@@ -74,7 +64,7 @@ pub(super) fn tier(
         .ok_or_else(|| {
             Error::Usage(format!(
                 "{field}: {text:?} is no tier's window; pick one of {}{others}",
-                windows(config).join(", ")
+                config.schedule.windows().join(", ")
             ))
         })
 }

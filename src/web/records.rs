@@ -251,7 +251,7 @@ struct View {
 
 fn view(config: Config, q: &RecordsQuery, per: usize, now: DateTime<Utc>) -> Result<View, Error> {
     let config = crate::operate::for_retry(config);
-    let tiers = input::windows(&config);
+    let tiers = config.schedule.windows();
     let ages = match q.tier.trim() {
         "" => Ages::Band(
             config

@@ -45,13 +45,6 @@ pub enum DurationError {
     },
 }
 
-/// The message, for the callers that still gather theirs as text.
-impl From<DurationError> for String {
-    fn from(e: DurationError) -> String {
-        e.to_string()
-    }
-}
-
 /// Parses `text` as a duration, or says why not.
 pub fn parse(text: &str) -> Result<Duration, DurationError> {
     // humantime's own reason ("expected number at 10") points into the text by byte

@@ -69,12 +69,6 @@ pub enum RateError {
     OutOfRange(String),
 }
 
-impl From<RateError> for String {
-    fn from(e: RateError) -> String {
-        e.to_string()
-    }
-}
-
 impl Rate {
     /// Reads `N/s`, `N/m` or `N/h` (N a positive number, `sec`, `min`, `hour` also
     /// accepted).

@@ -187,6 +187,14 @@ impl Schedule {
         }
     }
 
+    /// The tiers' windows as the file writes them, in order: `1d`, `7d`, `30d`. For
+    /// the messages and pages that name the windows a user may give.
+    pub fn windows(&self) -> Vec<String> {
+        (self.tiers.iter())
+            .map(|t| duration::compact(t.window))
+            .collect()
+    }
+
     /// "1 tier", "6 tiers": how many tiers, for messages.
     pub fn tier_count(&self) -> String {
         tiers(self.tiers.len())

@@ -132,10 +132,13 @@ pub struct CapacityArgs {
 /// `40/s`, or `80/s@60s`: a capacity, and from when in the tick.
 fn parse_capacity(text: &str) -> Result<(Duration, f64), String> {
     let (rate, from) = match text.split_once('@') {
-        Some((rate, from)) => (rate, duration::parse_span(from.trim())?),
+        Some((rate, from)) => (
+            rate,
+            duration::parse_span(from.trim()).map_err(|e| e.to_string())?,
+        ),
         None => (text, Duration::ZERO),
     };
-    Ok((from, parse_rate(rate)?))
+    Ok((from, parse_rate(rate).map_err(|e| e.to_string())?))
 }
 
 /// A rate as `[handler] rate` writes it, in starts a second.

@@ -91,12 +91,6 @@ pub enum StrategyError {
     },
 }
 
-impl From<StrategyError> for String {
-    fn from(e: StrategyError) -> String {
-        e.to_string()
-    }
-}
-
 /// Parameters as given: `name=value`, durations already in seconds.
 struct Params<'a> {
     strategy: &'a str,

@@ -192,12 +192,6 @@ pub enum CadenceError {
     NotWholeMinutes(Duration),
 }
 
-impl From<CadenceError> for String {
-    fn from(e: CadenceError) -> String {
-        e.to_string()
-    }
-}
-
 /// Parses a crontab(5) expression: five fields, no seconds or years.
 pub fn parse_cron(text: &str) -> Result<croner::Cron, CadenceError> {
     croner::parser::CronParser::builder()
