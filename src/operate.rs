@@ -296,19 +296,36 @@ pub fn snooze_refused(now: DateTime<Utc>, until: DateTime<Utc>) -> Option<&'stat
     }
 }
 
+/// A time the command line or a form gives that cannot be taken.
+#[derive(Debug, thiserror::Error)]
+pub enum TimeError {
+    /// Not a time where only a time is taken (`--now`).
+    #[error("{0:?} is not an RFC 3339 time ({1}); write it like 2026-11-21T08:30:00Z")]
+    NotATime(String, chrono::ParseError),
+    /// A span from now past the last time there is.
+    #[error("{0:?} is too far ahead")]
+    TooFarAhead(String),
+    /// Neither, where a time or a span from now is taken (`--until`).
+    #[error("{0:?} is neither a time nor a span; write 2026-11-21T18:00:00Z or 2h")]
+    Neither(String),
+}
+
+/// An RFC 3339 time, as `--now` takes it.
+pub fn parse_time(text: &str) -> Result<DateTime<Utc>, TimeError> {
+    DateTime::parse_from_rfc3339(text)
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|e| TimeError::NotATime(text.to_string(), e))
+}
+
 /// When a pause is meant to end: an RFC 3339 time, or a span from now (`2h`).
-pub fn parse_until(text: &str) -> Result<DateTime<Utc>, String> {
+pub fn parse_until(text: &str) -> Result<DateTime<Utc>, TimeError> {
     if let Ok(span) = duration::parse_span(text) {
         return chrono::Duration::from_std(span)
             .ok()
             .and_then(|span| Utc::now().checked_add_signed(span))
-            .ok_or_else(|| format!("{text:?} is too far ahead"));
+            .ok_or_else(|| TimeError::TooFarAhead(text.to_string()));
     }
-    DateTime::parse_from_rfc3339(text.trim())
-        .map(|t| t.with_timezone(&Utc))
-        .map_err(|_| {
-            format!("{text:?} is neither a time nor a span; write 2026-11-21T18:00:00Z or 2h")
-        })
+    parse_time(text.trim()).map_err(|_| TimeError::Neither(text.to_string()))
 }
 
 /// Who is acting: user@host.

@@ -411,7 +411,7 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
     /// Hand over at most this many records (overrides the tier's limit).
-    #[arg(long, value_parser = parse_limit)]
+    #[arg(long, value_parser = count::<u64>(backlog_core::config::MAX_LIMIT, "records", ""))]
     pub limit: Option<u64>,
     /// Exit at once unless the tier's cadence says a tick is due, judged by its last
     /// tick in the run log (for cadences cron cannot state; `backlog crontab` adds it).
@@ -436,13 +436,29 @@ fn parse_window(text: &str) -> Result<Duration, DurationError> {
     backlog_core::config::SPAN.parse(text)
 }
 
-fn parse_limit(text: &str) -> Result<u64, String> {
-    use backlog_core::config::MAX_LIMIT;
-    text.trim()
-        .parse::<u64>()
-        .ok()
-        .filter(|n| (1..=MAX_LIMIT).contains(n))
-        .ok_or_else(|| format!("use a number of records from 1 to {MAX_LIMIT}"))
+/// A count the command line takes is out of its range, or no number.
+#[derive(Debug, thiserror::Error)]
+#[error("use a number of {unit} from 1 to {max}{note}")]
+pub(crate) struct CountError {
+    unit: &'static str,
+    max: u64,
+    note: &'static str,
+}
+
+/// A parser of a count from 1 to `max` of `unit`, `note` after the range in its error.
+pub(crate) fn count<T: TryFrom<u64>>(
+    max: u64,
+    unit: &'static str,
+    note: &'static str,
+) -> impl Fn(&str) -> Result<T, CountError> + Clone + Send + Sync + 'static {
+    move |text| {
+        text.trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|n| (1..=max).contains(n))
+            .and_then(|n| T::try_from(n).ok())
+            .ok_or(CountError { unit, max, note })
+    }
 }
 
 /// An age of `--warn-waiting` and `--critical-waiting`: as `check.warn_waiting`.
@@ -450,13 +466,7 @@ fn parse_waiting(text: &str) -> Result<Duration, DurationError> {
     backlog_core::config::CHECK_WAITING.parse(text)
 }
 
-pub(crate) fn parse_now(text: &str) -> Result<DateTime<Utc>, String> {
-    DateTime::parse_from_rfc3339(text)
-        .map(|t| t.with_timezone(&Utc))
-        .map_err(|e| {
-            format!("{text:?} is not an RFC 3339 time ({e}); write it like 2026-11-21T08:30:00Z")
-        })
-}
+pub(crate) use crate::operate::parse_time as parse_now;
 
 /// What every action on chosen records takes besides its own options.
 #[derive(Debug, Args)]

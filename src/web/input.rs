@@ -8,6 +8,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use crate::error::Error;
+use crate::operate::TimeError;
 use backlog_core::config::Config;
 use backlog_core::duration;
 
@@ -21,9 +22,11 @@ pub(super) fn until(field: &str, text: &str) -> Result<DateTime<Utc>, Error> {
     if text.is_empty() {
         return Err(Error::Usage(format!("{field} is empty: write {UNTIL}")));
     }
-    crate::operate::parse_until(text).map_err(|_| match duration::parse_span(text) {
-        Ok(_) => Error::Usage(format!("{field}: {text:?} is too far ahead; write {UNTIL}")),
-        Err(_) => Error::Usage(format!(
+    crate::operate::parse_until(text).map_err(|e| match e {
+        TimeError::TooFarAhead(_) => {
+            Error::Usage(format!("{field}: {text:?} is too far ahead; write {UNTIL}"))
+        }
+        _ => Error::Usage(format!(
             "{field}: {text:?} is neither a span nor a time; write {UNTIL}"
         )),
     })

@@ -424,15 +424,15 @@ fn bad_alert_sections_get_messages_that_name_the_key() {
     let cases: &[(&str, &str)] = &[
         (
             "webhook = \"hooks.example/x\"",
-            "backlog: backlog.toml: alert.webhook: \"hooks.example/x\" is not a URL (relative URL without a base); write a full http:// or https:// address, like \"https://hooks.example/backlog\"\n",
+            "backlog: backlog.toml:{line}:11: alert.webhook: \"hooks.example/x\" is not a URL (relative URL without a base); write a full http:// or https:// address, like \"https://hooks.example/backlog\"\n",
         ),
         (
             "ping = \"ftp://ops:pa55@hc.example/x?k=1\"",
-            "backlog: backlog.toml: alert.ping: ftp://hc.example/x is not an http:// or https:// address; write a full http:// or https:// address, like \"https://hooks.example/backlog\"\n",
+            "backlog: backlog.toml:{line}:8: alert.ping: ftp://hc.example/x is not an http:// or https:// address; write a full http:// or https:// address, like \"https://hooks.example/backlog\"\n",
         ),
         (
             "command = []",
-            "backlog: backlog.toml: alert.command: the command is empty; name a program and its arguments, like command = [\"./notify.sh\", \"ops\"]\n",
+            "backlog: backlog.toml:{line}:11: alert.command: the command is empty; name a program and its arguments, like command = [\"./notify.sh\", \"ops\"]\n",
         ),
         (
             "webhok = \"https://hooks.example/x\"",
@@ -440,7 +440,7 @@ fn bad_alert_sections_get_messages_that_name_the_key() {
         ),
         (
             "alert_every = \"90d\"",
-            "backlog: backlog.toml: alert.alert_every: \"90d\" is out of range; use 1s to 30d\n",
+            "backlog: backlog.toml:{line}:15: alert.alert_every: \"90d\" is out of range; use 1s to 30d\n",
         ),
         (
             "alert_every = 15",

@@ -184,7 +184,7 @@ fn an_unknown_placeholder_in_a_ping_is_refused() {
         .assert()
         .code(3)
         .stderr(
-            "backlog: backlog.toml: alert.ping: {foo} is no placeholder of a ping URL; use {window} (the tier's window, like 1d) or {tier} (its number, like 1)\n",
+            "backlog: backlog.toml:44:8: alert.ping: {foo} is no placeholder of a ping URL; use {window} (the tier's window, like 1d) or {tier} (its number, like 1)\n",
         );
 }
 

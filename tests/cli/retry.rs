@@ -81,12 +81,19 @@ fn a_bad_retry_section_is_an_error(backend: Backend) {
         schedule_with(&env, &RETRY.replace("exponential", "expo")),
     )
     .unwrap();
+    // The message points at the section.
+    let line = std::fs::read_to_string(env.path("backlog.toml"))
+        .unwrap()
+        .lines()
+        .position(|l| l == "[retry]")
+        .unwrap()
+        + 1;
     env.backlog(&["run", "--window", "1d"])
         .assert()
         .code(3)
-        .stderr(predicates::str::contains(
-            "backlog.toml: retry: no strategy \"expo\"",
-        ));
+        .stderr(predicates::str::contains(format!(
+            "backlog.toml:{line}:1: retry: no strategy \"expo\"",
+        )));
     std::fs::write(
         env.path("backlog.toml"),
         schedule_with(&env, &RETRY.replace("\"FAILURES\"", "\"FAILS\"")),

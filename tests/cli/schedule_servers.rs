@@ -50,32 +50,32 @@ fn bad_tables_get_messages_that_name_key_and_fix() {
         (
             "status = \"STATUS\"",
             "status = \"STATUS\"\nsuccess = \"NEW\"",
-            "/etc/backlog.toml: table.success \"NEW\" is also in table.pending; a record marked successful would be tried forever",
+            "/etc/backlog.toml:9:11: table.success \"NEW\" is also in table.pending; a record marked successful would be tried forever",
         ),
         (
             "status = \"STATUS\"",
             "status = \"STATUS\"\ngiven_up = \"ERROR\"",
-            "/etc/backlog.toml: table.given_up \"ERROR\" is also in table.pending; a record given up on would be tried again: give it a status of its own, like \"DEAD\"",
+            "/etc/backlog.toml:9:12: table.given_up \"ERROR\" is also in table.pending; a record given up on would be tried again: give it a status of its own, like \"DEAD\"",
         ),
         (
             "status = \"STATUS\"",
             "status = \"STATUS\"\ngiven_up = \"SUCCESS\"",
-            "/etc/backlog.toml: table.given_up \"SUCCESS\" is table.success; a record given up on would read as done: give it a status of its own, like \"DEAD\"",
+            "/etc/backlog.toml:9:12: table.given_up \"SUCCESS\" is table.success; a record given up on would read as done: give it a status of its own, like \"DEAD\"",
         ),
         (
             "status = \"STATUS\"",
             "status = \"STATUS\"\ngiven_up = \" \"",
-            "/etc/backlog.toml: table.given_up is empty; name the status of a record the tool gave up on, like \"DEAD\", or leave it out",
+            "/etc/backlog.toml:9:12: table.given_up is empty; name the status of a record the tool gave up on, like \"DEAD\", or leave it out",
         ),
         (
             "status = \"STATUS\"",
             "status = \"STATUS\"\ngive_up_after = 5",
-            "/etc/backlog.toml: table.give_up_after needs table.given_up, the status a record gets once given up on, like given_up = \"DEAD\"",
+            "/etc/backlog.toml:9:17: table.give_up_after needs table.given_up, the status a record gets once given up on, like given_up = \"DEAD\"",
         ),
         (
             "status = \"STATUS\"",
             "status = \"STATUS\"\ngiven_up = \"DEAD\"\ngive_up_after = 0",
-            "/etc/backlog.toml: table.give_up_after = 0 is out of range; give 1 to 1000 failures",
+            "/etc/backlog.toml:10:17: table.give_up_after = 0 is out of range; give 1 to 1000 failures",
         ),
         (
             "status = \"STATUS\"",
@@ -85,17 +85,17 @@ fn bad_tables_get_messages_that_name_key_and_fix() {
         (
             "url = \"backlog.db\"",
             "url = \"postgres://u:secret@db/x\"\npassword_file = \"pw\"",
-            "/etc/backlog.toml: database.url holds a password and database.password_file is set too; keep one (the file is the safer)",
+            "/etc/backlog.toml:3:7: database.url holds a password and database.password_file is set too; keep one (the file is the safer)",
         ),
         (
             "url = \"backlog.db\"",
             "url = \"postgres://u:secret@db/x?sslmode=sometimes\"",
-            "/etc/backlog.toml: database.url is not a valid PostgreSQL URL (invalid connection string: invalid value for option `sslmode`); write it like \"postgres://user@host:5432/dbname?sslmode=require\"",
+            "/etc/backlog.toml:3:7: database.url is not a valid PostgreSQL URL (invalid connection string: invalid value for option `sslmode`); write it like \"postgres://user@host:5432/dbname?sslmode=require\"",
         ),
         (
             "url = \"backlog.db\"",
             "url = \"backlog.db\"\nschema = \"jobs\"",
-            "/etc/backlog.toml: database.schema applies to PostgreSQL and MySQL only; remove it, or give a postgres:// or mysql:// url",
+            "/etc/backlog.toml:4:10: database.schema applies to PostgreSQL and MySQL only; remove it, or give a postgres:// or mysql:// url",
         ),
         (
             "inserted_at = \"DATE_INSERTED\"",
@@ -136,14 +136,14 @@ fn a_sqlite_lease_outlives_two_lock_waits() {
     };
     assert_eq!(
         error_of(&with("backlog.db", "busy_timeout = \"45s\"")),
-        "/etc/backlog.toml: database.claim_lease 1m is shorter than twice database.busy_timeout 45s: a tick waiting that long for a lock would lose its hold on its records; make claim_lease at least 90s, or busy_timeout at most 30s"
+        "/etc/backlog.toml:2:1: database.claim_lease 1m is shorter than twice database.busy_timeout 45s: a tick waiting that long for a lock would lose its hold on its records; make claim_lease at least 90s, or busy_timeout at most 30s"
     );
     assert_eq!(
         error_of(&with(
             "backlog.db",
             "busy_timeout = \"2s\"\nclaim_lease = \"3s\""
         )),
-        "/etc/backlog.toml: database.claim_lease 3s is shorter than twice database.busy_timeout 2s: a tick waiting that long for a lock would lose its hold on its records; make claim_lease at least 4s, or busy_timeout at most 1500ms"
+        "/etc/backlog.toml:5:15: database.claim_lease 3s is shorter than twice database.busy_timeout 2s: a tick waiting that long for a lock would lose its hold on its records; make claim_lease at least 4s, or busy_timeout at most 1500ms"
     );
     crate::harness::install_drivers();
     let short = Config::parse(

@@ -20,6 +20,7 @@ mod database;
 mod handler;
 mod history;
 mod http;
+mod key_error;
 pub mod keys;
 mod location;
 mod ping;
@@ -46,6 +47,7 @@ pub use handler::{AutoRate, HandlerConfig, HandlerMode};
 pub use history::{HistoryConfig, HistoryRecord};
 pub use history::{KEEP as HISTORY_KEEP, MAX_PER_RECORD};
 pub use http::{Body as HttpBody, DoneWhen, HttpConfig, MAX_REDIRECTS, OVERLOAD_STATUSES, Secret};
+pub use key_error::KeyError;
 pub use location::find as find_schedule;
 pub use location::is_stdin;
 pub use ping::PingUrl;
@@ -206,9 +208,13 @@ impl Config {
             at(span, message)
         })?;
         let dir = dir_of(path);
-        let fail = |message: String| ConfigError {
-            file: shown.to_path_buf(),
-            message,
+        // A value that cannot be taken points at its key's line, or names the file.
+        let fail = |e: KeyError| match e.span_in(text) {
+            Some(span) => at(Some(span), e.message),
+            None => ConfigError {
+                file: shown.to_path_buf(),
+                message: e.message,
+            },
         };
         // In the file's order, so that the first mistake is the one said.
         let database = resolve_database(raw.database, &dir).map_err(fail)?;

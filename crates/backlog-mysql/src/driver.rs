@@ -1,6 +1,7 @@
 //! The crate's [`Driver`]: `mysql://` and `mariadb://` URLs (`url`), and the store
 //! opened on them.
 
+use backlog_core::config::KeyError;
 use backlog_core::config::server::{Server, ServerSection, ServerUrl, UrlReader};
 use backlog_core::config::{DatabaseConfig, TableConfig, lease_outlives_lock_waits};
 use backlog_core::store::driver::{self, Driver};
@@ -22,7 +23,7 @@ impl UrlReader for Mysql {
         &["mysql", "mariadb"]
     }
 
-    fn resolve(&self, section: &ServerSection<'_>) -> Result<Server, String> {
+    fn resolve(&self, section: &ServerSection<'_>) -> Result<Server, KeyError> {
         let url = resolve_mysql(
             section.url,
             section.password_file,
@@ -30,9 +31,9 @@ impl UrlReader for Mysql {
         )?;
         let schema = match section.schema {
             Some(s) if s.trim().is_empty() || s.contains('?') => {
-                return Err(format!(
+                return Err(KeyError::new(format!(
                     "database.schema {s:?} is no database name; name the database for the tool's own tables with letters, digits and _, or leave it out to use the URL's"
-                ));
+                )));
             }
             Some(s) => s.to_string(),
             None => url.database.clone(),

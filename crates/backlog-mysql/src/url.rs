@@ -8,6 +8,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use backlog_core::config::KeyError;
+
 /// How the connection is encrypted (MySQL's `--ssl-mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -87,7 +89,7 @@ pub fn resolve_mysql(
     text: &str,
     password_file: Option<&Path>,
     env_password: Option<String>,
-) -> Result<MysqlUrl, String> {
+) -> Result<MysqlUrl, KeyError> {
     let url = url::Url::parse(text).map_err(|e| {
         format!(
             "database.url is not a valid MySQL URL ({e}); {}",
@@ -113,9 +115,9 @@ pub fn resolve_mysql(
     };
     let database = decode("database name", url.path().trim_start_matches('/'))?;
     if database.is_empty() {
-        return Err(format!(
+        return Err(KeyError::new(format!(
             "database.url names no database; {EXAMPLE} (the database that holds the table)"
-        ));
+        )));
     }
     let mut tls = MysqlTls::Preferred;
     let mut ca = None;
@@ -136,15 +138,17 @@ pub fn resolve_mysql(
             }
             "password" => password = Some(value),
             other => {
-                return Err(format!(
+                return Err(KeyError::new(format!(
                     "database.url: {other:?} in the query is not an option backlog knows for MySQL; use ssl-mode, ssl-ca, socket or connect_timeout"
-                ));
+                )));
             }
         }
     }
     check_ca(tls, ca.as_deref())?;
     if host.is_empty() && socket.is_none() {
-        return Err(format!("database.url names no host; {EXAMPLE}"));
+        return Err(KeyError::new(format!(
+            "database.url names no host; {EXAMPLE}"
+        )));
     }
     match (password.is_some(), password_file) {
         (true, Some(_)) => {
@@ -182,7 +186,7 @@ pub fn resolve_mysql(
 }
 
 /// An `ssl-mode` of the URL, as MySQL's clients spell it or as PostgreSQL's do.
-fn tls_mode(value: &str) -> Result<MysqlTls, String> {
+fn tls_mode(value: &str) -> Result<MysqlTls, KeyError> {
     Ok(
         match value.to_ascii_lowercase().replace('_', "-").as_str() {
             "disabled" | "disable" => MysqlTls::Disabled,
@@ -191,16 +195,16 @@ fn tls_mode(value: &str) -> Result<MysqlTls, String> {
             "verify-ca" => MysqlTls::VerifyCa,
             "verify-identity" | "verify-full" => MysqlTls::VerifyIdentity,
             _ => {
-                return Err(format!(
+                return Err(KeyError::new(format!(
                     "database.url: ssl-mode={value} is not a mode; use DISABLED, PREFERRED, REQUIRED, VERIFY_CA or VERIFY_IDENTITY"
-                ));
+                )));
             }
         },
     )
 }
 
 /// A root certificate is given where, and only where, the mode verifies the server.
-fn check_ca(tls: MysqlTls, ca: Option<&Path>) -> Result<(), String> {
+fn check_ca(tls: MysqlTls, ca: Option<&Path>) -> Result<(), KeyError> {
     match (tls, ca) {
         (MysqlTls::VerifyCa | MysqlTls::VerifyIdentity, None) => Err("database.url: ssl-mode=VERIFY_CA and VERIFY_IDENTITY need the server's root certificate; add ssl-ca=/path/to/ca.pem".into()),
         (MysqlTls::Disabled | MysqlTls::Preferred | MysqlTls::Required, Some(_)) => Err("database.url: ssl-ca is used only with ssl-mode=VERIFY_CA or VERIFY_IDENTITY; add one".into()),
@@ -262,7 +266,7 @@ mod tests {
                 "database.url: \"charset\" in the query is not an option backlog knows for MySQL; use ssl-mode, ssl-ca, socket or connect_timeout",
             ),
         ] {
-            let e = resolve_mysql(url, None, None).unwrap_err();
+            let e = resolve_mysql(url, None, None).unwrap_err().message;
             assert_eq!(e, expected, "{url}");
             assert!(!e.contains("secret"), "{e}");
         }

@@ -203,12 +203,13 @@ impl rustls::client::danger::ServerCertVerifier for AnyName {
 
 /// The TLS settings of a connection: libpq's `require` (encrypted, certificate not
 /// checked), or `verify-ca` / `verify-full` against the roots of `sslrootcert`.
-fn tls_config(url: &PostgresUrl) -> Result<rustls::ClientConfig, String> {
+fn tls_config(url: &PostgresUrl) -> Result<rustls::ClientConfig, StoreError> {
     use rustls::pki_types::{CertificateDer, pem::PemObject};
+    let refused = |reason: String| StoreError::Connect { reason };
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
         .with_safe_default_protocol_versions()
-        .map_err(|e| format!("cannot set up TLS: {e}"))?
+        .map_err(|e| refused(format!("cannot set up TLS: {e}")))?
         .dangerous();
     let Some(verify) = &url.verify else {
         return Ok(builder
@@ -218,20 +219,21 @@ fn tls_config(url: &PostgresUrl) -> Result<rustls::ClientConfig, String> {
     let file = verify.root_cert.display();
     let mut roots = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_file_iter(&verify.root_cert)
-        .map_err(|e| format!("cannot read sslrootcert {file}: {e}"))?
+        .map_err(|e| refused(format!("cannot read sslrootcert {file}: {e}")))?
     {
-        let cert = cert.map_err(|e| format!("sslrootcert {file} is not PEM certificates: {e}"))?;
+        let cert =
+            cert.map_err(|e| refused(format!("sslrootcert {file} is not PEM certificates: {e}")))?;
         roots
             .add(cert)
-            .map_err(|e| format!("sslrootcert {file}: {e}"))?;
+            .map_err(|e| refused(format!("sslrootcert {file}: {e}")))?;
     }
     if roots.is_empty() {
-        return Err(format!("sslrootcert {file} holds no certificate"));
+        return Err(refused(format!("sslrootcert {file} holds no certificate")));
     }
     let full =
         rustls::client::WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
             .build()
-            .map_err(|e| format!("sslrootcert {file}: {e}"))?;
+            .map_err(|e| refused(format!("sslrootcert {file}: {e}")))?;
     Ok(if verify.check_name {
         builder.with_custom_certificate_verifier(full)
     } else {
@@ -248,7 +250,7 @@ pub(super) fn connect(url: &PostgresUrl) -> Result<Client, StoreError> {
     let result = if url.config.get_ssl_mode() == postgres::config::SslMode::Disable {
         url.config.connect(NoTls)
     } else {
-        let tls = tls_config(url).map_err(|reason| StoreError::Connect { reason })?;
+        let tls = tls_config(url)?;
         url.config
             .connect(tokio_postgres_rustls::MakeRustlsConnect::new(tls))
     };

@@ -1,6 +1,7 @@
 //! The crate's [`Driver`]: `postgres://` and `postgresql://` URLs read as libpq reads
 //! them (`url`), and the store opened on them.
 
+use backlog_core::config::KeyError;
 use backlog_core::config::server::{Server, ServerSection, ServerUrl, UrlReader};
 use backlog_core::config::{DEFAULT_SCHEMA, DatabaseConfig, TableConfig};
 use backlog_core::store::driver::{self, Driver};
@@ -21,7 +22,7 @@ impl UrlReader for Postgres {
         &["postgres", "postgresql"]
     }
 
-    fn resolve(&self, section: &ServerSection<'_>) -> Result<Server, String> {
+    fn resolve(&self, section: &ServerSection<'_>) -> Result<Server, KeyError> {
         let schema = section.schema.unwrap_or(DEFAULT_SCHEMA).to_string();
         if schema.trim().is_empty() {
             return Err(
@@ -32,9 +33,9 @@ impl UrlReader for Postgres {
         // The statements the backends share number their parameters `?1`: a `?` in
         // the schema's name would be read as one.
         if schema.contains('?') {
-            return Err(format!(
+            return Err(KeyError::new(format!(
                 "database.schema {schema:?} holds a '?'; name the schema with letters, digits and _, like \"backlog\""
-            ));
+            )));
         }
         let url = resolve_postgres(
             section.url,

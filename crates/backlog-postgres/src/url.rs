@@ -10,6 +10,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use backlog_core::config::KeyError;
 use backlog_core::config::server_url::{ENCODE, not_utf8, read_password_file};
 use percent_encoding::{NON_ALPHANUMERIC, percent_decode_str, percent_encode};
 use postgres::config::Host;
@@ -66,7 +67,7 @@ pub fn resolve_postgres(
     url: &str,
     password_file: Option<&Path>,
     env_password: Option<String>,
-) -> Result<PostgresUrl, String> {
+) -> Result<PostgresUrl, KeyError> {
     let (mut config, verify) = read_url(url)?;
     check_hosts(&config)?;
     match (config.get_password(), password_file) {
@@ -111,14 +112,14 @@ pub fn resolve_postgres(
 /// libpq's only (taken out: the connection then requires TLS, the store checks the
 /// certificate). Hosts before the path and in the query are refused: libpq lets the
 /// query's replace them, the client adds them up.
-fn read_url(url: &str) -> Result<(postgres::Config, Option<Verify>), String> {
+fn read_url(url: &str) -> Result<(postgres::Config, Option<Verify>), KeyError> {
     let Some((scheme, rest)) = ["postgres://", "postgresql://"]
         .into_iter()
         .find_map(|scheme| Some((scheme, url.strip_prefix(scheme)?)))
     else {
-        return Err(format!(
+        return Err(KeyError::new(format!(
             "database.url is not a valid PostgreSQL URL; {EXAMPLE}"
-        ));
+        )));
     };
     let rest = match (rest.find('@'), rest.find('/')) {
         (Some(at), Some(slash)) if slash < at => rest.replace('@', "%40"),
@@ -202,7 +203,7 @@ fn read_url(url: &str) -> Result<(postgres::Config, Option<Verify>), String> {
 
 /// A URL with no host, or with an `@` of its password read as part of a host (and so
 /// shown), is refused now rather than when connecting.
-fn check_hosts(config: &postgres::Config) -> Result<(), String> {
+fn check_hosts(config: &postgres::Config) -> Result<(), KeyError> {
     let hosts = config.get_hosts();
     if hosts.is_empty() {
         return Err(
@@ -213,9 +214,9 @@ fn check_hosts(config: &postgres::Config) -> Result<(), String> {
         .iter()
         .any(|h| matches!(h, Host::Tcp(name) if name.contains('@')))
     {
-        return Err(format!(
+        return Err(KeyError::new(format!(
             "database.url has an @ after the user name and password; {ENCODE}"
-        ));
+        )));
     }
     Ok(())
 }
@@ -284,7 +285,8 @@ mod tests {
             None,
             None,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .message;
         assert_eq!(
             e,
             "database.url: the sslrootcert is not UTF-8 once percent-decoded; percent-encode it from UTF-8 text"
@@ -382,7 +384,7 @@ mod tests {
                 "database.url: the password is not UTF-8 once percent-decoded; percent-encode it from UTF-8 text",
             ),
         ] {
-            let e = resolve_postgres(url, None, None).unwrap_err();
+            let e = resolve_postgres(url, None, None).unwrap_err().message;
             assert_eq!(e, expected, "{url}");
             assert!(!e.contains("secret") && !e.contains("cret"), "{e}");
         }
@@ -418,7 +420,9 @@ mod tests {
         assert_eq!(none.config.get_password(), None);
         let empty = dir.path().join("empty");
         std::fs::write(&empty, "").unwrap();
-        let err = resolve_postgres(url, Some(&empty), None).unwrap_err();
+        let err = resolve_postgres(url, Some(&empty), None)
+            .unwrap_err()
+            .message;
         assert!(
             err.ends_with("is empty; write the password on its first line"),
             "{err}"
@@ -555,8 +559,9 @@ mod tests {
         )
         .unwrap();
         assert!(!ca.verify.unwrap().check_name);
-        let err =
-            resolve_postgres("postgres://app@db/shop?sslrootcert=r.crt", None, None).unwrap_err();
+        let err = resolve_postgres("postgres://app@db/shop?sslrootcert=r.crt", None, None)
+            .unwrap_err()
+            .message;
         assert_eq!(
             err,
             "database.url: sslrootcert is used only with sslmode=verify-ca or verify-full; add one"

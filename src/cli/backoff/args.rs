@@ -6,6 +6,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
 
+use crate::cli::args::count;
 use crate::cli::parse_now;
 use backlog_core::duration;
 
@@ -62,7 +63,7 @@ pub struct PlotArgs {
     #[command(flatten)]
     pub contenders: Contenders,
     /// How many jobs fail at the same moment (up to 1000: each retry is a dot).
-    #[arg(long, default_value_t = 100, value_parser = parse_plotted)]
+    #[arg(long, default_value_t = 100, value_parser = count::<usize>(1000, "jobs", " (each retry is a dot)"))]
     pub records: usize,
     /// How far the time axis goes (up to 400d).
     #[arg(long, value_parser = parse_plot_horizon, default_value = "24h")]
@@ -84,7 +85,7 @@ pub struct SimulateArgs {
     #[command(flatten)]
     pub contenders: Contenders,
     /// How many records hit the outage (up to 1000000).
-    #[arg(long, default_value_t = 1000, value_parser = parse_records)]
+    #[arg(long, default_value_t = 1000, value_parser = count::<usize>(MAX_RECORDS, "records", ""))]
     pub records: usize,
     /// How long the outage lasts: 2h, or a range to draw it from: 30m..4h.
     #[arg(long, default_value = "2h")]
@@ -235,23 +236,7 @@ pub struct BudgetArgs {
 }
 
 /// The most records `plot` and `simulate` follow: each is kept in memory.
-const MAX_RECORDS: usize = 1_000_000;
-
-fn parse_records(text: &str) -> Result<usize, String> {
-    text.trim()
-        .parse::<usize>()
-        .ok()
-        .filter(|n| (1..=MAX_RECORDS).contains(n))
-        .ok_or_else(|| format!("use a number of records from 1 to {MAX_RECORDS}"))
-}
-
-fn parse_plotted(text: &str) -> Result<usize, String> {
-    text.trim()
-        .parse::<usize>()
-        .ok()
-        .filter(|n| (1..=1000).contains(n))
-        .ok_or_else(|| "use a number of jobs from 1 to 1000 (each retry is a dot)".to_string())
-}
+const MAX_RECORDS: u64 = 1_000_000;
 
 fn parse_plot_horizon(text: &str) -> Result<Duration, duration::DurationError> {
     duration::Range::positive(Duration::from_secs(400 * 86_400)).parse(text)

@@ -84,7 +84,12 @@ fn parse_outcomes(texts: &[String]) -> Result<(Vec<bool>, Option<Vec<f64>>), Err
         if let Some(at) = at {
             let seconds = match at.parse::<f64>() {
                 Ok(s) => s,
-                Err(_) => parse_now(at).map_err(Error::Usage)?.timestamp_millis() as f64 / 1000.0,
+                Err(_) => {
+                    parse_now(at)
+                        .map_err(|e| Error::Usage(e.to_string()))?
+                        .timestamp_millis() as f64
+                        / 1000.0
+                }
             };
             times.push(seconds);
         }

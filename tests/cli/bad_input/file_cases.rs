@@ -7,87 +7,87 @@ pub(super) const CASES: &[Case] = &[
         "claim_lease too long",
         "[database]",
         "[database]\nclaim_lease = \"99999999d\"",
-        "backlog: backlog.toml: database.claim_lease: \"99999999d\" is out of range; use 1s to 1d\n"
+        "backlog: backlog.toml:{line}:15: database.claim_lease: \"99999999d\" is out of range; use 1s to 1d\n"
     ),
     out_of_range!(
         "claim_lease too short for its heartbeats",
         "[database]",
         "[database]\nclaim_lease = \"100ms\"",
-        "backlog: backlog.toml: database.claim_lease: \"100ms\" is out of range; use 1s to 1d\n"
+        "backlog: backlog.toml:{line}:15: database.claim_lease: \"100ms\" is out of range; use 1s to 1d\n"
     ),
     out_of_range!(
         "busy_timeout too long",
         "[database]",
         "[database]\nbusy_timeout = \"99999999d\"",
-        "backlog: backlog.toml: database.busy_timeout: \"99999999d\" is out of range; use at most 1h\n"
+        "backlog: backlog.toml:{line}:16: database.busy_timeout: \"99999999d\" is out of range; use at most 1h\n"
     ),
     Case {
         name: "claim_lease shorter than twice busy_timeout",
         setup: |env| rewrite_schedule(env, "[database]", "[database]\nbusy_timeout = \"45s\""),
         args: &[],
         code: 3,
-        stderr: "backlog: backlog.toml: database.claim_lease 1m is shorter than twice database.busy_timeout 45s: a tick waiting that long for a lock would lose its hold on its records; make claim_lease at least 90s, or busy_timeout at most 30s\n",
+        stderr: "backlog: backlog.toml:3:1: database.claim_lease 1m is shorter than twice database.busy_timeout 45s: a tick waiting that long for a lock would lose its hold on its records; make claim_lease at least 90s, or busy_timeout at most 30s\n",
         sqlite_only: true,
     },
     out_of_range!(
         "a retry parameter out of its range",
         "[handler]",
         "[retry]\nstrategy = \"exponential\"\nparams = { initial = \"1h\", factor = 0.5 }\ncount = \"FAILURES\"\nsince = \"LAST_TRY\"\n\n[handler]",
-        "backlog: backlog.toml: retry: exponential: factor: 0.5 is out of range; use 1 to 1000\n"
+        "backlog: backlog.toml:{line}:1: retry: exponential: factor: 0.5 is out of range; use 1 to 1000\n"
     ),
     out_of_range!(
         "handler timeout too long",
         "timeout = \"10s\"",
         "timeout = \"99999999d\"",
-        "backlog: backlog.toml: handler.timeout: \"99999999d\" is out of range; use at most 1d\n"
+        "backlog: backlog.toml:{line}:11: handler.timeout: \"99999999d\" is out of range; use at most 1d\n"
     ),
     out_of_range!(
         "window too long",
         "window = \"360d\"",
         "window = \"99999999d\"",
-        "backlog: backlog.toml: tier 6: window: \"99999999d\" is out of range; use at most 36500d\n"
+        "backlog: backlog.toml:{line}:10: tier 6: window: \"99999999d\" is out of range; use at most 36500d\n"
     ),
     out_of_range!(
         "cadence too long",
         "every = \"96h\"",
         "every = \"99999999d\"",
-        "backlog: backlog.toml: tier 5: every: \"99999999d\" is out of range; use at most 36500d\n"
+        "backlog: backlog.toml:{line}:9: tier 5: every: \"99999999d\" is out of range; use at most 36500d\n"
     ),
     out_of_range!(
         "jitter too long",
         "every = \"96h\"",
         "every = \"96h\"\njitter = \"99999999d\"",
-        "backlog: backlog.toml: tier 5: jitter: \"99999999d\" is out of range; use at most 36500d\n"
+        "backlog: backlog.toml:{line}:10: tier 5: jitter: \"99999999d\" is out of range; use at most 36500d\n"
     ),
     out_of_range!(
         "limit of the file zero",
         "bands = \"disjoint\"",
         "bands = \"disjoint\"\nlimit = 0",
-        "backlog: backlog.toml: limit: 0 is out of range; use 1 to 1000000000 records a tick\n"
+        "backlog: backlog.toml:{line}:9: limit: 0 is out of range; use 1 to 1000000000 records a tick\n"
     ),
     out_of_range!(
         "limit of a tier too large",
         "every = \"96h\"",
         "every = \"96h\"\nlimit = 99999999999",
-        "backlog: backlog.toml: tier 5: limit: 99999999999 is out of range; use 1 to 1000000000 records a tick\n"
+        "backlog: backlog.toml:{line}:9: tier 5: limit: 99999999999 is out of range; use 1 to 1000000000 records a tick\n"
     ),
     out_of_range!(
         "batch_size too large",
         "timeout = \"10s\"",
-        "timeout = \"10s\"\nmode = \"batch\"\nbatch_size = 99999999",
-        "backlog: backlog.toml: handler.batch_size: 99999999 is out of range; use 1 to 10000 records a batch\n"
+        "timeout = \"10s\"\nbatch_size = 99999999\nmode = \"batch\"",
+        "backlog: backlog.toml:{line}:14: handler.batch_size: 99999999 is out of range; use 1 to 10000 records a batch\n"
     ),
     out_of_range!(
         "batch_size zero",
         "timeout = \"10s\"",
         "timeout = \"10s\"\nbatch_size = 0",
-        "backlog: backlog.toml: handler.batch_size: 0 is out of range; use 1 to 10000 records a batch\n"
+        "backlog: backlog.toml:{line}:14: handler.batch_size: 0 is out of range; use 1 to 10000 records a batch\n"
     ),
     out_of_range!(
         "spread too large",
         "every = \"5m\"",
         "every = \"5m\"\nspread = 99999",
-        "backlog: backlog.toml: tier 1: spread: 99999 is out of range; use 1 (the whole band every tick) to 1000\n"
+        "backlog: backlog.toml:{line}:10: tier 1: spread: 99999 is out of range; use 1 (the whole band every tick) to 1000\n"
     ),
     Case {
         name: "--limit zero",
@@ -126,7 +126,7 @@ pub(super) const CASES: &[Case] = &[
         setup: |env| set_url(env, "mssql://app:secret@db/shop"),
         args: &[],
         code: 3,
-        stderr: "backlog: backlog.toml: database.url: \"mssql\" is not a scheme backlog knows; give a path or sqlite:… for SQLite, postgres:// or postgresql:// for PostgreSQL, mysql:// or mariadb:// for MySQL and MariaDB\n",
+        stderr: "backlog: backlog.toml:{line}:7: database.url: \"mssql\" is not a scheme backlog knows; give a path or sqlite:… for SQLite, postgres:// or postgresql:// for PostgreSQL, mysql:// or mariadb:// for MySQL and MariaDB\n",
         sqlite_only: false,
     },
     Case {
@@ -134,7 +134,7 @@ pub(super) const CASES: &[Case] = &[
         setup: |env| set_url(env, "postgresql+psycopg://app:secret@db/shop"),
         args: &[],
         code: 3,
-        stderr: "backlog: backlog.toml: database.url: \"postgresql+psycopg\" is not a scheme backlog knows; give a path or sqlite:… for SQLite, postgres:// or postgresql:// for PostgreSQL, mysql:// or mariadb:// for MySQL and MariaDB\n",
+        stderr: "backlog: backlog.toml:{line}:7: database.url: \"postgresql+psycopg\" is not a scheme backlog knows; give a path or sqlite:… for SQLite, postgres:// or postgresql:// for PostgreSQL, mysql:// or mariadb:// for MySQL and MariaDB\n",
         sqlite_only: false,
     },
     Case {
@@ -142,7 +142,7 @@ pub(super) const CASES: &[Case] = &[
         setup: |env| set_url(env, "http://db.internal/backlog"),
         args: &[],
         code: 3,
-        stderr: "backlog: backlog.toml: database.url: \"http\" is not a scheme backlog knows; give a path or sqlite:… for SQLite, postgres:// or postgresql:// for PostgreSQL, mysql:// or mariadb:// for MySQL and MariaDB\n",
+        stderr: "backlog: backlog.toml:{line}:7: database.url: \"http\" is not a scheme backlog knows; give a path or sqlite:… for SQLite, postgres:// or postgresql:// for PostgreSQL, mysql:// or mariadb:// for MySQL and MariaDB\n",
         sqlite_only: false,
     },
     Case {
@@ -249,7 +249,7 @@ pub(super) const CASES: &[Case] = &[
         setup: |env| rewrite_schedule(env, "window = \"30d\"", "window = \"10d\""),
         args: &[],
         code: 3,
-        stderr: "backlog: backlog.toml: tier 4: window 10d is not larger than tier 3's window 14d (tiers must be sorted by window)\n",
+        stderr: "backlog: backlog.toml:{line}:10: tier 4: window 10d is not larger than tier 3's window 14d (tiers must be sorted by window)\n",
         sqlite_only: false,
     },
     Case {
@@ -257,7 +257,7 @@ pub(super) const CASES: &[Case] = &[
         setup: |env| rewrite_schedule(env, "timeout = \"10s\"", "timeout = \"ten seconds\""),
         args: &[],
         code: 3,
-        stderr: "backlog: backlog.toml: handler.timeout: \"ten seconds\" is not a duration; write a number and a unit (s, m, h, d), like 30s, 5m, 1h, 7d or 96h\n",
+        stderr: "backlog: backlog.toml:{line}:11: handler.timeout: \"ten seconds\" is not a duration; write a number and a unit (s, m, h, d), like 30s, 5m, 1h, 7d or 96h\n",
         sqlite_only: false,
     },
 ];

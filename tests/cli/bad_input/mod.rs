@@ -253,7 +253,7 @@ fn every_command_refuses_a_span_out_of_range() {
     env.write_schedule(&Schedule::default());
     env.write_handler("handler.sh", &recording_handler(&[]));
     rewrite_schedule(&env, "window = \"360d\"", "window = \"99999999d\"");
-    let line = "backlog: backlog.toml: tier 6: window: \"99999999d\" is out of range; use at most 36500d\n";
+    let line = "backlog: backlog.toml:40:10: tier 6: window: \"99999999d\" is out of range; use at most 36500d\n";
     for args in [
         &["status", "--now", NOW][..],
         &["explain", "--now", NOW, "--age", "3d"],

@@ -101,7 +101,7 @@ pub(super) const CASES: &[Case] = &[
         },
         args: &[],
         code: 3,
-        stderr: "backlog: backlog.toml: handler.concurrency: 0 is out of range; use 1 (one record at a time, the default) to 1024\n",
+        stderr: "backlog: backlog.toml:{line}:15: handler.concurrency: 0 is out of range; use 1 (one record at a time, the default) to 1024\n",
         sqlite_only: false,
     },
     Case {
@@ -115,7 +115,7 @@ pub(super) const CASES: &[Case] = &[
         },
         args: &[],
         code: 3,
-        stderr: "backlog: backlog.toml: handler.rate: \"20 per second\" is not a rate; write starts per second, minute or hour, like \"20/s\", \"100/m\" or \"3/h\"\n",
+        stderr: "backlog: backlog.toml:{line}:8: handler.rate: \"20 per second\" is not a rate; write starts per second, minute or hour, like \"20/s\", \"100/m\" or \"3/h\"\n",
         sqlite_only: false,
     },
     Case {
@@ -129,7 +129,7 @@ pub(super) const CASES: &[Case] = &[
         },
         args: &[],
         code: 3,
-        stderr: "backlog: backlog.toml: handler.stop_after_failures: 0 is out of range; use a number of failures in a row from 1 to 4294967295, or leave it out to never stop\n",
+        stderr: "backlog: backlog.toml:{line}:23: handler.stop_after_failures: 0 is out of range; use a number of failures in a row from 1 to 4294967295, or leave it out to never stop\n",
         sqlite_only: false,
     },
     Case {
@@ -143,7 +143,7 @@ pub(super) const CASES: &[Case] = &[
         },
         args: &[],
         code: 3,
-        stderr: "backlog: backlog.toml: handler.breaker_cooldown = \"5m\" needs handler.stop_after_failures, the failures in a row that trip the breaker; give it too, like stop_after_failures = 5\n",
+        stderr: "backlog: backlog.toml:{line}:20: handler.breaker_cooldown = \"5m\" needs handler.stop_after_failures, the failures in a row that trip the breaker; give it too, like stop_after_failures = 5\n",
         sqlite_only: false,
     },
     Case {
@@ -157,7 +157,7 @@ pub(super) const CASES: &[Case] = &[
         },
         args: &[],
         code: 3,
-        stderr: "backlog: backlog.toml: handler.rate_group = \"api\" names a shared rate, but handler.rate is not set; give the rate too, like rate = \"20/s\"\n",
+        stderr: "backlog: backlog.toml:{line}:14: handler.rate_group = \"api\" names a shared rate, but handler.rate is not set; give the rate too, like rate = \"20/s\"\n",
         sqlite_only: false,
     },
     Case {
@@ -171,7 +171,7 @@ pub(super) const CASES: &[Case] = &[
         },
         args: &[],
         code: 3,
-        stderr: "backlog: backlog.toml: handler.rate_key = \"PAYLOAD\" gives each value of that column a rate and a breaker, but neither handler.rate nor handler.stop_after_failures is set; give one, like rate = \"20/s\" or stop_after_failures = 5\n",
+        stderr: "backlog: backlog.toml:{line}:12: handler.rate_key = \"PAYLOAD\" gives each value of that column a rate and a breaker, but neither handler.rate nor handler.stop_after_failures is set; give one, like rate = \"20/s\" or stop_after_failures = 5\n",
         sqlite_only: false,
     },
     Case {

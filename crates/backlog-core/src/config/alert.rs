@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use super::KeyError;
 use super::ping::PingUrl;
 use super::ranges::{ALERT_COMMAND_TIMEOUT, ALERT_EVERY, span};
 
@@ -122,7 +123,7 @@ impl AlertConfig {
     }
 }
 
-pub(super) fn resolve(raw: Option<RawAlert>) -> Result<AlertConfig, String> {
+pub(super) fn resolve(raw: Option<RawAlert>) -> Result<AlertConfig, KeyError> {
     let mut alert = AlertConfig::default();
     let Some(raw) = raw else {
         return Ok(alert);
@@ -155,15 +156,15 @@ pub(super) fn resolve(raw: Option<RawAlert>) -> Result<AlertConfig, String> {
 
 /// An http(s) URL with a host; the message shows what was written only when it does
 /// not parse (a token in it is then not recognisable as one anyway).
-pub(super) fn url(key: &str, text: &str) -> Result<AlertUrl, String> {
+pub(super) fn url(key: &str, text: &str) -> Result<AlertUrl, KeyError> {
     let fix = "write a full http:// or https:// address, like \"https://hooks.example/backlog\"";
     let url =
         url::Url::parse(text).map_err(|e| format!("{key}: {text:?} is not a URL ({e}); {fix}"))?;
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none_or(str::is_empty) {
         let shown = AlertUrl { url: url.clone() };
-        return Err(format!(
+        return Err(KeyError::new(format!(
             "{key}: {shown} is not an http:// or https:// address; {fix}"
-        ));
+        )));
     }
     Ok(AlertUrl { url })
 }
@@ -202,12 +203,12 @@ mod tests {
 
     #[test]
     fn bad_values_name_the_key_and_the_fix() {
-        let e = resolve(raw("hooks.example/x")).unwrap_err();
+        let e = resolve(raw("hooks.example/x")).unwrap_err().message;
         assert!(
             e.starts_with("alert.webhook: \"hooks.example/x\" is not a URL"),
             "{e}"
         );
-        let e = resolve(raw("ftp://hooks.example/x")).unwrap_err();
+        let e = resolve(raw("ftp://hooks.example/x")).unwrap_err().message;
         assert!(
             e.starts_with("alert.webhook: ftp://hooks.example/x is not an http"),
             "{e}"
@@ -219,7 +220,8 @@ mod tests {
             ping: None,
             alert_every: None,
         }))
-        .unwrap_err();
+        .unwrap_err()
+        .message;
         assert!(e.starts_with("alert.command: the command is empty"), "{e}");
     }
 }

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use super::KeyError;
 use crate::duration::Range;
 
 /// `check.warn_waiting`, `check.critical_waiting`: a second up to a year (a record
@@ -60,16 +61,16 @@ impl CheckConfig {
     }
 }
 
-pub(super) fn resolve(raw: Option<RawCheck>) -> Result<CheckConfig, String> {
+pub(super) fn resolve(raw: Option<RawCheck>) -> Result<CheckConfig, KeyError> {
     let raw = raw.unwrap_or_default();
     let waiting = |key: &str, text: Option<String>| {
         text.map(|t| WAITING.parse(&t).map_err(|e| format!("check.{key}: {e}")))
             .transpose()
     };
     let count = |key: &str, unit: &str, n: Option<i64>| match n {
-        Some(n) if !(0..=MAX_COUNT as i64).contains(&n) => Err(format!(
+        Some(n) if !(0..=MAX_COUNT as i64).contains(&n) => Err(KeyError::new(format!(
             "check.{key}: {n} is out of range; use 0 to {MAX_COUNT} {unit} (0: any at all)"
-        )),
+        ))),
         n => Ok(n.map(|n| n as u64)),
     };
     let check = CheckConfig {
@@ -83,11 +84,11 @@ pub(super) fn resolve(raw: Option<RawCheck>) -> Result<CheckConfig, String> {
     if let (Some(w), Some(c)) = (check.warn_waiting, check.critical_waiting)
         && w >= c
     {
-        return Err(format!(
+        return Err(KeyError::new(format!(
             "check.warn_waiting {} is not below check.critical_waiting {}; the warning comes first: lower it, or leave it out",
             crate::duration::compact(w),
             crate::duration::compact(c)
-        ));
+        )));
     }
     for (name, warn, critical) in [
         ("pending", check.warn_pending, check.critical_pending),
@@ -96,9 +97,9 @@ pub(super) fn resolve(raw: Option<RawCheck>) -> Result<CheckConfig, String> {
         if let (Some(w), Some(c)) = (warn, critical)
             && w >= c
         {
-            return Err(format!(
+            return Err(KeyError::new(format!(
                 "check.warn_{name} {w} is not below check.critical_{name} {c}; the warning comes first: lower it, or leave it out"
-            ));
+            )));
         }
     }
     Ok(check)
@@ -109,7 +110,7 @@ mod tests {
     use super::*;
 
     fn parse(text: &str) -> Result<CheckConfig, String> {
-        resolve(Some(toml::from_str(text).map_err(|e| e.to_string())?))
+        resolve(Some(toml::from_str(text).map_err(|e| e.to_string())?)).map_err(|e| e.message)
     }
 
     #[test]

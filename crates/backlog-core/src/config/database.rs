@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use super::KeyError;
 use super::ranges::{BUSY_TIMEOUT, CLAIM_LEASE, span};
 use super::server::{self, Server, ServerSection, ServerUrl};
 
@@ -142,27 +143,32 @@ pub(super) fn url_from_environment() -> Option<String> {
 
 /// The `[database]` section resolved, its URL replaced by `BACKLOG_DATABASE_URL` when
 /// that is set: a message about the URL then names the variable.
-pub(super) fn resolve_database(mut raw: RawDatabase, dir: &Path) -> Result<DatabaseConfig, String> {
+pub(super) fn resolve_database(
+    mut raw: RawDatabase,
+    dir: &Path,
+) -> Result<DatabaseConfig, KeyError> {
     let Some(url) = url_from_environment() else {
         if raw.url.is_none() {
-            return Err(format!(
+            return Err(KeyError::new(format!(
                 "database.url is missing; set it to the database's path or URL, or set {URL_VARIABLE}"
-            ));
+            )));
         }
         return resolve_url(raw, dir);
     };
     raw.url = Some(url);
-    let mut database = resolve_url(raw, dir).map_err(|m| match m.strip_prefix("database.url") {
-        Some(rest) => {
-            format!("{URL_VARIABLE} (set in the environment, it replaces database.url){rest}")
-        }
-        None => m,
-    })?;
+    // The variable is not in the file: its message names it, and points nowhere.
+    let mut database =
+        resolve_url(raw, dir).map_err(|e| match e.message.strip_prefix("database.url") {
+            Some(rest) => KeyError::new(format!(
+                "{URL_VARIABLE} (set in the environment, it replaces database.url){rest}"
+            )),
+            None => e,
+        })?;
     database.url_variable = Some(URL_VARIABLE);
     Ok(database)
 }
 
-fn resolve_url(mut raw: RawDatabase, dir: &Path) -> Result<DatabaseConfig, String> {
+fn resolve_url(mut raw: RawDatabase, dir: &Path) -> Result<DatabaseConfig, KeyError> {
     let url = raw.url.clone().unwrap_or_default();
     let url = url.trim();
     let claim_lease = match raw.claim_lease.take() {
@@ -178,18 +184,18 @@ fn resolve_url(mut raw: RawDatabase, dir: &Path) -> Result<DatabaseConfig, Strin
         return server_database(scheme, raw, dir, busy_timeout, claim_lease);
     }
     if let Some(scheme) = foreign_scheme(url) {
-        return Err(format!(
+        return Err(KeyError::new(format!(
             "database.url: {scheme:?} is not a scheme backlog knows; give a path or sqlite:… for SQLite, postgres:// or postgresql:// for PostgreSQL, mysql:// or mariadb:// for MySQL and MariaDB"
-        ));
+        )));
     }
     for (key, set) in [
         ("password_file", raw.password_file.is_some()),
         ("schema", raw.schema.is_some()),
     ] {
         if set {
-            return Err(format!(
+            return Err(KeyError::new(format!(
                 "database.{key} applies to PostgreSQL and MySQL only; remove it, or give a postgres:// or mysql:// url"
-            ));
+            )));
         }
     }
     sqlite_database(url, dir, busy_timeout, claim_lease)
@@ -200,7 +206,7 @@ fn sqlite_database(
     dir: &Path,
     busy_timeout: Duration,
     claim_lease: Duration,
-) -> Result<DatabaseConfig, String> {
+) -> Result<DatabaseConfig, KeyError> {
     let path = url
         .strip_prefix("sqlite://")
         .or_else(|| url.strip_prefix("sqlite:"))
@@ -229,8 +235,9 @@ fn server_database(
     dir: &Path,
     busy_timeout: Duration,
     claim_lease: Duration,
-) -> Result<DatabaseConfig, String> {
-    let reader = server::reader_for(scheme).map_err(|missing| format!("database.url {missing}"))?;
+) -> Result<DatabaseConfig, KeyError> {
+    let reader = server::reader_for(scheme)
+        .ok_or_else(|| format!("database.url {}", server::missing(scheme)))?;
     let password_file = raw.password_file.map(|f| dir.join(f));
     let section = ServerSection {
         url: raw.url.as_deref().unwrap_or_default().trim(),
@@ -259,18 +266,18 @@ fn server_database(
 pub fn lease_outlives_lock_waits(
     claim_lease: Duration,
     busy_timeout: Duration,
-) -> Result<(), String> {
+) -> Result<(), KeyError> {
     use crate::duration::compact;
     if claim_lease >= busy_timeout * 2 {
         return Ok(());
     }
-    Err(format!(
+    Err(KeyError::new(format!(
         "database.claim_lease {} is shorter than twice database.busy_timeout {}: a tick waiting that long for a lock would lose its hold on its records; make claim_lease at least {}, or busy_timeout at most {}",
         compact(claim_lease),
         compact(busy_timeout),
         compact(busy_timeout * 2),
         compact(claim_lease / 2),
-    ))
+    )))
 }
 
 /// The scheme of a URL that is neither PostgreSQL's nor SQLite's (`mysql://…`,
@@ -328,6 +335,7 @@ mod tests {
         ] {
             let message = resolve_url(raw(url), Path::new("/srv"))
                 .err()
+                .map(|e| e.message)
                 .unwrap_or_default();
             assert!(
                 message.contains("no driver") && message.contains(krate),

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use super::KeyError;
 use super::http::{HttpConfig, OVERLOAD_STATUSES, RawHttp};
 use super::ranges::{BREAKER_COOLDOWN, HANDLER_TIMEOUT, MAX_BATCH_SIZE, STOP_GRACE, span};
 use crate::rate::Rate;
@@ -213,7 +214,7 @@ pub(super) fn resolve(
     mut raw: RawHandler,
     dir: &Path,
     program: bool,
-) -> Result<HandlerConfig, String> {
+) -> Result<HandlerConfig, KeyError> {
     let (command, http) = match (raw.command.take(), raw.url.take()) {
         (Some(_), Some(_)) => {
             return Err(
@@ -222,9 +223,9 @@ pub(super) fn resolve(
         }
         (None, None) if program => {
             if let Some(key) = http_keys(&raw).first() {
-                return Err(format!(
+                return Err(KeyError::new(format!(
                     "handler.{key} is a key of a URL handler, but the program brings its own handler; leave {key} out"
-                ));
+                )));
             }
             (Vec::new(), None)
         }
@@ -241,9 +242,9 @@ pub(super) fn resolve(
                 );
             }
             if let Some(key) = http_keys(&raw).first() {
-                return Err(format!(
+                return Err(KeyError::new(format!(
                     "handler.{key} is a key of a URL handler, but the handler is a command; leave {key} out, or give handler.url instead of handler.command"
-                ));
+                )));
             }
             (command, None)
         }
@@ -267,9 +268,9 @@ pub(super) fn resolve(
                 ),
             ];
             if let Some((key, _, why)) = refused.iter().find(|(_, given, _)| *given) {
-                return Err(format!(
+                return Err(KeyError::new(format!(
                     "handler.{key} is a key of a command handler, but the handler is a URL: {why}; leave {key} out"
-                ));
+                )));
             }
             let raw_http = RawHttp {
                 url,
@@ -299,11 +300,11 @@ pub(super) fn resolve(
     // A call in flight cannot be cut short as a process can be killed: it ends by its
     // timeout, so a stop waits at most the grace only if the timeout is within it.
     if http.is_some() && timeout > stop_grace {
-        return Err(format!(
+        return Err(KeyError::new(format!(
             "handler.timeout ({}) is longer than handler.stop_grace ({}): a stop waits for the calls in flight, which end by their timeout; give a timeout of at most the grace, or a longer stop_grace",
             crate::duration::compact(timeout),
             crate::duration::compact(stop_grace)
-        ));
+        )));
     }
     let mut exit_codes = BTreeMap::new();
     for (code, status) in &raw.exit_codes {
@@ -320,17 +321,17 @@ pub(super) fn resolve(
     }
     let (rate, auto_rate) = rates(&raw, &exit_codes, http.as_ref(), timeout)?;
     if let Some(n) = raw.batch_size.filter(|n| !(1..=MAX_BATCH_SIZE).contains(n)) {
-        return Err(format!(
+        return Err(KeyError::new(format!(
             "handler.batch_size: {n} is out of range; use 1 to {MAX_BATCH_SIZE} records a batch"
-        ));
+        )));
     }
     let concurrency = match raw.concurrency {
         None => 1,
         Some(n) if (1..=MAX_CONCURRENCY as i64).contains(&n) => n as usize,
         Some(n) => {
-            return Err(format!(
+            return Err(KeyError::new(format!(
                 "handler.concurrency: {n} is out of range; use 1 (one record at a time, the default) to {MAX_CONCURRENCY}"
-            ));
+            )));
         }
     };
     let concurrency_per_key = match raw.concurrency_per_key {
@@ -339,36 +340,36 @@ pub(super) fn resolve(
             let counterpart =
                 raw.rate_key.is_some() || http.as_ref().is_some_and(|h| h.host_from_record);
             if !counterpart {
-                return Err(format!(
+                return Err(KeyError::new(format!(
                     "handler.concurrency_per_key = {n} caps the calls in flight to one counterpart, but nothing says a record's counterpart; name its column with rate_key = \"merchant_id\", or take the URL's host from the record (url = \"{{endpoint}}\")"
-                ));
+                )));
             }
             Some(n as usize)
         }
         Some(n) => {
-            return Err(format!(
+            return Err(KeyError::new(format!(
                 "handler.concurrency_per_key: {n} is out of range; use 1 to handler.concurrency ({concurrency})"
-            ));
+            )));
         }
     };
     let paced = rate.is_some() || auto_rate.is_some();
     if let Some(group) = &raw.rate_group {
         if !paced {
-            return Err(format!(
+            return Err(KeyError::new(format!(
                 "handler.rate_group = {group:?} names a shared rate, but handler.rate is not set; give the rate too, like rate = \"20/s\""
-            ));
+            )));
         }
         if group.trim().is_empty() || group.chars().count() > MAX_RATE_GROUP {
-            return Err(format!(
+            return Err(KeyError::new(format!(
                 "handler.rate_group: {group:?} is not a name; use 1 to {MAX_RATE_GROUP} characters, like \"payments-api\""
-            ));
+            )));
         }
     }
     if let Some(key) = &raw.rate_key {
         if !paced && raw.stop_after_failures.is_none() {
-            return Err(format!(
+            return Err(KeyError::new(format!(
                 "handler.rate_key = {key:?} gives each value of that column a rate and a breaker, but neither handler.rate nor handler.stop_after_failures is set; give one, like rate = \"20/s\" or stop_after_failures = 5"
-            ));
+            )));
         }
         if key.trim().is_empty() {
             return Err(
@@ -380,17 +381,17 @@ pub(super) fn resolve(
         None => None,
         Some(n) if (1..=i64::from(u32::MAX)).contains(&n) => Some(n as u32),
         Some(n) => {
-            return Err(format!(
+            return Err(KeyError::new(format!(
                 "handler.stop_after_failures: {n} is out of range; use a number of failures in a row from 1 to {}, or leave it out to never stop",
                 u32::MAX
-            ));
+            )));
         }
     };
     let breaker_cooldown = match raw.breaker_cooldown {
         Some(c) if stop_after_failures.is_none() => {
-            return Err(format!(
+            return Err(KeyError::new(format!(
                 "handler.breaker_cooldown = {c:?} needs handler.stop_after_failures, the failures in a row that trip the breaker; give it too, like stop_after_failures = 5"
-            ));
+            )));
         }
         Some(c) => span("handler.breaker_cooldown", &c, BREAKER_COOLDOWN)?,
         None => DEFAULT_BREAKER_COOLDOWN,
@@ -442,16 +443,16 @@ fn rates(
     exit_codes: &BTreeMap<i32, String>,
     http: Option<&HttpConfig>,
     timeout: Duration,
-) -> Result<(Option<Rate>, Option<AutoRate>), String> {
+) -> Result<(Option<Rate>, Option<AutoRate>), KeyError> {
     let bound = |key: &str, text: &Option<String>, default: &str| {
         Rate::parse(text.as_deref().unwrap_or(default)).map_err(|e| format!("handler.{key}: {e}"))
     };
     if raw.rate.as_deref().map(str::trim) != Some("auto") {
         for (key, text) in [("rate_min", &raw.rate_min), ("rate_max", &raw.rate_max)] {
             if let Some(text) = text {
-                return Err(format!(
+                return Err(KeyError::new(format!(
                     "handler.{key} = {text:?} bounds an adaptive rate, but handler.rate is not \"auto\"; set rate = \"auto\", or leave {key} out"
-                ));
+                )));
             }
         }
         let signals = [
@@ -459,9 +460,9 @@ fn rates(
             ("target_latency", raw.target_latency.is_some()),
         ];
         if let Some((key, _)) = signals.iter().find(|(_, given)| *given) {
-            return Err(format!(
+            return Err(KeyError::new(format!(
                 "handler.{key} tells an adaptive rate when to slow down, but handler.rate is not \"auto\"; set rate = \"auto\", or leave {key} out"
-            ));
+            )));
         }
         let rate = raw
             .rate
@@ -473,9 +474,9 @@ fn rates(
     let min = bound("rate_min", &raw.rate_min, DEFAULT_RATE_MIN)?;
     let max = bound("rate_max", &raw.rate_max, DEFAULT_RATE_MAX)?;
     if min.per_second() >= max.per_second() {
-        return Err(format!(
+        return Err(KeyError::new(format!(
             "handler.rate_min = \"{min}\" is not below handler.rate_max = \"{max}\"; the adaptive rate moves between them, so give a smaller rate_min or a larger rate_max"
-        ));
+        )));
     }
     let mut overload_codes = overload(raw, exit_codes, http)?;
     if http.is_some() {
@@ -486,10 +487,10 @@ fn rates(
         Some(text) => {
             let latency = span("handler.target_latency", text, HANDLER_TIMEOUT)?;
             if latency >= timeout {
-                return Err(format!(
+                return Err(KeyError::new(format!(
                     "handler.target_latency = {text:?} is not below handler.timeout ({}): a handler that slow is killed, which slows the pace already; give a shorter target_latency",
                     crate::duration::compact(timeout)
-                ));
+                )));
             }
             Some(latency)
         }
@@ -513,7 +514,7 @@ fn overload(
     raw: &RawHandler,
     exit_codes: &BTreeMap<i32, String>,
     http: Option<&HttpConfig>,
-) -> Result<BTreeSet<i64>, String> {
+) -> Result<BTreeSet<i64>, KeyError> {
     let mut codes = BTreeSet::new();
     // A URL handler's codes are its answers', and its statuses come from `statuses`.
     let mapped: BTreeMap<i64, &String> = match http {
@@ -527,9 +528,9 @@ fn overload(
     for value in raw.overload.iter().flatten() {
         match value {
             toml::Value::Integer(n) if http.is_some() && !(100..=599).contains(n) => {
-                return Err(format!(
+                return Err(KeyError::new(format!(
                     "handler.overload: {n} is not an HTTP status code; list answer codes from 100 to 599, like overload = [420] (408, 429 and 503 are read already)"
-                ));
+                )));
             }
             toml::Value::Integer(0) => {
                 return Err(
@@ -541,9 +542,9 @@ fn overload(
                     && raw.mode == HandlerMode::PerRecord
                     && !(1..=255).contains(n) =>
             {
-                return Err(format!(
+                return Err(KeyError::new(format!(
                     "handler.overload: {n} is not an exit code; a process exits with 1 to 255 (a batch handler's answers, mode = \"batch\", may give other codes)"
-                ));
+                )));
             }
             toml::Value::Integer(n) => {
                 codes.insert(*n);
@@ -559,14 +560,14 @@ fn overload(
                 if codes.len() > before {
                     continue;
                 }
-                return Err(format!(
+                return Err(KeyError::new(format!(
                     "handler.overload: {status:?} is a status no exit code gives; map a code to it in handler.exit_codes, like exit_codes = {{ 69 = {status:?} }}, or list the code itself"
-                ));
+                )));
             }
             other => {
-                return Err(format!(
+                return Err(KeyError::new(format!(
                     "handler.overload: {other} is neither an exit code nor a status; list numbers and names, like overload = [69, \"THROTTLED\"]"
-                ));
+                )));
             }
         }
     }
@@ -580,14 +581,14 @@ mod tests {
     fn handler(keys: &str) -> Result<HandlerConfig, String> {
         let raw: RawHandler =
             toml::from_str(&format!("command = [\"./h\"]\n{keys}")).map_err(|e| e.to_string())?;
-        resolve(raw, Path::new("/srv"), false)
+        resolve(raw, Path::new("/srv"), false).map_err(|e| e.message)
     }
 
     fn url_handler(keys: &str) -> Result<HandlerConfig, String> {
         let raw: RawHandler =
             toml::from_str(&format!("url = \"https://h.example/{{id}}\"\n{keys}"))
                 .map_err(|e| e.to_string())?;
-        resolve(raw, Path::new("/srv"), false)
+        resolve(raw, Path::new("/srv"), false).map_err(|e| e.message)
     }
 
     #[test]

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use super::KeyError;
 use crate::duration::{self, Range};
 
 /// The most attempts kept of one record.
@@ -62,7 +63,7 @@ impl HistoryConfig {
     }
 }
 
-pub(super) fn resolve(raw: Option<RawHistory>) -> Result<HistoryConfig, String> {
+pub(super) fn resolve(raw: Option<RawHistory>) -> Result<HistoryConfig, KeyError> {
     let mut history = HistoryConfig::default();
     let Some(raw) = raw else {
         return Ok(history);
@@ -77,9 +78,9 @@ pub(super) fn resolve(raw: Option<RawHistory>) -> Result<HistoryConfig, String> 
             history.max_per_record = n as u32
         }
         Some(n) => {
-            return Err(format!(
+            return Err(KeyError::new(format!(
                 "history.max_per_record: {n} is out of range; use 1 to {MAX_PER_RECORD} attempts a record"
-            ));
+            )));
         }
         None => {}
     }
@@ -111,12 +112,12 @@ mod tests {
     #[test]
     fn zero_keeps_none_and_bad_values_name_the_key() {
         assert!(!resolve(raw(Some("0"), None)).unwrap().on());
-        let e = resolve(raw(None, Some(0))).unwrap_err();
+        let e = resolve(raw(None, Some(0))).unwrap_err().message;
         assert!(
             e.starts_with("history.max_per_record: 0 is out of range"),
             "{e}"
         );
-        let e = resolve(raw(Some("forever"), None)).unwrap_err();
+        let e = resolve(raw(Some("forever"), None)).unwrap_err().message;
         assert!(e.starts_with("history.keep:"), "{e}");
     }
 }

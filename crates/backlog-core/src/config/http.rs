@@ -11,6 +11,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::KeyError;
 use super::ranges::{HANDLER_TIMEOUT, span};
 use super::template::Template;
 
@@ -160,17 +161,17 @@ pub(super) struct RawHttp {
 }
 
 /// Checks a URL handler's keys; `dir` is the schedule file's folder.
-pub(super) fn resolve(raw: RawHttp, dir: &std::path::Path) -> Result<HttpConfig, String> {
+pub(super) fn resolve(raw: RawHttp, dir: &std::path::Path) -> Result<HttpConfig, KeyError> {
     let url = Template::parse(&raw.url);
     let host_from_record = check_url(&raw.url, &url)?;
     let method = match raw.method.as_deref() {
         None => "POST".to_string(),
         Some(m) if METHODS.contains(&m.to_ascii_uppercase().as_str()) => m.to_ascii_uppercase(),
         Some(m) => {
-            return Err(format!(
+            return Err(KeyError::new(format!(
                 "handler.method: {m:?} is not a method a handler calls with; use one of {}",
                 METHODS.join(", ")
-            ));
+            )));
         }
     };
     let mut headers = Vec::new();
@@ -180,22 +181,22 @@ pub(super) fn resolve(raw: RawHttp, dir: &std::path::Path) -> Result<HttpConfig,
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
         if !token {
-            return Err(format!(
+            return Err(KeyError::new(format!(
                 "handler.headers: {name:?} is not a header name; use letters, digits and dashes, like \"X-Api-Key\""
-            ));
+            )));
         }
         if value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
             // The value is never shown: it may be the token itself.
-            return Err(format!(
+            return Err(KeyError::new(format!(
                 "handler.headers.{name}: the value holds a line break; give it on one line (a variable's value too)"
-            ));
+            )));
         }
         if ["host", "content-length", "transfer-encoding"]
             .contains(&name.to_ascii_lowercase().as_str())
         {
-            return Err(format!(
+            return Err(KeyError::new(format!(
                 "handler.headers: {name} is set by the call itself; leave it out"
-            ));
+            )));
         }
         headers.push((name, Secret::new(value)));
     }
@@ -226,9 +227,9 @@ pub(super) fn resolve(raw: RawHttp, dir: &std::path::Path) -> Result<HttpConfig,
         None => 0,
         Some(n) if (0..=i64::from(MAX_REDIRECTS)).contains(&n) => n as u32,
         Some(n) => {
-            return Err(format!(
+            return Err(KeyError::new(format!(
                 "handler.follow_redirects: {n} is out of range; use 0 (a redirect is an answer, the default) to {MAX_REDIRECTS}"
-            ));
+            )));
         }
     };
     let signing_key = signing_key(raw.sign.as_deref(), raw.secret.as_deref())?;
@@ -251,16 +252,16 @@ pub(super) fn resolve(raw: RawHttp, dir: &std::path::Path) -> Result<HttpConfig,
 }
 
 /// Checks `handler.done_when`: a JSON pointer, and at least one value that means done.
-fn done_when(raw: RawDoneWhen) -> Result<DoneWhen, String> {
+fn done_when(raw: RawDoneWhen) -> Result<DoneWhen, KeyError> {
     let escapes_ok = raw
         .pointer
         .match_indices('~')
         .all(|(i, _)| matches!(raw.pointer.as_bytes().get(i + 1), Some(b'0' | b'1')));
     if !(raw.pointer.is_empty() || raw.pointer.starts_with('/')) || !escapes_ok {
-        return Err(format!(
+        return Err(KeyError::new(format!(
             "handler.done_when.pointer: {:?} is not a JSON pointer; start it with / and name the keys on the way, like pointer = \"/order/state\" (~1 for a / in a key, ~0 for a ~)",
             raw.pointer
-        ));
+        )));
     }
     if raw.values.is_empty() {
         return Err(
@@ -281,7 +282,7 @@ fn done_when(raw: RawDoneWhen) -> Result<DoneWhen, String> {
 /// `handler.sign` and `handler.secret`: the Standard Webhooks key, `whsec_` and the
 /// key's bytes in base64, as the specification writes it. The secret's text is never
 /// in a message.
-fn signing_key(sign: Option<&str>, secret: Option<&str>) -> Result<Option<SigningKey>, String> {
+fn signing_key(sign: Option<&str>, secret: Option<&str>) -> Result<Option<SigningKey>, KeyError> {
     use base64::Engine as _;
     match (sign, secret) {
         (None, None) => Ok(None),
@@ -304,19 +305,19 @@ fn signing_key(sign: Option<&str>, secret: Option<&str>) -> Result<Option<Signin
                 })?;
             Ok(Some(SigningKey(key)))
         }
-        (Some(other), _) => Err(format!(
+        (Some(other), _) => Err(KeyError::new(format!(
             "handler.sign: {other:?} is not a signing scheme; use sign = \"standard-webhooks\""
-        )),
+        ))),
     }
 }
 
 /// Checks `handler.url`'s shape; returns whether a record gives its scheme or host.
-fn check_url(text: &str, url: &Template) -> Result<bool, String> {
+fn check_url(text: &str, url: &Template) -> Result<bool, KeyError> {
     let example = "like \"https://hooks.example.com/orders/{id}\"";
     if text.trim().is_empty() {
-        return Err(format!(
+        return Err(KeyError::new(format!(
             "handler.url is empty; give the URL to call, {example}"
-        ));
+        )));
     }
     let prefix = url.prefix();
     let Some((scheme, rest)) = prefix.split_once("://") else {
@@ -324,14 +325,14 @@ fn check_url(text: &str, url: &Template) -> Result<bool, String> {
             // The whole URL, or its scheme, from a column: checked per record.
             return Ok(true);
         }
-        return Err(format!(
+        return Err(KeyError::new(format!(
             "handler.url: {text:?} has no scheme; write the whole URL, {example}"
-        ));
+        )));
     };
     if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
-        return Err(format!(
+        return Err(KeyError::new(format!(
             "handler.url: {text:?} is not an http or https URL; a URL handler calls http:// or https://, {example}"
-        ));
+        )));
     }
     let host_from_record = !rest.contains(['/', '?', '#']) && !url.columns().is_empty();
     // The URL with each placeholder as a plain word must parse, so that a typo in the
@@ -340,12 +341,14 @@ fn check_url(text: &str, url: &Template) -> Result<bool, String> {
     let parsed = url::Url::parse(&sample)
         .map_err(|e| format!("handler.url: {text:?} is not a URL ({e}); {example}"))?;
     if parsed.host_str().is_none_or(str::is_empty) {
-        return Err(format!("handler.url: {text:?} has no host; {example}"));
+        return Err(KeyError::new(format!(
+            "handler.url: {text:?} has no host; {example}"
+        )));
     }
     if !parsed.username().is_empty() || parsed.password().is_some() {
-        return Err(format!(
+        return Err(KeyError::new(format!(
             "handler.url: {text:?} holds a user or password; give it in handler.headers instead, like headers = {{ Authorization = \"Basic ${{CREDENTIALS}}\" }}"
-        ));
+        )));
     }
     Ok(host_from_record)
 }
@@ -362,6 +365,7 @@ mod tests {
             },
             std::path::Path::new("/srv"),
         )
+        .map_err(|e| e.message)
     }
 
     #[test]
@@ -410,7 +414,9 @@ mod tests {
                 ..RawHttp::default()
             };
             f(&mut raw);
-            resolve(raw, std::path::Path::new("/srv")).unwrap_err()
+            resolve(raw, std::path::Path::new("/srv"))
+                .unwrap_err()
+                .message
         };
         assert_eq!(
             with(&|r| {

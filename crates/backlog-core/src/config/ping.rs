@@ -12,6 +12,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use super::KeyError;
 use super::alert::{AlertUrl, url};
 
 /// The placeholders a ping URL may hold, and what each becomes.
@@ -33,7 +34,7 @@ pub struct PingUrl {
 
 impl PingUrl {
     /// Checks `text`, the value of `key` (`alert.ping`, `tier 2: ping`).
-    pub fn parse(key: &str, text: &str) -> Result<PingUrl, String> {
+    pub fn parse(key: &str, text: &str) -> Result<PingUrl, KeyError> {
         let mut rest = text;
         while let Some(open) = rest.find('{') {
             let after = &rest[open..];
@@ -46,17 +47,21 @@ impl PingUrl {
                     .iter()
                     .map(|(p, what)| format!("{p} ({what})"))
                     .collect();
-                return Err(format!(
+                return Err(KeyError::new(format!(
                     "{key}: {name} is no placeholder of a ping URL; use {}",
                     known.join(" or ")
-                ));
+                )));
             }
             rest = &after[name.len()..];
         }
         let filled = fill(text, "1", "1d");
         // A URL that does not parse is shown as written, not with the sample's values.
-        let sample = url(key, &filled)
-            .map_err(|e| e.replace(&format!("{filled:?}"), &format!("{text:?}")))?;
+        let sample = url(key, &filled).map_err(|e| {
+            KeyError::new(
+                e.message
+                    .replace(&format!("{filled:?}"), &format!("{text:?}")),
+            )
+        })?;
         Ok(PingUrl {
             template: text.to_string(),
             sample,
@@ -138,13 +143,15 @@ mod tests {
             ("https://hc.example/x{window", "{window"),
         ] {
             assert_eq!(
-                PingUrl::parse("tier 2: ping", text).unwrap_err(),
+                PingUrl::parse("tier 2: ping", text).unwrap_err().message,
                 format!(
                     "tier 2: ping: {name} is no placeholder of a ping URL; use {{window}} (the tier's window, like 1d) or {{tier}} (its number, like 1)"
                 )
             );
         }
-        let e = PingUrl::parse("alert.ping", "hc.example/{window}").unwrap_err();
+        let e = PingUrl::parse("alert.ping", "hc.example/{window}")
+            .unwrap_err()
+            .message;
         assert!(
             e.starts_with("alert.ping: \"hc.example/{window}\" is not a URL"),
             "{e}"

@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use super::KeyError;
 use crate::duration::{self, Range};
 
 /// Windows and cadences: longer than zero, up to 100 years.
@@ -52,16 +53,18 @@ pub const MAX_BATCH_SIZE: usize = 10_000;
 /// The most ticks a spread tier divides its band over.
 pub const MAX_SPREAD: u32 = 1_000;
 
-pub(super) fn span(key: &str, text: &str, range: Range) -> Result<Duration, String> {
-    range.parse(text).map_err(|e| format!("{key}: {e}"))
+pub(super) fn span(key: &str, text: &str, range: Range) -> Result<Duration, KeyError> {
+    range
+        .parse(text)
+        .map_err(|e| KeyError::new(format!("{key}: {e}")))
 }
 
 /// A record count of the file: `limit` or a tier's `limit`.
-pub(super) fn check_limit(key: &str, n: Option<u64>) -> Result<Option<u64>, String> {
+pub(super) fn check_limit(key: &str, n: Option<u64>) -> Result<Option<u64>, KeyError> {
     match n {
-        Some(n) if !(1..=MAX_LIMIT).contains(&n) => Err(format!(
+        Some(n) if !(1..=MAX_LIMIT).contains(&n) => Err(KeyError::new(format!(
             "{key}: {n} is out of range; use 1 to {MAX_LIMIT} records a tick"
-        )),
+        ))),
         n => Ok(n),
     }
 }

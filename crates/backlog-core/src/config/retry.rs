@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use super::KeyError;
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawRetry {
@@ -45,7 +47,7 @@ impl RetryConfig {
     }
 }
 
-pub fn resolve_retry(raw: RawRetry) -> Result<RetryConfig, String> {
+pub fn resolve_retry(raw: RawRetry) -> Result<RetryConfig, KeyError> {
     let params: Vec<String> = raw
         .params
         .iter()
@@ -58,7 +60,9 @@ pub fn resolve_retry(raw: RawRetry) -> Result<RetryConfig, String> {
         .map_err(|e| format!("retry: {e}"))?;
     for (key, value) in [("count", &raw.count), ("since", &raw.since)] {
         if value.trim().is_empty() {
-            return Err(format!("retry.{key} is empty; give the column's name"));
+            return Err(KeyError::new(format!(
+                "retry.{key} is empty; give the column's name"
+            )));
         }
     }
     Ok(RetryConfig {

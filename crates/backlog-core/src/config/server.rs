@@ -10,6 +10,8 @@ use std::path::Path;
 use std::sync::RwLock;
 use std::time::Duration;
 
+use super::KeyError;
+
 /// How a database crate reads the URLs of its schemes (the schedule file's half of
 /// its `store::driver::Driver`).
 pub trait UrlReader: Send + Sync {
@@ -26,12 +28,12 @@ pub trait UrlReader: Send + Sync {
     /// password file or the database's usual environment variable), and the schema of
     /// the tool's own tables. The error is a message for the schedule file: it names the
     /// key and the fix, and never repeats the URL (it may hold a password).
-    fn resolve(&self, section: &ServerSection<'_>) -> Result<Server, String> {
+    fn resolve(&self, section: &ServerSection<'_>) -> Result<Server, KeyError> {
         let _ = section;
-        Err(format!(
+        Err(KeyError::new(format!(
             "database.url: {} is not read from a URL",
             self.reaches()
-        ))
+        )))
     }
 }
 
@@ -119,13 +121,13 @@ pub fn install_reader(reader: &'static dyn UrlReader) {
     }
 }
 
-/// The installed reader of `scheme`; the error is [`missing`]'s.
-pub fn reader_for(scheme: &str) -> Result<&'static dyn UrlReader, String> {
+/// The installed reader of `scheme`; none is what [`missing`] says.
+pub fn reader_for(scheme: &str) -> Option<&'static dyn UrlReader> {
     let readers = READERS.read().unwrap_or_else(|e| e.into_inner());
-    match readers.iter().find(|r| r.schemes().contains(&scheme)) {
-        Some(reader) => Ok(*reader),
-        None => Err(missing(scheme)),
-    }
+    readers
+        .iter()
+        .find(|r| r.schemes().contains(&scheme))
+        .copied()
 }
 
 /// What is missing when no driver of `scheme` is installed, and how to add it: a

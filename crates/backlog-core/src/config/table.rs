@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use super::KeyError;
 use super::retry::{RawRetry, RetryConfig, resolve_retry};
 use crate::timestamp::FormatSetting;
 
@@ -119,7 +120,10 @@ impl TableConfig {
     }
 }
 
-pub(super) fn resolve_table(raw: RawTable, retry: Option<RawRetry>) -> Result<TableConfig, String> {
+pub(super) fn resolve_table(
+    raw: RawTable,
+    retry: Option<RawRetry>,
+) -> Result<TableConfig, KeyError> {
     for (key, value) in [
         ("name", &raw.name),
         ("id", &raw.id),
@@ -127,9 +131,9 @@ pub(super) fn resolve_table(raw: RawTable, retry: Option<RawRetry>) -> Result<Ta
         ("inserted_at", &raw.inserted_at),
     ] {
         if value.trim().is_empty() {
-            return Err(format!(
+            return Err(KeyError::new(format!(
                 "table.{key} is empty; give the name as it is in the database"
-            ));
+            )));
         }
     }
     let mut table = TableConfig::new(&raw.name, &raw.id, &raw.status, &raw.inserted_at);
@@ -153,18 +157,18 @@ pub(super) fn resolve_table(raw: RawTable, retry: Option<RawRetry>) -> Result<Ta
     }
     table.retry = retry.map(resolve_retry).transpose()?;
     if let Some((value, _)) = raw.labels.iter().find(|(_, l)| l.trim().is_empty()) {
-        return Err(format!(
+        return Err(KeyError::new(format!(
             "table.labels: the label of {value:?} is empty; give the name to show for it, like labels = {{ \"0\" = \"pending\" }}"
-        ));
+        )));
     }
     table.labels = Labels(raw.labels);
     table.success = raw.success.unwrap_or(table.success);
     table.error = raw.error.unwrap_or(table.error);
     if table.is_pending(&table.success) {
-        return Err(format!(
+        return Err(KeyError::new(format!(
             "table.success {:?} is also in table.pending; a record marked successful would be tried forever",
             table.success
-        ));
+        )));
     }
     table.given_up = raw.given_up;
     table.give_up_after = raw.give_up_after;
@@ -177,7 +181,7 @@ pub const GIVE_UP_AFTER_MAX: u32 = 1000;
 
 /// `given_up` is a status of its own, neither pending nor success, and
 /// `give_up_after` needs it.
-fn check_giving_up(table: &TableConfig) -> Result<(), String> {
+fn check_giving_up(table: &TableConfig) -> Result<(), KeyError> {
     match &table.given_up {
         Some(s) if s.trim().is_empty() => {
             return Err(
@@ -185,14 +189,14 @@ fn check_giving_up(table: &TableConfig) -> Result<(), String> {
             );
         }
         Some(s) if table.is_pending(s) => {
-            return Err(format!(
+            return Err(KeyError::new(format!(
                 "table.given_up {s:?} is also in table.pending; a record given up on would be tried again: give it a status of its own, like \"DEAD\""
-            ));
+            )));
         }
         Some(s) if *s == table.success => {
-            return Err(format!(
+            return Err(KeyError::new(format!(
                 "table.given_up {s:?} is table.success; a record given up on would read as done: give it a status of its own, like \"DEAD\""
-            ));
+            )));
         }
         _ => {}
     }
@@ -200,9 +204,9 @@ fn check_giving_up(table: &TableConfig) -> Result<(), String> {
         Some(_) if table.given_up.is_none() => Err(
             "table.give_up_after needs table.given_up, the status a record gets once given up on, like given_up = \"DEAD\"".into(),
         ),
-        Some(n) if n == 0 || n > GIVE_UP_AFTER_MAX => Err(format!(
+        Some(n) if n == 0 || n > GIVE_UP_AFTER_MAX => Err(KeyError::new(format!(
             "table.give_up_after = {n} is out of range; give 1 to {GIVE_UP_AFTER_MAX} failures"
-        )),
+        ))),
         _ => Ok(()),
     }
 }

@@ -54,47 +54,47 @@ fn bad_files_get_messages_that_name_key_and_fix() {
         (
             "window = \"7d\"",
             "window = \"7 dayz\"",
-            "/etc/backlog.toml: tier 2: window: \"7 dayz\" is not a duration; write a number and a unit (s, m, h, d), like 30s, 5m, 1h, 7d or 96h",
+            "/etc/backlog.toml:19:10: tier 2: window: \"7 dayz\" is not a duration; write a number and a unit (s, m, h, d), like 30s, 5m, 1h, 7d or 96h",
         ),
         (
             "window = \"7d\"",
             "window = \"12h\"",
-            "/etc/backlog.toml: tier 2: window 12h is not larger than tier 1's window 1d (tiers must be sorted by window)",
+            "/etc/backlog.toml:19:10: tier 2: window 12h is not larger than tier 1's window 1d (tiers must be sorted by window)",
         ),
         (
             "window = \"7d\"",
             "window = \"24h\"",
-            "/etc/backlog.toml: tier 2: window 1d repeats tier 1's window (each tier needs a window of its own)",
+            "/etc/backlog.toml:19:10: tier 2: window 1d repeats tier 1's window (each tier needs a window of its own)",
         ),
         (
             "cron = \"0 * * * *\"",
             "cron = \"*/5 * *\"",
-            "/etc/backlog.toml: tier 2: cron: \"*/5 * *\" is not a crontab(5) expression (Invalid pattern: Pattern must have 5 fields when seconds are disallowed.); write five fields like \"*/5 * * * *\" or an alias like \"@hourly\"",
+            "/etc/backlog.toml:20:8: tier 2: cron: \"*/5 * *\" is not a crontab(5) expression (Invalid pattern: Pattern must have 5 fields when seconds are disallowed.); write five fields like \"*/5 * * * *\" or an alias like \"@hourly\"",
         ),
         (
             "cron = \"0 * * * *\"",
             "",
-            "/etc/backlog.toml: tier 2: no cadence; set every = \"1h\" or cron = \"0 * * * *\"",
+            "/etc/backlog.toml:18:1: tier 2: no cadence; set every = \"1h\" or cron = \"0 * * * *\"",
         ),
         (
             "cron = \"0 * * * *\"",
             "cron = \"0 * * * *\"\nevery = \"1h\"",
-            "/etc/backlog.toml: tier 2: both every and cron are set; keep one",
+            "/etc/backlog.toml:18:1: tier 2: both every and cron are set; keep one",
         ),
         (
             "every = \"5m\"",
             "every = \"0s\"",
-            "/etc/backlog.toml: tier 1: every: must be longer than 0s",
+            "/etc/backlog.toml:16:9: tier 1: every: must be longer than 0s",
         ),
         (
             "command = [\"./handler.sh\"]",
             "command = []",
-            "/etc/backlog.toml: handler.command is empty; give the program and its arguments, like [\"./handler.sh\"]",
+            "/etc/backlog.toml:12:11: handler.command is empty; give the program and its arguments, like [\"./handler.sh\"]",
         ),
         (
             "command = [\"./handler.sh\"]",
             "command = [\"./h\"]\nexit_codes = { 0 = \"DONE\" }",
-            "/etc/backlog.toml: handler.exit_codes: \"0\" is not an exit code; use numbers from 1 to 255",
+            "/etc/backlog.toml:13:1: handler.exit_codes: \"0\" is not an exit code; use numbers from 1 to 255",
         ),
     ];
     assert_messages(cases);
@@ -187,7 +187,7 @@ fn a_time_zone_is_an_iana_name() {
     );
     assert_eq!(
         error_of(&format!("timezone = \"Europe/Pari\"\n{GOOD}")),
-        "/etc/backlog.toml: timezone: \"Europe/Pari\" is not a time zone name; use an IANA name like \"Europe/Paris\" or \"UTC\""
+        "/etc/backlog.toml:1:12: timezone: \"Europe/Pari\" is not a time zone name; use an IANA name like \"Europe/Paris\" or \"UTC\""
     );
 }
 
@@ -233,6 +233,6 @@ fn check_thresholds_are_read_and_waiting_needs_a_status_never_written() {
         error_of(&with(
             "[check]\nwarn_waiting = \"3h\"\ncritical_waiting = \"1h\""
         )),
-        "/etc/backlog.toml: check.warn_waiting 3h is not below check.critical_waiting 1h; the warning comes first: lower it, or leave it out"
+        "/etc/backlog.toml:23:16: check.warn_waiting 3h is not below check.critical_waiting 1h; the warning comes first: lower it, or leave it out"
     );
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use super::KeyError;
 use super::ping::PingUrl;
 use super::ranges::{JITTER, MAX_SPREAD, SPAN, check_limit, span};
 use crate::duration;
@@ -29,7 +30,7 @@ pub(super) fn resolve_schedule(
     limit: Option<u64>,
     timezone: Option<String>,
     raw: Vec<RawTier>,
-) -> Result<(Schedule, Vec<(Duration, PingUrl)>), String> {
+) -> Result<(Schedule, Vec<(Duration, PingUrl)>), KeyError> {
     let timezone: chrono_tz::Tz = match timezone {
         None => chrono_tz::Tz::UTC,
         Some(name) => name.parse().map_err(|_| {
@@ -47,19 +48,19 @@ pub(super) fn resolve_schedule(
         let window = span(&format!("tier {n}: window"), &t.window, SPAN)?;
         if let Some(prev) = tiers.last() {
             if window == prev.window {
-                return Err(format!(
+                return Err(KeyError::new(format!(
                     "tier {n}: window {} repeats tier {}'s window (each tier needs a window of its own)",
                     duration::compact(window),
                     n - 1
-                ));
+                )));
             }
             if window < prev.window {
-                return Err(format!(
+                return Err(KeyError::new(format!(
                     "tier {n}: window {} is not larger than tier {}'s window {} (tiers must be sorted by window)",
                     duration::compact(window),
                     n - 1,
                     duration::compact(prev.window)
-                ));
+                )));
             }
         }
         let cadence = match (t.every, t.cron) {
@@ -70,12 +71,14 @@ pub(super) fn resolve_schedule(
                 timezone,
             ),
             (Some(_), Some(_)) => {
-                return Err(format!("tier {n}: both every and cron are set; keep one"));
+                return Err(KeyError::new(format!(
+                    "tier {n}: both every and cron are set; keep one"
+                )));
             }
             (None, None) => {
-                return Err(format!(
+                return Err(KeyError::new(format!(
                     "tier {n}: no cadence; set every = \"1h\" or cron = \"0 * * * *\""
-                ));
+                )));
             }
         };
         let tier_limit = check_limit(&format!("tier {n}: limit"), t.limit)?;
@@ -84,9 +87,9 @@ pub(super) fn resolve_schedule(
             None => Duration::ZERO,
         };
         if let Some(k) = t.spread.filter(|k| !(1..=MAX_SPREAD).contains(k)) {
-            return Err(format!(
+            return Err(KeyError::new(format!(
                 "tier {n}: spread: {k} is out of range; use 1 (the whole band every tick) to {MAX_SPREAD}"
-            ));
+            )));
         }
         if let Some(ping) = t.ping {
             pings.push((window, PingUrl::parse(&format!("tier {n}: ping"), &ping)?));

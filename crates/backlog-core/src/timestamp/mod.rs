@@ -247,15 +247,15 @@ pub enum TimestampError {
 }
 
 /// Classifies one sample, or says what it holds instead.
-fn classify(sample: &Sample) -> Result<TimestampFormat, String> {
+fn classify(sample: &Sample) -> Result<TimestampFormat, TimestampError> {
     match sample {
         // 1e11 seconds is the year 5138; 1e11 milliseconds is 1973.
         Sample::Int(v) if v.unsigned_abs() >= 100_000_000_000 => Ok(TimestampFormat::UnixMillis),
         Sample::Int(_) => Ok(TimestampFormat::UnixSeconds),
         Sample::Text(s) => parse_text(s)
             .map(|(_, layout)| TimestampFormat::Text(layout))
-            .ok_or_else(|| format!("{s:?}")),
-        Sample::Other(kind) => Err(format!("a {kind} value")),
+            .ok_or_else(|| TimestampError::NotATimestamp(format!("{s:?}"))),
+        Sample::Other(kind) => Err(TimestampError::NotATimestamp(format!("a {kind} value"))),
     }
 }
 
@@ -282,7 +282,7 @@ pub fn detect(
 ) -> Result<TimestampFormat, TimestampError> {
     let mut found: Option<TimestampFormat> = None;
     for sample in samples {
-        let format = classify(sample).map_err(TimestampError::NotATimestamp)?;
+        let format = classify(sample)?;
         if let Some(prev) = found
             && !same_kind(prev, format)
         {
