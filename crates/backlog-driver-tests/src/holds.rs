@@ -322,3 +322,92 @@ pub fn hand_over_names_what_a_person_took(h: &dyn Harness) {
     expected.extend(&away);
     assert_eq!(got, expected, "the person's take_records");
 }
+
+/// A heartbeat renewing a tick's holds while the tick writes its marks, each on its
+/// own connection, never deadlocks with it: the marks (of two statuses, some kept
+/// till their slot ends, in an order of their own) and the renewals take the
+/// claims in one order, so neither waits on the other for more than a statement.
+///
+/// Why: on PostgreSQL a deadlock is found after `deadlock_timeout` (a second); a tick
+/// whose renewal waited that long under a 2 s lease lost its holds and stopped with
+/// the rest of its band undone.
+pub fn a_heartbeat_and_marks_never_deadlock(h: &dyn Harness) {
+    const RECORDS: i64 = 400;
+    let backlog = Backlog::new(h, Flavour::Rfc3339Text);
+    backlog.insert_new((1..=RECORDS).map(|id| (id, id)));
+    let (mut a, format) = backlog.ready();
+    let band = backlog.day_band(&format);
+    let owner = unique("kit/beating");
+    let run_id = a
+        .begin_run(&crate::runs::start(DAY, Utc::now(), &owner))
+        .unwrap_or_else(|e| panic!("begin_run: {e}"));
+    let page = take(
+        a.as_mut(),
+        &owner,
+        &band,
+        None,
+        RECORDS as usize,
+        in_a_minute(),
+    );
+    assert_eq!(page.taken.len(), RECORDS as usize);
+    let deadlocks_before = h.deadlocks();
+    let mut heartbeat = a
+        .heartbeat(&owner, run_id)
+        .unwrap_or_else(|e| panic!("heartbeat: {e}"));
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let beats = std::thread::scope(|scope| {
+        let beating = scope.spawn(|| {
+            let mut beats = 0u32;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                heartbeat
+                    .beat(in_a_minute())
+                    .unwrap_or_else(|e| panic!("a beat while marks are written: {e}"));
+                beats += 1;
+            }
+            beats
+        });
+        // Newest first, as a tick's page comes, and in groups of ten with two statuses
+        // and kept failures among them: the renewals go through the claims in their
+        // own order.
+        let now = Utc::now();
+        for (n, group) in page.taken.chunks(10).enumerate() {
+            let marks: Vec<Mark> = group
+                .iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    let mut m = Mark::new(
+                        r.id.clone(),
+                        if (i + n) % 3 == 0 { "SUCCESS" } else { "ERROR" },
+                        now,
+                    );
+                    if i % 4 == 1 {
+                        m.keep_until = Some(now + TimeDelta::minutes(5));
+                    }
+                    m
+                })
+                .collect();
+            let refused = a
+                .mark(&owner, &marks)
+                .unwrap_or_else(|e| panic!("mark while a heartbeat beats: {e}"));
+            assert!(
+                refused.is_empty(),
+                "marks of held records refused: {refused:?}"
+            );
+        }
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        beating.join().expect("the heartbeat's thread")
+    });
+    // The server counts what its backends report, at the latest as they exit.
+    drop(heartbeat);
+    drop(a);
+    assert!(beats > 0, "no beat ran while the marks were written");
+    let marked = backlog.with_status("SUCCESS").len() + backlog.with_status("ERROR").len();
+    assert_eq!(marked, RECORDS as usize, "every mark written");
+    if let (Some(before), Some(after)) = (deadlocks_before, h.deadlocks()) {
+        assert_eq!(
+            after - before,
+            0,
+            "the server broke deadlocks between the heartbeat and the marks ({beats} beats)"
+        );
+    }
+}

@@ -79,6 +79,12 @@ pub trait Harness {
         format!("'{}'", at.format("%Y-%m-%d %H:%M:%S%.6f"))
     }
 
+    /// How many deadlocks the server has broken in this database, where it counts
+    /// them per database (PostgreSQL's `pg_stat_database`); none where it cannot say.
+    fn deadlocks(&self) -> Option<u64> {
+        None
+    }
+
     /// The password `database_section` holds, if any: what no description of the
     /// store may show.
     fn password(&self) -> Option<String> {
@@ -118,6 +124,7 @@ macro_rules! suite {
             holds::mark_writes_what_its_owner_holds,
             holds::a_lapsed_hold_frees_its_records,
             holds::a_heartbeat_keeps_a_hold,
+            holds::a_heartbeat_and_marks_never_deadlock,
             holds::take_records_skips_records_in_hand,
             holds::hand_over_names_what_a_person_took,
             ticks::a_tick_hands_out_each_record_once_and_marks_it,

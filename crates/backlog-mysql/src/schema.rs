@@ -214,6 +214,10 @@ impl MysqlStore {
             status: st,
             retry: retry.map(|(count, since)| (quote(&columns[count].0), quote(&columns[since].0))),
             claims_by_key: format!("{}backlog_claims FORCE INDEX (PRIMARY)", self.prefix),
+            claims_by_owner: format!(
+                "{}backlog_claims FORCE INDEX (backlog_claims_by_owner)",
+                self.prefix
+            ),
             row_lock: "FOR UPDATE",
         };
         let by_age = match age_index {

@@ -113,6 +113,22 @@ impl Harness for Mysql {
         Some("DATETIME(6)".into())
     }
 
+    /// InnoDB counts deadlocks for the whole server only, and describes the latest:
+    /// one whose description names this test's database is counted (a later one
+    /// elsewhere on the server would hide it, never add one).
+    fn deadlocks(&self) -> Option<u64> {
+        let status = self.query("SHOW ENGINE INNODB STATUS");
+        let text = status[0][2].clone().unwrap_or_default();
+        let latest = text
+            .split("LATEST DETECTED DEADLOCK")
+            .nth(1)
+            .and_then(|rest| rest.split("\n------------\nTRANSACTIONS").next())
+            .unwrap_or("");
+        // Names are quoted as the session's sql_mode does: ours has ANSI_QUOTES.
+        let named = [format!("`{}`", self.name), format!("\"{}\"", self.name)];
+        Some(u64::from(named.iter().any(|n| latest.contains(n.as_str()))))
+    }
+
     fn password(&self) -> Option<String> {
         let opts = mysql::Opts::from_url(&self.url).ok()?;
         opts.get_pass().map(str::to_string)

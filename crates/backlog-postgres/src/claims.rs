@@ -61,6 +61,7 @@ impl PostgresStore {
             status_text: format!("CAST(t.{st} AS TEXT)"),
             retry: (self.table.retry.as_ref()).map(|r| (quote(&r.count), quote(&r.since))),
             claims_by_key: self.own_table("backlog_claims"),
+            claims_by_owner: self.own_table("backlog_claims"),
             row_lock: "FOR NO KEY UPDATE OF t",
         }
     }
@@ -106,7 +107,8 @@ impl PostgresStore {
         // letting go of its records' claims and writing the status where this owner
         // still claimed them (see `set_status_sql`), in one transaction.
         let context = format!("writing statuses to {}", self.table.name);
-        let set_status = self.own_statements().set_status;
+        let own = self.own_statements();
+        let (set_status, lock_claims) = (own.set_status, own.lock_claims);
         let lock_rows = self.prepared().lock_rows.clone();
         let all = ids_text(marks.iter().map(|m| &m.id));
         let place: std::collections::HashMap<&str, usize> = all
@@ -142,6 +144,8 @@ impl PostgresStore {
             tx.query(&lock_rows, &[&all, &lo, &hi])
                 .map_err(pg(context.clone()))?;
         }
+        tx.query(&lock_claims, &[&self.table.name, &owner, &all])
+            .map_err(pg(context.clone()))?;
         let mut written = std::collections::HashSet::with_capacity(marks.len());
         for ((status, since), ids) in &groups {
             let places: Vec<usize> = ids

@@ -133,6 +133,7 @@ struct OwnSql {
     claim: String,
     claim_locked: String,
     set_status: [String; 2],
+    lock_claims: String,
 }
 
 /// Those statements, prepared.
@@ -149,6 +150,9 @@ struct Own {
     /// Lets go of the claims and writes the status where this tick still claimed:
     /// with `[retry]`'s count and time (a try), and the status alone.
     set_status: [Statement; 2],
+    /// Locks the claims a tick's marks let go of, in the order its heartbeat locks
+    /// them in (see `claims::ServerHeartbeat`).
+    lock_claims: Statement,
 }
 
 /// A backlog table on a PostgreSQL server, with the tool's tables in a schema of their

@@ -91,6 +91,7 @@ impl PostgresStore {
                 claim: claim_sql,
                 claim_locked: claim_locked_sql,
                 set_status: set_status_sql,
+                lock_claims: lock_claims_sql(&claims),
             },
             own: None,
             first_page_sql,
@@ -128,10 +129,23 @@ impl PostgresStore {
                     prepare(&sql.set_status[0], &[])?,
                     prepare(&sql.set_status[1], &[])?,
                 ],
+                lock_claims: prepare(&sql.lock_claims, &[])?,
             });
         }
         Ok(())
     }
+}
+
+/// Locks this owner's claims among the marks' ids ($1 table name, $2 owner, $3 the
+/// ids), in the key's order: a heartbeat renewing them on the tick's other
+/// connection locks them in the same (`claims::ServerHeartbeat`), so the marks'
+/// statements, which let go of them a status at a time, never wait on it in a
+/// circle (a deadlock PostgreSQL breaks only after `deadlock_timeout`).
+fn lock_claims_sql(claims: &str) -> String {
+    format!(
+        "SELECT 1 FROM {claims} c JOIN unnest($3::text[]) AS k(id) ON c.record_id = k.id
+         WHERE c.table_name = $1 AND c.owner = $2 ORDER BY c.table_name, c.record_id FOR UPDATE OF c"
+    )
 }
 
 /// The claim statements: `claim` locks the rows still pending first; `claim_locked`

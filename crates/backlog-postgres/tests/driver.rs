@@ -123,6 +123,26 @@ impl Harness for Postgres {
         format!("'{}'", at.format("%Y-%m-%d %H:%M:%S%.6f+00"))
     }
 
+    /// The server counts a backend's deadlocks once it reports its statistics (at
+    /// the latest when it exits): the count is read again for a second or so.
+    fn deadlocks(&self) -> Option<u64> {
+        let read = || -> u64 {
+            let rows = self.query(
+                "SELECT pg_stat_clear_snapshot(), deadlocks FROM pg_stat_database WHERE datname = current_database()",
+            );
+            rows[0][1]
+                .as_deref()
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0)
+        };
+        let mut most = read();
+        for _ in 0..6 {
+            std::thread::sleep(std::time::Duration::from_millis(250));
+            most = most.max(read());
+        }
+        Some(most)
+    }
+
     fn password(&self) -> Option<String> {
         let config: postgres::Config = self.url.parse().ok()?;
         config

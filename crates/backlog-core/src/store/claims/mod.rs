@@ -45,7 +45,7 @@ pub mod row_locks;
 use chrono::{DateTime, Utc};
 
 use super::fault::housekeeping;
-use super::sql::{Sql, failed};
+use super::sql::{Sql, Value, failed, numbered};
 use super::{Heartbeat, Held, KEPT_OWNER, Own, RunStart, StoreError, runs};
 
 /// The servers' claims: a row per record a tick holds, or a failure kept until its
@@ -210,6 +210,9 @@ pub trait Beating: Send {
     ) -> Result<(), StoreError>;
 }
 
+/// The claims one statement of a beat renews, at most: a list of ids per statement.
+const RENEWED_AT_ONCE: usize = 1000;
+
 /// A tick's heartbeat on a server, from a connection of its own: renews the tick's
 /// claims and its run-log row while the tick's connection waits on a handler.
 pub struct ServerHeartbeat<C> {
@@ -235,14 +238,46 @@ impl<C: Beating> Heartbeat for ServerHeartbeat<C> {
             // From now, each try: one after a deadlock renews no further than asked.
             let lease_us = lease_us(lease_until);
             self.connection.transaction(context, &mut |sql| {
-                sql.execute(
-                    &format!(
-                        "UPDATE {s}backlog_claims SET expires_at = {} WHERE owner = ?2",
-                        sql.later("?1")
-                    ),
-                    &[lease_us.into(), owner.into()],
-                )
-                .map_err(failed(context))?;
+                // The claims locked first, in their key's order, the order the tick's
+                // marks lock theirs in on its other connection (`row_locks::mark`,
+                // PostgreSQL's `write_marks`): neither then waits on the other in a
+                // circle, a deadlock the server would break only after a while (a
+                // second on PostgreSQL) while the lease runs. Exactly those are renewed:
+                // a claim written since is the next beat's.
+                let held = sql
+                    .query(
+                        &format!(
+                            "SELECT table_name, record_id FROM {s}backlog_claims WHERE owner = ?1 ORDER BY table_name, record_id FOR UPDATE"
+                        ),
+                        &[owner.into()],
+                    )
+                    .map_err(failed(context))?;
+                let mut by_table: Vec<(String, Vec<String>)> = Vec::new();
+                for row in &held {
+                    let (Some(table), Some(id)) = (row[0].text(), row[1].text()) else {
+                        continue;
+                    };
+                    match by_table.last_mut() {
+                        Some((t, ids)) if *t == table => ids.push(id),
+                        _ => by_table.push((table, vec![id])),
+                    }
+                }
+                for (table, ids) in &by_table {
+                    for chunk in ids.chunks(RENEWED_AT_ONCE) {
+                        let mut params: Vec<Value> =
+                            vec![lease_us.into(), owner.into(), table.as_str().into()];
+                        params.extend(chunk.iter().map(|id| Value::from(id.as_str())));
+                        sql.execute(
+                            &format!(
+                                "UPDATE {s}backlog_claims SET expires_at = {} WHERE owner = ?2 AND table_name = ?3 AND record_id IN ({})",
+                                sql.later("?1"),
+                                numbered(4, chunk.len())
+                            ),
+                            &params,
+                        )
+                        .map_err(failed(context))?;
+                    }
+                }
                 sql.execute(
                     &format!(
                         "UPDATE {s}backlog_runs SET heartbeat_at = {} WHERE id = ?1",

@@ -55,6 +55,10 @@ pub struct Subject {
     /// The tool's claims table, read by its key (MySQL: `FORCE INDEX (PRIMARY)`, so
     /// that locking some claims locks no other).
     pub claims_by_key: String,
+    /// The claims table read by owner, the way a heartbeat's renewal locks a tick's
+    /// claims (MySQL: `FORCE INDEX (backlog_claims_by_owner)`, whose entries InnoDB
+    /// locks with the rows), so that a mark locks them in the same order.
+    pub claims_by_owner: String,
     /// The lock a claim or a mark takes on the user's rows: `FOR UPDATE`, or on
     /// PostgreSQL `FOR NO KEY UPDATE OF t`, which lets the application insert rows
     /// that refer to them meanwhile.
@@ -250,11 +254,13 @@ impl Claims<'_> {
         .map_err(failed(context))?;
         let mut params: Vec<Value> = vec![self.name.into(), self.owner.into()];
         params.extend(all.iter().map(|i| Value::from(i.as_str())));
+        // The claims locked as the tick's heartbeat locks them, in the key's order:
+        // its renewal and these marks never wait on each other in a circle.
         let held: HashSet<String> = sql
             .query(
                 &format!(
-                    "SELECT record_id FROM {} WHERE table_name = ?1 AND owner = ?2 AND record_id IN ({})",
-                    self.table(),
+                    "SELECT record_id FROM {} WHERE owner = ?2 AND table_name = ?1 AND record_id IN ({}) ORDER BY table_name, record_id FOR UPDATE",
+                    s.claims_by_owner,
                     numbered(3, n)
                 ),
                 &params,
