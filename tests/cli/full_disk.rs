@@ -224,3 +224,148 @@ crate::on_every_backend!(
     a_disk_that_fills_mid_tick_stops_the_handing_out_at_the_first_refused_write,
     a_database_that_refuses_the_run_log_hands_out_nothing,
 );
+
+/// A real small disk: a tmpfs of `size` mounted on the test's folder `disk`, unmounted
+/// with the guard. Mounting takes root, as `.ci/run` runs; without it the test fails,
+/// saying so.
+struct SmallDisk {
+    dir: std::path::PathBuf,
+}
+
+impl SmallDisk {
+    fn mount(env: &Env, size: &str) -> SmallDisk {
+        let dir = env.path("disk");
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&dir)
+            .output()
+            .expect("mount runs");
+        assert!(
+            out.status.success(),
+            "this test mounts a small tmpfs, which takes root (bash .ci/run runs as root): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        SmallDisk { dir }
+    }
+
+    /// Fills the disk but for `left` bytes (a file of the rest, allocated: tmpfs
+    /// gives a sparse file no room until it is written).
+    fn leave(&self, left: u64) {
+        let df = std::process::Command::new("df")
+            .args(["--output=avail", "-B1"])
+            .arg(&self.dir)
+            .output()
+            .expect("df runs");
+        let free: u64 = String::from_utf8_lossy(&df.stdout)
+            .lines()
+            .nth(1)
+            .and_then(|l| l.trim().parse().ok())
+            .expect("df says what is free");
+        let status = std::process::Command::new("fallocate")
+            .args(["-l", &free.saturating_sub(left).to_string()])
+            .arg(self.dir.join("filler"))
+            .status()
+            .expect("fallocate runs");
+        assert!(status.success());
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.dir)
+            .status();
+    }
+}
+
+/// A database in WAL mode on a disk with 640 KiB left, and 400 records handled one at
+/// a time: the tick's marks, committed a group at a time, each append the pages they
+/// change to the WAL, which SQLite copies back only past 4 MB by default; the WAL
+/// alone filled the disk, and the tick stopped with exit 4 part way. Now the tool's
+/// connection checkpoints it every 256 KB, and the tick handles every record.
+#[test]
+fn a_nearly_full_disk_keeps_room_for_a_ticks_wal() {
+    let env = Env::new();
+    pending_records(&env, 400);
+    env.execute("PRAGMA journal_mode = WAL");
+    let disk = SmallDisk::mount(&env, "8m");
+    std::fs::copy(env.path("backlog.db"), disk.dir.join("backlog.db")).unwrap();
+    env.write_schedule(&Schedule::default());
+    let text = std::fs::read_to_string(env.path("backlog.toml")).unwrap();
+    std::fs::write(
+        env.path("backlog.toml"),
+        text.replacen("url = \"backlog.db\"", "url = \"disk/backlog.db\"", 1),
+    )
+    .unwrap();
+    env.write_handler("handler.sh", "#!/bin/sh\ncat >/dev/null\nsleep 0.02\n");
+    disk.leave(640 * 1024);
+    let out = output_within_a_minute(spawn_run(&env, "0"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let db = rusqlite::Connection::open(disk.dir.join("backlog.db")).unwrap();
+    let done: i64 = db
+        .query_row(
+            r#"SELECT count(*) FROM "BACKLOG" WHERE "STATUS" = 'SUCCESS'"#,
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(done, 400, "{stderr}");
+}
+
+/// A disk with no room left at all, under a database the tool never ran on: the
+/// creation of its tables is refused for the disk, and said so (it was said as a
+/// missing right to create tables); in WAL mode SQLite cannot make its `-shm` file,
+/// which it calls a disk I/O error, and that is said as a full disk too. Either way
+/// exit 4, no handler called, the table as it was.
+#[test]
+fn a_full_disk_under_a_fresh_database_is_said_as_such() {
+    for journal in ["DELETE", "WAL"] {
+        let env = Env::new();
+        pending_records(&env, 20);
+        env.execute(&format!("PRAGMA journal_mode = {journal}"));
+        let disk = SmallDisk::mount(&env, "4m");
+        std::fs::copy(env.path("backlog.db"), disk.dir.join("backlog.db")).unwrap();
+        env.write_schedule(&Schedule::default());
+        let text = std::fs::read_to_string(env.path("backlog.toml")).unwrap();
+        std::fs::write(
+            env.path("backlog.toml"),
+            text.replacen("url = \"backlog.db\"", "url = \"disk/backlog.db\"", 1),
+        )
+        .unwrap();
+        env.write_handler("handler.sh", &recording_handler(&[]));
+        disk.leave(0);
+        let out = env
+            .backlog(&["run", "--window", "1d", "--now", NOW])
+            .assert()
+            .code(4);
+        let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        let expected = match journal {
+            "DELETE" => {
+                "creating the tool's own tables (the database's disk is full: make room on it, then run again): database or disk is full"
+            }
+            _ => "database or disk is full (SQLite cannot make room for the WAL's -shm file)",
+        };
+        assert!(stderr.contains(expected), "{journal}: {stderr}");
+        assert!(
+            !stderr.contains("right to create tables"),
+            "{journal}: {stderr}"
+        );
+        assert_eq!(stderr.lines().count(), 1, "{journal}: {stderr}");
+        assert!(env.take_calls().is_empty(), "{journal}: no call: {stderr}");
+        if journal == "DELETE" {
+            let db = rusqlite::Connection::open(disk.dir.join("backlog.db")).unwrap();
+            let new: i64 = db
+                .query_row(
+                    r#"SELECT count(*) FROM "BACKLOG" WHERE "STATUS" = 'NEW'"#,
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert_eq!(new, 20, "the table as it was");
+        }
+        drop(disk);
+    }
+}

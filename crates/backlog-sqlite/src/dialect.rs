@@ -57,32 +57,40 @@ impl std::ops::Deref for LiteRef<'_> {
     }
 }
 
-/// SQLite runs the shared statements as written.
+/// SQLite runs the shared statements as written; their errors are read as the
+/// protocol reads them (`super::cause`: a full disk is one).
 impl Sql for LiteRef<'_> {
     fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, SqlError> {
-        let mut stmt = self.0.prepare_cached(sql)?;
-        Ok(stmt.execute(rusqlite::params_from_iter(params.iter().map(lite)))? as u64)
+        let run = || -> rusqlite::Result<u64> {
+            let mut stmt = self.0.prepare_cached(sql)?;
+            Ok(stmt.execute(rusqlite::params_from_iter(params.iter().map(lite)))? as u64)
+        };
+        run().map_err(super::cause)
     }
 
     fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, SqlError> {
         use rusqlite::types::ValueRef;
-        let mut stmt = self.0.prepare_cached(sql)?;
-        let width = stmt.column_count();
-        let rows = stmt.query_map(rusqlite::params_from_iter(params.iter().map(lite)), |row| {
-            (0..width)
-                .map(|i| {
-                    Ok(match row.get_ref(i)? {
-                        ValueRef::Null => Value::Int(None),
-                        ValueRef::Integer(n) => Value::Int(Some(n)),
-                        ValueRef::Real(f) => Value::Int(Some(f as i64)),
-                        ValueRef::Text(t) | ValueRef::Blob(t) => {
-                            Value::Text(Some(String::from_utf8_lossy(t).into_owned()))
-                        }
-                    })
-                })
-                .collect()
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        let run = || -> rusqlite::Result<Vec<Vec<Value>>> {
+            let mut stmt = self.0.prepare_cached(sql)?;
+            let width = stmt.column_count();
+            let rows =
+                stmt.query_map(rusqlite::params_from_iter(params.iter().map(lite)), |row| {
+                    (0..width)
+                        .map(|i| {
+                            Ok(match row.get_ref(i)? {
+                                ValueRef::Null => Value::Int(None),
+                                ValueRef::Integer(n) => Value::Int(Some(n)),
+                                ValueRef::Real(f) => Value::Int(Some(f as i64)),
+                                ValueRef::Text(t) | ValueRef::Blob(t) => {
+                                    Value::Text(Some(String::from_utf8_lossy(t).into_owned()))
+                                }
+                            })
+                        })
+                        .collect()
+                })?;
+            rows.collect()
+        };
+        run().map_err(super::cause)
     }
 
     fn query_user(
@@ -91,18 +99,22 @@ impl Sql for LiteRef<'_> {
         params: &[Value],
     ) -> Result<Vec<Vec<Option<Scalar>>>, SqlError> {
         use rusqlite::types::ValueRef;
-        let mut stmt = self.0.prepare_cached(sql)?;
-        let width = stmt.column_count();
-        let rows = stmt.query_map(rusqlite::params_from_iter(params.iter().map(lite)), |row| {
-            (0..width)
-                .map(|i| {
-                    Ok(Some(row.get_ref(i)?)
-                        .filter(|v| *v != ValueRef::Null)
-                        .map(super::scalar))
-                })
-                .collect()
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        let run = || -> rusqlite::Result<Vec<Vec<Option<Scalar>>>> {
+            let mut stmt = self.0.prepare_cached(sql)?;
+            let width = stmt.column_count();
+            let rows =
+                stmt.query_map(rusqlite::params_from_iter(params.iter().map(lite)), |row| {
+                    (0..width)
+                        .map(|i| {
+                            Ok(Some(row.get_ref(i)?)
+                                .filter(|v| *v != ValueRef::Null)
+                                .map(super::scalar))
+                        })
+                        .collect()
+                })?;
+            rows.collect()
+        };
+        run().map_err(super::cause)
     }
 
     fn insert_returning_id(&mut self, sql: &str, params: &[Value]) -> Result<i64, SqlError> {

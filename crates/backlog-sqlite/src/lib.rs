@@ -103,13 +103,27 @@ fn db(context: impl Into<String>) -> impl FnOnce(rusqlite::Error) -> StoreError 
     let context = context.into();
     move |e| StoreError::Database {
         context,
-        source: match e.sqlite_error_code() {
-            Some(rusqlite::ErrorCode::DiskFull) => Box::new(backlog_core::store::fault::DbError {
-                fault: backlog_core::store::Fault::DiskFull,
-                message: e.to_string(),
-            }),
-            _ => Box::new(e),
-        },
+        source: cause(e),
+    }
+}
+
+/// SQLite's error as the store's protocol reads it: a full disk is a
+/// `Fault::DiskFull`, whichever statement met it (the shared ones too, see `dialect`):
+/// `SQLITE_FULL`, or in WAL mode `SQLITE_IOERR_SHMSIZE`, its shared-memory file
+/// (`-shm`) that could not grow, which SQLite says as a mere "disk I/O error".
+fn cause(e: rusqlite::Error) -> backlog_core::store::sql::SqlError {
+    let full = |message: String| -> backlog_core::store::sql::SqlError {
+        Box::new(backlog_core::store::fault::DbError {
+            fault: backlog_core::store::Fault::DiskFull,
+            message,
+        })
+    };
+    match e.sqlite_error() {
+        Some(err) if err.code == rusqlite::ErrorCode::DiskFull => full(e.to_string()),
+        Some(err) if err.extended_code == rusqlite::ffi::SQLITE_IOERR_SHMSIZE => full(
+            "database or disk is full (SQLite cannot make room for the WAL's -shm file)".into(),
+        ),
+        _ => Box::new(e),
     }
 }
 
@@ -165,6 +179,10 @@ fn scalar(v: ValueRef<'_>) -> Scalar {
     }
 }
 
+/// The WAL's pages at which this connection's commits copy it back into the database
+/// (SQLite's default: 1,000), and its size once it starts over (see `connect`).
+const WAL_PAGES: i64 = 64;
+
 fn connect(path: &Path, busy_timeout: Duration) -> Result<Connection, StoreError> {
     if !path.exists() {
         return Err(StoreError::NoDatabase);
@@ -190,6 +208,19 @@ fn connect(path: &Path, busy_timeout: Duration) -> Result<Connection, StoreError
     if journal.eq_ignore_ascii_case("wal") {
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(db("setting synchronous = NORMAL"))?;
+        // A tick commits a group of marks at a time: each commit appends the pages it
+        // changed to the WAL again, which by SQLite's default is copied back and
+        // started over only past 1,000 pages (4 MB). On a nearly full disk that growth
+        // alone filled it (1.3 MB of WAL for 600 records). Checkpointed every
+        // WAL_PAGES, and cut back to that size when it starts over, the WAL of a
+        // tick's writes stays within a few hundred kilobytes.
+        conn.pragma_update(None, "wal_autocheckpoint", WAL_PAGES)
+            .map_err(db("setting wal_autocheckpoint"))?;
+        let page_size: i64 = conn
+            .query_row("PRAGMA page_size", [], |r| r.get(0))
+            .map_err(db("reading the page size"))?;
+        conn.pragma_update(None, "journal_size_limit", WAL_PAGES * page_size)
+            .map_err(db("setting journal_size_limit"))?;
     }
     Ok(conn)
 }

@@ -185,16 +185,41 @@ pub fn ensure(d: &mut dyn Ddl) -> Result<(), StoreError> {
     done
 }
 
+/// What the creation of the tool's tables was doing, for its errors.
+const CREATING: &str = "creating the tool's own tables";
+
+/// Why the tool's tables could not be made, and what to do: a full disk is said as
+/// such; anything else is most often a user without the right to create tables.
+fn creation_refused(e: StoreError) -> StoreError {
+    let why = match e.fault() {
+        super::fault::Fault::DiskFull => {
+            "the database's disk is full: make room on it, then run again"
+        }
+        _ => {
+            "this needs the right to create tables there: run one tick as a user who has it, or have an administrator run it once"
+        }
+    };
+    match e {
+        StoreError::Database { source, .. } => StoreError::Database {
+            context: format!("{CREATING} ({why})"),
+            source,
+        },
+        other => other,
+    }
+}
+
 /// What `ensure` does once no other runner writes DDL: another may have done it all
 /// while this one waited.
 fn under_lock(d: &mut dyn Ddl, current: i64) -> Result<(), StoreError> {
-    let context = "creating the tool's own tables (this needs the right to create tables there: run one tick as a user who has it, or have an administrator run it once)";
     let missing = missing(d)?;
     if !missing.is_empty() {
         d.make_place()?;
         for table in missing {
             for statement in create(d, table) {
-                d.sql().execute(&statement, &[]).map_err(failed(context))?;
+                d.sql()
+                    .execute(&statement, &[])
+                    .map_err(failed(CREATING))
+                    .map_err(creation_refused)?;
             }
             // The version goes in with its table: MySQL commits each DDL statement,
             // and a creation cut short after it makes the other tables next time.
