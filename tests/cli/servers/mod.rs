@@ -9,6 +9,7 @@ mod connection;
 mod kill_storm;
 mod own_tables;
 mod pages;
+mod partition;
 mod plan;
 mod reaches;
 mod runners;

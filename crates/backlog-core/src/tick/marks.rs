@@ -54,6 +54,9 @@ pub(super) struct Marks<'o> {
     interval: Duration,
     /// A group could not be written: no more are until `finish`.
     refused: bool,
+    /// The marks lost so far (the tick no longer held their records), and the first
+    /// ten of their ids: said in one line as the tick finishes.
+    lost: (usize, Vec<String>),
     /// Where groups go when the store has a writer of its own (see `Writer`), opened
     /// as `open_writer` says.
     writer: Option<Writer>,
@@ -114,6 +117,7 @@ impl<'o> Marks<'o> {
             group: GroupSize::new(fixed_group, store_group),
             interval,
             refused: false,
+            lost: (0, Vec::new()),
             writer: None,
             may_open_writer: true,
             history,
@@ -358,7 +362,26 @@ impl<'o> Marks<'o> {
             Some((marks, succeeded, lost)) => self.settle_group(&marks, &succeeded, lost, store),
             None => Ok(()),
         };
+        self.say_lost();
         wrote.and(settled)
+    }
+
+    /// The marks lost over the tick, in one line (however many groups they were in).
+    fn say_lost(&mut self) {
+        let (n, ids) = std::mem::take(&mut self.lost);
+        if n == 0 {
+            return;
+        }
+        let more = if n > ids.len() { ", …" } else { "" };
+        let ids = ids.join(", ");
+        match n {
+            1 => tracing::warn!(
+                "1 mark lost: record {ids} was handled after this tick's hold on it lapsed (another tick may hold it now); not marked, it keeps its status"
+            ),
+            _ => tracing::warn!(
+                "{n} marks lost: records {ids}{more} were handled after this tick's hold on them lapsed (another tick may hold them now); not marked, they keep their status"
+            ),
+        }
     }
 
     /// Settles a group the store wrote, or could not: a group whose transaction
@@ -403,19 +426,13 @@ impl<'o> Marks<'o> {
             return;
         }
         self.keep_lost(marks, lost, store);
-        let mut ids = Vec::new();
         for &i in lost {
             self.uncount(&marks[i].status, succeeded[i]);
-            if ids.len() < 10 {
-                ids.push(marks[i].id.to_string());
+            self.lost.0 += 1;
+            if self.lost.1.len() < 10 {
+                self.lost.1.push(marks[i].id.to_string());
             }
         }
-        tracing::warn!(
-            "{} marks lost: records {}{} were handled after this tick's hold on them lapsed (another tick may hold them now); not marked, they keep their status",
-            lost.len(),
-            ids.join(", "),
-            if lost.len() > ids.len() { ", …" } else { "" }
-        );
     }
 
     /// Keeps an attempt of each lost mark the history did not keep already (a lost
