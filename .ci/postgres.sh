@@ -5,9 +5,10 @@
 # certificates, is .ci/run's to install), initdb's a cluster
 # in a temp folder as an unprivileged user (the server refuses to run as root), starts
 # it on a free loopback port with TLS and password authentication, and exports
-# BACKLOG_TEST_PG, the superuser's URL the tests use, and BACKLOG_TEST_PG_CA, the test
-# certificate authority that signed the server's certificate (for 127.0.0.1 and
-# localhost), for the sslmode=verify-full test.
+# BACKLOG_TEST_PG, the superuser's URL the tests use, BACKLOG_TEST_PG_BIN and _OWNER (the
+# programs, and the user who runs them, for the tests' own clusters), and
+# BACKLOG_TEST_PG_CA, the test certificate authority that signed the server's
+# certificate (for 127.0.0.1 and localhost), for the sslmode=verify-full test.
 # The role `tls_only` may log in only over TLS, for the sslmode test. pg_stop stops the
 # server and deletes the folder.
 
@@ -63,6 +64,8 @@ pg_start() {
     as_pg "$bin/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 60 start -o \
         "-c listen_addresses=127.0.0.1 -p $PG_PORT -k $PG_DIR -c ssl=on -c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" >/dev/null
     PG_BIN=$bin
+    # For the tests that make clusters of their own (a primary and its standby).
+    export BACKLOG_TEST_PG_BIN=$bin BACKLOG_TEST_PG_OWNER=$user
     export BACKLOG_TEST_PG="postgres://postgres:$password@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
     export BACKLOG_TEST_PG_CA="$PG_DIR/tls/ca.crt"
     "$bin/psql" -q "$BACKLOG_TEST_PG" -c "CREATE ROLE tls_only LOGIN SUPERUSER PASSWORD '$password'"

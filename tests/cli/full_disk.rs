@@ -81,9 +81,13 @@ fn last_run(env: &Env, column: &str) -> i64 {
 
 /// The size of the first group of marks the tick said it could not write.
 fn first_refused_group(stderr: &str) -> i64 {
-    let at = stderr
-        .find(" handled records were not marked: their group of marks could not be written")
-        .unwrap_or_else(|| panic!("no group was refused: {stderr}"));
+    let at = [
+        " handled records were not marked: their group of marks could not be written",
+        " handled record was not marked: its group of marks could not be written",
+    ]
+    .iter()
+    .find_map(|said| stderr.find(said))
+    .unwrap_or_else(|| panic!("no group was refused: {stderr}"));
     let n = stderr[..at].rsplit(' ').next().unwrap();
     n.parse().unwrap_or_else(|_| panic!("{n:?}: {stderr}"))
 }

@@ -6,6 +6,8 @@
 
 mod clock;
 mod connection;
+mod failover;
+mod handler_log;
 mod kill_storm;
 mod own_tables;
 mod pages;

@@ -6,7 +6,6 @@
 //! the link comes back. The namespace is made and removed by the test, as root (`bash
 //! .ci/run` runs as root); without root the test fails, saying so.
 
-use std::collections::BTreeMap;
 use std::io::Read;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
@@ -15,6 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::harness::{Backend, Env, NOW, Schedule};
+use crate::servers::handler_log::{self, HANDLER};
 use crate::servers::{all_success, output_within_a_minute, pending_records};
 
 /// The records, newest first by id.
@@ -22,19 +22,6 @@ const RECORDS: i64 = 200;
 
 /// How long the far runner's link is down: three leases.
 const CUT: Duration = Duration::from_secs(12);
-
-/// A per-record handler that logs `start ID ns PPID` and `end ID ns PPID` around its
-/// work (PPID: its tick's process): 100 ms a record, 5 s (longer than the lease) for
-/// records 7, 17 and 27, which the far runner hands out before its link goes down.
-const HANDLER: &str = r#"#!/bin/sh
-cat >/dev/null
-echo "start $BACKLOG_RECORD_ID $(date +%s%N) $PPID" >> handler.log
-case "$BACKLOG_RECORD_ID" in
-  7 | 17 | 27) sleep 5 ;;
-  *) sleep 0.1 ;;
-esac
-echo "end $BACKLOG_RECORD_ID $(date +%s%N) $PPID" >> handler.log
-"#;
 
 /// Runs `ip` with `args`, failing the test with its words if it fails.
 fn ip(args: &[&str]) {
@@ -182,30 +169,6 @@ fn server_of(url: &str) -> SocketAddr {
     authority.parse().unwrap()
 }
 
-/// Each record's handler runs, from the log: a start with no end ran until the end
-/// of the test (its tick never ended it), which `runs` counts as still running.
-fn runs(log: &str) -> BTreeMap<i64, Vec<(u128, u128, u32)>> {
-    let mut open: BTreeMap<(i64, u32), u128> = BTreeMap::new();
-    let mut runs: BTreeMap<i64, Vec<(u128, u128, u32)>> = BTreeMap::new();
-    for line in log.lines() {
-        let f: Vec<&str> = line.split(' ').collect();
-        let (id, at, tick): (i64, u128, u32) = (
-            f[1].parse().unwrap(),
-            f[2].parse().unwrap(),
-            f[3].parse().unwrap(),
-        );
-        if f[0] == "start" {
-            open.insert((id, tick), at);
-        } else if let Some(start) = open.remove(&(id, tick)) {
-            runs.entry(id).or_default().push((start, at, tick));
-        }
-    }
-    for ((id, tick), start) in open {
-        runs.entry(id).or_default().push((start, u128::MAX, tick));
-    }
-    runs
-}
-
 /// A tick's stderr, read as it comes: a pipe read only at its end would fill.
 fn drain(child: &mut Child) -> std::thread::JoinHandle<String> {
     let mut pipe = child.stderr.take().unwrap();
@@ -325,21 +288,7 @@ fn a_runner_cut_off_mid_tick_hands_out_nothing_and_its_late_marks_are_refused(ba
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    let mut second_hands = 0;
-    for (id, mut runs) in runs(&log()) {
-        runs.sort();
-        for pair in runs.windows(2) {
-            assert!(
-                pair[1].0 >= pair[0].1,
-                "record {id} was handed to a second handler (tick {}) at {} while the first (tick {}) ran until {}",
-                pair[1].2,
-                pair[1].0,
-                pair[0].2,
-                pair[0].1
-            );
-        }
-        second_hands += runs.len() - 1;
-    }
+    let second_hands = handler_log::one_at_a_time(&log());
     assert!(
         second_hands > 0,
         "the near runner redid none of the far runner's records"

@@ -404,10 +404,14 @@ impl<'o> Marks<'o> {
                 for (mark, &succeeded) in marks.iter().zip(succeeded) {
                     self.uncount(&mark.status, succeeded);
                 }
-                tracing::warn!(
-                    "{} handled records were not marked: their group of marks could not be written ({e}); they keep their status and a later tick tries them again; this tick hands out no more",
-                    marks.len()
-                );
+                match marks.len() {
+                    1 => tracing::warn!(
+                        "1 handled record was not marked: its group of marks could not be written ({e}); it keeps its status and a later tick tries it again; this tick hands out no more"
+                    ),
+                    n => tracing::warn!(
+                        "{n} handled records were not marked: their group of marks could not be written ({e}); they keep their status and a later tick tries them again; this tick hands out no more"
+                    ),
+                }
                 Err(e)
             }
         }
