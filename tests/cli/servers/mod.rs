@@ -6,9 +6,9 @@
 
 mod clock;
 mod connection;
-mod failover;
 mod handler_log;
 mod kill_storm;
+mod outage;
 mod own_tables;
 mod pages;
 mod partition;

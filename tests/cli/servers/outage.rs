@@ -1,12 +1,11 @@
-//! A PostgreSQL primary that fails over to its standby while a fleet works: two
-//! clusters of the test's own on loopback ports, the standby streaming from the
-//! primary (synchronously, so that what the primary committed the standby has), and
-//! the runners' URL naming both, as libpq reads it:
+//! A PostgreSQL server that goes away under a working fleet: restarted fast, crashed
+//! and recovered, or a primary crashed and its standby promoted. The servers are
+//! clusters of the test's own on loopback ports; for the failover the standby streams
+//! from the primary synchronously (what the primary committed, the standby has), and
+//! the runners' URL names both, as libpq reads it:
 //! `postgres://127.0.0.1:P1,127.0.0.1:P2/shop?target_session_attrs=read-write`. The
-//! primary is stopped at once (`immediate`: a crash) and the standby promoted; the
-//! runners' next ticks find the new primary. The clusters need PostgreSQL's programs
-//! (`BACKLOG_TEST_PG_BIN`) and, as root, a user to run them (`BACKLOG_TEST_PG_OWNER`):
-//! `.ci/postgres.sh` sets both.
+//! clusters need PostgreSQL's programs (`BACKLOG_TEST_PG_BIN`) and, as root, a user to
+//! run them (`BACKLOG_TEST_PG_OWNER`): `.ci/postgres.sh` sets both.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -22,13 +21,15 @@ const RECORDS: i64 = 600;
 struct Cluster {
     data: PathBuf,
     port: u16,
+    /// The server's options of this cluster's own, given again at each start.
+    options: String,
 }
 
 /// PostgreSQL's programs, and the user they run as when the tests run as root (the
 /// server refuses root).
 fn programs() -> (PathBuf, Option<String>) {
     let bin = std::env::var("BACKLOG_TEST_PG_BIN").unwrap_or_else(|_| {
-        panic!("the failover test makes clusters of its own: set BACKLOG_TEST_PG_BIN to PostgreSQL's bin folder (.ci/postgres.sh sets it), and as root BACKLOG_TEST_PG_OWNER to the user that runs them")
+        panic!("the outage tests make clusters of their own: set BACKLOG_TEST_PG_BIN to PostgreSQL's bin folder (.ci/postgres.sh sets it), and as root BACKLOG_TEST_PG_OWNER to the user that runs them")
     });
     (
         PathBuf::from(bin),
@@ -88,11 +89,12 @@ fn owned_folder(root: &Path, name: &str) -> PathBuf {
 }
 
 impl Cluster {
-    fn start(&self, extra: &str) {
+    fn start(&self) {
         let options = format!(
-            "-c listen_addresses=127.0.0.1 -p {} -k {} -c fsync=off -c full_page_writes=off {extra}",
+            "-c listen_addresses=127.0.0.1 -p {} -k {} -c fsync=off -c full_page_writes=off {}",
             self.port,
-            self.data.parent().unwrap().display()
+            self.data.parent().unwrap().display(),
+            self.options
         );
         let log = self.data.parent().unwrap().join("server.log");
         pg(
@@ -112,8 +114,8 @@ impl Cluster {
         );
     }
 
-    /// A primary whose commits wait for a standby (`synchronous_standby_names`).
-    fn primary(root: &Path) -> Cluster {
+    /// A primary; with `standby`, its commits wait for one (`synchronous_standby_names`).
+    fn primary(root: &Path, standby: bool) -> Cluster {
         let dir = owned_folder(root, "primary");
         let data = dir.join("data");
         pg(
@@ -129,11 +131,16 @@ impl Cluster {
                 "--auth=trust",
             ],
         );
+        let options = match standby {
+            true => "-c synchronous_standby_names='*'",
+            false => "",
+        };
         let cluster = Cluster {
             data,
             port: free_port(),
+            options: options.into(),
         };
-        cluster.start("-c synchronous_standby_names='*'");
+        cluster.start();
         cluster
     }
 
@@ -161,8 +168,9 @@ impl Cluster {
         let cluster = Cluster {
             data,
             port: free_port(),
+            options: "-c synchronous_standby_names=''".into(),
         };
-        cluster.start("-c synchronous_standby_names=''");
+        cluster.start();
         cluster
     }
 
@@ -187,6 +195,29 @@ impl Cluster {
                 "immediate",
                 "-w",
                 "stop",
+            ],
+        );
+    }
+
+    /// A fast restart, as a deploy or `systemctl restart postgresql` does: the
+    /// sessions ended, a checkpoint, the server up again.
+    fn restart(&self) {
+        // Its log named again: without one the server writes to pg_ctl's output,
+        // which would then never end.
+        let log = self.data.parent().unwrap().join("server.log");
+        pg(
+            "pg_ctl",
+            &[
+                "-D",
+                self.data.to_str().unwrap(),
+                "-l",
+                log.to_str().unwrap(),
+                "-m",
+                "fast",
+                "-w",
+                "-t",
+                "60",
+                "restart",
             ],
         );
     }
@@ -244,30 +275,20 @@ fn with_status(cluster: &Cluster, status: &str) -> i64 {
         .get(0)
 }
 
-/// The primary stopped at once and the standby promoted while two runners work:
-/// their next ticks go on against the new primary; no record is in two handlers at
-/// once, every record ends marked, and what the primary had committed the new one
-/// has (no mark lost to the failover).
-fn a_fleet_goes_on_against_the_promoted_standby() {
-    let env = Env::alone(crate::harness::Backend::Sqlite);
-    let root = env.path("clusters");
-    let primary = Cluster::primary(&root);
-    let standby = Cluster::standby_of(&primary, &root);
-    let mut admin = primary.client("postgres");
+/// The table `BACKLOG` of `RECORDS` pending records in a database `shop` on
+/// `cluster`, and the schedule file of the runners, `url` its database.
+fn shop(env: &Env, cluster: &Cluster, url: &str) {
+    let mut admin = cluster.client("postgres");
     admin.batch_execute("CREATE DATABASE shop").unwrap();
-    let mut shop = primary.client("shop");
-    shop.batch_execute(&format!(
-        r#"CREATE TABLE "BACKLOG" ("ID" bigint PRIMARY KEY, "STATUS" text NOT NULL, "DATE_INSERTED" timestamptz, "PAYLOAD" text);
-           CREATE INDEX "BACKLOG_BY_DATE" ON "BACKLOG" ("DATE_INSERTED");
-           INSERT INTO "BACKLOG" SELECT g, 'NEW', TIMESTAMPTZ '{NOW}' - g * INTERVAL '1 second', 'payload ' || g
-           FROM generate_series(1, {RECORDS}) g"#
-    ))
-    .unwrap();
-    drop(shop);
-    let url = format!(
-        "postgres://postgres@127.0.0.1:{},127.0.0.1:{}/shop?sslmode=disable&target_session_attrs=read-write&connect_timeout=2",
-        primary.port, standby.port
-    );
+    cluster
+        .client("shop")
+        .batch_execute(&format!(
+            r#"CREATE TABLE "BACKLOG" ("ID" bigint PRIMARY KEY, "STATUS" text NOT NULL, "DATE_INSERTED" timestamptz, "PAYLOAD" text);
+               CREATE INDEX "BACKLOG_BY_DATE" ON "BACKLOG" ("DATE_INSERTED");
+               INSERT INTO "BACKLOG" SELECT g, 'NEW', TIMESTAMPTZ '{NOW}' - g * INTERVAL '1 second', 'payload ' || g
+               FROM generate_series(1, {RECORDS}) g"#
+        ))
+        .unwrap();
     std::fs::write(env.path("pgpass"), "unused").unwrap();
     std::fs::write(
         env.path("backlog.toml"),
@@ -277,15 +298,27 @@ fn a_fleet_goes_on_against_the_promoted_standby() {
             database_extra: "claim_lease = \"4s\"",
             ..Schedule::default()
         }
-        .render_for(&url),
+        .render_for(url),
     )
     .unwrap();
     env.write_handler("handler.sh", HANDLER);
-    let log = || std::fs::read_to_string(env.path("handler.log")).unwrap_or_default();
+}
 
-    // Two runners, each a tick after another until the band is done; a tick that
-    // met the failover (its connection gone: exit 4; its holds lapsed: 8) is
-    // followed by the next, as cron or the daemon would.
+/// What a fleet went through: how long after the fault its first mark landed, how
+/// many records were done again, what its ticks said as they stopped.
+struct Through {
+    going_on: Duration,
+    again: usize,
+    said: String,
+}
+
+/// Two runners work the table, each a tick after another (as cron or the daemon
+/// would: a tick that met the fault, its connection gone (exit 4) or its holds
+/// lapsed (8), is followed by the next) until every record is marked on `serving`,
+/// the cluster that serves after `fault`, which runs once a quarter of the records
+/// were handed out. No record may be in two handlers at once, and none be left held.
+fn through(env: &Env, serving: &Cluster, fault: impl FnOnce()) -> Through {
+    let log = || std::fs::read_to_string(env.path("handler.log")).unwrap_or_default();
     let tick = || -> Child {
         env.command()
             .args(["run", "--window", "1d", "--now", NOW, "--retry-failed"])
@@ -296,8 +329,8 @@ fn a_fleet_goes_on_against_the_promoted_standby() {
     };
     let mut runners: Vec<Child> = vec![tick(), tick()];
     let mut said = String::new();
-    let mut failed_over: Option<Instant> = None;
-    let mut done_at_failover = 0;
+    let mut fault = Some(fault);
+    let mut faulted: Option<(Instant, i64)> = None;
     let mut going_on: Option<Duration> = None;
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
@@ -305,14 +338,12 @@ fn a_fleet_goes_on_against_the_promoted_standby() {
             Instant::now() < deadline,
             "the fleet did not finish: {said}"
         );
-        if failed_over.is_none() && log().matches("start ").count() >= (RECORDS / 4) as usize {
-            primary.crash();
-            standby.promote();
-            failed_over = Some(Instant::now());
-            done_at_failover = with_status(&standby, "SUCCESS");
+        if faulted.is_none() && log().matches("start ").count() >= (RECORDS / 4) as usize {
+            (fault.take().unwrap())();
+            faulted = Some((Instant::now(), with_status(serving, "SUCCESS")));
         }
-        if let (Some(at), None) = (failed_over, going_on)
-            && with_status(&standby, "SUCCESS") > done_at_failover
+        if let (Some((at, done)), None) = (faulted, going_on)
+            && with_status(serving, "SUCCESS") > done
         {
             going_on = Some(at.elapsed());
         }
@@ -330,7 +361,7 @@ fn a_fleet_goes_on_against_the_promoted_standby() {
                 *runner = tick();
             }
         }
-        if failed_over.is_some() && with_status(&standby, "SUCCESS") == RECORDS {
+        if faulted.is_some() && with_status(serving, "SUCCESS") == RECORDS {
             break;
         }
         std::thread::sleep(Duration::from_millis(100));
@@ -343,19 +374,8 @@ fn a_fleet_goes_on_against_the_promoted_standby() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    let going_on = going_on.expect("the fleet marked records on the new primary");
-    println!(
-        "after the failover ({done_at_failover} of {RECORDS} done), the first mark on the new primary came {going_on:?} later; the runners said: {said}"
-    );
     let again = handler_log::one_at_a_time(&log());
-    println!("{again} records handled again after the failover");
-    // Every mark the primary acknowledged is on the new primary: with a synchronous
-    // standby the failover loses none, so only records in flight are done again.
-    assert!(
-        (again as i64) < RECORDS / 4,
-        "{again} records handled again after the failover"
-    );
-    let held: i64 = standby
+    let held: i64 = serving
         .client("shop")
         .query_one(
             "SELECT count(*) FROM backlog.backlog_claims WHERE owner <> 'backlog: failed in this slot'",
@@ -364,10 +384,83 @@ fn a_fleet_goes_on_against_the_promoted_standby() {
         .unwrap()
         .get(0);
     assert_eq!(held, 0, "no record left held");
+    let through = Through {
+        going_on: going_on.expect("the fleet marked records after the fault"),
+        again,
+        said,
+    };
+    println!(
+        "the first mark {:?} after the fault; {} records done again; the runners said: {}",
+        through.going_on, through.again, through.said
+    );
+    through
 }
 
-/// PostgreSQL's alone: the test's name says so (`--skip postgres` leaves it out).
+/// The server restarted fast (a deploy's `systemctl restart`) under the fleet: the
+/// ticks that lost their connection stop and say so, the next ones go on.
+fn a_fleet_goes_on_after_its_server_restarts() {
+    let env = Env::alone(crate::harness::Backend::Sqlite);
+    let cluster = Cluster::primary(&env.path("clusters"), false);
+    shop(&env, &cluster, &cluster.url("shop"));
+    let through = through(&env, &cluster, || cluster.restart());
+    assert!(
+        through
+            .said
+            .contains("the connection to the server was lost"),
+        "{}",
+        through.said
+    );
+}
+
+/// The server crashed (killed, then started again: its recovery replays its WAL)
+/// under the fleet: every committed mark is there after the recovery; the ticks go on.
+fn a_fleet_goes_on_after_its_server_crashes() {
+    let env = Env::alone(crate::harness::Backend::Sqlite);
+    let cluster = Cluster::primary(&env.path("clusters"), false);
+    shop(&env, &cluster, &cluster.url("shop"));
+    through(&env, &cluster, || {
+        cluster.crash();
+        cluster.start();
+    });
+}
+
+/// The primary crashed and its standby promoted while the fleet works, the runners'
+/// URL naming both: their next ticks go on against the new primary, which has every
+/// mark the old one acknowledged (a synchronous standby); only records in flight are
+/// done again.
+fn a_fleet_goes_on_against_the_promoted_standby() {
+    let env = Env::alone(crate::harness::Backend::Sqlite);
+    let root = env.path("clusters");
+    let primary = Cluster::primary(&root, true);
+    let standby = Cluster::standby_of(&primary, &root);
+    let url = format!(
+        "postgres://postgres@127.0.0.1:{},127.0.0.1:{}/shop?sslmode=disable&target_session_attrs=read-write&connect_timeout=2",
+        primary.port, standby.port
+    );
+    shop(&env, &primary, &url);
+    let through = through(&env, &standby, || {
+        primary.crash();
+        standby.promote();
+    });
+    assert!(
+        (through.again as i64) < RECORDS / 4,
+        "{} records handled again after the failover",
+        through.again
+    );
+}
+
+/// PostgreSQL's alone: the tests' names say so (`--skip postgres` leaves them out).
 mod postgres {
+    #[test]
+    fn a_fleet_goes_on_after_its_server_restarts() {
+        super::a_fleet_goes_on_after_its_server_restarts();
+    }
+
+    #[test]
+    fn a_fleet_goes_on_after_its_server_crashes() {
+        super::a_fleet_goes_on_after_its_server_crashes();
+    }
+
     #[test]
     fn a_fleet_goes_on_against_the_promoted_standby() {
         super::a_fleet_goes_on_against_the_promoted_standby();
