@@ -67,6 +67,8 @@ my_start() {
         { cat "$MY_DIR/server.log" >&2; return 1; }
     export BACKLOG_TEST_MYSQL="mysql://backlog:$password@127.0.0.1:$MY_PORT/mysql"
     export BACKLOG_TEST_MYSQL_CA="$MY_DIR/tls/ca.crt"
+    # For the tests that start servers of their own (restarted and crashed).
+    export BACKLOG_TEST_MYSQL_OWNER=$user
     echo ".ci/mariadb.sh: $(mariadbd --version | awk '{print $3}') on 127.0.0.1:$MY_PORT, data in $MY_DIR"
 }
 

@@ -27,12 +27,24 @@ const SESSION: [&str; 4] = [
     "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
 ];
 
+/// The socket's error under a driver's error: its own I/O error, or one met as it
+/// read or wrote a packet (its codec's, which names it only as its source).
+fn io_of(e: &mysql::Error) -> Option<&std::io::Error> {
+    match e {
+        mysql::Error::IoError(io) => Some(io),
+        mysql::Error::CodecError(codec) => {
+            std::error::Error::source(codec).and_then(|s| s.downcast_ref::<std::io::Error>())
+        }
+        _ => None,
+    }
+}
+
 /// A MySQL error as one line: the server's message, or what happened to the
 /// connection. Never the URL, which may hold a password.
 pub(crate) fn describe_error(e: &mysql::Error) -> String {
     match e {
         mysql::Error::MySqlError(my) => format!("{} (error {})", my.message, my.code),
-        mysql::Error::IoError(io) => match io.kind() {
+        _ if let Some(io) = io_of(e) => match io.kind() {
             std::io::ErrorKind::UnexpectedEof
             | std::io::ErrorKind::BrokenPipe
             | std::io::ErrorKind::ConnectionReset
@@ -60,7 +72,8 @@ pub(crate) fn db_error(e: &mysql::Error) -> DbError {
             1021 | 1114 => Fault::DiskFull,
             _ => Fault::Other,
         },
-        mysql::Error::IoError(_) => Fault::Lost,
+        // The socket broke, under the driver or under its packets.
+        _ if io_of(e).is_some() => Fault::Lost,
         _ => Fault::Other,
     };
     DbError {

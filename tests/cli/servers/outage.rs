@@ -1,11 +1,13 @@
-//! A PostgreSQL server that goes away under a working fleet: restarted fast, crashed
-//! and recovered, or a primary crashed and its standby promoted. The servers are
+//! A database server that goes away under a working fleet: restarted, crashed and
+//! recovered (PostgreSQL and MariaDB), or a PostgreSQL primary crashed and its standby
+//! promoted. The servers are
 //! clusters of the test's own on loopback ports; for the failover the standby streams
 //! from the primary synchronously (what the primary committed, the standby has), and
 //! the runners' URL names both, as libpq reads it:
 //! `postgres://127.0.0.1:P1,127.0.0.1:P2/shop?target_session_attrs=read-write`. The
 //! clusters need PostgreSQL's programs (`BACKLOG_TEST_PG_BIN`) and, as root, a user to
-//! run them (`BACKLOG_TEST_PG_OWNER`): `.ci/postgres.sh` sets both.
+//! run them (`BACKLOG_TEST_PG_OWNER`): `.ci/postgres.sh` sets both; MariaDB's are on
+//! the PATH, their user `BACKLOG_TEST_MYSQL_OWNER` (`.ci/mariadb.sh`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -70,11 +72,11 @@ fn free_port() -> u16 {
 
 /// A folder under `root` the clusters' owner may write (and reach: the test's folder
 /// above it is opened to others' lookups).
-fn owned_folder(root: &Path, name: &str) -> PathBuf {
+fn owned_folder(root: &Path, name: &str, owner: Option<String>) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     let dir = root.join(name);
     std::fs::create_dir_all(&dir).unwrap();
-    if let (_, Some(user)) = programs() {
+    if let Some(user) = owner {
         let above = root.parent().unwrap();
         std::fs::set_permissions(above, std::fs::Permissions::from_mode(0o711)).unwrap();
         let status = Command::new("chown")
@@ -116,7 +118,7 @@ impl Cluster {
 
     /// A primary; with `standby`, its commits wait for one (`synchronous_standby_names`).
     fn primary(root: &Path, standby: bool) -> Cluster {
-        let dir = owned_folder(root, "primary");
+        let dir = owned_folder(root, "primary", programs().1);
         let data = dir.join("data");
         pg(
             "initdb",
@@ -147,7 +149,7 @@ impl Cluster {
     /// A standby streaming from `primary`, made from its base backup; it waits for
     /// no standby of its own once promoted.
     fn standby_of(primary: &Cluster, root: &Path) -> Cluster {
-        let dir = owned_folder(root, "standby");
+        let dir = owned_folder(root, "standby", programs().1);
         let data = dir.join("data");
         pg(
             "pg_basebackup",
@@ -263,21 +265,205 @@ impl Drop for Cluster {
     }
 }
 
-/// How many records have `status` on `cluster`.
-fn with_status(cluster: &Cluster, status: &str) -> i64 {
-    cluster
-        .client("shop")
-        .query_one(
-            r#"SELECT count(*) FROM "BACKLOG" WHERE "STATUS" = $1"#,
-            &[&status],
+/// The user MariaDB's server runs as when the tests run as root (it refuses root
+/// too): `.ci/mariadb.sh` sets it.
+fn my_owner() -> Option<String> {
+    std::env::var("BACKLOG_TEST_MYSQL_OWNER").ok()
+}
+
+/// `program` with `args`, as `owner` when there is one.
+fn as_owner(owner: &Option<String>, program: &str) -> Command {
+    match owner {
+        Some(user) => {
+            let mut c = Command::new("runuser");
+            c.args(["-u", user, "--", program]);
+            c
+        }
+        None => Command::new(program),
+    }
+}
+
+/// The password of the MariaDB user `backlog` of the test's own server.
+const MY_PASSWORD: &str = "outage-secret";
+
+/// A MariaDB server of the test's own on a loopback port, with a user `backlog` and
+/// the table in a database `shop`; killed, and its folder deleted, with the test's.
+struct Instance {
+    dir: PathBuf,
+    port: u16,
+    server: std::sync::Mutex<Option<Child>>,
+}
+
+impl Instance {
+    fn new(root: &Path) -> Instance {
+        let owner = my_owner();
+        let dir = owned_folder(root, "mariadb", owner.clone());
+        let out = as_owner(&owner, "mariadb-install-db")
+            .arg("--no-defaults")
+            .arg(format!("--datadir={}", dir.join("data").display()))
+            .args(["--auth-root-authentication-method=normal", "--skip-test-db"])
+            .output()
+            .expect("mariadb-install-db runs");
+        assert!(
+            out.status.success(),
+            "mariadb-install-db: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let instance = Instance {
+            dir,
+            port: free_port(),
+            server: std::sync::Mutex::new(None),
+        };
+        instance.start();
+        let at = NOW.trim_end_matches('Z').replace('T', " ");
+        instance.sql(&format!(
+            "CREATE USER 'backlog'@'127.0.0.1' IDENTIFIED BY '{MY_PASSWORD}';
+             GRANT ALL ON *.* TO 'backlog'@'127.0.0.1';
+             CREATE DATABASE shop;
+             CREATE TABLE shop.BACKLOG (ID BIGINT PRIMARY KEY, STATUS VARCHAR(64) NOT NULL, DATE_INSERTED DATETIME(6), PAYLOAD TEXT, INDEX BACKLOG_BY_DATE (DATE_INSERTED));
+             INSERT INTO shop.BACKLOG SELECT seq, 'NEW', TIMESTAMP '{at}' - INTERVAL seq SECOND, CONCAT('payload ', seq) FROM shop.seq_1_to_{RECORDS};"
+        ));
+        instance
+    }
+
+    /// Starts the server and waits until it answers.
+    fn start(&self) {
+        let d = &self.dir;
+        let child = as_owner(&my_owner(), "mariadbd")
+            .arg("--no-defaults")
+            .arg(format!("--datadir={}", d.join("data").display()))
+            .arg(format!("--socket={}", d.join("sock").display()))
+            .arg(format!("--pid-file={}", d.join("pid").display()))
+            .arg(format!("--log-error={}", d.join("server.log").display()))
+            .args(["--bind-address=127.0.0.1", &format!("--port={}", self.port)])
+            .args([
+                "--innodb-buffer-pool-size=64M",
+                "--innodb-flush-log-at-trx-commit=0",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("mariadbd starts");
+        *self.server.lock().unwrap() = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !self.answers() {
+            assert!(
+                Instant::now() < deadline,
+                "the test's MariaDB did not start: {}",
+                d.display()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    fn client(&self) -> Command {
+        let mut c = Command::new("mariadb");
+        c.arg("--no-defaults")
+            .arg(format!("--socket={}", self.dir.join("sock").display()))
+            .args(["-u", "root", "-N", "-B", "-e"]);
+        c
+    }
+
+    fn answers(&self) -> bool {
+        self.client()
+            .arg("SELECT 1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+
+    /// Runs `sql` as root over the socket; its output.
+    fn sql(&self, sql: &str) -> String {
+        let out = self.client().arg(sql).output().expect("mariadb runs");
+        assert!(
+            out.status.success(),
+            "{sql}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// Ends the server with `signal` and waits for it: SIGTERM shuts it down cleanly,
+    /// SIGKILL is a crash (InnoDB recovers as it starts).
+    fn end(&self, signal: i32) {
+        let pid: i32 = std::fs::read_to_string(self.dir.join("pid"))
+            .ok()
+            .and_then(|p| p.trim().parse().ok())
+            .expect("the server's pid file");
+        // SAFETY: kill(2) on the pid of the server this test started.
+        unsafe { libc::kill(pid, signal) };
+        if let Some(mut child) = self.server.lock().unwrap().take() {
+            let _ = child.wait();
+        }
+        let _ = std::fs::remove_file(self.dir.join("pid"));
+    }
+
+    fn url(&self) -> String {
+        format!(
+            "mysql://backlog@127.0.0.1:{}/shop?ssl-mode=DISABLED",
+            self.port
         )
-        .unwrap()
-        .get(0)
+    }
+}
+
+impl Serving for Instance {
+    fn done(&self) -> i64 {
+        self.sql("SELECT count(*) FROM shop.BACKLOG WHERE STATUS = 'SUCCESS'")
+            .parse()
+            .unwrap()
+    }
+
+    fn held(&self) -> i64 {
+        self.sql("SELECT count(*) FROM shop.backlog_claims WHERE owner <> 'backlog: failed in this slot'")
+            .parse()
+            .unwrap()
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        if self.dir.join("pid").exists() {
+            self.end(libc::SIGKILL);
+        }
+    }
+}
+
+/// What the fleet's checks read of the server that serves after the fault.
+trait Serving {
+    /// The records marked SUCCESS.
+    fn done(&self) -> i64;
+    /// The records a tick holds (the failures kept till their slot ends apart).
+    fn held(&self) -> i64;
+}
+
+impl Serving for Cluster {
+    fn done(&self) -> i64 {
+        self.client("shop")
+            .query_one(
+                r#"SELECT count(*) FROM "BACKLOG" WHERE "STATUS" = 'SUCCESS'"#,
+                &[],
+            )
+            .unwrap()
+            .get(0)
+    }
+
+    fn held(&self) -> i64 {
+        self.client("shop")
+            .query_one(
+                "SELECT count(*) FROM backlog.backlog_claims WHERE owner <> 'backlog: failed in this slot'",
+                &[],
+            )
+            .unwrap()
+            .get(0)
+    }
 }
 
 /// The table `BACKLOG` of `RECORDS` pending records in a database `shop` on
 /// `cluster`, and the schedule file of the runners, `url` its database.
 fn shop(env: &Env, cluster: &Cluster, url: &str) {
+    std::fs::write(env.path("pgpass"), "unused").unwrap();
     let mut admin = cluster.client("postgres");
     admin.batch_execute("CREATE DATABASE shop").unwrap();
     cluster
@@ -289,7 +475,11 @@ fn shop(env: &Env, cluster: &Cluster, url: &str) {
                FROM generate_series(1, {RECORDS}) g"#
         ))
         .unwrap();
-    std::fs::write(env.path("pgpass"), "unused").unwrap();
+    schedule(env, url);
+}
+
+/// The runners' schedule file, `url` its database: four handlers at once, a 4 s lease.
+fn schedule(env: &Env, url: &str) {
     std::fs::write(
         env.path("backlog.toml"),
         Schedule {
@@ -317,7 +507,7 @@ struct Through {
 /// lapsed (8), is followed by the next) until every record is marked on `serving`,
 /// the cluster that serves after `fault`, which runs once a quarter of the records
 /// were handed out. No record may be in two handlers at once, and none be left held.
-fn through(env: &Env, serving: &Cluster, fault: impl FnOnce()) -> Through {
+fn through(env: &Env, serving: &dyn Serving, fault: impl FnOnce()) -> Through {
     let log = || std::fs::read_to_string(env.path("handler.log")).unwrap_or_default();
     let tick = || -> Child {
         env.command()
@@ -340,10 +530,10 @@ fn through(env: &Env, serving: &Cluster, fault: impl FnOnce()) -> Through {
         );
         if faulted.is_none() && log().matches("start ").count() >= (RECORDS / 4) as usize {
             (fault.take().unwrap())();
-            faulted = Some((Instant::now(), with_status(serving, "SUCCESS")));
+            faulted = Some((Instant::now(), serving.done()));
         }
         if let (Some((at, done)), None) = (faulted, going_on)
-            && with_status(serving, "SUCCESS") > done
+            && serving.done() > done
         {
             going_on = Some(at.elapsed());
         }
@@ -361,7 +551,7 @@ fn through(env: &Env, serving: &Cluster, fault: impl FnOnce()) -> Through {
                 *runner = tick();
             }
         }
-        if faulted.is_some() && with_status(serving, "SUCCESS") == RECORDS {
+        if faulted.is_some() && serving.done() == RECORDS {
             break;
         }
         std::thread::sleep(Duration::from_millis(100));
@@ -375,15 +565,7 @@ fn through(env: &Env, serving: &Cluster, fault: impl FnOnce()) -> Through {
         );
     }
     let again = handler_log::one_at_a_time(&log());
-    let held: i64 = serving
-        .client("shop")
-        .query_one(
-            "SELECT count(*) FROM backlog.backlog_claims WHERE owner <> 'backlog: failed in this slot'",
-            &[],
-        )
-        .unwrap()
-        .get(0);
-    assert_eq!(held, 0, "no record left held");
+    assert_eq!(serving.held(), 0, "no record left held");
     let through = Through {
         going_on: going_on.expect("the fleet marked records after the fault"),
         again,
@@ -447,6 +629,42 @@ fn a_fleet_goes_on_against_the_promoted_standby() {
         "{} records handled again after the failover",
         through.again
     );
+}
+
+/// The same on a MariaDB server of the test's own, shut down (SIGTERM) and started
+/// again, or killed (SIGKILL: InnoDB recovers as it starts) and started again.
+fn mariadb_goes(signal: i32) {
+    let env = Env::alone(crate::harness::Backend::Sqlite);
+    let server = Instance::new(&env.path("servers"));
+    std::fs::write(env.path("pgpass"), MY_PASSWORD).unwrap();
+    schedule(&env, &server.url());
+    let through = through(&env, &server, || {
+        server.end(signal);
+        server.start();
+    });
+    // A socket that broke under the driver's packets is said as such, not as the
+    // driver's `CodecError { IO error: … }`.
+    assert!(
+        through
+            .said
+            .contains("the connection to the server was lost")
+            && !through.said.contains("CodecError"),
+        "{}",
+        through.said
+    );
+}
+
+/// MariaDB's: `--skip mysql` leaves them out.
+mod mysql {
+    #[test]
+    fn a_fleet_goes_on_after_its_server_restarts() {
+        super::mariadb_goes(libc::SIGTERM);
+    }
+
+    #[test]
+    fn a_fleet_goes_on_after_its_server_crashes() {
+        super::mariadb_goes(libc::SIGKILL);
+    }
 }
 
 /// PostgreSQL's alone: the tests' names say so (`--skip postgres` leaves them out).
