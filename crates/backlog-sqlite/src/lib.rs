@@ -180,8 +180,20 @@ fn scalar(v: ValueRef<'_>) -> Scalar {
 }
 
 /// The WAL's pages at which this connection's commits copy it back into the database
-/// (SQLite's default: 1,000), and its size once it starts over (see `connect`).
+/// on a nearly full disk (SQLite's default: 1,000), and its size once it starts over
+/// (see `connect`).
 const WAL_PAGES: i64 = 64;
+
+/// Free room under which a disk is nearly full: sixteen WALs of SQLite's default
+/// size (4 MB), the most a tick's would grow to beside what the marks add.
+const NEARLY_FULL: u64 = 64 << 20;
+
+/// The room left for an unprivileged writer on the file system of `path`; none when
+/// it cannot be read (the WAL is then left as SQLite keeps it).
+fn room_left(path: &Path) -> Option<u64> {
+    let stat = rustix::fs::statvfs(path).ok()?;
+    Some(stat.f_bavail.saturating_mul(stat.f_frsize))
+}
 
 fn connect(path: &Path, busy_timeout: Duration) -> Result<Connection, StoreError> {
     if !path.exists() {
@@ -211,16 +223,20 @@ fn connect(path: &Path, busy_timeout: Duration) -> Result<Connection, StoreError
         // A tick commits a group of marks at a time: each commit appends the pages it
         // changed to the WAL again, which by SQLite's default is copied back and
         // started over only past 1,000 pages (4 MB). On a nearly full disk that growth
-        // alone filled it (1.3 MB of WAL for 600 records). Checkpointed every
-        // WAL_PAGES, and cut back to that size when it starts over, the WAL of a
-        // tick's writes stays within a few hundred kilobytes.
-        conn.pragma_update(None, "wal_autocheckpoint", WAL_PAGES)
-            .map_err(db("setting wal_autocheckpoint"))?;
-        let page_size: i64 = conn
-            .query_row("PRAGMA page_size", [], |r| r.get(0))
-            .map_err(db("reading the page size"))?;
-        conn.pragma_update(None, "journal_size_limit", WAL_PAGES * page_size)
-            .map_err(db("setting journal_size_limit"))?;
+        // alone filled it (1.3 MB of WAL for 600 records). There, checkpointed every
+        // WAL_PAGES and cut back to that size when it starts over, the WAL of a tick's
+        // writes stays within a few hundred kilobytes; elsewhere the checkpoints'
+        // syncs would cost a fifth of a large tick's time (0.926 s against 1.108 s
+        // for 67,500 records, docs/benchmarks.md).
+        if room_left(path).is_some_and(|room| room < NEARLY_FULL) {
+            conn.pragma_update(None, "wal_autocheckpoint", WAL_PAGES)
+                .map_err(db("setting wal_autocheckpoint"))?;
+            let page_size: i64 = conn
+                .query_row("PRAGMA page_size", [], |r| r.get(0))
+                .map_err(db("reading the page size"))?;
+            conn.pragma_update(None, "journal_size_limit", WAL_PAGES * page_size)
+                .map_err(db("setting journal_size_limit"))?;
+        }
     }
     Ok(conn)
 }
