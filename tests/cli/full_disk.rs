@@ -253,6 +253,21 @@ impl SmallDisk {
         SmallDisk { dir }
     }
 
+    /// A small disk holding the test's database (moved there as it is), and the
+    /// schedule file pointing at it.
+    fn holding(env: &Env, size: &str) -> SmallDisk {
+        let disk = SmallDisk::mount(env, size);
+        std::fs::copy(env.path("backlog.db"), disk.dir.join("backlog.db")).unwrap();
+        env.write_schedule(&Schedule::default());
+        let text = std::fs::read_to_string(env.path("backlog.toml")).unwrap();
+        std::fs::write(
+            env.path("backlog.toml"),
+            text.replacen("url = \"backlog.db\"", "url = \"disk/backlog.db\"", 1),
+        )
+        .unwrap();
+        disk
+    }
+
     /// Fills the disk but for `left` bytes (a file of the rest, allocated: tmpfs
     /// gives a sparse file no room until it is written).
     fn leave(&self, left: u64) {
@@ -288,21 +303,14 @@ impl Drop for SmallDisk {
 /// a time: the tick's marks, committed a group at a time, each append the pages they
 /// change to the WAL, which SQLite copies back only past 4 MB by default; the WAL
 /// alone filled the disk, and the tick stopped with exit 4 part way. Now the tool's
-/// connection checkpoints it every 256 KB, and the tick handles every record.
+/// connection, finding the disk nearly full, checkpoints it every 256 KB, and the tick
+/// handles every record.
 #[test]
 fn a_nearly_full_disk_keeps_room_for_a_ticks_wal() {
     let env = Env::new();
     pending_records(&env, 400);
     env.execute("PRAGMA journal_mode = WAL");
-    let disk = SmallDisk::mount(&env, "8m");
-    std::fs::copy(env.path("backlog.db"), disk.dir.join("backlog.db")).unwrap();
-    env.write_schedule(&Schedule::default());
-    let text = std::fs::read_to_string(env.path("backlog.toml")).unwrap();
-    std::fs::write(
-        env.path("backlog.toml"),
-        text.replacen("url = \"backlog.db\"", "url = \"disk/backlog.db\"", 1),
-    )
-    .unwrap();
+    let disk = SmallDisk::holding(&env, "8m");
     env.write_handler("handler.sh", "#!/bin/sh\ncat >/dev/null\nsleep 0.02\n");
     disk.leave(640 * 1024);
     let out = output_within_a_minute(spawn_run(&env, "0"));
@@ -330,15 +338,7 @@ fn a_full_disk_under_a_fresh_database_is_said_as_such() {
         let env = Env::new();
         pending_records(&env, 20);
         env.execute(&format!("PRAGMA journal_mode = {journal}"));
-        let disk = SmallDisk::mount(&env, "4m");
-        std::fs::copy(env.path("backlog.db"), disk.dir.join("backlog.db")).unwrap();
-        env.write_schedule(&Schedule::default());
-        let text = std::fs::read_to_string(env.path("backlog.toml")).unwrap();
-        std::fs::write(
-            env.path("backlog.toml"),
-            text.replacen("url = \"backlog.db\"", "url = \"disk/backlog.db\"", 1),
-        )
-        .unwrap();
+        let disk = SmallDisk::holding(&env, "4m");
         env.write_handler("handler.sh", &recording_handler(&[]));
         disk.leave(0);
         let out = env

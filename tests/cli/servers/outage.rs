@@ -39,19 +39,26 @@ fn programs() -> (PathBuf, Option<String>) {
     )
 }
 
+/// `program`, run as `owner` when there is one (the servers refuse root).
+fn as_owner(owner: &Option<String>, program: impl AsRef<std::ffi::OsStr>) -> Command {
+    match owner {
+        Some(user) => {
+            let mut c = Command::new("runuser");
+            c.args(["-u", user, "--"]).arg(program);
+            c
+        }
+        None => Command::new(program),
+    }
+}
+
 /// `program` of PostgreSQL's with `args`, as the clusters' owner; fails the test
 /// with its words if it fails.
 fn pg(program: &str, args: &[&str]) {
     let (bin, owner) = programs();
-    let mut cmd = match &owner {
-        Some(user) => {
-            let mut c = Command::new("runuser");
-            c.args(["-u", user, "--"]).arg(bin.join(program));
-            c
-        }
-        None => Command::new(bin.join(program)),
-    };
-    let out = cmd.args(args).output().expect("PostgreSQL's program runs");
+    let out = as_owner(&owner, bin.join(program))
+        .args(args)
+        .output()
+        .expect("PostgreSQL's program runs");
     assert!(
         out.status.success(),
         "{program} {}: {}{}",
@@ -242,15 +249,7 @@ impl Cluster {
 impl Drop for Cluster {
     fn drop(&mut self) {
         let (bin, owner) = programs();
-        let mut cmd = match &owner {
-            Some(user) => {
-                let mut c = Command::new("runuser");
-                c.args(["-u", user, "--"]).arg(bin.join("pg_ctl"));
-                c
-            }
-            None => Command::new(bin.join("pg_ctl")),
-        };
-        let _ = cmd
+        let _ = as_owner(&owner, bin.join("pg_ctl"))
             .args([
                 "-D",
                 self.data.to_str().unwrap(),
@@ -269,18 +268,6 @@ impl Drop for Cluster {
 /// too): `.ci/mariadb.sh` sets it.
 fn my_owner() -> Option<String> {
     std::env::var("BACKLOG_TEST_MYSQL_OWNER").ok()
-}
-
-/// `program` with `args`, as `owner` when there is one.
-fn as_owner(owner: &Option<String>, program: &str) -> Command {
-    match owner {
-        Some(user) => {
-            let mut c = Command::new("runuser");
-            c.args(["-u", user, "--", program]);
-            c
-        }
-        None => Command::new(program),
-    }
 }
 
 /// The password of the MariaDB user `backlog` of the test's own server.

@@ -209,9 +209,8 @@ fn a_runner_cut_off_mid_tick_hands_out_nothing_and_its_late_marks_are_refused(ba
             "1d",
             "--now",
             NOW,
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+        ]);
+        // Piped here: `Host::run` carries over the program, folder and environment.
         let mut cmd = match on {
             Some(host) => host.run(&cmd),
             None => cmd,
