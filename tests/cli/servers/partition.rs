@@ -7,21 +7,21 @@
 //! .ci/run` runs as root); without root the test fails, saying so.
 
 use std::io::Read;
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::harness::{Backend, Env, NOW, Schedule};
 use crate::servers::handler_log::{self, HANDLER};
+use crate::servers::link::{Shape, SlowLink};
 use crate::servers::{all_success, output_within_a_minute, pending_records};
 
 /// The records, newest first by id.
 const RECORDS: i64 = 200;
 
-/// How long the far runner's link is down: three leases.
-const CUT: Duration = Duration::from_secs(12);
+/// How long the far runner's link is down: four leases, past TCP's sixth resend (at 12.6 s).
+const CUT: Duration = Duration::from_secs(16);
 
 /// Runs `ip` with `args`, failing the test with its words if it fails.
 fn ip(args: &[&str]) {
@@ -119,58 +119,14 @@ impl Drop for Host {
     }
 }
 
-/// Forwards each connection made to it, on our end of a host's link, to the server:
-/// the servers listen on loopback only. Its threads end with their connections.
-struct Relay {
-    at: SocketAddr,
-    stop: Arc<AtomicBool>,
-}
-
-impl Relay {
-    fn start(on: Ipv4Addr, server: SocketAddr) -> Relay {
-        let listener = TcpListener::bind((on, 0)).expect("the relay binds");
-        let at = listener.local_addr().unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopped = Arc::clone(&stop);
-        std::thread::spawn(move || {
-            for client in listener.incoming() {
-                if stopped.load(Ordering::Relaxed) {
-                    return;
-                }
-                let Ok(client) = client else { continue };
-                let Ok(upstream) = TcpStream::connect(server) else {
-                    continue;
-                };
-                for (mut from, mut to) in [
-                    (client.try_clone().unwrap(), upstream.try_clone().unwrap()),
-                    (upstream, client),
-                ] {
-                    std::thread::spawn(move || {
-                        let _ = std::io::copy(&mut from, &mut to);
-                        let _ = to.shutdown(std::net::Shutdown::Write);
-                    });
-                }
-            }
-        });
-        Relay { at, stop }
-    }
-}
-
-impl Drop for Relay {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        let _ = TcpStream::connect_timeout(&self.at, Duration::from_millis(200));
-    }
-}
-
 /// The host and port of a server URL (`…@127.0.0.1:5432/db…`).
-fn server_of(url: &str) -> SocketAddr {
+pub fn server_of(url: &str) -> SocketAddr {
     let authority = url.split('@').nth(1).unwrap().split('/').next().unwrap();
     authority.parse().unwrap()
 }
 
 /// A tick's stderr, read as it comes: a pipe read only at its end would fill.
-fn drain(child: &mut Child) -> std::thread::JoinHandle<String> {
+pub fn drain(child: &mut Child) -> std::thread::JoinHandle<String> {
     let mut pipe = child.stderr.take().unwrap();
     std::thread::spawn(move || {
         let mut text = String::new();
@@ -191,7 +147,7 @@ fn a_runner_cut_off_mid_tick_hands_out_nothing_and_its_late_marks_are_refused(ba
     env.write_handler("handler.sh", HANDLER);
     let host = Host::new();
     let server = server_of(&env.url());
-    let relay = Relay::start(host.address, server);
+    let relay = SlowLink::start(host.address.into(), server, Shape::DIRECT);
     // The cut-off runner's file: the same, through the relay.
     let text = std::fs::read_to_string(env.path("backlog.toml")).unwrap();
     std::fs::write(

@@ -221,6 +221,19 @@ impl HeartbeatThread {
         self.state.lapse(why);
     }
 
+    /// Why the tick's holds lapsed, now that `lost` of its marks were refused for want
+    /// of them; from now on they count as lapsed.
+    pub(super) fn lapsed_for(&self, lost: u64) -> String {
+        let why = match self.stale() {
+            Some(Stale::Lapsed(why) | Stale::Failing(why)) => why,
+            None => format!(
+                "this tick's hold on {lost} of its records lapsed (another tick took them); it hands out no more"
+            ),
+        };
+        self.state.lapse(why.clone());
+        why
+    }
+
     /// Why the tick must hand out no more records, if it must: its holds lapsed (a
     /// renewal came, or would come, three quarters of a lease or more after the one
     /// before), or were last renewed half a lease ago or more (beats failing), or a

@@ -304,6 +304,11 @@ fn hand_out_and_mark(
         drop(handed_back);
         (result, marks.finish(store).map_err(&store_err))
     });
+    // A mark refused for want of a hold is a lapse, noticed before or not: the tick
+    // may have waited on a stalled connection all the while its holds ran out.
+    if marks.tally.lost > 0 && marks.tally.lapsed.is_none() {
+        marks.tally.lapsed = Some(run.heartbeat.lapsed_for(marks.tally.lost));
+    }
     run.heartbeat.stop();
     let tally = marks.tally;
     let_go(store, run, opts, &tally, result.is_ok() && cleanup.is_ok());
