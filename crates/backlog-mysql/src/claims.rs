@@ -121,6 +121,7 @@ impl Holds for MysqlStore {
         // What the tick's store read of the table, not read again: sampling a text
         // timestamp column without an index scans the table.
         writer.shape = self.shape.clone();
+        writer.own_ready = self.own_ready;
         writer.format = self.format;
         writer.since_format = self.since_format;
         writer.max_per_record = self.max_per_record;

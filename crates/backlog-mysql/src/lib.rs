@@ -124,6 +124,9 @@ pub struct MysqlStore {
     shape: Option<Shape>,
     /// How many attempts a record keeps (`history.max_per_record`, from `begin_run`).
     max_per_record: u32,
+    /// The tool's tables are there (`ensure_own_tables` made them ready): `own` need
+    /// not ask again, a round trip each time a tick reads one.
+    own_ready: bool,
 }
 
 impl MysqlStore {
@@ -147,6 +150,7 @@ impl MysqlStore {
             since_format: None,
             shape: None,
             max_per_record: backlog_core::config::HistoryConfig::default().max_per_record,
+            own_ready: false,
         })
     }
 
@@ -190,7 +194,9 @@ impl Store for MysqlStore {
     }
 
     fn ensure_own_tables(&mut self) -> Result<(), StoreError> {
-        self.create_own_tables()
+        self.create_own_tables()?;
+        self.own_ready = true;
+        Ok(())
     }
 
     fn begin_run(&mut self, run: &RunStart) -> Result<i64, StoreError> {
@@ -217,7 +223,7 @@ impl Store for MysqlStore {
     }
 
     fn own(&mut self, table: &str) -> Result<backlog_core::store::Own<'_>, StoreError> {
-        let exists = self.has_table(table)?;
+        let exists = self.own_ready || self.has_table(table)?;
         Ok(backlog_core::store::Own {
             sql: &mut self.conn,
             prefix: self.prefix.clone(),

@@ -376,15 +376,25 @@ impl tables::Ddl for MysqlDdl<'_> {
         backlog_core::store::claims::tables()
     }
 
-    fn columns(&mut self, name: &str) -> Result<Option<Vec<String>>, StoreError> {
-        let rows: Vec<mysql::Value> = self
+    fn columns(&mut self, names: &[&str]) -> Result<tables::Columns, StoreError> {
+        let mut found = tables::Columns::new();
+        if names.is_empty() {
+            return Ok(found);
+        }
+        let sql = format!(
+            "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME IN ({}) ORDER BY TABLE_NAME, ORDINAL_POSITION",
+            vec!["?"; names.len()].join(", ")
+        );
+        let mut params = vec![mysql::Value::from(self.database)];
+        params.extend(names.iter().map(|&n| mysql::Value::from(n)));
+        let rows: Vec<(mysql::Value, mysql::Value)> = self
             .conn
-            .exec(
-                "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION",
-                (self.database, name),
-            )
+            .exec(sql, params)
             .map_err(my("reading the tool's tables"))?;
-        Ok((!rows.is_empty()).then(|| rows.iter().map(text).collect()))
+        for (table, column) in rows {
+            found.entry(text(&table)).or_default().push(text(&column));
+        }
+        Ok(found)
     }
 
     fn lock(&mut self) -> Result<(), StoreError> {

@@ -333,6 +333,7 @@ impl Holds for PostgresStore {
             pages_by_status: false,
             statuses_by_index: false,
             custom_plans: self.custom_plans,
+            own_ready: self.own_ready,
         };
         writer.inspect_table_knowing(self.format.map(|f| (f, self.since_format)))?;
         writer.prepare_own()?;

@@ -98,6 +98,41 @@ fn pg_refs<'a>(values: &'a [PgValue<'a>]) -> Vec<&'a (dyn postgres::types::ToSql
         .collect()
 }
 
+/// The parameters with the types the tool's own columns take (64-bit integers, text),
+/// so that a statement goes in one round trip instead of a prepare and a run (on a
+/// link of 200 ms, half a second less each); `None` where one is a value of the
+/// user's table, whose type only the server knows.
+fn typed<'a>(
+    values: &'a [PgValue<'a>],
+) -> Option<
+    Vec<(
+        &'a (dyn postgres::types::ToSql + Sync),
+        postgres::types::Type,
+    )>,
+> {
+    use postgres::types::Type;
+    values
+        .iter()
+        .map(|v| match v.0 {
+            Value::Scalar(_) => None,
+            Value::Int(_) => Some((v as &(dyn postgres::types::ToSql + Sync), Type::INT8)),
+            Value::Text(_) => Some((v as &(dyn postgres::types::ToSql + Sync), Type::TEXT)),
+        })
+        .collect()
+}
+
+/// The rows a statement sent without parameters (the simple protocol: one round
+/// trip) wrote.
+fn simple_count(messages: Vec<postgres::SimpleQueryMessage>) -> Result<u64, SqlError> {
+    Ok(messages
+        .iter()
+        .filter_map(|m| match m {
+            postgres::SimpleQueryMessage::CommandComplete(n) => Some(*n),
+            _ => None,
+        })
+        .sum())
+}
+
 /// The server's message (and hint) of a PostgreSQL error, as the backend says it.
 fn pg_error(e: postgres::Error) -> SqlError {
     Box::new(super::db_error(&e))
@@ -140,18 +175,35 @@ macro_rules! pg_sql {
             }
 
             fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, SqlError> {
+                if params.is_empty() {
+                    return simple_count(self.0.simple_query(sql).map_err(pg_error)?);
+                }
                 let values = pg_params(params);
-                self.0
-                    .execute(&dollars(sql), &pg_refs(&values))
-                    .map_err(pg_error)
+                match typed(&values) {
+                    Some(typed) => {
+                        use postgres::fallible_iterator::FallibleIterator;
+                        let mut rows = self
+                            .0
+                            .query_typed_raw(&dollars(sql), typed)
+                            .map_err(pg_error)?;
+                        while rows.next().map_err(pg_error)?.is_some() {}
+                        Ok(rows.rows_affected().unwrap_or(0))
+                    }
+                    None => self
+                        .0
+                        .execute(&dollars(sql), &pg_refs(&values))
+                        .map_err(pg_error),
+                }
             }
 
             fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, SqlError> {
                 let values = pg_params(params);
                 pg_rows(
-                    self.0
-                        .query(&dollars(sql), &pg_refs(&values))
-                        .map_err(pg_error)?,
+                    match typed(&values) {
+                        Some(typed) => self.0.query_typed(&dollars(sql), &typed),
+                        None => self.0.query(&dollars(sql), &pg_refs(&values)),
+                    }
+                    .map_err(pg_error)?,
                 )
             }
 

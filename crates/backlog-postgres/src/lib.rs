@@ -179,6 +179,9 @@ pub struct PostgresStore {
     /// The server plans a statement with its parameters' values on request
     /// (`plan_cache_mode`, PostgreSQL 12 and later; see `claims::write_marks`).
     custom_plans: bool,
+    /// The tool's tables are there (`ensure_own_tables` made them ready): `own` need
+    /// not ask again, a round trip each time a tick reads one.
+    own_ready: bool,
 }
 
 impl PostgresStore {
@@ -186,7 +189,7 @@ impl PostgresStore {
     pub fn open(url: &PostgresUrl, schema: &str, table: TableConfig) -> Result<Self, StoreError> {
         let mut client = connect(url)?;
         let version: i32 = client
-            .query_one("SELECT current_setting('server_version_num')::int", &[])
+            .query_typed_one("SELECT current_setting('server_version_num')::int", &[])
             .map_err(pg("reading the server's version"))?
             .get(0);
         Ok(PostgresStore {
@@ -201,6 +204,7 @@ impl PostgresStore {
             pages_by_status: false,
             statuses_by_index: false,
             custom_plans: version >= 120_000,
+            own_ready: false,
         })
     }
 
@@ -243,7 +247,9 @@ impl Store for PostgresStore {
     }
 
     fn ensure_own_tables(&mut self) -> Result<(), StoreError> {
-        retrying("creating the tool's tables", || self.create_own_tables())
+        retrying("creating the tool's tables", || self.create_own_tables())?;
+        self.own_ready = true;
+        Ok(())
     }
 
     fn begin_run(&mut self, run: &RunStart) -> Result<i64, StoreError> {
@@ -252,7 +258,7 @@ impl Store for PostgresStore {
 
     fn clock(&mut self) -> Result<DateTime<Utc>, StoreError> {
         self.client
-            .query_one("SELECT now()", &[])
+            .query_typed_one("SELECT now()", &[])
             .map(|row| row.get(0))
             .map_err(pg("reading the database's clock"))
     }
@@ -263,11 +269,15 @@ impl Store for PostgresStore {
 
     fn own(&mut self, table: &str) -> Result<backlog_core::store::Own<'_>, StoreError> {
         let table = self.own_table(table);
-        let exists: bool = self
-            .client
-            .query_one("SELECT to_regclass($1) IS NOT NULL", &[&table])
-            .map_err(pg("reading the tool's tables"))?
-            .get(0);
+        let exists: bool = self.own_ready
+            || self
+                .client
+                .query_typed_one(
+                    "SELECT to_regclass($1) IS NOT NULL",
+                    &[(&table, Type::TEXT)],
+                )
+                .map_err(pg("reading the tool's tables"))?
+                .get(0);
         Ok(backlog_core::store::Own {
             sql: &mut self.client,
             prefix: format!("{}.", self.schema),

@@ -15,7 +15,7 @@ use backlog_core::timestamp::TimestampFormat;
 use chrono::DateTime;
 use chrono::Utc;
 use postgres::Statement;
-use postgres::types::ToSql;
+use postgres::types::{ToSql, Type};
 use serde_json::Value;
 use std::sync::Arc;
 /// The select list `records` reads, on the table aliased `t`: the row as JSON, the id
@@ -61,13 +61,13 @@ impl PostgresStore {
     ) -> Result<bool, StoreError> {
         let row = self
             .client
-            .query_one(
+            .query_typed_one(
                 "WITH k AS (
                     SELECT (SELECT attnum FROM pg_attribute WHERE attrelid = $1 AND attname = $2) AS st,
                            (SELECT attnum FROM pg_attribute WHERE attrelid = $1 AND attname = $3) AS ins)
                  SELECT EXISTS (SELECT 1 FROM pg_index i, k WHERE i.indrelid = $1 AND i.indkey[0] = k.ins),
                         EXISTS (SELECT 1 FROM pg_index i, k WHERE i.indrelid = $1 AND i.indkey[0] = k.st AND i.indkey[1] = k.ins)",
-                &[&oid, &status, &inserted_at],
+                &[(&oid, Type::OID), (&status, Type::TEXT), (&inserted_at, Type::TEXT)],
             )
             .map_err(pg("reading the table's indexes"))?;
         let (by_age, by_status_and_age): (bool, bool) = (row.get(0), row.get(1));

@@ -14,6 +14,7 @@ use backlog_core::store::{claims, samples, tables};
 use backlog_core::timestamp::FormatSetting;
 use backlog_core::timestamp::Sample;
 use backlog_core::timestamp::TimestampFormat;
+use postgres::types::Type;
 
 /// The key of the advisory lock that serialises the creation of the tool's tables, so
 /// that eight runners starting at once on a new database do not race their DDL.
@@ -29,7 +30,7 @@ impl PostgresStore {
         };
         let row = self
             .client
-            .query_opt(
+            .query_typed_opt(
                 "SELECT c.oid, n.nspname::text, c.relname::text, c.relkind::text
                  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
                  WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND lower(c.relname) = lower($1)
@@ -38,7 +39,7 @@ impl PostgresStore {
                  ORDER BY c.relname = $1 DESC, n.nspname = $2 DESC,
                           array_position(current_schemas(false), n.nspname::text)
                  LIMIT 1",
-                &[&name, &schema],
+                &[(&name, Type::TEXT), (&schema, Type::TEXT)],
             )
             .map_err(pg("reading the schema"))?;
         if let Some(row) = row {
@@ -58,7 +59,7 @@ impl PostgresStore {
         let available = self
             .client
             .0
-            .query(
+            .query_typed(
                 "SELECT CASE WHEN n.nspname = 'public' THEN c.relname::text ELSE n.nspname || '.' || c.relname END
                  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
                  WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
@@ -83,11 +84,11 @@ impl PostgresStore {
         Ok(self
             .client
             .0
-            .query(
+            .query_typed(
                 "SELECT a.attname::text, format_type(a.atttypid, a.atttypmod), t.typcategory::text
                  FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
                  WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
-                &[&oid],
+                &[(&oid, Type::OID)],
             )
             .map_err(pg("reading the schema"))?
             .iter()
@@ -280,24 +281,39 @@ impl tables::Ddl for PgDdl<'_, '_> {
     /// From the catalog, not `information_schema.columns`: every tick asks this of
     /// each of the tool's tables, and that view (which checks privileges column by
     /// column) took 47 ms for all of them, most of a tick's start-up (0.1 ms this way).
-    fn columns(&mut self, name: &str) -> Result<Option<Vec<String>>, StoreError> {
+    fn columns(&mut self, names: &[&str]) -> Result<tables::Columns, StoreError> {
+        // Typed, so that the question is one round trip, not a prepare and a run.
         let rows = self
             .tx
             .0
-            .query(
-                "SELECT attname::text FROM pg_attribute
-                  WHERE attrelid = to_regclass(format('%I.%I', $1::text, $2::text))
-                    AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
-                &[&self.schema_name(), &name],
+            .query_typed(
+                "SELECT c.relname::text, a.attname::text
+                   FROM pg_class c
+                   JOIN pg_namespace n ON n.oid = c.relnamespace
+                   JOIN pg_attribute a ON a.attrelid = c.oid
+                  WHERE n.nspname = $1 AND c.relname = ANY($2)
+                    AND a.attnum > 0 AND NOT a.attisdropped
+                  ORDER BY c.relname, a.attnum",
+                &[
+                    (&self.schema_name(), Type::TEXT),
+                    (&names, Type::TEXT_ARRAY),
+                ],
             )
             .map_err(pg("reading the tool's tables"))?;
-        Ok((!rows.is_empty()).then(|| rows.iter().map(|r| r.get(0)).collect()))
+        let mut found = tables::Columns::new();
+        for row in rows {
+            found.entry(row.get(0)).or_default().push(row.get(1));
+        }
+        Ok(found)
     }
 
     fn lock(&mut self) -> Result<(), StoreError> {
         self.tx
             .0
-            .execute("SELECT pg_advisory_xact_lock($1)", &[&OWN_TABLES_LOCK])
+            .query_typed(
+                "SELECT pg_advisory_xact_lock($1)",
+                &[(&OWN_TABLES_LOCK, Type::INT8)],
+            )
             .map_err(pg("waiting for the lock on the tool's tables"))?;
         Ok(())
     }
@@ -347,14 +363,14 @@ impl samples::Sampler for PgSampler<'_> {
     fn sorts(&mut self, _: &str, column: &str) -> Result<bool, StoreError> {
         let indexed: bool = self
             .client
-            .query_one(
+            .query_typed_one(
                 "SELECT EXISTS (SELECT 1 FROM pg_index i
                    JOIN pg_class ic ON ic.oid = i.indexrelid
                    JOIN pg_am am ON am.oid = ic.relam
                    JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
                   WHERE i.indrelid = $1::text::regclass AND a.attname = $2 AND am.amname = 'btree'
                     AND i.indisvalid AND i.indpred IS NULL)",
-                &[&self.table, &column],
+                &[(&self.table, Type::TEXT), (&column, Type::TEXT)],
             )
             .map_err(pg(self.context.clone()))?
             .get(0);
@@ -364,7 +380,7 @@ impl samples::Sampler for PgSampler<'_> {
     fn pair(&mut self, sql: &str) -> Result<Vec<Sample>, StoreError> {
         let Some(row) = self
             .client
-            .query_opt(sql, &[])
+            .query_typed_opt(sql, &[])
             .map_err(pg(self.context.clone()))?
         else {
             return Ok(Vec::new());

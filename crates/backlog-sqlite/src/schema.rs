@@ -108,7 +108,9 @@ impl SqliteStore {
         // How far a tick handed its span out (`takeover`): spans of an earlier release
         // have none, which a person's action reads as all in hand. A column, not a
         // version: that release's ticks and actions work beside it unchanged.
-        let holds = tables::Ddl::columns(&mut ddl, holds::HOLDS_TABLE.name)?.unwrap_or_default();
+        let holds = tables::Ddl::columns(&mut ddl, &[holds::HOLDS_TABLE.name])?
+            .remove(holds::HOLDS_TABLE.name)
+            .unwrap_or_default();
         if !holds.iter().any(|c| c == "handed") {
             tx.execute_batch("ALTER TABLE backlog_holds ADD COLUMN handed")
                 .map_err(db(context))?;
@@ -164,13 +166,19 @@ impl tables::Ddl for SqliteDdl<'_> {
         own_tables()
     }
 
-    fn columns(&mut self, name: &str) -> Result<Option<Vec<String>>, StoreError> {
-        let columns: Vec<String> = self
-            .conn
-            .prepare_cached("SELECT name FROM pragma_table_info(?1)")
-            .and_then(|mut s| s.query_map([name], |r| r.get(0))?.collect())
-            .map_err(db("reading the schema"))?;
-        Ok((!columns.is_empty()).then_some(columns))
+    fn columns(&mut self, names: &[&str]) -> Result<tables::Columns, StoreError> {
+        let mut found = tables::Columns::new();
+        for &name in names {
+            let columns: Vec<String> = self
+                .conn
+                .prepare_cached("SELECT name FROM pragma_table_info(?1)")
+                .and_then(|mut s| s.query_map([name], |r| r.get(0))?.collect())
+                .map_err(db("reading the schema"))?;
+            if !columns.is_empty() {
+                found.insert(name.to_string(), columns);
+            }
+        }
+        Ok(found)
     }
 
     /// The transaction holds the write lock already.
@@ -223,7 +231,8 @@ impl tables::Ddl for SqliteDdl<'_> {
             }
             // A run log made just now, by `ensure`, already has the column.
             2 if !self
-                .columns("backlog_runs")?
+                .columns(&["backlog_runs"])?
+                .remove("backlog_runs")
                 .unwrap_or_default()
                 .iter()
                 .any(|c| c == "lost") =>

@@ -8,17 +8,19 @@ mod clock;
 mod connection;
 mod handler_log;
 mod kill_storm;
+mod link;
 mod outage;
 mod own_tables;
 mod pages;
-mod partition;
+pub mod partition;
 mod plan;
 mod reaches;
 mod runners;
 pub mod server;
+mod slow_link;
 mod tls;
 mod types;
 
 pub use runners::{
-    all_success, batch_schedule, output_within_a_minute, pending_records, spawn_run,
+    all_success, batch_schedule, output_within, output_within_a_minute, pending_records, spawn_run,
 };

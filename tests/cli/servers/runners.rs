@@ -62,7 +62,12 @@ pub fn spawn_run(env: &Env, sleep: &str) -> std::process::Child {
 
 /// `child`'s output once it ends; it is killed, and the test fails, if it has not
 /// ended within a minute (a hung tick must fail CI, not stall it).
-pub fn output_within_a_minute(mut child: std::process::Child) -> std::process::Output {
+pub fn output_within_a_minute(child: std::process::Child) -> std::process::Output {
+    output_within(child, Duration::from_secs(60))
+}
+
+/// `child`'s output once it ends, or the test fails once `limit` is over.
+pub fn output_within(mut child: std::process::Child, limit: Duration) -> std::process::Output {
     use std::io::Read;
     fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
         std::thread::spawn(move || {
@@ -74,14 +79,14 @@ pub fn output_within_a_minute(mut child: std::process::Child) -> std::process::O
         })
     }
     let (stdout, stderr) = (drain(child.stdout.take()), drain(child.stderr.take()));
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let deadline = std::time::Instant::now() + limit;
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
             break status;
         }
         if std::time::Instant::now() > deadline {
             let _ = child.kill();
-            panic!("backlog did not end within a minute");
+            panic!("backlog did not end within {limit:?}");
         }
         std::thread::sleep(Duration::from_millis(20));
     };

@@ -20,8 +20,10 @@ pub(super) type Written = (Vec<Mark>, Vec<bool>, Result<Vec<usize>, StoreError>)
 pub(super) struct Writer {
     groups: mpsc::Sender<Group>,
     done: mpsc::Receiver<Written>,
-    /// A group is being written.
+    /// A group is being written, or was and is not yet taken back.
     out: bool,
+    /// The group out, written, found by `busy` before it was taken back.
+    ready: Option<Written>,
     /// Set by the thread as soon as a group could not be written.
     refused: Arc<AtomicBool>,
     thread: std::thread::JoinHandle<()>,
@@ -52,6 +54,7 @@ impl Writer {
             groups,
             done,
             out: false,
+            ready: None,
             refused,
             thread,
         }
@@ -83,12 +86,32 @@ impl Writer {
         before
     }
 
+    /// Whether the group out is still being written: the next group then goes on
+    /// filling while the tick hands out, rather than wait for the write's round trips.
+    pub(super) fn busy(&mut self) -> bool {
+        if !self.out || self.ready.is_some() {
+            return false;
+        }
+        match self.done.try_recv() {
+            Ok(written) => {
+                self.ready = Some(written);
+                false
+            }
+            Err(mpsc::TryRecvError::Empty) => true,
+            // The thread is gone: `wait` says so.
+            Err(mpsc::TryRecvError::Disconnected) => false,
+        }
+    }
+
     /// The group being written, once it is; none when none is out.
     fn wait(&mut self) -> Option<Written> {
         if !self.out {
             return None;
         }
         self.out = false;
+        if let Some(written) = self.ready.take() {
+            return Some(written);
+        }
         Some(self.done.recv().expect("the writer answers every group"))
     }
 }

@@ -259,6 +259,7 @@ impl<'o> Marks<'o> {
         });
         if !self.refused()
             && (self.marks.len() >= self.group.next() || self.last_write.elapsed() >= self.interval)
+            && !self.writer.as_mut().is_some_and(Writer::busy)
         {
             self.write(store)?;
         }
@@ -322,6 +323,11 @@ impl<'o> Marks<'o> {
         if !starting {
             self.open_writer(store);
         }
+        // A group written before it was full (its marks waited `mark_interval`): with
+        // so few answers in flight the start would never reach its size, and every
+        // group after would stop the handing out for the round trips of its write
+        // (on a link of 200 ms, four lanes' marks held a runner to 2 records a second).
+        let short = marks.len() < self.group.next();
         self.group.wrote(marks.len(), store.mark_group());
         if let Some(writer) = self.writer.as_mut() {
             if let Some((marks, succeeded, lost)) = writer.send(marks, succeeded) {
@@ -337,7 +343,7 @@ impl<'o> Marks<'o> {
         self.succeeded.clear();
         // The start on the tick's connection is over: the writer's connection, which
         // has written nothing yet, starts from one mark too.
-        if starting && !self.group.starting() {
+        if starting && (!self.group.starting() || short) {
             self.open_writer(store);
             if self.writer.is_some() {
                 self.group.start_small();

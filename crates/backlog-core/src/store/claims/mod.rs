@@ -243,11 +243,16 @@ impl<C: Beating> Heartbeat for ServerHeartbeat<C> {
                 // PostgreSQL's `write_marks`): neither then waits on the other in a
                 // circle, a deadlock the server would break only after a while (a
                 // second on PostgreSQL) while the lease runs. Exactly those are renewed:
-                // a claim written since is the next beat's.
+                // a claim written since is the next beat's. Those the marks hold locked
+                // now are skipped: their records are answered and being let go of, and
+                // waiting for the marks' transaction cost a beat its round trips (over
+                // a link of 200 ms the holds went half a lease without renewal); one
+                // that stays, its marks refused, is renewed by the next beat, well
+                // within its lease.
                 let held = sql
                     .query(
                         &format!(
-                            "SELECT table_name, record_id FROM {s}backlog_claims WHERE owner = ?1 ORDER BY table_name, record_id FOR UPDATE"
+                            "SELECT table_name, record_id FROM {s}backlog_claims WHERE owner = ?1 ORDER BY table_name, record_id FOR UPDATE SKIP LOCKED"
                         ),
                         &[owner.into()],
                     )
