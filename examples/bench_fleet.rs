@@ -25,6 +25,11 @@
 //!   runs another binary instead of `target/release/backlog`.
 //! - `BENCH_BY_HAND` (the runner counts): the worker counts written by hand to run
 //!   with a no-op handler; empty for none.
+//! - `BENCH_LINKS` (direct): `direct`, `slow` or both (`direct,slow`): how the runners
+//!   reach the server. `slow` is the servers' tests' link (`tests/cli/servers/link.rs`,
+//!   this example's too): 100 ms added each way, a 200 ms round trip, and every 5 s
+//!   one connection stalled for 1.5 s. With both, the slow line says its fraction of
+//!   the direct one's rate, measured in the same round.
 //! - `BENCH_ROUNDS` (2); `BENCH_KEEP=1` leaves the database behind.
 //!
 //! Each run prints records a second (records the runners' summaries say succeeded,
@@ -37,6 +42,18 @@ use std::process::{Command, Output, Stdio};
 use std::time::Instant;
 
 use chrono::{DateTime, TimeZone, Utc};
+
+// `Shape::DIRECT` is the partition tests' relay, not used here.
+#[allow(dead_code)]
+#[path = "../tests/cli/servers/link.rs"]
+mod link;
+
+/// The slow link of `BENCH_LINKS=slow`: the servers' tests' (`servers::slow_link`).
+const SLOW: link::Shape = link::Shape {
+    delay: std::time::Duration::from_millis(100),
+    stall_every: Some(std::time::Duration::from_secs(5)),
+    stall_for: std::time::Duration::from_millis(1500),
+};
 
 const DB: &str = "backlog_bench_fleet";
 
@@ -77,7 +94,8 @@ impl Fleet {
         self.dir.join(name)
     }
 
-    fn schedule(&self, url: &str) -> PathBuf {
+    /// Writes the schedule file `name`, whose runners reach the server at `url`.
+    fn schedule(&self, url: &str, name: &str) -> PathBuf {
         let text = format!(
             r#"[database]
 url = "{url}"
@@ -104,15 +122,15 @@ limit = 10000000
             lanes = self.lanes,
             handler = self.handler.display(),
         );
-        let path = self.path("fleet.toml");
+        let path = self.path(name);
         std::fs::write(&path, text).unwrap();
         path
     }
 
-    fn runner(&self, bin: &Path, now: DateTime<Utc>) -> Command {
+    fn runner(&self, bin: &Path, now: DateTime<Utc>, schedule: &str) -> Command {
         let mut cmd = Command::new(bin);
         cmd.current_dir(&self.dir)
-            .args(["run", "--window", "1d", "--json", "-s", "fleet.toml"])
+            .args(["run", "--window", "1d", "--json", "-s", schedule])
             .args(["--now", &now.to_rfc3339()])
             .env("BENCH_LOG", self.path("handler.log"))
             .env("BENCH_WAIT_MS", self.wait_ms.to_string())
@@ -122,14 +140,15 @@ limit = 10000000
         cmd
     }
 
-    /// Runs `runners` processes of `bin` at once; returns the wall seconds, each
-    /// runner's count of records that succeeded, and when the last runner ended.
-    fn run(&self, bin: &Path, runners: usize) -> Run {
+    /// Runs `runners` processes of `bin` at once on the schedule file `schedule`;
+    /// returns the wall seconds, each runner's count of records that succeeded, and
+    /// when the last runner ended.
+    fn run(&self, bin: &Path, runners: usize, schedule: &str) -> Run {
         let _ = std::fs::remove_file(self.path("handler.log"));
         let unix_start = std::time::SystemTime::now();
         let started = Instant::now();
         let children: Vec<_> = (0..runners)
-            .map(|_| self.runner(bin, now()).spawn().unwrap())
+            .map(|_| self.runner(bin, now(), schedule).spawn().unwrap())
             .collect();
         // Each read on its own thread: a runner whose pipe filled would wait for ever.
         let outs: Vec<Output> = children
@@ -280,7 +299,15 @@ fn by_hand(url: &str, workers: usize) -> (f64, Vec<u64>) {
     (started.elapsed().as_secs_f64(), each)
 }
 
-fn report(label: &str, secs: f64, each: &[u64], ideal: Option<f64>, left: i64, twice: usize) {
+/// Prints a run's line; returns its rate (records a second).
+fn report(
+    label: &str,
+    secs: f64,
+    each: &[u64],
+    (ideal, direct): (Option<f64>, Option<f64>),
+    left: i64,
+    twice: usize,
+) -> f64 {
     let n: u64 = each.iter().sum();
     let rate = n as f64 / secs;
     let mean = n as f64 / each.len() as f64;
@@ -289,10 +316,12 @@ fn report(label: &str, secs: f64, each: &[u64], ideal: Option<f64>, left: i64, t
         each.iter().max().copied().unwrap_or(0),
     );
     let of_ideal = ideal.map_or(String::new(), |i| format!(", {:.2} of ideal", rate / i));
+    let of_direct = direct.map_or(String::new(), |d| format!(", {:.2} of direct", rate / d));
     println!(
-        "  {label}: {n} records in {secs:.2} s, {rate:>8.0}/s{of_ideal}; per runner min {min} ({:.2} of mean) max {max}; {left} left pending, {twice} answered twice",
+        "  {label}: {n} records in {secs:.2} s, {rate:>8.0}/s{of_ideal}{of_direct}; per runner min {min} ({:.2} of mean) max {max}; {left} left pending, {twice} answered twice",
         min as f64 / mean.max(1.0)
     );
+    rate
 }
 
 fn main() {
@@ -343,6 +372,17 @@ fn main() {
         .map(|r| r.trim().parse().unwrap())
         .collect();
     let rounds = number("BENCH_ROUNDS", 2);
+    let links: Vec<String> = var("BENCH_LINKS", "direct")
+        .split(',')
+        .map(|l| l.trim().to_string())
+        .collect();
+    if let Some(other) = links
+        .iter()
+        .find(|l| !["direct", "slow"].contains(&l.as_str()))
+    {
+        eprintln!("BENCH_LINKS: {other:?} is not a link; use direct, slow or both");
+        std::process::exit(2)
+    }
     let by_hand_counts: Vec<usize> = var("BENCH_BY_HAND", &var("BENCH_RUNNERS", "1,2,4,8"))
         .split(',')
         .filter_map(|r| r.trim().parse().ok())
@@ -379,9 +419,24 @@ fn main() {
         .unwrap();
     }
     // The tool's tables, made by a first tick as after a database's first run.
-    fleet.schedule(&url);
+    fleet.schedule(&url, "direct.toml");
+    let server_at = url
+        .split('@')
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .and_then(|host| std::net::ToSocketAddrs::to_socket_addrs(host).ok()?.next())
+        .expect("BENCH_PG names a host and port");
+    let slow = link::SlowLink::start(std::net::Ipv4Addr::LOCALHOST.into(), server_at, SLOW);
+    fleet.schedule(
+        &url.replacen(
+            url.split('@').nth(1).unwrap().split('/').next().unwrap(),
+            &slow.at.to_string(),
+            1,
+        ),
+        "slow.toml",
+    );
     let made = fleet
-        .runner(&bin, now() - chrono::Duration::days(365))
+        .runner(&bin, now() - chrono::Duration::days(365), "direct.toml")
         .output()
         .unwrap();
     assert!(
@@ -414,19 +469,36 @@ fn main() {
                 order.reverse();
             }
             for (name, bin) in order {
-                reset(&mut db);
-                let before = visited(&mut db);
-                let run = fleet.run(bin, r);
-                std::thread::sleep(std::time::Duration::from_millis(500));
-                let visits = visited(&mut db) - before;
-                let label = format!("{name}, {r:>3} runner{}", if r == 1 { " " } else { "s" });
-                report(&label, run.secs, &run.each, ideal, left(&mut db), run.twice);
-                if let Some([first, half, last]) = run.answers {
-                    println!(
-                        "    answers at {first:.2} s (first), {half:.2} s (half), {last:.2} s (last); the last runner ended at {:.2} s; rows visited {:.1} a record",
-                        run.secs,
-                        visits as f64 / fleet.records as f64
+                let mut direct = None;
+                for link in &links {
+                    reset(&mut db);
+                    let before = visited(&mut db);
+                    let run = fleet.run(bin, r, &format!("{link}.toml"));
+                    std::thread::sleep(std::time::Duration::from_millis(500));
+                    let visits = visited(&mut db) - before;
+                    let label = format!(
+                        "{name}, {link}, {r:>3} runner{}",
+                        if r == 1 { " " } else { "s" }
                     );
+                    let of_direct = if link == "slow" { direct } else { None };
+                    let rate = report(
+                        &label,
+                        run.secs,
+                        &run.each,
+                        (ideal, of_direct),
+                        left(&mut db),
+                        run.twice,
+                    );
+                    if link == "direct" {
+                        direct = Some(rate);
+                    }
+                    if let Some([first, half, last]) = run.answers {
+                        println!(
+                            "    answers at {first:.2} s (first), {half:.2} s (half), {last:.2} s (last); the last runner ended at {:.2} s; rows visited {:.1} a record",
+                            run.secs,
+                            visits as f64 / fleet.records as f64
+                        );
+                    }
                 }
             }
             if fleet.wait_ms == 0 && by_hand_counts.contains(&r) {
@@ -434,7 +506,7 @@ fn main() {
                 let before = visited(&mut db);
                 let (secs, each) = by_hand(&url, r);
                 let label = format!("by hand, {r:>3} worker{}", if r == 1 { " " } else { "s" });
-                report(&label, secs, &each, None, left(&mut db), 0);
+                report(&label, secs, &each, (None, None), left(&mut db), 0);
                 std::thread::sleep(std::time::Duration::from_millis(500));
                 let visits = visited(&mut db) - before;
                 println!(
@@ -445,6 +517,7 @@ fn main() {
         }
     }
     drop(db);
+    println!("the slow link stalled {} connections", slow.stalls());
     if std::env::var_os("BENCH_KEEP").is_none() {
         server
             .batch_execute(&format!("DROP DATABASE {DB} WITH (FORCE)"))
