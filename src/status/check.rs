@@ -13,7 +13,8 @@ use backlog_core::duration;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum CheckLevel {
-    /// Every tier ticks on time and nothing is past a threshold.
+    /// Every tier ticks on time and nothing is past a threshold; its findings, if
+    /// any, say what happened meanwhile (ticks that ended early, finished since).
     Ok = 0,
     /// Worth a look, not a page: a breaker tripped, a tick ended early and the rest of
     /// its band waits for the next start, a pause outlived its `--until`, a `warn_`
@@ -65,10 +66,13 @@ impl Check {
             .filter(|(level, _)| *level == self.level)
             .map(|(_, text)| text.as_str())
             .collect();
-        let why = if why.is_empty() {
-            "every tier ticks on time".to_string()
-        } else {
-            why.join("; ")
+        // An OK check's findings are what happened meanwhile, the tiers on time since.
+        let why = match self.level {
+            CheckLevel::Ok => std::iter::once("every tier ticks on time".to_string())
+                .chain(why.iter().map(|w| format!("meanwhile {w}")))
+                .collect::<Vec<_>>()
+                .join("; "),
+            _ => why.join("; "),
         };
         format!("BACKLOG {word}: table {table}: {why}")
     }
@@ -90,6 +94,32 @@ fn paused(
     }
 }
 
+/// Why a tick ended before its band did, from its run-log row.
+fn why_early(run: &backlog_core::store::RunRow) -> String {
+    match run.outcome.as_str() {
+        "stopped" => "a signal stopped it".to_string(),
+        // Not yet closed as abandoned by the next start.
+        "running" => "it went silent: killed, or its connection to the database lost".to_string(),
+        _ => run.error.clone().unwrap_or_else(|| run.outcome.clone()),
+    }
+}
+
+/// What an OK check says of a tier's ticks of the last day that ended early, the
+/// ticks since having finished its band: a database restarted under one, a runner
+/// cut off or killed. Not a warning: the fleet went on; a person reading the line
+/// learns it happened.
+fn meanwhile(name: &str, e: &super::EndedEarly, now: chrono::DateTime<chrono::Utc>) -> String {
+    let ago = duration::rough((now - e.last.clock).to_std().unwrap_or_default());
+    let ticks = match e.ticks {
+        1 => "1 tick".to_string(),
+        n => format!("{n} ticks"),
+    };
+    format!(
+        "{name}: {ticks} of the last 24 hours ended early, the last {ago} ago ({}); the ticks since finished its band",
+        why_early(&e.last)
+    )
+}
+
 /// What a check says of a tier whose tick ended before its band did: a warning while
 /// the next start has yet to take the rest, critical once the tier's next slot has
 /// passed with nothing taking it (no daemon, no crontab line running).
@@ -99,10 +129,7 @@ fn unfinished(
     now: chrono::DateTime<chrono::Utc>,
 ) -> (CheckLevel, String) {
     let ago = duration::rough((now - u.run.clock).to_std().unwrap_or_default());
-    let why = match u.run.outcome.as_str() {
-        "stopped" => "a signal stopped it".to_string(),
-        _ => u.run.error.clone().unwrap_or_else(|| u.run.outcome.clone()),
-    };
+    let why = why_early(&u.run);
     if u.late {
         (
             CheckLevel::Critical,
@@ -191,6 +218,15 @@ pub fn check(status: &Status) -> Check {
             });
             if !said {
                 findings.push(unfinished(&name, u, status.now));
+            }
+        } else if let Some(e) = &t.ended_early_24h {
+            // A failed or abandoned last tick is that tick, critical above.
+            let said = t
+                .last_tick
+                .as_ref()
+                .is_some_and(|r| r.run_id == e.last.run_id);
+            if !said {
+                findings.push((CheckLevel::Ok, meanwhile(&name, e, status.now)));
             }
         }
     }

@@ -74,6 +74,19 @@ pub struct TierStatus {
     /// Its tick that ended before its band did, with no tick since that took the
     /// rest: the tier is due now (`Store::unfinished_runs`).
     pub unfinished: Option<Unfinished>,
+    /// Its ticks of the last 24 hours that ended before their band did (a database
+    /// restarted under one, a runner cut off, a kill): how many, and the newest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended_early_24h: Option<EndedEarly>,
+}
+
+/// A tier's ticks of the last 24 hours that ended before their band did.
+#[derive(Debug, Clone, Serialize)]
+pub struct EndedEarly {
+    /// How many.
+    pub ticks: u64,
+    /// The newest's run-log row.
+    pub last: RunRow,
 }
 
 /// A tier's tick that ended before its band did: stopped by a signal, its holds
@@ -299,6 +312,7 @@ pub fn tiers(
 ) -> Result<Vec<TierStatus>, StoreError> {
     let runs = store.last_runs()?;
     let unfinished = store.unfinished_runs(config.database.claim_lease)?;
+    let early = store.ended_early(Duration::from_secs(24 * 3600), config.database.claim_lease)?;
     let first_tick = store.first_tick()?;
     let pauses = store.pauses()?;
     let pause_of = |window: u64| pauses.iter().find(|p| p.window_secs == window).cloned();
@@ -338,8 +352,16 @@ pub fn tiers(
                     run: run.clone(),
                     left: None,
                 });
+            let ended_early_24h = early
+                .iter()
+                .find(|(r, _)| r.window_secs == tier.window.as_secs())
+                .map(|(run, n)| EndedEarly {
+                    ticks: *n,
+                    last: run.clone(),
+                });
             TierStatus {
                 unfinished,
+                ended_early_24h,
                 tier: i + 1,
                 window: duration::compact(tier.window),
                 cadence: tier.cadence.to_string(),

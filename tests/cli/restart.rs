@@ -134,8 +134,14 @@ fn a_daemon_stopped_mid_band_takes_the_rest_when_it_starts_again(backend: Backen
         (1..=RECORDS).collect::<Vec<_>>(),
         "each record once"
     );
+    // OK, and what happened meanwhile said.
     let (code, line) = check(&env);
     assert_eq!(code, Some(0), "{line}");
+    assert!(
+        line.contains("every tier ticks on time; meanwhile tier 2 (180d): 1 tick of the last 24 hours ended early, the last ")
+            && line.contains("(a signal stopped it); the ticks since finished its band"),
+        "{line}"
+    );
 }
 
 /// A fleet finishes one runner's stop: of two daemons on one table, the one left
@@ -155,6 +161,10 @@ fn another_runner_finishes_a_stopped_runners_band(backend: Backend) {
     });
     let (code, line) = check(&env);
     assert_eq!(code, Some(0), "{line}");
+    assert!(
+        line.contains("meanwhile tier 2 (180d): 1 tick of the last 24 hours ended early"),
+        "{line}"
+    );
 }
 
 /// `backlog run` stopped by SIGTERM exits 9 and says what it left; `--if-due`, as the

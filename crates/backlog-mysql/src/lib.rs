@@ -223,7 +223,8 @@ impl Store for MysqlStore {
     }
 
     fn own(&mut self, table: &str) -> Result<backlog_core::store::Own<'_>, StoreError> {
-        let exists = self.own_ready || self.has_table(table)?;
+        let ready = self.own_ready && backlog_core::store::claims::is_own(table);
+        let exists = ready || self.has_table(table)?;
         Ok(backlog_core::store::Own {
             sql: &mut self.conn,
             prefix: self.prefix.clone(),

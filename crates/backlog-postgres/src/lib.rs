@@ -268,8 +268,9 @@ impl Store for PostgresStore {
     }
 
     fn own(&mut self, table: &str) -> Result<backlog_core::store::Own<'_>, StoreError> {
+        let ready = self.own_ready && backlog_core::store::claims::is_own(table);
         let table = self.own_table(table);
-        let exists: bool = self.own_ready
+        let exists: bool = ready
             || self
                 .client
                 .query_typed_one(

@@ -193,6 +193,21 @@ pub trait Store: Reads + Survey + Holds {
         runs::last_runs(own.sql, &own.prefix, own.table)
     }
 
+    /// Per window, the ticks alive in the last `span` that ended before their band
+    /// did, how many and the newest (`runs::ended_early`); a tick silent for `lease`
+    /// counts.
+    fn ended_early(
+        &mut self,
+        span: Duration,
+        lease: Duration,
+    ) -> Result<Vec<(RunRow, u64)>, StoreError> {
+        let own = self.own("backlog_runs")?;
+        if !own.exists {
+            return Ok(Vec::new());
+        }
+        runs::ended_early(own.sql, &own.prefix, own.table, span, lease)
+    }
+
     /// Each tier's unfinished tick: the newest of its window that ended before its band
     /// did (a signal, a lapse, a failure, a kill: silent for `lease`) with no tick of
     /// that window started since and run to its end. Such a tier is due now: the next

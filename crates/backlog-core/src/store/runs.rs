@@ -234,6 +234,56 @@ pub fn unfinished(
     run_rows(&rows)
 }
 
+/// Per window, the ticks on `table` alive in the last `span` that ended before their
+/// band did (`UNFINISHED`, or still `running` with no heartbeat for a whole `lease`:
+/// its connection lost, killed, not yet closed as `abandoned`): how many, and the
+/// newest. What a check says happened meanwhile (a database restarted under a tick, a
+/// runner cut off), once the ticks after finished the band.
+pub fn ended_early(
+    sql: &mut dyn Sql,
+    s: &str,
+    table: &str,
+    span: Duration,
+    lease: Duration,
+) -> Result<Vec<(RunRow, u64)>, StoreError> {
+    let us = |d: Duration| i64::try_from(d.as_micros()).unwrap_or(i64::MAX);
+    let outcomes = UNFINISHED.map(|o| format!("'{o}'")).join(", ");
+    let (since, silent) = (sql.ago("?2"), sql.ago("?3"));
+    let early = format!(
+        "table_name = ?1 AND window_secs > 0 AND heartbeat_at >= {since} AND (outcome IN ({outcomes}) OR (outcome = 'running' AND heartbeat_at < {silent}))"
+    );
+    let counts = sql
+        .query(
+            &format!(
+                "SELECT window_secs, count(*) FROM {s}backlog_runs WHERE {early} GROUP BY window_secs"
+            ),
+            &[table.into(), us(span).into(), us(lease).into()],
+        )
+        .map_err(failed("reading the run log"))?;
+    let newest = sql
+        .query(
+            &format!(
+                "SELECT {columns} FROM {s}backlog_runs
+                 WHERE id IN (SELECT max(id) FROM {s}backlog_runs WHERE {early} GROUP BY window_secs)
+                 ORDER BY window_secs",
+                columns = row_columns(&*sql),
+            ),
+            &[table.into(), us(span).into(), us(lease).into()],
+        )
+        .map_err(failed("reading the run log"))?;
+    Ok(run_rows(&newest)?
+        .into_iter()
+        .map(|run| {
+            let n = counts
+                .iter()
+                .find(|c| c[0].int() == Some(run.window_secs as i64))
+                .and_then(|c| c[1].int())
+                .unwrap_or(1);
+            (run, n as u64)
+        })
+        .collect())
+}
+
 /// Opens the run-log row of `run` on `table` and returns its id. First the rows of
 /// ticks that stopped beating for a whole lease are closed as `abandoned`; then
 /// `collect` drops what the backend's holds kept past their time, and a step of the

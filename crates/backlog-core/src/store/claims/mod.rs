@@ -70,6 +70,12 @@ pub fn tables() -> Vec<&'static super::tables::Table> {
     tables
 }
 
+/// Whether `name` is one of the tool's tables on a server (`tables`): those a store
+/// that made them ready knows are there.
+pub fn is_own(name: &str) -> bool {
+    tables().iter().any(|t| t.name == name)
+}
+
 /// Opens the run-log row of `run` on a server (`runs::open`), dropping the failures
 /// the claims kept past their slot.
 pub fn open_run(
