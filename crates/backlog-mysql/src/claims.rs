@@ -144,6 +144,7 @@ impl Holds for MysqlStore {
             prefix: self.prefix.clone(),
             owner: owner.to_string(),
             run_id,
+            skipped: false,
         }))
     }
 

@@ -398,6 +398,7 @@ impl Holds for PostgresStore {
             prefix: format!("{}.", self.schema),
             owner: owner.to_string(),
             run_id,
+            skipped: false,
         }))
     }
 

@@ -17,6 +17,7 @@ use tempfile::TempDir;
 mod rows;
 mod servers;
 
+pub use rows::{my_intact, pg_intact};
 pub use servers::*;
 
 /// Where a test's backlog lives.

@@ -407,6 +407,13 @@ impl Serving for Instance {
             .parse()
             .unwrap()
     }
+
+    fn assert_intact(&self) {
+        crate::harness::my_intact(&mut crate::harness::my_connect(&format!(
+            "mysql://backlog:{MY_PASSWORD}@127.0.0.1:{}/shop",
+            self.port
+        )));
+    }
 }
 
 impl Drop for Instance {
@@ -423,6 +430,9 @@ trait Serving {
     fn done(&self) -> i64;
     /// The records a tick holds (the failures kept till their slot ends apart).
     fn held(&self) -> i64;
+    /// Fails the test unless the server's check finds the tables and indexes whole
+    /// (amcheck, `CHECK TABLE`): the fault tore nothing.
+    fn assert_intact(&self);
 }
 
 impl Serving for Cluster {
@@ -434,6 +444,10 @@ impl Serving for Cluster {
             )
             .unwrap()
             .get(0)
+    }
+
+    fn assert_intact(&self) {
+        crate::harness::pg_intact(&mut self.client("shop"));
     }
 
     fn held(&self) -> i64 {
@@ -553,6 +567,7 @@ fn through(env: &Env, serving: &dyn Serving, fault: impl FnOnce()) -> Through {
     }
     let again = handler_log::one_at_a_time(&log());
     assert_eq!(serving.held(), 0, "no record left held");
+    serving.assert_intact();
     // The check is OK, and says what happened meanwhile: the ticks the fault ended
     // (silent for the 4 s lease, or closed as abandoned since).
     std::thread::sleep(Duration::from_secs(4));

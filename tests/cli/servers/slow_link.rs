@@ -62,16 +62,7 @@ fn a_fleet_over_a_slow_link_hands_out_each_record_once_and_marks_them_all(backen
         })
         .collect();
     for (child, said) in runners {
-        let started = std::time::Instant::now();
         let out = output_within(child, Duration::from_secs(180));
-        eprintln!(
-            "XX ended after {:?}, {} starts",
-            started.elapsed(),
-            std::fs::read_to_string(env.path("handler.log"))
-                .unwrap()
-                .matches("start")
-                .count()
-        );
         let said = said.join().unwrap();
         assert!(out.status.success(), "a runner over the slow link: {said}");
         assert!(

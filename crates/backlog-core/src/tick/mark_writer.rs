@@ -1,8 +1,8 @@
 //! The thread that writes a tick's groups of marks on the store's second connection
-//! (`Store::mark_writer`) while the tick takes the next pages: one group out at a
-//! time, each written group handed back to be settled. A group the database refused
-//! is said at once (`refused`), not when the tick next sends one: by then it would
-//! have handed out another group's worth of records whose marks cannot be written.
+//! (`Store::mark_writer`) while the tick takes the next pages: two groups out at
+//! most, each written group handed back, in order, to be settled. A group the
+//! database refused is said at once (`refused`), not when the tick next sends one: by
+//! then it would have handed out more records whose marks cannot be written.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,22 +16,25 @@ type Group = (Vec<Mark>, Vec<bool>);
 /// A group written: the places of its lost marks, or why it could not be written.
 pub(super) type Written = (Vec<Mark>, Vec<bool>, Result<Vec<usize>, StoreError>);
 
+/// Groups that may be out at once: one being written, and the next waiting for the
+/// connection, so that the tick hands out on while a write's round trips go (on a
+/// link of 200 ms, six of them a group); the tick waits only for a third.
+const OUT_AT_MOST: usize = 2;
+
 /// The thread that writes groups on the store's second connection (`Marks::open_writer`).
 pub(super) struct Writer {
     groups: mpsc::Sender<Group>,
     done: mpsc::Receiver<Written>,
-    /// A group is being written, or was and is not yet taken back.
-    out: bool,
-    /// The group out, written, found by `busy` before it was taken back.
-    ready: Option<Written>,
+    /// Groups sent and not yet taken back.
+    out: usize,
     /// Set by the thread as soon as a group could not be written.
     refused: Arc<AtomicBool>,
     thread: std::thread::JoinHandle<()>,
 }
 
 impl Writer {
-    /// Writes each group it is sent with `writer`, on a thread of its own, until the
-    /// channel closes.
+    /// Writes each group it is sent with `writer`, on a thread of its own, in order,
+    /// until the channel closes.
     pub(super) fn start(mut writer: Box<dyn MarkWriter>, owner: &str) -> Self {
         let (groups, to_write) = mpsc::channel::<Group>();
         let (written, done) = mpsc::channel();
@@ -53,8 +56,7 @@ impl Writer {
         Writer {
             groups,
             done,
-            out: false,
-            ready: None,
+            out: 0,
             refused,
             thread,
         }
@@ -65,9 +67,13 @@ impl Writer {
         self.refused.load(Ordering::Acquire)
     }
 
-    /// The last group, once written; then the thread ends, and its connection closes.
-    pub(super) fn end(mut self) -> Option<Written> {
-        let last = self.wait();
+    /// The groups still out, once written; then the thread ends, and its connection
+    /// closes.
+    pub(super) fn end(mut self) -> Vec<Written> {
+        let mut last = Vec::new();
+        while self.out > 0 {
+            last.push(self.next_written());
+        }
         drop(self.groups);
         if let Err(panic) = self.thread.join() {
             std::panic::resume_unwind(panic);
@@ -75,43 +81,32 @@ impl Writer {
         last
     }
 
-    /// Sends a group once the one before is written, and returns that one: at most
-    /// one group is being written while the next fills.
-    pub(super) fn send(&mut self, marks: Vec<Mark>, succeeded: Vec<bool>) -> Option<Written> {
-        let before = self.wait();
+    /// Sends a group, and returns the groups written since the last call: at once,
+    /// unless `OUT_AT_MOST` are out, when it waits for the oldest.
+    pub(super) fn send(&mut self, marks: Vec<Mark>, succeeded: Vec<bool>) -> Vec<Written> {
+        let mut written = Vec::new();
+        while self.out > 0 {
+            match self.done.try_recv() {
+                Ok(group) => {
+                    self.out -= 1;
+                    written.push(group);
+                }
+                Err(_) => break,
+            }
+        }
+        if self.out >= OUT_AT_MOST {
+            written.push(self.next_written());
+        }
         self.groups
             .send((marks, succeeded))
             .expect("the writer lives as long as the tick's scope");
-        self.out = true;
-        before
+        self.out += 1;
+        written
     }
 
-    /// Whether the group out is still being written: the next group then goes on
-    /// filling while the tick hands out, rather than wait for the write's round trips.
-    pub(super) fn busy(&mut self) -> bool {
-        if !self.out || self.ready.is_some() {
-            return false;
-        }
-        match self.done.try_recv() {
-            Ok(written) => {
-                self.ready = Some(written);
-                false
-            }
-            Err(mpsc::TryRecvError::Empty) => true,
-            // The thread is gone: `wait` says so.
-            Err(mpsc::TryRecvError::Disconnected) => false,
-        }
-    }
-
-    /// The group being written, once it is; none when none is out.
-    fn wait(&mut self) -> Option<Written> {
-        if !self.out {
-            return None;
-        }
-        self.out = false;
-        if let Some(written) = self.ready.take() {
-            return Some(written);
-        }
-        Some(self.done.recv().expect("the writer answers every group"))
+    /// The oldest group out, once written.
+    fn next_written(&mut self) -> Written {
+        self.out -= 1;
+        self.done.recv().expect("the writer answers every group")
     }
 }

@@ -57,6 +57,9 @@ pub(super) struct Marks<'o> {
     /// The marks lost so far (the tick no longer held their records), and the first
     /// ten of their ids: said in one line as the tick finishes.
     lost: (usize, Vec<String>),
+    /// The marks lost because another tick held their records, over the whole tick
+    /// (a refused group is not one): proof that the tick's holds lapsed.
+    taken_over: u64,
     /// Where groups go when the store has a writer of its own (see `Writer`), opened
     /// as `open_writer` says.
     writer: Option<Writer>,
@@ -118,6 +121,7 @@ impl<'o> Marks<'o> {
             interval,
             refused: false,
             lost: (0, Vec::new()),
+            taken_over: 0,
             writer: None,
             may_open_writer: true,
             history,
@@ -141,9 +145,10 @@ impl<'o> Marks<'o> {
     }
 
     /// The store's writer of marks, asked for once, as the first group of the store's
-    /// size is written before the tick's end (a tick's start over, see `mark_group`):
-    /// a tick that writes all its marks at its end (an empty band, a few records)
-    /// opens no connection for them, and the groups of a tick's start, which prove its
+    /// size, or the first written before it was full, is written before the tick's end
+    /// (a tick's start over, see `mark_group`): a tick that writes all its marks at
+    /// its end (an empty band, a few records) opens no connection for them, and the
+    /// groups of a tick's start, which prove its
     /// marks can be written, go over the connection that wrote its run-log row and
     /// holds. The writer's connection has written nothing when it takes its first
     /// group, so its groups start from one mark again, and a group it cannot write is
@@ -259,7 +264,6 @@ impl<'o> Marks<'o> {
         });
         if !self.refused()
             && (self.marks.len() >= self.group.next() || self.last_write.elapsed() >= self.interval)
-            && !self.writer.as_mut().is_some_and(Writer::busy)
         {
             self.write(store)?;
         }
@@ -310,8 +314,8 @@ impl<'o> Marks<'o> {
     }
 
     /// Writes the marks not yet written; those the tick no longer held are lost. With
-    /// a writer, the group goes to it once the one before is written (and settled
-    /// here): at most one group is being written while the next fills.
+    /// a writer, the group goes to it, and the groups it wrote since are settled here:
+    /// the tick waits only when two are out already (`mark_writer::OUT_AT_MOST`).
     fn write(&mut self, store: &mut dyn Store) -> Result<(), StoreError> {
         if self.marks.is_empty() {
             return Ok(());
@@ -330,10 +334,8 @@ impl<'o> Marks<'o> {
         let short = marks.len() < self.group.next();
         self.group.wrote(marks.len(), store.mark_group());
         if let Some(writer) = self.writer.as_mut() {
-            if let Some((marks, succeeded, lost)) = writer.send(marks, succeeded) {
-                self.settle_group(&marks, &succeeded, lost, store)?;
-            }
-            return Ok(());
+            let written = writer.send(marks, succeeded);
+            return self.settle_groups(written, store);
         }
         let lost = store.mark(self.owner, &marks);
         self.settle_group(&marks, &succeeded, lost, store)?;
@@ -363,13 +365,15 @@ impl<'o> Marks<'o> {
         // The last group on the tick's connection unless a writer is open already.
         self.may_open_writer = false;
         let wrote = self.write(store);
-        let last = self.writer.take().and_then(Writer::end);
-        let settled = match last {
-            Some((marks, succeeded, lost)) => self.settle_group(&marks, &succeeded, lost, store),
-            None => Ok(()),
-        };
+        let last = self.writer.take().map(Writer::end).unwrap_or_default();
+        let settled = self.settle_groups(last, store);
         self.say_lost();
         wrote.and(settled)
+    }
+
+    /// The marks lost over the tick because another tick held their records.
+    pub(super) fn taken_over(&self) -> u64 {
+        self.taken_over
     }
 
     /// The marks lost over the tick, in one line (however many groups they were in).
@@ -388,6 +392,23 @@ impl<'o> Marks<'o> {
                 "{n} marks lost: records {ids}{more} were handled after this tick's hold on them lapsed (another tick may hold them now); not marked, they keep their status"
             ),
         }
+    }
+
+    /// Settles each group the writer wrote, or could not, all of them whatever one
+    /// says: the first error is the result.
+    fn settle_groups(
+        &mut self,
+        written: Vec<super::mark_writer::Written>,
+        store: &mut dyn Store,
+    ) -> Result<(), StoreError> {
+        let mut result = Ok(());
+        for (marks, succeeded, lost) in written {
+            let settled = self.settle_group(&marks, &succeeded, lost, store);
+            if result.is_ok() {
+                result = settled;
+            }
+        }
+        result
     }
 
     /// Settles a group the store wrote, or could not: a group whose transaction
@@ -438,6 +459,7 @@ impl<'o> Marks<'o> {
         self.keep_lost(marks, lost, store);
         for &i in lost {
             self.uncount(&marks[i].status, succeeded[i]);
+            self.taken_over += 1;
             self.lost.0 += 1;
             if self.lost.1.len() < 10 {
                 self.lost.1.push(marks[i].id.to_string());

@@ -306,8 +306,8 @@ fn hand_out_and_mark(
     });
     // A mark refused for want of a hold is a lapse, noticed before or not: the tick
     // may have waited on a stalled connection all the while its holds ran out.
-    if marks.tally.lost > 0 && marks.tally.lapsed.is_none() {
-        marks.tally.lapsed = Some(run.heartbeat.lapsed_for(marks.tally.lost));
+    if marks.taken_over() > 0 && marks.tally.lapsed.is_none() {
+        marks.tally.lapsed = Some(run.heartbeat.lapsed_for(marks.taken_over()));
     }
     run.heartbeat.stop();
     let tally = marks.tally;

@@ -230,6 +230,9 @@ pub struct ServerHeartbeat<C> {
     pub owner: String,
     /// The tick's run-log row, whose heartbeat it writes.
     pub run_id: i64,
+    /// The last beat stepped over claims another transaction held locked (false to
+    /// begin with): the next waits for them.
+    pub skipped: bool,
 }
 
 impl<C: Beating> Heartbeat for ServerHeartbeat<C> {
@@ -240,7 +243,9 @@ impl<C: Beating> Heartbeat for ServerHeartbeat<C> {
         self.connection.reconnect_if_lost()?;
         let context = "renewing claims";
         let (s, owner, run_id) = (&self.prefix, self.owner.as_str(), self.run_id);
-        super::fault::renewing(context, || {
+        let skip = !self.skipped;
+        let mut skipped = false;
+        let beat = super::fault::renewing(context, || {
             // From now, each try: one after a deadlock renews no further than asked.
             let lease_us = lease_us(lease_until);
             self.connection.transaction(context, &mut |sql| {
@@ -249,20 +254,32 @@ impl<C: Beating> Heartbeat for ServerHeartbeat<C> {
                 // PostgreSQL's `write_marks`): neither then waits on the other in a
                 // circle, a deadlock the server would break only after a while (a
                 // second on PostgreSQL) while the lease runs. Exactly those are renewed:
-                // a claim written since is the next beat's. Those the marks hold locked
-                // now are skipped: their records are answered and being let go of, and
-                // waiting for the marks' transaction cost a beat its round trips (over
-                // a link of 200 ms the holds went half a lease without renewal); one
-                // that stays, its marks refused, is renewed by the next beat, well
-                // within its lease.
+                // a claim written since is the next beat's. Every other beat steps over
+                // those another transaction holds locked: most often the tick's marks,
+                // letting go of answered records, and waiting for their transaction
+                // cost a beat its round trips (over a link of 200 ms the holds went
+                // half a lease without renewal). The beat after one that stepped over
+                // any waits for them: a claim another runner's take holds locked (that
+                // runner cut off mid-transaction) is renewed, or this beat waits and the
+                // tick sees its holds age, within two beats, well within the lease.
+                let lock = if skip { "FOR UPDATE SKIP LOCKED" } else { "FOR UPDATE" };
                 let held = sql
                     .query(
                         &format!(
-                            "SELECT table_name, record_id FROM {s}backlog_claims WHERE owner = ?1 ORDER BY table_name, record_id FOR UPDATE SKIP LOCKED"
+                            "SELECT table_name, record_id FROM {s}backlog_claims WHERE owner = ?1 ORDER BY table_name, record_id {lock}"
                         ),
                         &[owner.into()],
                     )
                     .map_err(failed(context))?;
+                skipped = skip && {
+                    let all = sql
+                        .query(
+                            &format!("SELECT count(*) FROM {s}backlog_claims WHERE owner = ?1"),
+                            &[owner.into()],
+                        )
+                        .map_err(failed(context))?;
+                    all.first().and_then(|row| row[0].int()).unwrap_or(0) > held.len() as i64
+                };
                 let mut by_table: Vec<(String, Vec<String>)> = Vec::new();
                 for row in &held {
                     let (Some(table), Some(id)) = (row[0].text(), row[1].text()) else {
@@ -299,6 +316,11 @@ impl<C: Beating> Heartbeat for ServerHeartbeat<C> {
                 .map_err(failed(context))?;
                 Ok(())
             })
-        })
+        });
+        // A beat that failed renewed nothing: what the one before owed, the next owes.
+        if beat.is_ok() {
+            self.skipped = skipped;
+        }
+        beat
     }
 }
