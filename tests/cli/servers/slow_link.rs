@@ -13,7 +13,7 @@ use crate::servers::link::{Shape, SlowLink};
 use crate::servers::partition::{drain, server_of};
 use crate::servers::{all_success, output_within, pending_records};
 
-const RECORDS: i64 = 60;
+const RECORDS: i64 = 24;
 
 /// What the link does. Its stalls are waited out within the lease (30 s: a beat every
 /// 7.5 s, of five round trips, and a stall or two stay under half of it, where the
