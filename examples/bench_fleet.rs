@@ -420,21 +420,12 @@ fn main() {
     }
     // The tool's tables, made by a first tick as after a database's first run.
     fleet.schedule(&url, "direct.toml");
-    let server_at = url
-        .split('@')
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .and_then(|host| std::net::ToSocketAddrs::to_socket_addrs(host).ok()?.next())
-        .expect("BENCH_PG names a host and port");
-    let slow = link::SlowLink::start(std::net::Ipv4Addr::LOCALHOST.into(), server_at, SLOW);
-    fleet.schedule(
-        &url.replacen(
-            url.split('@').nth(1).unwrap().split('/').next().unwrap(),
-            &slow.at.to_string(),
-            1,
-        ),
-        "slow.toml",
+    let slow = link::SlowLink::start(
+        std::net::Ipv4Addr::LOCALHOST.into(),
+        link::server_of(&url),
+        SLOW,
     );
+    fleet.schedule(&slow.instead_of(&url, &url), "slow.toml");
     let made = fleet
         .runner(&bin, now() - chrono::Duration::days(365), "direct.toml")
         .output()

@@ -10,7 +10,7 @@
 //! `examples/bench_fleet.rs`: std only.
 
 use std::io::{Read, Write};
-use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, Weak};
@@ -111,6 +111,12 @@ impl SlowLink {
         SlowLink { at, stop, stalls }
     }
 
+    /// `text` (a database URL, a schedule file) with the server of `url` replaced by
+    /// the link: its runners connect through it.
+    pub fn instead_of(&self, text: &str, url: &str) -> String {
+        text.replacen(authority(url), &self.at.to_string(), 1)
+    }
+
     /// How many stalls the link has made so far.
     pub fn stalls(&self) -> u64 {
         self.stalls.load(Ordering::Relaxed)
@@ -122,6 +128,23 @@ impl Drop for SlowLink {
         self.stop.store(true, Ordering::Relaxed);
         let _ = TcpStream::connect_timeout(&self.at, Duration::from_millis(200));
     }
+}
+
+/// The host and port of a server URL (`…@127.0.0.1:5432/db…`), as it writes them.
+pub fn authority(url: &str) -> &str {
+    url.split('@')
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .expect("a URL of user@host:port/database")
+}
+
+/// The address of the server a URL names.
+pub fn server_of(url: &str) -> SocketAddr {
+    authority(url)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut addresses| addresses.next())
+        .unwrap_or_else(|| panic!("{}: no address", authority(url)))
 }
 
 /// One way of a connection: a thread reads and stamps each chunk, another delivers

@@ -12,7 +12,7 @@ mod link;
 mod outage;
 mod own_tables;
 mod pages;
-pub mod partition;
+mod partition;
 mod plan;
 mod reaches;
 mod runners;
@@ -22,5 +22,6 @@ mod tls;
 mod types;
 
 pub use runners::{
-    all_success, batch_schedule, output_within, output_within_a_minute, pending_records, spawn_run,
+    all_success, batch_schedule, drain, output_within, output_within_a_minute, pending_records,
+    run_log_sum, spawn_run,
 };

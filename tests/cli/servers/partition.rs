@@ -6,16 +6,15 @@
 //! the link comes back. The namespace is made and removed by the test, as root (`bash
 //! .ci/run` runs as root); without root the test fails, saying so.
 
-use std::io::Read;
-use std::net::{Ipv4Addr, SocketAddr};
-use std::process::{Child, Command, Stdio};
+use std::net::Ipv4Addr;
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::harness::{Backend, Env, NOW, Schedule};
 use crate::servers::handler_log::{self, HANDLER};
-use crate::servers::link::{Shape, SlowLink};
-use crate::servers::{all_success, output_within_a_minute, pending_records};
+use crate::servers::link::{Shape, SlowLink, server_of};
+use crate::servers::{all_success, drain, output_within_a_minute, pending_records, run_log_sum};
 
 /// The records, newest first by id.
 const RECORDS: i64 = 200;
@@ -119,22 +118,6 @@ impl Drop for Host {
     }
 }
 
-/// The host and port of a server URL (`…@127.0.0.1:5432/db…`).
-pub fn server_of(url: &str) -> SocketAddr {
-    let authority = url.split('@').nth(1).unwrap().split('/').next().unwrap();
-    authority.parse().unwrap()
-}
-
-/// A tick's stderr, read as it comes: a pipe read only at its end would fill.
-pub fn drain(child: &mut Child) -> std::thread::JoinHandle<String> {
-    let mut pipe = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = pipe.read_to_string(&mut text);
-        text
-    })
-}
-
 fn a_runner_cut_off_mid_tick_hands_out_nothing_and_its_late_marks_are_refused(backend: Backend) {
     let env = Env::alone(backend);
     pending_records(&env, RECORDS);
@@ -159,15 +142,10 @@ fn a_runner_cut_off_mid_tick_hands_out_nothing_and_its_late_marks_are_refused(ba
     } else {
         println!("this kernel has no net.ipv4.tcp_rto_max_ms: the runner's return is TCP's");
     }
-    let server = server_of(&env.url());
-    let relay = SlowLink::start(host.address.into(), server, Shape::DIRECT);
+    let relay = SlowLink::start(host.address.into(), server_of(&env.url()), Shape::DIRECT);
     // The cut-off runner's file: the same, through the relay.
     let text = std::fs::read_to_string(env.path("backlog.toml")).unwrap();
-    std::fs::write(
-        env.path("far.toml"),
-        text.replacen(&server.to_string(), &relay.at.to_string(), 1),
-    )
-    .unwrap();
+    std::fs::write(env.path("far.toml"), relay.instead_of(&text, &env.url())).unwrap();
     let tick = |schedule: &str, on: Option<&Host>| {
         let mut cmd = env.command();
         cmd.args([
@@ -268,16 +246,7 @@ fn a_runner_cut_off_mid_tick_hands_out_nothing_and_its_late_marks_are_refused(ba
     assert_eq!(env.holds_left(), 0, "no record left held");
     // The run log is true: the far runner's row counts what it marked, its lost
     // marks apart; with the others' rows, every record's success once.
-    let runs_table = env.own("backlog_runs");
-    // PostgreSQL's sum of a bigint is a numeric.
-    let sum = |column: &str| match backend {
-        Backend::Postgres => env.count(&format!(
-            "SELECT coalesce(sum({column}), 0)::bigint FROM {runs_table}"
-        )),
-        _ => env.count(&format!(
-            "SELECT coalesce(sum({column}), 0) FROM {runs_table}"
-        )),
-    };
+    let sum = |column: &str| run_log_sum(&env, column);
     assert_eq!(sum("succeeded"), RECORDS, "the run log's successes");
     assert!(
         sum("lost") >= 1,

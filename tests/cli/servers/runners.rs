@@ -97,6 +97,29 @@ pub fn output_within(mut child: std::process::Child, limit: Duration) -> std::pr
     }
 }
 
+/// A tick's stderr, read as it comes: a pipe read only at its end would fill.
+pub fn drain(child: &mut std::process::Child) -> std::thread::JoinHandle<String> {
+    use std::io::Read;
+    let mut pipe = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = pipe.read_to_string(&mut text);
+        text
+    })
+}
+
+/// The sum of a count column over the run log's rows (`succeeded`, `lost`).
+pub fn run_log_sum(env: &Env, column: &str) -> i64 {
+    let runs = env.own("backlog_runs");
+    match env.backend {
+        // PostgreSQL's sum of a bigint is a numeric.
+        Backend::Postgres => env.count(&format!(
+            "SELECT coalesce(sum({column}), 0)::bigint FROM {runs}"
+        )),
+        _ => env.count(&format!("SELECT coalesce(sum({column}), 0) FROM {runs}")),
+    }
+}
+
 pub fn all_success(env: &Env) -> bool {
     env.count(r#"SELECT count(*) FROM "BACKLOG" WHERE "STATUS" <> 'SUCCESS'"#) == 0
 }

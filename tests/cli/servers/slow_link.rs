@@ -9,9 +9,8 @@ use std::time::Duration;
 
 use crate::harness::{Backend, Env, NOW, Schedule};
 use crate::servers::handler_log::{self, HANDLER};
-use crate::servers::link::{Shape, SlowLink};
-use crate::servers::partition::{drain, server_of};
-use crate::servers::{all_success, output_within, pending_records};
+use crate::servers::link::{Shape, SlowLink, server_of};
+use crate::servers::{all_success, drain, output_within, pending_records, run_log_sum};
 
 const RECORDS: i64 = 24;
 
@@ -34,14 +33,9 @@ fn a_fleet_over_a_slow_link_hands_out_each_record_once_and_marks_them_all(backen
         ..Schedule::default()
     });
     env.write_handler("handler.sh", HANDLER);
-    let server = server_of(&env.url());
-    let link = SlowLink::start(Ipv4Addr::LOCALHOST.into(), server, SHAPE);
+    let link = SlowLink::start(Ipv4Addr::LOCALHOST.into(), server_of(&env.url()), SHAPE);
     let text = std::fs::read_to_string(env.path("backlog.toml")).unwrap();
-    std::fs::write(
-        env.path("slow.toml"),
-        text.replacen(&server.to_string(), &link.at.to_string(), 1),
-    )
-    .unwrap();
+    std::fs::write(env.path("slow.toml"), link.instead_of(&text, &env.url())).unwrap();
     let runners: Vec<_> = (0..2)
         .map(|_| {
             let mut cmd = env.command();
@@ -81,15 +75,7 @@ fn a_fleet_over_a_slow_link_hands_out_each_record_once_and_marks_them_all(backen
     );
     assert!(all_success(&env), "records left pending over a slow link");
     assert_eq!(env.holds_left(), 0, "no record left held");
-    let runs_table = env.own("backlog_runs");
-    let sum = |column: &str| match backend {
-        Backend::Postgres => env.count(&format!(
-            "SELECT coalesce(sum({column}), 0)::bigint FROM {runs_table}"
-        )),
-        _ => env.count(&format!(
-            "SELECT coalesce(sum({column}), 0) FROM {runs_table}"
-        )),
-    };
+    let sum = |column: &str| run_log_sum(&env, column);
     assert_eq!(sum("succeeded"), RECORDS, "the run log's successes");
     assert_eq!(sum("lost"), 0, "the run log's lost marks");
     env.assert_intact();

@@ -148,9 +148,8 @@ impl<'o> Marks<'o> {
     /// size, or the first written before it was full, is written before the tick's end
     /// (a tick's start over, see `mark_group`): a tick that writes all its marks at
     /// its end (an empty band, a few records) opens no connection for them, and the
-    /// groups of a tick's start, which prove its
-    /// marks can be written, go over the connection that wrote its run-log row and
-    /// holds. The writer's connection has written nothing when it takes its first
+    /// groups of a tick's start, which prove its marks can be written, go over the
+    /// connection that wrote its run-log row and holds. The writer's connection has written nothing when it takes its first
     /// group, so its groups start from one mark again, and a group it cannot write is
     /// said at once (`Writer::refused`). Without one (SQLite, or no connection to
     /// open), the marks are written on the tick's own.
