@@ -23,7 +23,8 @@ pub const HANDLER_FILE: &str = "handler.sh";
 /// Records in the demo backlog.
 pub const RECORDS: u32 = 400;
 
-const SCHEDULE: &str = include_str!("../schedules/progressive.toml");
+/// The default progressive schedule, as `schedules/progressive.toml` writes it.
+pub const SCHEDULE: &str = include_str!("../schedules/progressive.toml");
 const HANDLER: &str = include_str!("../examples/shell/handler.sh");
 
 fn io(context: String) -> impl FnOnce(std::io::Error) -> Error {

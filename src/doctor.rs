@@ -196,11 +196,19 @@ fn statuses(config: &Config, counts: &[(String, u64)]) -> Check {
         ));
     }
     if !never.is_empty() {
+        // A value the file names that no record has, beside one the table has that the
+        // file does not name: most likely a misspelling of it.
+        let seen: Vec<&str> = unknown.iter().map(|(s, _)| s.as_str()).collect();
         message.push_str(&format!(
             "; no record has {}",
             never
                 .iter()
-                .map(|s| format!("{s:?}"))
+                .map(
+                    |s| match backlog_core::suggest::nearest(s, seen.iter().copied()) {
+                        Some(meant) => format!("{s:?} (did you mean {meant:?}?)"),
+                        None => format!("{s:?}"),
+                    }
+                )
                 .collect::<Vec<_>>()
                 .join(", ")
         ));

@@ -111,10 +111,11 @@ impl Backlog {
     ) -> Result<TickSummary, Error> {
         if self.config.schedule.tier(window).is_none() {
             return Err(Error::Usage(format!(
-                "window {} is no tier's window in {} (its windows: {}); give one of them",
+                "window {} is no tier's window in {} (its windows: {}{}); give one of them",
                 duration::compact(window),
                 self.config.path.display(),
-                self.config.schedule.windows().join(", ")
+                self.config.schedule.windows().join(", "),
+                self.config.schedule.did_you_mean_window(window)
             )));
         }
         let now = ticks::shared_now(&self.config, self.store.as_mut())?;

@@ -15,6 +15,7 @@ mod error;
 mod metrics;
 mod operate;
 mod plot;
+mod proposal;
 mod web;
 
 fn main() -> ExitCode {

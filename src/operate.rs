@@ -227,10 +227,11 @@ pub fn tier_window(config: &Config, window: Duration) -> Result<u64, Error> {
         return Ok(window.as_secs());
     }
     Err(Error::Usage(format!(
-        "--window {} is no tier's window in {} (its windows: {})",
+        "--window {} is no tier's window in {} (its windows: {}{})",
         duration::compact(window),
         config.path.display(),
-        config.schedule.windows().join(", ")
+        config.schedule.windows().join(", "),
+        config.schedule.did_you_mean_window(window)
     )))
 }
 

@@ -373,12 +373,44 @@ pub struct InitArgs {
     /// The folder to write into (created if missing).
     #[arg(default_value = ".")]
     pub dir: PathBuf,
-    /// Overwrite the demo files if they exist.
+    /// Overwrite the files if they exist.
     #[arg(long)]
     pub force: bool,
     /// Age the demo records from this instant (RFC 3339) [default: now].
-    #[arg(long, value_parser = parse_now)]
+    #[arg(long, value_parser = parse_now, conflicts_with = "database")]
     pub now: Option<DateTime<Utc>>,
+    /// Propose a schedule file for your table instead of the demo: the database's URL
+    /// or SQLite path (read only, never written).
+    #[arg(long, value_name = "URL", requires = "table")]
+    pub database: Option<String>,
+    /// The table to read (with --database): its primary key is the id, its columns and
+    /// values say which are the status and the inserted-at time.
+    #[arg(long, value_name = "NAME", requires = "database")]
+    pub table: Option<String>,
+    /// The id column, instead of the primary key.
+    #[arg(long, value_name = "COLUMN", requires = "table")]
+    pub id: Option<String>,
+    /// The status column, instead of the one guessed.
+    #[arg(long, value_name = "COLUMN", requires = "table")]
+    pub status: Option<String>,
+    /// The inserted-at column, instead of the one guessed.
+    #[arg(long, value_name = "COLUMN", requires = "table")]
+    pub inserted_at: Option<String>,
+    /// The handler: a program and its arguments (as a shell splits them), relative to
+    /// the schedule file's folder [default: a ./handler.sh for you to write].
+    #[arg(
+        long,
+        value_name = "COMMAND",
+        requires = "table",
+        conflicts_with = "url"
+    )]
+    pub command: Option<String>,
+    /// Call this URL for each record (the built-in HTTP handler) instead of a program.
+    #[arg(long, value_name = "URL", requires = "table")]
+    pub url: Option<String>,
+    /// Print the proposed file instead of writing it (what was guessed goes to stderr).
+    #[arg(long, requires = "table")]
+    pub dry_run: bool,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,

@@ -120,6 +120,9 @@ pub fn serve(args: &ServeArgs) -> Result<(), Error> {
 
 /// `backlog init`.
 pub fn init(args: &InitArgs) -> Result<(), Error> {
+    if let (Some(database), Some(table)) = (&args.database, &args.table) {
+        return init_from_table(args, database, table);
+    }
     let written = demo::write(&args.dir, args.force, args.now.unwrap_or_else(Utc::now))?;
     let next = format!(
         "{} run --window 7d --schedule {}",
@@ -133,6 +136,95 @@ pub fn init(args: &InitArgs) -> Result<(), Error> {
     let mut text: String = written.iter().map(|line| format!("{line}\n")).collect();
     text.push_str(&format!("next: {next}\n"));
     print(&text)
+}
+
+/// `backlog init --database URL --table NAME`: a schedule file proposed from the table.
+fn init_from_table(args: &InitArgs, database: &str, table: &str) -> Result<(), Error> {
+    // `backlog.toml`, not `./backlog.toml`, where no folder was given.
+    let file = match args.dir.as_os_str() == "." {
+        true => PathBuf::from(demo::SCHEDULE_FILE),
+        false => args.dir.join(demo::SCHEDULE_FILE),
+    };
+    if let Some(set) = backlog_core::config::url_from_environment()
+        && set.trim() != database.trim()
+    {
+        return Err(Error::Usage(
+            "BACKLOG_DATABASE_URL is set and would replace the file's URL; unset it, or give init the same URL with --database".into(),
+        ));
+    }
+    if !args.dry_run && !args.force && file.exists() {
+        return Err(Error::Usage(format!(
+            "{} exists; pass --force to overwrite it, or --dry-run to print the proposal",
+            file.display()
+        )));
+    }
+    let proposal = crate::proposal::propose(&crate::proposal::Request {
+        database,
+        table,
+        id: args.id.as_deref(),
+        status: args.status.as_deref(),
+        inserted_at: args.inserted_at.as_deref(),
+        command: args.command.as_deref(),
+        url: args.url.as_deref(),
+        file: &file,
+    })?;
+    let mut said: Vec<String> = vec![format!(
+        "read table {} ({} records)",
+        proposal.table.name, proposal.table.records
+    )];
+    said.extend(proposal.guessed.iter().map(|g| format!("  {g}")));
+    if let Some(index) = &proposal.create_index {
+        said.push(format!(
+            "  no index serves the band query, so every tick would read the whole table; create one before the first tick:\n      {index}"
+        ));
+    }
+    said.push(
+        "  change any of these in the file's [table], or pass --id, --status or --inserted-at"
+            .to_string(),
+    );
+    let handler_missing = args.command.is_none() && args.url.is_none();
+    let next = format!(
+        "{}{} doctor --schedule {}",
+        if handler_missing {
+            "write ./handler.sh beside the file (or set [handler] command or url in it), then "
+        } else {
+            ""
+        },
+        invoked_as(),
+        file.display()
+    );
+    if args.dry_run {
+        // The file on stdout, to redirect; what was guessed on stderr, for the person.
+        eprint!(
+            "{}",
+            said.iter().map(|l| format!("{l}\n")).collect::<String>()
+        );
+        return print(&proposal.text);
+    }
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+            context: format!("cannot create {}", dir.display()),
+            source,
+        })?;
+    }
+    std::fs::write(&file, &proposal.text).map_err(|source| Error::Io {
+        context: format!("cannot write {}", file.display()),
+        source,
+    })?;
+    let wrote = format!(
+        "wrote {} (the default progressive schedule over table {})",
+        file.display(),
+        proposal.table.name
+    );
+    if args.json {
+        let mut value = serde_json::to_value(&proposal).expect("a proposal serialises");
+        value["written"] = serde_json::json!([file.display().to_string()]);
+        value["next"] = next.into();
+        return print(&format!("{value}\n"));
+    }
+    said.push(wrote);
+    said.push(format!("next: {next}"));
+    print(&said.iter().map(|l| format!("{l}\n")).collect::<String>())
 }
 
 /// How a person runs this binary again from here: `backlog` when that is what `PATH`

@@ -111,9 +111,10 @@ fn run_tier(
     // `--if-due` refuses such a window itself, `--ad-hoc` or not: no cadence is due.
     if config.schedule.tier(args.window).is_none() && !args.ad_hoc && !args.if_due {
         return Err(Error::Usage(format!(
-            "--window {window} is no tier's window in {} (its windows: {}); give one of them, or add --ad-hoc to run ages 0 to {window} once",
+            "--window {window} is no tier's window in {} (its windows: {}{}); give one of them, or add --ad-hoc to run ages 0 to {window} once",
             config.path.display(),
             windows(config),
+            config.schedule.did_you_mean_window(args.window),
             window = duration::compact(args.window),
         )));
     }

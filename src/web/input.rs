@@ -61,13 +61,20 @@ pub(super) fn tier(
     others: &str,
 ) -> Result<Duration, Error> {
     let text = text.trim();
-    duration::parse_span(text)
-        .ok()
+    let parsed = duration::parse_span(text).ok();
+    parsed
         .filter(|w| config.schedule.tier(*w).is_some())
         .ok_or_else(|| {
+            let windows = config.schedule.windows();
+            let mean = match parsed {
+                Some(window) => config.schedule.did_you_mean_window(window),
+                None => {
+                    backlog_core::suggest::did_you_mean(text, windows.iter().map(String::as_str))
+                }
+            };
             Error::Usage(format!(
-                "{field}: {text:?} is no tier's window; pick one of {}{others}",
-                config.schedule.windows().join(", ")
+                "{field}: {text:?} is no tier's window{mean}; pick one of {}{others}",
+                windows.join(", ")
             ))
         })
 }

@@ -168,7 +168,10 @@ fn a_file_that_does_not_load_still_alerts(backend: Backend) {
     assert_eq!(events[0]["tier"], 1);
     assert_eq!(events[0]["exit_code"], 3);
     let message = events[0]["message"].as_str().unwrap();
-    assert!(message.contains("unknown field `evry`"), "{message}");
+    assert!(
+        message.contains("evry: unknown key; did you mean `every`?"),
+        "{message}"
+    );
 }
 
 /// A database that cannot be reached: the tick cannot start, and says so to a person
@@ -436,7 +439,7 @@ fn bad_alert_sections_get_messages_that_name_the_key() {
         ),
         (
             "webhok = \"https://hooks.example/x\"",
-            "backlog: backlog.toml:{line}:1: unknown field `webhok`, expected one of `command`, `command_timeout`, `webhook`, `ping`, `alert_every`\n",
+            "backlog: backlog.toml:{line}:1: alert.webhok: unknown key; did you mean `webhook`? The keys here are `command`, `command_timeout`, `webhook`, `ping`, `alert_every`.\n",
         ),
         (
             "alert_every = \"90d\"",

@@ -133,7 +133,7 @@ fn doctor_checks_the_statuses_against_the_table(backend: Backend) {
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     assert!(
         stdout.contains(
-            "FAIL statuses in BACKLOG: \"CANCELLED\" 1, \"NEW\" 3; the file names none of \"CANCELLED\" 1, \"NEW\" 3 (never selected); no record has \"new\", \"error\", \"SUCCESS\", \"ERROR\"; no record is pending: set table.pending, success and error to the table's own values (statuses are compared exactly, case included)\n"
+            "FAIL statuses in BACKLOG: \"CANCELLED\" 1, \"NEW\" 3; the file names none of \"CANCELLED\" 1, \"NEW\" 3 (never selected); no record has \"new\" (did you mean \"NEW\"?), \"error\", \"SUCCESS\", \"ERROR\"; no record is pending: set table.pending, success and error to the table's own values (statuses are compared exactly, case included)\n"
         ),
         "{stdout}"
     );

@@ -80,3 +80,32 @@ fn usage_lines_require_only_what_has_no_default() {
         }
     }
 }
+
+/// A misspelt command or flag is answered with the one meant, on a terminal's stderr
+/// and in a log file's one line alike.
+#[test]
+fn a_misspelt_command_or_flag_says_which_was_meant() {
+    let env = Env::new();
+    let out = env.backlog(&["statsu"]).assert().code(2);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("tip: a similar subcommand exists: 'status'"),
+        "{stderr}"
+    );
+    let out = env.backlog(&["run", "--windw", "7d"]).assert().code(2);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("tip: a similar argument exists: '--window'"),
+        "{stderr}"
+    );
+    let log = std::fs::File::create(env.path("cron.log")).unwrap();
+    let status = env.command().arg("statsu").stderr(log).status().unwrap();
+    assert_eq!(status.code(), Some(2));
+    let line = std::fs::read_to_string(env.path("cron.log")).unwrap();
+    assert!(
+        line.ends_with(
+            " ERROR backlog: unrecognized subcommand 'statsu'; tip: a similar subcommand exists: 'status'\n"
+        ),
+        "{line}"
+    );
+}

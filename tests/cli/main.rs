@@ -35,6 +35,7 @@ mod harness;
 mod help;
 mod hooks;
 mod http;
+mod init;
 mod labels;
 mod lapse;
 mod left_alone;

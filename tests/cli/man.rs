@@ -222,10 +222,11 @@ fn the_schedule_file_page_names_every_key_the_reader_takes() {
             .code(3);
         let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
         let accepted: BTreeSet<String> = stderr
-            .split("expected one of ")
+            .split("The keys here are ")
             .nth(1)
             .unwrap_or_else(|| panic!("{section_name}: no list of keys: {stderr}"))
             .trim_end()
+            .trim_end_matches('.')
             .split(", ")
             .map(|k| k.trim_matches('`').to_string())
             .collect();

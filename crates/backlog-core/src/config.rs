@@ -39,7 +39,7 @@ pub use check::CheckConfig;
 pub use check::{MAX_COUNT as CHECK_MAX_COUNT, WAITING as CHECK_WAITING};
 pub use database::{DEFAULT_BUSY_TIMEOUT, DEFAULT_CLAIM_LEASE};
 pub use database::{DEFAULT_SCHEMA, lease_outlives_lock_waits};
-pub use database::{DatabaseConfig, DatabaseUrl};
+pub use database::{DatabaseConfig, DatabaseUrl, url_from_environment};
 use database::{RawDatabase, resolve_database};
 pub use handler::DEFAULT_STOP_GRACE;
 pub use handler::MAX_CONCURRENCY;

@@ -30,6 +30,7 @@ pub mod rate;
 pub mod record;
 pub mod schedule;
 pub mod store;
+pub mod suggest;
 pub mod tick;
 pub mod timestamp;
 

@@ -195,6 +195,20 @@ impl Schedule {
             .collect()
     }
 
+    /// `; did you mean 7d?` after a message about a `window` that is no tier's: the
+    /// tier's window nearest it, within a factor of two (8d means 7d, 30h means 1d; 3d
+    /// between 1d and 7d means neither), or nothing.
+    pub fn did_you_mean_window(&self, window: Duration) -> String {
+        let ratio = |t: &Tier| (window.as_secs_f64() / t.window.as_secs_f64()).ln().abs();
+        self.tiers
+            .iter()
+            .filter(|t| !t.window.is_zero() && !window.is_zero() && ratio(t) < 2f64.ln())
+            .min_by(|a, b| ratio(a).total_cmp(&ratio(b)))
+            .map_or_else(String::new, |t| {
+                format!("; did you mean {}?", duration::compact(t.window))
+            })
+    }
+
     /// "1 tier", "6 tiers": how many tiers, for messages.
     pub fn tier_count(&self) -> String {
         tiers(self.tiers.len())

@@ -29,10 +29,10 @@ const TABLE_OPTIONS: &str = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8m
 const OWN_TABLES_LOCK: &str = "backlog: own tables";
 
 /// Integer types of MySQL, whose values read as numbers.
-const INTEGERS: [&str; 5] = ["tinyint", "smallint", "mediumint", "int", "bigint"];
+pub(crate) const INTEGERS: [&str; 5] = ["tinyint", "smallint", "mediumint", "int", "bigint"];
 
 /// Text types of MySQL.
-const TEXTS: [&str; 6] = [
+pub(crate) const TEXTS: [&str; 6] = [
     "char",
     "varchar",
     "tinytext",
@@ -46,14 +46,14 @@ const TEXTS: [&str; 6] = [
 type Columns = (Vec<(String, String)>, Vec<bool>);
 
 /// Text of a value of information_schema.
-fn text(v: &mysql::Value) -> String {
+pub(crate) fn text(v: &mysql::Value) -> String {
     values::text(v).unwrap_or_default()
 }
 
 impl MysqlStore {
     /// Finds the table (`name` or `database.name`), exactly or else case-insensitively:
     /// its database and name.
-    fn resolve_table(&mut self) -> Result<(String, String), StoreError> {
+    pub(crate) fn resolve_table(&mut self) -> Result<(String, String), StoreError> {
         let (database, name) = match self.table.name.split_once('.') {
             Some((d, n)) => (d.to_string(), n.to_string()),
             None => (self.url.database.clone(), self.table.name.clone()),
@@ -91,7 +91,7 @@ impl MysqlStore {
     }
 
     /// The table's columns.
-    fn columns(&mut self, database: &str, table: &str) -> Result<Columns, StoreError> {
+    pub(crate) fn columns(&mut self, database: &str, table: &str) -> Result<Columns, StoreError> {
         let rows: Vec<(mysql::Value, mysql::Value, i64)> = self
             .conn
             .exec(

@@ -6,12 +6,16 @@ use mysql::prelude::Queryable;
 
 use crate::MysqlStore;
 use crate::connection::my;
+use crate::schema::{INTEGERS, TEXTS, text};
 use crate::values;
 use backlog_core::record::Scalar;
+use backlog_core::store::Kind;
 use backlog_core::store::QueryPlan;
 use backlog_core::store::Range;
 use backlog_core::store::StoreError;
 use backlog_core::store::Survey;
+use backlog_core::store::TableColumn;
+use backlog_core::store::TableShape;
 use backlog_core::store::band_statuses;
 use backlog_core::store::{index_name, quote};
 use chrono::DateTime;
@@ -165,5 +169,74 @@ impl Survey for MysqlStore {
                 self.table.inserted_at, self.table.name
             )))?;
         Ok(rows.into_iter().filter_map(values::scalar).collect())
+    }
+
+    fn table_shape(&mut self) -> Result<TableShape, StoreError> {
+        let (database, table) = self.resolve_table()?;
+        let context = format!("reading the columns of {}", self.table.name);
+        let (names, _) = self.columns(&database, &table)?;
+        let key: Vec<mysql::Value> = self
+            .conn
+            .exec(
+                "SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE
+                 WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND CONSTRAINT_NAME = 'PRIMARY'
+                 ORDER BY ORDINAL_POSITION",
+                (&database, &table),
+            )
+            .map_err(my(&context))?;
+        let quoted = format!("{}.{}", quote(&database), quote(&table));
+        // Qualified as the name asked for was.
+        let name = if self.table.name.contains('.') {
+            format!("{database}.{table}")
+        } else {
+            table
+        };
+        Ok(TableShape {
+            name,
+            quoted,
+            columns: names
+                .into_iter()
+                .map(|(name, sql_type)| TableColumn {
+                    kind: kind(&sql_type),
+                    name,
+                    sql_type,
+                })
+                .collect(),
+            primary_key: key.iter().map(text).collect(),
+        })
+    }
+
+    fn values(
+        &mut self,
+        shape: &TableShape,
+        column: &str,
+        limit: usize,
+    ) -> Result<Vec<(String, u64)>, StoreError> {
+        let rows: Vec<(mysql::Value, u64)> = self
+            .conn
+            .0
+            .exec(
+                format!(
+                    "SELECT CAST({c} AS CHAR), count(*) FROM {t} WHERE {c} IS NOT NULL GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT ?",
+                    c = quote(column),
+                    t = shape.quoted
+                ),
+                (limit as u64 + 1,),
+            )
+            .map_err(my(format!(
+                "counting the values of {column} in {}",
+                shape.name
+            )))?;
+        Ok(rows.iter().map(|(v, n)| (text(v), *n)).collect())
+    }
+}
+
+/// What a type holds, by its `DATA_TYPE` (an enumeration's labels are text).
+fn kind(data_type: &str) -> Kind {
+    match data_type {
+        t if INTEGERS.contains(&t) => Kind::Integer,
+        t if TEXTS.contains(&t) || t == "enum" => Kind::Text,
+        "datetime" | "timestamp" | "date" => Kind::Timestamp,
+        _ => Kind::Other,
     }
 }

@@ -7,16 +7,20 @@ use crate::PostgresStore;
 use crate::connection::pg;
 use backlog_core::record::Record;
 use backlog_core::record::Scalar;
+use backlog_core::store::Kind;
 use backlog_core::store::QueryPlan;
 use backlog_core::store::Range;
 use backlog_core::store::StoreError;
 use backlog_core::store::Survey;
+use backlog_core::store::TableColumn;
+use backlog_core::store::TableShape;
 use backlog_core::store::band_statuses;
 use backlog_core::store::index_name;
 use backlog_core::store::quote;
 use chrono::DateTime;
 use chrono::Utc;
 use postgres::types::ToSql;
+use postgres::types::Type;
 
 impl Survey for PostgresStore {
     fn count_by_status(&mut self, range: &Range) -> Result<Vec<(String, u64)>, StoreError> {
@@ -80,13 +84,20 @@ impl Survey for PostgresStore {
         );
         let pending = self.table.pending.clone();
         let limit: i64 = 200;
-        let detail: Vec<String> = self
-            .client
+        // Whether an index serves the band, not whether the planner picks it for a
+        // table yet small enough to read whole: a sequential scan is taken only when
+        // no index can be.
+        let context = "explaining the band query";
+        let mut tx = self.client.0.transaction().map_err(pg(context))?;
+        tx.batch_execute("SET LOCAL enable_seqscan = off")
+            .map_err(pg(context))?;
+        let detail: Vec<String> = tx
             .query(&sql, &[&Bound(&from), &Bound(&to), &pending, &limit])
-            .map_err(pg("explaining the band query"))?
+            .map_err(pg(context))?
             .iter()
             .map(|r| r.get::<_, String>(0).trim().to_string())
             .collect();
+        tx.rollback().map_err(pg(context))?;
         let bare = p.inserted_at.trim_matches('"').to_string();
         let uses_index = detail
             .iter()
@@ -134,6 +145,88 @@ impl Survey for PostgresStore {
             ),
         }
         .map(|records| records.iter().map(Record::inserted_at).collect())
+    }
+
+    fn table_shape(&mut self) -> Result<TableShape, StoreError> {
+        let (oid, quoted) = self.resolve_table()?;
+        let context = format!("reading the columns of {}", self.table.name);
+        let columns = self
+            .columns(oid)?
+            .into_iter()
+            .map(|(name, sql_type, category)| TableColumn {
+                kind: kind(&sql_type, &category),
+                name,
+                sql_type,
+            })
+            .collect();
+        let primary_key = self
+            .client
+            .0
+            .query_typed(
+                "SELECT a.attname::text FROM pg_index i
+                   JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey::int2[])
+                  WHERE i.indrelid = $1 AND i.indisprimary
+                  ORDER BY array_position(i.indkey::int2[], a.attnum)",
+                &[(&oid, Type::OID)],
+            )
+            .map_err(pg(&context))?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let (schema, table) = self
+            .client
+            .query_typed_one(
+                "SELECT n.nspname::text, c.relname::text FROM pg_class c
+                   JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1",
+                &[(&oid, Type::OID)],
+            )
+            .map(|r| (r.get::<_, String>(0), r.get::<_, String>(1)))
+            .map_err(pg(&context))?;
+        // Qualified as the name asked for was: `public.orders` stays so, `orders` too.
+        let name = if self.table.name.contains('.') {
+            format!("{schema}.{table}")
+        } else {
+            table
+        };
+        Ok(TableShape {
+            name,
+            quoted,
+            columns,
+            primary_key,
+        })
+    }
+
+    fn values(
+        &mut self,
+        shape: &TableShape,
+        column: &str,
+        limit: usize,
+    ) -> Result<Vec<(String, u64)>, StoreError> {
+        let query = format!(
+            "SELECT CAST({c} AS TEXT), count(*) FROM {t} WHERE {c} IS NOT NULL GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT $1",
+            c = quote(column),
+            t = shape.quoted
+        );
+        let context = format!("counting the values of {column} in {}", shape.name);
+        Ok(self
+            .client
+            .0
+            .query_typed(&query, &[(&(limit as i64 + 1), Type::INT8)])
+            .map_err(pg(&context))?
+            .iter()
+            .map(|r| (r.get(0), r.get::<_, i64>(1) as u64))
+            .collect())
+    }
+}
+
+/// What a type holds, by its name (`format_type`) and its category (`pg_type.typcategory`:
+/// N numeric, S string, E enumeration, D date and time).
+fn kind(sql_type: &str, category: &str) -> Kind {
+    match category {
+        "N" if matches!(sql_type, "smallint" | "integer" | "bigint") => Kind::Integer,
+        "S" | "E" => Kind::Text,
+        "D" if sql_type.starts_with("timestamp") || sql_type == "date" => Kind::Timestamp,
+        _ => Kind::Other,
     }
 }
 

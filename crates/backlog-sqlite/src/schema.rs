@@ -20,6 +20,24 @@ use rusqlite::types::ValueRef;
 impl SqliteStore {
     /// Resolves the table's real name and columns, case-insensitively as SQLite does.
     pub(super) fn resolve_names(&self) -> Result<(String, [String; 3]), StoreError> {
+        let table = self.resolve_table()?;
+        let mut stmt = self
+            .conn
+            .prepare("SELECT name FROM pragma_table_info(?1)")
+            .map_err(db("reading the schema"))?;
+        let columns: Vec<String> = stmt
+            .query_map([&table], |r| r.get(0))
+            .and_then(Iterator::collect)
+            .map_err(db("reading the schema"))?;
+        let named = backlog_core::store::columns::find(&self.table, &columns)?;
+        let [id, status, inserted_at] =
+            [named.id, named.status, named.inserted_at].map(|i| columns[i].clone());
+        Ok((table, [id, status, inserted_at]))
+    }
+
+    /// The table's real name, found case-insensitively as SQLite does; a view or a
+    /// missing table is an error that names the tables there are.
+    pub(super) fn resolve_table(&self) -> Result<String, StoreError> {
         let found: Option<(String, String)> = self
             .conn
             .query_row(
@@ -62,18 +80,7 @@ impl SqliteStore {
                 available,
             });
         };
-        let mut stmt = self
-            .conn
-            .prepare("SELECT name FROM pragma_table_info(?1)")
-            .map_err(db("reading the schema"))?;
-        let columns: Vec<String> = stmt
-            .query_map([&table], |r| r.get(0))
-            .and_then(Iterator::collect)
-            .map_err(db("reading the schema"))?;
-        let named = backlog_core::store::columns::find(&self.table, &columns)?;
-        let [id, status, inserted_at] =
-            [named.id, named.status, named.inserted_at].map(|i| columns[i].clone());
-        Ok((table, [id, status, inserted_at]))
+        Ok(table)
     }
 
     /// The samples of a timestamp column (see `store::samples`), by SQLite's plans.

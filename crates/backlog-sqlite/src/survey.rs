@@ -11,10 +11,13 @@ use crate::db;
 use crate::dialect::LiteRef;
 use crate::scalar;
 use backlog_core::record::Scalar;
+use backlog_core::store::Kind;
 use backlog_core::store::QueryPlan;
 use backlog_core::store::Range;
 use backlog_core::store::StoreError;
 use backlog_core::store::Survey;
+use backlog_core::store::TableColumn;
+use backlog_core::store::TableShape;
 use backlog_core::store::band_statuses;
 use backlog_core::store::index_name;
 use backlog_core::store::quote;
@@ -149,5 +152,73 @@ impl Survey for SqliteStore {
         })
         .and_then(Iterator::collect)
         .map_err(db("reading inserted-at values"))
+    }
+
+    fn table_shape(&mut self) -> Result<TableShape, StoreError> {
+        let name = self.resolve_table()?;
+        let context = format!("reading the columns of {name}");
+        let mut stmt = self
+            .conn
+            .prepare("SELECT name, type, pk FROM pragma_table_info(?1) ORDER BY cid")
+            .map_err(db(&context))?;
+        let rows: Vec<(String, String, i64)> = stmt
+            .query_map([&name], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .and_then(Iterator::collect)
+            .map_err(db(&context))?;
+        let mut key: Vec<(i64, String)> = rows
+            .iter()
+            .filter(|r| r.2 > 0)
+            .map(|r| (r.2, r.0.clone()))
+            .collect();
+        key.sort();
+        let columns = rows
+            .into_iter()
+            .map(|(name, sql_type, _)| TableColumn {
+                kind: kind(&sql_type),
+                name,
+                sql_type,
+            })
+            .collect();
+        Ok(TableShape {
+            quoted: quote(&name),
+            name,
+            columns,
+            primary_key: key.into_iter().map(|k| k.1).collect(),
+        })
+    }
+
+    fn values(
+        &mut self,
+        shape: &TableShape,
+        column: &str,
+        limit: usize,
+    ) -> Result<Vec<(String, u64)>, StoreError> {
+        let query = format!(
+            "SELECT CAST({c} AS TEXT), count(*) FROM {t} WHERE {c} IS NOT NULL GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT ?1",
+            c = quote(column),
+            t = shape.quoted
+        );
+        let context = format!("counting the values of {column} in {}", shape.name);
+        let mut stmt = self.conn.prepare(&query).map_err(db(&context))?;
+        stmt.query_map([limit as i64 + 1], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as u64))
+        })
+        .and_then(Iterator::collect)
+        .map_err(db(&context))
+    }
+}
+
+/// What a declared type holds, by SQLite's affinity rules (an `INT` anywhere in the
+/// name is an integer, `CHAR`, `CLOB` or `TEXT` text), a date or time named as such.
+fn kind(declared: &str) -> Kind {
+    let t = declared.to_ascii_uppercase();
+    if t.contains("INT") {
+        Kind::Integer
+    } else if t.contains("DATE") || t.contains("TIME") {
+        Kind::Timestamp
+    } else if t.contains("CHAR") || t.contains("CLOB") || t.contains("TEXT") || t.is_empty() {
+        Kind::Text
+    } else {
+        Kind::Other
     }
 }

@@ -118,7 +118,7 @@ pub(super) const CASES: &[Case] = &[
         setup: |_| {},
         args: &["--window", "10d"],
         code: 2,
-        stderr: "backlog: --window 10d is no tier's window in backlog.toml (its windows: 1d, 7d, 14d, 30d, 180d, 360d); give one of them, or add --ad-hoc to run ages 0 to 10d once\n",
+        stderr: "backlog: --window 10d is no tier's window in backlog.toml (its windows: 1d, 7d, 14d, 30d, 180d, 360d; did you mean 14d?); give one of them, or add --ad-hoc to run ages 0 to 10d once\n",
         sqlite_only: false,
     },
     Case {
@@ -158,7 +158,15 @@ pub(super) const CASES: &[Case] = &[
         setup: |env| rewrite_schedule(env, "every = \"1h\"", "evry = \"1h\""),
         args: &[],
         code: 3,
-        stderr: "backlog: backlog.toml:{line}:1: unknown field `evry`, expected one of `window`, `every`, `cron`, `limit`, `jitter`, `spread`, `ping`\n",
+        stderr: "backlog: backlog.toml:{line}:1: tier 2: evry: unknown key; did you mean `every`? The keys here are `window`, `every`, `cron`, `limit`, `jitter`, `spread`, `ping`.\n",
+        sqlite_only: false,
+    },
+    Case {
+        name: "a misspelt key of [table]",
+        setup: |env| rewrite_schedule(env, "inserted_at = ", "inserted_att = "),
+        args: &[],
+        code: 3,
+        stderr: "backlog: backlog.toml:{line}:1: table.inserted_att: unknown key; did you mean `inserted_at`? The keys here are `name`, `id`, `status`, `inserted_at`, `inserted_at_format`, `inserted_at_timezone`, `pending`, `success`, `error`, `given_up`, `give_up_after`, `labels`.\n",
         sqlite_only: false,
     },
     type_error!(

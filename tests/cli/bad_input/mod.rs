@@ -158,7 +158,7 @@ fn with_json_a_failure_is_a_json_object_on_stdout_too() {
     rewrite_schedule(&env, "name = \"BACKLOG\"", "name = \"BACKLGO\"");
     let db = format!("sqlite:{}/backlog.db", env.dir.path().display());
     let no_table = format!(
-        "{db}: no table \"BACKLGO\" (set table.name in the schedule file); tables: BACKLOG"
+        "{db}: no table \"BACKLGO\" (set table.name in the schedule file); did you mean \"BACKLOG\"?; tables: BACKLOG"
     );
     let no_file = "nope.toml: no such schedule file; pass --schedule FILE, or run `backlog init` to write one";
     for (args, code, message) in [

@@ -18,7 +18,7 @@ pub(super) const CASES: &[Case] = &[
         setup: |env| rewrite_schedule(env, "name = \"BACKLOG\"", "name = \"BACKLGO\""),
         args: &[],
         code: 4,
-        stderr: "backlog: {db}: no table \"BACKLGO\" (set table.name in the schedule file); tables: BACKLOG\n",
+        stderr: "backlog: {db}: no table \"BACKLGO\" (set table.name in the schedule file); did you mean \"BACKLOG\"?; tables: BACKLOG\n",
         sqlite_only: false,
     },
     Case {

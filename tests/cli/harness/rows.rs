@@ -15,6 +15,16 @@ impl Env {
         }
     }
 
+    /// The database's URL with its password, as a person types it on a command line
+    /// (a SQLite file's path).
+    pub fn url_with_password(&self) -> String {
+        match (&self.pg, &self.my) {
+            (Some(pg), _) => pg.url.clone(),
+            (_, Some(my)) => my.url.clone(),
+            _ => "backlog.db".into(),
+        }
+    }
+
     /// A MySQL connection to the test database.
     pub fn my(&self) -> mysql::Conn {
         my_connect(&self.my.as_ref().expect("a MySQL test").url)

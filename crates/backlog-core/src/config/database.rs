@@ -135,7 +135,7 @@ pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 const URL_VARIABLE: &str = "BACKLOG_DATABASE_URL";
 
 /// `BACKLOG_DATABASE_URL`, when it is set and not empty.
-pub(super) fn url_from_environment() -> Option<String> {
+pub fn url_from_environment() -> Option<String> {
     std::env::var(URL_VARIABLE)
         .ok()
         .filter(|u| !u.trim().is_empty())

@@ -49,7 +49,7 @@ fn bad_files_get_messages_that_name_key_and_fix() {
         (
             "window = \"7d\"\ncron",
             "window = \"7d\"\nwindw",
-            "/etc/backlog.toml:20:1: unknown field `windw`, expected one of `window`, `every`, `cron`, `limit`, `jitter`, `spread`, `ping`",
+            "/etc/backlog.toml:20:1: tier 2: windw: unknown key; did you mean `window`? The keys here are `window`, `every`, `cron`, `limit`, `jitter`, `spread`, `ping`.",
         ),
         (
             "window = \"7d\"",

@@ -42,6 +42,9 @@ pub(super) fn describe(
     {
         return (span, missing(&at.child(field)));
     }
+    if let Some((field, keys)) = unknown_field(&message) {
+        return (span, unknown(&at, field, &keys));
+    }
     let is_type_error = [
         "invalid type: ",
         "invalid value: ",
@@ -102,6 +105,32 @@ pub(super) fn describe(
         ),
     };
     (span, line)
+}
+
+/// The key and the keys there are, of serde's `unknown field `x`, expected one of `a`,
+/// `b``, `… expected `a`` or `… there are no fields`.
+fn unknown_field(message: &str) -> Option<(&str, Vec<&str>)> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (field, expected) = rest.split_once('`')?;
+    let keys = expected.split('`').skip(1).step_by(2).collect();
+    Some((field, keys))
+}
+
+/// `table.inserted_att: unknown key; did you mean `inserted_at`? The keys here are …`.
+fn unknown(at: &KeyPath, field: &str, keys: &[&str]) -> String {
+    let mean = crate::suggest::nearest(field, keys.iter().copied())
+        .map_or_else(String::new, |k| format!("; did you mean `{k}`?"));
+    let here = match keys {
+        [] => " Nothing may be set here.".to_string(),
+        keys => format!(
+            " The keys here are {}.",
+            keys.iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    format!("{}: unknown key{mean}{here}", at.name())
 }
 
 /// `the file has no [handler] section; write it like …`.

@@ -13,7 +13,8 @@ pub enum StoreError {
     NoDatabase,
     /// The table named by `table.name` is not in the database.
     #[error(
-        "no table {table:?} (set table.name in the schedule file){}",
+        "no table {table:?} (set table.name in the schedule file){}{}",
+        crate::suggest::did_you_mean(table, available.iter().map(String::as_str)),
         list("tables", available)
     )]
     NoTable {
@@ -36,7 +37,8 @@ pub enum StoreError {
     /// A column the schedule file names (id, status, inserted-at, `[retry]`'s `since`) is
     /// not in the table.
     #[error(
-        "table {table:?} has no column {column:?} (set {key} in the schedule file){}",
+        "table {table:?} has no column {column:?} (set {key} in the schedule file){}{}",
+        crate::suggest::did_you_mean(column, available.iter().map(String::as_str)),
         list("columns", available)
     )]
     NoColumn {

@@ -35,6 +35,7 @@ pub mod reads;
 pub mod runners;
 pub mod runs;
 pub mod samples;
+pub mod shape;
 pub mod sql;
 pub mod tables;
 pub mod totals;
@@ -60,6 +61,7 @@ pub use reads::SCAN_PAGE;
 pub use reads::{InsertedAtScan, QueryPlan, Reads, Survey};
 pub use runners::{Holding, Runner};
 pub use runs::{RunEnd, RunRow, RunStart, UNFINISHED};
+pub use shape::{Kind, TableColumn, TableShape};
 pub use totals::{DURATION_BUCKETS, DurationHistogram, RecentRun, RunTotals};
 
 use crate::config::TableConfig;

@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{BandQuery, Cursor, Range, StoreError};
+use super::{BandQuery, Cursor, Range, StoreError, TableShape};
 use crate::record::{Record, Scalar};
 
 /// The records of the user's table: a band's pages, the oldest of some statuses, one
@@ -57,6 +57,20 @@ pub trait Survey {
         after: Option<&Scalar>,
         limit: usize,
     ) -> Result<Vec<Scalar>, StoreError>;
+
+    /// The table `table.name` names as its catalog describes it; needs only the name
+    /// (no `inspect` first): what `init` proposes a schedule file from.
+    fn table_shape(&mut self) -> Result<TableShape, StoreError>;
+
+    /// The non-NULL values of `column` of the table `shape` found, with how many
+    /// records hold each, the most common first: at most `limit` + 1 of them, so that a
+    /// caller can tell a column of more values from one of `limit` (no `inspect` first).
+    fn values(
+        &mut self,
+        shape: &TableShape,
+        column: &str,
+        limit: usize,
+    ) -> Result<Vec<(String, u64)>, StoreError>;
 }
 
 /// How the database runs a band query, for `backlog doctor`.

@@ -1,0 +1,777 @@
+//! The schedule file `backlog init --database URL --table NAME` proposes for a table the
+//! tool has never seen: it reads the table's columns and key, takes the primary key as
+//! the id, picks the status column by its name and the values it holds (which look
+//! pending, which done), the inserted-at column and its format, asks the database how
+//! it would run the band query, and fills the default progressive schedule in with
+//! them. It reads; it never writes the user's table (nor the tool's own tables).
+
+use std::path::{Path, PathBuf};
+
+use backlog_core::config::Config;
+use backlog_core::store::{self, Kind, Store, TableColumn, TableShape};
+use backlog_core::suggest;
+
+use crate::error::Error;
+
+/// What `init` was asked: where the table is, and the columns it is told rather than
+/// left to guess.
+pub struct Request<'a> {
+    /// The database's URL or SQLite path, as the user typed it.
+    pub database: &'a str,
+    /// The table's name.
+    pub table: &'a str,
+    /// `--id`, `--status`, `--inserted-at`: columns named instead of guessed.
+    pub id: Option<&'a str>,
+    /// See `id`.
+    pub status: Option<&'a str>,
+    /// See `id`.
+    pub inserted_at: Option<&'a str>,
+    /// `--command`: the handler's program, relative to the file's folder.
+    pub command: Option<&'a str>,
+    /// `--url`: the URL the built-in HTTP handler calls instead.
+    pub url: Option<&'a str>,
+    /// The file the proposal is for: its folder is what relative paths resolve against.
+    pub file: &'a Path,
+}
+
+/// A proposed schedule file and what was guessed to write it.
+#[derive(Debug, serde::Serialize)]
+pub struct Proposal {
+    /// The file's text.
+    #[serde(skip)]
+    pub text: String,
+    /// The `[table]` section as proposed.
+    pub table: Table,
+    /// A line per guess: what was taken, and why.
+    pub guessed: Vec<String>,
+    /// The statement that gives the band query an index, when the table has none.
+    pub create_index: Option<String>,
+}
+
+/// The `[table]` section of a proposal.
+#[derive(Debug, serde::Serialize)]
+pub struct Table {
+    /// `table.name`, as the database spells it.
+    pub name: String,
+    /// `table.id`.
+    pub id: String,
+    /// `table.status`.
+    pub status: String,
+    /// `table.inserted_at`.
+    pub inserted_at: String,
+    /// `table.inserted_at_format`.
+    pub inserted_at_format: String,
+    /// `table.pending`.
+    pub pending: Vec<String>,
+    /// `table.success`.
+    pub success: String,
+    /// `table.error`.
+    pub error: String,
+    /// The table's records (those with a status).
+    pub records: u64,
+}
+
+/// A column's values and how many records hold each, the most common first.
+type Values = Vec<(String, u64)>;
+
+/// A column holding more distinct values than this is not a status column.
+const MOST_STATUSES: usize = 50;
+
+/// Words of a status a record waits in, and of one that failed and is tried again
+/// (compared in lower case, with `-` and spaces as `_`).
+const PENDING: &[&str] = &[
+    "new",
+    "pending",
+    "queued",
+    "queue",
+    "waiting",
+    "ready",
+    "todo",
+    "open",
+    "created",
+    "scheduled",
+    "unsent",
+    "unprocessed",
+    "initial",
+    "received",
+    "submitted",
+    "retry",
+    "retrying",
+    "retryable",
+];
+const FAILED: &[&str] = &[
+    "error",
+    "errored",
+    "errors",
+    "failed",
+    "failure",
+    "fail",
+    "failing",
+    "retry",
+    "retrying",
+    "retryable",
+    "temp_fail",
+    "tempfail",
+];
+/// Words of a status a record is done in.
+const DONE: &[&str] = &[
+    "success",
+    "succeeded",
+    "successful",
+    "done",
+    "sent",
+    "delivered",
+    "complete",
+    "completed",
+    "ok",
+    "processed",
+    "finished",
+    "closed",
+    "shipped",
+    "paid",
+    "synced",
+    "published",
+    "acknowledged",
+    "acked",
+    "accepted",
+    "imported",
+    "exported",
+    "uploaded",
+    "notified",
+    "handled",
+];
+
+/// What a status value looks like.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Look {
+    Pending,
+    Failed,
+    Done,
+    Neither,
+}
+
+fn look(value: &str) -> Look {
+    let word = value.trim().to_lowercase().replace(['-', ' '], "_");
+    if FAILED.contains(&word.as_str()) {
+        Look::Failed
+    } else if PENDING.contains(&word.as_str()) {
+        Look::Pending
+    } else if DONE.contains(&word.as_str()) {
+        Look::Done
+    } else {
+        Look::Neither
+    }
+}
+
+/// Reads the table and proposes a schedule file for it.
+pub fn propose(request: &Request<'_>) -> Result<Proposal, Error> {
+    let probe = config(request, None)?;
+    let database = probe.database.url.to_string();
+    let mut store = store::open(&probe.database, &probe.table).map_err(|e| match e {
+        store::StoreError::NoDatabase => Error::Usage(format!(
+            "--database {}: no such SQLite file; give the path of the file that holds the table, or a server's URL (postgres://…, mysql://…)",
+            request.database
+        )),
+        e => Error::store(&database)(e),
+    })?;
+    let shape = store.table_shape().map_err(|e| match e {
+        // Named as the command line gave it, not as a file's key.
+        store::StoreError::NoTable { table, available } => Error::Usage(format!(
+            "--table {table}: {} has no such table{}; {}",
+            request.database,
+            suggest::did_you_mean(&table, available.iter().map(String::as_str)),
+            match available.as_slice() {
+                [] => "it has no tables".to_string(),
+                names => format!("its tables: {}", names.join(", ")),
+            }
+        )),
+        e => Error::store(&database)(e),
+    })?;
+    let mut guessed = Vec::new();
+
+    let id = match request.id {
+        Some(name) => named(&shape, name, "--id")?,
+        None => primary_key(&shape)?,
+    };
+    guessed.push(format!(
+        "id = {:?}: {} ({})",
+        id.name,
+        if request.id.is_some() {
+            "as --id says"
+        } else {
+            "the primary key"
+        },
+        id.sql_type
+    ));
+
+    let inserted_at = match request.inserted_at {
+        Some(name) => named(&shape, name, "--inserted-at")?,
+        None => inserted_at(&shape, &id.name)?,
+    };
+
+    let (status, values) = match request.status {
+        Some(name) => {
+            let column = named(&shape, name, "--status")?;
+            let values = store
+                .values(&shape, &column.name, MOST_STATUSES)
+                .map_err(Error::store(&database))?;
+            (column, values)
+        }
+        None => status(
+            store.as_mut(),
+            &shape,
+            [&id.name, &inserted_at.name],
+            &database,
+        )?,
+    };
+    if values.len() > MOST_STATUSES {
+        return Err(Error::Usage(format!(
+            "column {} of table {} holds more than {MOST_STATUSES} distinct values, too many for a status; name the status column with --status COLUMN",
+            status.name, shape.name
+        )));
+    }
+    let statuses = Statuses::of(status, &values, &shape.name)?;
+    guessed.push(format!(
+        "status = {:?}: {} ({}); {}",
+        status.name,
+        if request.status.is_some() {
+            "as --status says"
+        } else {
+            "by its name and values"
+        },
+        status.sql_type,
+        statuses.said
+    ));
+
+    // The file as proposed, loaded as any schedule file is; the table read with it: the
+    // inserted-at format, and how the band query would run.
+    let table = Table {
+        name: shape.name.clone(),
+        id: id.name.clone(),
+        status: status.name.clone(),
+        inserted_at: inserted_at.name.clone(),
+        inserted_at_format: "auto".into(),
+        pending: statuses.pending,
+        success: statuses.success,
+        error: statuses.error,
+        records: values.iter().map(|(_, n)| n).sum(),
+    };
+    let config = config(request, Some(&table))?;
+    let mut store =
+        store::open(&config.database, &config.table).map_err(Error::store(&database))?;
+    let format = store.inspect().map_err(Error::store(&database))?;
+    // Text keeps `auto`: it reads the layout the values have, whichever it is.
+    let format_name = match format.setting_name() {
+        name @ ("native" | "unix" | "unix_ms") => name,
+        _ => "auto",
+    };
+    guessed.push(format!(
+        "inserted_at = {:?}: {} ({}), read as {format}",
+        inserted_at.name,
+        if request.inserted_at.is_some() {
+            "as --inserted-at says"
+        } else {
+            "by its name and type"
+        },
+        inserted_at.sql_type
+    ));
+    let plan = store.band_plan().map_err(Error::store(&database))?;
+    let create_index = if plan.uses_index {
+        guessed.push(format!(
+            "the band query reads an index range: {}",
+            first_line(&plan.detail)
+        ));
+        None
+    } else {
+        plan.create_index
+    };
+    let table = Table {
+        inserted_at_format: format_name.into(),
+        ..table
+    };
+    let text = file_text(
+        request,
+        &table,
+        &[id, status, inserted_at],
+        &statuses.said,
+        create_index.as_deref(),
+    );
+    // What is written is what loads.
+    Config::parse(&text, request.file)?;
+    Ok(Proposal {
+        text,
+        table,
+        guessed,
+        create_index,
+    })
+}
+
+fn first_line(plan: &str) -> &str {
+    plan.split(['\n', ';']).next().unwrap_or(plan).trim()
+}
+
+/// A schedule file over the table: the columns given, or placeholders where they are
+/// still to be found (the catalog is read by the table's name alone), and a handler
+/// that loads (the file is not run).
+fn config(request: &Request<'_>, table: Option<&Table>) -> Result<Config, Error> {
+    let names = match table {
+        Some(t) => format!(
+            "id = {}\nstatus = {}\ninserted_at = {}\npending = {}\nsuccess = {}\nerror = {}\n",
+            quoted(&t.id),
+            quoted(&t.status),
+            quoted(&t.inserted_at),
+            list(&t.pending),
+            quoted(&t.success),
+            quoted(&t.error)
+        ),
+        None => "id = \"id\"\nstatus = \"status\"\ninserted_at = \"inserted_at\"\n".into(),
+    };
+    let text = format!(
+        "[database]\nurl = {}\n\n[table]\nname = {}\n{names}\n[handler]\ncommand = [\"true\"]\n\n[[tier]]\nwindow = \"1d\"\nevery = \"5m\"\n",
+        quoted(request.database),
+        quoted(table.map_or(request.table, |t| &t.name)),
+    );
+    // Relative paths resolve as the user typed them: against the current folder.
+    let here = std::env::current_dir()
+        .map_err(|source| Error::Io {
+            context: "cannot read the current folder".into(),
+            source,
+        })?
+        .join("backlog.toml");
+    Config::parse(&text, &here).map_err(|e| {
+        // The probe's file is not the user's: its message names the flag instead.
+        Error::Usage(format!(
+            "--database {}: {}",
+            request.database,
+            e.message
+                .strip_prefix("database.url")
+                .map_or(e.message.as_str(), |m| m.trim_start_matches([':', ' ']))
+        ))
+    })
+}
+
+/// A TOML basic string (JSON's escapes are TOML's).
+fn quoted(s: &str) -> String {
+    serde_json::to_string(s).expect("a string serialises")
+}
+
+fn list(items: &[String]) -> String {
+    format!(
+        "[{}]",
+        items
+            .iter()
+            .map(|s| quoted(s))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// The column a flag names, or one line naming those there are.
+fn named<'a>(shape: &'a TableShape, name: &str, flag: &str) -> Result<&'a TableColumn, Error> {
+    shape.column(name).ok_or_else(|| {
+        let names: Vec<&str> = shape.columns.iter().map(|c| c.name.as_str()).collect();
+        Error::Usage(format!(
+            "{flag} {name}: table {} has no such column{}; its columns are {}",
+            shape.name,
+            suggest::did_you_mean(name, names.iter().copied()),
+            names.join(", ")
+        ))
+    })
+}
+
+fn primary_key(shape: &TableShape) -> Result<&TableColumn, Error> {
+    match shape.primary_key.as_slice() {
+        [one] => shape.column(one).ok_or_else(|| {
+            Error::Usage(format!(
+                "table {}: its primary key {one} is not among its columns",
+                shape.name
+            ))
+        }),
+        [] => Err(Error::Usage(format!(
+            "table {} has no primary key; name a column that identifies each record with --id COLUMN",
+            shape.name
+        ))),
+        many => Err(Error::Usage(format!(
+            "table {}'s primary key has {} columns ({}); name one column that identifies each record with --id COLUMN",
+            shape.name,
+            many.len(),
+            many.join(", ")
+        ))),
+    }
+}
+
+/// How much a name says a column is when a record was inserted: a name of creation
+/// scores high, one of a later change (updated, sent…) below nothing.
+fn inserted_at_score(column: &TableColumn) -> i32 {
+    let name = column.name.to_lowercase();
+    let has = |words: &[&str]| words.iter().any(|w| name.contains(w));
+    let mut score = match column.kind {
+        Kind::Timestamp => 2,
+        Kind::Text | Kind::Integer => 0,
+        Kind::Other => return i32::MIN,
+    };
+    if has(&[
+        "created",
+        "inserted",
+        "added",
+        "enqueued",
+        "queued",
+        "received",
+        "submitted",
+        "placed",
+    ]) {
+        score += 4;
+    } else if has(&[
+        "updated",
+        "modified",
+        "changed",
+        "deleted",
+        "sent",
+        "done",
+        "next",
+        "due",
+        "scheduled",
+        "finished",
+        "processed",
+        "expires",
+        "until",
+    ]) {
+        score -= 4;
+    } else if has(&["date", "time", "_at", "_on", "ts"]) {
+        score += 1;
+    }
+    score
+}
+
+fn inserted_at<'a>(shape: &'a TableShape, id: &str) -> Result<&'a TableColumn, Error> {
+    shape
+        .columns
+        .iter()
+        .filter(|c| c.name != id)
+        .map(|c| (inserted_at_score(c), c))
+        // A text or integer column is a time only when its name says so strongly.
+        .filter(|(score, c)| *score >= if c.kind == Kind::Timestamp { 1 } else { 4 })
+        .fold(None, |best: Option<(i32, &TableColumn)>, (score, c)| match best {
+            Some((b, _)) if b >= score => best,
+            _ => Some((score, c)),
+        })
+        .map(|(_, c)| c)
+        .ok_or_else(|| {
+            Error::Usage(format!(
+                "table {} has no column that looks like when a record was inserted (a timestamp, or a name like created_at); name it with --inserted-at COLUMN",
+                shape.name
+            ))
+        })
+}
+
+/// How much a name says a column is a status.
+fn status_score(column: &TableColumn) -> i32 {
+    let name = column.name.to_lowercase();
+    if ["status", "state"].contains(&name.as_str()) {
+        3
+    } else if name.contains("status") || name.contains("state") {
+        2
+    } else if ["stage", "phase", "result", "outcome"]
+        .iter()
+        .any(|w| name.contains(w))
+    {
+        1
+    } else {
+        0
+    }
+}
+
+/// The status column: of the text and integer columns, those named like a status first;
+/// the first whose values look like statuses (some pending or done), else the best named.
+fn status<'a>(
+    store: &mut dyn Store,
+    shape: &'a TableShape,
+    taken: [&str; 2],
+    database: &str,
+) -> Result<(&'a TableColumn, Values), Error> {
+    let mut candidates: Vec<(i32, &TableColumn)> = shape
+        .columns
+        .iter()
+        .filter(|c| !taken.contains(&c.name.as_str()))
+        .filter(|c| matches!(c.kind, Kind::Text | Kind::Integer))
+        .map(|c| (status_score(c), c))
+        // An integer column says nothing by its values: only a status's name takes it.
+        .filter(|(score, c)| c.kind == Kind::Text || *score > 0)
+        .collect();
+    candidates.sort_by_key(|(score, _)| -score);
+    let mut named_best = None;
+    for (score, column) in candidates {
+        let values = store
+            .values(shape, &column.name, MOST_STATUSES)
+            .map_err(Error::store(database))?;
+        let statuses = values.len() <= MOST_STATUSES;
+        if statuses && values.iter().any(|(v, _)| look(v) != Look::Neither) {
+            return Ok((column, values));
+        }
+        if score > 0 && named_best.is_none() {
+            named_best = Some((column, values));
+        }
+    }
+    named_best.ok_or_else(|| {
+        Error::Usage(format!(
+            "table {} has no column that looks like a status (a name like status or state, or values like NEW and SUCCESS); name it with --status COLUMN",
+            shape.name
+        ))
+    })
+}
+
+/// The statuses proposed from a status column's values.
+struct Statuses {
+    pending: Vec<String>,
+    success: String,
+    error: String,
+    /// How they were read, for the file's comment and the output.
+    said: String,
+}
+
+impl Statuses {
+    fn of(column: &TableColumn, values: &[(String, u64)], table: &str) -> Result<Statuses, Error> {
+        let of = |wanted: &[Look]| -> Vec<&(String, u64)> {
+            values
+                .iter()
+                .filter(|(v, _)| wanted.contains(&look(v)))
+                .collect()
+        };
+        let show = |list: &[&(String, u64)]| {
+            list.iter()
+                .map(|(v, n)| format!("{v:?} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        // The statuses records wait in first, then those of failed records.
+        let mut waiting = of(&[Look::Pending, Look::Failed]);
+        waiting.sort_by_key(|(v, _)| look(v) == Look::Failed);
+        let done = of(&[Look::Done]);
+        let neither = of(&[Look::Neither]);
+        if values.is_empty() {
+            return Err(Error::Usage(format!(
+                "table {table} is empty, so its statuses cannot be read from {}; insert a record or two, or write table.pending, success and error by hand (backlog init writes the demo's file to start from)",
+                column.name
+            )));
+        }
+        if waiting.is_empty() && done.is_empty() {
+            return Err(Error::Usage(format!(
+                "none of {}'s values ({}) looks like a status backlog knows (NEW, PENDING, ERROR, SUCCESS, DONE…); name another column with --status, or write table.pending, success and error by hand",
+                column.name,
+                show(&values.iter().collect::<Vec<_>>())
+            )));
+        }
+        // Written like the table's own values: `SUCCESS` beside `NEW`, `success` beside `new`.
+        let like = |word: &str| {
+            let sample = values.first().map_or("", |(v, _)| v.as_str());
+            if sample.chars().any(char::is_lowercase) {
+                word.to_lowercase()
+            } else {
+                word.to_uppercase()
+            }
+        };
+        let mut said = Vec::new();
+        let pending: Vec<String> = if waiting.is_empty() {
+            let new = like("new");
+            said.push(format!(
+                "no value looks pending (so {new:?}, a guess: set table.pending to the status your application inserts records with)"
+            ));
+            vec![new]
+        } else {
+            said.push(format!("pending: {}", show(&waiting)));
+            waiting.iter().map(|(v, _)| v.clone()).collect()
+        };
+        let success = match done.first() {
+            Some((v, _)) => {
+                said.push(format!("done: {}", show(&done)));
+                v.clone()
+            }
+            None => {
+                let success = like("success");
+                said.push(format!(
+                    "no value looks done yet (so success = {success:?}, a guess: set it to what your application writes when a record went through)"
+                ));
+                success
+            }
+        };
+        let failed = of(&[Look::Failed]);
+        let error = match failed.first() {
+            Some((v, _)) => v.clone(),
+            None => {
+                let e = pending[0].clone();
+                said.push(format!(
+                    "no value looks failed, so a failed record is written back as {e:?} (table.error), still pending; name a status of its own to tell failures apart"
+                ));
+                e
+            }
+        };
+        if !neither.is_empty() {
+            said.push(format!("neither, so never selected: {}", show(&neither)));
+        }
+        Ok(Statuses {
+            pending,
+            success,
+            error,
+            said: said.join("; "),
+        })
+    }
+}
+
+/// The default progressive schedule, its `[database]`, `[table]` and `[handler]`
+/// sections written for the table.
+fn file_text(
+    request: &Request<'_>,
+    table: &Table,
+    [id, status, inserted_at]: &[&TableColumn; 3],
+    statuses: &str,
+    create_index: Option<&str>,
+) -> String {
+    let template = crate::demo::SCHEDULE;
+    let at = |header: &str| {
+        template
+            .find(&format!("\n{header}\n"))
+            .expect("the default schedule has the section")
+            + 1
+    };
+    let (database, tiers) = (at("[database]"), at("[[tier]]"));
+    let head = format!(
+        "# The schedule of table {}, proposed by `backlog init` from what the table holds:\n# check what it guessed in [table], fill in [handler], then run `backlog doctor`.\n#\n{}",
+        table.name,
+        &template[..database]
+    );
+    let url = written_url(request.database, request.file);
+    let database_section = format!(
+        "[database]\n{}url = {}\n# How long a killed tick's records stay claimed before another tick may take them.\nclaim_lease = \"60s\"\n\n",
+        url.comment,
+        quoted(&url.url)
+    );
+    let table_section = format!(
+        "[table]
+# Read by `backlog init` from the table ({records} records); change what it guessed here.
+name = {name}
+# {id_says}
+id = {id}
+# {status_type}; {statuses}
+status = {status}
+# {inserted_type}{index}
+inserted_at = {inserted_at}
+# sqlite (\"YYYY-MM-DD HH:MM:SS\", UTC), rfc3339, unix, unix_ms, native (the column's own
+# timestamp type), or auto (read the values).
+inserted_at_format = {format}
+pending = {pending}
+success = {success}
+error = {error}
+
+",
+        records = table.records,
+        name = quoted(&table.name),
+        id_says = format_args!("{}, the primary key", id.sql_type),
+        id = quoted(&table.id),
+        status_type = status.sql_type,
+        statuses = statuses.replace("; ", "\n# "),
+        status = quoted(&table.status),
+        inserted_type = inserted_at.sql_type,
+        index = create_index.map_or_else(String::new, |i| format!(
+            "; no index serves the band query yet, so create one before the first tick:\n#     {i}"
+        )),
+        inserted_at = quoted(&table.inserted_at),
+        format = quoted(&table.inserted_at_format),
+        pending = list(&table.pending),
+        success = quoted(&table.success),
+        error = quoted(&table.error),
+    );
+    let calls = match (request.command, request.url) {
+        (_, Some(url)) => format!(
+            "# POSTs each record as JSON to this URL (docs/http.md): a 2xx marks it {success:?},\n# anything else {error:?}.\nurl = {}\n",
+            quoted(url),
+            success = table.success,
+            error = table.error
+        ),
+        (command, None) => format!(
+            "{}# Run once per record: the record as JSON on stdin, its id in $BACKLOG_RECORD_ID.\n# Exit 0 marks it {success:?}, anything else {error:?}. No shell unless you write\n# [\"sh\", \"-c\", …]. Or call a URL instead: url = \"https://…\" (docs/http.md).\ncommand = [{}]\n",
+            if command.is_none() {
+                "# To fill in: write ./handler.sh beside this file, or name your program here.\n"
+            } else {
+                ""
+            },
+            command_words(command.unwrap_or("./handler.sh")),
+            success = table.success,
+            error = table.error
+        ),
+    };
+    let handler_section = format!("[handler]\n{calls}timeout = \"30s\"\n\n");
+    format!(
+        "{head}{database_section}{table_section}{handler_section}{}",
+        &template[tiers..]
+    )
+}
+
+/// `--command`'s words as a TOML list: split as a shell would, run without one.
+fn command_words(command: &str) -> String {
+    let words = shlex::split(command).unwrap_or_else(|| vec![command.to_string()]);
+    words
+        .iter()
+        .map(|w| quoted(w))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The URL as the file writes it, and a comment to go above it.
+struct WrittenUrl {
+    url: String,
+    comment: String,
+}
+
+/// A SQLite path as the file must write it (relative to the file's folder: absolute,
+/// unless the file is in the current folder); a server's URL without its password,
+/// which does not belong in a file that is read by many and often committed.
+fn written_url(database: &str, file: &Path) -> WrittenUrl {
+    if let Ok(mut url) = url::Url::parse(database)
+        && backlog_core::config::server::server_scheme(database).is_some()
+    {
+        if url.password().is_some() {
+            let _ = url.set_password(None);
+            return WrittenUrl {
+                url: url.to_string(),
+                comment: "# The password is not written here: give it in PGPASSWORD or MYSQL_PWD,\n# database.password_file, or the whole URL in BACKLOG_DATABASE_URL.\n".into(),
+            };
+        }
+        return WrittenUrl {
+            url: url.to_string(),
+            comment: String::new(),
+        };
+    }
+    let path = database
+        .strip_prefix("sqlite://")
+        .or_else(|| database.strip_prefix("sqlite:"))
+        .unwrap_or(database);
+    let here = std::env::current_dir().unwrap_or_default();
+    let folder = std::path::absolute(file)
+        .ok()
+        .and_then(|f| f.parent().map(Path::to_path_buf))
+        .unwrap_or_default();
+    let url = if Path::new(path).is_absolute() || folder == here {
+        path.to_string()
+    } else {
+        lexical(&here.join(path)).display().to_string()
+    };
+    WrittenUrl {
+        url,
+        comment: "# A SQLite file, relative to this file.\n".into(),
+    }
+}
+
+/// `path` without `.` and with `..` taken back, as written (no link is followed).
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
