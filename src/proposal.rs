@@ -232,7 +232,7 @@ pub fn propose(request: &Request<'_>) -> Result<Proposal, Error> {
     }
     let statuses = Statuses::of(status, &values, &shape.name)?;
     guessed.push(format!(
-        "status = {:?}: {} ({}); {}",
+        "status = {:?}: {} ({})",
         status.name,
         if request.status.is_some() {
             "as --status says"
@@ -240,8 +240,8 @@ pub fn propose(request: &Request<'_>) -> Result<Proposal, Error> {
             "by its name and values"
         },
         status.sql_type,
-        statuses.said
     ));
+    guessed.extend(statuses.said.iter().map(|s| format!("  {s}")));
 
     // The file as proposed, loaded as any schedule file is; the table read with it: the
     // inserted-at format, and how the band query would run.
@@ -293,7 +293,7 @@ pub fn propose(request: &Request<'_>) -> Result<Proposal, Error> {
         request,
         &table,
         &[id, status, inserted_at],
-        &statuses.said,
+        &statuses.said.join("\n# "),
         create_index.as_deref(),
     );
     // What is written is what loads.
@@ -408,7 +408,7 @@ fn inserted_at_score(column: &TableColumn) -> i32 {
     let mut score = match column.kind {
         Kind::Timestamp => 2,
         Kind::Text | Kind::Integer => 0,
-        Kind::Other => return i32::MIN,
+        Kind::Enum | Kind::Other => return i32::MIN,
     };
     if has(&[
         "created",
@@ -493,10 +493,10 @@ fn status<'a>(
         .columns
         .iter()
         .filter(|c| !taken.contains(&c.name.as_str()))
-        .filter(|c| matches!(c.kind, Kind::Text | Kind::Integer))
+        .filter(|c| matches!(c.kind, Kind::Text | Kind::Enum | Kind::Integer))
         .map(|c| (status_score(c), c))
         // An integer column says nothing by its values: only a status's name takes it.
-        .filter(|(score, c)| c.kind == Kind::Text || *score > 0)
+        .filter(|(score, c)| c.kind != Kind::Integer || *score > 0)
         .collect();
     candidates.sort_by_key(|(score, _)| -score);
     let mut named_best = None;
@@ -525,8 +525,8 @@ struct Statuses {
     pending: Vec<String>,
     success: String,
     error: String,
-    /// How they were read, for the file's comment and the output.
-    said: String,
+    /// How they were read, for the file's comment and the output: a line each.
+    said: Vec<String>,
 }
 
 impl Statuses {
@@ -595,13 +595,23 @@ impl Statuses {
             }
         };
         let failed = of(&[Look::Failed]);
+        let mut pending = pending;
         let error = match failed.first() {
             Some((v, _)) => v.clone(),
-            None => {
+            // An enumeration takes no new label: a failure keeps a pending one.
+            None if column.kind == Kind::Enum => {
                 let e = pending[0].clone();
                 said.push(format!(
-                    "no value looks failed, so a failed record is written back as {e:?} (table.error), still pending; name a status of its own to tell failures apart"
+                    "no value looks failed, so a failed record is written back as {e:?} (table.error), still pending; add a label of its own to tell failures apart"
                 ));
+                e
+            }
+            None => {
+                let e = like("error");
+                said.push(format!(
+                    "no value looks failed yet (so error = {e:?}, also pending, a guess: a failed record is tried again on the schedule)"
+                ));
+                pending.push(e.clone());
                 e
             }
         };
@@ -612,7 +622,7 @@ impl Statuses {
             pending,
             success,
             error,
-            said: said.join("; "),
+            said,
         })
     }
 }
@@ -651,7 +661,7 @@ fn file_text(
 name = {name}
 # {id_says}
 id = {id}
-# {status_type}; {statuses}
+# {status_type}\n# {statuses}
 status = {status}
 # {inserted_type}{index}
 inserted_at = {inserted_at}
@@ -668,7 +678,7 @@ error = {error}
         id_says = format_args!("{}, the primary key", id.sql_type),
         id = quoted(&table.id),
         status_type = status.sql_type,
-        statuses = statuses.replace("; ", "\n# "),
+        statuses = statuses,
         status = quoted(&table.status),
         inserted_type = inserted_at.sql_type,
         index = create_index.map_or_else(String::new, |i| format!(

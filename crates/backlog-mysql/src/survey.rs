@@ -231,11 +231,12 @@ impl Survey for MysqlStore {
     }
 }
 
-/// What a type holds, by its `DATA_TYPE` (an enumeration's labels are text).
+/// What a type holds, by its `DATA_TYPE`.
 fn kind(data_type: &str) -> Kind {
     match data_type {
         t if INTEGERS.contains(&t) => Kind::Integer,
-        t if TEXTS.contains(&t) || t == "enum" => Kind::Text,
+        t if TEXTS.contains(&t) => Kind::Text,
+        "enum" => Kind::Enum,
         "datetime" | "timestamp" | "date" => Kind::Timestamp,
         _ => Kind::Other,
     }

@@ -224,7 +224,8 @@ impl Survey for PostgresStore {
 fn kind(sql_type: &str, category: &str) -> Kind {
     match category {
         "N" if matches!(sql_type, "smallint" | "integer" | "bigint") => Kind::Integer,
-        "S" | "E" => Kind::Text,
+        "S" => Kind::Text,
+        "E" => Kind::Enum,
         "D" if sql_type.starts_with("timestamp") || sql_type == "date" => Kind::Timestamp,
         _ => Kind::Other,
     }

@@ -7,10 +7,16 @@
 /// and what it does, each.
 pub(super) fn of(path: &str) -> &'static [(&'static str, &'static str)] {
     match path {
-        "init" => &[(
-            "backlog init demo",
-            "A schedule file, a SQLite backlog of 400 demo records and a handler, in demo/.",
-        )],
+        "init" => &[
+            (
+                "backlog init demo",
+                "A schedule file, a SQLite backlog of 400 demo records and a handler, in demo/.",
+            ),
+            (
+                "backlog init --database postgres://app@db/shop --table orders --dry-run",
+                "The schedule file proposed for your table (read, never written), printed; what was guessed on stderr.",
+            ),
+        ],
         "run" => &[
             (
                 "backlog run --window 1d --schedule /srv/app/backlog.toml",

@@ -32,8 +32,10 @@ pub struct TableColumn {
 pub enum Kind {
     /// An integer type.
     Integer,
-    /// Text (an enumeration's labels too).
+    /// Text.
     Text,
+    /// An enumeration's labels: text that takes no other value.
+    Enum,
     /// A date and time type.
     Timestamp,
     /// Anything else (numbers with fractions, bytes, JSON…).
