@@ -193,6 +193,12 @@ fn init_from_table(args: &InitArgs, database: &str, table: &str) -> Result<(), E
         invoked_as(),
         file.display()
     );
+    if args.dry_run && args.json {
+        let mut value = serde_json::to_value(&proposal).expect("a proposal serialises");
+        value["file"] = proposal.text.clone().into();
+        value["written"] = serde_json::json!([]);
+        return print(&format!("{value}\n"));
+    }
     if args.dry_run {
         // The file on stdout, to redirect; what was guessed on stderr, for the person.
         eprint!(

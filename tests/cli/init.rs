@@ -247,6 +247,52 @@ fn init_says_what_it_cannot_guess_and_leaves_files_alone() {
     ])
     .assert()
     .success();
+    let out = env
+        .backlog(&[
+            "init",
+            "--database",
+            "backlog.db",
+            "--table",
+            "shipments",
+            "--force",
+            "--json",
+        ])
+        .assert()
+        .success();
+    let json: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(json["table"]["status"], "phase", "{json}");
+    assert_eq!(
+        json["table"]["pending"],
+        serde_json::json!(["queued", "failed"])
+    );
+    assert_eq!(json["written"], serde_json::json!(["backlog.toml"]));
+    assert!(
+        json["create_index"]
+            .as_str()
+            .unwrap()
+            .starts_with("CREATE INDEX")
+    );
+    let out = env
+        .backlog(&[
+            "init",
+            "--database",
+            "backlog.db",
+            "--table",
+            "shipments",
+            "--dry-run",
+            "--json",
+        ])
+        .assert()
+        .success();
+    let json: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert!(
+        json["file"]
+            .as_str()
+            .unwrap()
+            .contains("\nstatus = \"phase\"\n"),
+        "{json}"
+    );
+    assert_eq!(json["written"], serde_json::json!([]));
     // Without --command, the handler is left to write, and the next step says so.
     let file = std::fs::read_to_string(env.path("backlog.toml")).unwrap();
     assert!(

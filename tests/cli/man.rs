@@ -161,7 +161,11 @@ fn the_examples_run_as_written() {
         if ran > 0 {
             cmd.current_dir(env.path("demo"));
         }
-        let out = cmd.args(&args).output().unwrap();
+        let out = cmd
+            .args(&args)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
         assert!(
             out.status.success(),
             "{example}: {}\n{}",

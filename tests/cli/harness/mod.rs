@@ -380,6 +380,16 @@ impl Env {
             .env_remove("BACKLOG_SCHEDULE")
             .env_remove("BACKLOG_DATABASE_URL")
             .env_remove("RUST_LOG");
+        // What a child writes that the test does not read goes to the test's folder,
+        // not to the suite's output; a test that reads it pipes it (assert_cmd does).
+        let log = |name: &str| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(self.path(name))
+                .expect("the test's log file opens")
+        };
+        cmd.stdout(log("stdout.log")).stderr(log("stderr.log"));
         cmd
     }
 

@@ -575,6 +575,7 @@ fn through(env: &Env, serving: &dyn Serving, fault: impl FnOnce()) -> Through {
         let check = env
             .command()
             .args(["status", "--check", "--now", NOW])
+            .stdout(std::process::Stdio::piped())
             .output()
             .unwrap();
         let line = String::from_utf8_lossy(&check.stdout);
