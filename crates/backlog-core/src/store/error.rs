@@ -100,3 +100,19 @@ fn list(what: &str, names: &[String]) -> String {
         format!("; {what}: {}", names.join(", "))
     }
 }
+
+impl StoreError {
+    /// The schedule file does not match the database it reached: a table, a column or a
+    /// timestamp format it names is not the table's. The fix is in the file (or the
+    /// table), not in the database's availability: `status --check` says UNKNOWN for
+    /// these, CRITICAL for a database it cannot reach or read.
+    pub fn is_file_mismatch(&self) -> bool {
+        matches!(
+            self,
+            StoreError::NoTable { .. }
+                | StoreError::NotATable { .. }
+                | StoreError::NoColumn { .. }
+                | StoreError::Timestamps { .. }
+        )
+    }
+}
