@@ -285,7 +285,7 @@ pub fn explain(args: &ExplainArgs) -> Result<(), Error> {
 /// `backlog doctor`. Failing checks exit 1, after the checks are printed (with
 /// `--json`, the one object carries them and the error).
 pub fn doctor(args: &DoctorArgs) -> Result<(), Error> {
-    let checks = crate::doctor::doctor(&schedule_file(&args.schedule)?);
+    let checks = crate::doctor::doctor(&schedule_file(&args.schedule)?, args.verbose);
     let failure = match checks.iter().filter(|c| !c.ok).count() {
         0 => None,
         n => Some(Error::Unhealthy(n)),

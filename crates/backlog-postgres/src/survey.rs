@@ -80,13 +80,15 @@ impl Survey for PostgresStore {
         );
         let pending = self.table.pending.clone();
         let limit: i64 = 200;
-        let detail: Vec<String> = self
+        // As the server indents them, for `doctor -v`; trimmed, to be read.
+        let lines: Vec<String> = self
             .client
             .query(&sql, &[&Bound(&from), &Bound(&to), &pending, &limit])
             .map_err(pg("explaining the band query"))?
             .iter()
-            .map(|r| r.get::<_, String>(0).trim().to_string())
+            .map(|r| r.get::<_, String>(0).trim_end().to_string())
             .collect();
+        let detail: Vec<String> = lines.iter().map(|l| l.trim().to_string()).collect();
         let bare = p.inserted_at.trim_matches('"').to_string();
         let uses_index = detail
             .iter()
@@ -100,9 +102,50 @@ impl Survey for PostgresStore {
             )
         });
         let partitions = self.partitions_read(&detail)?;
+        // A node's line without its estimates, nor the query's alias of the table
+        // (`t`, `t_1` on a partition or a status's branch): `->  Index Scan using …
+        // on orders t  (cost=…)` is `Index Scan using … on orders`.
+        let node = |line: &str| {
+            let line = line.trim_start_matches("->").trim();
+            let line = line.split("  (cost=").next().unwrap_or(line);
+            let mut words: Vec<&str> = line.split_whitespace().collect();
+            let alias = |w: &str| {
+                w.strip_prefix('t').is_some_and(|n| {
+                    n.trim_start_matches('_')
+                        .chars()
+                        .all(|c| c.is_ascii_digit())
+                })
+            };
+            let n = words.len();
+            if n > 3 && words[n - 3] == "on" && alias(words[n - 1]) {
+                words.pop();
+            }
+            words.join(" ")
+        };
+        // The nodes that read the table (a bitmap's heap scan, not its index scan
+        // below it; not a subquery's scan of its rows).
+        let reads = |n: &String| {
+            [
+                "Seq Scan",
+                "Index Scan",
+                "Index Only Scan",
+                "Bitmap Heap Scan",
+            ]
+            .iter()
+            .any(|kind| n.starts_with(kind) || n.starts_with(&format!("Parallel {kind}")))
+        };
+        let scans: Vec<String> = detail
+            .iter()
+            .enumerate()
+            .filter(|(i, line)| *i == 0 || line.starts_with("->"))
+            .map(|(_, line)| node(line))
+            .filter(reads)
+            .collect();
+        let summary = QueryPlan::summary_of(&scans, &node(detail.first().map_or("", |l| l)));
         Ok(QueryPlan {
             uses_index,
-            detail: detail.join("; "),
+            summary,
+            lines,
             create_index,
             partitions,
         })
