@@ -27,7 +27,9 @@ pub trait Reads {
         limit: usize,
     ) -> Result<Vec<Record>, StoreError>;
 
-    /// The record with this id (given as text, as a user types it).
+    /// The record with this id (given as text, as a user types it); none when the
+    /// table has none, [`StoreError::NotAnId`] when no record could (`abc` for an
+    /// integer column), so the person is told so rather than "no record".
     fn find(&mut self, id: &str) -> Result<Option<Record>, StoreError>;
 }
 
