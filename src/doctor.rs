@@ -28,7 +28,7 @@ const SCAN_BUDGET: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Runs every check on the schedule file at `path`; a check that cannot run because
 /// an earlier one failed is left out.
-pub fn doctor(path: &std::path::Path) -> Vec<Check> {
+pub fn doctor(path: &std::path::Path, verbose: bool) -> Vec<Check> {
     let mut checks = Vec::new();
     let config = match Config::load(path) {
         Ok(c) => c,
@@ -123,17 +123,24 @@ pub fn doctor(path: &std::path::Path) -> Vec<Check> {
         Ok(counts) => statuses(&config, &counts),
         Err(e) => fail(format!("{database}: {e}")),
     });
+    // The plan's one line; with -v, the whole plan below it.
+    let whole = |plan: &store::QueryPlan| match verbose {
+        true => plan.lines.iter().map(|l| format!("\n    {l}")).collect(),
+        false => String::new(),
+    };
     checks.push(match store.band_plan() {
         Ok(plan) if plan.uses_index => ok(format!(
-            "the band query reads an index range{}: {}",
+            "the band query reads an index range{}: {}{}",
             partitions(&t.inserted_at, plan.partitions),
-            plan.detail
+            plan.summary,
+            whole(&plan)
         )),
         Ok(plan) => fail(format!(
-            "the band query does not use an index on {} ({}), so every tick reads the whole table; create one:\n    {}",
+            "the band query does not use an index on {} ({}), so every tick reads the whole table; create one:\n    {}{}",
             t.inserted_at,
-            plan.detail,
-            plan.create_index.unwrap_or_default()
+            plan.summary,
+            plan.create_index.as_deref().unwrap_or_default(),
+            whole(&plan)
         )),
         Err(e) => fail(format!("{database}: {e}")),
     });

@@ -70,8 +70,9 @@ impl Error {
             Error::Core(e) => ExitCode::of(e),
             Error::Usage(_) => ExitCode::Usage,
             Error::Crontab(_) => ExitCode::Crontab,
-            // The monitoring-plugin convention: 1 warning, 2 critical.
+            // The monitoring-plugin convention: 1 warning, 2 critical, 3 unknown.
             Error::Check(backlog::status::CheckLevel::Critical) => ExitCode::Usage,
+            Error::Check(backlog::status::CheckLevel::Unknown) => ExitCode::Schedule,
             Error::Check(_) => ExitCode::Failure,
             Error::Unhealthy(_) => ExitCode::Failure,
             Error::Io { .. } => ExitCode::Failure,

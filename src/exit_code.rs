@@ -90,10 +90,10 @@ impl ExitCode {
                 "Bad command line (also a crontab --install whose lines would miss a variable cron does not give them). From status --check: CRITICAL."
             }
             ExitCode::Schedule => {
-                "The schedule file is missing or invalid. From status --check: UNKNOWN (so is a command line it cannot run)."
+                "The schedule file is missing or invalid. From status --check: UNKNOWN, as is a command line it cannot run, or a schedule file that does not match its table (see 4)."
             }
             ExitCode::Database => {
-                "The database, the table, a column or the inserted-at values are not usable, or the database refused the tick's writes."
+                "The database, the table, a column or the inserted-at values are not usable, or the database refused the tick's writes; explain and crontab exit so too on a table or column the file names that is not there (a database they cannot reach is a warning: they say what they can). From status --check: UNKNOWN (3) when the table or a column the file names is not there, or the inserted-at values do not match the file; CRITICAL (2) when the database cannot be reached or read."
             }
             ExitCode::Handler => {
                 "The handler cannot be started, or it ran but could not do anything (every record it was given failed with exit 126 or 127, as a wrapper whose command is missing does)."

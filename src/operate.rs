@@ -12,7 +12,7 @@ use backlog::explain::NextTry;
 use backlog_core::config::Config;
 use backlog_core::duration;
 use backlog_core::record::Record;
-use backlog_core::store::{Attempt, AttemptQuery, Held, Pause, Store};
+use backlog_core::store::{Attempt, AttemptQuery, Held, Pause, Store, StoreError};
 use backlog_core::tick::{RetrySummary, TickOptions, open_store};
 
 mod kept;
@@ -63,6 +63,15 @@ impl RecordView {
     }
 }
 
+/// The record with this id; none when the table has none. An id no record could have
+/// (`abc` for integer ids) is a usage error that says so, not a record missing.
+pub fn find_record(store: &mut dyn Store, id: &str) -> Result<Option<Record>, Error> {
+    match store.find(id) {
+        Err(e @ StoreError::NotAnId { .. }) => Err(Error::Usage(e.to_string())),
+        found => found.map_err(Error::store(store.describe())),
+    }
+}
+
 /// The record with this id, at `now`, with its newest `attempts` attempts; a usage
 /// error when the table has none.
 pub fn record_view(
@@ -72,13 +81,24 @@ pub fn record_view(
     now: DateTime<Utc>,
     attempts: usize,
 ) -> Result<RecordView, Error> {
-    let store_err = Error::store(store.describe());
-    let record = store.find(id).map_err(&store_err)?.ok_or_else(|| {
+    let record = find_record(store, id)?.ok_or_else(|| {
         Error::Usage(format!(
             "table {} has no record with {} = {id:?}",
             config.table.name, config.table.id
         ))
     })?;
+    view_of(config, store, record, now, attempts)
+}
+
+/// `record` at `now`, with its newest `attempts` attempts.
+pub fn view_of(
+    config: &Config,
+    store: &mut dyn Store,
+    record: Record,
+    now: DateTime<Utc>,
+    attempts: usize,
+) -> Result<RecordView, Error> {
+    let store_err = Error::store(store.describe());
     let age = record.age(now).and_then(|a| a.to_std().ok());
     let pending = config.table.is_pending(&record.status);
     // A keep left from before the record stopped being pending (given up, marked

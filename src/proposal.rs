@@ -5,7 +5,7 @@
 //! it would run the band query, and fills the default progressive schedule in with
 //! them. It reads; it never writes the user's table (nor the tool's own tables).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use backlog_core::config::Config;
 use backlog_core::store::{self, Kind, Store, TableColumn, TableShape};
@@ -279,7 +279,7 @@ pub fn propose(request: &Request<'_>) -> Result<Proposal, Error> {
     let create_index = if plan.uses_index {
         guessed.push(format!(
             "the band query reads an index range: {}",
-            first_line(&plan.detail)
+            plan.summary
         ));
         None
     } else {
@@ -304,10 +304,6 @@ pub fn propose(request: &Request<'_>) -> Result<Proposal, Error> {
         guessed,
         create_index,
     })
-}
-
-fn first_line(plan: &str) -> &str {
-    plan.split(['\n', ';']).next().unwrap_or(plan).trim()
 }
 
 /// A schedule file over the table: the columns given, or placeholders where they are
@@ -763,25 +759,12 @@ fn written_url(database: &str, file: &Path) -> WrittenUrl {
     let url = if Path::new(path).is_absolute() || folder == here {
         path.to_string()
     } else {
-        lexical(&here.join(path)).display().to_string()
+        backlog_core::config::beside(&here, path)
+            .display()
+            .to_string()
     };
     WrittenUrl {
         url,
         comment: "# A SQLite file, relative to this file.\n".into(),
     }
-}
-
-/// `path` without `.` and with `..` taken back, as written (no link is followed).
-fn lexical(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for part in path.components() {
-        match part {
-            std::path::Component::CurDir => {}
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
 }

@@ -88,7 +88,7 @@ fn run_command(
     let program = Path::new(&command[0]);
     // As the handler's: `./notify.sh` is beside the schedule file, wherever cron runs.
     let program = if program.components().count() > 1 && program.is_relative() {
-        dir.join(program)
+        backlog_core::config::beside(dir, program)
     } else {
         program.to_path_buf()
     };

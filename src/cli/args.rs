@@ -105,6 +105,10 @@ pub struct DoctorArgs {
     /// Print the checks as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Print each check in full: the band query's whole plan, not only the node that
+    /// reads the table.
+    #[arg(short, long)]
+    pub verbose: bool,
 }
 
 /// The options of `backlog status`.

@@ -43,6 +43,7 @@ pub fn crontab(args: &CrontabArgs) -> Result<(), Error> {
         });
     }
     let config = Config::load(&file)?;
+    super::table_checked(&config)?;
     let binary = match &args.binary {
         Some(b) => absolute(b)?,
         None => std::env::current_exe().map_err(|source| Error::Io {

@@ -63,6 +63,25 @@ fn schedule_to_reread(given: &Option<PathBuf>, why: &str) -> Result<PathBuf, Err
     Ok(path)
 }
 
+/// Checks the table a schedule file names, for a command whose work needs no database
+/// (`explain`, `crontab`): a file that does not match its table fails as a tick would
+/// fail on it, before the lines are installed that would; a database it cannot reach is
+/// one WARN line, and the command goes on with what it can say.
+pub(crate) fn table_checked(config: &Config) -> Result<(), Error> {
+    match crate::operate::inspected(config) {
+        Ok(_) => Ok(()),
+        Err(Error::Core(backlog_core::Error::Store { database, source }))
+            if !source.is_file_mismatch() =>
+        {
+            tracing::warn!(
+                "the table was not checked against the schedule file: {database}: {source}"
+            );
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// `backlog daemon`.
 pub fn daemon(args: &DaemonArgs) -> Result<(), Error> {
     let schedule = schedule_to_reread(
@@ -277,7 +296,10 @@ pub fn explain(args: &ExplainArgs) -> Result<(), Error> {
     // A record's next try is the one `show` and the dashboard give, `[retry]` and
     // spread included: what a tick would do.
     let next = match (&args.age, &args.id) {
-        (Some(age), _) => Some(backlog::explain::next_try(&config.schedule, *age, now)),
+        (Some(age), _) => {
+            table_checked(&config)?;
+            Some(backlog::explain::next_try(&config.schedule, *age, now))
+        }
         (None, Some(id)) => {
             let mut store = crate::operate::inspected(&config)?;
             let view = crate::operate::record_view(&config, store.as_mut(), id, now, 0)?;
@@ -292,7 +314,10 @@ pub fn explain(args: &ExplainArgs) -> Result<(), Error> {
             }
             view.next
         }
-        (None, None) => None,
+        (None, None) => {
+            table_checked(&config)?;
+            None
+        }
     };
     if args.json {
         let mut value = serde_json::to_value(&plan).expect("an explanation serialises");
@@ -358,7 +383,7 @@ pub fn explain(args: &ExplainArgs) -> Result<(), Error> {
 /// `backlog doctor`. Failing checks exit 1, after the checks are printed (with
 /// `--json`, the one object carries them and the error).
 pub fn doctor(args: &DoctorArgs) -> Result<(), Error> {
-    let checks = crate::doctor::doctor(&schedule_file(&args.schedule)?);
+    let checks = crate::doctor::doctor(&schedule_file(&args.schedule)?, args.verbose);
     let failure = match checks.iter().filter(|c| !c.ok).count() {
         0 => None,
         n => Some(Error::Unhealthy(n)),
@@ -393,14 +418,37 @@ pub fn status(args: &StatusArgs) -> Result<(), Error> {
     let result = status_of(args);
     if let Err(e) = &result
         && args.check
-        && !args.json
         && e.exit_code() == backlog::exit_code::ExitCode::Schedule
+        && !matches!(e, Error::Check(_))
     {
         let first = e.to_string();
         let first = first.lines().next().unwrap_or_default();
-        print(&format!("BACKLOG UNKNOWN: {first}\n"))?;
+        let check = backlog::status::Check::unknown(first.to_string());
+        print_check(&check, "", args.json, Some(e))?;
     }
     result
+}
+
+/// A check's line on stdout, or with `--json` its object: `{"level", "findings",
+/// "line"}`, and the error's `error` and `exit_code` when the check could not run.
+fn print_check(
+    check: &backlog::status::Check,
+    table: &str,
+    json: bool,
+    failure: Option<&Error>,
+) -> Result<(), Error> {
+    let line = match table {
+        "" => check.line_without_table(),
+        table => check.line(table),
+    };
+    print(&if json {
+        let mut value = serde_json::to_value(check).expect("a check serialises");
+        value["line"] = line.into();
+        with_error(&mut value, failure);
+        format!("{value}\n")
+    } else {
+        format!("{line}\n")
+    })
 }
 
 fn status_of(args: &StatusArgs) -> Result<(), Error> {
@@ -438,21 +486,19 @@ fn status_of(args: &StatusArgs) -> Result<(), Error> {
         });
         let check = match check {
             Ok(check) => check,
-            // A monitoring system knows 0 to 3: a backlog whose database cannot be
-            // read is not being worked, which is critical, and the line names it.
-            Err(e @ Error::Core(backlog_core::Error::Store { .. })) => {
-                backlog::status::Check::critical(e.to_string())
+            // A monitoring system knows 0 to 3: a file that does not match its table
+            // cannot be judged (UNKNOWN, as a wrong file is); a backlog whose database
+            // cannot be read is not being worked, which is critical. The line names it.
+            Err(Error::Core(e @ backlog_core::Error::Store { .. })) => {
+                let mismatch = matches!(&e, backlog_core::Error::Store { source, .. } if source.is_file_mismatch());
+                match mismatch {
+                    true => backlog::status::Check::unknown(e.to_string()),
+                    false => backlog::status::Check::critical(e.to_string()),
+                }
             }
             Err(e) => return Err(e),
         };
-        let line = check.line(&config.table.name);
-        print(&if args.json {
-            let mut value = serde_json::to_value(&check).expect("a check serialises");
-            value["line"] = line.into();
-            format!("{value}\n")
-        } else {
-            format!("{line}\n")
-        })?;
+        print_check(&check, &config.table.name, args.json, None)?;
         return match check.level {
             backlog::status::CheckLevel::Ok => Ok(()),
             level => Err(Error::Check(level)),

@@ -222,7 +222,7 @@ fn check_config(config: &Config, account: &Account) -> Vec<String> {
     if let Some(program) = config.handler.command.first()
         && program.contains('/')
     {
-        let path = config.dir.join(program);
+        let path = backlog_core::config::beside(&config.dir, program);
         let path = std::path::absolute(&path).unwrap_or(path);
         if path.is_file() {
             // A script is read by its interpreter, as the user.

@@ -112,7 +112,15 @@ fn by_ids(
     let store_err = Error::store(store.describe());
     let mut plan = RetryPlan::default();
     for id in ids {
-        match store.find(id).map_err(&store_err)? {
+        let found = match store.find(id) {
+            // Said as the store says it: `"abc" is not an id of table …`.
+            Err(e @ backlog_core::store::StoreError::NotAnId { .. }) => {
+                plan.refused.push(e.to_string());
+                continue;
+            }
+            found => found.map_err(&store_err)?,
+        };
+        match found {
             None => plan.refused.push(format!("{id:?}: no such record")),
             Some(r) if !config.table.is_pending(&r.status) => plan.refused.push(format!(
                 "{id:?}: {} is not pending (a {action} takes records of {})",

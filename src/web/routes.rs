@@ -169,12 +169,16 @@ async fn record(State(shared): SharedState, Query(q): Query<RecordQuery>) -> Res
     let now = Utc::now();
     let result = blocking(&shared, move |config| {
         let mut store = operate::inspected(&config)?;
-        let view = operate::record_view(&config, store.as_mut(), &id, now, 50)?;
-        Ok((view, config.table.labels.clone()))
+        // An id of the wrong type is a usage error, its page says why (400).
+        let Some(record) = operate::find_record(store.as_mut(), &id)? else {
+            return Ok(None);
+        };
+        let view = operate::view_of(&config, store.as_mut(), record, now, 50)?;
+        Ok(Some((view, config.table.labels.clone())))
     })
     .await;
     match result {
-        Ok((view, labels)) => Html(
+        Ok(Some((view, labels))) => Html(
             pages::record(
                 &view,
                 &labels,
@@ -185,7 +189,7 @@ async fn record(State(shared): SharedState, Query(q): Query<RecordQuery>) -> Res
             .into_string(),
         )
         .into_response(),
-        Err(page) if page.status() == StatusCode::BAD_REQUEST => error_page(
+        Ok(None) => error_page(
             StatusCode::NOT_FOUND,
             "No such record",
             &format!("The table has no record with id {}.", q.id.trim()),

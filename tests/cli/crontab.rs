@@ -55,23 +55,22 @@ fn id_of_user(which: &str) -> u32 {
         .unwrap()
 }
 
+/// A schedule and its table: `crontab` checks the file against it.
 fn env_with_schedule() -> Env {
     let env = Env::new();
+    env.create_table("TEXT");
     env.write_schedule(&Schedule::default());
     env
 }
 
 /// A schedule in a folder of the test user's, as a real install has it: the user
-/// reads the file, writes the log beside it, and runs a `backlog` there (a stand-in:
+/// reads the file, writes the log and the database beside it, and runs a `backlog` there (a stand-in:
 /// the build's own may sit where the user cannot reach, and the tests never run it).
 pub fn env_of_the_user() -> Env {
     let env = env_with_schedule();
-    std::os::unix::fs::chown(
-        env.dir.path(),
-        Some(id_of_user("-u")),
-        Some(id_of_user("-g")),
-    )
-    .unwrap();
+    for path in [env.dir.path(), &env.path("backlog.db")] {
+        std::os::unix::fs::chown(path, Some(id_of_user("-u")), Some(id_of_user("-g"))).unwrap();
+    }
     env.write_handler("backlog", "#!/bin/sh\n");
     env
 }
@@ -210,16 +209,23 @@ fn install_refuses_a_block_its_user_could_not_run_and_leaves_the_crontab() {
     let binary = env.path("backlog").display().to_string();
     let mine = "MAILTO=ops@example.com\n17 3 * * * /usr/bin/true\n";
     set_crontab(mine);
-    let refused = |args: &[&str], lines: &[String]| {
+    // The refusal's lines, and the WARN lines beside them (a database not reached).
+    let refused_warning = |args: &[&str], lines: &[String]| -> Vec<String> {
         let mut all = vec!["crontab", "--install"];
         all.extend(args);
         let expected: String = lines.iter().map(|l| format!("backlog: {l}\n")).collect();
-        env.backlog(&all)
-            .assert()
-            .code(6)
-            .stdout("")
-            .stderr(expected);
+        let out = env.backlog(&all).assert().code(6).stdout("");
+        let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        let (warnings, rest): (Vec<&str>, Vec<&str>) =
+            stderr.lines().partition(|l| l.contains(" WARN "));
+        let rest: String = rest.iter().map(|l| format!("{l}\n")).collect();
+        assert_eq!(rest, expected);
         assert_eq!(crontab_l(), mine, "a refused install leaves the crontab");
+        warnings.into_iter().map(str::to_string).collect()
+    };
+    let refused = |args: &[&str], lines: &[String]| {
+        let warnings = refused_warning(args, lines);
+        assert!(warnings.is_empty(), "{warnings:?}");
     };
     let no_binary = format!(
         "the binary /nonexistent does not exist; give --binary the path of a backlog binary {USER} can run"
@@ -266,7 +272,7 @@ fn install_refuses_a_block_its_user_could_not_run_and_leaves_the_crontab() {
 
     // What the schedule file points at: the SQLite file the ticks write, the handler
     // they start.
-    env.classic();
+    std::os::unix::fs::chown(env.path("backlog.db"), Some(0), Some(0)).unwrap();
     env.write_handler("handler.sh", "#!/bin/sh\nexit 0\n");
     std::fs::set_permissions(
         env.path("handler.sh"),
@@ -292,7 +298,12 @@ fn install_refuses_a_block_its_user_could_not_run_and_leaves_the_crontab() {
         ],
     );
     std::fs::remove_file(env.path("handler.sh")).unwrap();
-    std::fs::remove_file(env.path("backlog.db")).unwrap();
+    std::os::unix::fs::chown(
+        env.path("backlog.db"),
+        Some(id_of_user("-u")),
+        Some(id_of_user("-g")),
+    )
+    .unwrap();
 
     // PostgreSQL's password file, read on every tick: handed to the user, not opened
     // to everyone.
@@ -306,11 +317,17 @@ fn install_refuses_a_block_its_user_could_not_run_and_leaves_the_crontab() {
     std::fs::write(&pgpass, "secret\n").unwrap();
     std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(0o600)).unwrap();
     let pgpass = pgpass.display();
-    refused(
+    // A database it cannot reach leaves the table unchecked, said once.
+    let warnings = refused_warning(
         &["--user", USER, "--binary", &binary],
         &[format!(
             "the password file (database.password_file) {pgpass} is not readable by {USER} (it is -rw------- root:root); chown {USER} {pgpass} and keep it unreadable to others (it holds a password)"
         )],
+    );
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].ends_with(" WARN the table was not checked against the schedule file: postgres://app@127.0.0.1:1/shop: cannot connect: connection refused (is the server running, and listening on that host and port?)"),
+        "{warnings:?}"
     );
     std::fs::write(&schedule, written).unwrap();
 

@@ -183,7 +183,25 @@ fn pages_escape_what_they_show_and_actions_need_their_token(backend: Backend) {
             .body
             .contains("None kept.")
     );
-    assert_eq!(get(port, "/record?id=999").code, 404);
+    let missing = get(port, "/record?id=999");
+    assert_eq!(missing.code, 404);
+    assert!(
+        missing
+            .body
+            .contains("The table has no record with id 999."),
+        "{}",
+        missing.body
+    );
+    // An id the id column cannot hold is said so, not "no record".
+    let not_an_id = get(port, "/record?id=abc");
+    assert_eq!(not_an_id.code, 400);
+    assert!(
+        not_an_id.body.contains(
+            "&quot;abc&quot; is not an id of table BACKLOG: its ID column holds integers"
+        ) && !not_an_id.body.contains("no record"),
+        "{}",
+        not_an_id.body
+    );
     assert_eq!(get(port, "/no/such/page").code, 404);
     assert_eq!(get(port, "/pause").code, 405, "GET never acts");
     assert_eq!(get(port, "/plots/ticks.svg").code, 200);

@@ -53,6 +53,13 @@ fn doctor_finds_a_missing_index_and_its_fix_works() {
         "{stdout}"
     );
     assert!(stdout.contains("ok   the band query reads an index range: SEARCH BACKLOG USING INDEX backlog_by_date_inserted"), "{stdout}");
+    // -v: the whole plan below its line, a line a step, as SQLite prints it.
+    let out = env.backlog(&["doctor", "-v"]).assert().success();
+    let verbose = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        verbose.ends_with("ok   the band query reads an index range: SEARCH BACKLOG USING INDEX backlog_by_date_inserted (DATE_INSERTED>? AND DATE_INSERTED<?)\n    SEARCH BACKLOG USING INDEX backlog_by_date_inserted (DATE_INSERTED>? AND DATE_INSERTED<?)\n"),
+        "{verbose}"
+    );
 }
 
 fn doctor_reports_unreadable_values_and_a_missing_handler(backend: Backend) {

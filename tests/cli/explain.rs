@@ -220,3 +220,50 @@ crate::on_every_backend!(
     explain_reads_a_record_by_id,
     status_counts_by_band_and_shows_last_ticks_and_overdue_tiers,
 );
+
+/// `explain` and `crontab` check the table when they can reach the database: a file
+/// that does not match it fails as a tick on it would (one line, exit 4), before any
+/// line is printed to install; a database they cannot reach is one WARN line, and they
+/// print what they can.
+#[test]
+fn explain_and_crontab_check_the_file_against_its_table_when_they_can() {
+    let env = Env::new();
+    env.create_table("TEXT");
+    env.write_schedule(&Schedule::default());
+    for command in ["explain", "crontab"] {
+        env.backlog(&[command]).assert().success().stderr("");
+    }
+    let file = std::fs::read_to_string(env.path("backlog.toml")).unwrap();
+    std::fs::write(
+        env.path("backlog.toml"),
+        file.replacen(
+            "inserted_at = \"DATE_INSERTED\"",
+            "inserted_at = \"CREATED\"",
+            1,
+        ),
+    )
+    .unwrap();
+    let db = format!("sqlite:{}", env.path("backlog.db").display());
+    for command in ["explain", "crontab"] {
+        env.backlog(&[command])
+            .assert()
+            .code(4)
+            .stdout("")
+            .stderr(format!("backlog: {db}: table \"BACKLOG\" has no column \"CREATED\" (set table.inserted_at in the schedule file); columns: ID, STATUS, DATE_INSERTED, PAYLOAD\n"));
+    }
+    std::fs::write(env.path("backlog.toml"), &file).unwrap();
+    std::fs::remove_file(env.path("backlog.db")).unwrap();
+    for (command, printed) in [
+        ("explain", "6 tiers, disjoint bands"),
+        ("crontab", "# BEGIN backlog "),
+    ] {
+        let out = env.backlog(&[command]).assert().success();
+        assert!(stdout(&out).contains(printed), "{}", stdout(&out));
+        let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.ends_with(&format!(" WARN the table was not checked against the schedule file: {db}: no such database file (set database.url in the schedule file; `backlog init` writes a demo)\n")),
+            "{stderr}"
+        );
+    }
+}

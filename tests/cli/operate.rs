@@ -133,6 +133,18 @@ fn a_failure_is_kept_shown_and_retried(backend: Backend) {
         .assert()
         .code(2)
         .stderr("backlog: table BACKLOG has no record with ID = \"42\"\n");
+    // An id the id column cannot hold is named as such, by `show` and by `retry`.
+    let not_an_id = "\"abc\" is not an id of table BACKLOG: its ID column holds integers";
+    env.backlog(&["show", "abc"])
+        .assert()
+        .code(2)
+        .stderr(format!("backlog: {not_an_id}\n"));
+    env.backlog(&["retry", "abc"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::ends_with(format!(
+            "backlog: nothing to retry: {not_an_id}\n"
+        )));
 }
 
 /// `retry --status` takes the pending records of a status, oldest first, up to a

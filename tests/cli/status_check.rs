@@ -51,8 +51,9 @@ fn status_check_answers_a_monitoring_system(backend: Backend) {
 }
 
 /// `status --check` right after an install: a tier whose first slot (after the first
-/// tick of any tier) has not come is on time, not "never ticked"; once it passed, it
-/// is. A paused tier is a warning naming the pause, never an OK; a command line the
+/// tick of any tier) has not come is not late, and the OK line says when it is due,
+/// not that every tier ticks on time; once the slot passed it is a warning, and
+/// critical once it is later than its period. A paused tier is a warning naming the pause, never an OK; a command line the
 /// check cannot run exits 3, UNKNOWN to a monitoring system (2 would read CRITICAL).
 fn status_check_knows_a_new_install_and_a_pause(backend: Backend) {
     const TWO_TIERS: &str = "\n[[tier]]\nwindow = \"1d\"\nevery = \"5m\"\n\n[[tier]]\nwindow = \"7d\"\nevery = \"12h\"\n";
@@ -61,24 +62,46 @@ fn status_check_knows_a_new_install_and_a_pause(backend: Backend) {
     env.backlog(&["status", "--check", "--now", "2026-11-21T12:03:00Z"])
         .assert()
         .success()
-        .stdout("BACKLOG OK: table BACKLOG: every tier ticks on time\n");
-    // Tier 2's first slot after 12:00 is midnight; past it (and its grace) it is late.
-    env.backlog(&["status", "--check", "--now", "2026-11-22T01:30:00Z"])
+        .stdout("BACKLOG OK: table BACKLOG: tier 1 (1d) ticks on time; tier 2 (7d) has not ticked yet, first due in 11h 57m (2026-11-22T00:00:00Z)\n");
+    let out = env
+        .backlog(&[
+            "status",
+            "--check",
+            "--now",
+            "2026-11-21T12:03:00Z",
+            "--json",
+        ])
         .assert()
-        .code(2)
-        .stdout(predicates::str::contains("tier 1 (1d) last ticked"));
-    env.backlog(&[
-        "status",
-        "--check",
-        "--now",
-        "2026-11-22T01:30:00Z",
-        "--json",
-    ])
-    .assert()
-    .code(2)
-    .stdout(predicates::str::contains(
-        "tier 2 never ticked; are its crontab lines or daemon running?",
-    ));
+        .success();
+    let json: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(
+        json["findings"],
+        serde_json::json!([[
+            "OK",
+            "tier 2 (7d) has not ticked yet, first due in 11h 57m (2026-11-22T00:00:00Z)"
+        ]])
+    );
+    // Tier 2's first slot after 12:00 is midnight; past it (and its grace) it is late.
+    let late = "tier 2 (7d) never ticked, though first due 1h 30m ago (2026-11-22T00:00:00Z); is its crontab line or daemon running?";
+    let out = env
+        .backlog(&[
+            "status",
+            "--check",
+            "--now",
+            "2026-11-22T01:30:00Z",
+            "--json",
+        ])
+        .assert()
+        .code(2);
+    let json: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(json["level"], "CRITICAL", "tier 1 is late: {json}");
+    assert!(
+        json["findings"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!(["WARNING", late])),
+        "{json}"
+    );
     env.backlog(&["pause", "--window", "1d", "--reason", "partner down"])
         .assert()
         .success();
@@ -350,4 +373,93 @@ every = "5m"
         "{line}"
     );
     assert_eq!(line.lines().count(), 1, "{line}");
+}
+
+/// A tier that never ticked past its first slot, the other tier on time: a warning
+/// while it is late by less than its period, critical past it (as a last tick older
+/// than twice the period is).
+#[test]
+fn a_tier_that_never_ticked_is_critical_once_later_than_its_period() {
+    const TWO_TIERS: &str = "\n[[tier]]\nwindow = \"1d\"\nevery = \"5m\"\n\n[[tier]]\nwindow = \"7d\"\nevery = \"12h\"\n";
+    let env = flaky(Backend::Sqlite, TWO_TIERS);
+    let tick_and_check = |tick: &str, check: &str| {
+        env.backlog(&["run", "--window", "1d", "--now", tick])
+            .assert()
+            .success();
+        env.backlog(&["status", "--check", "--now", check]).assert()
+    };
+    // The first tick at 12:00; tier 2's first slot is midnight.
+    tick_and_check(NOW, "2026-11-21T12:01:00Z").success();
+    tick_and_check("2026-11-22T11:39:00Z", "2026-11-22T11:40:00Z")
+        .code(1)
+        .stdout("BACKLOG WARNING: table BACKLOG: tier 2 (7d) never ticked, though first due 11h 40m ago (2026-11-22T00:00:00Z); is its crontab line or daemon running?\n");
+    tick_and_check("2026-11-22T12:40:00Z", "2026-11-22T12:41:00Z")
+        .code(2)
+        .stdout("BACKLOG CRITICAL: table BACKLOG: tier 2 (7d) never ticked, though first due 12h 41m ago (2026-11-22T00:00:00Z); is its crontab line or daemon running?\n");
+}
+
+/// A schedule file that does not match its table (a column, a table that is not
+/// there) cannot be judged: UNKNOWN (3), text and `--json`, as a file that does not
+/// load is; a database that cannot be reached stays CRITICAL (below).
+#[test]
+fn status_check_of_a_file_that_does_not_match_its_table_is_unknown() {
+    let env = crate::harness::Env::on(Backend::Sqlite);
+    env.create_table("TEXT");
+    env.write_schedule(&crate::harness::Schedule {
+        tiers: ONE_TIER,
+        ..crate::harness::Schedule::default()
+    });
+    let file = std::fs::read_to_string(env.path("backlog.toml")).unwrap();
+    let db = format!("sqlite:{}", env.path("backlog.db").display());
+    for (from, to, why) in [
+        (
+            "inserted_at = \"DATE_INSERTED\"",
+            "inserted_at = \"CREATED\"",
+            "table \"BACKLOG\" has no column \"CREATED\" (set table.inserted_at in the schedule file); columns: ID, STATUS, DATE_INSERTED, PAYLOAD",
+        ),
+        (
+            "name = \"BACKLOG\"",
+            "name = \"ORDERS\"",
+            "no table \"ORDERS\" (set table.name in the schedule file); tables: BACKLOG",
+        ),
+    ] {
+        assert!(file.contains(from), "{file}");
+        std::fs::write(env.path("backlog.toml"), file.replacen(from, to, 1)).unwrap();
+        let table = if to.starts_with("name") {
+            "ORDERS"
+        } else {
+            "BACKLOG"
+        };
+        let line = format!("BACKLOG UNKNOWN: table {table}: {db}: {why}");
+        env.backlog(&["status", "--check"])
+            .assert()
+            .code(3)
+            .stdout(format!("{line}\n"));
+        let out = env
+            .backlog(&["status", "--check", "--json"])
+            .assert()
+            .code(3);
+        let json: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+        assert_eq!(json["level"], "UNKNOWN");
+        assert_eq!(json["line"], line.as_str());
+        assert_eq!(
+            json["findings"],
+            serde_json::json!([["UNKNOWN", format!("{db}: {why}")]])
+        );
+    }
+    // A file that does not load: the same object with --json, and the error's code.
+    let out = env
+        .backlog(&["status", "--check", "--json", "--schedule", "nope.toml"])
+        .assert()
+        .code(3);
+    let json: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(json["level"], "UNKNOWN");
+    assert_eq!(json["exit_code"], 3);
+    assert!(
+        json["line"]
+            .as_str()
+            .unwrap()
+            .starts_with("BACKLOG UNKNOWN: nope.toml: no such schedule file"),
+        "{json}"
+    );
 }

@@ -403,6 +403,45 @@ pub fn dir_of(path: &Path) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("."))
 }
 
+/// `path` as a file in `dir` names it (absolute paths stay as they are): joined, with
+/// no `.` left in it and a `..` taken off `dir`'s end, as a person writes the path.
+/// Lexical only, so a symlink in `path` is kept, not resolved: `./deliver.sh` in
+/// `/srv/shop` is `/srv/shop/deliver.sh`, what messages show and what is run.
+pub fn beside(dir: &Path, path: impl AsRef<Path>) -> PathBuf {
+    use std::path::Component;
+    let mut joined = PathBuf::new();
+    // `dir`'s own components may be taken off by a `..`, `path`'s may not: a `..`
+    // after a link of the user's goes where the link goes.
+    let mut removable = 0;
+    for (i, part) in dir.components().enumerate() {
+        if !matches!(part, Component::CurDir) || i == 0 {
+            joined.push(part);
+            removable += usize::from(matches!(part, Component::Normal(_)));
+        }
+    }
+    let path = path.as_ref();
+    if path.is_absolute() {
+        (joined, removable) = (PathBuf::new(), 0);
+    }
+    let mut from_path = false;
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir if removable > 0 && !from_path => {
+                joined.pop();
+                removable -= 1;
+            }
+            // `/..` is `/`.
+            Component::ParentDir if !from_path && joined == Path::new("/") => {}
+            other => {
+                from_path |= matches!(other, Component::Normal(_) | Component::ParentDir);
+                joined.push(other);
+            }
+        }
+    }
+    joined
+}
+
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];
     let line = before.matches('\n').count() + 1;

@@ -191,6 +191,15 @@ pub fn oldest_of_and_find_read_single_records(h: &dyn Harness) {
         store.find("99").unwrap().is_none(),
         "find(\"99\") finds a record"
     );
+    // Text no integer id can be is said so, not "no record" (`show abc`).
+    match store.find("abc").map(|r| r.is_some()) {
+        Err(e @ backlog_core::store::StoreError::NotAnId { .. }) => assert!(
+            e.to_string().starts_with("\"abc\" is not an id of table ")
+                && e.to_string().ends_with(" column holds integers"),
+            "{e}"
+        ),
+        other => panic!("find(\"abc\") on BIGINT ids: {other:?}"),
+    }
 }
 
 /// `count_by_status` counts the records of each status whose inserted-at value is in

@@ -251,9 +251,13 @@ impl Reads for MysqlStore {
 
     fn find(&mut self, id: &str) -> Result<Option<Record>, StoreError> {
         let shape = self.shape();
-        // Text that is no id of the column's type (`abc` for a bigint) is no record.
+        // Text that is no id of the column's type (`abc` for a bigint) is said so.
         let Some(bound) = shape.id_kind.bind(id) else {
-            return Ok(None);
+            return Err(StoreError::not_an_id(
+                id,
+                &self.table,
+                shape.id_kind.holds(),
+            ));
         };
         let clause = format!("WHERE t.{} = ?", shape.quoted(shape.id));
         Ok(self.query_records(false, &clause, vec![bound])?.pop())

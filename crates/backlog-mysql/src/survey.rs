@@ -132,7 +132,9 @@ impl Survey for MysqlStore {
         });
         Ok(QueryPlan {
             uses_index,
-            detail: detail.join("; "),
+            // A row per table the query reads: each is a scan.
+            summary: QueryPlan::summary_of(&detail, ""),
+            lines: detail,
             create_index,
             partitions: None,
         })

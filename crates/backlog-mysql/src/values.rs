@@ -32,6 +32,15 @@ impl IdKind {
         }
     }
 
+    /// What a column of this kind holds, for a person given an id it cannot hold.
+    pub(super) fn holds(self) -> &'static str {
+        match self {
+            IdKind::Int => "integers",
+            IdKind::Text => "text",
+            IdKind::Binary => "binary ids (hex, or uuids)",
+        }
+    }
+
     /// An id as read from the column.
     pub(super) fn read(self, value: My) -> Scalar {
         match (self, value) {

@@ -228,17 +228,17 @@ impl Reads for PostgresStore {
 
     fn find(&mut self, id: &str) -> Result<Option<Record>, StoreError> {
         let p = self.prepared();
-        // Text that is no id of the column's type (`abc` for a bigint) is no record;
-        // the server would refuse the cast.
-        let fits = match p.id.sql_type.as_str() {
-            "bigint" => id.parse::<i64>().is_ok(),
-            "integer" => id.parse::<i32>().is_ok(),
-            "smallint" => id.parse::<i16>().is_ok(),
-            "uuid" => uuid::Uuid::parse_str(id).is_ok(),
-            _ => true,
+        // Text that is no id of the column's type (`abc` for a bigint) is said so; the
+        // server would refuse the cast.
+        let (fits, holds) = match p.id.sql_type.as_str() {
+            "bigint" => (id.parse::<i64>().is_ok(), "integers"),
+            "integer" => (id.parse::<i32>().is_ok(), "integers (32-bit)"),
+            "smallint" => (id.parse::<i16>().is_ok(), "integers (16-bit)"),
+            "uuid" => (uuid::Uuid::parse_str(id).is_ok(), "uuids"),
+            _ => (true, ""),
         };
         if !fits {
-            return Ok(None);
+            return Err(StoreError::not_an_id(id, &self.table, holds));
         }
         let clause = format!("WHERE t.{} = $1::text::{}", p.id.quoted, p.id.sql_type);
         Ok(self.query_records(&clause, &[&id])?.pop())

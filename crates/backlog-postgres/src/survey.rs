@@ -91,13 +91,15 @@ impl Survey for PostgresStore {
         let mut tx = self.client.0.transaction().map_err(pg(context))?;
         tx.batch_execute("SET LOCAL enable_seqscan = off")
             .map_err(pg(context))?;
-        let detail: Vec<String> = tx
+        // As the server indents them, for `doctor -v`; trimmed, to be read.
+        let lines: Vec<String> = tx
             .query(&sql, &[&Bound(&from), &Bound(&to), &pending, &limit])
             .map_err(pg(context))?
             .iter()
-            .map(|r| r.get::<_, String>(0).trim().to_string())
+            .map(|r| r.get::<_, String>(0).trim_end().to_string())
             .collect();
         tx.rollback().map_err(pg(context))?;
+        let detail: Vec<String> = lines.iter().map(|l| l.trim().to_string()).collect();
         let bare = p.inserted_at.trim_matches('"').to_string();
         let uses_index = detail
             .iter()
@@ -111,9 +113,50 @@ impl Survey for PostgresStore {
             )
         });
         let partitions = self.partitions_read(&detail)?;
+        // A node's line without its estimates, nor the query's alias of the table
+        // (`t`, `t_1` on a partition or a status's branch): `->  Index Scan using …
+        // on orders t  (cost=…)` is `Index Scan using … on orders`.
+        let node = |line: &str| {
+            let line = line.trim_start_matches("->").trim();
+            let line = line.split("  (cost=").next().unwrap_or(line);
+            let mut words: Vec<&str> = line.split_whitespace().collect();
+            let alias = |w: &str| {
+                w.strip_prefix('t').is_some_and(|n| {
+                    n.trim_start_matches('_')
+                        .chars()
+                        .all(|c| c.is_ascii_digit())
+                })
+            };
+            let n = words.len();
+            if n > 3 && words[n - 3] == "on" && alias(words[n - 1]) {
+                words.pop();
+            }
+            words.join(" ")
+        };
+        // The nodes that read the table (a bitmap's heap scan, not its index scan
+        // below it; not a subquery's scan of its rows).
+        let reads = |n: &String| {
+            [
+                "Seq Scan",
+                "Index Scan",
+                "Index Only Scan",
+                "Bitmap Heap Scan",
+            ]
+            .iter()
+            .any(|kind| n.starts_with(kind) || n.starts_with(&format!("Parallel {kind}")))
+        };
+        let scans: Vec<String> = detail
+            .iter()
+            .enumerate()
+            .filter(|(i, line)| *i == 0 || line.starts_with("->"))
+            .map(|(_, line)| node(line))
+            .filter(reads)
+            .collect();
+        let summary = QueryPlan::summary_of(&scans, &node(detail.first().map_or("", |l| l)));
         Ok(QueryPlan {
             uses_index,
-            detail: detail.join("; "),
+            summary,
+            lines,
             create_index,
             partitions,
         })

@@ -151,6 +151,19 @@ impl SqliteStore {
         Ok(())
     }
 
+    /// The declared type of the table's column `column`, in capitals.
+    fn declared_type(&self, column: &str) -> Result<String, StoreError> {
+        let declared: String = self
+            .conn
+            .query_row(
+                "SELECT type FROM pragma_table_info(?1) WHERE name = ?2 COLLATE NOCASE",
+                [&self.table.name, column],
+                |r| r.get(0),
+            )
+            .map_err(db("reading the id column's type"))?;
+        Ok(declared.to_ascii_uppercase())
+    }
+
     /// Whether column `column` of `table` has text affinity by its declared type, or
     /// none (SQLite's rules: INT → integer; CHAR, CLOB, TEXT → text; BLOB or no type →
     /// none; REAL, FLOA, DOUB → real; anything else numeric).
@@ -490,6 +503,14 @@ impl Reads for SqliteStore {
         {
             return Ok(Some(r));
         }
-        Ok(self.records(&query, &[&id])?.pop())
+        if let Some(r) = self.records(&query, &[&id])?.pop() {
+            return Ok(Some(r));
+        }
+        // An integer column could hold the text (SQLite stores what it is given), but
+        // no row does: an id that is not an integer is said to be none, not missing.
+        if id.parse::<i64>().is_err() && self.declared_type(&self.table.id)?.contains("INT") {
+            return Err(StoreError::not_an_id(id, &self.table, "integers"));
+        }
+        Ok(None)
     }
 }

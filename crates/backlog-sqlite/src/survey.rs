@@ -106,7 +106,8 @@ impl Survey for SqliteStore {
             .query_map(params_from_iter(params), |r| r.get::<_, String>(3))
             .and_then(Iterator::collect)
             .map_err(db("explaining the band query"))?;
-        let detail = detail.join("; ");
+        let lines = detail;
+        let detail = lines.join("; ");
         let ins = &self.table.inserted_at;
         // A range on the inserted-at column, alone or after an equality on the status
         // (an index on status and inserted-at, read one status at a time), and no sort.
@@ -126,7 +127,9 @@ impl Survey for SqliteStore {
         });
         Ok(QueryPlan {
             uses_index,
-            detail,
+            // SQLite's plan is a few short lines: all of them, a sort included.
+            summary: detail,
+            lines,
             create_index,
             partitions: None,
         })

@@ -14,6 +14,20 @@ pub(super) const CASES: &[Case] = &[
         sqlite_only: true,
     },
     Case {
+        name: "no database file, named from the file's folder",
+        setup: |env| {
+            rewrite_schedule(
+                env,
+                "url = \"backlog.db\"",
+                "url = \"./data/../backlgo.db\"",
+            )
+        },
+        args: &[],
+        code: 4,
+        stderr: "backlog: sqlite:{dir}/data/../backlgo.db: no such database file (set database.url in the schedule file; `backlog init` writes a demo)\n",
+        sqlite_only: true,
+    },
+    Case {
         name: "no table",
         setup: |env| rewrite_schedule(env, "name = \"BACKLOG\"", "name = \"BACKLGO\""),
         args: &[],
@@ -64,7 +78,7 @@ pub(super) const CASES: &[Case] = &[
         setup: |env| rewrite_schedule(env, "./handler.sh", "./handlr.sh"),
         args: &[],
         code: 5,
-        stderr: "backlog: backlog.toml: handler.command: \"./handlr.sh\" not found (looked for {dir}/./handlr.sh)\n",
+        stderr: "backlog: backlog.toml: handler.command: \"./handlr.sh\" not found (looked for {dir}/handlr.sh)\n",
         sqlite_only: false,
     },
     Case {
@@ -79,7 +93,7 @@ pub(super) const CASES: &[Case] = &[
         },
         args: &[],
         code: 5,
-        stderr: "backlog: backlog.toml: handler.command: {dir}/./handler.sh is not an executable file (chmod +x it, or run it through an interpreter: [\"sh\", \"./handler.sh\"])\n",
+        stderr: "backlog: backlog.toml: handler.command: {dir}/handler.sh is not an executable file (chmod +x it, or run it through an interpreter: [\"sh\", \"./handler.sh\"])\n",
         sqlite_only: false,
     },
     Case {
@@ -193,7 +207,7 @@ pub(super) const CASES: &[Case] = &[
         setup: |env| env.write_handler("handler.sh", "echo no shebang\n"),
         args: &[],
         code: 5,
-        stderr: "backlog: backlog.toml: handler.command: {dir}/./handler.sh has no #! line and is not a program, so it cannot be started: add one, like #!/bin/sh, as its first line\n",
+        stderr: "backlog: backlog.toml: handler.command: {dir}/handler.sh has no #! line and is not a program, so it cannot be started: add one, like #!/bin/sh, as its first line\n",
         sqlite_only: false,
     },
     Case {
@@ -201,7 +215,7 @@ pub(super) const CASES: &[Case] = &[
         setup: |env| env.write_handler("handler.sh", "#!/usr/bin/pyhton3\nprint()\n"),
         args: &[],
         code: 5,
-        stderr: "backlog: backlog.toml: handler.command: {dir}/./handler.sh starts with \"#!/usr/bin/pyhton3\", and /usr/bin/pyhton3 is not there: fix its #! line, or install the interpreter\n",
+        stderr: "backlog: backlog.toml: handler.command: {dir}/handler.sh starts with \"#!/usr/bin/pyhton3\", and /usr/bin/pyhton3 is not there: fix its #! line, or install the interpreter\n",
         sqlite_only: false,
     },
     Case {
@@ -209,7 +223,7 @@ pub(super) const CASES: &[Case] = &[
         setup: |env| env.write_handler("handler.sh", "#!/usr/bin/env pyhton3\nprint()\n"),
         args: &[],
         code: 5,
-        stderr: "backlog: backlog.toml: handler.command: {dir}/./handler.sh starts with \"#!/usr/bin/env pyhton3\", and pyhton3 (looked up in PATH) is not there: fix its #! line, or install the interpreter\n",
+        stderr: "backlog: backlog.toml: handler.command: {dir}/handler.sh starts with \"#!/usr/bin/env pyhton3\", and pyhton3 (looked up in PATH) is not there: fix its #! line, or install the interpreter\n",
         sqlite_only: false,
     },
     Case {

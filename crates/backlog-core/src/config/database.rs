@@ -219,7 +219,7 @@ fn sqlite_database(
     lease_outlives_lock_waits(claim_lease, busy_timeout)?;
     Ok(DatabaseConfig {
         url_variable: None,
-        url: DatabaseUrl::Sqlite(dir.join(path)),
+        url: DatabaseUrl::Sqlite(crate::config::beside(dir, path)),
         busy_timeout,
         claim_lease,
         schema: DEFAULT_SCHEMA.to_string(),
@@ -238,7 +238,7 @@ fn server_database(
 ) -> Result<DatabaseConfig, KeyError> {
     let reader = server::reader_for(scheme)
         .ok_or_else(|| format!("database.url {}", server::missing(scheme)))?;
-    let password_file = raw.password_file.map(|f| dir.join(f));
+    let password_file = raw.password_file.map(|f| crate::config::beside(dir, f));
     let section = ServerSection {
         url: raw.url.as_deref().unwrap_or_default().trim(),
         password_file: password_file.as_deref(),

@@ -245,7 +245,7 @@ pub(super) fn resolve(raw: RawHttp, dir: &std::path::Path) -> Result<HttpConfig,
         body,
         connect_timeout,
         statuses,
-        ca_file: raw.ca_file.map(|f| dir.join(f)),
+        ca_file: raw.ca_file.map(|f| crate::config::beside(dir, f)),
         allow_private: raw.allow_private.unwrap_or(false),
         follow_redirects,
     })

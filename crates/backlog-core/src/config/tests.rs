@@ -236,3 +236,24 @@ fn check_thresholds_are_read_and_waiting_needs_a_status_never_written() {
         "/etc/backlog.toml:23:16: check.warn_waiting 3h is not below check.critical_waiting 1h; the warning comes first: lower it, or leave it out"
     );
 }
+
+/// A path of the file, as messages show it and the tool uses it: joined to the file's
+/// folder without `/./`, a leading `..` taken off the folder, a `..` after the user's
+/// own folder (maybe a link) kept.
+#[test]
+fn beside_joins_lexically() {
+    let dir = Path::new("/srv/shop");
+    for (path, joined) in [
+        ("./delivr.sh", "/srv/shop/delivr.sh"),
+        ("delivr.sh", "/srv/shop/delivr.sh"),
+        ("bin/./run", "/srv/shop/bin/run"),
+        ("../shared/run", "/srv/shared/run"),
+        ("../../../run", "/run"),
+        ("link/../run", "/srv/shop/link/../run"),
+        ("/usr/bin/env", "/usr/bin/env"),
+        ("/opt/./x", "/opt/x"),
+    ] {
+        assert_eq!(beside(dir, path), Path::new(joined), "{path}");
+    }
+    assert_eq!(beside(Path::new("."), "./x.db"), Path::new("./x.db"));
+}

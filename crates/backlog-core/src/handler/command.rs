@@ -108,7 +108,7 @@ pub(super) fn resolve(
     path_var: Option<OsString>,
 ) -> Result<PathBuf, HandlerError> {
     if program.contains('/') {
-        let path = dir.join(program);
+        let path = crate::config::beside(dir, program);
         return match path.metadata() {
             Err(_) => Err(HandlerError::NotFound(format!(
                 "{program:?} not found (looked for {})",
@@ -245,7 +245,7 @@ mod tests {
         let e = resolve("./nope.sh", Path::new("/srv/app"), None).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "handler.command: \"./nope.sh\" not found (looked for /srv/app/./nope.sh)"
+            "handler.command: \"./nope.sh\" not found (looked for /srv/app/nope.sh)"
         );
     }
 

@@ -52,6 +52,19 @@ pub enum StoreError {
         /// The columns the table does have.
         available: Vec<String>,
     },
+    /// An id asked for (`show ID`, the dashboard's record page, `retry ID`) that no
+    /// record can have: it is not of the id column's type (`abc` for integers).
+    #[error("{id:?} is not an id of table {table}: its {column} column holds {holds}")]
+    NotAnId {
+        /// The id as given.
+        id: String,
+        /// The table, as the schedule file names it.
+        table: String,
+        /// The id column, as the schedule file names it.
+        column: String,
+        /// What the column holds, for a person: `integers`, `uuids`.
+        holds: &'static str,
+    },
     /// The inserted-at column (or `[retry]`'s `since` column) holds values that are not
     /// timestamps, mixes formats or UTC offsets, or does not match
     /// `table.inserted_at_format`: records would have no age, or a wrong one.
@@ -100,5 +113,31 @@ fn list(what: &str, names: &[String]) -> String {
         format!("; it has no {what}")
     } else {
         format!("; {what}: {}", names.join(", "))
+    }
+}
+
+impl StoreError {
+    /// `id` is not of the type of `table`'s id column, which holds `holds`.
+    pub fn not_an_id(id: &str, table: &crate::TableConfig, holds: &'static str) -> StoreError {
+        StoreError::NotAnId {
+            id: id.to_string(),
+            table: table.name.clone(),
+            column: table.id.clone(),
+            holds,
+        }
+    }
+
+    /// The schedule file does not match the database it reached: a table, a column or a
+    /// timestamp format it names is not the table's. The fix is in the file (or the
+    /// table), not in the database's availability: `status --check` says UNKNOWN for
+    /// these, CRITICAL for a database it cannot reach or read.
+    pub fn is_file_mismatch(&self) -> bool {
+        matches!(
+            self,
+            StoreError::NoTable { .. }
+                | StoreError::NotATable { .. }
+                | StoreError::NoColumn { .. }
+                | StoreError::Timestamps { .. }
+        )
     }
 }

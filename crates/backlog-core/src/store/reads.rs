@@ -27,7 +27,9 @@ pub trait Reads {
         limit: usize,
     ) -> Result<Vec<Record>, StoreError>;
 
-    /// The record with this id (given as text, as a user types it).
+    /// The record with this id (given as text, as a user types it); none when the
+    /// table has none, [`StoreError::NotAnId`] when no record could (`abc` for an
+    /// integer column), so the person is told so rather than "no record".
     fn find(&mut self, id: &str) -> Result<Option<Record>, StoreError>;
 }
 
@@ -78,14 +80,35 @@ pub trait Survey {
 pub struct QueryPlan {
     /// The plan reads an index range on the inserted-at column.
     pub uses_index: bool,
-    /// The plan as the database prints it.
-    pub detail: String,
+    /// The plan in one short line: the node that reads the table (`Index Scan using
+    /// orders_by_created on orders`), and how many more do. What `doctor` says.
+    pub summary: String,
+    /// The whole plan as the database prints it, a line per node or condition: what
+    /// `doctor -v` says.
+    pub lines: Vec<String>,
     /// The statement that would give the band query an index, when it has none.
     pub create_index: Option<String>,
     /// On a partitioned table (PostgreSQL), how many of its partitions the band query
     /// reads, and how many it has: a table partitioned on the inserted-at column reads
     /// only those its band touches.
     pub partitions: Option<(usize, usize)>,
+}
+
+impl QueryPlan {
+    /// A plan's one short line from the nodes that read the table, in plan order: the
+    /// first, and how many more there are (one per pending status, or per partition);
+    /// `otherwise` when none does.
+    pub fn summary_of(scans: &[String], otherwise: &str) -> String {
+        match scans {
+            [] => otherwise.to_string(),
+            [one] => one.clone(),
+            [first, more @ ..] => format!(
+                "{first} (and {} more {})",
+                more.len(),
+                if more.len() == 1 { "scan" } else { "scans" }
+            ),
+        }
+    }
 }
 
 /// Distinct inserted-at values `scan_inserted_at` reads a page at a time.
