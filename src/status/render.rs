@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 
 use super::{Status, paces, seconds_taken};
 use backlog_core::duration;
+use backlog_core::plural::count;
 use backlog_core::store::{Holding, RunRow};
 
 fn took(run: &RunRow) -> String {
@@ -209,7 +210,7 @@ impl Status {
             };
             let holds = match &r.holds {
                 None => "holds nothing".to_string(),
-                Some(Holding::Records(n)) => format!("holds {n} records"),
+                Some(Holding::Records(n)) => format!("holds {}", count(*n, "record", "records")),
                 Some(Holding::Span { low, high }) => format!("holds {low} to {high}"),
             };
             out.push_str(&format!(

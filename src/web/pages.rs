@@ -30,13 +30,7 @@ pub(crate) fn ago(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
     }
 }
 
-/// `1 record`, `2 records`: a count with its noun agreeing.
-pub(crate) fn count(n: u64, one: &str, many: &str) -> String {
-    match n {
-        1 => format!("1 {one}"),
-        n => format!("{n} {many}"),
-    }
-}
+pub(crate) use backlog_core::plural::count;
 
 /// `text` cut to `most` characters (an ellipsis says so): an error in a list's cell,
 /// whose whole text is on the record's page and in the cell's title.
