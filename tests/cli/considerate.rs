@@ -57,7 +57,7 @@ fn the_breaker_stops_a_tick_after_failures_in_a_row(backend: Backend) {
             "; stopped by the breaker (handler.stop_after_failures)\n",
         ))
         // Each failure at WARN, then why the tick stopped.
-        .stderr(predicates::str::contains("WARN record 1: ERROR (exit 1)\n"))
+        .stderr(predicates::str::contains("WARN tick{tier=1 window=1d}: record 1: ERROR (exit 1)\n"))
         .stderr(predicates::str::ends_with(
             "\nbacklog: the tick stopped after 3 failures in a row (handler.stop_after_failures), each: exit 1; the rest of the band waits for the next tick\n",
         ));
