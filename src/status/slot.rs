@@ -178,3 +178,61 @@ pub fn by_slot(schedule: &Schedule, runs: &[RecentRun]) -> Vec<RecentRun> {
     }
     slots
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use backlog_core::schedule::{Cadence, Schedule, Tier};
+
+    use super::*;
+
+    fn run(run_id: i64, clock: &str, selected: u64, failed: u64, outcome: &str) -> RecentRun {
+        RecentRun {
+            run_id,
+            window_secs: 86_400,
+            clock: DateTime::parse_from_rfc3339(clock).unwrap().to_utc(),
+            selected,
+            succeeded: selected - failed,
+            failed,
+            outcome: outcome.into(),
+        }
+    }
+
+    #[test]
+    fn a_plot_sums_the_ticks_of_a_slot_and_keeps_the_next_slot_apart() {
+        let five_minutes = Cadence::Every(Duration::from_secs(300));
+        let schedule = Schedule::new(vec![Tier::new(Duration::from_secs(86_400), five_minutes)]);
+        let slots = by_slot(
+            &schedule,
+            &[
+                // Two runners of the 12:00 slot (one a little early, within the slack),
+                // then one of 12:05.
+                run(1, "2026-11-21T11:59:40Z", 20, 2, "done"),
+                run(2, "2026-11-21T12:00:03Z", 13, 1, "lapsed"),
+                run(3, "2026-11-21T12:05:01Z", 7, 0, "done"),
+            ],
+        );
+        let got: Vec<(String, u64, u64, u64, &str)> = slots
+            .iter()
+            .map(|s| {
+                let at = s.clock.to_rfc3339();
+                (at, s.selected, s.succeeded, s.failed, s.outcome.as_str())
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("2026-11-21T12:00:00+00:00".to_string(), 33, 30, 3, "lapsed"),
+                ("2026-11-21T12:05:00+00:00".to_string(), 7, 7, 0, "done"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_slot_ends_as_its_worst_tick() {
+        assert!(rank("failed") < rank("stopped"));
+        assert!(rank("running") < rank("done"));
+        assert_eq!(rank("an outcome of a later release"), 0);
+    }
+}
