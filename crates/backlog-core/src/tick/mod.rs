@@ -56,5 +56,5 @@ pub use begin::owner_name;
 pub use options::{Event, TickOptions};
 pub use process::{open_store, process_backlog};
 pub use retry::{RetrySummary, give_up_records, retry_records, snooze_records};
-pub use span::{tick_span, tier_span};
+pub use span::{enter_tick_span, tick_span, tier_span};
 pub use summary::{BandSummary, TickSummary};

@@ -101,9 +101,8 @@ pub fn process_backlog(
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> Result<TickSummary, Error> {
     let started = Instant::now();
-    // Every line of the tick names its tier, unless the caller's span does already.
-    let span = (!super::span::in_tick()).then(|| super::span::tick_span(schedule, opts.window));
-    let _in_span = span.as_ref().map(|s| s.enter());
+    // Every line of the tick names its tier.
+    let _in_span = super::span::enter_tick_span(schedule, opts.window);
     let mut begun = begin(schedule, table, store, opts)?;
     // A person paused this tier (or every tier): every runner obeys, on every host,
     // and a dry run says so.

@@ -23,10 +23,15 @@ pub fn tier_span(schedule: &Schedule, window: Duration) -> tracing::Span {
     tracing::error_span!("tier", tier, window = %duration::compact(window))
 }
 
-/// Whether the caller is in a tick's span already (the daemon enters one for the
-/// whole thread of a tick, its summary line included).
-pub(super) fn in_tick() -> bool {
-    tracing::Span::current()
+/// Enters the span of a tick of `window` (`tick_span`), unless the caller is in a
+/// tick's span already (the daemon enters one for a tick's whole thread, `backlog run`
+/// for the tick with its handler, pings and alerts): one name a line, never two.
+pub fn enter_tick_span(
+    schedule: &Schedule,
+    window: Duration,
+) -> Option<tracing::span::EnteredSpan> {
+    let in_tick = tracing::Span::current()
         .metadata()
-        .is_some_and(|m| m.name() == "tick")
+        .is_some_and(|m| m.name() == "tick");
+    (!in_tick).then(|| tick_span(schedule, window).entered())
 }
