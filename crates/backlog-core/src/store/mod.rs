@@ -193,8 +193,8 @@ pub trait Store: Reads + Survey + Holds {
         runs::last_runs(own.sql, &own.prefix, own.table)
     }
 
-    /// The ticks of `window` whose clock is at or after `since`, oldest first
-    /// (`runs::since`): a slot's ticks, however many runners shared it.
+    /// The ticks of `window` whose clock is at or after `since`, oldest first, among
+    /// its newest (`runs::since`): a slot's ticks, however many runners shared it.
     fn runs_since(
         &mut self,
         window: Duration,

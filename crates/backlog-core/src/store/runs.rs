@@ -207,8 +207,14 @@ pub fn last_runs(sql: &mut dyn Sql, s: &str, table: &str) -> Result<Vec<RunRow>,
     run_rows(&rows)
 }
 
-/// The ticks of `window` on `table` whose clock is at or after `since`, oldest first:
-/// the ticks of a tier's last slot, which the fleet's runners share, are among them.
+/// How many of a window's newest ticks `since` reads: the run log is never pruned, so
+/// a year of a 5-minute tier is 100,000 rows and more; a slot's ticks, a runner's each
+/// (a hundred runners, each ticking again after a stop), are among the newest.
+pub const NEWEST_READ: usize = 1000;
+
+/// The ticks of `window` on `table` whose clock is at or after `since`, oldest first,
+/// among its `NEWEST_READ` newest (an index range, whatever the run log's length):
+/// the ticks of a tier's last slot, which the fleet's runners share.
 pub fn since(
     sql: &mut dyn Sql,
     s: &str,
@@ -219,8 +225,9 @@ pub fn since(
     let rows = sql
         .query(
             &format!(
-                "SELECT {} FROM {s}backlog_runs
-                 WHERE table_name = ?1 AND window_secs = ?2 AND clock >= {} ORDER BY id",
+                // A derived table, not `id IN (… LIMIT n)`, which MySQL refuses.
+                "SELECT {} FROM (SELECT * FROM {s}backlog_runs WHERE table_name = ?1 AND window_secs = ?2 ORDER BY id DESC LIMIT {NEWEST_READ}) r
+                 WHERE clock >= {} ORDER BY id",
                 row_columns(&*sql),
                 sql.time("?3")
             ),
