@@ -476,6 +476,24 @@ fn a_failing_record_is_tried_once_a_slot_whatever_the_runners(backend: Backend) 
     assert_eq!(env.with_status("ERROR"), 30);
 }
 
+/// A breaker at one failure trips at the first, and says so in the singular.
+#[test]
+fn a_breaker_at_one_failure_says_one_failure() {
+    let env = backlog(
+        Backend::Sqlite,
+        3,
+        "stop_after_failures = 1",
+        FAILING_HANDLER,
+    );
+    env.backlog(&["run", "--window", "1d", "--now", NOW])
+        .assert()
+        .code(7)
+        .stderr(predicates::str::ends_with(
+            "\nbacklog: the tick stopped after 1 failure in a row (handler.stop_after_failures), it: exit 1; the rest of the band waits for the next tick\n",
+        ));
+    assert_eq!(starts(&env).len(), 1);
+}
+
 crate::on_every_backend!(
     a_failing_record_is_tried_once_a_slot_whatever_the_runners,
     the_breaker_stops_a_tick_after_failures_in_a_row,

@@ -235,10 +235,10 @@ impl Breaker {
             && self.in_a_row >= limit
             && self.tripped.is_none()
         {
-            let which = if self.same.is_some() {
-                "each"
-            } else {
-                "the last"
+            let which = match (limit, &self.same) {
+                (1, _) => "it",
+                (_, Some(_)) => "each",
+                (_, None) => "the last",
             };
             // This tick's own count: what waits, waits for the next tick.
             let waits = match self.waits {
