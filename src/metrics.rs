@@ -226,18 +226,18 @@ impl Snapshot {
         f.family(
             "backlog_last_tick_success",
             "gauge",
-            "1 when a tier's last tick ran to its end (or runs now), 0 when it was stopped by a signal, failed, was abandoned, tripped its breaker or lost its hold.",
+            "1 when every tick of a tier's last slot, on every runner, ran to its end (or runs now), 0 when one was stopped by a signal, failed, was abandoned, tripped its breaker or lost its hold.",
         );
         for t in tiers {
-            if let Some(run) = last(t) {
-                let ok = matches!(run.outcome.as_str(), "done" | "running");
+            if let Some(slot) = &t.last_slot {
                 f.sample(
                     "backlog_last_tick_success",
                     &[("tier", &t.window)],
-                    if ok { 1.0 } else { 0.0 },
+                    if slot.ran() { 1.0 } else { 0.0 },
                 );
             }
         }
+        self.render_slots(f);
         f.family(
             "backlog_tier_unfinished",
             "gauge",
@@ -274,6 +274,74 @@ impl Snapshot {
                 &[("tier", &t.window)],
                 if paused { 1.0 } else { 0.0 },
             );
+        }
+    }
+
+    /// Each tier's last slot, summed over every runner that ticked in it.
+    fn render_slots(&self, f: &mut Families) {
+        let slots: Vec<(&str, &backlog::status::Slot)> = self
+            .status
+            .tiers
+            .iter()
+            .filter_map(|t| Some((t.window.as_str(), t.last_slot.as_ref()?)))
+            .collect();
+        f.family(
+            "backlog_last_slot_timestamp_seconds",
+            "gauge",
+            "The time of each tier's last slot by its cadence, in Unix seconds.",
+        );
+        for (tier, slot) in &slots {
+            f.sample(
+                "backlog_last_slot_timestamp_seconds",
+                &[("tier", tier)],
+                slot.at.timestamp() as f64,
+            );
+        }
+        f.family(
+            "backlog_last_slot_runners",
+            "gauge",
+            "The runners (host and process) that ticked in each tier's last slot.",
+        );
+        for (tier, slot) in &slots {
+            f.sample(
+                "backlog_last_slot_runners",
+                &[("tier", tier)],
+                slot.runners as f64,
+            );
+        }
+        f.family(
+            "backlog_last_slot_records",
+            "gauge",
+            "Records of each tier's last slot over all its runners: selected (handed over), succeeded, failed, skipped (held by another tick), lost (handled, not marked).",
+        );
+        for (tier, slot) in &slots {
+            for (outcome, n) in [
+                ("selected", slot.selected),
+                ("succeeded", slot.succeeded),
+                ("failed", slot.failed),
+                ("skipped", slot.skipped),
+                ("lost", slot.lost),
+            ] {
+                f.sample(
+                    "backlog_last_slot_records",
+                    &[("tier", tier), ("outcome", outcome)],
+                    n as f64,
+                );
+            }
+        }
+        f.family(
+            "backlog_last_slot_duration_seconds",
+            "gauge",
+            "How long each tier's last finished slot took, from its first tick's start to its last tick's end.",
+        );
+        for (tier, slot) in &slots {
+            if let Some(seconds) = slot.seconds() {
+                f.sample(
+                    "backlog_last_slot_duration_seconds",
+                    &[("tier", tier)],
+                    seconds,
+                );
+            }
         }
     }
 

@@ -8,7 +8,9 @@ use chrono::{DateTime, Utc};
 use backlog_core::handler::Handler;
 use backlog_core::record::Record;
 use backlog_core::store::Store;
-use backlog_core::tick::{Event, TickOptions, TickSummary, open_store, process_backlog};
+use backlog_core::tick::{
+    Event, TickOptions, TickSummary, enter_tick_span, open_store, process_backlog,
+};
 use backlog_core::{Config, Error};
 
 /// The time the runners share now: the database server's where there is one (the
@@ -29,6 +31,7 @@ pub fn run_tick(
     own: Option<&mut dyn Handler>,
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> Result<TickSummary, Error> {
+    let _in_span = enter_tick_span(&config.schedule, opts.window);
     let mut store = match open_store(config) {
         Ok(store) => store,
         Err(e) => {
@@ -51,6 +54,9 @@ pub fn run_tick_on(
     own: Option<&mut dyn Handler>,
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> Result<TickSummary, Error> {
+    // The handler's lines (a batch handler's end), the pings' and the alerts' name
+    // the tier too.
+    let _in_span = enter_tick_span(&config.schedule, opts.window);
     if opts.dry_run {
         return tick_on(config, store, opts, own, on_event, &mut false);
     }

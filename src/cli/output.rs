@@ -39,13 +39,22 @@ pub fn init_logging(level: tracing::Level, format: LogFormat) {
         .with_ansi(std::io::stderr().is_terminal() && !no_color);
     match format {
         LogFormat::Text => builder.fmt_fields(TextFields).finish().with(ours).init(),
-        LogFormat::Json => builder.json().finish().with(ours).init(),
+        // The tick's span (`tick{tier=2 window=7d}`) as `span`; not the list of
+        // spans, which holds that one only.
+        LogFormat::Json => builder
+            .json()
+            .with_span_list(false)
+            .finish()
+            .with(ours)
+            .init(),
     }
 }
 
 /// Fields a JSON log line carries for a collector to filter on, which a text line
-/// already says in its words (`record 203: ERROR (exit 1)`, a tick's summary).
-const JSON_ONLY: [&str; 11] = [
+/// already says in its words (`record 203: ERROR (exit 1)`, a tick's summary) or in
+/// its span's (`tick{tier=2 window=7d}: …`).
+const JSON_ONLY: [&str; 12] = [
+    "window",
     "record",
     "tier",
     "outcome",
@@ -75,7 +84,7 @@ pub(crate) const SUMMARY_FIELDS: [&str; 9] = [
 ];
 
 /// The fields of a text log line: its message, then `name=value` for the others but
-/// `JSON_ONLY`.
+/// `JSON_ONLY`; a span's (which has no message) all of them, `tick{tier=2 window=7d}`.
 struct TextFields;
 
 impl<'w> tracing_subscriber::fmt::FormatFields<'w> for TextFields {
@@ -84,13 +93,25 @@ impl<'w> tracing_subscriber::fmt::FormatFields<'w> for TextFields {
         mut writer: tracing_subscriber::fmt::format::Writer<'w>,
         fields: R,
     ) -> std::fmt::Result {
+        let mut probe = HasMessage(false);
+        fields.record(&mut probe);
         let mut visitor = TextVisitor {
             writer: &mut writer,
             result: Ok(()),
             first: true,
+            event: probe.0,
         };
         fields.record(&mut visitor);
         visitor.result
+    }
+}
+
+/// Whether the fields have a message: an event's, not a span's.
+struct HasMessage(bool);
+
+impl tracing::field::Visit for HasMessage {
+    fn record_debug(&mut self, field: &tracing::field::Field, _: &dyn std::fmt::Debug) {
+        self.0 |= field.name() == "message";
     }
 }
 
@@ -98,11 +119,12 @@ struct TextVisitor<'a, 'w> {
     writer: &'a mut tracing_subscriber::fmt::format::Writer<'w>,
     result: std::fmt::Result,
     first: bool,
+    event: bool,
 }
 
 impl tracing::field::Visit for TextVisitor<'_, '_> {
     fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-        if self.result.is_err() || JSON_ONLY.contains(&field.name()) {
+        if self.result.is_err() || (self.event && JSON_ONLY.contains(&field.name())) {
             return;
         }
         let space = if self.first { "" } else { " " };

@@ -11,7 +11,6 @@ use super::Handlers;
 use super::clocks::Shared;
 use backlog_core::Error;
 use backlog_core::config::Config;
-use backlog_core::duration;
 use backlog_core::store::StoreError;
 use backlog_core::tick::TickOptions;
 
@@ -57,7 +56,11 @@ pub(super) fn fire<'scope>(
 ) -> ScopedJoinHandle<'scope, Ended> {
     let config = config.clone();
     let stop = Arc::clone(stop);
+    // The tick's span for the whole thread: its summary and the lines after it name
+    // its tier too, and `process_backlog` enters no second one.
+    let span = backlog_core::tick::tick_span(&config.schedule, window);
     scope.spawn(move || {
+        let _in_span = span.enter();
         let mut opts = TickOptions::for_config(&config, window, shared.now());
         opts.stop = Arc::clone(&stop);
         match handlers.tick(&config, &opts) {
@@ -78,13 +81,13 @@ pub(super) fn fire<'scope>(
                     s.line(&config.table)
                 );
                 if let Some(why) = &s.breaker {
-                    tracing::warn!(window = %s.window, "the tick stopped after {why}");
+                    tracing::warn!("the tick stopped after {why}");
                 }
                 if let Some(why) = &s.handler_broken {
-                    tracing::error!(window = %s.window, "tick failed: {why}");
+                    tracing::error!("tick failed: {why}");
                 }
                 if let Some(why) = &s.lapsed {
-                    tracing::warn!(window = %s.window, "the tick stopped: {why}");
+                    tracing::warn!("the tick stopped: {why}");
                     return Ended::Unfinished;
                 }
                 // A stop the daemon did not ask for (a library's flag) is finished too.
@@ -94,7 +97,7 @@ pub(super) fn fire<'scope>(
                 }
             }
             Err(e) => {
-                tracing::error!(window = %duration::compact(window), "tick failed: {e}");
+                tracing::error!("tick failed: {e}");
                 // A lost connection mid-tick, or a write refused, is a database error.
                 match e {
                     Error::Store { .. } => Ended::DatabaseFailed,

@@ -35,7 +35,7 @@ use clocks::{Clock, Shared, clocks_at_start, next_fire};
 use fire::{Ended, fire, retry_pause, unreachable};
 
 use crate::ticks::run_tick;
-use backlog_core::tick::{TickOptions, TickSummary};
+use backlog_core::tick::{TickOptions, TickSummary, tier_span};
 
 use backlog_core::Error;
 use backlog_core::config::Config;
@@ -204,8 +204,8 @@ pub fn run_daemon(
             daemon.nap();
         }
         tracing::info!(
-            "stopping: waiting for {} running ticks",
-            daemon.running.len()
+            "stopping: waiting for {}",
+            backlog_core::plural::count(daemon.running.len(), "running tick", "running ticks")
         );
         for (_, tick) in daemon.running {
             let _ = tick.join();
@@ -312,6 +312,7 @@ impl<'scope, 'env: 'scope, 'h: 'env> Daemon<'scope, 'env, 'h> {
                 if retry < clock.next {
                     clock.next = retry;
                     let pause = duration::compact(pause);
+                    let _in_span = tier_span(&self.config.schedule, window).entered();
                     match ended {
                         Ended::Unfinished => tracing::warn!(
                             window = %duration::compact(window),
@@ -342,10 +343,13 @@ impl<'scope, 'env: 'scope, 'h: 'env> Daemon<'scope, 'env, 'h> {
                 .map(|(_, t)| t)
                 .expect("clocks follow the schedule in force");
             match self.running.entry(clock.window) {
-                std::collections::hash_map::Entry::Occupied(_) => tracing::warn!(
-                    window = %duration::compact(clock.window),
-                    "the previous tick still runs; this slot is skipped"
-                ),
+                std::collections::hash_map::Entry::Occupied(_) => {
+                    let _in_span = tier_span(&self.config.schedule, clock.window).entered();
+                    tracing::warn!(
+                        window = %duration::compact(clock.window),
+                        "the previous tick still runs; this slot is skipped"
+                    )
+                }
                 std::collections::hash_map::Entry::Vacant(slot) => {
                     slot.insert(fire(
                         self.scope,
@@ -377,6 +381,7 @@ impl<'scope, 'env: 'scope, 'h: 'env> Daemon<'scope, 'env, 'h> {
                 if let Some(clock) = self.clocks.iter_mut().find(|c| c.window == window)
                     && clock.next > now
                 {
+                    let _in_span = tier_span(&self.config.schedule, window).entered();
                     tracing::info!(
                         window = %duration::compact(window),
                         "a tick of this tier ended early and nothing has taken the rest of its band: taking it now"

@@ -19,9 +19,11 @@ mod check;
 mod check_alerts;
 pub mod paces;
 mod render;
+pub mod slot;
 mod thresholds;
 
 pub use check::{Check, CheckLevel, check};
+pub use slot::Slot;
 pub use thresholds::{Thresholds, judge, oldest_waiting};
 
 /// Records of one age range, by status.
@@ -59,8 +61,11 @@ pub struct TierStatus {
     pub window: String,
     /// Its cadence, as the schedule file writes it.
     pub cadence: String,
-    /// Its last tick in the run log; none if it never ticked.
+    /// Its last tick in the run log (one runner's); none if it never ticked.
     pub last_tick: Option<RunRow>,
+    /// The slot that tick belongs to, summed over every runner that ticked in it:
+    /// what a fleet did at the tier's last scheduled time.
+    pub last_slot: Option<Slot>,
     /// When the tick after the last one is due by the cadence (UTC); for a tier that
     /// never ticked, its first slot after the first tick of any tier (a tier is not
     /// late before its first slot came); none before any tick.
@@ -302,9 +307,10 @@ fn age_rows(
     Ok(ages)
 }
 
-/// Each tier's last tick, when it is next due and whether it is overdue at `now`:
-/// what `status` shows and what the daemon's `tier_overdue` alert checks. Reads the
-/// run log and the pauses only, so a daemon may ask every minute.
+/// Each tier's last tick and its slot over every runner, when it is next due and
+/// whether it is overdue at `now`: what `status` shows and what the daemon's
+/// `tier_overdue` alert checks. Reads the run log and the pauses only, so a daemon
+/// may ask every minute.
 pub fn tiers(
     config: &Config,
     store: &mut dyn Store,
@@ -317,12 +323,21 @@ pub fn tiers(
     let pauses = store.pauses()?;
     let pause_of = |window: u64| pauses.iter().find(|p| p.window_secs == window).cloned();
     let plan = crate::explain::explain(&config.schedule);
+    let mut slots = Vec::new();
+    for tier in &config.schedule.tiers {
+        let last = runs.iter().find(|r| r.window_secs == tier.window.as_secs());
+        slots.push(match last {
+            Some(last) => slot::slot_of(tier, store, last)?,
+            None => None,
+        });
+    }
     Ok(config
         .schedule
         .tiers
         .iter()
+        .zip(slots)
         .enumerate()
-        .map(|(i, tier)| {
+        .map(|(i, (tier, last_slot))| {
             let last_tick = runs
                 .iter()
                 .find(|r| r.window_secs == tier.window.as_secs())
@@ -362,6 +377,7 @@ pub fn tiers(
             TierStatus {
                 unfinished,
                 ended_early_24h,
+                last_slot,
                 tier: i + 1,
                 window: duration::compact(tier.window),
                 cadence: tier.cadence.to_string(),

@@ -5,12 +5,14 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::{Status, paces, seconds_taken};
+use super::{Slot, Status, paces};
 use backlog_core::duration;
-use backlog_core::store::{Holding, RunRow};
+use backlog_core::plural::count;
+use backlog_core::store::Holding;
 
-fn took(run: &RunRow) -> String {
-    seconds_taken(run).map_or_else(|| "-".to_string(), |s| format!("{s:.1}s"))
+fn took(slot: &Slot) -> String {
+    slot.seconds()
+        .map_or_else(|| "-".to_string(), |s| format!("{s:.1}s"))
 }
 
 impl Status {
@@ -119,16 +121,18 @@ impl Status {
         }
     }
 
-    /// Each tier's last tick, then what is paused or overdue.
+    /// Each tier's last slot, over every runner that ticked in it, then what is paused
+    /// or overdue.
     fn render_tiers(&self, out: &mut String) {
         let show = backlog_core::duration::instant;
         out.push_str(&format!(
-            "\n{:>4}  {:<7} {:<24} {:<21} {:<8} {:>8} {:>9} {:>7} {:>7} {:>6}\n",
+            "\n{:>4}  {:<7} {:<24} {:<21} {:<8} {:>7} {:>8} {:>9} {:>7} {:>7} {:>6}\n",
             "tier",
             "window",
             "cadence",
-            "last tick",
+            "last slot",
             "outcome",
+            "runners",
             "selected",
             "succeeded",
             "failed",
@@ -137,14 +141,15 @@ impl Status {
         ));
         let mut overdue = Vec::new();
         for t in &self.tiers {
-            match &t.last_tick {
+            match &t.last_slot {
                 Some(r) => out.push_str(&format!(
-                    "{:>4}  {:<7} {:<24} {:<21} {:<8} {:>8} {:>9} {:>7} {:>7} {:>6}\n",
+                    "{:>4}  {:<7} {:<24} {:<21} {:<8} {:>7} {:>8} {:>9} {:>7} {:>7} {:>6}\n",
                     t.tier,
                     t.window,
                     t.cadence,
-                    show(r.clock),
+                    show(r.at),
                     r.outcome,
+                    r.runners,
                     r.selected,
                     r.succeeded,
                     r.failed,
@@ -209,7 +214,7 @@ impl Status {
             };
             let holds = match &r.holds {
                 None => "holds nothing".to_string(),
-                Some(Holding::Records(n)) => format!("holds {n} records"),
+                Some(Holding::Records(n)) => format!("holds {}", count(*n, "record", "records")),
                 Some(Holding::Span { low, high }) => format!("holds {low} to {high}"),
             };
             out.push_str(&format!(

@@ -18,6 +18,7 @@ use chrono::{DateTime, Utc};
 use super::{Status, check::CheckLevel};
 use backlog_core::config::{CheckConfig, Config};
 use backlog_core::duration;
+use backlog_core::plural::count;
 use backlog_core::store::{Store, StoreError};
 
 /// The thresholds of a check; each none (off) unless `[check]` or a flag sets it.
@@ -146,7 +147,8 @@ pub fn findings(
         findings.push((
             level,
             format!(
-                "{failures} failed attempts in the last 24 hours, over {}",
+                "{} in the last 24 hours, over {}",
+                count(failures, "failed attempt", "failed attempts"),
                 limit.unwrap_or_default()
             ),
         ));
@@ -160,7 +162,8 @@ pub fn findings(
         findings.push((
             level,
             format!(
-                "{n} pending records in the tiers' bands, over {}",
+                "{} in the tiers' bands, over {}",
+                count(n, "pending record", "pending records"),
                 limit.unwrap_or_default()
             ),
         ));

@@ -30,13 +30,7 @@ pub(crate) fn ago(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
     }
 }
 
-/// `1 record`, `2 records`: a count with its noun agreeing.
-pub(crate) fn count(n: u64, one: &str, many: &str) -> String {
-    match n {
-        1 => format!("1 {one}"),
-        n => format!("{n} {many}"),
-    }
-}
+pub(crate) use backlog_core::plural::count;
 
 /// `text` cut to `most` characters (an ellipsis says so): an error in a list's cell,
 /// whose whole text is on the record's page and in the cell's title.
@@ -193,12 +187,13 @@ pub(crate) fn overview(o: &Overview, csrf: &str, notice: Option<&str>) -> Markup
     layout(&s.table, notice, true, body)
 }
 
-/// Each tier's last tick and next, with its pause and a button to resume it.
+/// Each tier's last slot (over every runner that ticked in it) and next, with its
+/// pause and a button to resume it.
 fn tiers_table(o: &Overview, csrf: &str) -> Markup {
     let (s, now) = (&o.status, o.status.now);
     html! {
     table {
-        thead { tr { th { "tier" } th { "window" } th { "band" } th { "cadence" } th { "last tick" } th { "result" } th.num { "handled" } th.num { "failed" } th { "took" } th { "next" } th { "" } } }
+        thead { tr { th { "tier" } th { "window" } th { "band" } th { "cadence" } th { "last slot" } th { "result" } th.num { "runners" } th.num { "handled" } th.num { "failed" } th { "took" } th { "next" } th { "" } } }
         tbody {
             @for t in &s.tiers {
                 tr {
@@ -206,14 +201,15 @@ fn tiers_table(o: &Overview, csrf: &str) -> Markup {
                     td { a href={ "/records?tier=" (urlencode(&t.window)) } { (t.window) } }
                     td { (band_of(o, t.tier)) }
                     td { (t.cadence) }
-                    @if let Some(r) = &t.last_tick {
-                        td title=(when(r.clock)) { (ago(r.clock, now)) }
+                    @if let Some(r) = &t.last_slot {
+                        td title=(when(r.at)) { (ago(r.at, now)) }
                         td { (badge(&r.outcome)) @if let Some(e) = &r.error { div.detail { (e) } } }
+                        td.num { (r.runners) }
                         td.num { (r.selected) }
                         td.num { (r.failed) }
-                        td { (backlog::status::seconds_taken(r).map(|s| format!("{s:.1} s")).unwrap_or_else(|| "–".into())) }
+                        td { (r.seconds().map(|s| format!("{s:.1} s")).unwrap_or_else(|| "–".into())) }
                     } @else {
-                        td colspan="5" { span.muted { "never ticked" } }
+                        td colspan="6" { span.muted { "never ticked" } }
                     }
                     // A pause of every tier is the banner's to say; a row says only that it holds.
                     td { @if s.paused.is_some() { (badge("paused")) div.detail { "with every tier" } }

@@ -1,5 +1,5 @@
 //! The dashboard's pictures, as SVG text a few KB long: records handled and failed per
-//! tick over time, and the pending records by age band. Their look (colours, fonts,
+//! slot over time (over every runner that ticked in it), and the pending records by age band. Their look (colours, fonts,
 //! the legend above the chart, the clock axis, the empty picture) is `backoff plot`'s,
 //! from `crate::plot`.
 
@@ -22,8 +22,8 @@ fn empty(text: &str) -> String {
     plot::empty((WIDTH, HEIGHT), text)
 }
 
-/// Records handled and failed per tick, over the ticks' clocks. The legend sits above
-/// the chart, off the data.
+/// Records handled and failed per slot (`status::slot::by_slot`), over the slots'
+/// times. The legend sits above the chart, off the data.
 pub(crate) fn ticks(runs: &[RecentRun]) -> String {
     let (Some(first), Some(last)) = (runs.first(), runs.last()) else {
         return empty("No tick yet.");
@@ -71,7 +71,7 @@ pub(crate) fn ticks(runs: &[RecentRun]) -> String {
             .y_labels(5)
             .x_label_formatter(&|t| plot::clock_label(*t, layout))
             .y_label_formatter(&|n| format!("{n:.0}"))
-            .y_desc("records per tick")
+            .y_desc("records per slot")
             .draw();
         let x = |r: &RecentRun| r.clock.timestamp() as f64;
         let _ = chart.draw_series(

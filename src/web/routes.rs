@@ -212,8 +212,10 @@ fn svg(text: String) -> Response {
 async fn plot_ticks(State(shared): SharedState) -> Response {
     let result = blocking(&shared, |config| {
         let mut store = operate::inspected(&config)?;
+        // A fleet's runners share a slot: the plot draws their sum, a point a slot.
         store
             .recent_runs(300)
+            .map(|runs| backlog::status::slot::by_slot(&config.schedule, &runs))
             .map_err(Error::store(store.describe()))
     })
     .await;

@@ -135,11 +135,15 @@ fn a_failed_delivery_is_a_warning_naming_the_url_without_its_token(backend: Back
     // The tick's own exit code, whatever the deliveries did.
     let stderr = tick(&env, 0, 5);
     assert!(
-        stderr.contains(&format!("WARN alert webhook {url}/hook: ")),
+        stderr.contains(&format!(
+            "WARN tick{{tier=1 window=1d}}: alert webhook {url}/hook: "
+        )),
         "{stderr}"
     );
     assert!(
-        stderr.contains(&format!("WARN ping {url}/ping/start: ")),
+        stderr.contains(&format!(
+            "WARN tick{{tier=1 window=1d}}: ping {url}/ping/start: "
+        )),
         "{stderr}"
     );
     assert!(
@@ -253,14 +257,16 @@ fn a_failed_delivery_is_tried_again_and_never_counted_as_sent(backend: Backend) 
     assert_eq!(hooks.refused(), 1);
     assert_eq!(events.len(), 1, "the retry delivers it: {stderr}");
     assert_eq!(events[0]["held_back"], 0);
-    assert!(!stderr.contains("WARN alert webhook"), "{stderr}");
+    assert!(!stderr.contains("alert webhook"), "{stderr}");
 
     let down = refused();
     set_webhook(&env, &down.url);
     let stderr = tick(&env, 20, 5);
     assert!(
-        stderr.contains(&format!("WARN alert webhook {}/hook: ", down.url))
-            && stderr.contains("(3 tries)"),
+        stderr.contains(&format!(
+            "WARN tick{{tier=1 window=1d}}: alert webhook {}/hook: ",
+            down.url
+        )) && stderr.contains("(3 tries)"),
         "{stderr}"
     );
     let found = findings(&env, 21);
@@ -312,7 +318,7 @@ fn an_alert_command_gets_the_event_on_its_stdin() {
     env.write_handler("alert.sh", "#!/bin/sh\necho pager down >&2\nexit 3\n");
     let stderr = tick(&env, 20, 5);
     assert!(
-        stderr.contains("WARN alert command ./alert.sh: it ended with exit status: 3: [stderr] pager down (3 tries)"),
+        stderr.contains("WARN tick{tier=1 window=1d}: alert command ./alert.sh: it ended with exit status: 3: [stderr] pager down (3 tries)"),
         "{stderr}"
     );
 }
@@ -349,7 +355,7 @@ fn an_alert_commands_process_group_ends_with_it_and_at_its_timeout() {
     let started = Instant::now();
     let stderr = tick(&env, 0, 5);
     assert!(started.elapsed() < Duration::from_secs(30), "{stderr}");
-    assert!(!stderr.contains("WARN alert command"), "{stderr}");
+    assert!(!stderr.contains("alert command"), "{stderr}");
     assert!(gone(&env, "sleep.pid"), "the sleep outlived its command");
 
     // Past its timeout, SIGTERM ignored by it and its sleep alike.
@@ -361,7 +367,7 @@ fn an_alert_commands_process_group_ends_with_it_and_at_its_timeout() {
     let stderr = tick(&env, 20, 5);
     assert!(started.elapsed() < Duration::from_secs(30), "{stderr}");
     assert!(
-        stderr.contains("WARN alert command ./alert.sh: its process group was ended after 1s (alert.command_timeout)"),
+        stderr.contains("WARN tick{tier=1 window=1d}: alert command ./alert.sh: its process group was ended after 1s (alert.command_timeout)"),
         "{stderr}"
     );
     assert!(

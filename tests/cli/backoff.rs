@@ -171,6 +171,15 @@ fn budget_counts_retries_and_shows_the_closed_form() {
         "fibonacci: 8 retries fit in 60m, waiting 54m in all",
         "1+1+2+3+5+8+13+21 = 54; the next, 34, passes an hour"
     );
+    // One retry is one, in the singular.
+    assert_eq!(
+        run(&["backoff", "budget", "exponential", "--retries", "1"]),
+        "exponential: 1 retry waits 1s in all"
+    );
+    assert!(
+        run(&["backoff", "budget", "exponential", "--timeout", "2s"])
+            .starts_with("exponential: 1 retry fits in 2s, waiting 1s in all"),
+    );
 }
 
 #[test]

@@ -272,7 +272,7 @@ fn a_handler_flooding_junk_lines_times_out_and_its_junk_is_logged_once_a_batch(b
     let stderr = std::fs::read_to_string(env.path("tick.log")).unwrap();
     let summaries: Vec<&str> = stderr
         .lines()
-        .filter(|l| l.contains("WARN the batch handler wrote"))
+        .filter(|l| l.contains("WARN tick{tier=1 window=1d}: the batch handler wrote"))
         .collect();
     assert_eq!(summaries.len(), 2, "one junk summary a batch:\n{stderr}");
     assert!(

@@ -115,7 +115,7 @@ fn a_batch_handler_that_flushes_after_its_read_loop_leaves_every_id_and_its_mark
     assert_eq!(files.len(), 1, "one process, one flush: {files:?}");
     assert_eq!(files[0], (1..=10).collect::<Vec<i64>>());
     assert!(
-        !stderr(&out).contains("WARN the batch handler"),
+        !stderr(&out).contains("the batch handler"),
         "{}",
         stderr(&out)
     );
@@ -277,7 +277,7 @@ fn a_batch_handler_that_ignores_its_end_of_input_gets_sigterm_after_stop_grace()
     let stderr = stderr(&out);
     assert!(
         stderr.contains(
-            "WARN the batch handler ./deaf_to_eof.sh did not exit within handler.stop_grace (1s) of the end of its input: stopped with SIGTERM (signal: 15 (SIGTERM)); the records it answered keep their marks; raise handler.stop_grace if its end needs longer; its stderr ended: \"after the loop\""
+            "WARN tick{tier=1 window=1d}: the batch handler ./deaf_to_eof.sh did not exit within handler.stop_grace (1s) of the end of its input: stopped with SIGTERM (signal: 15 (SIGTERM)); the records it answered keep their marks; raise handler.stop_grace if its end needs longer; its stderr ended: \"after the loop\""
         ),
         "{stderr}"
     );
@@ -290,7 +290,7 @@ fn a_batch_handler_that_ignores_sigterm_too_is_killed() {
     let stderr = stderr(&out);
     assert!(
         stderr.contains(
-            "WARN the batch handler ./deaf_to_eof.sh did not exit within handler.stop_grace (1s) of the end of its input, nor 2s after SIGTERM: killed with SIGKILL"
+            "WARN tick{tier=1 window=1d}: the batch handler ./deaf_to_eof.sh did not exit within handler.stop_grace (1s) of the end of its input, nor 2s after SIGTERM: killed with SIGKILL"
         ),
         "{stderr}"
     );
@@ -306,7 +306,7 @@ fn a_batch_handler_that_ignores_sigterm_too_is_killed() {
 fn stop_grace_0s_ends_a_batch_handler_at_once() {
     let (out, took) = eof_ignored(false, "mode = \"batch\"\nstop_grace = \"0s\"");
     assert!(
-        !stderr(&out).contains("WARN the batch handler"),
+        !stderr(&out).contains("the batch handler"),
         "{}",
         stderr(&out)
     );
@@ -340,7 +340,7 @@ sys.exit(3)
     let (out, _) = run_within(&env, Duration::from_secs(60));
     let stderr = stderr(&out);
     assert!(
-        stderr.contains("WARN the batch handler ./failing_end.py ended badly: exit status: 3, "),
+        stderr.contains("WARN tick{tier=1 window=1d}: the batch handler ./failing_end.py ended badly: exit status: 3, "),
         "{stderr}"
     );
     assert!(

@@ -57,7 +57,7 @@ fn the_breaker_stops_a_tick_after_failures_in_a_row(backend: Backend) {
             "; stopped by the breaker (handler.stop_after_failures)\n",
         ))
         // Each failure at WARN, then why the tick stopped.
-        .stderr(predicates::str::contains("WARN record 1: ERROR (exit 1)\n"))
+        .stderr(predicates::str::contains("WARN tick{tier=1 window=1d}: record 1: ERROR (exit 1)\n"))
         .stderr(predicates::str::ends_with(
             "\nbacklog: the tick stopped after 3 failures in a row (handler.stop_after_failures), each: exit 1; the rest of the band waits for the next tick\n",
         ));
@@ -474,6 +474,24 @@ fn a_failing_record_is_tried_once_a_slot_whatever_the_runners(backend: Backend) 
         .success()
         .stdout(predicates::str::contains("selected 30"));
     assert_eq!(env.with_status("ERROR"), 30);
+}
+
+/// A breaker at one failure trips at the first, and says so in the singular.
+#[test]
+fn a_breaker_at_one_failure_says_one_failure() {
+    let env = backlog(
+        Backend::Sqlite,
+        3,
+        "stop_after_failures = 1",
+        FAILING_HANDLER,
+    );
+    env.backlog(&["run", "--window", "1d", "--now", NOW])
+        .assert()
+        .code(7)
+        .stderr(predicates::str::ends_with(
+            "\nbacklog: the tick stopped after 1 failure in a row (handler.stop_after_failures), it: exit 1; the rest of the band waits for the next tick\n",
+        ));
+    assert_eq!(starts(&env).len(), 1);
 }
 
 crate::on_every_backend!(

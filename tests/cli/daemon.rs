@@ -226,6 +226,75 @@ fn the_daemons_tick_lines_carry_their_counts_as_fields() {
         assert!(fields[name].is_number(), "{name}: {tick}");
     }
     assert_eq!(fields["window"], "1d", "{tick}");
+    // Every line of a tick is in its span: the tier's number and window.
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let in_ticks: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|l| l["span"]["name"] == "tick")
+        .collect();
+    assert!(in_ticks.len() > 2, "{log}");
+    for line in in_ticks {
+        let tier = &line["span"]["tier"];
+        let window = if *tier == 1 { "1d" } else { "7d" };
+        assert_eq!(line["span"]["window"], window, "{line}");
+        for name in ["tier", "window"] {
+            if !line["fields"][name].is_null() {
+                assert_eq!(line["fields"][name], line["span"][name], "{line}");
+            }
+        }
+    }
+}
+
+/// Tiers that tick at once log lines that interleave; each names its tick's tier
+/// (`tick{tier=2 window=7d}: …`), the failures, the count past the cap and the
+/// summary alike, and the count past the cap is its tier's.
+#[test]
+fn each_line_of_ticks_at_once_names_its_tier() {
+    let env = backlog_env(Backend::Sqlite, FAST_TIERS);
+    let child = start(&env);
+    wait_for(|| runs_of(&env, 86_400) >= 1 && runs_of(&env, 7 * 86_400) >= 1);
+    stop(&env, child);
+    let log = daemon_log(&env);
+    // Records 1 to 4 are under a day old (tier 1), 5 to 20 under a week (tier 2).
+    let mut failures = 0;
+    for line in log.lines().filter(|l| l.contains(": record ")) {
+        let id: i64 = line
+            .split(": record ")
+            .nth(1)
+            .unwrap()
+            .split(':')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let prefix = if id <= 4 {
+            "tick{tier=1 window=1d}: "
+        } else {
+            "tick{tier=2 window=7d}: "
+        };
+        assert!(
+            line.contains(&format!(" WARN {prefix}record {id}: ERROR")),
+            "{line}"
+        );
+        failures += 1;
+    }
+    assert!(failures >= 14, "{log}");
+    // Tier 2's 16 failures: 10 shown, and the rest counted on its line.
+    assert!(
+        log.contains(" WARN tick{tier=2 window=7d}: 6 more records failed in this tick"),
+        "{log}"
+    );
+    assert!(
+        log.contains(
+            " INFO tick{tier=1 window=1d}: tier 1 (1d every 1s), ages 0 to 1d: selected 4,"
+        ),
+        "{log}"
+    );
+    // The summary's window is in the span, not said twice.
+    assert!(!log.contains("window=1d run_id"), "{log}");
 }
 
 crate::on_every_backend!(

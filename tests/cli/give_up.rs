@@ -55,7 +55,7 @@ fn a_record_past_the_last_tier_is_given_up_and_retry_brings_it_back(backend: Bac
     let dry = String::from_utf8_lossy(&dry.get_output().stderr).into_owned();
     assert!(
         dry.contains(
-            "dry run, would hand over 1 records; would give up on 1 past the last tier (DEAD)"
+            "dry run, would hand over 1 record; would give up on 1 past the last tier (DEAD)"
         ),
         "{dry}"
     );

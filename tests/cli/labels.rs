@@ -34,7 +34,7 @@ fn status_codes_are_shown_by_their_labels() {
         .success();
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert!(
-        stderr.contains(" WARN record 2: pending (exit 1)"),
+        stderr.contains(" WARN tick{tier=1 window=1d}: record 2: pending (exit 1)"),
         "{stderr}"
     );
     assert_eq!(

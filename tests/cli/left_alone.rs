@@ -23,7 +23,7 @@ fn a_record_with_an_unreadable_inserted_at_value_is_left_alone(backend: Backend)
         .success();
     let dry = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert!(
-        dry.contains("would hand over 1 records; left alone 1 with an unreadable DATE_INSERTED value (record 2: \"2026-11-21 06:61:00\"; fix them, `backlog doctor` lists them)"),
+        dry.contains("would hand over 1 record; left alone 1 with an unreadable DATE_INSERTED value (record 2: \"2026-11-21 06:61:00\"; fix them, `backlog doctor` lists them)"),
         "{dry}"
     );
     let out = env.run_window("1d");
@@ -56,7 +56,7 @@ fn a_record_in_another_utc_offset_is_left_alone(backend: Backend) {
         .success();
     let dry = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert!(
-        dry.contains(&format!("would hand over 1 records; {said}")),
+        dry.contains(&format!("would hand over 1 record; {said}")),
         "{dry}"
     );
     let out = env
@@ -108,7 +108,7 @@ fn a_band_of_statuses_in_another_case_is_warned_of(backend: Backend) {
         assert_eq!(stderr.lines().count(), 1, "{layout}: {stderr}");
         assert!(
             stderr.contains(
-                "WARN no record of this band is pending, yet a sample of the band holds statuses that differ from a pending value only in case: 2 \"new\" (the file says \"NEW\"); statuses are compared exactly, case included: set table.pending = [\"new\", \"ERROR\"] in the schedule file"
+                "WARN tick{tier=1 window=1d}: no record of this band is pending, yet a sample of the band holds statuses that differ from a pending value only in case: 2 \"new\" (the file says \"NEW\"); statuses are compared exactly, case included: set table.pending = [\"new\", \"ERROR\"] in the schedule file"
             ),
             "{layout}: {stderr}"
         );

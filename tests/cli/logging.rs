@@ -53,6 +53,12 @@ fn run_logs_one_json_object_per_line() {
     );
     for line in &lines {
         assert!(is_utc_time(line["timestamp"].as_str().unwrap()), "{line}");
+        // Every line of the tick is in its span, which names the tier.
+        assert_eq!(
+            line["span"],
+            serde_json::json!({"name": "tick", "tier": 2, "window": "7d"}),
+            "{line}"
+        );
         assert!(
             ["DEBUG", "WARN"].contains(&line["level"].as_str().unwrap()),
             "{line}"
@@ -105,6 +111,28 @@ fn run_logs_one_json_object_per_line() {
     );
 }
 
+/// Eleven failures: ten lines, then the one more in words that agree.
+#[test]
+fn one_failure_past_the_cap_is_one_more_record() {
+    let env = Env::new();
+    env.records_minutes_apart(11);
+    env.write_schedule(&crate::harness::Schedule::default());
+    let ids: Vec<i64> = (1..=11).collect();
+    env.write_handler("handler.sh", &crate::harness::recording_handler(&ids));
+    let out = env
+        .backlog(&["run", "--window", "1d", "--now", NOW])
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert_eq!(stderr.matches(": ERROR (exit 1)").count(), 10, "{stderr}");
+    assert!(
+        stderr.lines().last().unwrap().ends_with(
+            " WARN tick{tier=1 window=1d}: 1 more record failed in this tick (not shown; `backlog show ID` lists a record's attempts)"
+        ),
+        "{stderr}"
+    );
+}
+
 /// With JSON logs, the line saying why the command failed is a JSON log line too,
 /// carrying the exit code.
 #[test]
@@ -145,8 +173,9 @@ fn text_log_lines_on_a_pipe_start_with_their_time() {
         let (time, rest) = line.split_once(' ').unwrap();
         assert!(is_utc_time(time), "{line}");
         assert!(
-            rest.starts_with("DEBUG ") || rest.starts_with(" WARN "),
-            "{line}"
+            rest.starts_with("DEBUG tick{tier=2 window=7d}: ")
+                || rest.starts_with(" WARN tick{tier=2 window=7d}: "),
+            "each line names its tick's tier, once: {line}"
         );
     }
     assert!(!stderr.contains('\x1b'), "no colours on a pipe: {stderr:?}");

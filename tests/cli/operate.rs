@@ -53,7 +53,7 @@ fn a_failure_is_kept_shown_and_retried(backend: Backend) {
         .assert()
         .success()
         .stderr(predicates::str::contains(
-            "WARN record 2: ERROR (exit 1): [stderr] partner said 503 Service Unavailable\n",
+            "WARN tick{tier=1 window=1d}: record 2: ERROR (exit 1): [stderr] partner said 503 Service Unavailable\n",
         ));
     let kept = env.lines(&format!(
         "SELECT record_id || ' ' || outcome || ' ' || code || ' ' || status || ' ' || window_secs FROM {}",

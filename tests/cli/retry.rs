@@ -212,7 +212,7 @@ fn every_view_of_a_record_agrees_with_the_tick_on_its_next_try(backend: Backend)
             .success(),
     );
     assert!(
-        text.contains("dry run, would hand over 1 records\n"),
+        text.contains("dry run, would hand over 1 record\n"),
         "{text}"
     );
 }

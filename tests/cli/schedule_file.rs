@@ -99,7 +99,10 @@ fn an_alert_variable_unset_leaves_its_key_out_and_the_work_runs() {
         .assert()
         .success();
     let stderr = text_of(&out);
-    assert!(stderr.contains(&format!("WARN {unset}")), "{stderr}");
+    assert!(
+        stderr.contains(&format!("WARN tick{{tier=1 window=1d}}: {unset}")),
+        "{stderr}"
+    );
     assert_eq!(stderr.matches("${HC_UUID} names").count(), 1, "{stderr}");
     assert!(!env.take_calls().is_empty(), "the tick handled its records");
     assert_eq!(hooks.take(), [], "nothing pinged");

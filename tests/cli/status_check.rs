@@ -30,7 +30,7 @@ fn status_check_answers_a_monitoring_system(backend: Backend) {
     .assert()
     .code(1)
     .stdout(predicates::str::contains(
-        "1 failed attempts in the last 24 hours, over 0",
+        "1 failed attempt in the last 24 hours, over 0",
     ));
     let out = env
         .backlog(&[
@@ -229,7 +229,7 @@ fn status_check_pages_for_new_work_waiting_and_pending_records(backend: Backend)
         .assert()
         .code(1)
         .stdout(predicates::str::contains(
-            "1 pending records in the tiers' bands, over 0",
+            "1 pending record in the tiers' bands, over 0",
         ));
 }
 

@@ -104,9 +104,10 @@ fn pending_statuses_in_another_case_are_warned_of_once(backend: Backend) {
         );
         let warned: Vec<&str> = stderr.lines().filter(|l| l.contains("WARN")).collect();
         assert_eq!(warned.len(), 1, "{window}: once: {stderr}");
+        let tier = if window == "1d" { 1 } else { 4 };
         assert!(
             warned[0].contains(&format!(
-                "WARN no record of this band is pending, yet a sample of {place} holds statuses that differ from a pending value only in case: {found}; {fix}"
+                "WARN tick{{tier={tier} window={window}}}: no record of this band is pending, yet a sample of {place} holds statuses that differ from a pending value only in case: {found}; {fix}"
             )),
             "{window}: {stderr}"
         );

@@ -26,6 +26,7 @@ pub mod duration;
 pub mod error;
 pub mod handler;
 pub mod pace;
+pub mod plural;
 pub mod rate;
 pub mod record;
 pub mod schedule;

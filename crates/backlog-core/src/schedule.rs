@@ -167,11 +167,7 @@ impl fmt::Display for Band {
 
 /// "1 tier", "6 tiers".
 pub fn tiers(n: usize) -> String {
-    if n == 1 {
-        "1 tier".to_string()
-    } else {
-        format!("{n} tiers")
-    }
+    crate::plural::count(n, "tier", "tiers")
 }
 
 impl Schedule {

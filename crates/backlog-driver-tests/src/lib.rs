@@ -111,6 +111,7 @@ macro_rules! suite {
             inspect::clock_is_near_now,
             inspect::describe_hides_the_password,
             runs::run_log_round_trips,
+            runs::runs_since_reads_a_windows_ticks_from_a_clock,
             runs::a_stopped_run_is_unfinished_until_a_later_run_finishes,
             runs::begin_run_abandons_a_silent_run,
             runs::open_alerts_are_taken_once,

@@ -59,6 +59,52 @@ fn unfinished(store: &mut dyn Store, lease: Duration) -> Vec<(u64, String)> {
         .collect()
 }
 
+/// `runs_since` reads the ticks of one window whose clock is at or after a time, oldest
+/// first, each with its owner (the runner: a host name may hold a `/`) and its lost
+/// marks.
+///
+/// Why: a tier's slot is summed over these rows (`status`, the metrics, the
+/// dashboard); a row read from the wrong window or time, or an owner read wrong,
+/// misstates what the fleet did.
+pub fn runs_since_reads_a_windows_ticks_from_a_clock(h: &dyn Harness) {
+    let backlog = Backlog::new(h, Flavour::Rfc3339Text);
+    backlog.insert_new([(1, 5)]);
+    let (mut store, _) = backlog.ready();
+    let tick = |store: &mut dyn Store, window, now, owner: &str, lost| {
+        let id = store.begin_run(&start(window, now, owner)).unwrap();
+        let counts = RunEnd {
+            selected: 5,
+            succeeded: 4,
+            failed: 1,
+            lost,
+            outcome: "done",
+            ..RunEnd::default()
+        };
+        store.finish_run(id, &counts).unwrap();
+        id
+    };
+    let (before, from) = (backlog.ago(10), backlog.ago(5));
+    tick(store.as_mut(), DAY, before, "a/1/10/0", 0);
+    let at_from = tick(store.as_mut(), DAY, from, "a/1/11/0", 1);
+    tick(store.as_mut(), WEEK, from, "a/1/12/0", 0);
+    let now = tick(store.as_mut(), DAY, backlog.now, "rack/b/7/13/0", 2);
+    let rows = store
+        .runs_since(DAY, from)
+        .unwrap_or_else(|e| panic!("runs_since: {e}"));
+    let got: Vec<_> = rows
+        .iter()
+        .map(|r| (r.run_id, r.clock, r.runner(), r.lost, r.selected))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (at_from, from, "a/1", 1, 5),
+            (now, backlog.now, "rack/b/7", 2, 5)
+        ],
+        "{rows:?}"
+    );
+}
+
 /// What `begin_run` and `finish_run` write, `last_runs`, `last_tick` and `first_tick`
 /// read back: the tick's clock to the second, its counts, its outcome and error, the
 /// last run of each window in window order, a failed run left out of `last_tick`;

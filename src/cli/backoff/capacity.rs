@@ -11,6 +11,7 @@ use super::SimulateArgs;
 use crate::cli::print;
 use crate::error::Error;
 use backlog_core::duration;
+use backlog_core::plural::count;
 
 /// `backoff simulate --capacity …`.
 pub(super) fn simulate_paces(args: &SimulateArgs) -> Result<(), Error> {
@@ -87,14 +88,17 @@ fn table(counterpart: &Counterpart, reports: &[Report]) -> String {
         })
         .collect();
     let breaker = match counterpart.stop_after {
-        Some(k) => format!("the breaker at {k} refusals in a row"),
+        Some(k) => format!(
+            "the breaker at {} in a row",
+            count(k, "refusal", "refusals")
+        ),
         None => "no breaker".into(),
     };
     let mut text = format!(
-        "a counterpart of {} (refused beyond), {} records, {} handlers at once, calls of {}, {breaker}\n\n",
+        "a counterpart of {} (refused beyond), {}, {} at once, calls of {}, {breaker}\n\n",
         capacity.join(", then "),
-        counterpart.records,
-        counterpart.lanes,
+        count(counterpart.records, "record", "records"),
+        count(counterpart.lanes, "handler", "handlers"),
         duration::compact(Duration::from_secs_f64(counterpart.latency)),
     );
     let followed = counterpart.capacity.len() > 1;

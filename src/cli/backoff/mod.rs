@@ -8,6 +8,7 @@ use super::{parse_now, print};
 use crate::error::Error;
 use backlog_core::config::Config;
 use backlog_core::duration;
+use backlog_core::plural::count;
 
 mod args;
 mod budget;
@@ -204,8 +205,8 @@ pub fn backoff_budget(args: &BudgetArgs) -> Result<(), Error> {
             unit.name()
         ),
         Some(t) => format!(
-            "{name}: {} retries fit in {}{}, waiting {}{} in all{}\n",
-            b.retries,
+            "{name}: {} in {}{}, waiting {}{} in all{}\n",
+            count(b.retries, "retry fits", "retries fit"),
             number(t, unit),
             unit.name(),
             number(b.total, unit),
@@ -213,8 +214,8 @@ pub fn backoff_budget(args: &BudgetArgs) -> Result<(), Error> {
             if b.gave_up { " (then it gives up)" } else { "" }
         ),
         None => format!(
-            "{name}: {} retries wait {}{} in all{}\n",
-            b.retries,
+            "{name}: {} {}{} in all{}\n",
+            count(b.retries, "retry waits", "retries wait"),
             number(b.total, unit),
             unit.name(),
             if b.gave_up {
@@ -282,10 +283,11 @@ pub fn backoff_plot(args: &PlotArgs) -> Result<(), Error> {
     plot(&args.out, &panels, horizon, unit).map_err(Error::Usage)?;
     let dots: usize = panels.iter().flat_map(|p| &p.retries).map(Vec::len).sum();
     print(&format!(
-        "wrote {} ({} strategies, {} jobs, {dots} retries)\n",
+        "wrote {} ({}, {}, {})\n",
         args.out.display(),
-        panels.len(),
-        args.records
+        count(panels.len(), "strategy", "strategies"),
+        count(args.records, "job", "jobs"),
+        count(dots, "retry", "retries")
     ))
 }
 
@@ -344,8 +346,8 @@ pub fn backoff_simulate(args: &SimulateArgs) -> Result<(), Error> {
         .unwrap_or(9)
         .max(9);
     let mut text = format!(
-        "{} records, an outage of {}, first failures {}, seed {}\n\n{:<width$}  {:>12}  {:>9}  {:>9}  {:>9}  {:>7}  {:>5}  {:>8}\n",
-        args.records,
+        "{}, an outage of {}, first failures {}, seed {}\n\n{:<width$}  {:>12}  {:>9}  {:>9}  {:>9}  {:>7}  {:>5}  {:>8}\n",
+        count(args.records, "record", "records"),
         duration::rough(Duration::from_secs_f64(outage)),
         if args.arrival.is_zero() {
             "all at once".to_string()

@@ -188,7 +188,7 @@ fn examples(roff: &mut Roff) {
         ),
         (
             "backlog status",
-            "Records by status and age band, and each tier's last tick.",
+            "Records by status and age band, and each tier's last slot over all its runners.",
         ),
         (
             "backlog status --check",

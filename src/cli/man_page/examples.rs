@@ -72,7 +72,7 @@ pub(super) fn of(path: &str) -> &'static [(&'static str, &'static str)] {
         "status" => &[
             (
                 "backlog status",
-                "Records by status and age band, and each tier's last tick.",
+                "Records by status and age band, and each tier's last slot over all its runners.",
             ),
             (
                 "backlog status --check --critical-waiting 30m --warn-pending 10000",

@@ -223,8 +223,8 @@ impl StderrLog {
     fn flush(&mut self) {
         if self.unlogged > 0 {
             tracing::debug!(
-                "batch handler: {} more lines of stderr not logged (at most {STDERR_LINES_A_SECOND} a second)",
-                self.unlogged
+                "batch handler: {} of stderr not logged (at most {STDERR_LINES_A_SECOND} a second)",
+                crate::plural::count(self.unlogged, "more line", "more lines")
             );
             self.unlogged = 0;
         }

@@ -90,7 +90,10 @@ impl BatchProcess {
         let stderr_tail = Arc::new(Mutex::new(Vec::new()));
         let (stderr_done, stderr_logged) = mpsc::channel::<()>();
         let tail = Arc::clone(&stderr_tail);
+        // The tick's span: the handler's stderr lines name its tier.
+        let span = tracing::Span::current();
         thread::spawn(move || {
+            let _in_span = span.enter();
             log_stderr(stderr, &tail);
             drop(stderr_done);
         });

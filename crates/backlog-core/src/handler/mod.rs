@@ -293,7 +293,8 @@ pub fn describe(config: &crate::config::HandlerConfig) -> String {
             match config.mode {
                 crate::config::HandlerMode::PerRecord => "one process per record".to_string(),
                 crate::config::HandlerMode::Batch => {
-                    format!("batch mode, {} records a batch", config.batch_size)
+                    let records = crate::plural::count(config.batch_size, "record", "records");
+                    format!("batch mode, {records} a batch")
                 }
             },
         ],
@@ -340,7 +341,10 @@ pub fn describe(config: &crate::config::HandlerConfig) -> String {
         crate::duration::compact(config.timeout)
     ));
     if let Some(k) = config.stop_after_failures {
-        parts.push(format!("a tick stops after {k} failures in a row"));
+        parts.push(format!(
+            "a tick stops after {} in a row",
+            crate::plural::count(k, "failure", "failures")
+        ));
     }
     parts.join(", ")
 }

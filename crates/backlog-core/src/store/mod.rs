@@ -195,6 +195,20 @@ pub trait Store: Reads + Survey + Holds {
         runs::last_runs(own.sql, &own.prefix, own.table)
     }
 
+    /// The ticks of `window` whose clock is at or after `since`, oldest first, among
+    /// its newest (`runs::since`): a slot's ticks, however many runners shared it.
+    fn runs_since(
+        &mut self,
+        window: Duration,
+        since: DateTime<Utc>,
+    ) -> Result<Vec<RunRow>, StoreError> {
+        let own = self.own("backlog_runs")?;
+        if !own.exists {
+            return Ok(Vec::new());
+        }
+        runs::since(own.sql, &own.prefix, own.table, window, since)
+    }
+
     /// Per window, the ticks alive in the last `span` that ended before their band
     /// did, how many and the newest (`runs::ended_early`); a tick silent for `lease`
     /// counts.

@@ -88,6 +88,18 @@ pub struct RunRow {
     /// Why it did not end `done` (see `RunEnd::error`); for `abandoned`, since when
     /// it was silent.
     pub error: Option<String>,
+    /// Records handled but not marked: the tick no longer held them.
+    pub lost: u64,
+    /// The tick's name in the holds, `host/pid/started-ms/n`: the runner that ran it.
+    pub owner: String,
+}
+
+impl RunRow {
+    /// The runner (`host/pid`) of the tick, from its owner name, read from the right
+    /// (a host name may hold a `/`).
+    pub fn runner(&self) -> &str {
+        self.owner.rsplitn(3, '/').nth(2).unwrap_or(&self.owner)
+    }
 }
 
 /// A time of the run log, as `Sql::rfc3339` gives it.
@@ -148,7 +160,7 @@ pub fn first_tick(
 /// The run log's columns a `RunRow` is read from, in its order.
 fn row_columns(sql: &dyn Sql) -> String {
     format!(
-        "id, window_secs, {}, {}, {}, selected, succeeded, failed, skipped, outcome, error",
+        "id, window_secs, {}, {}, {}, selected, succeeded, failed, skipped, outcome, error, lost, owner",
         sql.rfc3339("clock"),
         sql.rfc3339("started_at"),
         sql.rfc3339("finished_at")
@@ -172,6 +184,8 @@ fn run_rows(rows: &[Vec<Value>]) -> Result<Vec<RunRow>, StoreError> {
                 skipped: n(&r[8]),
                 outcome: r[9].text().unwrap_or_default(),
                 error: r[10].text(),
+                lost: n(&r[11]),
+                owner: r[12].text().unwrap_or_default(),
             })
         })
         .collect()
@@ -188,6 +202,40 @@ pub fn last_runs(sql: &mut dyn Sql, s: &str, table: &str) -> Result<Vec<RunRow>,
                 row_columns(&*sql)
             ),
             &[table.into()],
+        )
+        .map_err(failed("reading the run log"))?;
+    run_rows(&rows)
+}
+
+/// How many of a window's newest ticks `since` reads: the run log is never pruned, so
+/// a year of a 5-minute tier is 100,000 rows and more; a slot's ticks, a runner's each
+/// (a hundred runners, each ticking again after a stop), are among the newest.
+pub const NEWEST_READ: usize = 1000;
+
+/// The ticks of `window` on `table` whose clock is at or after `since`, oldest first,
+/// among its `NEWEST_READ` newest (an index range, whatever the run log's length):
+/// the ticks of a tier's last slot, which the fleet's runners share.
+pub fn since(
+    sql: &mut dyn Sql,
+    s: &str,
+    table: &str,
+    window: Duration,
+    since: DateTime<Utc>,
+) -> Result<Vec<RunRow>, StoreError> {
+    let rows = sql
+        .query(
+            &format!(
+                // A derived table, not `id IN (… LIMIT n)`, which MySQL refuses.
+                "SELECT {} FROM (SELECT * FROM {s}backlog_runs WHERE table_name = ?1 AND window_secs = ?2 ORDER BY id DESC LIMIT {NEWEST_READ}) r
+                 WHERE clock >= {} ORDER BY id",
+                row_columns(&*sql),
+                sql.time("?3")
+            ),
+            &[
+                table.into(),
+                (window.as_secs() as i64).into(),
+                sql.time_value(since),
+            ],
         )
         .map_err(failed("reading the run log"))?;
     run_rows(&rows)

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use super::counterparts::KeyOf;
 use crate::duration;
 use crate::handler::{Ending, Handled, Outcome};
+use crate::plural::count;
 use crate::record::Record;
 use crate::store::{Store, StoreError};
 
@@ -154,8 +155,9 @@ impl Breaker {
             Some(d) => {
                 let open_for = duration::compact(Duration::from_secs(d.as_secs().max(1)));
                 self.tripped = Some(format!(
-                    "finding the breaker of this tier open (handler.stop_after_failures: {} failures in a row among its runners) for {open_for} more, or another runner trying a record; {}",
-                    state.failures, self.waits
+                    "finding the breaker of this tier open (handler.stop_after_failures: {} in a row among its runners) for {open_for} more, or another runner trying a record; {}",
+                    count(state.failures, "failure", "failures"),
+                    self.waits
                 ));
                 Ok(0)
             }
@@ -199,8 +201,8 @@ impl Breaker {
                 "the one record tried past the breaker's cool-down failed:".to_string()
             } else {
                 format!(
-                    "{} failures in a row among this tier's runners (handler.stop_after_failures), the last:",
-                    state.failures
+                    "{} in a row among this tier's runners (handler.stop_after_failures), the last:",
+                    count(state.failures, "failure", "failures")
                 )
             };
             self.tripped = Some(format!(
@@ -233,10 +235,10 @@ impl Breaker {
             && self.in_a_row >= limit
             && self.tripped.is_none()
         {
-            let which = if self.same.is_some() {
-                "each"
-            } else {
-                "the last"
+            let which = match (limit, &self.same) {
+                (1, _) => "it",
+                (_, Some(_)) => "each",
+                (_, None) => "the last",
             };
             // This tick's own count: what waits, waits for the next tick.
             let waits = match self.waits {
@@ -244,7 +246,8 @@ impl Breaker {
                 other => other,
             };
             self.tripped = Some(format!(
-                "{limit} failures in a row (handler.stop_after_failures), {which}: {}{}; {waits}",
+                "{} in a row (handler.stop_after_failures), {which}: {}{}; {waits}",
+                count(limit, "failure", "failures"),
                 handled.detail,
                 super::marks::tail_for_log(&handled.output)
             ));

@@ -79,8 +79,12 @@ impl FailureCounts {
         if now < *limit {
             return (status, Some(now));
         }
-        handled.detail =
-            format!("{}; given up after {now} failures in a row", handled.detail).into();
+        handled.detail = format!(
+            "{}; given up after {} in a row",
+            handled.detail,
+            crate::plural::count(now, "failure", "failures")
+        )
+        .into();
         (Arc::clone(given_up), Some(0))
     }
 }

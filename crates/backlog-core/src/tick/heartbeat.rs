@@ -159,7 +159,9 @@ impl HeartbeatThread {
             why: Mutex::new(Why::default()),
         });
         let shared = Arc::clone(&state);
+        let span = tracing::Span::current();
         let thread = thread::spawn(move || {
+            let _in_span = span.enter();
             let state = shared;
             while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(lease / 4) {
                 let started = Reading::now();

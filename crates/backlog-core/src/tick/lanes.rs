@@ -246,7 +246,10 @@ impl<'c> Pool<'c> {
         for (i, mut handler) in handlers.into_iter().enumerate() {
             let (tx, jobs) = mpsc::channel::<Job<'c>>();
             let done_tx = done_tx.clone();
+            // The tick's span, so that what a worker logs names its tier.
+            let span = tracing::Span::current();
             scope.spawn(move || {
+                let _in_span = span.enter();
                 for job in jobs {
                     let mut d = handle(handler.as_mut(), &job.records, &job.contexts);
                     d.records = job.records;

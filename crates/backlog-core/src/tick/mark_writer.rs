@@ -41,12 +41,15 @@ impl Writer {
         let owner = owner.to_string();
         let refused = Arc::new(AtomicBool::new(false));
         let said = Arc::clone(&refused);
+        let span = tracing::Span::current();
         let thread = std::thread::spawn(move || {
+            let _in_span = span.enter();
             for (marks, succeeded) in to_write {
                 let lost = writer.mark(&owner, &marks);
                 if let Err(e) = &lost {
                     said.store(true, Ordering::Release);
-                    tracing::debug!("a group of {} marks was refused: {e}", marks.len());
+                    let group = crate::plural::count(marks.len(), "mark", "marks");
+                    tracing::debug!("a group of {group} was refused: {e}");
                 }
                 if written.send((marks, succeeded, lost)).is_err() {
                     return;

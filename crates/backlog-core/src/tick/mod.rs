@@ -18,7 +18,7 @@
 //! `pager` (pages and their size), `lanes` (inline, pipelined, a pool of workers),
 //! `pace` (the rate), `breaker`, `heartbeat`, `outcome` (what an answer counts as),
 //! `marks` (status writes), `tally` (counts), `wanted` (spread and `[retry]` delays),
-//! `summary`, `options`; `near_statuses` (pending statuses spelt in another case, after
+//! `summary`, `options`, `span` (the tracing span its log lines are in); `near_statuses` (pending statuses spelt in another case, after
 //! a tick that took nothing); `retry` hands chosen records over outside the schedule
 //! (`backlog retry`, `snooze`); `give_up` gives up on records past the last tier.
 
@@ -47,6 +47,7 @@ mod process;
 mod reach;
 mod retry;
 mod spacing;
+mod span;
 mod summary;
 mod tally;
 mod wanted;
@@ -55,4 +56,5 @@ pub use begin::owner_name;
 pub use options::{Event, TickOptions};
 pub use process::{open_store, process_backlog};
 pub use retry::{RetrySummary, give_up_records, retry_records, snooze_records};
+pub use span::{enter_tick_span, tick_span, tier_span};
 pub use summary::{BandSummary, TickSummary};

@@ -79,8 +79,12 @@ pub(super) fn tail_for_log(output: &str) -> String {
 pub(super) fn log_unshown(tally: &Tally) {
     if tally.warned > WARN_CAP {
         tracing::warn!(
-            "{} more records failed in this tick (not shown; `backlog show ID` lists a record's attempts)",
-            tally.warned - WARN_CAP
+            "{} in this tick (not shown; `backlog show ID` lists a record's attempts)",
+            crate::plural::count(
+                tally.warned - WARN_CAP,
+                "more record failed",
+                "more records failed"
+            )
         );
     }
 }

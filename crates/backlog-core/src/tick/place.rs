@@ -26,7 +26,8 @@ pub(super) fn start_place(
             let start = stagger(&span, &begun.query, &begun.format, before);
             if let Some(start) = &start {
                 tracing::debug!(
-                    "{before} runners of this tier began before this tick: it reads its band from {start} down, then from the newest end"
+                    "{} of this tier began before this tick: it reads its band from {start} down, then from the newest end",
+                    crate::plural::count(before, "runner", "runners")
                 );
             }
             start

@@ -101,6 +101,8 @@ pub fn process_backlog(
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> Result<TickSummary, Error> {
     let started = Instant::now();
+    // Every line of the tick names its tier.
+    let _in_span = super::span::enter_tick_span(schedule, opts.window);
     let mut begun = begin(schedule, table, store, opts)?;
     // A person paused this tier (or every tier): every runner obeys, on every host,
     // and a dry run says so.
@@ -297,7 +299,10 @@ fn hand_out_and_mark(
     let (result, cleanup) = std::thread::scope(|scope| {
         let (handed_back, done) = std::sync::mpsc::channel::<()>();
         let heartbeat = &run.heartbeat;
-        scope.spawn(move || super::grace::watch(&opts.stop, opts.stop_grace, heartbeat, &done));
+        let span = tracing::Span::current();
+        scope.spawn(move || {
+            span.in_scope(|| super::grace::watch(&opts.stop, opts.stop_grace, heartbeat, &done))
+        });
         let mut lanes = Lanes::new(handler, opts.concurrency, scope);
         let result = hand_out(&plan, store, &mut lanes, &mut marks, on_event);
         drop(lanes);

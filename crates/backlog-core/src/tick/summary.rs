@@ -216,8 +216,8 @@ impl TickSummary {
                 ""
             };
             format!(
-                "{tier}, {band}: dry run, would hand over {} records{once}{held}{deferred}",
-                self.selected
+                "{tier}, {band}: dry run, would hand over {}{once}{held}{deferred}",
+                crate::plural::count(self.selected, "record", "records")
             )
         } else {
             // Statuses beyond success and error come from `handler.exit_codes`: name them.

@@ -110,9 +110,12 @@ impl Tally {
     /// handler could not run at all (a wrapper whose command is missing).
     pub(super) fn handler_broken(&self) -> Option<String> {
         (self.selected > 0 && self.cannot_run == self.selected).then(|| {
+            let (records, they) = match self.selected {
+                1 => ("its 1 record".to_string(), "it is"),
+                n => (format!("any of the {n} records"), "they are"),
+            };
             format!(
-                "the handler could not run for any of the {} records ({}); they are marked failed and kept from the ticks until their next slot: fix the handler, then run the tick again with --retry-failed",
-                self.selected,
+                "the handler could not run for {records} ({}); {they} marked failed and kept from the ticks until their next slot: fix the handler, then run the tick again with --retry-failed",
                 self.cannot_run_sample.as_deref().unwrap_or_default()
             )
         })
