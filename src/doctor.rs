@@ -3,6 +3,7 @@
 //! and the handler. Each check says what it found and, when it fails, what to do.
 
 use backlog_core::config::Config;
+use backlog_core::plural;
 use backlog_core::store;
 
 /// One check and its verdict.
@@ -83,11 +84,16 @@ pub fn doctor(path: &std::path::Path, verbose: bool) -> Vec<Check> {
     let rows: Option<u64> = counts.as_ref().ok().map(|c| c.iter().map(|(_, n)| n).sum());
     checks.push(match store.scan_inserted_at(SCAN_BUDGET) {
         Ok(scan) if scan.bad.is_empty() => ok(format!(
-            "{} distinct {} values read, {}: all readable",
-            scan.read,
-            t.inserted_at,
+            "{} read, {}: all readable",
+            plural::count(
+                scan.read,
+                &format!("distinct {} value", t.inserted_at),
+                &format!("distinct {} values", t.inserted_at)
+            ),
             match (scan.complete, rows) {
-                (true, Some(rows)) => format!("the whole column of {rows} rows"),
+                (true, Some(rows)) => {
+                    format!("the whole column of {}", plural::count(rows, "row", "rows"))
+                }
                 (true, None) => "the whole column".to_string(),
                 (false, _) => format!("the oldest, in {} s", SCAN_BUDGET.as_secs()),
             }

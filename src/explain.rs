@@ -339,13 +339,16 @@ impl Explanation {
             ));
         }
         out.push_str(&format!(
-            "\n{} about {} times over its life; past {} it is never tried again.\n",
+            "\n{} about {} over its life; past {} it is never tried again.\n",
             if self.retry.is_some() {
                 "By the tiers alone, a pending record would be tried"
             } else {
                 "A pending record is tried"
             },
-            tries(self.total_tries),
+            match tries(self.total_tries) {
+                one if one == "1" => "1 time".to_string(),
+                n => format!("{n} times"),
+            },
             self.never_after
         ));
         if let Some(retry) = &self.retry {
