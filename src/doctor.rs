@@ -106,18 +106,24 @@ pub fn doctor(path: &std::path::Path, verbose: bool) -> Vec<Check> {
             });
             let mut problems = Vec::new();
             if let Some(first) = unreadable.first() {
+                let (is_not, fix) = match unreadable.len() {
+                    1 => ("is not a", "timestamp, like {first}: fix it, or it is never selected"),
+                    _ => ("are not", "timestamps, like {first}: fix them, or they are never selected"),
+                };
                 problems.push(format!(
-                    "{} of {read} distinct {} values read are not {} timestamps, like {first:?}: fix them, or they are never selected",
+                    "{} of {read} distinct {} values read {is_not} {} {}",
                     unreadable.len(),
                     t.inserted_at,
                     format.setting_name(),
+                    fix.replace("{first}", &format!("{first:?}")),
                 ));
             }
             if let Some(first) = offsets.first() {
                 problems.push(format!(
-                    "{} of {read} distinct {} values read carry another UTC offset than the column's {}, like {first:?}: text compares them as written, so they land in the wrong band; store every value in one offset (UTC), or use a timestamp column",
+                    "{} of {read} distinct {} values read {} another UTC offset than the column's {}, like {first:?}: text compares them as written, so they land in the wrong band; store every value in one offset (UTC), or use a timestamp column",
                     offsets.len(),
                     t.inserted_at,
+                    if offsets.len() == 1 { "carries" } else { "carry" },
                     format.offset_written().unwrap_or_default(),
                 ));
             }

@@ -30,6 +30,12 @@ pub struct Request<'a> {
     pub command: Option<&'a str>,
     /// `--url`: the URL the built-in HTTP handler calls instead.
     pub url: Option<&'a str>,
+    /// `--pending`, `--success`, `--error`: statuses given instead of guessed.
+    pub pending: &'a [String],
+    /// See `pending`.
+    pub success: Option<&'a str>,
+    /// See `pending`.
+    pub error: Option<&'a str>,
     /// The file the proposal is for: its folder is what relative paths resolve against.
     pub file: &'a Path,
 }
@@ -73,6 +79,10 @@ pub struct Table {
 
 /// A column's values and how many records hold each, the most common first.
 type Values = Vec<(String, u64)>;
+
+/// The records a candidate for the status column is read over before it is ruled out
+/// or taken: a bounded read, whatever the table's size.
+const SAMPLE: usize = 10_000;
 
 /// A column holding more distinct values than this is not a status column.
 const MOST_STATUSES: usize = 50;
@@ -165,25 +175,50 @@ fn look(value: &str) -> Look {
 
 /// Reads the table and proposes a schedule file for it.
 pub fn propose(request: &Request<'_>) -> Result<Proposal, Error> {
+    for (flag, value) in [
+        ("--table", Some(request.table)),
+        ("--id", request.id),
+        ("--status", request.status),
+        ("--inserted-at", request.inserted_at),
+        ("--command", request.command),
+        ("--url", request.url),
+        ("--success", request.success),
+        ("--error", request.error),
+    ] {
+        if value.is_some_and(|v| v.trim().is_empty()) {
+            return Err(Error::Usage(format!(
+                "{flag} is empty; give it a value, or leave it out"
+            )));
+        }
+    }
+    if let Some(command) = request.command
+        && shlex::split(command).is_none()
+    {
+        return Err(Error::Usage(format!(
+            "--command {command}: a quote is not closed; quote each argument as a shell would"
+        )));
+    }
+    let shown = shown(request.database);
     let probe = config(request, None)?;
     let database = probe.database.url.to_string();
     let mut store = store::open(&probe.database, &probe.table).map_err(|e| match e {
         store::StoreError::NoDatabase => Error::Usage(format!(
-            "--database {}: no such SQLite file; give the path of the file that holds the table, or a server's URL (postgres://…, mysql://…)",
-            request.database
+            "--database {shown}: no such SQLite file; give the path of the file that holds the table, or a server's URL (postgres://…, mysql://…)"
         )),
         e => Error::store(&database)(e),
     })?;
     let shape = store.table_shape().map_err(|e| match e {
         // Named as the command line gave it, not as a file's key.
         store::StoreError::NoTable { table, available } => Error::Usage(format!(
-            "--table {table}: {} has no such table{}; {}",
-            request.database,
+            "--table {table}: {shown} has no such table{}; {}",
             suggest::did_you_mean(&table, available.iter().map(String::as_str)),
             match available.as_slice() {
                 [] => "it has no tables".to_string(),
                 names => format!("its tables: {}", names.join(", ")),
             }
+        )),
+        store::StoreError::NotATable { table, kind } => Error::Usage(format!(
+            "--table {table}: {table:?} is a {kind}, not a table: a status written to it would not stick; give the table it reads"
         )),
         e => Error::store(&database)(e),
     })?;
@@ -193,30 +228,22 @@ pub fn propose(request: &Request<'_>) -> Result<Proposal, Error> {
         Some(name) => named(&shape, name, "--id")?,
         None => primary_key(&shape)?,
     };
-    guessed.push(format!(
-        "id = {:?}: {} ({})",
-        id.name,
-        if request.id.is_some() {
-            "as --id says"
-        } else {
-            "the primary key"
-        },
-        id.sql_type
-    ));
+    let id_says = match request.id {
+        None => "the primary key".to_string(),
+        Some(_) if shape.primary_key == [id.name.clone()] => {
+            "as --id says, the primary key".to_string()
+        }
+        Some(_) => "as --id says, not the primary key: keep it unique".to_string(),
+    };
+    guessed.push(format!("id = {:?}: {id_says} ({})", id.name, id.sql_type));
 
     let inserted_at = match request.inserted_at {
         Some(name) => named(&shape, name, "--inserted-at")?,
         None => inserted_at(&shape, &id.name)?,
     };
 
-    let (status, values) = match request.status {
-        Some(name) => {
-            let column = named(&shape, name, "--status")?;
-            let values = store
-                .values(&shape, &column.name, MOST_STATUSES)
-                .map_err(Error::store(&database))?;
-            (column, values)
-        }
+    let status = match request.status {
+        Some(name) => named(&shape, name, "--status")?,
         None => status(
             store.as_mut(),
             &shape,
@@ -224,13 +251,26 @@ pub fn propose(request: &Request<'_>) -> Result<Proposal, Error> {
             &database,
         )?,
     };
+    // The candidates were ruled out on a sample; the one taken is counted whole.
+    let values = store
+        .values(&shape, &status.name, MOST_STATUSES, None)
+        .map_err(Error::store(&database))?;
     if values.len() > MOST_STATUSES {
         return Err(Error::Usage(format!(
-            "column {} of table {} holds more than {MOST_STATUSES} distinct values, too many for a status; name the status column with --status COLUMN",
-            status.name, shape.name
+            "{}column {} of table {} holds more than {MOST_STATUSES} distinct values, too many for a status; {}",
+            request
+                .status
+                .map_or(String::new(), |s| format!("--status {s}: ")),
+            status.name,
+            shape.name,
+            if request.status.is_some() {
+                "name another column"
+            } else {
+                "name the status column with --status COLUMN"
+            }
         )));
     }
-    let statuses = Statuses::of(status, &values, &shape.name)?;
+    let statuses = Statuses::of(status, &values, &shape.name, request)?;
     guessed.push(format!(
         "status = {:?}: {} ({})",
         status.name,
@@ -259,7 +299,17 @@ pub fn propose(request: &Request<'_>) -> Result<Proposal, Error> {
     let config = config(request, Some(&table))?;
     let mut store =
         store::open(&config.database, &config.table).map_err(Error::store(&database))?;
-    let format = store.inspect().map_err(Error::store(&database))?;
+    let format = store.inspect().map_err(|e| {
+        let e = Error::store(&database)(e);
+        match request.inserted_at {
+            Some(_) => e,
+            // The column was a guess: the way out is to name another.
+            None => Error::Usage(format!(
+                "{e}; init took {} for when a record was inserted: name another with --inserted-at COLUMN",
+                inserted_at.name
+            )),
+        }
+    })?;
     // Text keeps `auto`: it reads the layout the values have, whichever it is.
     let format_name = match format.setting_name() {
         name @ ("native" | "unix" | "unix_ms") => name,
@@ -292,7 +342,8 @@ pub fn propose(request: &Request<'_>) -> Result<Proposal, Error> {
     let text = file_text(
         request,
         &table,
-        &[id, status, inserted_at],
+        &format!("{}, {id_says}", id.sql_type),
+        &[status, inserted_at],
         &statuses.said.join("\n# "),
         create_index.as_deref(),
     );
@@ -338,7 +389,7 @@ fn config(request: &Request<'_>, table: Option<&Table>) -> Result<Config, Error>
         // The probe's file is not the user's: its message names the flag instead.
         Error::Usage(format!(
             "--database {}: {}",
-            request.database,
+            shown(request.database),
             e.message
                 .strip_prefix("database.url")
                 .map_or(e.message.as_str(), |m| m.trim_start_matches([':', ' ']))
@@ -484,7 +535,7 @@ fn status<'a>(
     shape: &'a TableShape,
     taken: [&str; 2],
     database: &str,
-) -> Result<(&'a TableColumn, Values), Error> {
+) -> Result<&'a TableColumn, Error> {
     let mut candidates: Vec<(i32, &TableColumn)> = shape
         .columns
         .iter()
@@ -498,14 +549,21 @@ fn status<'a>(
     let mut named_best = None;
     for (score, column) in candidates {
         let values = store
-            .values(shape, &column.name, MOST_STATUSES)
+            .values(shape, &column.name, MOST_STATUSES, Some(SAMPLE))
             .map_err(Error::store(database))?;
         let statuses = values.len() <= MOST_STATUSES;
-        if statuses && values.iter().any(|(v, _)| look(v) != Look::Neither) {
-            return Ok((column, values));
+        let labels = column.labels.iter().map(String::as_str);
+        if statuses
+            && values
+                .iter()
+                .map(|(v, _)| v.as_str())
+                .chain(labels)
+                .any(|v| look(v) != Look::Neither)
+        {
+            return Ok(column);
         }
-        if score > 0 && named_best.is_none() {
-            named_best = Some((column, values));
+        if score > 0 && statuses && named_best.is_none() {
+            named_best = Some(column);
         }
     }
     named_best.ok_or_else(|| {
@@ -526,7 +584,22 @@ struct Statuses {
 }
 
 impl Statuses {
-    fn of(column: &TableColumn, values: &[(String, u64)], table: &str) -> Result<Statuses, Error> {
+    /// The statuses proposed from the column's values (and an enumeration's labels no
+    /// record holds yet, counted 0), those given by flags taken as given.
+    fn of(
+        column: &TableColumn,
+        values: &[(String, u64)],
+        table: &str,
+        given: &Request<'_>,
+    ) -> Result<Statuses, Error> {
+        let mut values: Values = values.to_vec();
+        for label in &column.labels {
+            if !values.iter().any(|(v, _)| v == label) {
+                values.push((label.clone(), 0));
+            }
+        }
+        let given_any =
+            !given.pending.is_empty() || given.success.is_some() || given.error.is_some();
         let of = |wanted: &[Look]| -> Vec<&(String, u64)> {
             values
                 .iter()
@@ -543,31 +616,48 @@ impl Statuses {
         let mut waiting = of(&[Look::Pending, Look::Failed]);
         waiting.sort_by_key(|(v, _)| look(v) == Look::Failed);
         let done = of(&[Look::Done]);
-        let neither = of(&[Look::Neither]);
-        if values.is_empty() {
+        if !values.is_empty() && waiting.is_empty() && done.is_empty() && !given_any {
             return Err(Error::Usage(format!(
-                "table {table} is empty, so its statuses cannot be read from {}; insert a record or two, or write table.pending, success and error by hand (backlog init writes the demo's file to start from)",
-                column.name
-            )));
-        }
-        if waiting.is_empty() && done.is_empty() {
-            return Err(Error::Usage(format!(
-                "none of {}'s values ({}) looks like a status backlog knows (NEW, PENDING, ERROR, SUCCESS, DONE…); name another column with --status, or write table.pending, success and error by hand",
+                "none of {}'s values ({}) looks like a status backlog knows (NEW, PENDING, ERROR, SUCCESS, DONE…); give them with --pending, --success and --error (like --pending 0 --success 1 --error 2){}",
                 column.name,
-                show(&values.iter().collect::<Vec<_>>())
+                show(&values.iter().collect::<Vec<_>>()),
+                if given.status.is_some() {
+                    String::new()
+                } else {
+                    ", or name another column with --status".to_string()
+                }
             )));
         }
-        // Written like the table's own values: `SUCCESS` beside `NEW`, `success` beside `new`.
+        // Written like the table's own values: `SUCCESS` beside `NEW`, `success` beside
+        // `new`, `Success` beside `New`; an empty table takes the tool's own, `NEW`.
         let like = |word: &str| {
-            let sample = values.first().map_or("", |(v, _)| v.as_str());
-            if sample.chars().any(char::is_lowercase) {
+            let all = |f: fn(&str) -> bool| !values.is_empty() && values.iter().all(|(v, _)| f(v));
+            if all(|v| !v.chars().any(char::is_uppercase)) {
                 word.to_lowercase()
+            } else if all(|v| {
+                let mut c = v.chars();
+                c.next().is_some_and(char::is_uppercase) && !c.any(char::is_uppercase)
+            }) {
+                let mut c = word.chars();
+                c.next().map_or_else(String::new, |f| {
+                    f.to_uppercase()
+                        .chain(c.flat_map(char::to_lowercase))
+                        .collect()
+                })
             } else {
                 word.to_uppercase()
             }
         };
         let mut said = Vec::new();
-        let pending: Vec<String> = if waiting.is_empty() {
+        if values.is_empty() {
+            said.push(format!(
+                "table {table} has no record with a status yet, so the statuses are guesses: set them to those your application writes"
+            ));
+        }
+        let mut pending: Vec<String> = if !given.pending.is_empty() {
+            said.push(format!("pending: {:?}, as --pending says", given.pending));
+            given.pending.to_vec()
+        } else if waiting.is_empty() {
             let new = like("new");
             said.push(format!(
                 "no value looks pending (so {new:?}, a guess: set table.pending to the status your application inserts records with)"
@@ -575,14 +665,24 @@ impl Statuses {
             vec![new]
         } else {
             said.push(format!("pending: {}", show(&waiting)));
+            if !waiting.iter().any(|(v, _)| look(v) == Look::Pending) {
+                said.push(format!(
+                    "no value looks like a new record's status (only failed ones): a record your application inserts with another status than {} is never selected; add it to table.pending",
+                    waiting.iter().map(|(v, _)| format!("{v:?}")).collect::<Vec<_>>().join(", ")
+                ));
+            }
             waiting.iter().map(|(v, _)| v.clone()).collect()
         };
-        let success = match done.first() {
-            Some((v, _)) => {
+        let success = match (given.success, done.first()) {
+            (Some(v), _) => {
+                said.push(format!("done: {v:?}, as --success says"));
+                v.to_string()
+            }
+            (None, Some((v, _))) => {
                 said.push(format!("done: {}", show(&done)));
                 v.clone()
             }
-            None => {
+            (None, None) => {
                 let success = like("success");
                 said.push(format!(
                     "no value looks done yet (so success = {success:?}, a guess: set it to what your application writes when a record went through)"
@@ -591,26 +691,33 @@ impl Statuses {
             }
         };
         let failed = of(&[Look::Failed]);
-        let mut pending = pending;
-        let error = match failed.first() {
-            Some((v, _)) => v.clone(),
+        let error = match (given.error, failed.first()) {
+            (Some(v), _) => {
+                said.push(format!("failed: {v:?}, as --error says"));
+                v.to_string()
+            }
+            (None, Some((v, _))) => v.clone(),
             // An enumeration takes no new label: a failure keeps a pending one.
-            None if column.kind == Kind::Enum => {
+            (None, None) if column.kind == Kind::Enum => {
                 let e = pending[0].clone();
                 said.push(format!(
                     "no value looks failed, so a failed record is written back as {e:?} (table.error), still pending; add a label of its own to tell failures apart"
                 ));
                 e
             }
-            None => {
+            (None, None) => {
                 let e = like("error");
                 said.push(format!(
                     "no value looks failed yet (so error = {e:?}, also pending, a guess: a failed record is tried again on the schedule)"
                 ));
-                pending.push(e.clone());
+                if given.pending.is_empty() {
+                    pending.push(e.clone());
+                }
                 e
             }
         };
+        let named = |v: &str| pending.iter().any(|p| p == v) || v == success || v == error;
+        let neither: Vec<&(String, u64)> = values.iter().filter(|(v, _)| !named(v)).collect();
         if !neither.is_empty() {
             said.push(format!("neither, so never selected: {}", show(&neither)));
         }
@@ -628,7 +735,8 @@ impl Statuses {
 fn file_text(
     request: &Request<'_>,
     table: &Table,
-    [id, status, inserted_at]: &[&TableColumn; 3],
+    id_says: &str,
+    [status, inserted_at]: &[&TableColumn; 2],
     statuses: &str,
     create_index: Option<&str>,
 ) -> String {
@@ -653,7 +761,7 @@ fn file_text(
     );
     let table_section = format!(
         "[table]
-# Read by `backlog init` from the table ({records} records); change what it guessed here.
+# Read by `backlog init` from the table ({records}); change what it guessed here.
 name = {name}
 # {id_says}
 id = {id}
@@ -669,9 +777,9 @@ success = {success}
 error = {error}
 
 ",
-        records = table.records,
+        records = backlog_core::plural::count(table.records, "record", "records"),
         name = quoted(&table.name),
-        id_says = format_args!("{}, the primary key", id.sql_type),
+        id_says = id_says,
         id = quoted(&table.id),
         status_type = status.sql_type,
         statuses = statuses,
@@ -728,23 +836,49 @@ struct WrittenUrl {
     comment: String,
 }
 
+/// The parameters of a server's URL that hold a secret.
+const SECRETS: [&str; 3] = ["password", "sslpassword", "pass"];
+
+/// A server's URL without its password, in its user part or a parameter (whether one
+/// was taken out); none for what is no server's URL.
+fn without_password(database: &str) -> Option<(url::Url, bool)> {
+    backlog_core::config::server::server_scheme(database)?;
+    let mut url = url::Url::parse(database).ok()?;
+    let mut taken = url.password().is_some();
+    let _ = url.set_password(None);
+    let pairs: Vec<(String, String)> = url.query_pairs().into_owned().collect();
+    let kept: Vec<&(String, String)> = pairs
+        .iter()
+        .filter(|(k, _)| !SECRETS.contains(&k.to_ascii_lowercase().as_str()))
+        .collect();
+    if kept.len() < pairs.len() {
+        taken = true;
+        if kept.is_empty() {
+            url.set_query(None);
+        } else {
+            url.query_pairs_mut().clear().extend_pairs(kept);
+        }
+    }
+    Some((url, taken))
+}
+
+/// The database as messages show it: a server's URL without its password.
+fn shown(database: &str) -> String {
+    without_password(database).map_or_else(|| database.to_string(), |(url, _)| url.to_string())
+}
+
 /// A SQLite path as the file must write it (relative to the file's folder: absolute,
 /// unless the file is in the current folder); a server's URL without its password,
 /// which does not belong in a file that is read by many and often committed.
 fn written_url(database: &str, file: &Path) -> WrittenUrl {
-    if let Ok(mut url) = url::Url::parse(database)
-        && backlog_core::config::server::server_scheme(database).is_some()
-    {
-        if url.password().is_some() {
-            let _ = url.set_password(None);
-            return WrittenUrl {
-                url: url.to_string(),
-                comment: "# The password is not written here: give it in PGPASSWORD or MYSQL_PWD,\n# database.password_file, or the whole URL in BACKLOG_DATABASE_URL.\n".into(),
-            };
-        }
+    if let Some((url, taken)) = without_password(database) {
         return WrittenUrl {
             url: url.to_string(),
-            comment: String::new(),
+            comment: if taken {
+                "# The password is not written here: give it in PGPASSWORD or MYSQL_PWD,\n# database.password_file, or the whole URL in BACKLOG_DATABASE_URL.\n".into()
+            } else {
+                String::new()
+            },
         };
     }
     let path = database

@@ -409,6 +409,16 @@ pub struct InitArgs {
         conflicts_with = "url"
     )]
     pub command: Option<String>,
+    /// The statuses a record waits in (comma-separated), instead of those guessed from
+    /// the status column's values.
+    #[arg(long, value_name = "STATUS", value_delimiter = ',', requires = "table")]
+    pub pending: Vec<String>,
+    /// The status a record gets when its handler succeeds, instead of the one guessed.
+    #[arg(long, value_name = "STATUS", requires = "table")]
+    pub success: Option<String>,
+    /// The status a record gets when its handler fails, instead of the one guessed.
+    #[arg(long, value_name = "STATUS", requires = "table")]
+    pub error: Option<String>,
     /// Call this URL for each record (the built-in HTTP handler) instead of a program.
     #[arg(long, value_name = "URL", requires = "table")]
     pub url: Option<String>,

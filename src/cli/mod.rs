@@ -185,11 +185,15 @@ fn init_from_table(args: &InitArgs, database: &str, table: &str) -> Result<(), E
         inserted_at: args.inserted_at.as_deref(),
         command: args.command.as_deref(),
         url: args.url.as_deref(),
+        pending: &args.pending,
+        success: args.success.as_deref(),
+        error: args.error.as_deref(),
         file: &file,
     })?;
     let mut said: Vec<String> = vec![format!(
-        "read table {} ({} records)",
-        proposal.table.name, proposal.table.records
+        "read table {} ({})",
+        proposal.table.name,
+        backlog_core::plural::count(proposal.table.records, "record", "records")
     )];
     said.extend(proposal.guessed.iter().map(|g| format!("  {g}")));
     if let Some(index) = &proposal.create_index {

@@ -79,7 +79,9 @@ fn doctor_reports_unreadable_values_and_a_missing_handler(backend: Backend) {
         "{stdout}"
     );
     assert!(
-        stdout.contains("values read are not sqlite timestamps, like \"2026-11-20 25:61:00\""),
+        stdout.contains(
+            "values read is not a sqlite timestamp, like \"2026-11-20 25:61:00\": fix it"
+        ),
         "{stdout}"
     );
 }
@@ -106,7 +108,7 @@ fn doctor_reads_the_whole_column(backend: Backend) {
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     assert!(
         stdout.contains(&format!(
-            "FAIL 1 of 2500 distinct DATE_INSERTED values read are not sqlite timestamps, like \"{bad}\""
+            "FAIL 1 of 2500 distinct DATE_INSERTED values read is not a sqlite timestamp, like \"{bad}\""
         )),
         "{stdout}"
     );

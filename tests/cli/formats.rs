@@ -155,7 +155,7 @@ fn rfc3339_text_with_mixed_offsets_is_refused_and_found(backend: Backend) {
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     assert!(
         stdout.contains(
-            "FAIL 1 of 3 distinct DATE_INSERTED values read carry another UTC offset than the column's Z, like \"2026-11-21T02:00:00-05:00\": text compares them as written"
+            "FAIL 1 of 3 distinct DATE_INSERTED values read carries another UTC offset than the column's Z, like \"2026-11-21T02:00:00-05:00\": text compares them as written"
         ),
         "{stdout}"
     );

@@ -3,7 +3,6 @@
 //! once the printed index exists, and `run` ticks with. The user's table is only read.
 
 use crate::harness::{Backend, Env, recording_handler};
-use crate::on_every_backend;
 
 /// A table of other names, types and status words than the demo's: a key named
 /// `ref_no`, statuses in `phase` (`queued`, `failed`, `shipped`, `void`), the insert time
@@ -162,7 +161,15 @@ fn init_proposes_a_file_that_doctor_passes_and_run_ticks_with(backend: Backend) 
     );
 }
 
-on_every_backend!(init_proposes_a_file_that_doctor_passes_and_run_ticks_with);
+crate::on_backend!(
+    sqlite,
+    Sqlite,
+    init_proposes_a_file_that_doctor_passes_and_run_ticks_with
+);
+crate::on_servers!(
+    init_proposes_a_file_that_doctor_passes_and_run_ticks_with,
+    init_on_a_server_reads_labels_and_keeps_the_password
+);
 
 #[test]
 fn init_says_what_it_cannot_guess_and_leaves_files_alone() {
@@ -300,4 +307,181 @@ fn init_says_what_it_cannot_guess_and_leaves_files_alone() {
         "{file}"
     );
     assert!(!env.path("handler.sh").exists());
+}
+
+/// On a server: an enumeration's labels no record holds yet are statuses too, a `date`
+/// column is no insert time, statuses that differ in case alone are two, and the
+/// password is neither written nor said, in the user part of the URL or a parameter.
+fn init_on_a_server_reads_labels_and_keeps_the_password(backend: Backend) {
+    let env = Env::on(backend);
+    let (labels, time) = match backend {
+        Backend::Postgres => {
+            env.execute("CREATE TYPE job_state AS ENUM ('new', 'done', 'failed')");
+            ("job_state", "TIMESTAMPTZ")
+        }
+        _ => ("ENUM('new', 'done', 'failed')", "DATETIME"),
+    };
+    env.execute(&format!(
+        "CREATE TABLE jobs (id BIGINT PRIMARY KEY, st {labels} NOT NULL, created_on DATE, queued_at {time} NOT NULL)"
+    ));
+    env.execute(
+        "INSERT INTO jobs VALUES (1, 'new', '2026-12-01', '2026-12-01 10:00:00'), (2, 'done', '2026-12-01', '2026-12-01 11:00:00')",
+    );
+    let text = match backend {
+        Backend::Postgres => "TEXT",
+        _ => "VARCHAR(10)",
+    };
+    env.execute(&format!(
+        "CREATE TABLE cases (id BIGINT PRIMARY KEY, status {text} NOT NULL, created_at {time} NOT NULL)"
+    ));
+    env.execute(
+        "INSERT INTO cases VALUES (1, 'new', '2026-12-01 10:00:00'), (2, 'NEW', '2026-12-01 10:00:00'), (3, 'NEW', '2026-12-01 10:00:00'), (4, 'done', '2026-12-01 10:00:00')",
+    );
+    let url = env.url_with_password();
+    let password = std::fs::read_to_string(env.path("pgpass")).unwrap();
+    let password = password.trim();
+    // The password as a parameter instead of in the user part.
+    let mut in_query = url::Url::parse(&url).unwrap();
+    in_query.set_password(None).unwrap();
+    in_query.query_pairs_mut().append_pair("password", password);
+    let in_query = in_query.to_string();
+
+    for url in [&url, &in_query] {
+        let out = env
+            .backlog(&["init", "--database", url, "--table", "jobs", "--dry-run"])
+            .assert()
+            .success();
+        let file = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+        let said = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        for line in [
+            "status = \"st\"",
+            "pending = [\"new\", \"failed\"]",
+            "success = \"done\"",
+            "error = \"failed\"",
+            "inserted_at = \"queued_at\"",
+        ] {
+            assert!(file.lines().any(|l| l == line), "{line} in\n{file}\n{said}");
+        }
+        assert!(
+            !file.contains(password) && !said.contains(password),
+            "{file}\n{said}"
+        );
+        assert!(
+            file.contains("# The password is not written here"),
+            "{file}"
+        );
+        let out = env
+            .backlog(&["init", "--database", url, "--table", "jbos"])
+            .assert()
+            .code(2);
+        let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        assert!(!stderr.contains(password), "{stderr}");
+        assert!(
+            stderr.contains("has no such table; did you mean \"jobs\"?"),
+            "{stderr}"
+        );
+    }
+
+    let out = env
+        .backlog(&["init", "--database", &url, "--table", "cases", "--dry-run"])
+        .assert()
+        .success();
+    let file = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        file.lines()
+            .any(|l| l == "pending = [\"NEW\", \"new\", \"ERROR\"]"),
+        "two statuses that differ in case are two:\n{file}"
+    );
+}
+
+/// What a table's values cannot say is given by flags; guesses follow the values' case;
+/// the flags are named where they are wrong.
+#[test]
+fn init_takes_statuses_from_flags_and_guesses_in_the_tables_case() {
+    let env = Env::new();
+    env.execute(
+        "CREATE TABLE codes (id INTEGER PRIMARY KEY, status INTEGER NOT NULL, created_at TEXT NOT NULL);
+         INSERT INTO codes VALUES (1, 0, '2026-12-01 10:00:00'), (2, 1, '2026-12-01 10:00:00'), (3, 2, '2026-12-01 10:00:00');
+         CREATE TABLE titled (id INTEGER PRIMARY KEY, state TEXT NOT NULL, created_at TEXT NOT NULL);
+         INSERT INTO titled VALUES (1, 'Pending', '2026-12-01 10:00:00'), (2, 'Done', '2026-12-01 10:00:00');
+         CREATE TABLE fresh (ref TEXT, status TEXT, created_at TEXT);
+         CREATE VIEW open_codes AS SELECT * FROM codes WHERE status = 0;",
+    );
+    let init = |args: &[&str]| {
+        let mut all = vec!["init", "--database", "backlog.db", "--dry-run"];
+        all.extend(args);
+        env.backlog(&all).assert()
+    };
+    let out = init(&["--table", "codes"]).code(2);
+    assert_eq!(
+        String::from_utf8_lossy(&out.get_output().stderr),
+        "backlog: none of status's values (\"0\" 1, \"1\" 1, \"2\" 1) looks like a status backlog knows (NEW, PENDING, ERROR, SUCCESS, DONE…); give them with --pending, --success and --error (like --pending 0 --success 1 --error 2), or name another column with --status\n"
+    );
+    let out = init(&[
+        "--table",
+        "codes",
+        "--pending",
+        "0,2",
+        "--success",
+        "1",
+        "--error",
+        "2",
+    ])
+    .success();
+    let file = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    for line in [
+        "pending = [\"0\", \"2\"]",
+        "success = \"1\"",
+        "error = \"2\"",
+    ] {
+        assert!(file.lines().any(|l| l == line), "{line} in\n{file}");
+    }
+
+    let out = init(&["--table", "titled"]).success();
+    let file = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    for line in [
+        "pending = [\"Pending\", \"Error\"]",
+        "success = \"Done\"",
+        "error = \"Error\"",
+    ] {
+        assert!(file.lines().any(|l| l == line), "{line} in\n{file}");
+    }
+
+    // An empty table without a key: the statuses are the tool's own, said as guesses.
+    let out = init(&["--table", "fresh", "--id", "ref"]).success();
+    let file = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let said = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    for line in [
+        "pending = [\"NEW\", \"ERROR\"]",
+        "success = \"SUCCESS\"",
+        "# TEXT, as --id says, not the primary key: keep it unique",
+    ] {
+        assert!(file.lines().any(|l| l == line), "{line} in\n{file}");
+    }
+    assert!(
+        said.contains("table fresh has no record with a status yet, so the statuses are guesses"),
+        "{said}"
+    );
+    assert!(said.starts_with("read table fresh (0 records)\n"), "{said}");
+
+    let fails = |args: &[&str], stderr: &str| {
+        let out = init(args).code(2);
+        assert_eq!(
+            String::from_utf8_lossy(&out.get_output().stderr),
+            format!("backlog: {stderr}\n"),
+            "{args:?}"
+        );
+    };
+    fails(
+        &["--table", "open_codes"],
+        "--table open_codes: \"open_codes\" is a view, not a table: a status written to it would not stick; give the table it reads",
+    );
+    fails(
+        &["--table", " "],
+        "--table is empty; give it a value, or leave it out",
+    );
+    fails(
+        &["--table", "titled", "--command", "./deliver.sh \"x"],
+        "--command ./deliver.sh \"x: a quote is not closed; quote each argument as a shell would",
+    );
 }

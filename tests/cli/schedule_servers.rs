@@ -104,6 +104,11 @@ fn bad_tables_get_messages_that_name_key_and_fix() {
         ),
         (
             "inserted_at = \"DATE_INSERTED\"",
+            "inserted_at = \"DATE_INSERTED\"\ninserted_at_format = \"rfc339\"",
+            "/etc/backlog.toml:10:22: table.inserted_at_format: found the string \"rfc339\" (did you mean \"rfc3339\"?) where \"auto\", \"sqlite\", \"rfc3339\", \"unix\", \"unix_ms\" or \"native\" is expected; write it like inserted_at_format = \"auto\"",
+        ),
+        (
+            "inserted_at = \"DATE_INSERTED\"",
             "",
             "/etc/backlog.toml:5:1: table.inserted_at is missing; write it like inserted_at = \"DATE_INSERTED\"",
         ),

@@ -17,6 +17,7 @@ use backlog_core::store::Survey;
 use backlog_core::store::TableColumn;
 use backlog_core::store::TableShape;
 use backlog_core::store::band_statuses;
+use backlog_core::store::shape;
 use backlog_core::store::{index_name, quote};
 use chrono::DateTime;
 use chrono::Utc;
@@ -125,9 +126,13 @@ impl Survey for MysqlStore {
         let uses_index = uses_index && !sorts;
         // Written for the mysql client, which reads identifiers in backquotes.
         let create_index = (!uses_index).then(|| {
+            let tick = |name: &str| format!("`{}`", name.replace('`', "``"));
             format!(
-                "CREATE INDEX `{}` ON `{database}`.`{table}` (`{bare}`);",
-                index_name(&self.table.name, &bare)
+                "CREATE INDEX {} ON {}.{} ({});",
+                tick(&index_name(&self.table.name, &bare)),
+                tick(&database),
+                tick(&table),
+                tick(&bare)
             )
         });
         Ok(QueryPlan {
@@ -186,6 +191,17 @@ impl Survey for MysqlStore {
                 (&database, &table),
             )
             .map_err(my(&context))?;
+        let enums: Vec<(String, Vec<String>)> = self
+            .conn
+            .exec::<(mysql::Value, mysql::Value), _, _>(
+                "SELECT COLUMN_NAME, COLUMN_TYPE FROM information_schema.COLUMNS
+                 WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND DATA_TYPE = 'enum'",
+                (&database, &table),
+            )
+            .map_err(my(&context))?
+            .iter()
+            .map(|(n, t)| (text(n), enum_labels(&text(t))))
+            .collect();
         let quoted = format!("{}.{}", quote(&database), quote(&table));
         // Qualified as the name asked for was.
         let name = if self.table.name.contains('.') {
@@ -200,6 +216,11 @@ impl Survey for MysqlStore {
                 .into_iter()
                 .map(|(name, sql_type)| TableColumn {
                     kind: kind(&sql_type),
+                    labels: enums
+                        .iter()
+                        .find(|(n, _)| *n == name)
+                        .map(|(_, labels)| labels.clone())
+                        .unwrap_or_default(),
                     name,
                     sql_type,
                 })
@@ -213,17 +234,21 @@ impl Survey for MysqlStore {
         shape: &TableShape,
         column: &str,
         limit: usize,
+        sample: Option<usize>,
     ) -> Result<Vec<(String, u64)>, StoreError> {
+        let sample = sample.map_or(shape::ALL, |n| n as i64);
         let rows: Vec<(mysql::Value, u64)> = self
             .conn
             .0
             .exec(
                 format!(
-                    "SELECT CAST({c} AS CHAR), count(*) FROM {t} WHERE {c} IS NOT NULL GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT ?",
+                    // Grouped by the bytes, as count_by_status groups: a collation
+                    // that ignores case or trailing spaces would make two statuses one.
+                    "SELECT CAST(v AS BINARY), count(*) FROM (SELECT {c} AS v FROM {t} WHERE {c} IS NOT NULL LIMIT ?) s GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT ?",
                     c = quote(column),
                     t = shape.quoted
                 ),
-                (limit as u64 + 1,),
+                (sample, limit as u64 + 1),
             )
             .map_err(my(format!(
                 "counting the values of {column} in {}",
@@ -233,13 +258,54 @@ impl Survey for MysqlStore {
     }
 }
 
+/// The labels of `enum('new','done','it''s')`, as information_schema writes the type.
+fn enum_labels(column_type: &str) -> Vec<String> {
+    let inner = column_type
+        .strip_prefix("enum(")
+        .and_then(|t| t.strip_suffix(')'))
+        .unwrap_or("");
+    let mut labels = Vec::new();
+    let mut chars = inner.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\'' {
+            continue;
+        }
+        let mut label = String::new();
+        while let Some(c) = chars.next() {
+            match c {
+                '\'' if chars.peek() == Some(&'\'') => {
+                    chars.next();
+                    label.push('\'');
+                }
+                '\'' => break,
+                c => label.push(c),
+            }
+        }
+        labels.push(label);
+    }
+    labels
+}
+
 /// What a type holds, by its `DATA_TYPE`.
 fn kind(data_type: &str) -> Kind {
     match data_type {
         t if INTEGERS.contains(&t) => Kind::Integer,
         t if TEXTS.contains(&t) => Kind::Text,
         "enum" => Kind::Enum,
-        "datetime" | "timestamp" | "date" => Kind::Timestamp,
+        // A date alone is no instant: the band's bounds are.
+        "datetime" | "timestamp" => Kind::Timestamp,
         _ => Kind::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_enumerations_labels_are_read_as_information_schema_writes_them() {
+        assert_eq!(
+            super::enum_labels("enum('new','done','it''s','a,b')"),
+            ["new", "done", "it's", "a,b"]
+        );
+        assert!(super::enum_labels("varchar(10)").is_empty());
     }
 }

@@ -17,6 +17,7 @@ use backlog_core::store::TableShape;
 use backlog_core::store::band_statuses;
 use backlog_core::store::index_name;
 use backlog_core::store::quote;
+use backlog_core::store::shape;
 use chrono::DateTime;
 use chrono::Utc;
 use postgres::types::ToSql;
@@ -193,15 +194,31 @@ impl Survey for PostgresStore {
     fn table_shape(&mut self) -> Result<TableShape, StoreError> {
         let (oid, quoted) = self.resolve_table()?;
         let context = format!("reading the columns of {}", self.table.name);
-        let columns = self
+        let mut columns: Vec<TableColumn> = self
             .columns(oid)?
             .into_iter()
             .map(|(name, sql_type, category)| TableColumn {
                 kind: kind(&sql_type, &category),
                 name,
                 sql_type,
+                labels: Vec::new(),
             })
             .collect();
+        for column in columns.iter_mut().filter(|c| c.kind == Kind::Enum) {
+            column.labels = self
+                .client
+                .0
+                .query_typed(
+                    "SELECT e.enumlabel::text FROM pg_attribute a
+                       JOIN pg_enum e ON e.enumtypid = a.atttypid
+                      WHERE a.attrelid = $1 AND a.attname = $2 ORDER BY e.enumsortorder",
+                    &[(&oid, Type::OID), (&column.name, Type::TEXT)],
+                )
+                .map_err(pg(&context))?
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+        }
         let primary_key = self
             .client
             .0
@@ -244,17 +261,22 @@ impl Survey for PostgresStore {
         shape: &TableShape,
         column: &str,
         limit: usize,
+        sample: Option<usize>,
     ) -> Result<Vec<(String, u64)>, StoreError> {
         let query = format!(
-            "SELECT CAST({c} AS TEXT), count(*) FROM {t} WHERE {c} IS NOT NULL GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT $1",
+            "SELECT CAST(v AS TEXT), count(*) FROM (SELECT {c} AS v FROM {t} WHERE {c} IS NOT NULL LIMIT $2) s GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT $1",
             c = quote(column),
             t = shape.quoted
         );
         let context = format!("counting the values of {column} in {}", shape.name);
+        let sample = sample.map_or(shape::ALL, |n| n as i64);
         Ok(self
             .client
             .0
-            .query_typed(&query, &[(&(limit as i64 + 1), Type::INT8)])
+            .query_typed(
+                &query,
+                &[(&(limit as i64 + 1), Type::INT8), (&sample, Type::INT8)],
+            )
             .map_err(pg(&context))?
             .iter()
             .map(|r| (r.get(0), r.get::<_, i64>(1) as u64))
@@ -269,7 +291,8 @@ fn kind(sql_type: &str, category: &str) -> Kind {
         "N" if matches!(sql_type, "smallint" | "integer" | "bigint") => Kind::Integer,
         "S" => Kind::Text,
         "E" => Kind::Enum,
-        "D" if sql_type.starts_with("timestamp") || sql_type == "date" => Kind::Timestamp,
+        // A date alone is no instant: the band's bounds are.
+        "D" if sql_type.starts_with("timestamp") => Kind::Timestamp,
         _ => Kind::Other,
     }
 }

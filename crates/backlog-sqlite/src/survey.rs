@@ -21,6 +21,7 @@ use backlog_core::store::TableShape;
 use backlog_core::store::band_statuses;
 use backlog_core::store::index_name;
 use backlog_core::store::quote;
+use backlog_core::store::shape;
 use chrono::DateTime;
 use chrono::Utc;
 use rusqlite::ToSql;
@@ -180,6 +181,7 @@ impl Survey for SqliteStore {
                 kind: kind(&sql_type),
                 name,
                 sql_type,
+                labels: Vec::new(),
             })
             .collect();
         Ok(TableShape {
@@ -195,15 +197,17 @@ impl Survey for SqliteStore {
         shape: &TableShape,
         column: &str,
         limit: usize,
+        sample: Option<usize>,
     ) -> Result<Vec<(String, u64)>, StoreError> {
         let query = format!(
-            "SELECT CAST({c} AS TEXT), count(*) FROM {t} WHERE {c} IS NOT NULL GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT ?1",
+            "SELECT CAST(v AS TEXT), count(*) FROM (SELECT {c} AS v FROM {t} WHERE {c} IS NOT NULL LIMIT ?2) GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT ?1",
             c = quote(column),
             t = shape.quoted
         );
         let context = format!("counting the values of {column} in {}", shape.name);
         let mut stmt = self.conn.prepare(&query).map_err(db(&context))?;
-        stmt.query_map([limit as i64 + 1], |r| {
+        let sample = sample.map_or(shape::ALL, |n| n as i64);
+        stmt.query_map([limit as i64 + 1, sample], |r| {
             Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as u64))
         })
         .and_then(Iterator::collect)

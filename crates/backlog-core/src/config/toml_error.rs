@@ -92,9 +92,15 @@ pub(super) fn describe(
         Some(n) => format!("{} (item {})", found.what, n + 1),
         None => found.what.clone(),
     };
+    // `unknown variant `disjiont`, expected `disjoint` or `cumulative``: the one meant.
+    let as_field = message.replacen("unknown variant", "unknown field", 1);
+    let mean = unknown_field(&as_field)
+        .filter(|_| message.starts_with("unknown variant `"))
+        .and_then(|(wrong, names)| crate::suggest::nearest(wrong, names))
+        .map_or_else(String::new, |n| format!(" (did you mean {n:?}?)"));
     let line = match key {
         Some(key) => format!(
-            "{}: found {found_text} where {} is expected; write it like {}",
+            "{}: found {found_text}{mean} where {} is expected; write it like {}",
             at.name(),
             key.takes_in_words(),
             example(&key, &at, item.is_none().then_some(&found)),

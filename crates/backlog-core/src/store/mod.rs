@@ -83,11 +83,18 @@ pub fn quote(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
-/// The name `doctor` proposes for an index on the inserted-at column.
+/// The name `doctor` proposes for an index on the inserted-at column: at most 63
+/// characters, which every database takes (PostgreSQL cuts longer ones, MySQL refuses
+/// them), a longer one cut and told apart by a digest of the whole.
 pub fn index_name(table: &str, column: &str) -> String {
-    format!("{table}_by_{column}")
+    let name = format!("{table}_by_{column}")
         .to_ascii_lowercase()
-        .replace(|c: char| !c.is_ascii_alphanumeric() && c != '_', "_")
+        .replace(|c: char| !c.is_ascii_alphanumeric() && c != '_', "_");
+    if name.len() <= 63 {
+        return name;
+    }
+    let digest = crate::digest::of(name.as_bytes());
+    format!("{}_{:08x}", &name[..54], digest as u32)
 }
 
 /// Marks grouped by what one UPDATE writes: the status, and the `[retry]` time in the

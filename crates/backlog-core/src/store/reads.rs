@@ -66,12 +66,15 @@ pub trait Survey {
 
     /// The non-NULL values of `column` of the table `shape` found, with how many
     /// records hold each, the most common first: at most `limit` + 1 of them, so that a
-    /// caller can tell a column of more values from one of `limit` (no `inspect` first).
+    /// caller can tell a column of more values from one of `limit`. Counted over the
+    /// first `sample` records read when given (a bounded read, to rule a column out),
+    /// else over them all (no `inspect` first).
     fn values(
         &mut self,
         shape: &TableShape,
         column: &str,
         limit: usize,
+        sample: Option<usize>,
     ) -> Result<Vec<(String, u64)>, StoreError>;
 }
 

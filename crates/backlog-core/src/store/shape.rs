@@ -23,7 +23,14 @@ pub struct TableColumn {
     pub sql_type: String,
     /// What the type holds, as far as `init` cares.
     pub kind: Kind,
+    /// An enumeration's labels, in the type's order (empty for other kinds): the
+    /// statuses a column may hold that no record holds yet.
+    pub labels: Vec<String>,
 }
+
+/// Every record, where [`Survey::values`](super::Survey::values) is given no sample:
+/// a bound each database takes in `LIMIT`.
+pub const ALL: i64 = i64::MAX;
 
 /// What a column's type holds: a status is text or an integer code, an inserted-at
 /// time a timestamp (or text or integers that `inspect` reads as one).
