@@ -337,6 +337,7 @@ fn colours_only_on_a_terminal_and_never_with_no_color() {
             .arg("/dev/null")
             .stdin(Stdio::null())
             .env("XDG_RUNTIME_DIR", env.runtime_dir())
+            .env("TERM", "xterm")
             .env_remove("NO_COLOR");
         if let Some(value) = no_color {
             cmd.env("NO_COLOR", value);
@@ -416,6 +417,9 @@ fn no_log_line_shares_a_line_with_the_spinner_and_the_summary_is_last() {
         .arg("/dev/null")
         .stdin(Stdio::null())
         .env("XDG_RUNTIME_DIR", env.runtime_dir())
+        // A person's terminal: the spinner is drawn only where TERM names one, and
+        // CI's environment may name none.
+        .env("TERM", "xterm")
         .env("NO_COLOR", "1")
         .output()
         .expect("script (util-linux) runs");
