@@ -299,3 +299,42 @@ fn every_title_line_has_its_fields_in_place() {
         assert_eq!(roff.matches("\n.TH ").count(), 1, "{args:?}");
     }
 }
+
+/// Every page is ASCII, so man renders it whole in any locale: in the C locale of a
+/// service or of `env -i`, groff has no glyph for `…` written as it is, warns and
+/// drops it (the Debian package's check runs man with warnings on).
+#[test]
+fn every_page_is_ascii_and_renders_without_a_warning_in_the_c_locale() {
+    let env = Env::new();
+    let pages: &[&[&str]] = &[
+        &[],
+        &["init"],
+        &["run"],
+        &["status"],
+        &["backoff", "plot"],
+        &["backoff", "simulate"],
+        &["backlog.toml"],
+    ];
+    for args in pages {
+        let text = page(&env, args);
+        let odd: Vec<char> = text.chars().filter(|c| !c.is_ascii()).collect();
+        assert!(odd.is_empty(), "backlog man {args:?}: {odd:?}");
+        std::fs::write(env.path("page.1"), &text).unwrap();
+        let out = std::process::Command::new("man")
+            .args(["--warnings", "-l"])
+            .arg(env.path("page.1"))
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap())
+            .env("LC_ALL", "C")
+            .env("MANWIDTH", "80")
+            .env("MANPAGER", "cat")
+            .output()
+            .expect("man runs");
+        assert!(out.status.success(), "backlog man {args:?}: {out:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            "",
+            "backlog man {args:?} renders with a warning"
+        );
+    }
+}

@@ -30,7 +30,7 @@ pub fn man(args: &ManArgs) -> Result<(), Error> {
                 "backlog.toml(5) is one page, with no page {more:?} under it; run `backlog man backlog.toml`"
             )));
         }
-        return print(&schedule_file::page(&source()));
+        return print(&ascii(&schedule_file::page(&source())));
     }
     // As clap_mangen's own `generate_to` does: `help` is not a command with a page.
     let mut command = Cli::command().disable_help_subcommand(true);
@@ -59,7 +59,29 @@ pub fn man(args: &ManArgs) -> Result<(), Error> {
         path.push(sub.get_name().to_string());
         command = sub.clone();
     }
-    print(&command_page::page(command, &path.join(" "), &source()))
+    print(&ascii(&command_page::page(
+        command,
+        &path.join(" "),
+        &source(),
+    )))
+}
+
+/// A page in ASCII, as man renders it in any locale: `…` as three dots, `×` and `−` as
+/// roff's own glyphs (`\(mu`, `\-`), anything else as its code point (`\[u00E9]`). In the
+/// C locale (a service's, `env -i`'s) groff finds no glyph for a character written as
+/// it is, warns, and drops it.
+fn ascii(page: &str) -> String {
+    let mut out = String::with_capacity(page.len());
+    for c in page.chars() {
+        match c {
+            '…' => out.push_str("..."),
+            '×' => out.push_str("\\(mu"),
+            '−' => out.push_str("\\-"),
+            c if c.is_ascii() => out.push(c),
+            c => out.push_str(&format!("\\[u{:04X}]", u32::from(c))),
+        }
+    }
+    out
 }
 
 /// The release every page names: subcommands carry no version of their own.
