@@ -150,7 +150,11 @@ fi
 bash -c 'source /usr/share/bash-completion/completions/backlog && complete -p backlog' >/dev/null ||
     fail "the bash completion does not load"
 if ! dropped /usr/share/doc/backlog/examples/backlog.toml; then
-    /usr/bin/backlog explain --schedule /usr/share/doc/backlog/examples/backlog.toml >/dev/null
+    # Its database is the service's, not made yet: the table is not checked, and said so.
+    said=$(/usr/bin/backlog explain --schedule /usr/share/doc/backlog/examples/backlog.toml 2>&1 >/dev/null) ||
+        fail "backlog explain on the example: $said"
+    other=$(printf '%s\n' "$said" | grep -v 'WARN the table was not checked against the schedule file: ' || true)
+    [ -z "$other" ] || fail "backlog explain on the example: $said"
 fi
 verify=$(systemd-analyze verify $man_flag backlog@ci.service 2>&1) || true
 [ -z "$verify" ] || fail "systemd-analyze verify backlog@ci.service: $verify"
