@@ -13,6 +13,12 @@ use backlog_core::suggest;
 
 use crate::error::Error;
 
+mod file;
+mod statuses;
+
+use file::{file_text, list, quoted, shown};
+use statuses::{Look, Statuses, look};
+
 /// What `init` was asked: where the table is, and the columns it is told rather than
 /// left to guess.
 pub struct Request<'a> {
@@ -77,101 +83,12 @@ pub struct Table {
     pub records: u64,
 }
 
-/// A column's values and how many records hold each, the most common first.
-type Values = Vec<(String, u64)>;
-
 /// The records a candidate for the status column is read over before it is ruled out
 /// or taken: a bounded read, whatever the table's size.
 const SAMPLE: usize = 10_000;
 
 /// A column holding more distinct values than this is not a status column.
 const MOST_STATUSES: usize = 50;
-
-/// Words of a status a record waits in, and of one that failed and is tried again
-/// (compared in lower case, with `-` and spaces as `_`).
-const PENDING: &[&str] = &[
-    "new",
-    "pending",
-    "queued",
-    "queue",
-    "waiting",
-    "ready",
-    "todo",
-    "open",
-    "created",
-    "scheduled",
-    "unsent",
-    "unprocessed",
-    "initial",
-    "received",
-    "submitted",
-    "retry",
-    "retrying",
-    "retryable",
-];
-const FAILED: &[&str] = &[
-    "error",
-    "errored",
-    "errors",
-    "failed",
-    "failure",
-    "fail",
-    "failing",
-    "retry",
-    "retrying",
-    "retryable",
-    "temp_fail",
-    "tempfail",
-];
-/// Words of a status a record is done in.
-const DONE: &[&str] = &[
-    "success",
-    "succeeded",
-    "successful",
-    "done",
-    "sent",
-    "delivered",
-    "complete",
-    "completed",
-    "ok",
-    "processed",
-    "finished",
-    "closed",
-    "shipped",
-    "paid",
-    "synced",
-    "published",
-    "acknowledged",
-    "acked",
-    "accepted",
-    "imported",
-    "exported",
-    "uploaded",
-    "notified",
-    "handled",
-];
-
-/// What a status value looks like.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Look {
-    Pending,
-    Failed,
-    Done,
-    Neither,
-}
-
-fn look(value: &str) -> Look {
-    let word = value.trim().to_lowercase().replace(['-', ' '], "_");
-    if FAILED.contains(&word.as_str()) {
-        Look::Failed
-    } else if PENDING.contains(&word.as_str()) {
-        Look::Pending
-    } else if DONE.contains(&word.as_str()) {
-        Look::Done
-    } else {
-        Look::Neither
-    }
-}
 
 /// Reads the table and proposes a schedule file for it.
 pub fn propose(request: &Request<'_>) -> Result<Proposal, Error> {
@@ -198,9 +115,13 @@ pub fn propose(request: &Request<'_>) -> Result<Proposal, Error> {
             "--command {command}: a quote is not closed; quote each argument as a shell would"
         )));
     }
-    let shown = shown(request.database);
     let probe = config(request, None)?;
     let database = probe.database.url.to_string();
+    // A server as its driver shows it, without the password; a file as it was typed.
+    let shown = match probe.database.url.is_server() {
+        true => database.clone(),
+        false => request.database.to_string(),
+    };
     let mut store = store::open(&probe.database, &probe.table).map_err(|e| match e {
         store::StoreError::NoDatabase => Error::Usage(format!(
             "--database {shown}: no such SQLite file; give the path of the file that holds the table, or a server's URL (postgres://…, mysql://…)"
@@ -397,22 +318,6 @@ fn config(request: &Request<'_>, table: Option<&Table>) -> Result<Config, Error>
     })
 }
 
-/// A TOML basic string (JSON's escapes are TOML's).
-fn quoted(s: &str) -> String {
-    serde_json::to_string(s).expect("a string serialises")
-}
-
-fn list(items: &[String]) -> String {
-    format!(
-        "[{}]",
-        items
-            .iter()
-            .map(|s| quoted(s))
-            .collect::<Vec<_>>()
-            .join(", ")
-    )
-}
-
 /// The column a flag names, or one line naming those there are.
 fn named<'a>(shape: &'a TableShape, name: &str, flag: &str) -> Result<&'a TableColumn, Error> {
     shape.column(name).ok_or_else(|| {
@@ -572,333 +477,4 @@ fn status<'a>(
             shape.name
         ))
     })
-}
-
-/// The statuses proposed from a status column's values.
-struct Statuses {
-    pending: Vec<String>,
-    success: String,
-    error: String,
-    /// How they were read, for the file's comment and the output: a line each.
-    said: Vec<String>,
-}
-
-impl Statuses {
-    /// The statuses proposed from the column's values (and an enumeration's labels no
-    /// record holds yet, counted 0), those given by flags taken as given.
-    fn of(
-        column: &TableColumn,
-        values: &[(String, u64)],
-        table: &str,
-        given: &Request<'_>,
-    ) -> Result<Statuses, Error> {
-        let mut values: Values = values.to_vec();
-        for label in &column.labels {
-            if !values.iter().any(|(v, _)| v == label) {
-                values.push((label.clone(), 0));
-            }
-        }
-        let given_any =
-            !given.pending.is_empty() || given.success.is_some() || given.error.is_some();
-        let of = |wanted: &[Look]| -> Vec<&(String, u64)> {
-            values
-                .iter()
-                .filter(|(v, _)| wanted.contains(&look(v)))
-                .collect()
-        };
-        let show = |list: &[&(String, u64)]| {
-            list.iter()
-                .map(|(v, n)| format!("{v:?} {n}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        // The statuses records wait in first, then those of failed records.
-        let mut waiting = of(&[Look::Pending, Look::Failed]);
-        waiting.sort_by_key(|(v, _)| look(v) == Look::Failed);
-        let done = of(&[Look::Done]);
-        if !values.is_empty() && waiting.is_empty() && done.is_empty() && !given_any {
-            return Err(Error::Usage(format!(
-                "none of {}'s values ({}) looks like a status backlog knows (NEW, PENDING, ERROR, SUCCESS, DONE…); give them with --pending, --success and --error (like --pending 0 --success 1 --error 2){}",
-                column.name,
-                show(&values.iter().collect::<Vec<_>>()),
-                if given.status.is_some() {
-                    String::new()
-                } else {
-                    ", or name another column with --status".to_string()
-                }
-            )));
-        }
-        // Written like the table's own values: `SUCCESS` beside `NEW`, `success` beside
-        // `new`, `Success` beside `New`; an empty table takes the tool's own, `NEW`.
-        let like = |word: &str| {
-            let all = |f: fn(&str) -> bool| !values.is_empty() && values.iter().all(|(v, _)| f(v));
-            if all(|v| !v.chars().any(char::is_uppercase)) {
-                word.to_lowercase()
-            } else if all(|v| {
-                let mut c = v.chars();
-                c.next().is_some_and(char::is_uppercase) && !c.any(char::is_uppercase)
-            }) {
-                let mut c = word.chars();
-                c.next().map_or_else(String::new, |f| {
-                    f.to_uppercase()
-                        .chain(c.flat_map(char::to_lowercase))
-                        .collect()
-                })
-            } else {
-                word.to_uppercase()
-            }
-        };
-        let mut said = Vec::new();
-        if values.is_empty() {
-            said.push(format!(
-                "table {table} has no record with a status yet, so the statuses are guesses: set them to those your application writes"
-            ));
-        }
-        let mut pending: Vec<String> = if !given.pending.is_empty() {
-            said.push(format!("pending: {:?}, as --pending says", given.pending));
-            given.pending.to_vec()
-        } else if waiting.is_empty() {
-            let new = like("new");
-            said.push(format!(
-                "no value looks pending (so {new:?}, a guess: set table.pending to the status your application inserts records with)"
-            ));
-            vec![new]
-        } else {
-            said.push(format!("pending: {}", show(&waiting)));
-            if !waiting.iter().any(|(v, _)| look(v) == Look::Pending) {
-                said.push(format!(
-                    "no value looks like a new record's status (only failed ones): a record your application inserts with another status than {} is never selected; add it to table.pending",
-                    waiting.iter().map(|(v, _)| format!("{v:?}")).collect::<Vec<_>>().join(", ")
-                ));
-            }
-            waiting.iter().map(|(v, _)| v.clone()).collect()
-        };
-        let success = match (given.success, done.first()) {
-            (Some(v), _) => {
-                said.push(format!("done: {v:?}, as --success says"));
-                v.to_string()
-            }
-            (None, Some((v, _))) => {
-                said.push(format!("done: {}", show(&done)));
-                v.clone()
-            }
-            (None, None) => {
-                let success = like("success");
-                said.push(format!(
-                    "no value looks done yet (so success = {success:?}, a guess: set it to what your application writes when a record went through)"
-                ));
-                success
-            }
-        };
-        let failed = of(&[Look::Failed]);
-        let error = match (given.error, failed.first()) {
-            (Some(v), _) => {
-                said.push(format!("failed: {v:?}, as --error says"));
-                v.to_string()
-            }
-            (None, Some((v, _))) => v.clone(),
-            // An enumeration takes no new label: a failure keeps a pending one.
-            (None, None) if column.kind == Kind::Enum => {
-                let e = pending[0].clone();
-                said.push(format!(
-                    "no value looks failed, so a failed record is written back as {e:?} (table.error), still pending; add a label of its own to tell failures apart"
-                ));
-                e
-            }
-            (None, None) => {
-                let e = like("error");
-                said.push(format!(
-                    "no value looks failed yet (so error = {e:?}, also pending, a guess: a failed record is tried again on the schedule)"
-                ));
-                if given.pending.is_empty() {
-                    pending.push(e.clone());
-                }
-                e
-            }
-        };
-        let named = |v: &str| pending.iter().any(|p| p == v) || v == success || v == error;
-        let neither: Vec<&(String, u64)> = values.iter().filter(|(v, _)| !named(v)).collect();
-        if !neither.is_empty() {
-            said.push(format!("neither, so never selected: {}", show(&neither)));
-        }
-        Ok(Statuses {
-            pending,
-            success,
-            error,
-            said,
-        })
-    }
-}
-
-/// The default progressive schedule, its `[database]`, `[table]` and `[handler]`
-/// sections written for the table.
-fn file_text(
-    request: &Request<'_>,
-    table: &Table,
-    id_says: &str,
-    [status, inserted_at]: &[&TableColumn; 2],
-    statuses: &str,
-    create_index: Option<&str>,
-) -> String {
-    let template = crate::demo::SCHEDULE;
-    let at = |header: &str| {
-        template
-            .find(&format!("\n{header}\n"))
-            .expect("the default schedule has the section")
-            + 1
-    };
-    let (database, tiers) = (at("[database]"), at("[[tier]]"));
-    let head = format!(
-        "# The schedule of table {}, proposed by `backlog init` from what the table holds:\n# check what it guessed in [table], fill in [handler], then run `backlog doctor`.\n#\n{}",
-        table.name,
-        &template[..database]
-    );
-    let url = written_url(request.database, request.file);
-    let database_section = format!(
-        "[database]\n{}url = {}\n# How long a killed tick's records stay claimed before another tick may take them.\nclaim_lease = \"60s\"\n\n",
-        url.comment,
-        quoted(&url.url)
-    );
-    let table_section = format!(
-        "[table]
-# Read by `backlog init` from the table ({records}); change what it guessed here.
-name = {name}
-# {id_says}
-id = {id}
-# {status_type}\n# {statuses}
-status = {status}
-# {inserted_type}{index}
-inserted_at = {inserted_at}
-# sqlite (\"YYYY-MM-DD HH:MM:SS\", UTC), rfc3339, unix, unix_ms, native (the column's own
-# timestamp type), or auto (read the values).
-inserted_at_format = {format}
-pending = {pending}
-success = {success}
-error = {error}
-
-",
-        records = backlog_core::plural::count(table.records, "record", "records"),
-        name = quoted(&table.name),
-        id_says = id_says,
-        id = quoted(&table.id),
-        status_type = status.sql_type,
-        statuses = statuses,
-        status = quoted(&table.status),
-        inserted_type = inserted_at.sql_type,
-        index = create_index.map_or_else(String::new, |i| format!(
-            "; no index serves the band query yet, so create one before the first tick:\n#     {i}"
-        )),
-        inserted_at = quoted(&table.inserted_at),
-        format = quoted(&table.inserted_at_format),
-        pending = list(&table.pending),
-        success = quoted(&table.success),
-        error = quoted(&table.error),
-    );
-    let calls = match (request.command, request.url) {
-        (_, Some(url)) => format!(
-            "# POSTs each record as JSON to this URL (docs/http.md): a 2xx marks it {success:?},\n# anything else {error:?}.\nurl = {}\n",
-            quoted(url),
-            success = table.success,
-            error = table.error
-        ),
-        (command, None) => format!(
-            "{}# Run once per record: the record as JSON on stdin, its id in $BACKLOG_RECORD_ID.\n# Exit 0 marks it {success:?}, anything else {error:?}. No shell unless you write\n# [\"sh\", \"-c\", …]. Or call a URL instead: url = \"https://…\" (docs/http.md).\ncommand = [{}]\n",
-            if command.is_none() {
-                "# To fill in: write ./handler.sh beside this file, or name your program here.\n"
-            } else {
-                ""
-            },
-            command_words(command.unwrap_or("./handler.sh")),
-            success = table.success,
-            error = table.error
-        ),
-    };
-    let handler_section = format!("[handler]\n{calls}timeout = \"30s\"\n\n");
-    format!(
-        "{head}{database_section}{table_section}{handler_section}{}",
-        &template[tiers..]
-    )
-}
-
-/// `--command`'s words as a TOML list: split as a shell would, run without one.
-fn command_words(command: &str) -> String {
-    let words = shlex::split(command).unwrap_or_else(|| vec![command.to_string()]);
-    words
-        .iter()
-        .map(|w| quoted(w))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// The URL as the file writes it, and a comment to go above it.
-struct WrittenUrl {
-    url: String,
-    comment: String,
-}
-
-/// The parameters of a server's URL that hold a secret.
-const SECRETS: [&str; 3] = ["password", "sslpassword", "pass"];
-
-/// A server's URL without its password, in its user part or a parameter (whether one
-/// was taken out); none for what is no server's URL.
-fn without_password(database: &str) -> Option<(url::Url, bool)> {
-    backlog_core::config::server::server_scheme(database)?;
-    let mut url = url::Url::parse(database).ok()?;
-    let mut taken = url.password().is_some();
-    let _ = url.set_password(None);
-    let pairs: Vec<(String, String)> = url.query_pairs().into_owned().collect();
-    let kept: Vec<&(String, String)> = pairs
-        .iter()
-        .filter(|(k, _)| !SECRETS.contains(&k.to_ascii_lowercase().as_str()))
-        .collect();
-    if kept.len() < pairs.len() {
-        taken = true;
-        if kept.is_empty() {
-            url.set_query(None);
-        } else {
-            url.query_pairs_mut().clear().extend_pairs(kept);
-        }
-    }
-    Some((url, taken))
-}
-
-/// The database as messages show it: a server's URL without its password.
-fn shown(database: &str) -> String {
-    without_password(database).map_or_else(|| database.to_string(), |(url, _)| url.to_string())
-}
-
-/// A SQLite path as the file must write it (relative to the file's folder: absolute,
-/// unless the file is in the current folder); a server's URL without its password,
-/// which does not belong in a file that is read by many and often committed.
-fn written_url(database: &str, file: &Path) -> WrittenUrl {
-    if let Some((url, taken)) = without_password(database) {
-        return WrittenUrl {
-            url: url.to_string(),
-            comment: if taken {
-                "# The password is not written here: give it in PGPASSWORD or MYSQL_PWD,\n# database.password_file, or the whole URL in BACKLOG_DATABASE_URL.\n".into()
-            } else {
-                String::new()
-            },
-        };
-    }
-    let path = database
-        .strip_prefix("sqlite://")
-        .or_else(|| database.strip_prefix("sqlite:"))
-        .unwrap_or(database);
-    let here = std::env::current_dir().unwrap_or_default();
-    let folder = std::path::absolute(file)
-        .ok()
-        .and_then(|f| f.parent().map(Path::to_path_buf))
-        .unwrap_or_default();
-    let url = if Path::new(path).is_absolute() || folder == here {
-        path.to_string()
-    } else {
-        backlog_core::config::beside(&here, path)
-            .display()
-            .to_string()
-    };
-    WrittenUrl {
-        url,
-        comment: "# A SQLite file, relative to this file.\n".into(),
-    }
 }
