@@ -496,7 +496,7 @@ impl Snapshot {
 }
 
 /// Writes `text` to `path` atomically: a file beside it, then a rename, so a
-/// collector never reads half a file.
+/// collector never reads half a file (and `init --force` never leaves half a schedule).
 pub fn write_file(path: &Path, text: &str) -> std::io::Result<()> {
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
     let name = path

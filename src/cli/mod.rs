@@ -236,7 +236,8 @@ fn init_from_table(args: &InitArgs, database: &str, table: &str) -> Result<(), E
             source,
         })?;
     }
-    std::fs::write(&file, &proposal.text).map_err(|source| Error::Io {
+    // Beside it first, then renamed: a full disk leaves the file there was, whole.
+    crate::metrics::write_file(&file, &proposal.text).map_err(|source| Error::Io {
         context: format!("cannot write {}", file.display()),
         source,
     })?;
