@@ -9,15 +9,17 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use crate::harness::{Backend, Env, NOW};
 use crate::servers::{all_success, pending_records};
 
-/// A batch handler (perl, quick to start on a loaded machine) that logs `start ID ns PPID` and `end ID ns PPID` around each
-/// record (PPID: its tick's process), 50 ms a record.
+/// A batch handler (perl, quick to start on a loaded machine) that logs `start ID ns RUNNER`
+/// and `end ID ns RUNNER` around each record, 50 ms a record. RUNNER is the number the
+/// test gave its tick (`STORM_RUNNER`, inherited), not `getppid()`: a handler that starts
+/// after its tick was killed, before the watchdog kills it, is the orphan of pid 1.
 const HANDLER: &str = r#"#!/usr/bin/perl
 use strict;
 use Time::HiRes qw(time sleep);
 $| = 1;
 open(my $log, '>>', 'handler.log') or die "handler.log: $!";
 $log->autoflush(1);
-my $tick = getppid();
+my $tick = $ENV{STORM_RUNNER};
 while (my $line = <STDIN>) {
     my ($id) = $line =~ /^\{"id":([^,]*),/ or next;
     printf $log "start %s %.0f %d\n", $id, time * 1e9, $tick;
@@ -48,9 +50,10 @@ impl Dice {
     }
 }
 
-/// A runner; its stderr goes to `runners.err`, shared (appended) by all: a pipe read
-/// only at the end would fill and block a runner that warns much.
-fn spawn(env: &Env, extra: &[&str]) -> Child {
+/// A runner, numbered for its handlers' log; its stderr goes to `runners.err`, shared
+/// (appended) by all: a pipe read only at the end would fill and block a runner that
+/// warns much.
+fn spawn(env: &Env, number: u32, extra: &[&str]) -> Child {
     let err = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -59,6 +62,7 @@ fn spawn(env: &Env, extra: &[&str]) -> Child {
     env.command()
         .args(["run", "--window", "1d", "--now", NOW, "--json"])
         .args(extra)
+        .env("STORM_RUNNER", number.to_string())
         .stdout(Stdio::null())
         .stderr(err)
         .spawn()
@@ -72,13 +76,13 @@ fn said(env: &Env) -> String {
     all.get(start..).unwrap_or(&all).to_string()
 }
 
-/// The runners of the storm, killed and reaped if the test fails half-way, so that
-/// they do not load the machine under the tests that follow.
-struct Storm(Vec<Child>);
+/// The runners of the storm, by number, killed and reaped if the test fails half-way,
+/// so that they do not load the machine under the tests that follow.
+struct Storm(Vec<(u32, Child)>);
 
 impl Drop for Storm {
     fn drop(&mut self) {
-        for child in &mut self.0 {
+        for (_, child) in &mut self.0 {
             let _ = child.kill();
             let _ = child.wait();
         }
@@ -86,7 +90,9 @@ impl Drop for Storm {
 }
 
 /// Each record's handler runs, from the log and the instants the ticks were killed:
-/// a start with no end ran until its tick died (its handler dies with it).
+/// a start with no end ran until its tick died (the watchdog kills its handler then; a
+/// handler that started after, an orphan for the few milliseconds until that kill, is
+/// counted from its start: the record's claim lasts its 2 s lease beyond).
 fn runs(log: &str, killed: &BTreeMap<u32, u128>) -> BTreeMap<i64, Vec<(u128, u128)>> {
     let mut open: BTreeMap<(i64, u32), u128> = BTreeMap::new();
     let mut runs: BTreeMap<i64, Vec<(u128, u128)>> = BTreeMap::new();
@@ -109,7 +115,7 @@ fn runs(log: &str, killed: &BTreeMap<u32, u128>) -> BTreeMap<i64, Vec<(u128, u12
                 "record {id}'s handler under tick {tick} never ended, and that tick was not killed"
             )
         });
-        runs.entry(id).or_default().push((start, died));
+        runs.entry(id).or_default().push((start, died.max(start)));
     }
     runs
 }
@@ -133,7 +139,12 @@ fn a_fleet_killed_at_random_hands_no_record_to_two_handlers_at_once(backend: Bac
         .as_nanos() as u64;
     println!("kill storm seed {seed}");
     let mut dice = Dice(seed);
-    let mut storm_runners = Storm((0..fleet).map(|_| spawn(&env, &[])).collect());
+    let mut next = 0u32;
+    let mut numbered = |extra: &[&str]| {
+        next += 1;
+        (next, spawn(&env, next, extra))
+    };
+    let mut storm_runners = Storm((0..fleet).map(|_| numbered(&[])).collect());
     let live = &mut storm_runners.0;
     let mut killed: BTreeMap<u32, u128> = BTreeMap::new();
     // The storm: every 50 ms a runner killed, one whose handler has begun if any, and
@@ -143,13 +154,13 @@ fn a_fleet_killed_at_random_hands_no_record_to_two_handlers_at_once(backend: Bac
         std::thread::sleep(Duration::from_millis(50));
         let log = std::fs::read_to_string(env.path("handler.log")).unwrap_or_default();
         let working: Vec<usize> = (0..live.len())
-            .filter(|&i| log.contains(&format!(" {}\n", live[i].id())))
+            .filter(|&i| log.contains(&format!(" {}\n", live[i].0)))
             .collect();
         let victim = match working.len() {
             0 => dice.below(live.len()),
             n => working[dice.below(n)],
         };
-        let mut victim = live.swap_remove(victim);
+        let (number, mut victim) = live.swap_remove(victim);
         victim.kill().unwrap();
         // Killed (no code), or it had ended on its own just before: well, or lapsed.
         let status = victim.wait().unwrap();
@@ -158,20 +169,20 @@ fn a_fleet_killed_at_random_hands_no_record_to_two_handlers_at_once(backend: Bac
             "a runner failed: {status}: {}",
             said(&env)
         );
-        killed.insert(victim.id(), ns_now());
-        live.push(spawn(&env, &[]));
-        for child in live.iter_mut() {
-            if let Some(status) = child.try_wait().unwrap() {
+        killed.insert(number, ns_now());
+        live.push(numbered(&[]));
+        for runner in live.iter_mut() {
+            if let Some(status) = runner.1.try_wait().unwrap() {
                 assert!(
                     status.success() || status.code() == Some(8),
                     "a runner failed: {status}: {}",
                     said(&env)
                 );
-                *child = spawn(&env, &[]);
+                *runner = numbered(&[]);
             }
         }
     }
-    for child in std::mem::take(live) {
+    for (_, child) in std::mem::take(live) {
         let out = crate::servers::output_within_a_minute(child);
         assert!(
             out.status.success() || out.status.code() == Some(8),
@@ -190,7 +201,7 @@ fn a_fleet_killed_at_random_hands_no_record_to_two_handlers_at_once(backend: Bac
         std::thread::sleep(Duration::from_millis(500));
         // Records a handler failed (a timeout on a loaded machine) are kept until the
         // end of their slot: taken at once all the same.
-        let out = crate::servers::output_within_a_minute(spawn(&env, &["--retry-failed"]));
+        let out = crate::servers::output_within_a_minute(numbered(&["--retry-failed"]).1);
         assert!(out.status.success(), "{}: {}", out.status, said(&env));
     }
     let log = std::fs::read_to_string(env.path("handler.log")).unwrap();
