@@ -16,6 +16,7 @@ mod metrics;
 mod operate;
 mod plot;
 mod proposal;
+mod telemetry;
 mod web;
 
 fn main() -> ExitCode {
@@ -25,6 +26,16 @@ fn main() -> ExitCode {
     let cli = Cli::parse_or_exit();
     let (level, format) = cli.logging();
     cli::init_logging(level, format);
+    // The commands that run handlers export their spans and metrics where an `OTEL_*`
+    // variable asks; a one-off's ticks are children of the caller's `TRACEPARENT` (the
+    // daemon's each start a trace of their own).
+    let exports = matches!(
+        cli.command,
+        Command::Run(_) | Command::Daemon(_) | Command::Retry(_)
+    );
+    let telemetry = exports.then(telemetry::start).flatten();
+    let caller = matches!(cli.command, Command::Run(_) | Command::Retry(_))
+        .then(|| telemetry::caller().attach());
     let result = match &cli.command {
         Command::Init(args) => cli::init(args),
         Command::Run(args) => cli::run(args),
@@ -47,6 +58,10 @@ fn main() -> ExitCode {
         Command::Completions(args) => cli::completions(args),
         Command::Man(args) => cli::man(args),
     };
+    drop(caller);
+    if let Some(telemetry) = telemetry {
+        telemetry.finish();
+    }
     match result {
         Ok(()) => error::ExitCode::Success.into(),
         Err(e) => {

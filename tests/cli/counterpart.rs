@@ -54,6 +54,8 @@ pub struct Call {
     pub target: String,
     pub headers: BTreeMap<String, String>,
     pub body: String,
+    /// The body as it came (a protobuf's bytes are no text).
+    pub bytes: Vec<u8>,
     pub peer: SocketAddr,
 }
 
@@ -65,11 +67,27 @@ pub struct Counterpart {
     _runtime: tokio::runtime::Runtime,
 }
 
-type Answers = Arc<dyn Fn(i64) -> Answer + Send + Sync>;
+/// The answer to a request, by its path and query.
+type Answers = Arc<dyn Fn(&str) -> Answer + Send + Sync>;
 
 impl Counterpart {
-    /// Listens on a free loopback port; `answer` decides each record's answer.
+    /// Listens on a free loopback port; `answer` decides each record's answer (`/r/ID`;
+    /// any other path is a 404).
     pub fn start(answer: impl Fn(i64) -> Answer + Send + Sync + 'static) -> Counterpart {
+        Counterpart::answering(move |target| {
+            let id = target
+                .strip_prefix("/r/")
+                .and_then(|rest| rest.split(['?', '/']).next())
+                .and_then(|id| id.parse().ok());
+            match id {
+                Some(id) => answer(id),
+                None => Answer::code(404),
+            }
+        })
+    }
+
+    /// Listens on a free loopback port; `answer` decides the answer to each path.
+    pub fn answering(answer: impl Fn(&str) -> Answer + Send + Sync + 'static) -> Counterpart {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -157,16 +175,10 @@ async fn respond(
             .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or_default().to_string()))
             .collect(),
         body: String::from_utf8_lossy(&body).into_owned(),
+        bytes: body.to_vec(),
         peer,
     });
-    let id = target
-        .strip_prefix("/r/")
-        .and_then(|rest| rest.split(['?', '/']).next())
-        .and_then(|id| id.parse().ok());
-    let answer = match id {
-        Some(id) => answers(id),
-        None => Answer::code(404),
-    };
+    let answer = answers(&target);
     if !answer.delay.is_zero() {
         tokio::time::sleep(answer.delay).await;
     }

@@ -59,4 +59,5 @@ mod snooze;
 mod status_check;
 mod status_values;
 mod stopping;
+mod telemetry;
 mod tick;

@@ -34,6 +34,7 @@ pub mod store;
 pub mod suggest;
 pub mod tick;
 pub mod timestamp;
+pub mod trace_context;
 
 pub use chrono;
 pub use chrono_tz;

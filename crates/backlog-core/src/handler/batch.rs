@@ -50,6 +50,9 @@ struct Line<'a> {
     window: &'a str,
     age_seconds: Option<u64>,
     record: &'a Columns,
+    /// The record's span (W3C `traceparent`), where a trace is kept or passed on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    traceparent: Option<String>,
 }
 
 /// Runs one long-lived program for many records (`handler.batch_size`), in the
@@ -278,6 +281,7 @@ impl Pipelined for BatchHandler {
                 window: &window.1,
                 age_seconds: ctx.age.map(|a| a.as_secs()),
                 record: &record.columns,
+                traceparent: ctx.traceparent.map(|t| t.to_string()),
             };
             serde_json::to_writer(&mut lines, &line).expect("a record serialises");
             lines.push(b'\n');

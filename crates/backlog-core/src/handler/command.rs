@@ -201,6 +201,15 @@ impl Handler for CommandHandler {
             Some(age) => cmd.env("BACKLOG_RECORD_AGE_SECONDS", age.as_secs().to_string()),
             None => cmd.env_remove("BACKLOG_RECORD_AGE_SECONDS"),
         };
+        // The record's span, the parent of the handler's own (none: the variables the
+        // tool was started with pass through, a caller's trace or none).
+        if let Some(parent) = ctx.traceparent {
+            cmd.env("TRACEPARENT", parent.to_string());
+            match ctx.tracestate {
+                Some(state) => cmd.env("TRACESTATE", state),
+                None => cmd.env_remove("TRACESTATE"),
+            };
+        }
         let json = record.to_json();
         let ended =
             child::run(&mut cmd, json.as_bytes(), self.timeout, ctx.cancel).map_err(|source| {

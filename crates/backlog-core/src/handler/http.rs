@@ -208,8 +208,8 @@ pub fn reach(config: &HandlerConfig) -> Result<String, String> {
 }
 
 impl Handler for HttpHandler {
-    fn handle(&mut self, record: &Record, _ctx: &Context<'_>) -> Result<Handled, HandlerError> {
-        Ok(self.shared.call(record))
+    fn handle(&mut self, record: &Record, ctx: &Context<'_>) -> Result<Handled, HandlerError> {
+        Ok(self.shared.call(record, ctx))
     }
 
     fn worker(&self) -> Option<Box<dyn Handler + Send + '_>> {
@@ -219,7 +219,7 @@ impl Handler for HttpHandler {
 
 impl Shared {
     /// One call for `record`, and what its answer (or its failure) says.
-    fn call(&self, record: &Record) -> Handled {
+    fn call(&self, record: &Record, ctx: &Context<'_>) -> Handled {
         let url = match self.url(record) {
             Ok(url) => url,
             Err(why) => return Handled::new(Outcome::Error, why),
@@ -262,6 +262,18 @@ impl Shared {
                 .header("webhook-signature", sign(key, &id, &timestamp, &body));
         }
         request = request.header("idempotency-key", id);
+        // The record's span, the parent of the receiver's (W3C Trace Context); a
+        // `traceparent` the file's headers set gives way to it.
+        if let Some(parent) = ctx.traceparent {
+            if let Some(headers) = request.headers_mut() {
+                headers.remove("traceparent");
+                headers.remove("tracestate");
+            }
+            request = request.header("traceparent", parent.to_string());
+            if let Some(state) = ctx.tracestate {
+                request = request.header("tracestate", state);
+            }
+        }
         let request = match request.body(body) {
             Ok(r) => r,
             Err(e) => return Handled::new(Outcome::Error, format!("{url}: {e}")),

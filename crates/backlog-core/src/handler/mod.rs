@@ -193,6 +193,12 @@ pub struct Context<'a> {
     /// batch handler does not look at it (its batch runs to its answers or its
     /// timeout, and their marks are not written, the hold being gone).
     pub cancel: Option<&'a std::sync::atomic::AtomicBool>,
+    /// The span of this record's call, for the handler to carry on the trace (W3C
+    /// `traceparent`): a command's `TRACEPARENT`, a batch line's `traceparent`, an HTTP
+    /// call's header. None when no trace is kept or passed on.
+    pub traceparent: Option<crate::trace_context::TraceParent>,
+    /// The trace's vendor state (`tracestate`), passed on as it came to the tick.
+    pub tracestate: Option<&'a str>,
 }
 
 impl<'a> Context<'a> {
@@ -205,6 +211,8 @@ impl<'a> Context<'a> {
             window,
             age: None,
             cancel: None,
+            traceparent: None,
+            tracestate: None,
         }
     }
 }

@@ -172,6 +172,16 @@ impl Adapted {
             self.per_second = pace.per_second();
             self.absorbs = pace.absorbs_overload();
         }
+        if cut {
+            super::trace::event(
+                "backlog.pace.cut",
+                vec![
+                    opentelemetry::KeyValue::new("backlog.pace", self.name.clone()),
+                    opentelemetry::KeyValue::new("backlog.reason", self.why.clone()),
+                    opentelemetry::KeyValue::new("backlog.pace.per_second", self.per_second),
+                ],
+            );
+        }
         if cut && log_due(&self.name) {
             tracing::warn!(
                 "the counterpart of {} was overloaded ({}): its adapted pace halved to {:.3}/s",

@@ -65,6 +65,15 @@ enum Trial {
 }
 
 impl Breaker {
+    /// Trips the breaker for `why`: an event of the tick's span too.
+    fn trip(&mut self, why: String) {
+        super::trace::event(
+            "backlog.breaker.tripped",
+            vec![opentelemetry::KeyValue::new("backlog.reason", why.clone())],
+        );
+        self.tripped = Some(why);
+    }
+
     /// A breaker of `limit` failures in a row, shared by every runner of `fleet`'s name
     /// (cooling down for its duration once tripped).
     pub(super) fn new(limit: Option<u32>, fleet: Option<(String, Duration)>) -> Self {
@@ -154,7 +163,7 @@ impl Breaker {
             }
             Some(d) => {
                 let open_for = duration::compact(Duration::from_secs(d.as_secs().max(1)));
-                self.tripped = Some(format!(
+                self.trip(format!(
                     "finding the breaker of this tier open (handler.stop_after_failures: {} in a row among its runners) for {open_for} more, or another runner trying a record; {}",
                     count(state.failures, "failure", "failures"),
                     self.waits
@@ -205,13 +214,14 @@ impl Breaker {
                     count(state.failures, "failure", "failures")
                 )
             };
-            self.tripped = Some(format!(
+            let why = format!(
                 "{why} {}{}; the breaker is open for {} (handler.breaker_cooldown), and {}",
                 handled.detail,
                 super::marks::tail_for_log(&handled.output),
                 duration::compact(fleet.cooldown),
                 self.waits
-            ));
+            );
+            self.trip(why);
         }
         Ok(())
     }
@@ -245,7 +255,7 @@ impl Breaker {
                 "the rest of the band waits" => "the rest of the band waits for the next tick",
                 other => other,
             };
-            self.tripped = Some(format!(
+            self.trip(format!(
                 "{} in a row (handler.stop_after_failures), {which}: {}{}; {waits}",
                 count(limit, "failure", "failures"),
                 handled.detail,

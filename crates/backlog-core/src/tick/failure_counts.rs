@@ -85,6 +85,14 @@ impl FailureCounts {
             crate::plural::count(now, "failure", "failures")
         )
         .into();
+        super::trace::event(
+            "backlog.records.given_up",
+            vec![
+                opentelemetry::KeyValue::new("backlog.record.id", id),
+                opentelemetry::KeyValue::new("backlog.reason", handled.detail.to_string()),
+                opentelemetry::KeyValue::new("backlog.records", 1),
+            ],
+        );
         (Arc::clone(given_up), Some(0))
     }
 }

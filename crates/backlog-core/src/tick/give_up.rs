@@ -37,6 +37,15 @@ pub(super) fn past_last_tier(
         duration::compact(last)
     );
     let done = give_up_records(table, store, records, &why, opts)?;
+    if done.failed > 0 {
+        super::trace::event(
+            "backlog.records.given_up",
+            vec![
+                opentelemetry::KeyValue::new("backlog.reason", why),
+                opentelemetry::KeyValue::new("backlog.records", done.failed as i64),
+            ],
+        );
+    }
     Ok(done.failed)
 }
 

@@ -19,6 +19,7 @@ use super::options::{Event, TickOptions};
 use super::pager::{PageSize, Pager};
 use super::reach::Fleet;
 use super::spacing::{STOP_CHECK, Spacer, Spacing, rate_name};
+use super::trace::TickTrace;
 use crate::error::Error;
 use crate::handler::{Context, Handled};
 use crate::record::Record;
@@ -54,8 +55,9 @@ pub(super) fn hand_out<'c>(
     lanes: &mut Lanes<'_, 'c>,
     marks: &mut Marks<'_>,
     on_event: &mut dyn FnMut(Event<'_>),
+    trace: &mut TickTrace,
 ) -> Result<(), Error> {
-    let mut round = Round::new(plan, store, &mut *lanes);
+    let mut round = Round::new(plan, store, &mut *lanes, trace);
     let ended = round.run(store, lanes, marks, on_event);
     // An adapted pace's last calls reach the fleet's row.
     round.pace.flush(store);
@@ -129,10 +131,17 @@ struct Round<'p, 'c> {
     halt: Option<Error>,
     /// Whether a page could not be taken (see `Pager::withdrawal`).
     page_failed: bool,
+    /// The tick's spans: a record's starts as it goes out, ends as it is settled.
+    trace: &'p mut TickTrace,
 }
 
 impl<'p, 'c> Round<'p, 'c> {
-    fn new(plan: &'p Plan<'c>, store: &mut dyn Store, lanes: &mut Lanes<'_, 'c>) -> Self {
+    fn new(
+        plan: &'p Plan<'c>,
+        store: &mut dyn Store,
+        lanes: &mut Lanes<'_, 'c>,
+        trace: &'p mut TickTrace,
+    ) -> Self {
         let opts = plan.opts;
         let batch = lanes.batch_size();
         let mut pager = Pager::starting_at(plan.query, plan.start.clone());
@@ -191,6 +200,7 @@ impl<'p, 'c> Round<'p, 'c> {
             inline_run: (0, Duration::ZERO),
             halt: None,
             page_failed: false,
+            trace,
         }
     }
 
@@ -428,11 +438,13 @@ impl<'p, 'c> Round<'p, 'c> {
                 Some(places) if places.is_empty() => {}
                 _ => return Ok(()),
             }
+            let ctx = self.context(&record);
             let started = Instant::now();
-            match catch_panic(|| handler.handle(&record, &self.context(&record))) {
+            match catch_panic(|| handler.handle(&record, &ctx)) {
                 Ok(handled) => {
                     let handled = marks.resolve(handled);
                     let took = started.elapsed();
+                    self.trace.record_back(&record, &handled, took);
                     self.inline_run.0 += 1;
                     self.inline_run.1 += took;
                     self.heard(&record, &handled, took, Instant::now(), store);
@@ -518,6 +530,7 @@ impl<'p, 'c> Round<'p, 'c> {
                 for (record, handled) in records.iter().zip(results) {
                     let handled = marks.resolve(handled);
                     let took = handled.took.unwrap_or(latency);
+                    self.trace.record_back(record, &handled, took);
                     self.heard(record, &handled, took, ended, store);
                     if let Err(e) = marks.settle(record, handled, took, store, on_event) {
                         self.refused(e);
@@ -609,10 +622,12 @@ impl<'p, 'c> Round<'p, 'c> {
         }
     }
 
-    /// The handler's context for a record: its age by the tick's clock.
-    fn context(&self, r: &Record) -> Context<'c> {
+    /// The handler's context for a record going out: its age by the tick's clock, and
+    /// its span (started here).
+    fn context(&mut self, r: &Record) -> Context<'c> {
         Context {
             age: r.age(self.plan.opts.now).and_then(|a| a.to_std().ok()),
+            traceparent: self.trace.record_out(r),
             ..self.plan.ctx
         }
     }

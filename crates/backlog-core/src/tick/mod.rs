@@ -18,7 +18,7 @@
 //! `pager` (pages and their size), `lanes` (inline, pipelined, a pool of workers),
 //! `pace` (the rate), `breaker`, `heartbeat`, `outcome` (what an answer counts as),
 //! `marks` (status writes), `tally` (counts), `wanted` (spread and `[retry]` delays),
-//! `summary`, `options`, `span` (the tracing span its log lines are in); `near_statuses` (pending statuses spelt in another case, after
+//! `summary`, `options`, `span` (the tracing span its log lines are in), `trace` (its OpenTelemetry spans and metrics); `near_statuses` (pending statuses spelt in another case, after
 //! a tick that took nothing); `retry` hands chosen records over outside the schedule
 //! (`backlog retry`, `snooze`); `give_up` gives up on records past the last tier.
 
@@ -50,6 +50,7 @@ mod spacing;
 mod span;
 mod summary;
 mod tally;
+mod trace;
 mod wanted;
 
 pub use begin::owner_name;

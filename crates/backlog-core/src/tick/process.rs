@@ -14,6 +14,7 @@ use super::marks::{MarkPlan, Marks, log_unshown};
 use super::options::{Event, TickOptions};
 use super::summary::TickSummary;
 use super::tally::Tally;
+use super::trace::TickTrace;
 use crate::config::TableConfig;
 use crate::duration;
 use crate::error::Error;
@@ -103,6 +104,26 @@ pub fn process_backlog(
     let started = Instant::now();
     // Every line of the tick names its tier.
     let _in_span = super::span::enter_tick_span(schedule, opts.window);
+    let mut trace = TickTrace::start(schedule, &table.name, opts);
+    let result = tick(schedule, table, store, handler, opts, on_event, &mut trace);
+    let result = result.map(|mut summary| {
+        summary.seconds = started.elapsed().as_secs_f64();
+        summary
+    });
+    trace.end(&result, started.elapsed().as_secs_f64());
+    result
+}
+
+/// `process_backlog` within the tick's span.
+fn tick(
+    schedule: &Schedule,
+    table: &TableConfig,
+    store: &mut dyn Store,
+    handler: &mut dyn Handler,
+    opts: &TickOptions,
+    on_event: &mut dyn FnMut(Event<'_>),
+    trace: &mut TickTrace,
+) -> Result<TickSummary, Error> {
     let mut begun = begin(schedule, table, store, opts)?;
     // A person paused this tier (or every tier): every runner obeys, on every host,
     // and a dry run says so.
@@ -110,7 +131,7 @@ pub fn process_backlog(
         .paused(opts.window)
         .map_err(Error::store(store.describe()))?;
     // A dry run of a paused tier lists what it would take once resumed, and says so.
-    let mut summary = if begun.summary.paused.is_some() && !opts.dry_run {
+    let summary = if begun.summary.paused.is_some() && !opts.dry_run {
         begun.summary
     } else if opts.dry_run {
         let mut summary = super::preview::preview(store, begun, opts, on_event)?;
@@ -119,7 +140,7 @@ pub fn process_backlog(
     } else {
         let mut run = open_run(schedule, store, &begun.summary, opts)?;
         let (result, tally) = hand_out_and_mark(
-            schedule, table, store, handler, &begun, &mut run, opts, on_event,
+            schedule, table, store, handler, &begun, &mut run, opts, on_event, trace,
         );
         // The tick's error comes first; then the run log's.
         let logged = close(table, store, &begun.query, &run, &result, &tally);
@@ -142,7 +163,6 @@ pub fn process_backlog(
         summary.given_up = super::give_up::past_last_tier(schedule, table, store, opts)?;
         summary
     };
-    summary.seconds = started.elapsed().as_secs_f64();
     Ok(summary)
 }
 
@@ -220,6 +240,7 @@ fn hand_out_and_mark(
     run: &mut Run,
     opts: &TickOptions,
     on_event: &mut dyn FnMut(Event<'_>),
+    trace: &mut TickTrace,
 ) -> (Result<(), Error>, Tally) {
     let store_err = Error::store(store.describe());
     // A record that fails is kept from every tick until the schedule's next try of it
@@ -263,6 +284,7 @@ fn hand_out_and_mark(
     // that counts them once, as the tick begins; there, it steps over what the other
     // runners of its tier have read too.
     let counted = count_held(store, run, begun, &mut marks.tally);
+    let tracestate = trace.tracestate().map(str::to_owned);
     let plan = Plan {
         opts,
         query: &begun.query,
@@ -284,6 +306,8 @@ fn hand_out_and_mark(
             window: opts.window,
             age: None,
             cancel: Some(run.heartbeat.cancel_flag()),
+            traceparent: None,
+            tracestate: tracestate.as_deref(),
         },
         takes: &takes,
         heartbeat: &run.heartbeat,
@@ -304,7 +328,7 @@ fn hand_out_and_mark(
             span.in_scope(|| super::grace::watch(&opts.stop, opts.stop_grace, heartbeat, &done))
         });
         let mut lanes = Lanes::new(handler, opts.concurrency, scope);
-        let result = hand_out(&plan, store, &mut lanes, &mut marks, on_event);
+        let result = hand_out(&plan, store, &mut lanes, &mut marks, on_event, trace);
         drop(lanes);
         drop(handed_back);
         (result, marks.finish(store).map_err(&store_err))

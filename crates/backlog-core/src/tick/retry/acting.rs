@@ -10,6 +10,8 @@
 
 use std::time::{Duration, Instant};
 
+use opentelemetry::trace::TraceContextExt;
+
 use super::{Action, RetrySummary};
 use crate::error::Error;
 use crate::handler::{Context, Handled};
@@ -21,6 +23,7 @@ use crate::tick::lanes::catch_panic;
 use crate::tick::marks::{MarkPlan, Marks, log_unshown};
 use crate::tick::options::{Event, TickOptions};
 use crate::tick::spacing::{Spacer, Spacing, rate_name};
+use crate::trace_context::TraceParent;
 
 /// How often the records a tick has in its handlers are asked for again.
 const POLL: Duration = Duration::from_millis(200);
@@ -272,12 +275,17 @@ impl Acting<'_> {
         on_event: &mut dyn FnMut(Event<'_>),
         paced: Paced<'_>,
     ) -> Result<(), Error> {
+        // No span of its own: the handler gets the caller's trace, if any.
+        let caller = opentelemetry::Context::current();
+        let traceparent = TraceParent::of(caller.span().span_context());
         for record in taken {
             let ctx = Context {
                 table: &self.table.name,
                 window: Duration::ZERO,
                 age: record.age(self.opts.now).and_then(|a| a.to_std().ok()),
                 cancel: Some(self.heartbeat.lapsed_flag()),
+                traceparent,
+                tracestate: None,
             };
             let started = Instant::now();
             let handled = catch_panic(|| (action.handle)(&record, &ctx)).map_err(Error::handler)?;
