@@ -25,6 +25,12 @@
 //! every round (before/after in one run). `BENCH_LAYOUTS=composite,wal` picks layouts.
 //! `BENCH_ONE=composite` prepares one fresh copy and prints the command lines to run
 //! it under a profiler, without timing anything.
+//!
+//! `BENCH_OTEL=1` adds the binary exporting its spans and metrics over OTLP (issue 56):
+//! `otel` to a receiver this example runs on loopback (axum, decoding each request
+//! with opentelemetry-proto and counting its spans, as a collector on the host would),
+//! `otel-down` to a port that refuses, `otel-hang` to one that accepts and never
+//! answers; each is also given as a ratio to `backlog`'s wall time, round by round.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -287,7 +293,7 @@ fn median(v: &[f64]) -> f64 {
 /// A command of a round, by name: what it runs on a given copy of the database.
 type Named = (String, Box<dyn Fn(&Path) -> Command>);
 
-fn commands(dir: &Path, layout: Layout) -> Vec<Named> {
+fn commands(dir: &Path, layout: Layout, otel: Option<&Collectors>) -> Vec<Named> {
     let answerer = dir.join("answer.pl");
     let script = dir.join("by_hand.py");
     let mut binaries = vec![(
@@ -300,6 +306,29 @@ fn commands(dir: &Path, layout: Layout) -> Vec<Named> {
         binaries.push(("old".to_string(), PathBuf::from(old)));
     }
     let mut list: Vec<Named> = Vec::new();
+    if let Some(otel) = otel {
+        let binary = binaries[0].1.clone();
+        for (name, endpoint) in [
+            ("otel", &otel.live),
+            ("otel-down", &otel.down),
+            ("otel-hang", &otel.hanging),
+        ] {
+            let (dir, answerer, binary) = (dir.to_path_buf(), answerer.clone(), binary.clone());
+            let (endpoint, file_name) = (endpoint.clone(), format!("{}-{name}", layout.name));
+            list.push((
+                name.to_string(),
+                Box::new(move |db: &Path| {
+                    let file = dir.join(format!("{file_name}.toml"));
+                    std::fs::write(&file, schedule_file(db, &answerer)).unwrap();
+                    let mut c = Command::new(&binary);
+                    c.arg("run").arg("--schedule").arg(&file);
+                    c.args(["-w", "30d", "--now", &now().to_rfc3339()]);
+                    c.env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint);
+                    c
+                }),
+            ));
+        }
+    }
     for (name, binary) in binaries {
         let (dir, answerer) = (dir.to_path_buf(), answerer.clone());
         let name_ = format!("{}-{}", layout.name, name);
@@ -335,6 +364,70 @@ fn commands(dir: &Path, layout: Layout) -> Vec<Named> {
     list
 }
 
+/// The OTLP endpoints of `BENCH_OTEL`: a receiver that counts the spans it decodes,
+/// a port that refuses, one that never answers.
+struct Collectors {
+    live: String,
+    down: String,
+    hanging: String,
+    spans: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    _runtime: tokio::runtime::Runtime,
+}
+
+fn collectors() -> Collectors {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let live = format!("http://{}", listener.local_addr().unwrap());
+    let spans = Arc::new(AtomicU64::new(0));
+    let counted = Arc::clone(&spans);
+    runtime.spawn(async move {
+        let app = axum::Router::new().fallback(move |body: axum::body::Bytes| {
+            let counted = Arc::clone(&counted);
+            async move {
+                use prost::Message;
+                let request = opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest::decode(body);
+                let n: usize = request.map_or(0, |r| {
+                    r.resource_spans
+                        .iter()
+                        .flat_map(|r| &r.scope_spans)
+                        .map(|s| s.spans.len())
+                        .sum()
+                });
+                counted.fetch_add(n as u64, Ordering::Relaxed);
+                ""
+            }
+        });
+        let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+        axum::serve(listener, app).await.unwrap();
+    });
+    let down = {
+        let refused = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", refused.local_addr().unwrap())
+    };
+    let quiet = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let hanging = format!("http://{}", quiet.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in quiet.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    Collectors {
+        live,
+        down,
+        hanging,
+        spans,
+        _runtime: runtime,
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("floor") {
@@ -348,6 +441,7 @@ fn main() {
     let rounds: usize = std::env::var("BENCH_ROUNDS").map_or(5, |v| v.parse().unwrap());
     let picked = std::env::var("BENCH_LAYOUTS").ok();
     let one = std::env::var("BENCH_ONE").ok();
+    let otel = std::env::var_os("BENCH_OTEL").map(|_| collectors());
     let layouts: Vec<Layout> = LAYOUTS
         .into_iter()
         .filter(|l| match (&one, &picked) {
@@ -367,7 +461,7 @@ fn main() {
         let layout = layouts[0];
         let db = dir.join(format!("{}-run.db", layout.name));
         fresh(&dir.join(format!("{}.db", layout.name)), &db);
-        for (name, make) in commands(&dir, layout) {
+        for (name, make) in commands(&dir, layout, otel.as_ref()) {
             println!("{name}: {:?}", make(&db));
         }
         return;
@@ -379,16 +473,26 @@ fn main() {
             layout.name,
             pending_in_band(&source)
         );
-        let list = commands(&dir, layout);
+        let list = commands(&dir, layout, otel.as_ref());
         let mut walls: Vec<Vec<f64>> = vec![Vec::new(); list.len()];
         for round in 0..rounds {
             for k in 0..list.len() {
                 let i = (k + round) % list.len();
                 let db = dir.join(format!("{}-run.db", layout.name));
                 fresh(&source, &db);
+                let received = otel
+                    .as_ref()
+                    .map(|o| o.spans.load(std::sync::atomic::Ordering::Relaxed));
                 let (wall, user, sys) = timed(&mut (list[i].1)(&db));
+                let spans = match (&otel, received) {
+                    (Some(o), Some(before)) if list[i].0 == "otel" => format!(
+                        ", {} spans received",
+                        o.spans.load(std::sync::atomic::Ordering::Relaxed) - before
+                    ),
+                    _ => String::new(),
+                };
                 println!(
-                    "  round {round} {:8} {wall:.3} s wall {user:.3} user {sys:.3} sys",
+                    "  round {round} {:8} {wall:.3} s wall {user:.3} user {sys:.3} sys{spans}",
                     list[i].0
                 );
                 walls[i].push(wall);
@@ -396,13 +500,18 @@ fn main() {
         }
         let python = list.iter().position(|(n, _)| n == "python").unwrap();
         let floor = list.iter().position(|(n, _)| n == "floor").unwrap();
+        let plain = list.iter().position(|(n, _)| n == "backlog").unwrap();
         for (i, (name, _)) in list.iter().enumerate() {
             let ratio = |j: usize| {
                 let r: Vec<f64> = (0..rounds).map(|k| walls[j][k] / walls[i][k]).collect();
                 median(&r)
             };
+            let against_plain = match otel.is_some() {
+                true => format!(", {:.3} x backlog's time", 1.0 / ratio(plain)),
+                false => String::new(),
+            };
             println!(
-                "  {:10} {name:8} median {:.3} s, {:.2} x python, {:.2} of the floor",
+                "  {:10} {name:9} median {:.3} s, {:.2} x python, {:.2} of the floor{against_plain}",
                 layout.name,
                 median(&walls[i]),
                 ratio(python),
