@@ -399,3 +399,103 @@ fn an_otlp_protocol_this_build_cannot_send_is_one_warning() {
     );
     assert!(stderr.contains("set it to http/protobuf"), "{stderr}");
 }
+
+/// A tick a signal stops ends its span as it ends, and the command sends it first.
+#[test]
+fn a_tick_stopped_by_a_signal_ends_and_sends_its_span() {
+    let env = Env::new();
+    env.records_minutes_apart(4);
+    env.write_schedule(&Schedule::default());
+    env.write_handler(
+        "handler.sh",
+        "#!/bin/sh\ncat > /dev/null\necho \"$BACKLOG_RECORD_ID\" >> calls.log\nsleep 1\n",
+    );
+    let receiver = collector();
+    let tick = crate::harness::Running::spawn(
+        env.command()
+            .args(["run", "--window", "1d", "--now", NOW])
+            .env("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.url)
+            .env("OTEL_BSP_SCHEDULE_DELAY", "20")
+            .stdout(std::process::Stdio::piped()),
+    );
+    crate::tick::wait_for(|| std::fs::read_to_string(env.path("calls.log")).is_ok());
+    let out = tick.terminate();
+    assert_eq!(out.status.code(), Some(9), "{out:?}");
+    let (spans, _) = exported(&receiver);
+    let tick = spans
+        .iter()
+        .find(|s| s.name == "backlog.tick")
+        .expect("the stopped tick's span");
+    assert_eq!(
+        attribute(tick, "backlog.tick.outcome").as_deref(),
+        Some("stopped")
+    );
+    assert_eq!(
+        attribute(tick, "backlog.tick.selected").as_deref(),
+        Some("1")
+    );
+    let records: Vec<&Span> = spans
+        .iter()
+        .filter(|s| s.name == "backlog.record")
+        .collect();
+    assert_eq!(records.len(), 1, "{records:#?}");
+    assert_eq!(records[0].parent_span_id, tick.span_id);
+}
+
+/// A breaker's trip and a give-up are events of the tick's span.
+#[test]
+fn a_breakers_trip_and_a_give_up_are_events_of_the_tick() {
+    let events = |receiver: &Counterpart| {
+        let (spans, _) = exported(receiver);
+        let tick = spans
+            .into_iter()
+            .find(|s| s.name == "backlog.tick")
+            .unwrap();
+        tick.events
+            .iter()
+            .map(|e| {
+                let attributes: BTreeMap<String, String> = e
+                    .attributes
+                    .iter()
+                    .map(|kv| (kv.key.clone(), text(kv)))
+                    .collect();
+                (e.name.clone(), attributes)
+            })
+            .collect::<Vec<_>>()
+    };
+    let env = Env::new();
+    env.records_minutes_apart(20);
+    env.write_handler("handler.sh", "#!/bin/sh\ncat > /dev/null\nexit 1\n");
+    env.write_schedule(&Schedule {
+        handler_extra: "stop_after_failures = 3",
+        ..Default::default()
+    });
+    let receiver = collector();
+    run_exporting(&env, &receiver.url);
+    let tripped = events(&receiver);
+    assert_eq!(tripped.len(), 1, "{tripped:?}");
+    assert_eq!(tripped[0].0, "backlog.breaker.tripped");
+    assert!(
+        tripped[0].1["backlog.reason"].contains("3 failures in a row"),
+        "{tripped:?}"
+    );
+
+    let env = Env::new();
+    env.records_minutes_apart(20);
+    env.write_handler("handler.sh", TRACING_HANDLER);
+    let file = Schedule::default().render_for(&env.url()).replacen(
+        "inserted_at_format = \"auto\"",
+        "inserted_at_format = \"auto\"\ngiven_up = \"DEAD\"\ngive_up_after = 1",
+        1,
+    );
+    std::fs::write(env.path("backlog.toml"), file).unwrap();
+    let receiver = collector();
+    run_exporting(&env, &receiver.url).success();
+    let given_up = events(&receiver);
+    let ids: Vec<&str> = given_up
+        .iter()
+        .filter(|(name, _)| name == "backlog.records.given_up")
+        .map(|(_, a)| a["backlog.record.id"].as_str())
+        .collect();
+    assert_eq!(ids, ["10", "20"], "{given_up:?}");
+}
