@@ -26,13 +26,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse_or_exit();
     let (level, format) = cli.logging();
     cli::init_logging(level, format);
-    // The commands that run handlers export their spans and metrics where an `OTEL_*`
-    // variable asks; a one-off's ticks are children of the caller's `TRACEPARENT` (the
-    // daemon's each start a trace of their own).
-    let exports = matches!(
-        cli.command,
-        Command::Run(_) | Command::Daemon(_) | Command::Retry(_)
-    );
+    // The commands that tick export their spans and metrics where an `OTEL_*` variable
+    // asks; a one-off's tick is the child of the caller's `TRACEPARENT` (the daemon's
+    // each start a trace of their own), and `retry` hands that on to its handlers.
+    let exports = matches!(cli.command, Command::Run(_) | Command::Daemon(_));
     let telemetry = exports.then(telemetry::start).flatten();
     let caller = matches!(cli.command, Command::Run(_) | Command::Retry(_))
         .then(|| telemetry::caller().attach());
