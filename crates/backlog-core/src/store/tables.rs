@@ -60,17 +60,21 @@ pub const RUNS: Table = Table {
         lost {bigint} NOT NULL DEFAULT 0,
         outcome {text} NOT NULL,
         error {text},
-        owner {text} NOT NULL",
+        owner {text} NOT NULL,
+        pending {bigint}",
     key: None,
-    indexes: &[("backlog_runs_by_window", "table_name, window_secs, id")],
+    indexes: &[
+        ("backlog_runs_by_window", "table_name, window_secs, id"),
+        ("backlog_runs_by_clock", "table_name, clock"),
+    ],
     mark: "window_secs",
 };
 
 /// The tables every database has: the version, the run log, attempts, pauses,
-/// failures in a row, alerts, shared rates, breakers, adapted paces and answers by
-/// code (a database adds
+/// failures in a row, alerts, shared rates, breakers, adapted paces, answers by
+/// code and the ticks' handler times (a database adds
 /// how its ticks hold records, see `Ddl::tables`).
-pub const SHARED: [&Table; 10] = [
+pub const SHARED: [&Table; 11] = [
     &META,
     &RUNS,
     &super::attempts::TABLE,
@@ -81,6 +85,7 @@ pub const SHARED: [&Table; 10] = [
     &super::breakers::TABLE,
     &super::paces::TABLE,
     &super::answers::TABLE,
+    &super::history::TABLE,
 ];
 
 /// The steps of the tables since the backends shared them, written once: the `n`th
@@ -100,6 +105,12 @@ pub const LATER: &[&[&str]] = &[
     &[],
     // backlog_answers (a URL handler's answers by code, for the metrics).
     &[],
+    // The history: each tick's pending count, its handler times (backlog_run_times,
+    // created by `ensure`), and the run log by clock for the charts' ranges.
+    &[
+        "ALTER TABLE {s}backlog_runs ADD COLUMN pending {bigint}",
+        "CREATE INDEX backlog_runs_by_clock ON {s}backlog_runs (table_name, clock)",
+    ],
 ];
 
 /// What a database says and does for [`ensure`].
