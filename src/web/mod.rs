@@ -27,6 +27,7 @@ mod in_flight;
 mod input;
 mod paces;
 mod pages;
+mod history;
 mod plots;
 mod record_row;
 mod records;
