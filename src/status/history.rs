@@ -125,10 +125,8 @@ fn quantile(times: &HandlerTimes, q: f64) -> Option<f64> {
 /// Each tier's points, the schedule's tiers first (each listed, with or without a
 /// tick), then any other window of the run log.
 fn tiers(windows: &[Duration], buckets: &[Bucket]) -> Vec<TierSeries> {
-    let mut by_window: BTreeMap<u64, Vec<Point>> = windows
-        .iter()
-        .map(|w| (w.as_secs(), Vec::new()))
-        .collect();
+    let mut by_window: BTreeMap<u64, Vec<Point>> =
+        windows.iter().map(|w| (w.as_secs(), Vec::new())).collect();
     for b in buckets {
         by_window.entry(b.window_secs).or_default().push(point(b));
     }

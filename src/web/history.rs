@@ -9,8 +9,7 @@ use axum::response::Response;
 use chrono::{DateTime, Utc};
 use maud::{Markup, html};
 use plotters::prelude::{
-    ChartBuilder, Circle, Color, IntoDrawingArea, LineSeries, Rectangle, SVGBackend,
-    WHITE,
+    ChartBuilder, Circle, Color, IntoDrawingArea, LineSeries, Rectangle, SVGBackend, WHITE,
 };
 
 use super::reply::{SharedState, blocking, error_page};
@@ -25,10 +24,22 @@ const MARGIN: u32 = 12;
 
 /// The charts, by the name their address ends with, and each one's title.
 const CHARTS: [(&str, &str); 4] = [
-    ("hourly", "Records handled and failed per hour, last 7 days (UTC)"),
-    ("daily", "Records handled and failed per day, last 90 days (UTC)"),
-    ("pending", "Pending records at the ticks, per hour, last 7 days (UTC)"),
-    ("times", "Handler time p50 and p95 per hour, last 7 days (UTC)"),
+    (
+        "hourly",
+        "Records handled and failed per hour, last 7 days (UTC)",
+    ),
+    (
+        "daily",
+        "Records handled and failed per day, last 90 days (UTC)",
+    ),
+    (
+        "pending",
+        "Pending records at the ticks, per hour, last 7 days (UTC)",
+    ),
+    (
+        "times",
+        "Handler time p50 and p95 per hour, last 7 days (UTC)",
+    ),
 ];
 
 /// Which series the charts draw: every tier, or the tier of that number.
@@ -160,13 +171,21 @@ fn draw(chart: usize, history: &History, selected: Selection, name: &str) -> Str
     };
     let hour = 3600.0;
     match chart {
-        0 | 1 => counts(title, series, points, if chart == 0 { hour } else { 24.0 * hour }),
+        0 | 1 => counts(
+            title,
+            series,
+            points,
+            if chart == 0 { hour } else { 24.0 * hour },
+        ),
         2 if points.iter().all(|p| p.pending.is_none()) => {
             empty(title, &unrecorded("pending counts"))
         }
         2 => pending(title, series, points),
         // Ticks of this release record a pending count, handlers or none.
-        _ if points.iter().all(|p| p.p50_ms.is_none() && p.pending.is_none()) => {
+        _ if points
+            .iter()
+            .all(|p| p.p50_ms.is_none() && p.pending.is_none()) =>
+        {
             empty(title, &unrecorded("handler times"))
         }
         _ if points.iter().all(|p| p.p50_ms.is_none()) => empty(
@@ -196,7 +215,11 @@ fn secs(t: DateTime<Utc>) -> f64 {
 /// Records handled (bars) and failed (bars over them) per bucket of `width` seconds.
 fn counts(title: &str, series: &Series, points: &[Point], width: f64) -> String {
     let top = points.iter().map(|p| p.handled).max().unwrap_or(0).max(1) as f64 * 1.1;
-    let unit = if width > 3600.0 { "records per day" } else { "records per hour" };
+    let unit = if width > 3600.0 {
+        "records per day"
+    } else {
+        "records per hour"
+    };
     framed(
         title,
         series,
@@ -233,12 +256,19 @@ fn pending(title: &str, series: &Series, points: &[Point]) -> String {
     framed(
         title,
         series,
-        &[entry("pending (largest of the hour's ticks)", plot::BARS, Mark::Dot)],
+        &[entry(
+            "pending (largest of the hour's ticks)",
+            plot::BARS,
+            Mark::Dot,
+        )],
         (0.0, top),
         "pending records",
         &|n| format!("{n:.0}"),
         |chart| {
-            let _ = chart.draw_series(LineSeries::new(known.iter().copied(), plot::BARS.stroke_width(2)));
+            let _ = chart.draw_series(LineSeries::new(
+                known.iter().copied(),
+                plot::BARS.stroke_width(2),
+            ));
             let _ = chart.draw_series(
                 known
                     .iter()
@@ -258,8 +288,19 @@ fn times(title: &str, series: &Series, points: &[Point]) -> String {
     };
     let (p50, p95) = (of(|p| p.p50_ms), of(|p| p.p95_ms));
     // Whole powers of ten around the data, a line each.
-    let top = p95.iter().chain(&p50).map(|(_, y)| *y).fold(0.0, f64::max).floor() + 1.0;
-    let low = p50.iter().map(|(_, y)| *y).fold(top, f64::min).floor().min(top - 1.0);
+    let top = p95
+        .iter()
+        .chain(&p50)
+        .map(|(_, y)| *y)
+        .fold(0.0, f64::max)
+        .floor()
+        + 1.0;
+    let low = p50
+        .iter()
+        .map(|(_, y)| *y)
+        .fold(top, f64::min)
+        .floor()
+        .min(top - 1.0);
     framed(
         title,
         series,
@@ -275,8 +316,12 @@ fn times(title: &str, series: &Series, points: &[Point]) -> String {
         },
         |chart| {
             for (line, colour) in [(&p50, plot::PRIMARY), (&p95, plot::SERIES[1])] {
-                let _ = chart.draw_series(LineSeries::new(line.iter().copied(), colour.stroke_width(2)));
-                let _ = chart.draw_series(line.iter().map(|&at| Circle::new(at, 3, colour.filled())));
+                let _ = chart.draw_series(LineSeries::new(
+                    line.iter().copied(),
+                    colour.stroke_width(2),
+                ));
+                let _ =
+                    chart.draw_series(line.iter().map(|&at| Circle::new(at, 3, colour.filled())));
             }
         },
     )
@@ -294,7 +339,10 @@ fn entry(label: &str, colour: plotters::style::RGBColor, mark: Mark) -> Entry {
 type Chart<'a, 'b> = plotters::chart::ChartContext<
     'a,
     SVGBackend<'b>,
-    plotters::coord::cartesian::Cartesian2d<plot::TimeCoord, plotters::coord::types::RangedCoordf64>,
+    plotters::coord::cartesian::Cartesian2d<
+        plot::TimeCoord,
+        plotters::coord::types::RangedCoordf64,
+    >,
 >;
 
 /// A chart over the series' span: its title, the legend in a strip under it, a clock

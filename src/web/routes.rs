@@ -34,7 +34,10 @@ pub(crate) fn router(shared: Arc<Shared>) -> axum::Router {
         .route("/resume", post(actions::resume))
         .route("/plots/ticks.svg", get(plot_ticks))
         .route("/plots/backlog.svg", get(plot_backlog))
-        .route("/plots/history/{selection}/{chart}", get(super::history::plot))
+        .route(
+            "/plots/history/{selection}/{chart}",
+            get(super::history::plot),
+        )
         .route("/assets/refresh.js", get(script))
         .route("/metrics", get(metrics))
         .route("/login", get(login))

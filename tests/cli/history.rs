@@ -25,7 +25,9 @@ pub(crate) struct Tick {
 pub(crate) fn week_of_ticks(backend: Backend, end: DateTime<Utc>) -> (Env, Vec<Tick>) {
     let env = Env::on(backend);
     env.create_table("TEXT");
-    let aged: Vec<(i64, i64)> = (1..=64).map(|id| (id, (192 - (id - 1) * 3) * 3600)).collect();
+    let aged: Vec<(i64, i64)> = (1..=64)
+        .map(|id| (id, (192 - (id - 1) * 3) * 3600))
+        .collect();
     env.insert_aged_at(end, &aged, |t| {
         t.format("%Y-%m-%d %H:%M:%S").to_string().into()
     });
@@ -88,11 +90,15 @@ fn by_start(points: &Value) -> BTreeMap<String, Value> {
 
 fn start_of(t: DateTime<Utc>, secs: i64) -> String {
     let s = t.timestamp() - t.timestamp().rem_euclid(secs);
-    DateTime::from_timestamp(s, 0).unwrap().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    DateTime::from_timestamp(s, 0)
+        .unwrap()
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
 fn history_of_a_week_of_ticks_agrees_with_the_run_log(backend: Backend) {
-    let end = DateTime::parse_from_rfc3339(NOW).unwrap().with_timezone(&Utc);
+    let end = DateTime::parse_from_rfc3339(NOW)
+        .unwrap()
+        .with_timezone(&Utc);
     let (env, ticks) = week_of_ticks(backend, end);
     let status = |env: &Env| -> Value {
         let out = env
@@ -104,9 +110,15 @@ fn history_of_a_week_of_ticks_agrees_with_the_run_log(backend: Backend) {
     let history = status(&env);
     assert_eq!(history["timezone"], "UTC");
     let (hourly, daily) = (&history["hourly"], &history["daily"]);
-    assert_eq!(hourly["from"], "2026-11-14T13:00:00Z", "167 hours before NOW's");
+    assert_eq!(
+        hourly["from"], "2026-11-14T13:00:00Z",
+        "167 hours before NOW's"
+    );
     assert_eq!(hourly["until"], "2026-11-21T13:00:00Z");
-    assert_eq!(daily["from"], "2026-08-24T00:00:00Z", "89 days before NOW's");
+    assert_eq!(
+        daily["from"], "2026-08-24T00:00:00Z",
+        "89 days before NOW's"
+    );
 
     // Each tick of the week, bucketed here from its clock, against the history.
     for (window, n, hours) in [("1d", 1, 28), ("7d", 2, 7)] {
@@ -121,10 +133,21 @@ fn history_of_a_week_of_ticks_agrees_with_the_run_log(backend: Backend) {
             let (handled, failed, pending) = logged(&env, t.run_id);
             let p = &points[&start_of(t.clock, 3600)];
             assert_eq!(p["ticks"], 1);
-            assert_eq!((p["handled"].as_u64(), p["failed"].as_u64()), (Some(handled), Some(failed)), "{p}");
+            assert_eq!(
+                (p["handled"].as_u64(), p["failed"].as_u64()),
+                (Some(handled), Some(failed)),
+                "{p}"
+            );
             assert_eq!(p["pending"].as_u64(), pending, "{p}");
-            assert!(pending.unwrap() >= handled, "pending counts what was handed out: {p}");
-            assert_eq!(p["timed"].as_u64(), Some(handled), "every handler call timed: {p}");
+            assert!(
+                pending.unwrap() >= handled,
+                "pending counts what was handed out: {p}"
+            );
+            assert_eq!(
+                p["timed"].as_u64(),
+                Some(handled),
+                "every handler call timed: {p}"
+            );
         }
         // Per day: the run log's rows summed by their clock's UTC day.
         let mut days: BTreeMap<String, (u64, u64)> = BTreeMap::new();
@@ -137,14 +160,25 @@ fn history_of_a_week_of_ticks_agrees_with_the_run_log(backend: Backend) {
         let points = tier(daily, n);
         let found: BTreeMap<String, (u64, u64)> = points
             .iter()
-            .map(|(k, p)| (k.clone(), (p["handled"].as_u64().unwrap(), p["failed"].as_u64().unwrap())))
+            .map(|(k, p)| {
+                (
+                    k.clone(),
+                    (
+                        p["handled"].as_u64().unwrap(),
+                        p["failed"].as_u64().unwrap(),
+                    ),
+                )
+            })
             .collect();
         assert_eq!(found, days, "tier {n} per day");
     }
     for n in 3..=6 {
         assert!(tier(hourly, n).is_empty(), "tier {n} never ticked");
     }
-    let handled: u64 = tier(hourly, 1).values().map(|p| p["handled"].as_u64().unwrap()).sum();
+    let handled: u64 = tier(hourly, 1)
+        .values()
+        .map(|p| p["handled"].as_u64().unwrap())
+        .sum();
     assert!(handled > 40, "the week handled records: {handled}");
 
     // Every tier at once: summed where both ticked; pending adds each tier's latest.
@@ -158,7 +192,10 @@ fn history_of_a_week_of_ticks_agrees_with_the_run_log(backend: Backend) {
 
     // The slow handler's hour: its p95 is its 0.3 s (log-2 buckets: 256 to 512 ms),
     // while the median call of every hour is a quick shell.
-    let p95: Vec<f64> = tier(hourly, 1).values().filter_map(|p| p["p95_ms"].as_f64()).collect();
+    let p95: Vec<f64> = tier(hourly, 1)
+        .values()
+        .filter_map(|p| p["p95_ms"].as_f64())
+        .collect();
     let slow: Vec<&f64> = p95.iter().filter(|ms| **ms >= 256.0).collect();
     assert_eq!(slow.len(), 1, "one hour had the slow call: {p95:?}");
     assert!(*slow[0] < 512.0, "{slow:?}");
@@ -168,7 +205,10 @@ fn history_of_a_week_of_ticks_agrees_with_the_run_log(backend: Backend) {
     }
 
     // A row of a release before the history has neither count nor times.
-    let first = &ticks.iter().find(|t| t.window == "1d" && t.clock > end - Duration::hours(168)).unwrap();
+    let first = &ticks
+        .iter()
+        .find(|t| t.window == "1d" && t.clock > end - Duration::hours(168))
+        .unwrap();
     env.execute(&format!(
         "UPDATE {} SET pending = NULL WHERE id = {id}; DELETE FROM {} WHERE run_id = {id}",
         env.own("backlog_runs"),
@@ -177,7 +217,10 @@ fn history_of_a_week_of_ticks_agrees_with_the_run_log(backend: Backend) {
     ));
     let history = status(&env);
     let p = &tier(&history["hourly"], 1)[&start_of(first.clock, 3600)];
-    assert_eq!((&p["pending"], &p["timed"], &p["p50_ms"]), (&Value::Null, &Value::from(0), &Value::Null));
+    assert_eq!(
+        (&p["pending"], &p["timed"], &p["p50_ms"]),
+        (&Value::Null, &Value::from(0), &Value::Null)
+    );
 }
 
 crate::on_every_backend!(history_of_a_week_of_ticks_agrees_with_the_run_log);

@@ -320,7 +320,10 @@ fn change_sql(
             spec,
         } => {
             let found = d.columns(&[table])?;
-            if found.get(table).is_some_and(|c| c.iter().any(|c| c == column)) {
+            if found
+                .get(table)
+                .is_some_and(|c| c.iter().any(|c| c == column))
+            {
                 return Ok(None);
             }
             format!("ALTER TABLE {prefix}{table} ADD COLUMN {column} {spec}")
