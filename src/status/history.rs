@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use backlog_core::config::Config;
 use backlog_core::duration;
-use backlog_core::store::history::Bucket;
+use backlog_core::store::history::{Bucket, Counts};
 use backlog_core::store::{HandlerTimes, Store, StoreError};
 
 /// The history of a backlog, in UTC buckets.
@@ -59,23 +59,13 @@ pub struct TierSeries {
 /// The ticks of one bucket.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Point {
-    /// The bucket's start (UTC).
-    pub start: DateTime<Utc>,
-    /// Ticks whose clock falls in it.
-    pub ticks: u64,
-    /// Records handed to the handler.
-    pub handled: u64,
-    /// Records marked with the success status.
-    pub succeeded: u64,
-    /// Records marked with another status.
-    pub failed: u64,
-    /// The pending records the bucket's ticks found in their band, the largest of
-    /// them; none when no tick recorded it.
-    pub pending: Option<u64>,
+    /// What they did: `start`, `ticks`, `handled`, `succeeded`, `failed`, `pending`.
+    #[serde(flatten)]
+    pub counts: Counts,
     /// Handler calls whose time was recorded.
     pub timed: u64,
-    /// The median handler time, in milliseconds (from log-2 buckets, within a factor
-    /// of √2 of the truth).
+    /// The median handler time, in milliseconds, interpolated within its log-2
+    /// bucket (less than a factor of 2 from the truth).
     pub p50_ms: Option<f64>,
     /// The 95th percentile handler time, in milliseconds.
     pub p95_ms: Option<f64>,
@@ -105,12 +95,7 @@ pub fn history(
 
 fn point(b: &Bucket) -> Point {
     Point {
-        start: b.start,
-        ticks: b.ticks,
-        handled: b.handled,
-        succeeded: b.succeeded,
-        failed: b.failed,
-        pending: b.pending,
+        counts: b.counts.clone(),
         timed: b.times.total(),
         p50_ms: quantile(&b.times, 0.5),
         p95_ms: quantile(&b.times, 0.95),
@@ -133,7 +118,7 @@ fn tiers(windows: &[Duration], buckets: &[Bucket]) -> Vec<TierSeries> {
     let mut out: Vec<TierSeries> = by_window
         .into_iter()
         .map(|(secs, mut points)| {
-            points.sort_by_key(|p| p.start);
+            points.sort_by_key(|p| p.counts.start);
             TierSeries {
                 tier: windows
                     .iter()
@@ -152,7 +137,7 @@ fn tiers(windows: &[Duration], buckets: &[Bucket]) -> Vec<TierSeries> {
 fn all(buckets: &[Bucket]) -> Vec<Point> {
     let mut starts: BTreeMap<DateTime<Utc>, Vec<&Bucket>> = BTreeMap::new();
     for b in buckets {
-        starts.entry(b.start).or_default().push(b);
+        starts.entry(b.counts.start).or_default().push(b);
     }
     // Each tier's latest pending count so far, carried to the buckets it did not tick in.
     let mut latest: BTreeMap<u64, u64> = BTreeMap::new();
@@ -162,19 +147,21 @@ fn all(buckets: &[Bucket]) -> Vec<Point> {
             let mut times = HandlerTimes::default();
             for b in &of {
                 times.merge(&b.times);
-                if let Some(p) = b.pending {
+                if let Some(p) = b.counts.pending {
                     latest.insert(b.window_secs, p);
                 }
             }
-            let sum = |f: fn(&Bucket) -> u64| of.iter().map(|b| f(b)).sum();
+            let sum = |f: fn(&Counts) -> u64| of.iter().map(|b| f(&b.counts)).sum();
             point(&Bucket {
                 window_secs: 0,
-                start,
-                ticks: sum(|b| b.ticks),
-                handled: sum(|b| b.handled),
-                succeeded: sum(|b| b.succeeded),
-                failed: sum(|b| b.failed),
-                pending: (!latest.is_empty()).then(|| latest.values().sum()),
+                counts: Counts {
+                    start,
+                    ticks: sum(|c| c.ticks),
+                    handled: sum(|c| c.handled),
+                    succeeded: sum(|c| c.succeeded),
+                    failed: sum(|c| c.failed),
+                    pending: (!latest.is_empty()).then(|| latest.values().sum()),
+                },
                 times,
             })
         })

@@ -164,10 +164,10 @@ fn draw(chart: usize, history: &History, selected: Selection, name: &str) -> Str
     }
     let unrecorded = |what: &str| {
         let since = match history.recorded_since {
-            Some(t) => format!("; ticks since {} have them", t.format("%Y-%m-%d %H:%M UTC")),
-            None => "; ticks of this release record them".into(),
+            Some(t) => format!("ticks since {} have them", t.format("%Y-%m-%d %H:%M UTC")),
+            None => "ticks of this release will".into(),
         };
-        format!("These ticks ran before the run log kept {what} (backlog 0.1.0){since}.")
+        format!("These ticks ran under a release that kept no {what}; {since}.")
     };
     let hour = 3600.0;
     match chart {
@@ -177,14 +177,14 @@ fn draw(chart: usize, history: &History, selected: Selection, name: &str) -> Str
             points,
             if chart == 0 { hour } else { 24.0 * hour },
         ),
-        2 if points.iter().all(|p| p.pending.is_none()) => {
+        2 if points.iter().all(|p| p.counts.pending.is_none()) => {
             empty(title, &unrecorded("pending counts"))
         }
         2 => pending(title, series, points),
         // Ticks of this release record a pending count, handlers or none.
         _ if points
             .iter()
-            .all(|p| p.p50_ms.is_none() && p.pending.is_none()) =>
+            .all(|p| p.p50_ms.is_none() && p.counts.pending.is_none()) =>
         {
             empty(title, &unrecorded("handler times"))
         }
@@ -214,7 +214,13 @@ fn secs(t: DateTime<Utc>) -> f64 {
 
 /// Records handled (bars) and failed (bars over them) per bucket of `width` seconds.
 fn counts(title: &str, series: &Series, points: &[Point], width: f64) -> String {
-    let top = points.iter().map(|p| p.handled).max().unwrap_or(0).max(1) as f64 * 1.1;
+    let top = points
+        .iter()
+        .map(|p| p.counts.handled)
+        .max()
+        .unwrap_or(0)
+        .max(1) as f64
+        * 1.1;
     let unit = if width > 3600.0 {
         "records per day"
     } else {
@@ -232,15 +238,19 @@ fn counts(title: &str, series: &Series, points: &[Point], width: f64) -> String 
         &|n| format!("{n:.0}"),
         |chart| {
             let bar = |p: &Point, n: u64, colour: plotters::style::RGBColor| {
-                let x = secs(p.start);
+                let x = secs(p.counts.start);
                 Rectangle::new([(x, 0.0), (x + width * 0.9, n as f64)], colour.filled())
             };
-            let _ = chart.draw_series(points.iter().map(|p| bar(p, p.handled, plot::PRIMARY)));
             let _ = chart.draw_series(
                 points
                     .iter()
-                    .filter(|p| p.failed > 0)
-                    .map(|p| bar(p, p.failed, plot::FAILED)),
+                    .map(|p| bar(p, p.counts.handled, plot::PRIMARY)),
+            );
+            let _ = chart.draw_series(
+                points
+                    .iter()
+                    .filter(|p| p.counts.failed > 0)
+                    .map(|p| bar(p, p.counts.failed, plot::FAILED)),
             );
         },
     )
@@ -250,7 +260,11 @@ fn counts(title: &str, series: &Series, points: &[Point], width: f64) -> String 
 fn pending(title: &str, series: &Series, points: &[Point]) -> String {
     let known: Vec<(f64, f64)> = points
         .iter()
-        .filter_map(|p| p.pending.map(|n| (secs(p.start) + 1800.0, n as f64)))
+        .filter_map(|p| {
+            p.counts
+                .pending
+                .map(|n| (secs(p.counts.start) + 1800.0, n as f64))
+        })
         .collect();
     let top = known.iter().map(|(_, n)| *n).fold(1.0, f64::max) * 1.15;
     framed(
@@ -283,7 +297,7 @@ fn times(title: &str, series: &Series, points: &[Point]) -> String {
     let of = |q: fn(&Point) -> Option<f64>| -> Vec<(f64, f64)> {
         points
             .iter()
-            .filter_map(|p| q(p).map(|ms| (secs(p.start) + 1800.0, ms.max(0.01).log10())))
+            .filter_map(|p| q(p).map(|ms| (secs(p.counts.start) + 1800.0, ms.max(0.01).log10())))
             .collect()
     };
     let (p50, p95) = (of(|p| p.p50_ms), of(|p| p.p95_ms));

@@ -221,6 +221,22 @@ fn history_of_a_week_of_ticks_agrees_with_the_run_log(backend: Backend) {
         (&p["pending"], &p["timed"], &p["p50_ms"]),
         (&Value::Null, &Value::from(0), &Value::Null)
     );
+
+    // A tick 100 days on prunes the handler times of ticks past 91 days, oldest
+    // first; the run log keeps every row (the metrics' totals read them all).
+    let (runs, times) = (env.own("backlog_runs"), env.own("backlog_run_times"));
+    let rows = env.count(&format!("SELECT count(*) FROM {runs}"));
+    let kept = env.count(&format!("SELECT count(*) FROM {times}"));
+    let oldest = ticks[0].run_id;
+    let of_oldest = format!("SELECT count(*) FROM {times} WHERE run_id = {oldest}");
+    assert!(env.count(&of_oldest) > 0, "the first tick handled records");
+    let later = (end + Duration::days(100)).to_rfc3339();
+    env.backlog(&["run", "--window", "1d", "--now", &later])
+        .assert()
+        .success();
+    assert_eq!(env.count(&of_oldest), 0, "pruned");
+    assert!(env.count(&format!("SELECT count(*) FROM {times}")) < kept);
+    assert_eq!(env.count(&format!("SELECT count(*) FROM {runs}")), rows + 1);
 }
 
 crate::on_every_backend!(history_of_a_week_of_ticks_agrees_with_the_run_log);

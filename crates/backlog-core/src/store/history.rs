@@ -110,6 +110,15 @@ impl HandlerTimes {
 pub struct Bucket {
     /// The tier's window in seconds.
     pub window_secs: u64,
+    /// What its ticks did.
+    pub counts: Counts,
+    /// Their handlers' times.
+    pub times: HandlerTimes,
+}
+
+/// The ticks of one UTC hour or day, summed (as `status --json` writes them).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Counts {
     /// The bucket's start (UTC).
     pub start: DateTime<Utc>,
     /// Ticks whose clock falls in it.
@@ -120,11 +129,10 @@ pub struct Bucket {
     pub succeeded: u64,
     /// Records marked with any other status.
     pub failed: u64,
-    /// The largest pending count of those ticks; none when none recorded it (run-log
-    /// rows of releases before the history).
+    /// The pending records those ticks found in their band, the largest of their
+    /// counts; none when none recorded it (run-log rows of releases before the
+    /// history).
     pub pending: Option<u64>,
-    /// Their handlers' times.
-    pub times: HandlerTimes,
 }
 
 /// The run log of a table as the history charts read it.
@@ -238,22 +246,25 @@ fn buckets(
         .filter_map(|r| {
             Some(Bucket {
                 window_secs: n(&r[0]),
-                start: start(&r[1])?,
-                ticks: n(&r[2]),
-                handled: n(&r[3]),
-                succeeded: n(&r[4]),
-                failed: n(&r[5]),
-                pending: r[6].int().map(|p| p.max(0) as u64),
+                counts: Counts {
+                    start: start(&r[1])?,
+                    ticks: n(&r[2]),
+                    handled: n(&r[3]),
+                    succeeded: n(&r[4]),
+                    failed: n(&r[5]),
+                    pending: r[6].int().map(|p| p.max(0) as u64),
+                },
                 times: HandlerTimes::default(),
             })
         })
         .collect();
-    out.sort_by_key(|b| (b.window_secs, b.start));
+    out.sort_by_key(|b| (b.window_secs, b.counts.start));
     for r in &times {
         let (window, Some(at)) = (n(&r[0]), start(&r[1])) else {
             continue;
         };
-        if let Ok(i) = out.binary_search_by_key(&(window, at), |b| (b.window_secs, b.start)) {
+        if let Ok(i) = out.binary_search_by_key(&(window, at), |b| (b.window_secs, b.counts.start))
+        {
             out[i].times.add_to(n(&r[2]) as usize, n(&r[3]));
         }
     }
