@@ -509,12 +509,13 @@ fn status_of(args: &StatusArgs) -> Result<(), Error> {
             level => Err(Error::Check(level)),
         };
     }
-    let (_, _, status) = read?;
+    let (mut store, now, status) = read?;
     if args.json {
-        print(&format!(
-            "{}\n",
-            serde_json::to_value(&status).expect("a status serialises")
-        ))
+        let mut value = serde_json::to_value(&status).expect("a status serialises");
+        let history = backlog::status::history::history(&config, store.as_mut(), now)
+            .map_err(Error::store(&config.database.url))?;
+        value["history"] = serde_json::to_value(&history).expect("a history serialises");
+        print(&format!("{value}\n"))
     } else {
         print(&status.render())
     }

@@ -17,6 +17,7 @@ use backlog_core::timestamp::TimestampFormat;
 
 mod check;
 mod check_alerts;
+pub mod history;
 pub mod paces;
 mod render;
 pub mod slot;

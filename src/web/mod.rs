@@ -23,6 +23,7 @@ mod bulk;
 mod data;
 mod failures;
 mod health;
+mod history;
 mod in_flight;
 mod input;
 mod paces;

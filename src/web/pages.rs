@@ -130,7 +130,12 @@ pub(crate) fn csrf_field(csrf: &str) -> Markup {
 }
 
 /// The overview: tiers, records by band, the plots, the latest failures.
-pub(crate) fn overview(o: &Overview, csrf: &str, notice: Option<&str>) -> Markup {
+pub(crate) fn overview(
+    o: &Overview,
+    history: super::history::Selection,
+    csrf: &str,
+    notice: Option<&str>,
+) -> Markup {
     let s = &o.status;
     let now = s.now;
     let failed_24h: u64 = s.failures_24h.values().sum();
@@ -181,6 +186,7 @@ pub(crate) fn overview(o: &Overview, csrf: &str, notice: Option<&str>) -> Markup
             figure { img src="/plots/ticks.svg" alt="records handled and failed per tick"; figcaption { "Records handled and failed per tick" } }
             figure { img src="/plots/backlog.svg" alt="pending records by age"; figcaption { "Pending records by age" } }
         }
+        (super::history::section(&o.config, history))
         h2 { "Latest failures" a.more href="/failures" { "all failures →" } }
         (attempts_table(&o.failures, true, &o.status.labels))
     };

@@ -34,6 +34,10 @@ pub(crate) fn router(shared: Arc<Shared>) -> axum::Router {
         .route("/resume", post(actions::resume))
         .route("/plots/ticks.svg", get(plot_ticks))
         .route("/plots/backlog.svg", get(plot_backlog))
+        .route(
+            "/plots/history/{selection}/{chart}",
+            get(super::history::plot),
+        )
         .route("/assets/refresh.js", get(script))
         .route("/metrics", get(metrics))
         .route("/login", get(login))
@@ -135,12 +139,23 @@ struct Notice {
     done: Option<String>,
 }
 
-async fn overview(State(shared): SharedState, Query(notice_of): Query<Notice>) -> Response {
+/// The overview's choice of history (`?history=all` or a tier's number).
+#[derive(Deserialize)]
+struct HistoryChoice {
+    history: Option<String>,
+}
+
+async fn overview(
+    State(shared): SharedState,
+    Query(notice_of): Query<Notice>,
+    Query(choice): Query<HistoryChoice>,
+) -> Response {
     let csrf = shared.csrf.clone();
     match blocking(&shared, |config| data::overview(config, Utc::now())).await {
         Ok(o) => Html(
             pages::overview(
                 &o,
+                super::history::Selection::parse(choice.history.as_deref(), &o.config),
                 &csrf,
                 notice(&shared, notice_of.done.as_deref()).as_deref(),
             )
@@ -198,7 +213,7 @@ async fn record(State(shared): SharedState, Query(q): Query<RecordQuery>) -> Res
     }
 }
 
-fn svg(text: String) -> Response {
+pub(super) fn svg(text: String) -> Response {
     (
         [
             (header::CONTENT_TYPE, "image/svg+xml"),

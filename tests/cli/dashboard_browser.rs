@@ -3,6 +3,8 @@
 
 use std::process::{Command, Stdio};
 
+use chrono::DurationRound;
+
 use crate::dashboard::{free_port, served, wait_for_port};
 use crate::harness::{Backend, Running, Schedule};
 
@@ -245,4 +247,123 @@ fn failures_filtered_and_grouped_by_error_in_a_real_browser() {
         assert!(listed.starts_with("Failures 1–2 of 2"), "{listed}");
         browser.close().await.unwrap();
     });
+}
+
+/// The overview's history in a real browser, on a backlog with a week of ticks: the
+/// four charts of every tier are drawn (each image loads, with its title, axes with
+/// units and legend), a tier without ticks says why in words instead, and a screenshot
+/// of the section goes to target/dashboard-history.png (docs/dashboard.png).
+#[test]
+fn history_charts_in_a_real_browser() {
+    let now = chrono::Utc::now()
+        .duration_trunc(chrono::Duration::seconds(1))
+        .unwrap();
+    let (env, _ticks) = crate::history::week_of_ticks(Backend::Sqlite, now);
+    let log = std::fs::File::create(env.path("serve.log")).unwrap();
+    let (_server, port) = crate::dashboard::serve(
+        env.command()
+            .arg("serve")
+            .env_remove("BACKLOG_TOKEN")
+            .stderr(log),
+    );
+    let svg = |path: &str| crate::dashboard::get(port, path).body;
+    let hourly = svg("/plots/history/all/hourly.svg");
+    for text in [
+        "Records handled and failed per hour, last 7 days (UTC)",
+        "records per hour",
+        "date (UTC)",
+        "\nhandled\n",
+        "\nfailed\n",
+    ] {
+        assert!(hourly.contains(text), "{text} in {hourly}");
+    }
+    let daily = svg("/plots/history/all/daily.svg");
+    assert!(
+        daily.contains("records per day") && daily.contains("date (UTC)"),
+        "{daily}"
+    );
+    let pending = svg("/plots/history/1/pending.svg");
+    assert!(
+        pending.contains("pending records") && pending.contains("largest of the hour"),
+        "{pending}"
+    );
+    let times = svg("/plots/history/1/times.svg");
+    for text in ["handler time (ms, log scale)", "\np50\n", "\np95\n"] {
+        assert!(times.contains(text), "{text} in {times}");
+    }
+    let none = svg("/plots/history/3/hourly.svg");
+    assert!(
+        none.contains("No tick of tier 3 (14d) has run in the last 7 days."),
+        "{none}"
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let driver = Driver::start();
+    let screenshot = runtime.block_on(async {
+        use fantoccini::Locator;
+        let browser = driver.connect().await;
+        let loaded = async |browser: &fantoccini::Client| -> Vec<serde_json::Value> {
+            for _ in 0..50 {
+                let sizes = browser
+                    .execute(
+                        "return Array.from(document.querySelectorAll('.history img')).map(i => i.complete ? i.naturalWidth : 0)",
+                        vec![],
+                    )
+                    .await
+                    .unwrap();
+                let sizes = sizes.as_array().cloned().unwrap_or_default();
+                if sizes.len() == 4 && sizes.iter().all(|w| w.as_u64().unwrap_or(0) > 0) {
+                    return sizes;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            panic!("the history's four charts did not load");
+        };
+        browser
+            .goto(&format!("http://127.0.0.1:{port}/#history"))
+            .await
+            .unwrap();
+        assert_eq!(loaded(&browser).await.len(), 4);
+        let shown = text_when_there(&browser, Locator::Css("nav.history-tiers strong")).await;
+        assert_eq!(shown, "every tier");
+        let caption = text_when_there(&browser, Locator::Css(".history figcaption")).await;
+        assert_eq!(
+            caption,
+            "Records handled and failed per hour, last 7 days (UTC), every tier"
+        );
+        // The screenshot first: the charts of every tier, the section at the top.
+        browser
+            .execute(
+                "document.getElementById('history').scrollIntoView()",
+                vec![],
+            )
+            .await
+            .unwrap();
+        let png = browser.screenshot().await.unwrap();
+        click(&browser, Locator::LinkText("tier 3 (14d)")).await;
+        for _ in 0..50 {
+            if browser.current_url().await.unwrap().query() == Some("history=3") {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        loaded(&browser).await;
+        let sources = browser
+            .execute(
+                "return Array.from(document.querySelectorAll('.history img')).map(i => i.getAttribute('src'))",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(sources[0], "/plots/history/3/hourly.svg", "{sources}");
+        let shown = text_when_there(&browser, Locator::Css("nav.history-tiers strong")).await;
+        assert_eq!(shown, "tier 3 (14d)");
+        browser.close().await.unwrap();
+        png
+    });
+    let target = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
+    std::fs::create_dir_all(&target).unwrap();
+    std::fs::write(target.join("dashboard-history.png"), screenshot).unwrap();
 }

@@ -33,6 +33,7 @@ mod full_disk;
 mod give_up;
 mod harness;
 mod help;
+mod history;
 mod hooks;
 mod http;
 mod init;

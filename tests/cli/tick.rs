@@ -354,12 +354,14 @@ crate::on_every_backend!(
 );
 
 /// A database whose tool tables an earlier release made (version 1, records claimed
-/// one by one) moves to version 10 (spans, a `lost` count, attempts and pauses, then
+/// one by one) moves to version 11 (spans, a `lost` count, attempts and pauses, then
 /// failures in a row, alerts, shared rates and breakers, a step that adds a table on
-/// servers only, adapted paces, answers by code) on the first tick, but not while a tick
-/// of that release still holds claims: it would not see the new spans. Tables at
-/// version 4 gain `backlog_failures`, `backlog_alerts`, `backlog_rates` and
-/// `backlog_breakers`.
+/// servers only, adapted paces, answers by code, the history's pending counts and
+/// handler times) on the first tick, but not while a tick of that release still holds
+/// claims: it would not see the new spans. Tables at version 4 gain
+/// `backlog_failures`, `backlog_alerts`, `backlog_rates` and `backlog_breakers`;
+/// tables at version 10 the run log's `pending`, its index by clock and
+/// `backlog_run_times`.
 #[test]
 fn sqlite_tables_of_version_one_move_to_spans() {
     let env = classic_env(Backend::Sqlite, Schedule::default(), &[]);
@@ -380,7 +382,7 @@ fn sqlite_tables_of_version_one_move_to_spans() {
             ": a tick of an earlier backlog release holds 1 record in backlog_claims of ",
         ))
         .stderr(predicates::str::ends_with(
-            "; let it finish (or wait for its lease to run out), then run again to move the tool's tables to version 10\n",
+            "; let it finish (or wait for its lease to run out), then run again to move the tool's tables to version 11\n",
         ));
     assert_eq!(env.with_status("SUCCESS"), 0, "nothing handled");
 
@@ -388,7 +390,7 @@ fn sqlite_tables_of_version_one_move_to_spans() {
     let out = env.run_window("1d");
     assert!(out.contains("selected 2, succeeded 2"), "{out}");
     let version = "SELECT value FROM backlog_meta WHERE key = 'schema_version'";
-    assert_eq!(env.text(version), "10");
+    assert_eq!(env.text(version), "11");
     let tables =
         "SELECT name FROM sqlite_schema WHERE name LIKE 'backlog_%' AND type = 'table' ORDER BY 1";
     let all = [
@@ -402,6 +404,7 @@ fn sqlite_tables_of_version_one_move_to_spans() {
         "backlog_paces",
         "backlog_pauses",
         "backlog_rates",
+        "backlog_run_times",
         "backlog_runs",
         "backlog_takeovers",
         "backlog_tried",
@@ -416,10 +419,25 @@ fn sqlite_tables_of_version_one_move_to_spans() {
     env.execute("DROP TABLE backlog_breakers");
     env.execute("DROP TABLE backlog_paces");
     env.execute("DROP TABLE backlog_answers");
+    env.execute("DROP TABLE backlog_run_times");
     env.execute("UPDATE backlog_meta SET value = '4' WHERE key = 'schema_version'");
     env.run_window("1d");
-    assert_eq!(env.text(version), "10");
+    assert_eq!(env.text(version), "11");
     assert_eq!(env.lines(tables), all);
+
+    // Version 10, the release before the history: the run log gains its pending
+    // count and its index by clock, and the handler times their table.
+    env.execute("DROP TABLE backlog_run_times");
+    env.execute("DROP INDEX backlog_runs_by_clock");
+    env.execute("ALTER TABLE backlog_runs DROP COLUMN pending");
+    env.execute("UPDATE backlog_meta SET value = '10' WHERE key = 'schema_version'");
+    env.run_window("1d");
+    assert_eq!(env.text(version), "11");
+    assert_eq!(env.lines(tables), all);
+    let pending = "SELECT name FROM pragma_table_info('backlog_runs') WHERE name = 'pending'";
+    assert_eq!(env.lines(pending), ["pending"]);
+    let index = "SELECT name FROM sqlite_schema WHERE name = 'backlog_runs_by_clock'";
+    assert_eq!(env.lines(index), ["backlog_runs_by_clock"]);
 
     // Spans of the release before `handed` (how far a tick handed its span out, for a
     // person's action to take over the rest) gain the column, at the same version.
@@ -430,5 +448,5 @@ fn sqlite_tables_of_version_one_move_to_spans() {
     env.run_window("1d");
     let handed = "SELECT name FROM pragma_table_info('backlog_holds') WHERE name = 'handed'";
     assert_eq!(env.lines(handed), ["handed"]);
-    assert_eq!(env.text(version), "10");
+    assert_eq!(env.text(version), "11");
 }

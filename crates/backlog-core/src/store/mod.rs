@@ -24,6 +24,7 @@ pub mod driver;
 pub mod error;
 pub mod failures;
 pub mod fault;
+pub mod history;
 pub mod holds;
 pub mod in_flight;
 pub mod own;
@@ -51,6 +52,7 @@ pub use band::{BandQuery, Cursor, Page, Range, earlier};
 pub use breakers::BreakerState;
 pub use error::StoreError;
 pub use fault::Fault;
+pub use history::{HandlerTimes, History};
 pub use holds::{Heartbeat, Held, Holds, Mark, MarkWriter};
 pub use in_flight::{ClaimRow, InFlight, SpanRow};
 pub use own::Own;
@@ -241,6 +243,16 @@ pub trait Store: Reads + Survey + Holds {
             return Ok(Vec::new());
         }
         runs::unfinished(own.sql, &own.prefix, own.table, lease)
+    }
+
+    /// The run log's history up to `now` (`history::read`): per tier, the ticks per UTC
+    /// hour over 7 days and per UTC day over 90.
+    fn history(&mut self, now: DateTime<Utc>) -> Result<History, StoreError> {
+        let own = self.own("backlog_run_times")?;
+        if !own.exists {
+            return Ok(History::default());
+        }
+        history::read(own.sql, &own.prefix, own.table, now)
     }
 
     /// Opens a run-log row and returns its id, after closing as `abandoned` the rows

@@ -57,6 +57,11 @@ pub struct RunEnd {
     /// Why the tick did not end `done`: the error, the broken handler, the lapse or
     /// the breaker's reason.
     pub error: Option<String>,
+    /// The pending records of its band as the tick read it (see `Tally::pending`);
+    /// none for a run that is no tick of a band.
+    pub pending: Option<u64>,
+    /// How long its handlers took, for the history.
+    pub times: super::HandlerTimes,
 }
 
 /// The last tick of one window, from the run log.
@@ -357,6 +362,7 @@ pub fn open(
     .map_err(failed(context))?;
     collect(sql)?;
     super::own::prune_attempts(sql, s, table, &run.history)?;
+    super::fault::housekeeping(super::history::prune_times(sql, s, run.now))?;
     let (clock, now) = (sql.time("?7"), sql.now());
     let params = [
         table.into(),
@@ -378,11 +384,11 @@ pub fn open(
     .map_err(failed(context))
 }
 
-/// Closes the run-log row `run_id`, at the database's time.
+/// Closes the run-log row `run_id`, at the database's time, with its handler times.
 pub fn finish(sql: &mut dyn Sql, s: &str, run_id: i64, end: &RunEnd) -> Result<(), StoreError> {
     sql.execute(
         &format!(
-            "UPDATE {s}backlog_runs SET finished_at = {}, selected = ?2, succeeded = ?3, failed = ?4, skipped = ?5, outcome = ?6, error = ?7, lost = ?8 WHERE id = ?1",
+            "UPDATE {s}backlog_runs SET finished_at = {}, selected = ?2, succeeded = ?3, failed = ?4, skipped = ?5, outcome = ?6, error = ?7, lost = ?8, pending = ?9 WHERE id = ?1",
             sql.now()
         ),
         &[
@@ -394,8 +400,9 @@ pub fn finish(sql: &mut dyn Sql, s: &str, run_id: i64, end: &RunEnd) -> Result<(
             end.outcome.into(),
             end.error.as_deref().into(),
             (end.lost as i64).into(),
+            end.pending.map(|p| p as i64).into(),
         ],
     )
     .map_err(failed("writing the run log"))?;
-    Ok(())
+    super::history::write_times(sql, s, run_id, &end.times)
 }

@@ -60,17 +60,21 @@ pub const RUNS: Table = Table {
         lost {bigint} NOT NULL DEFAULT 0,
         outcome {text} NOT NULL,
         error {text},
-        owner {text} NOT NULL",
+        owner {text} NOT NULL,
+        pending {bigint}",
     key: None,
-    indexes: &[("backlog_runs_by_window", "table_name, window_secs, id")],
+    indexes: &[
+        ("backlog_runs_by_window", "table_name, window_secs, id"),
+        ("backlog_runs_by_clock", "table_name, clock"),
+    ],
     mark: "window_secs",
 };
 
 /// The tables every database has: the version, the run log, attempts, pauses,
-/// failures in a row, alerts, shared rates, breakers, adapted paces and answers by
-/// code (a database adds
+/// failures in a row, alerts, shared rates, breakers, adapted paces, answers by
+/// code and the ticks' handler times (a database adds
 /// how its ticks hold records, see `Ddl::tables`).
-pub const SHARED: [&Table; 10] = [
+pub const SHARED: [&Table; 11] = [
     &META,
     &RUNS,
     &super::attempts::TABLE,
@@ -81,12 +85,13 @@ pub const SHARED: [&Table; 10] = [
     &super::breakers::TABLE,
     &super::paces::TABLE,
     &super::answers::TABLE,
+    &super::history::TABLE,
 ];
 
 /// The steps of the tables since the backends shared them, written once: the `n`th
 /// moves a database's tables from `Ddl::base` + n to the next version. A step that
 /// only adds a table has no statements: `ensure` creates every missing table first.
-pub const LATER: &[&[&str]] = &[
+pub const LATER: &[&[Step]] = &[
     // `backlog_failures`: failures in a row, for `table.give_up_after`.
     &[],
     // backlog_alerts (`[alert]`'s deduplication), created by `ensure` before the step.
@@ -100,7 +105,44 @@ pub const LATER: &[&[&str]] = &[
     &[],
     // backlog_answers (a URL handler's answers by code, for the metrics).
     &[],
+    // The history: each tick's pending count, its handler times (backlog_run_times,
+    // created by `ensure`), and the run log by clock for the charts' ranges.
+    &[
+        Step::Column {
+            table: "backlog_runs",
+            column: "pending",
+            spec: "{bigint}",
+        },
+        Step::Index {
+            table: "backlog_runs",
+            name: "backlog_runs_by_clock",
+            columns: "table_name, clock",
+        },
+    ],
 ];
+
+/// One change of a step of [`LATER`] to a table that is there. A table `ensure`
+/// made just now has this version's columns and indexes already: the step leaves it.
+pub enum Step {
+    /// A column added to a table, unless it has it.
+    Column {
+        /// The table.
+        table: &'static str,
+        /// The column's name.
+        column: &'static str,
+        /// Its type and constraints, with the type placeholders of [`Table::columns`].
+        spec: &'static str,
+    },
+    /// An index added to a table.
+    Index {
+        /// The table.
+        table: &'static str,
+        /// The index's name.
+        name: &'static str,
+        /// Its columns.
+        columns: &'static str,
+    },
+}
 
 /// What a database says and does for [`ensure`].
 pub trait Ddl {
@@ -217,6 +259,7 @@ fn creation_refused(e: StoreError) -> StoreError {
 /// while this one waited.
 fn under_lock(d: &mut dyn Ddl, current: i64) -> Result<(), StoreError> {
     let missing = missing(d)?;
+    let made: Vec<&str> = missing.iter().map(|t| t.name).collect();
     if !missing.is_empty() {
         d.make_place()?;
         for table in missing {
@@ -246,8 +289,10 @@ fn under_lock(d: &mut dyn Ddl, current: i64) -> Result<(), StoreError> {
             Ok(v) if v < current => {
                 let prefix = d.prefix();
                 let step = format!("moving the tool's tables to version {}", v + 1);
-                for statement in LATER[(v - base) as usize] {
-                    let statement = spelled(d, &statement.replace("{s}", &prefix));
+                for change in LATER[(v - base) as usize] {
+                    let Some(statement) = change_sql(d, change, &made, &prefix)? else {
+                        continue;
+                    };
                     d.sql().execute(&statement, &[]).map_err(failed(&step))?;
                 }
                 set_version(d, v + 1)?;
@@ -255,6 +300,45 @@ fn under_lock(d: &mut dyn Ddl, current: i64) -> Result<(), StoreError> {
             _ => return check_version(&found, current, &d.place()),
         }
     }
+}
+
+/// The statement of a step's `change`, or none where the table has it: made just now
+/// (its name in `made`), or, for a column, there already.
+fn change_sql(
+    d: &mut dyn Ddl,
+    change: &Step,
+    made: &[&str],
+    prefix: &str,
+) -> Result<Option<String>, StoreError> {
+    let sql = match *change {
+        Step::Column { table, .. } | Step::Index { table, .. } if made.contains(&table) => {
+            return Ok(None);
+        }
+        Step::Column {
+            table,
+            column,
+            spec,
+        } => {
+            let found = d.columns(&[table])?;
+            if found
+                .get(table)
+                .is_some_and(|c| c.iter().any(|c| c == column))
+            {
+                return Ok(None);
+            }
+            format!("ALTER TABLE {prefix}{table} ADD COLUMN {column} {spec}")
+        }
+        // MySQL has no `IF NOT EXISTS` here: its tables at an older version lack it.
+        Step::Index {
+            table,
+            name,
+            columns,
+        } => match d.inline_indexes() {
+            true => format!("CREATE INDEX {name} ON {prefix}{table} ({columns})"),
+            false => format!("CREATE INDEX IF NOT EXISTS {name} ON {prefix}{table} ({columns})"),
+        },
+    };
+    Ok(Some(spelled(d, &sql)))
 }
 
 /// The tool's tables that are not there yet; refuses one of their names that is not

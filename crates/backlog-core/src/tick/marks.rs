@@ -185,6 +185,7 @@ impl<'o> Marks<'o> {
         let mut handled = self.resolve(handled);
         let tally = &mut self.tally;
         tally.selected += 1;
+        tally.times.add(took);
         if let Some(code) = handled.code
             && matches!(handled.ending, Ending::Answered | Ending::NotYet)
         {

@@ -254,6 +254,7 @@ fn run_end(result: &Result<RetrySummary, Error>) -> RunEnd {
                 "done"
             },
             error: s.stopped.clone(),
+            ..RunEnd::default()
         },
         Err(e) => RunEnd {
             outcome: "failed",

@@ -49,6 +49,8 @@ pub(super) struct Tally {
     /// What the tick read of its band in a fleet, kept for the other runners not to
     /// step over should it end early (`Pager::withdrawal`).
     pub(super) withdrawal: Option<String>,
+    /// How long the handlers took, for the run log's history.
+    pub(super) times: crate::store::HandlerTimes,
 }
 
 impl Tally {
@@ -75,7 +77,23 @@ impl Tally {
                     .or_else(|| self.lapsed.clone())
                     .or_else(|| self.breaker.clone()),
             },
+            pending: Some(self.pending()),
+            times: self.times.clone(),
         }
+    }
+
+    /// The pending records of the band as the tick came upon them: handed out, held
+    /// by other ticks, left to later ticks (a spread share, a `[retry]` wait, a
+    /// breaker) or left alone for an unreadable inserted-at value. What the history
+    /// charts as pending; a tick that reached its limit read no further, so its
+    /// count is the limit and what it stepped over.
+    pub(super) fn pending(&self) -> u64 {
+        self.selected
+            + self.skipped
+            + self.deferred
+            + self.held_back
+            + self.unreadable
+            + self.other_offset
     }
 
     /// Writes the counts into the tick's summary.
