@@ -106,11 +106,12 @@ pub fn process_backlog(
     let _in_span = super::span::enter_tick_span(schedule, opts.window);
     let mut trace = TickTrace::start(schedule, &table.name, opts);
     let result = tick(schedule, table, store, handler, opts, on_event, &mut trace);
+    let seconds = started.elapsed().as_secs_f64();
     let result = result.map(|mut summary| {
-        summary.seconds = started.elapsed().as_secs_f64();
+        summary.seconds = seconds;
         summary
     });
-    trace.end(&result, started.elapsed().as_secs_f64());
+    trace.end(&result, seconds);
     result
 }
 

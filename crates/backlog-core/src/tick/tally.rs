@@ -63,14 +63,12 @@ impl Tally {
             failed: self.failed,
             skipped: self.skipped,
             lost: self.lost,
-            outcome: match (result, &self.lapsed, &self.breaker, self.stopped) {
-                (Err(_), ..) => "failed",
-                _ if broken.is_some() => "failed",
-                (Ok(()), Some(_), ..) => "lapsed",
-                (Ok(()), None, Some(_), _) => "tripped",
-                (Ok(()), None, None, true) => "stopped",
-                (Ok(()), None, None, false) => "done",
-            },
+            outcome: ended(
+                result.is_err() || broken.is_some(),
+                self.lapsed.is_some(),
+                self.breaker.is_some(),
+                self.stopped,
+            ),
             error: match result {
                 Err(e) => Some(e.to_string()),
                 Ok(()) => broken
@@ -183,5 +181,21 @@ impl Tally {
             record.id,
             record.inserted_at().to_string()
         )
+    }
+}
+
+/// How a tick ended, in the run log's words (`backlog_runs.outcome`): it failed, its
+/// holds lapsed, its breaker tripped, a signal stopped it, or it ran to its end.
+pub(super) fn ended(failed: bool, lapsed: bool, tripped: bool, stopped: bool) -> &'static str {
+    if failed {
+        "failed"
+    } else if lapsed {
+        "lapsed"
+    } else if tripped {
+        "tripped"
+    } else if stopped {
+        "stopped"
+    } else {
+        "done"
     }
 }

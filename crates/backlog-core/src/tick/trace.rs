@@ -187,19 +187,15 @@ impl TickTrace {
 /// How a tick ended, in the run log's words (`backlog_runs.outcome`), and `paused`
 /// for a tier a person paused.
 fn outcome(summary: &TickSummary) -> &'static str {
-    if summary.handler_broken.is_some() {
-        "failed"
-    } else if summary.lapsed.is_some() {
-        "lapsed"
-    } else if summary.breaker.is_some() {
-        "tripped"
-    } else if summary.stopped {
-        "stopped"
-    } else if summary.paused.is_some() {
-        "paused"
-    } else {
-        "done"
+    if summary.paused.is_some() {
+        return "paused";
     }
+    super::tally::ended(
+        summary.handler_broken.is_some(),
+        summary.lapsed.is_some(),
+        summary.breaker.is_some(),
+        summary.stopped,
+    )
 }
 
 /// An event on the tick's span (a breaker's trip, a pace's cut, a give-up), on the
